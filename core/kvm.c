@@ -1,0 +1,271 @@
+/*
+ * Choosing the accelerator. "KVM works" is measured, not assumed: on some
+ * hosts /dev/kvm opens but cannot boot a Linux guest (a nested,
+ * paravirtualised KVM: the guest hangs, -cpu host aborts). The verdict of
+ * a probe boot is remembered per host kernel, QEMU and guest kernel.
+ *
+ * The probe runs before the event loop exists, so it may wait for its own
+ * child with waitpid.
+ */
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qsup.h"
+#include "protocol.h"
+
+#define KVM_PROBE_SECONDS	5.0
+
+const char *
+accel_name(enum accel a)
+{
+	return (a == ACCEL_KVM ? "kvm" : "tcg");
+}
+
+static char *
+kvm_cache_path(void)
+{
+	const char	*base, *home;
+	char		*path;
+
+	if ((base = getenv("XDG_CACHE_HOME")) != NULL && *base == '/')
+		xasprintf(&path, "%s/qsup/kvm-verdict", base);
+	else if ((home = getenv("HOME")) != NULL && *home == '/')
+		xasprintf(&path, "%s/.cache/qsup/kvm-verdict", home);
+	else
+		path = NULL;
+	return (path);
+}
+
+/* What the verdict depends on: host kernel, QEMU binary, guest kernel. */
+static char *
+kvm_cache_key(const char *qemu, const char *kernel)
+{
+	struct utsname	 u;
+	struct stat	 qs, ks;
+	char		*key, *qpath = NULL, *path, *dir, *p;
+
+	uname(&u);
+	memset(&qs, 0, sizeof qs);
+	if (strchr(qemu, '/') != NULL)
+		qpath = xstrdup(qemu);
+	else if ((path = getenv("PATH")) != NULL) {
+		path = xstrdup(path);
+		for (dir = strtok_r(path, ":", &p); dir != NULL;
+		    dir = strtok_r(NULL, ":", &p)) {
+			xasprintf(&qpath, "%s/%s", dir, qemu);
+			if (access(qpath, X_OK) == 0)
+				break;
+			free(qpath);
+			qpath = NULL;
+		}
+		free(path);
+	}
+	if (qpath != NULL)
+		stat(qpath, &qs);
+	memset(&ks, 0, sizeof ks);
+	stat(kernel, &ks);
+	xasprintf(&key, "host %s %s; qemu %s %lld %lld; kernel %lld %lld",
+	    u.release, u.version, qpath != NULL ? qpath : qemu,
+	    (long long)qs.st_size, (long long)qs.st_mtime,
+	    (long long)ks.st_size, (long long)ks.st_mtime);
+	free(qpath);
+	return (key);
+}
+
+static int
+kvm_cache_read(const char *key, struct accel_choice *c)
+{
+	char	*path, *text, *nl, *verdict, *why;
+	int	 rc = -1;
+
+	if ((path = kvm_cache_path()) == NULL)
+		return (-1);
+	text = util_read_file(path, NULL, 65536);
+	free(path);
+	if (text == NULL)
+		return (-1);
+	/* Three lines: key, "kvm" or "tcg", reason. */
+	if ((nl = strchr(text, '\n')) == NULL)
+		goto out;
+	*nl = '\0';
+	if (strcmp(text, key) != 0)
+		goto out;
+	verdict = nl + 1;
+	if ((nl = strchr(verdict, '\n')) == NULL)
+		goto out;
+	*nl = '\0';
+	why = nl + 1;
+	if ((nl = strchr(why, '\n')) != NULL)
+		*nl = '\0';
+	c->accel = strcmp(verdict, "kvm") == 0 ? ACCEL_KVM : ACCEL_TCG;
+	xasprintf(&c->why, "%s (remembered)", why);
+	rc = 0;
+out:
+	free(text);
+	return (rc);
+}
+
+static void
+kvm_cache_write(const char *key, const struct accel_choice *c)
+{
+	char	*path, *tmp, *slash;
+	FILE	*f;
+
+	if ((path = kvm_cache_path()) == NULL)
+		return;
+	/* mkdir -p of the cache directory. */
+	for (slash = strchr(path + 1, '/'); slash != NULL;
+	    slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(path, 0700);
+		*slash = '/';
+	}
+	xasprintf(&tmp, "%s.%ld", path, (long)getpid());
+	if ((f = fopen(tmp, "we")) != NULL) {
+		fprintf(f, "%s\n%s\n%s\n", key, accel_name(c->accel), c->why);
+		if (fclose(f) == 0 && rename(tmp, path) == 0)
+			tmp[0] = '\0';
+	}
+	if (tmp[0] != '\0')
+		unlink(tmp);
+	free(tmp);
+	free(path);
+}
+
+/*
+ * Boot the guest kernel under KVM with qsup.probe=1: the agent prints a
+ * mark and powers off at once. A working KVM does that in well under a
+ * second; a broken one hangs or makes QEMU abort.
+ */
+static int
+kvm_probe(const char *qemu, const char *kernel, const char *initramfs,
+    char **why)
+{
+	struct pollfd	 pfd;
+	struct buf	 out = { 0 };
+	char		 chunk[4096];
+	double		 deadline;
+	pid_t		 pid;
+	ssize_t		 n;
+	int		 p[2], status, ok = 0, devnull;
+
+	if (pipe2(p, O_CLOEXEC) == -1) {
+		xasprintf(why, "KVM probe: pipe: %s", strerror(errno));
+		return (0);
+	}
+	switch (pid = fork()) {
+	case -1:
+		xasprintf(why, "KVM probe: fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return (0);
+	case 0:
+		if ((devnull = open("/dev/null", O_RDWR)) != -1)
+			dup2(devnull, STDIN_FILENO);
+		dup2(p[1], STDOUT_FILENO);
+		dup2(p[1], STDERR_FILENO);
+		execlp(qemu, qemu, "-M", "microvm", "-accel", "kvm",
+		    "-cpu", "host", "-m", "128", "-smp", "1", "-nodefaults",
+		    "-no-user-config", "-display", "none", "-no-reboot",
+		    "-serial", "stdio", "-kernel", kernel, "-initrd", initramfs,
+		    "-append", "console=ttyS0 quiet panic=-1 pci=off "
+		    "qsup.probe=1", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	deadline = util_now() + KVM_PROBE_SECONDS;
+	pfd.fd = p[0];
+	pfd.events = POLLIN;
+	while (!ok) {
+		double left = deadline - util_now();
+
+		if (left <= 0)
+			break;
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
+			continue;
+		if ((n = read(p[0], chunk, sizeof chunk)) <= 0)
+			break;
+		buf_add(&out, chunk, n);
+		if (strstr(out.data, QSUP_PROBE_MARK) != NULL)
+			ok = 1;
+		if (out.len > 65536)
+			buf_consume(&out, out.len - 4096);
+	}
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		;
+	close(p[0]);
+	if (ok)
+		*why = xstrdup("a probe guest booted under KVM");
+	else if (util_now() >= deadline)
+		xasprintf(why, "a probe guest did not boot under KVM within "
+		    "%.0f s (a nested or broken KVM)", KVM_PROBE_SECONDS);
+	else {
+		char	*nl;
+
+		while (out.len > 0 && out.data[out.len - 1] == '\n')
+			out.data[--out.len] = '\0';
+		nl = out.data != NULL ? strrchr(out.data, '\n') : NULL;
+		xasprintf(why, "QEMU failed under KVM: %s", out.data == NULL ?
+		    "no output" : nl != NULL ? nl + 1 : out.data);
+	}
+	buf_free(&out);
+	return (ok);
+}
+
+int
+kvm_choose(const struct profile *p, const char *qemu, const char *kernel,
+    const char *initramfs, struct accel_choice *c, char **cause)
+{
+	char	*key, *why = NULL;
+	int	 fd;
+
+	memset(c, 0, sizeof *c);
+	c->accel = ACCEL_TCG;
+	if (p->use_kvm == PROFILE_KVM_OFF) {
+		c->why = xstrdup("use_kvm is false in the profile");
+		return (0);
+	}
+	if ((fd = open("/dev/kvm", O_RDWR|O_CLOEXEC)) == -1)
+		xasprintf(&why, "/dev/kvm: %s", strerror(errno));
+	else {
+		close(fd);
+		if (access("/sys/module/kvm_pvm", F_OK) == 0)
+			why = xstrdup("this host's KVM is nested and "
+			    "paravirtualised (kvm_pvm), which cannot boot an "
+			    "ordinary guest kernel");
+	}
+	if (why == NULL) {
+		key = kvm_cache_key(qemu, kernel);
+		if (kvm_cache_read(key, c) == -1) {
+			if (kvm_probe(qemu, kernel, initramfs, &why))
+				c->accel = ACCEL_KVM;
+			c->why = why;
+			why = NULL;
+			kvm_cache_write(key, c);
+		}
+		free(key);
+		if (c->accel == ACCEL_KVM)
+			return (0);
+		why = c->why;
+		c->why = NULL;
+	}
+	if (p->use_kvm == PROFILE_KVM_ON) {
+		xasprintf(cause, "use_kvm is true but KVM is unusable: %s", why);
+		free(why);
+		return (-1);
+	}
+	xasprintf(&c->why, "KVM unusable: %s", why);
+	free(why);
+	return (0);
+}

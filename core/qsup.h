@@ -1,0 +1,198 @@
+/*
+ * qsup: the core's one internal header, a section per file.
+ */
+#ifndef QSUP_H
+#define QSUP_H
+
+#include <sys/types.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit codes of qsup itself; the guest command's own status passes through. */
+#define QSUP_EXIT_ERROR		125	/* qsup, profile or usage error */
+#define QSUP_EXIT_TIMEOUT	124	/* --timeout expired */
+#define QSUP_EXIT_NOEXEC	126	/* command found but not executable */
+#define QSUP_EXIT_NOTFOUND	127	/* command not found in the guest */
+
+/* util.c */
+void		*xmalloc(size_t);
+void		*xcalloc(size_t, size_t);
+void		*xrealloc(void *, size_t);
+void		*xreallocarray(void *, size_t, size_t);
+char		*xstrdup(const char *);
+char		*xstrndup(const char *, size_t);
+int		 xasprintf(char **, const char *, ...)
+		     __attribute__((format(printf, 2, 3)));
+int		 xvasprintf(char **, const char *, va_list);
+double		 util_now(void);
+int		 util_set_nonblock(int);
+int		 util_set_cloexec(int, int);
+int		 util_rm_rf(const char *);
+char		*util_read_file(const char *, size_t *, size_t);
+size_t		 util_base64_decode(const char *, size_t, unsigned char *);
+int		 util_json_int(const char *, const char *, long long *);
+char		*util_json_str(const char *, const char *);
+
+/* A growable byte buffer, always NUL-terminated. */
+struct buf {
+	char	*data;
+	size_t	 len;
+	size_t	 size;
+};
+void		 buf_add(struct buf *, const void *, size_t);
+void		 buf_printf(struct buf *, const char *, ...)
+		     __attribute__((format(printf, 2, 3)));
+void		 buf_json_string(struct buf *, const char *);
+void		 buf_consume(struct buf *, size_t);
+void		 buf_free(struct buf *);
+
+/* token.c */
+void		 token_random(unsigned char *, size_t);
+char		*token_hex(size_t);
+
+/* log.c */
+extern int	 log_verbose;
+void		 log_init(const char *);
+void		 log_debug(const char *, ...)
+		     __attribute__((format(printf, 1, 2)));
+void		 log_info(const char *, ...)
+		     __attribute__((format(printf, 1, 2)));
+void		 log_warn(const char *, ...)
+		     __attribute__((format(printf, 1, 2)));
+void		 log_warnx(const char *, ...)
+		     __attribute__((format(printf, 1, 2)));
+__attribute__((noreturn)) void
+		 fatalx(const char *, ...)
+		     __attribute__((format(printf, 1, 2)));
+
+/* seed_iso.c */
+struct seed_file {
+	const char	*name;		/* lower-case, e.g. "meta-data" */
+	const void	*data;
+	size_t		 len;
+};
+int		 seed_iso_write(const char *, const struct seed_file *, size_t,
+		     char **);
+
+/* profile.c (lua/) */
+enum profile_kvm {
+	PROFILE_KVM_AUTO,	/* use KVM when it is measured to work */
+	PROFILE_KVM_ON,		/* KVM or fail */
+	PROFILE_KVM_OFF		/* never KVM */
+};
+struct profile {
+	char		*path;		/* the file, or "builtin:default" */
+	enum profile_kvm use_kvm;
+	uint64_t	 memory_mib;
+	int		 cpus;
+	double		 start_timeout;	/* seconds; 0: by accelerator */
+	int		 show_boot_console;
+	char		*kernel;	/* NULL: the default guest's */
+	char		*initramfs;	/* NULL: the default guest's */
+	char		**env;		/* "NAME=VALUE", for every command */
+	size_t		 nenv;
+	char		*cwd;		/* NULL: "/" */
+};
+int		 profile_load(struct profile *, const char *, char **);
+void		 profile_free(struct profile *);
+void		 profile_help(struct buf *);
+
+struct ev_loop;
+
+/* kvm.c */
+enum accel {
+	ACCEL_TCG,
+	ACCEL_KVM
+};
+struct accel_choice {
+	enum accel	 accel;
+	char		*why;		/* for -v and --json */
+};
+int		 kvm_choose(const struct profile *, const char *, const char *,
+		     const char *, struct accel_choice *, char **);
+const char	*accel_name(enum accel);
+
+/* guest.c */
+struct guest {
+	char		*kernel;
+	char		*initramfs;
+};
+int		 guest_resolve(const struct profile *, struct guest *, char **);
+void		 guest_free(struct guest *);
+const char	*guest_qemu_binary(void);
+unsigned long	 guest_tsc_khz(void);
+
+/* serial.c: the guest's console, drained without ever blocking */
+struct serial;
+struct serial	*serial_new(struct ev_loop *, int, const char *, int);
+void		 serial_tail(struct serial *, int, struct buf *);
+int		 serial_closed(struct serial *);
+void		 serial_set_close_cb(struct serial *, void (*)(void *), void *);
+void		 serial_free(struct serial *);
+
+/* outq.c: a bounded, non-blocking queue onto one of qsup's own fds */
+struct outq;
+struct outq	*outq_new(struct ev_loop *, int);
+void		 outq_write(struct outq *, const void *, size_t);
+size_t		 outq_pending(struct outq *);
+void		 outq_set_drain_cb(struct outq *, void (*)(void *), void *);
+int		 outq_flush_blocking(struct outq *);
+void		 outq_free(struct outq *);
+int		 outq_reopen_nonblock(int, int);
+
+/* agent_client.c: HTTP/1.1 + SSE to the agent over one virtio-serial port */
+struct agent_conn;
+struct agent_req;
+typedef void	(*agent_response_cb)(int, const char *, size_t, void *);
+typedef void	(*agent_event_cb)(const char *, const char *, size_t, void *);
+struct agent_conn *agent_conn_new(struct ev_loop *, int, const char *);
+void		 agent_request(struct agent_conn *, const char *, const char *,
+		     const void *, size_t, agent_response_cb, agent_event_cb,
+		     void *);
+void		 agent_conn_pause(struct agent_conn *, int);
+int		 agent_conn_busy(struct agent_conn *);
+void		 agent_conn_free(struct agent_conn *);
+
+/* sandbox.c */
+enum sandbox_state {
+	SB_NEW,
+	SB_BOOTING,	/* QEMU started, waiting for the agent's ping */
+	SB_READY,	/* the agent answered */
+	SB_STOPPING,	/* QEMU asked to stop, waiting for it to be reaped */
+	SB_DEAD		/* reaped and its console closed */
+};
+struct sandbox;
+struct sandbox_cbs {
+	void	(*ready)(struct sandbox *, void *);
+	void	(*failed)(struct sandbox *, const char *, void *);
+	void	(*dead)(struct sandbox *, void *);
+	void	*arg;
+};
+struct sandbox	*sandbox_new(struct ev_loop *, const struct profile *,
+		     const struct sandbox_cbs *);
+int		 sandbox_start(struct sandbox *, const struct accel_choice *,
+		     char **);
+void		 sandbox_stop(struct sandbox *, const char *);
+enum sandbox_state sandbox_state(struct sandbox *);
+struct agent_conn *sandbox_port(struct sandbox *, int);
+const struct accel_choice *sandbox_accel(struct sandbox *);
+double		 sandbox_boot_seconds(struct sandbox *);
+void		 sandbox_console_tail(struct sandbox *, int, struct buf *);
+void		 sandbox_free(struct sandbox *);
+
+/* run.c: the "run" command */
+struct run_options {
+	const char	*profile;
+	char		**argv;
+	char		**env;
+	size_t		 nenv;
+	const char	*cwd;
+	double		 timeout;
+	int		 console;
+	int		 json;
+};
+int		 run_main(struct run_options *);
+
+#endif

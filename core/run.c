@@ -1,0 +1,519 @@
+/*
+ * "qsup run": one sandbox, one command. Boot, run the command with its
+ * stdio streamed both ways, pass its exit status through, tear down.
+ *
+ * Agent ports: 0 carries the ping and then the exec stream, 1 the stdin
+ * uploads (each waits for the command to take the bytes, so it may block),
+ * 2 signals, which must get through even when stdin is stuck.
+ */
+#include <sys/resource.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "qsup.h"
+#include "protocol.h"
+
+#define RUN_PORT_EXEC		0
+#define RUN_PORT_STDIN		1
+#define RUN_PORT_CONTROL	2
+
+#define RUN_OUT_HIGH		(1024 * 1024)	/* pause the guest's output */
+#define RUN_STDIN_CHUNK		65536
+#define RUN_SIGNAL_GRACE	1.0	/* after SIGINT, before teardown */
+#define RUN_TAIL_LINES		20
+
+struct run {
+	struct ev_loop		*loop;
+	struct run_options	*opts;
+	struct profile		 profile;
+	struct accel_choice	 accel;
+	struct sandbox		*sb;
+
+	struct outq		*out;
+	struct outq		*err;
+	int			 in_fd;
+	ev_io			 in;
+	int			 in_eof;
+
+	ev_signal		 sigint;
+	ev_signal		 sigterm;
+	ev_signal		 sighup;
+	ev_timer		 timeout;
+	ev_timer		 grace;
+
+	long long		 exec_id;	/* -1 until "start" */
+	int			 exited;	/* the exit event arrived */
+	int			 status;	/* qsup's exit status */
+	long long		 exit_signal;	/* 0 or the signal */
+	int			 interrupted;	/* the signal we got */
+	int			 timed_out;
+	char			*error;		/* why qsup failed */
+
+	double			 t_start;
+	double			 t_spawn;
+	double			 t_ready;
+	double			 t_exit;
+	double			 t_end;
+};
+
+static void	run_teardown(struct run *, const char *);
+static void	run_stdin_read_cb(struct ev_loop *, ev_io *, int);
+
+static void
+run_set_error(struct run *r, const char *msg)
+{
+	if (r->error == NULL)
+		r->error = xstrdup(msg);
+}
+
+static void
+run_ready_cb(struct sandbox *sb, void *arg);
+static void
+run_failed_cb(struct sandbox *sb, const char *msg, void *arg)
+{
+	struct run	*r = arg;
+	struct buf	 tail = { 0 };
+
+	run_set_error(r, msg);
+	r->status = QSUP_EXIT_ERROR;
+	log_warnx("%s", msg);
+	sandbox_console_tail(sb, RUN_TAIL_LINES, &tail);
+	if (tail.len > 0 && sandbox_state(sb) < SB_READY)
+		fprintf(stderr, "qsup: last lines of the console:\n%s\n",
+		    tail.data);
+	buf_free(&tail);
+}
+
+static void
+run_dead_cb(struct sandbox *sb, void *arg)
+{
+	struct run	*r = arg;
+
+	(void)sb;
+	r->t_end = util_now();
+	ev_break(r->loop, EVBREAK_ALL);
+}
+
+/* Our stdout drained: let the guest's output flow again. */
+static void
+run_drain_cb(void *arg)
+{
+	struct run	*r = arg;
+
+	if (r->sb != NULL && outq_pending(r->out) + outq_pending(r->err) <
+	    RUN_OUT_HIGH)
+		agent_conn_pause(sandbox_port(r->sb, RUN_PORT_EXEC), 0);
+}
+
+static void
+run_output(struct run *r, struct outq *q, const char *data, size_t len)
+{
+	unsigned char	*raw;
+	size_t		 n;
+
+	raw = xmalloc(len * 3 / 4 + 3);
+	n = util_base64_decode(data, len, raw);
+	outq_write(q, raw, n);
+	free(raw);
+	if (outq_pending(r->out) + outq_pending(r->err) >= RUN_OUT_HIGH)
+		agent_conn_pause(sandbox_port(r->sb, RUN_PORT_EXEC), 1);
+}
+
+static void
+run_stdin_done_cb(int status, const char *body, size_t len, void *arg)
+{
+	struct run	*r = arg;
+
+	(void)body;
+	(void)len;
+	if (status != 204) {
+		/* The command is gone or closed its stdin: stop sending. */
+		r->in_eof = 1;
+		return;
+	}
+	if (!r->in_eof && !r->exited)
+		ev_io_start(r->loop, &r->in);
+}
+
+static void
+run_stdin_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct run	*r = w->data;
+	char		*chunk, path[64];
+	ssize_t		 n;
+
+	(void)revents;
+	chunk = xmalloc(RUN_STDIN_CHUNK);
+	n = read(r->in_fd, chunk, RUN_STDIN_CHUNK);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR)) {
+		free(chunk);
+		return;
+	}
+	ev_io_stop(loop, w);
+	if (n <= 0) {
+		r->in_eof = 1;
+		snprintf(path, sizeof path, "/exec/%lld/close", r->exec_id);
+		agent_request(sandbox_port(r->sb, RUN_PORT_STDIN), "POST", path,
+		    NULL, 0, NULL, NULL, r);
+	} else {
+		/* One upload in flight: the agent's 204 paces us. */
+		snprintf(path, sizeof path, "/exec/%lld/stdin", r->exec_id);
+		agent_request(sandbox_port(r->sb, RUN_PORT_STDIN), "POST", path,
+		    chunk, n, run_stdin_done_cb, NULL, r);
+	}
+	free(chunk);
+}
+
+static void
+run_send_signal(struct run *r, int sig)
+{
+	char	path[64], body[16];
+
+	if (r->exec_id < 0 || r->exited)
+		return;
+	snprintf(path, sizeof path, "/exec/%lld/signal", r->exec_id);
+	snprintf(body, sizeof body, "%d", sig);
+	agent_request(sandbox_port(r->sb, RUN_PORT_CONTROL), "POST", path,
+	    body, strlen(body), NULL, NULL, r);
+}
+
+static void
+run_exit_event(struct run *r, const char *data)
+{
+	long long	 v;
+	char		*err;
+	int		 status;
+
+	r->exited = 1;
+	r->t_exit = util_now();
+	ev_timer_stop(r->loop, &r->timeout);
+	ev_io_stop(r->loop, &r->in);
+	if (util_json_int(data, "signal", &v) == 0) {
+		r->exit_signal = v;
+		status = 128 + (int)v;
+	} else if (util_json_int(data, "status", &v) == 0)
+		status = (int)v;
+	else {
+		run_set_error(r, "the agent sent an exit event without status");
+		status = QSUP_EXIT_ERROR;
+	}
+	/* After our own signal or timeout, qsup's status says so. */
+	if (!r->interrupted && !r->timed_out)
+		r->status = status;
+	if ((err = util_json_str(data, "error")) != NULL) {
+		log_warnx("%s", err);
+		run_set_error(r, err);
+		free(err);
+	}
+}
+
+static void
+run_event_cb(const char *event, const char *data, size_t len, void *arg)
+{
+	struct run	*r = arg;
+	long long	 id;
+
+	if (strcmp(event, QSUP_EVENT_STDOUT) == 0)
+		run_output(r, r->out, data, len);
+	else if (strcmp(event, QSUP_EVENT_STDERR) == 0)
+		run_output(r, r->err, data, len);
+	else if (strcmp(event, QSUP_EVENT_START) == 0) {
+		if (util_json_int(data, "id", &id) == -1)
+			return;
+		r->exec_id = id;
+		log_debug("command started in the guest (exec %lld)", id);
+		if (r->interrupted)
+			run_send_signal(r, r->interrupted);
+		else if (r->in_fd != -1)
+			ev_io_start(r->loop, &r->in);
+		else {
+			r->in_eof = 1;
+			run_stdin_read_cb(r->loop, &r->in, 0);
+		}
+	} else if (strcmp(event, QSUP_EVENT_EXIT) == 0)
+		run_exit_event(r, data);
+}
+
+static void
+run_exec_done_cb(int status, const char *body, size_t len, void *arg)
+{
+	struct run	*r = arg;
+	char		*msg;
+
+	if (!r->exited) {
+		if (status == -1)
+			xasprintf(&msg, "lost the connection to the agent");
+		else
+			xasprintf(&msg, "the agent refused the command (%d): "
+			    "%.*s", status, (int)len, body);
+		if (!r->interrupted && !r->timed_out) {
+			log_warnx("%s", msg);
+			r->status = QSUP_EXIT_ERROR;
+		}
+		run_set_error(r, msg);
+		free(msg);
+	}
+	run_teardown(r, "the command finished");
+}
+
+static void
+run_ready_cb(struct sandbox *sb, void *arg)
+{
+	struct run	*r = arg;
+	struct buf	 b = { 0 };
+	char		**a;
+	size_t		 i;
+
+	r->t_ready = util_now();
+	log_debug("guest ready in %.3f s", sandbox_boot_seconds(sb));
+	if (r->interrupted) {
+		run_teardown(r, "interrupted");
+		return;
+	}
+	buf_add(&b, "{\"argv\":[", 9);
+	for (a = r->opts->argv; *a != NULL; a++) {
+		if (a != r->opts->argv)
+			buf_add(&b, ",", 1);
+		buf_json_string(&b, *a);
+	}
+	buf_add(&b, "],\"env\":[", 9);
+	for (i = 0; i < r->opts->nenv; i++) {
+		if (i > 0)
+			buf_add(&b, ",", 1);
+		buf_json_string(&b, r->opts->env[i]);
+	}
+	buf_add(&b, "]", 1);
+	if (r->opts->cwd != NULL) {
+		buf_add(&b, ",\"cwd\":", 7);
+		buf_json_string(&b, r->opts->cwd);
+	}
+	buf_add(&b, "}", 1);
+	agent_request(sandbox_port(sb, RUN_PORT_EXEC), "POST", "/exec",
+	    b.data, b.len, run_exec_done_cb, run_event_cb, r);
+	buf_free(&b);
+	if (r->opts->timeout > 0) {
+		ev_timer_set(&r->timeout, r->opts->timeout, 0);
+		ev_timer_start(r->loop, &r->timeout);
+	}
+}
+
+static void
+run_teardown(struct run *r, const char *why)
+{
+	ev_timer_stop(r->loop, &r->grace);
+	ev_timer_stop(r->loop, &r->timeout);
+	ev_io_stop(r->loop, &r->in);
+	sandbox_stop(r->sb, why);
+}
+
+static void
+run_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct run	*r = w->data;
+	char		*msg;
+
+	(void)loop;
+	(void)revents;
+	r->timed_out = 1;
+	r->status = QSUP_EXIT_TIMEOUT;
+	xasprintf(&msg, "the command timed out after %g s", r->opts->timeout);
+	log_warnx("%s", msg);
+	run_set_error(r, msg);
+	free(msg);
+	run_send_signal(r, SIGKILL);
+	run_teardown(r, "timeout");
+}
+
+static void
+run_grace_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	run_teardown(w->data, "the command did not stop after the signal");
+}
+
+static void
+run_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct run	*r = w->data;
+
+	(void)revents;
+	if (r->interrupted) {
+		/* A second signal: no more patience. */
+		run_teardown(r, "second signal");
+		return;
+	}
+	r->interrupted = w->signum;
+	r->status = 128 + w->signum;
+	log_debug("got signal %d; stopping the command", w->signum);
+	if (sandbox_state(r->sb) == SB_READY && r->exec_id >= 0 &&
+	    !r->exited) {
+		run_send_signal(r, w->signum);
+		ev_timer_set(&r->grace, RUN_SIGNAL_GRACE, 0);
+		ev_timer_start(loop, &r->grace);
+	} else if (sandbox_state(r->sb) != SB_READY)
+		run_teardown(r, "interrupted while booting");
+}
+
+static void
+run_json_summary(struct run *r)
+{
+	struct buf	b = { 0 };
+	struct rusage	ru;
+	double		end = r->t_end > 0 ? r->t_end : util_now();
+
+	buf_printf(&b, "{\"exit_status\":%d,\"signal\":", r->status);
+	if (r->exit_signal > 0)
+		buf_printf(&b, "%lld", r->exit_signal);
+	else
+		buf_add(&b, "null", 4);
+	buf_printf(&b, ",\"timed_out\":%s,\"interrupted\":",
+	    r->timed_out ? "true" : "false");
+	if (r->interrupted)
+		buf_printf(&b, "%d", r->interrupted);
+	else
+		buf_add(&b, "null", 4);
+	buf_add(&b, ",\"accelerator\":", 15);
+	buf_json_string(&b, accel_name(r->accel.accel));
+	buf_add(&b, ",\"accelerator_reason\":", 22);
+	buf_json_string(&b, r->accel.why != NULL ? r->accel.why : "");
+	buf_add(&b, ",\"profile\":", 11);
+	buf_json_string(&b, r->profile.path != NULL ? r->profile.path : "");
+	buf_add(&b, ",\"error\":", 9);
+	if (r->error != NULL)
+		buf_json_string(&b, r->error);
+	else
+		buf_add(&b, "null", 4);
+	getrusage(RUSAGE_SELF, &ru);
+	buf_printf(&b, ",\"qsup_max_rss_kb\":%ld", ru.ru_maxrss);
+	buf_printf(&b, ",\"timings\":{\"prepare_s\":%.3f,\"boot_s\":%.3f,"
+	    "\"exec_s\":%.3f,\"teardown_s\":%.3f,\"total_s\":%.3f}}\n",
+	    r->t_spawn > 0 ? r->t_spawn - r->t_start : 0,
+	    r->t_ready > 0 ? r->t_ready - r->t_spawn : 0,
+	    r->t_exit > 0 ? r->t_exit - r->t_ready : 0,
+	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
+	fputs(b.data, stderr);
+	buf_free(&b);
+}
+
+static void
+run_log_timings(struct run *r)
+{
+	double	end = r->t_end > 0 ? r->t_end : util_now();
+
+	log_debug("timings: prepare %.3f s, boot %.3f s, command %.3f s, "
+	    "teardown %.3f s, total %.3f s",
+	    r->t_spawn > 0 ? r->t_spawn - r->t_start : 0,
+	    r->t_ready > 0 ? r->t_ready - r->t_spawn : 0,
+	    r->t_exit > 0 ? r->t_exit - r->t_ready : 0,
+	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
+}
+
+int
+run_main(struct run_options *opts)
+{
+	struct run		 r;
+	struct sandbox_cbs	 cbs;
+	struct guest		 g;
+	char			*cause = NULL;
+
+	memset(&r, 0, sizeof r);
+	r.opts = opts;
+	r.exec_id = -1;
+	r.in_fd = -1;
+	r.t_start = util_now();
+
+	if (profile_load(&r.profile, opts->profile, &cause) == -1) {
+		fprintf(stderr, "%s\n", cause);
+		free(cause);
+		return (QSUP_EXIT_ERROR);
+	}
+	if (opts->console)
+		r.profile.show_boot_console = 1;
+	log_debug("profile: %s (memory %llu MiB, cpus %d)", r.profile.path,
+	    (unsigned long long)r.profile.memory_mib, r.profile.cpus);
+	if (guest_resolve(&r.profile, &g, &cause) == -1)
+		goto fail;
+	/* Before the loop exists: the KVM probe reaps its own child. */
+	if (kvm_choose(&r.profile, guest_qemu_binary(), g.kernel, g.initramfs,
+	    &r.accel, &cause) == -1) {
+		guest_free(&g);
+		goto fail;
+	}
+	guest_free(&g);
+	log_debug("accelerator: %s (%s)", accel_name(r.accel.accel),
+	    r.accel.why);
+
+	signal(SIGPIPE, SIG_IGN);
+	r.loop = ev_default_loop(EVFLAG_AUTO);
+	r.out = outq_new(r.loop, STDOUT_FILENO);
+	r.err = outq_new(r.loop, STDERR_FILENO);
+	outq_set_drain_cb(r.out, run_drain_cb, &r);
+	outq_set_drain_cb(r.err, run_drain_cb, &r);
+	r.in_fd = outq_reopen_nonblock(STDIN_FILENO, O_RDONLY);
+	ev_io_init(&r.in, run_stdin_read_cb, r.in_fd, EV_READ);
+	r.in.data = &r;
+	ev_signal_init(&r.sigint, run_signal_cb, SIGINT);
+	ev_signal_init(&r.sigterm, run_signal_cb, SIGTERM);
+	ev_signal_init(&r.sighup, run_signal_cb, SIGHUP);
+	r.sigint.data = r.sigterm.data = r.sighup.data = &r;
+	ev_signal_start(r.loop, &r.sigint);
+	ev_signal_start(r.loop, &r.sigterm);
+	ev_signal_start(r.loop, &r.sighup);
+	ev_init(&r.timeout, run_timeout_cb);
+	r.timeout.data = &r;
+	ev_init(&r.grace, run_grace_cb);
+	r.grace.data = &r;
+
+	memset(&cbs, 0, sizeof cbs);
+	cbs.ready = run_ready_cb;
+	cbs.failed = run_failed_cb;
+	cbs.dead = run_dead_cb;
+	cbs.arg = &r;
+	r.sb = sandbox_new(r.loop, &r.profile, &cbs);
+	r.t_spawn = util_now();
+	if (sandbox_start(r.sb, &r.accel, &cause) == -1) {
+		sandbox_free(r.sb);
+		r.sb = NULL;
+		goto fail;
+	}
+	r.t_spawn = util_now();
+	ev_run(r.loop, 0);
+
+	outq_flush_blocking(r.out);
+	outq_flush_blocking(r.err);
+	sandbox_free(r.sb);
+	r.sb = NULL;
+	goto done;
+
+fail:
+	log_warnx("%s", cause);
+	run_set_error(&r, cause);
+	free(cause);
+	r.status = QSUP_EXIT_ERROR;
+done:
+	run_log_timings(&r);
+	if (opts->json)
+		run_json_summary(&r);
+	if (r.loop != NULL) {
+		ev_signal_stop(r.loop, &r.sigint);
+		ev_signal_stop(r.loop, &r.sigterm);
+		ev_signal_stop(r.loop, &r.sighup);
+		outq_free(r.out);
+		outq_free(r.err);
+	}
+	if (r.in_fd > STDERR_FILENO)
+		close(r.in_fd);
+	free(r.accel.why);
+	free(r.error);
+	profile_free(&r.profile);
+	return (r.status);
+}

@@ -1,0 +1,396 @@
+/*
+ * Small helpers: allocation that never fails, time, fds, files.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qsup.h"
+
+void *
+xmalloc(size_t size)
+{
+	void	*p;
+
+	if (size == 0)
+		size = 1;
+	if ((p = malloc(size)) == NULL)
+		fatalx("out of memory (%zu bytes)", size);
+	return (p);
+}
+
+void *
+xcalloc(size_t n, size_t size)
+{
+	void	*p;
+
+	if (n == 0 || size == 0)
+		n = size = 1;
+	if ((p = calloc(n, size)) == NULL)
+		fatalx("out of memory (%zu x %zu bytes)", n, size);
+	return (p);
+}
+
+void *
+xrealloc(void *p, size_t size)
+{
+	return (xreallocarray(p, 1, size));
+}
+
+void *
+xreallocarray(void *p, size_t n, size_t size)
+{
+	void	*np;
+
+	if (n == 0 || size == 0)
+		n = size = 1;
+	if (size > SIZE_MAX / n)
+		fatalx("allocation overflow (%zu x %zu bytes)", n, size);
+	if ((np = realloc(p, n * size)) == NULL)
+		fatalx("out of memory (%zu x %zu bytes)", n, size);
+	return (np);
+}
+
+char *
+xstrdup(const char *s)
+{
+	return (xstrndup(s, strlen(s)));
+}
+
+char *
+xstrndup(const char *s, size_t n)
+{
+	char	*p;
+	size_t	 len;
+
+	len = strnlen(s, n);
+	p = xmalloc(len + 1);
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return (p);
+}
+
+int
+xasprintf(char **ret, const char *fmt, ...)
+{
+	va_list	ap;
+	int	n;
+
+	va_start(ap, fmt);
+	n = xvasprintf(ret, fmt, ap);
+	va_end(ap);
+	return (n);
+}
+
+int
+xvasprintf(char **ret, const char *fmt, va_list ap)
+{
+	int	n;
+
+	if ((n = vasprintf(ret, fmt, ap)) == -1)
+		fatalx("out of memory (formatting)");
+	return (n);
+}
+
+/* Monotonic seconds, for phase timings and deadlines. */
+double
+util_now(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+}
+
+int
+util_set_nonblock(int fd)
+{
+	int	flags;
+
+	if ((flags = fcntl(fd, F_GETFL)) == -1)
+		return (-1);
+	return (fcntl(fd, F_SETFL, flags | O_NONBLOCK));
+}
+
+int
+util_set_cloexec(int fd, int on)
+{
+	int	flags;
+
+	if ((flags = fcntl(fd, F_GETFD)) == -1)
+		return (-1);
+	if (on)
+		flags |= FD_CLOEXEC;
+	else
+		flags &= ~FD_CLOEXEC;
+	return (fcntl(fd, F_SETFD, flags));
+}
+
+/* Remove a tree without following symlinks; ENOENT is not an error. */
+int
+util_rm_rf(const char *path)
+{
+	struct stat	 st;
+	DIR		*d;
+	struct dirent	*de;
+	char		*sub;
+	int		 rc = 0;
+
+	if (lstat(path, &st) == -1)
+		return (errno == ENOENT ? 0 : -1);
+	if (!S_ISDIR(st.st_mode))
+		return (unlink(path) == -1 && errno != ENOENT ? -1 : 0);
+	if ((d = opendir(path)) == NULL)
+		return (-1);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		xasprintf(&sub, "%s/%s", path, de->d_name);
+		if (util_rm_rf(sub) == -1)
+			rc = -1;
+		free(sub);
+	}
+	closedir(d);
+	if (rmdir(path) == -1 && errno != ENOENT)
+		rc = -1;
+	return (rc);
+}
+
+/* Read a whole file of at most max bytes, NUL-terminated. */
+char *
+util_read_file(const char *path, size_t *lenp, size_t max)
+{
+	char	*buf = NULL;
+	size_t	 len = 0, size = 0;
+	ssize_t	 n;
+	int	 fd;
+
+	if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1)
+		return (NULL);
+	for (;;) {
+		if (size - len < 4096) {
+			size = size == 0 ? 8192 : size * 2;
+			buf = xrealloc(buf, size + 1);
+		}
+		n = read(fd, buf + len, size - len);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		len += n;
+		if (len > max) {
+			errno = EFBIG;
+			goto fail;
+		}
+	}
+	close(fd);
+	if (buf == NULL)
+		buf = xmalloc(1);
+	buf[len] = '\0';
+	if (lenp != NULL)
+		*lenp = len;
+	return (buf);
+
+fail:
+	n = errno;
+	close(fd);
+	free(buf);
+	errno = n;
+	return (NULL);
+}
+
+static int
+base64_value(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return (c - 'A');
+	if (c >= 'a' && c <= 'z')
+		return (c - 'a' + 26);
+	if (c >= '0' && c <= '9')
+		return (c - '0' + 52);
+	if (c == '+')
+		return (62);
+	if (c == '/')
+		return (63);
+	return (-1);
+}
+
+/* Decode base64 into out (room for len * 3 / 4 bytes); returns the size. */
+size_t
+util_base64_decode(const char *in, size_t len, unsigned char *out)
+{
+	uint32_t	acc = 0;
+	size_t		i, n = 0;
+	int		bits = 0, v;
+
+	for (i = 0; i < len; i++) {
+		if ((v = base64_value((unsigned char)in[i])) == -1)
+			continue;
+		acc = (acc << 6) | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[n++] = (acc >> bits) & 0xff;
+		}
+	}
+	return (n);
+}
+
+void
+buf_add(struct buf *b, const void *data, size_t len)
+{
+	if (b->len + len + 1 > b->size) {
+		b->size = (b->len + len + 1) * 2;
+		if (b->size < 256)
+			b->size = 256;
+		b->data = xrealloc(b->data, b->size);
+	}
+	memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+}
+
+void
+buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s;
+	int	 n;
+
+	va_start(ap, fmt);
+	n = xvasprintf(&s, fmt, ap);
+	va_end(ap);
+	buf_add(b, s, n);
+	free(s);
+}
+
+/* Append s as a JSON string literal. */
+void
+buf_json_string(struct buf *b, const char *s)
+{
+	char	esc[8];
+
+	buf_add(b, "\"", 1);
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\') {
+			esc[0] = '\\';
+			esc[1] = *s;
+			buf_add(b, esc, 2);
+		} else if ((unsigned char)*s < 0x20) {
+			snprintf(esc, sizeof esc, "\\u%04x", (unsigned char)*s);
+			buf_add(b, esc, 6);
+		} else
+			buf_add(b, s, 1);
+	}
+	buf_add(b, "\"", 1);
+}
+
+/* Drop the first n bytes. */
+void
+buf_consume(struct buf *b, size_t n)
+{
+	if (n >= b->len) {
+		b->len = 0;
+		if (b->data != NULL)
+			b->data[0] = '\0';
+		return;
+	}
+	memmove(b->data, b->data + n, b->len - n);
+	b->len -= n;
+	b->data[b->len] = '\0';
+}
+
+void
+buf_free(struct buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->size = 0;
+}
+
+/*
+ * Find "key": in a flat JSON object from the agent. Enough for the agent's
+ * own small replies ({"status":0}); not a general JSON reader.
+ */
+static const char *
+util_json_find(const char *json, const char *key)
+{
+	const char	*p;
+	size_t		 len = strlen(key);
+
+	for (p = json; (p = strchr(p, '"')) != NULL; p++) {
+		if (strncmp(p + 1, key, len) == 0 && p[len + 1] == '"') {
+			p += len + 2;
+			p += strspn(p, " \t\r\n");
+			if (*p != ':')
+				continue;
+			p++;
+			return (p + strspn(p, " \t\r\n"));
+		}
+	}
+	return (NULL);
+}
+
+int
+util_json_int(const char *json, const char *key, long long *v)
+{
+	const char	*p;
+	char		*end;
+
+	if ((p = util_json_find(json, key)) == NULL)
+		return (-1);
+	*v = strtoll(p, &end, 10);
+	return (end == p ? -1 : 0);
+}
+
+char *
+util_json_str(const char *json, const char *key)
+{
+	const char	*p;
+	struct buf	 b = { 0 };
+	unsigned int	 u;
+
+	if ((p = util_json_find(json, key)) == NULL || *p++ != '"')
+		return (NULL);
+	buf_add(&b, "", 0);
+	for (; *p != '\0' && *p != '"'; p++) {
+		if (*p != '\\') {
+			buf_add(&b, p, 1);
+			continue;
+		}
+		switch (*++p) {
+		case 'n':
+			buf_add(&b, "\n", 1);
+			break;
+		case 't':
+			buf_add(&b, "\t", 1);
+			break;
+		case 'u':
+			if (sscanf(p + 1, "%4x", &u) == 1 && u < 0x80) {
+				char c = (char)u;
+				buf_add(&b, &c, 1);
+			} else
+				buf_add(&b, "?", 1);
+			p += strnlen(p + 1, 4);
+			break;
+		case '\0':
+			p--;
+			break;
+		default:
+			buf_add(&b, p, 1);
+			break;
+		}
+	}
+	return (b.data);
+}

@@ -1,0 +1,188 @@
+/*
+ * qsup-agent: the in-guest agent's one internal header, a section per
+ * file. The wire protocol itself lives in protocol.h, shared with qsup.
+ */
+#ifndef AGENT_H
+#define AGENT_H
+
+#include <sys/types.h>
+
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "protocol.h"
+
+/* Bounds on what a port holds; the host is not trusted to be sane. */
+#define AGENT_HEAD_MAX		(16 * 1024)	/* head */
+#define AGENT_BODY_MAX		(1024 * 1024)	/* any body */
+#define AGENT_IN_MAX		(64 * 1024)	/* unparsed input */
+#define AGENT_OUT_HIGH		(256 * 1024)	/* backpressure */
+#define AGENT_CONFIG_MAX	(1024 * 1024)	/* qsup-config */
+#define AGENT_PATH \
+	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* A byte buffer consumed from the front; data is NUL-terminated. */
+struct abuf {
+	char	*data;
+	size_t	 off;		/* consumed prefix */
+	size_t	 len;		/* end of valid bytes */
+	size_t	 size;
+};
+
+struct agent_mount {
+	char	*tag;
+	char	*path;
+	int	 ro;
+};
+
+/* What the seed says; a missing token means there was no seed at all. */
+struct agent_config {
+	char			*token;
+	char			*hostname;
+	int			 has_time;
+	struct timespec		 time;
+	unsigned char		*entropy;
+	size_t			 entropy_len;
+	char			**env;
+	size_t			 nenv;
+	char			*cwd;
+	struct agent_mount	*mounts;
+	size_t			 nmounts;
+};
+
+struct port;
+struct exec;
+
+/* agent.c */
+extern int			 agent_pid1;
+extern struct agent_config	 agent_cfg;
+extern char			*agent_error;
+extern long long		 agent_ready_ms;
+extern char			 agent_kernel[65];
+void		 agent_set_error(const char *, ...)
+		     __attribute__((format(printf, 1, 2)));
+void		 agent_poweroff_request(void);
+
+/* agent_util.c */
+void		 log_warn(const char *, ...)
+		     __attribute__((format(printf, 1, 2)));
+void		 log_warnx(const char *, ...)
+		     __attribute__((format(printf, 1, 2)));
+void		 fatalx(const char *, ...)
+		     __attribute__((format(printf, 1, 2), noreturn));
+void		*xmalloc(size_t);
+void		*xcalloc(size_t, size_t);
+void		*xreallocarray(void *, size_t, size_t);
+char		*xstrdup(const char *);
+char		*xstrndup(const char *, size_t);
+int		 xasprintf(char **, const char *, ...)
+		     __attribute__((format(printf, 2, 3)));
+long long	 util_ms(clockid_t);
+int		 util_read_file(const char *, char **, size_t *, size_t);
+int		 util_mkdir_p(const char *, mode_t);
+void		 abuf_add(struct abuf *, const void *, size_t);
+void		 abuf_printf(struct abuf *, const char *, ...)
+		     __attribute__((format(printf, 2, 3)));
+size_t		 abuf_used(const struct abuf *);
+char		*abuf_start(const struct abuf *);
+void		 abuf_consume(struct abuf *, size_t);
+void		 abuf_reset(struct abuf *);
+void		 abuf_free(struct abuf *);
+void		 abuf_base64(struct abuf *, const void *, size_t);
+void		 abuf_json_string(struct abuf *, const char *);
+
+/* agent_config.c */
+int		 config_parse(struct agent_config *, const char *, size_t,
+		     char **);
+void		 config_free(struct agent_config *);
+
+/* agent_iso.c */
+int		 iso_is_seed(int);
+int		 iso_read_config(int, char **, size_t *, char **);
+
+/* agent_json.c */
+struct json_exec {
+	char	**argv;		/* NULL-terminated */
+	size_t	  argc;
+	char	**env;		/* NULL-terminated */
+	size_t	  nenv;
+	char	 *cwd;
+};
+int		 json_parse_exec(const char *, size_t, struct json_exec *,
+		     char **);
+void		 json_exec_free(struct json_exec *);
+
+/* agent_http.c */
+struct http_request {
+	char		 method[16];
+	char		 path[256];	/* without any query string */
+	int		 minor;
+	int		 has_auth;
+	char		 auth[512];
+	long long	 content_length;	/* -1: none */
+	int		 chunked;
+	int		 expect_continue;
+};
+struct http_chunked {
+	int		 state;
+	uint64_t	 left;
+	size_t		 line;
+};
+size_t		 http_head_end(const char *, size_t);
+int		 http_parse_head(const char *, size_t, struct http_request *,
+		     int *, const char **);
+ssize_t		 http_chunked_feed(struct http_chunked *, const char *,
+		     size_t, struct abuf *, size_t, int *, int *);
+const char	*http_reason(int);
+int		 http_token_equal(const char *, const char *);
+
+/* agent_port.c */
+void		 port_add(int, const char *);
+int		 port_has(const char *);
+int		 port_count(void);
+int		 port_live_count(void);
+size_t		 port_pending(const struct port *);
+int		 port_pollfds(struct pollfd *, void **, int);
+void		 port_handle(struct port *, int);
+void		 port_sweep(void);
+int		 port_recheck(void);
+void		 port_flush_all(int);
+void		 port_event(struct port *, const char *, const void *,
+		     size_t, int);
+void		 port_exec_done(struct port *);
+void		 port_stdin_done(struct port *, int, const char *);
+
+/* agent_exec.c */
+int		 exec_start(struct port *, struct json_exec *, unsigned *,
+		     pid_t *, char **);
+struct exec	*exec_find(unsigned);
+int		 exec_stdin(struct exec *, struct port *, struct abuf *,
+		     const char **);
+void		 exec_close_stdin(struct exec *);
+int		 exec_signal(struct exec *, int);
+void		 exec_port_gone(struct port *);
+int		 exec_pollfds(struct pollfd *, void **, int);
+void		 exec_handle(void *, const struct pollfd *);
+void		 exec_reaped(pid_t, int);
+void		 exec_sweep(void);
+void		 exec_kill_all(int);
+int		 exec_count(void);
+
+/* agent_init.c */
+void		 init_console(void);
+void		 init_early(void);
+int		 init_cmdline(int *, int *);
+void		 init_modules(void);
+int		 init_seed(void);
+void		 init_mounts(void);
+void		 init_apply_seed(void);
+int		 init_ports_scan(void);
+void		 init_ports(void);
+int		 init_ports_late(void);
+void		 init_poweroff(void) __attribute__((noreturn));
+void		 init_probe(void) __attribute__((noreturn));
+
+#endif

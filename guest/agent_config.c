@@ -1,0 +1,287 @@
+/*
+ * The seed's qsup-config: "key value" lines, values percent-encoded
+ * (protocol.h). Unknown keys are ignored so older agents accept newer
+ * seeds; a malformed line of a known key is an error, because a seed that
+ * half applies (a share silently missing) is worse than one that fails.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+
+static int
+config_hex(int c)
+{
+	if (c >= '0' && c <= '9')
+		return (c - '0');
+	if (c >= 'a' && c <= 'f')
+		return (c - 'a' + 10);
+	if (c >= 'A' && c <= 'F')
+		return (c - 'A' + 10);
+	return (-1);
+}
+
+/* Decode one percent-encoded field; NUL bytes are refused. */
+static int
+config_decode(const char *p, size_t len, char **out, const char **cause)
+{
+	char	*s;
+	size_t	 i, n = 0;
+	int	 hi, lo;
+
+	s = xmalloc(len + 1);
+	for (i = 0; i < len; i++) {
+		if (p[i] != '%') {
+			s[n++] = p[i];
+			continue;
+		}
+		if (len - i < 3) {
+			*cause = "truncated %XX escape";
+			goto fail;
+		}
+		hi = config_hex((unsigned char)p[i + 1]);
+		lo = config_hex((unsigned char)p[i + 2]);
+		if (hi == -1 || lo == -1) {
+			*cause = "bad %XX escape";
+			goto fail;
+		}
+		if (hi == 0 && lo == 0) {
+			*cause = "NUL byte in value";
+			goto fail;
+		}
+		s[n++] = (char)(hi << 4 | lo);
+		i += 2;
+	}
+	s[n] = '\0';
+	*out = s;
+	return (0);
+fail:
+	free(s);
+	return (-1);
+}
+
+/* Split value into exactly want whitespace-separated decoded fields. */
+static int
+config_fields(const char *p, size_t len, char **fields, int want,
+    const char **cause)
+{
+	const char	*end = p + len, *start;
+	int		 n = 0, i;
+
+	for (;;) {
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p == end)
+			break;
+		start = p;
+		while (p < end && *p != ' ' && *p != '\t')
+			p++;
+		if (n == want) {
+			*cause = "too many fields";
+			goto fail;
+		}
+		if (config_decode(start, p - start, &fields[n], cause) == -1)
+			goto fail;
+		n++;
+	}
+	if (n != want) {
+		*cause = n < want ? "missing value" : "too many fields";
+		goto fail;
+	}
+	return (0);
+fail:
+	for (i = 0; i < n; i++) {
+		free(fields[i]);
+		fields[i] = NULL;
+	}
+	return (-1);
+}
+
+static int
+config_time(const char *s, struct timespec *ts)
+{
+	long long	sec = 0;
+	long		nsec = 0;
+	int		digits = 0;
+
+	if (*s < '0' || *s > '9')
+		return (-1);
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (sec > (LLONG_MAX - 9) / 10)
+			return (-1);
+		sec = sec * 10 + (*s - '0');
+	}
+	if (*s == '.') {
+		for (s++; *s >= '0' && *s <= '9'; s++) {
+			if (digits++ < 9)
+				nsec = nsec * 10 + (*s - '0');
+		}
+		if (digits == 0)
+			return (-1);
+	}
+	if (*s != '\0')
+		return (-1);
+	for (; digits < 9; digits++)
+		nsec *= 10;
+	ts->tv_sec = (time_t)sec;
+	ts->tv_nsec = nsec;
+	return (0);
+}
+
+static int
+config_line(struct agent_config *cfg, const char *key, size_t klen,
+    const char *val, size_t vlen, const char **cause)
+{
+	char	*f[3] = { NULL, NULL, NULL };
+	size_t	 i, n;
+
+#define KEY(s) (klen == sizeof(s) - 1 && memcmp(key, s, klen) == 0)
+	if (KEY("token") || KEY("hostname") || KEY("cwd") || KEY("time") ||
+	    KEY("entropy") || KEY("env")) {
+		if (config_fields(val, vlen, f, 1, cause) == -1)
+			return (-1);
+	} else if (KEY("mount")) {
+		if (config_fields(val, vlen, f, 3, cause) == -1)
+			return (-1);
+	} else
+		return (0);
+
+	if (KEY("token")) {
+		if (*f[0] == '\0') {
+			*cause = "empty token";
+			goto fail;
+		}
+		free(cfg->token);
+		cfg->token = f[0];
+	} else if (KEY("hostname")) {
+		free(cfg->hostname);
+		cfg->hostname = f[0];
+	} else if (KEY("cwd")) {
+		free(cfg->cwd);
+		cfg->cwd = f[0];
+	} else if (KEY("time")) {
+		if (config_time(f[0], &cfg->time) == -1) {
+			*cause = "bad time (want SECONDS.NANOSECONDS)";
+			goto fail;
+		}
+		cfg->has_time = 1;
+		free(f[0]);
+	} else if (KEY("entropy")) {
+		n = strlen(f[0]);
+		if (n % 2 != 0 || n == 0) {
+			*cause = "bad entropy (want hex bytes)";
+			goto fail;
+		}
+		free(cfg->entropy);
+		cfg->entropy = xmalloc(n / 2);
+		cfg->entropy_len = n / 2;
+		for (i = 0; i < n / 2; i++) {
+			int hi = config_hex((unsigned char)f[0][2 * i]);
+			int lo = config_hex((unsigned char)f[0][2 * i + 1]);
+
+			if (hi == -1 || lo == -1) {
+				*cause = "bad entropy (want hex bytes)";
+				goto fail;
+			}
+			cfg->entropy[i] = (unsigned char)(hi << 4 | lo);
+		}
+		free(f[0]);
+	} else if (KEY("env")) {
+		if (f[0][0] == '=' || strchr(f[0], '=') == NULL) {
+			*cause = "bad env (want NAME=VALUE)";
+			goto fail;
+		}
+		cfg->env = xreallocarray(cfg->env, cfg->nenv + 1,
+		    sizeof *cfg->env);
+		cfg->env[cfg->nenv++] = f[0];
+	} else {
+		if (f[1][0] != '/') {
+			*cause = "mount path must be absolute";
+			goto fail;
+		}
+		if (strcmp(f[2], "ro") != 0 && strcmp(f[2], "rw") != 0) {
+			*cause = "mount mode must be ro or rw";
+			goto fail;
+		}
+		cfg->mounts = xreallocarray(cfg->mounts, cfg->nmounts + 1,
+		    sizeof *cfg->mounts);
+		cfg->mounts[cfg->nmounts].tag = f[0];
+		cfg->mounts[cfg->nmounts].path = f[1];
+		cfg->mounts[cfg->nmounts].ro = strcmp(f[2], "ro") == 0;
+		cfg->nmounts++;
+		free(f[2]);
+	}
+#undef KEY
+	return (0);
+fail:
+	for (i = 0; i < 3; i++)
+		free(f[i]);
+	return (-1);
+}
+
+/* Parse config text into cfg; on error *cause names the line. */
+int
+config_parse(struct agent_config *cfg, const char *text, size_t len,
+    char **cause)
+{
+	const char	*p = text, *end = text + len, *nl, *key, *val;
+	const char	*why;
+	size_t		 llen, klen;
+	int		 lineno = 0;
+
+	while (p < end) {
+		lineno++;
+		if ((nl = memchr(p, '\n', end - p)) == NULL)
+			nl = end;
+		llen = nl - p;
+		if (llen > 0 && p[llen - 1] == '\r')
+			llen--;
+		key = p;
+		p = nl < end ? nl + 1 : end;
+		while (llen > 0 && (*key == ' ' || *key == '\t')) {
+			key++;
+			llen--;
+		}
+		if (llen == 0 || *key == '#')
+			continue;
+		for (klen = 0; klen < llen && key[klen] != ' ' &&
+		    key[klen] != '\t'; klen++)
+			;
+		val = key + klen;
+		if (memchr(key, '\0', llen) != NULL) {
+			xasprintf(cause, "%s line %d: NUL byte",
+			    QSUP_SEED_CONFIG, lineno);
+			return (-1);
+		}
+		if (config_line(cfg, key, klen, val, llen - klen, &why) == -1) {
+			xasprintf(cause, "%s line %d: %.*s: %s",
+			    QSUP_SEED_CONFIG, lineno, (int)klen, key, why);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
+void
+config_free(struct agent_config *cfg)
+{
+	size_t	i;
+
+	if (cfg->token != NULL)
+		explicit_bzero(cfg->token, strlen(cfg->token));
+	free(cfg->token);
+	free(cfg->hostname);
+	free(cfg->cwd);
+	free(cfg->entropy);
+	for (i = 0; i < cfg->nenv; i++)
+		free(cfg->env[i]);
+	free(cfg->env);
+	for (i = 0; i < cfg->nmounts; i++) {
+		free(cfg->mounts[i].tag);
+		free(cfg->mounts[i].path);
+	}
+	free(cfg->mounts);
+	memset(cfg, 0, sizeof *cfg);
+}

@@ -1,0 +1,560 @@
+/*
+ * Commands run for POST /exec. Each is one struct exec: its process (the
+ * leader of a new session, so signals reach the whole group), its three
+ * pipes and the port its events stream to. An exec ends when its process
+ * has been reaped: the pipes are then drained of what is already in them
+ * and closed, and the exit event is sent. Output written later by
+ * background processes that kept the pipes open is not waited for.
+ */
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC	(1U << 2)
+#endif
+
+/* Read per pipe once the process has exited. */
+#define EXEC_DRAIN_MAX	(4 * 1024 * 1024)
+
+enum {
+	EXEC_OUT,
+	EXEC_ERR,
+	EXEC_IN
+};
+
+/* What a child that could not exec tells its parent. */
+struct exec_failure {
+	int	stage;		/* EXEC_STAGE_* */
+	int	error;		/* errno */
+};
+#define EXEC_STAGE_SETUP	1
+#define EXEC_STAGE_CHDIR	2
+#define EXEC_STAGE_EXEC		3
+
+struct exec {
+	unsigned	 id;
+	pid_t		 pid;
+	struct port	*port;		/* NULL: the host is gone */
+	int		 out_fd;
+	int		 err_fd;
+	int		 in_fd;
+	int		 status_fd;	/* CLOEXEC: exec failures */
+
+	struct abuf	 in_buf;	/* one stdin body being written */
+	struct port	*in_port;	/* waiting for that write's 204 */
+	int		 in_close;	/* close stdin after in_buf */
+
+	int		 reaped;
+	int		 status;
+	int		 done;
+	char		*what;		/* argv[0] */
+	char		*cwd;
+
+	struct exec	*next;
+};
+
+static struct exec	*execs;
+static unsigned		 exec_next_id = 1;
+static char		 exec_chunk[QSUP_CHUNK];
+
+static void
+exec_close(int *fd)
+{
+	if (*fd != -1) {
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+struct exec *
+exec_find(unsigned id)
+{
+	struct exec	*e;
+
+	for (e = execs; e != NULL; e = e->next) {
+		if (e->id == id && !e->done)
+			return (e);
+	}
+	return (NULL);
+}
+
+int
+exec_count(void)
+{
+	struct exec	*e;
+	int		 n = 0;
+
+	for (e = execs; e != NULL; e = e->next)
+		n++;
+	return (n);
+}
+
+/* Set NAME=VALUE in a NULL-terminated vector, replacing NAME if present. */
+static void
+exec_env_set(char ***envp, size_t *n, const char *kv)
+{
+	size_t	klen = strcspn(kv, "="), i;
+
+	for (i = 0; i < *n; i++) {
+		if (strncmp((*envp)[i], kv, klen) == 0 &&
+		    (*envp)[i][klen] == '=') {
+			free((*envp)[i]);
+			(*envp)[i] = xstrdup(kv);
+			return;
+		}
+	}
+	*envp = xreallocarray(*envp, *n + 2, sizeof **envp);
+	(*envp)[(*n)++] = xstrdup(kv);
+	(*envp)[*n] = NULL;
+}
+
+static void
+exec_env_default(char ***envp, size_t *n, const char *kv)
+{
+	size_t	klen = strcspn(kv, "="), i;
+
+	for (i = 0; i < *n; i++) {
+		if (strncmp((*envp)[i], kv, klen) == 0 &&
+		    (*envp)[i][klen] == '=')
+			return;
+	}
+	exec_env_set(envp, n, kv);
+}
+
+/* In the child: everything the agent changed goes back to the default. */
+static void
+exec_child_signals(void)
+{
+	struct sigaction	sa;
+	sigset_t		set;
+	int			sig;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	for (sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &sa, NULL);
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+}
+
+static void __attribute__((noreturn))
+exec_child(int in, int out, int err, int status, char **argv, char **envp,
+    const char *cwd)
+{
+	struct exec_failure	f = { EXEC_STAGE_SETUP, 0 };
+	int			fd;
+
+	if (setsid() == -1)
+		goto fail;
+	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
+		goto fail;
+	exec_child_signals();
+	/* Nothing but 0-2 and the status pipe may reach the command. */
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == -1) {
+		for (fd = 3; fd < 1024; fd++)
+			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	}
+	f.stage = EXEC_STAGE_CHDIR;
+	if (chdir(cwd) == -1)
+		goto fail;
+	f.stage = EXEC_STAGE_EXEC;
+	environ = envp;
+	execvp(argv[0], argv);
+fail:
+	f.error = errno;
+	(void)!write(status, &f, sizeof f);
+	_exit(127);
+}
+
+static int
+exec_pipe(int fds[2], int parent_end)
+{
+	if (pipe2(fds, O_CLOEXEC) == -1)
+		return (-1);
+	if (fcntl(fds[parent_end], F_SETFL, O_NONBLOCK) == -1) {
+		close(fds[0]);
+		close(fds[1]);
+		fds[0] = fds[1] = -1;
+		return (-1);
+	}
+	return (0);
+}
+
+/* Start a command whose events stream to p. */
+int
+exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
+    char **cause)
+{
+	struct exec	*e = NULL;
+	int		 in[2] = { -1, -1 }, out[2] = { -1, -1 };
+	int		 err[2] = { -1, -1 }, st[2] = { -1, -1 };
+	char		**envp = NULL, *kv;
+	size_t		 nenv = 0, i;
+	const char	*cwd;
+	int		 ret = -1;
+
+	for (i = 0; i < agent_cfg.nenv; i++)
+		exec_env_set(&envp, &nenv, agent_cfg.env[i]);
+	for (i = 0; i < x->nenv; i++)
+		exec_env_set(&envp, &nenv, x->env[i]);
+	exec_env_default(&envp, &nenv, "PATH=" AGENT_PATH);
+	exec_env_default(&envp, &nenv, "HOME=/root");
+	exec_env_default(&envp, &nenv, "TERM=dumb");
+	if ((cwd = x->cwd) == NULL && (cwd = agent_cfg.cwd) == NULL)
+		cwd = "/";
+
+	if (exec_pipe(in, 1) == -1 || exec_pipe(out, 0) == -1 ||
+	    exec_pipe(err, 0) == -1 || exec_pipe(st, 0) == -1) {
+		xasprintf(cause, "pipe: %s", strerror(errno));
+		goto out;
+	}
+	e = xcalloc(1, sizeof *e);
+	e->pid = fork();
+	if (e->pid == -1) {
+		xasprintf(cause, "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (e->pid == 0)
+		exec_child(in[0], out[1], err[1], st[1], x->argv, envp, cwd);
+
+	e->id = exec_next_id++;
+	e->port = p;
+	e->in_fd = in[1];
+	e->out_fd = out[0];
+	e->err_fd = err[0];
+	e->status_fd = st[0];
+	in[1] = out[0] = err[0] = st[0] = -1;
+	e->what = xstrdup(x->argv[0]);
+	e->cwd = xstrdup(cwd);
+	e->next = execs;
+	execs = e;
+	*id = e->id;
+	*pid = e->pid;
+	e = NULL;
+	ret = 0;
+out:
+	free(e);
+	for (i = 0; i < 2; i++) {
+		exec_close(&in[i]);
+		exec_close(&out[i]);
+		exec_close(&err[i]);
+		exec_close(&st[i]);
+	}
+	for (i = 0; i < nenv; i++) {
+		kv = envp[i];
+		free(kv);
+	}
+	free(envp);
+	return (ret);
+}
+
+/* Write pending stdin: 0 all written, 1 more to come, -1 stdin is gone. */
+static int
+exec_stdin_push(struct exec *e)
+{
+	ssize_t	n;
+
+	while (abuf_used(&e->in_buf) > 0) {
+		n = write(e->in_fd, abuf_start(&e->in_buf),
+		    abuf_used(&e->in_buf));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return (1);
+		if (n <= 0) {
+			/* EPIPE: nothing reads the command's stdin now. */
+			abuf_free(&e->in_buf);
+			exec_close(&e->in_fd);
+			return (-1);
+		}
+		abuf_consume(&e->in_buf, n);
+	}
+	abuf_free(&e->in_buf);
+	if (e->in_close)
+		exec_close(&e->in_fd);
+	return (0);
+}
+
+/*
+ * Queue body for the command's stdin: 0 when written at once, 1 when p
+ * must wait (port_stdin_done answers it later), -1 with *cause for 409.
+ */
+int
+exec_stdin(struct exec *e, struct port *p, struct abuf *body,
+    const char **cause)
+{
+	int	r;
+
+	if (e->in_port != NULL) {
+		*cause = "a stdin write is already in progress";
+		return (-1);
+	}
+	if (e->in_fd == -1 || e->in_close) {
+		*cause = "stdin closed";
+		return (-1);
+	}
+	if (abuf_used(body) == 0)
+		return (0);
+	abuf_free(&e->in_buf);
+	e->in_buf = *body;
+	memset(body, 0, sizeof *body);
+	r = exec_stdin_push(e);
+	if (r == 1)
+		e->in_port = p;
+	if (r == -1)
+		*cause = "stdin closed";
+	return (r);
+}
+
+/* EOF on the command's stdin, after any write in progress. */
+void
+exec_close_stdin(struct exec *e)
+{
+	if (e->in_port != NULL)
+		e->in_close = 1;
+	else
+		exec_close(&e->in_fd);
+}
+
+/* Signal the command's process group (or the process, before setsid). */
+int
+exec_signal(struct exec *e, int sig)
+{
+	if (e->reaped)
+		return (0);
+	if (kill(-e->pid, sig) == 0)
+		return (0);
+	if (errno == ESRCH && kill(e->pid, sig) == 0)
+		return (0);
+	return (errno == ESRCH ? 0 : -1);
+}
+
+/* p's host end is gone: nobody can see these commands' output. */
+void
+exec_port_gone(struct port *p)
+{
+	struct exec	*e;
+
+	for (e = execs; e != NULL; e = e->next) {
+		if (e->port == p) {
+			e->port = NULL;
+			if (!e->reaped)
+				exec_signal(e, SIGKILL);
+		}
+		if (e->in_port == p) {
+			e->in_port = NULL;
+			abuf_free(&e->in_buf);
+			if (e->in_close)
+				exec_close(&e->in_fd);
+		}
+	}
+}
+
+static int
+exec_readable(const struct exec *e)
+{
+	return (e->port == NULL || port_pending(e->port) < AGENT_OUT_HIGH);
+}
+
+/*
+ * Poll entries for the pipes. refs get the exec; the fd is found again
+ * from the entry's events (POLLOUT: stdin) and fd number.
+ */
+int
+exec_pollfds(struct pollfd *pfd, void **refs, int max)
+{
+	struct exec	*e;
+	int		 n = 0;
+
+	for (e = execs; e != NULL; e = e->next) {
+		if (e->done)
+			continue;
+		if (n + 3 > max)
+			break;
+		if (e->out_fd != -1 && exec_readable(e)) {
+			pfd[n].fd = e->out_fd;
+			pfd[n].events = POLLIN;
+			refs[n++] = e;
+		}
+		if (e->err_fd != -1 && exec_readable(e)) {
+			pfd[n].fd = e->err_fd;
+			pfd[n].events = POLLIN;
+			refs[n++] = e;
+		}
+		if (e->in_fd != -1 && abuf_used(&e->in_buf) > 0) {
+			pfd[n].fd = e->in_fd;
+			pfd[n].events = POLLOUT;
+			refs[n++] = e;
+		}
+	}
+	return (n);
+}
+
+/* One read from a pipe into one event: 0, or -1 at EOF or error. */
+static int
+exec_read(struct exec *e, int which)
+{
+	int	*fd = which == EXEC_OUT ? &e->out_fd : &e->err_fd;
+	ssize_t	 n;
+
+	if (*fd == -1)
+		return (-1);
+	n = read(*fd, exec_chunk, sizeof exec_chunk);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return (0);
+	if (n <= 0) {
+		exec_close(fd);
+		return (-1);
+	}
+	if (e->port != NULL)
+		port_event(e->port, which == EXEC_OUT ? QSUP_EVENT_STDOUT :
+		    QSUP_EVENT_STDERR, exec_chunk, n, 1);
+	return ((size_t)n == sizeof exec_chunk ? 1 : 0);
+}
+
+void
+exec_handle(void *ref, const struct pollfd *pfd)
+{
+	struct exec	*e = ref;
+	struct port	*p;
+	int		 r;
+
+	if (e->done || pfd->revents == 0)
+		return;
+	if (pfd->fd == e->out_fd && (pfd->events & POLLIN))
+		exec_read(e, EXEC_OUT);
+	else if (pfd->fd == e->err_fd && (pfd->events & POLLIN))
+		exec_read(e, EXEC_ERR);
+	else if (pfd->fd == e->in_fd && (pfd->events & POLLOUT)) {
+		r = exec_stdin_push(e);
+		if (r == 1 || (p = e->in_port) == NULL)
+			return;
+		e->in_port = NULL;
+		port_stdin_done(p, r == 0 ? 204 : 409, "stdin closed");
+	}
+}
+
+void
+exec_reaped(pid_t pid, int status)
+{
+	struct exec	*e;
+
+	for (e = execs; e != NULL; e = e->next) {
+		if (e->pid == pid && !e->reaped) {
+			e->reaped = 1;
+			e->status = status;
+			return;
+		}
+	}
+}
+
+/* Read what is already in a pipe, without waiting for more. */
+static void
+exec_drain(struct exec *e, int which)
+{
+	size_t	total = 0;
+	int	r;
+
+	while ((r = exec_read(e, which)) != -1) {
+		total += sizeof exec_chunk;
+		if (r == 0 || total > EXEC_DRAIN_MAX)
+			break;
+	}
+	if (which == EXEC_OUT)
+		exec_close(&e->out_fd);
+	else
+		exec_close(&e->err_fd);
+}
+
+/* The process is reaped: send the rest of its output and its exit. */
+static void
+exec_finish(struct exec *e)
+{
+	struct exec_failure	 f;
+	struct abuf		 b = { 0 };
+	char			*msg;
+	ssize_t			 n;
+	struct port		*p;
+
+	exec_drain(e, EXEC_OUT);
+	exec_drain(e, EXEC_ERR);
+	do
+		n = read(e->status_fd, &f, sizeof f);
+	while (n == -1 && errno == EINTR);
+	exec_close(&e->status_fd);
+
+	if (n == (ssize_t)sizeof f) {
+		if (f.stage == EXEC_STAGE_CHDIR)
+			xasprintf(&msg, "chdir %s: %s", e->cwd,
+			    strerror(f.error));
+		else if (f.stage == EXEC_STAGE_EXEC)
+			xasprintf(&msg, "%s: %s", e->what, strerror(f.error));
+		else
+			xasprintf(&msg, "setup: %s", strerror(f.error));
+		abuf_printf(&b, "{\"status\":%d,\"error\":",
+		    f.error == ENOENT || f.error == ENOTDIR ? 127 : 126);
+		abuf_json_string(&b, msg);
+		abuf_add(&b, "}", 1);
+		free(msg);
+	} else if (WIFSIGNALED(e->status))
+		abuf_printf(&b, "{\"signal\":%d}", WTERMSIG(e->status));
+	else
+		abuf_printf(&b, "{\"status\":%d}", WEXITSTATUS(e->status));
+
+	if ((p = e->port) != NULL) {
+		port_event(p, QSUP_EVENT_EXIT, b.data, b.len, 0);
+		e->port = NULL;
+		port_exec_done(p);
+	}
+	abuf_free(&b);
+	if ((p = e->in_port) != NULL) {
+		e->in_port = NULL;
+		port_stdin_done(p, 409, "command exited");
+	}
+	exec_close(&e->in_fd);
+	abuf_free(&e->in_buf);
+	e->done = 1;
+}
+
+/* After each loop turn: finish reaped commands and free them. */
+void
+exec_sweep(void)
+{
+	struct exec	*e, **ep;
+
+	for (e = execs; e != NULL; e = e->next) {
+		if (e->reaped && !e->done)
+			exec_finish(e);
+	}
+	for (ep = &execs; (e = *ep) != NULL;) {
+		if (!e->done) {
+			ep = &e->next;
+			continue;
+		}
+		*ep = e->next;
+		free(e->what);
+		free(e->cwd);
+		free(e);
+	}
+}
+
+void
+exec_kill_all(int sig)
+{
+	struct exec	*e;
+
+	for (e = execs; e != NULL; e = e->next) {
+		if (!e->reaped)
+			exec_signal(e, sig);
+	}
+}

@@ -1,0 +1,543 @@
+/*
+ * PID 1 duties in the default microVM guest: mount the kernel's
+ * filesystems, load modules, find and apply the seed, open the agent
+ * ports, and power off cleanly. Nothing here runs unless the agent is
+ * PID 1, except init_mounts in test mode when asked.
+ */
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <net/if.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define INIT_MODULES		"/etc/qsup-modules"
+#define INIT_SEED_WAIT_MS	2000
+#define INIT_PORTS_WAIT_MS	2000
+#define INIT_PORTS_SETTLE_MS	100	/* no new port this long: done */
+#define INIT_PORTS_LATE_MS	30000	/* uptime: stop looking */
+#define INIT_TERM_GRACE_MS	500
+/*
+ * 512000 is the most the virtio transport takes. cache=mmap rather than
+ * none: running programs from a share took half the time (50 execs of
+ * busybox: 1.3 s against 2.5-3.0 s under TCG), MAP_SHARED writable maps
+ * work, and host-side rewrites, appends and replaced files were seen at
+ * once, as with none. loose was faster still but may serve stale data.
+ */
+#define INIT_9P_OPTIONS \
+	"trans=virtio,version=9p2000.L,msize=512000,cache=mmap"
+
+/* From <linux/random.h> and <linux/module.h>, which musl does not ship. */
+#define INIT_RNDADDENTROPY		0x40085203
+#define INIT_MODULE_INIT_COMPRESSED	4
+
+static int	init_ports_wanted = QSUP_PORT_COUNT;
+static int	init_ports_told;	/* qsup.ports= was given */
+static int	init_seed_ok;
+static int	init_dev_mounted;
+
+static void
+init_sleep_ms(int ms)
+{
+	struct timespec	ts = { 0, ms * 1000000L };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+static void
+init_mount(const char *src, const char *dst, const char *type,
+    unsigned long flags, const char *data)
+{
+	if (mkdir(dst, 0755) == -1 && errno != EEXIST)
+		log_warn("mkdir %s", dst);
+	if (mount(src, dst, type, flags, data) == -1 && errno != EBUSY) {
+		log_warn("mount %s on %s", type, dst);
+		agent_set_error("mount %s on %s: %s", type, dst,
+		    strerror(errno));
+	}
+}
+
+/* Bring up the loopback interface: many programs expect 127.0.0.1. */
+static void
+init_loopback(void)
+{
+	struct ifreq	ifr;
+	int		s;
+
+	if ((s = socket(AF_INET, SOCK_DGRAM|SOCK_CLOEXEC, 0)) == -1)
+		return;
+	memset(&ifr, 0, sizeof ifr);
+	strncpy(ifr.ifr_name, "lo", sizeof ifr.ifr_name - 1);
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		if (ioctl(s, SIOCSIFFLAGS, &ifr) == -1)
+			log_warn("lo up");
+	}
+	close(s);
+}
+
+/*
+ * Descriptors 0-2 must be open before anything else is, or a pipe or the
+ * signalfd would land on them. The kernel opens /dev/console for PID 1
+ * only if the image has one; if not, devtmpfs has it.
+ */
+void
+init_console(void)
+{
+	int	fd, i, missing = 0;
+
+	for (i = 0; i <= 2; i++)
+		missing |= fcntl(i, F_GETFD) == -1;
+	if (!missing)
+		return;
+	(void)mkdir("/dev", 0755);
+	if (mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755") == 0)
+		init_dev_mounted = 1;
+	if ((fd = open("/dev/console", O_RDWR|O_NOCTTY)) == -1)
+		fd = open("/dev/null", O_RDWR);
+	if (fd == -1)
+		return;
+	for (i = 0; i <= 2; i++) {
+		if (fcntl(i, F_GETFD) == -1)
+			dup2(fd, i);
+	}
+	if (fd > 2)
+		close(fd);
+}
+
+/* Filesystems, console, environment: what everything else needs. */
+void
+init_early(void)
+{
+	init_mount("proc", "/proc", "proc", MS_NOSUID|MS_NODEV|MS_NOEXEC,
+	    NULL);
+	init_mount("sysfs", "/sys", "sysfs", MS_NOSUID|MS_NODEV|MS_NOEXEC,
+	    NULL);
+	if (!init_dev_mounted)
+		init_mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID,
+		    "mode=0755");
+	init_mount("devpts", "/dev/pts", "devpts", MS_NOSUID|MS_NOEXEC,
+	    "mode=0620,ptmxmode=0666");
+	init_mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID|MS_NODEV,
+	    "mode=1777");
+	init_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID|MS_NODEV, "mode=1777");
+	init_mount("tmpfs", "/run", "tmpfs", MS_NOSUID|MS_NODEV, "mode=0755");
+	(void)symlink("/proc/self/fd", "/dev/fd");
+	(void)symlink("/proc/self/fd/0", "/dev/stdin");
+	(void)symlink("/proc/self/fd/1", "/dev/stdout");
+	(void)symlink("/proc/self/fd/2", "/dev/stderr");
+	log_warnx("starting");
+
+	setenv("PATH", AGENT_PATH, 1);
+	setenv("HOME", "/root", 1);
+	umask(022);
+	/* Ctrl-Alt-Del becomes SIGINT to us: a clean poweroff. */
+	(void)reboot(RB_DISABLE_CAD);
+	init_loopback();
+}
+
+/* The qsup.* words of the kernel command line. */
+int
+init_cmdline(int *probe, int *nports)
+{
+	char		*text, *word, *save = NULL;
+	size_t		 len;
+	long		 v;
+	char		*end;
+
+	*probe = 0;
+	*nports = QSUP_PORT_COUNT;
+	if (util_read_file("/proc/cmdline", &text, &len, 65536) == -1) {
+		log_warn("/proc/cmdline");
+		return (-1);
+	}
+	for (word = strtok_r(text, " \t\n", &save); word != NULL;
+	    word = strtok_r(NULL, " \t\n", &save)) {
+		if (strcmp(word, "qsup.probe=1") == 0)
+			*probe = 1;
+		else if (strncmp(word, "qsup.ports=", 11) == 0) {
+			errno = 0;
+			v = strtol(word + 11, &end, 10);
+			if (errno != 0 || *end != '\0' || v < 1 || v > 64)
+				log_warnx("ignoring bad %s", word);
+			else {
+				*nports = (int)v;
+				init_ports_told = 1;
+			}
+		}
+	}
+	free(text);
+	init_ports_wanted = *nports;
+	return (0);
+}
+
+static int
+init_has_suffix(const char *s, const char *suffix)
+{
+	size_t	n = strlen(s), m = strlen(suffix);
+
+	return (n >= m && strcmp(s + n - m, suffix) == 0);
+}
+
+/* Load the modules the image lists, in order; failures are logged only. */
+void
+init_modules(void)
+{
+	char		*text, *line, *save = NULL, *path, *params, *full;
+	size_t		 len;
+	int		 fd, flags;
+
+	if (util_read_file(INIT_MODULES, &text, &len, 1024 * 1024) == -1) {
+		if (errno != ENOENT)
+			log_warn("%s", INIT_MODULES);
+		return;
+	}
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		path = line + strspn(line, " \t");
+		if (*path == '#' || *path == '\0')
+			continue;
+		params = path + strcspn(path, " \t\r");
+		if (*params != '\0')
+			*params++ = '\0';
+		params += strspn(params, " \t");
+		params[strcspn(params, "\r")] = '\0';
+		if (*path == '/')
+			full = xstrdup(path);
+		else
+			xasprintf(&full, "/lib/modules/%s/%s", agent_kernel,
+			    path);
+		flags = 0;
+		if (init_has_suffix(full, ".xz") ||
+		    init_has_suffix(full, ".zst") ||
+		    init_has_suffix(full, ".gz"))
+			flags = INIT_MODULE_INIT_COMPRESSED;
+		if ((fd = open(full, O_RDONLY|O_CLOEXEC)) == -1)
+			log_warn("module %s", full);
+		else if (syscall(SYS_finit_module, fd, params, flags) == -1 &&
+		    errno != EEXIST)
+			log_warn("module %s", full);
+		if (fd != -1)
+			close(fd);
+		free(full);
+	}
+	free(text);
+}
+
+/* Check one /dev node for the seed; 1 and the config applied if it is. */
+static int
+init_try_seed(const char *dev)
+{
+	char	*text = NULL, *cause = NULL;
+	size_t	 len;
+	int	 fd, r;
+
+	if ((fd = open(dev, O_RDONLY|O_CLOEXEC)) == -1)
+		return (0);
+	if ((r = iso_is_seed(fd)) != 1) {
+		close(fd);
+		return (0);
+	}
+	if (iso_read_config(fd, &text, &len, &cause) == -1 ||
+	    config_parse(&agent_cfg, text, len, &cause) == -1) {
+		agent_set_error("%s: %s", dev, cause);
+		free(cause);
+		init_seed_ok = 0;
+	} else if (agent_cfg.token == NULL) {
+		agent_set_error("%s: %s has no token", dev, QSUP_SEED_CONFIG);
+		init_seed_ok = 0;
+	} else
+		init_seed_ok = 1;
+	free(text);
+	close(fd);
+	return (1);
+}
+
+/*
+ * Find the seed among the virtio disks; 0 when it was found and parsed. A disk appears in /sys/block when
+ * virtio_blk probes it, but its /dev node comes from devtmpfs a moment
+ * later: poll for both, for a bounded time.
+ */
+int
+init_seed(void)
+{
+	long long	 deadline;
+	DIR		*d;
+	struct dirent	*de;
+	char		 dev[300];
+	int		 found = 0;
+
+	deadline = util_ms(CLOCK_MONOTONIC) + INIT_SEED_WAIT_MS;
+	for (;;) {
+		if ((d = opendir("/sys/block")) != NULL) {
+			while (!found && (de = readdir(d)) != NULL) {
+				if (strncmp(de->d_name, "vd", 2) != 0)
+					continue;
+				snprintf(dev, sizeof dev, "/dev/%s",
+				    de->d_name);
+				found = init_try_seed(dev);
+			}
+			closedir(d);
+		}
+		if (found || util_ms(CLOCK_MONOTONIC) >= deadline)
+			break;
+		init_sleep_ms(10);
+	}
+	if (!found)
+		agent_set_error("no seed disk");
+	return (found && init_seed_ok ? 0 : -1);
+}
+
+/* Mount the seed's 9p shares; the first failure is the setup error. */
+void
+init_mounts(void)
+{
+	struct agent_mount	*m;
+	unsigned long		 flags;
+	size_t			 i;
+
+	for (i = 0; i < agent_cfg.nmounts; i++) {
+		m = &agent_cfg.mounts[i];
+		flags = MS_NODEV | (m->ro ? MS_RDONLY : 0);
+		if (util_mkdir_p(m->path, 0755) == -1 || mount(m->tag,
+		    m->path, "9p", flags, INIT_9P_OPTIONS) == -1) {
+			agent_set_error("mount %s on %s: %s", m->tag, m->path,
+			    strerror(errno));
+			return;
+		}
+	}
+}
+
+/*
+ * Clock, entropy, host name and shares from the seed. The pool takes at
+ * most 512 bytes at once; more would add nothing.
+ */
+void
+init_apply_seed(void)
+{
+	struct {
+		int		entropy_count;
+		int		buf_size;
+		unsigned char	buf[512];
+	} pool;
+	size_t	n;
+	int	fd;
+
+	if (agent_cfg.has_time &&
+	    clock_settime(CLOCK_REALTIME, &agent_cfg.time) == -1)
+		log_warn("clock_settime");
+	if (agent_cfg.entropy_len > 0) {
+		n = agent_cfg.entropy_len;
+		if (n > sizeof pool.buf)
+			n = sizeof pool.buf;
+		pool.entropy_count = (int)n * 8;
+		pool.buf_size = (int)n;
+		memcpy(pool.buf, agent_cfg.entropy, n);
+		if ((fd = open("/dev/urandom", O_WRONLY|O_CLOEXEC)) == -1 ||
+		    ioctl(fd, INIT_RNDADDENTROPY, &pool) == -1)
+			log_warn("adding seed entropy");
+		if (fd != -1)
+			close(fd);
+		explicit_bzero(&pool, sizeof pool);
+		explicit_bzero(agent_cfg.entropy, agent_cfg.entropy_len);
+	}
+	if (agent_cfg.hostname != NULL && sethostname(agent_cfg.hostname,
+	    strlen(agent_cfg.hostname)) == -1)
+		log_warn("sethostname %s", agent_cfg.hostname);
+	init_mounts();
+}
+
+/* Open the agent ports that have appeared; returns how many are open. */
+int
+init_ports_scan(void)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		 path[300], *name;
+	size_t		 len;
+	int		 fd;
+
+	if ((d = opendir("/sys/class/virtio-ports")) == NULL)
+		return (port_count());
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/sys/class/virtio-ports/%s/name",
+		    de->d_name);
+		if (util_read_file(path, &name, &len, 256) == -1)
+			continue;
+		name[strcspn(name, "\n")] = '\0';
+		if (strncmp(name, QSUP_PORT_PREFIX,
+		    strlen(QSUP_PORT_PREFIX)) == 0 && !port_has(name)) {
+			snprintf(path, sizeof path, "/dev/%s", de->d_name);
+			fd = open(path, O_RDWR|O_NONBLOCK|O_CLOEXEC);
+			if (fd != -1)
+				port_add(fd, name);
+		}
+		free(name);
+	}
+	closedir(d);
+	return (port_count());
+}
+
+/*
+ * Ports appear when the host's control messages arrive, after
+ * virtio_console is loaded, and each gets its name a moment later: wait
+ * for the ones qsup.ports promises, for a bounded time. Without
+ * qsup.ports, stop once the set has not grown for a while. Ports that
+ * come later still are picked up by init_ports_late.
+ */
+void
+init_ports(void)
+{
+	long long	now, start, changed;
+	int		n, seen = 0;
+
+	start = changed = util_ms(CLOCK_MONOTONIC);
+	for (;;) {
+		n = init_ports_scan();
+		now = util_ms(CLOCK_MONOTONIC);
+		if (n != seen) {
+			seen = n;
+			changed = now;
+		}
+		if (n >= init_ports_wanted || now - start >= INIT_PORTS_WAIT_MS)
+			break;
+		if (!init_ports_told && n > 0 &&
+		    now - changed >= INIT_PORTS_SETTLE_MS)
+			break;
+		init_sleep_ms(5);
+	}
+	if (n == 0)
+		log_warnx("no %s* port found", QSUP_PORT_PREFIX);
+	else if (n < init_ports_wanted && init_ports_told)
+		log_warnx("%d of %d agent ports found", n, init_ports_wanted);
+}
+
+/*
+ * While ports are still missing, look again (the loop polls with a timer
+ * while this returns 1): promised ones until INIT_PORTS_LATE_MS of uptime,
+ * any at all only while none has been found.
+ */
+int
+init_ports_late(void)
+{
+	if (port_count() >= init_ports_wanted ||
+	    util_ms(CLOCK_BOOTTIME) > INIT_PORTS_LATE_MS)
+		return (0);
+	if (!init_ports_told && port_count() > 0)
+		return (0);
+	init_ports_scan();
+	return (port_count() < init_ports_wanted);
+}
+
+/* Reap whatever has exited, for up to ms; 1 when no child is left. */
+static int
+init_reap_for(int ms)
+{
+	long long	deadline = util_ms(CLOCK_MONOTONIC) + ms;
+	pid_t		pid;
+
+	for (;;) {
+		while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+			;
+		if (pid == -1 && errno == ECHILD)
+			return (1);
+		if (util_ms(CLOCK_MONOTONIC) >= deadline)
+			return (0);
+		init_sleep_ms(10);
+	}
+}
+
+/* "\NNN" as /proc/mounts writes it. */
+static int
+init_octal(const char *p)
+{
+	return (p[0] >= '0' && p[0] <= '3' && p[1] >= '0' && p[1] <= '7' &&
+	    p[2] >= '0' && p[2] <= '7');
+}
+
+/* Unmount everything but the root, innermost first. */
+static void
+init_umount_all(void)
+{
+	char	*text, *line, *save = NULL, **points = NULL, *p, *q;
+	size_t	 len, n = 0, i;
+
+	if (util_read_file("/proc/mounts", &text, &len, 1024 * 1024) == -1)
+		return;
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if ((p = strchr(line, ' ')) == NULL)
+			continue;
+		p++;
+		p[strcspn(p, " ")] = '\0';
+		/* /proc/mounts escapes space, tab, newline, backslash. */
+		for (q = p, i = 0; p[i] != '\0'; q++) {
+			if (p[i] == '\\' && init_octal(p + i + 1)) {
+				*q = (char)((p[i + 1] - '0') << 6 |
+				    (p[i + 2] - '0') << 3 | (p[i + 3] - '0'));
+				i += 4;
+			} else
+				*q = p[i++];
+		}
+		*q = '\0';
+		if (strcmp(p, "/") == 0)
+			continue;
+		points = xreallocarray(points, n + 1, sizeof *points);
+		points[n++] = p;
+	}
+	for (i = n; i > 0; i--) {
+		if (umount2(points[i - 1], 0) == -1)
+			(void)umount2(points[i - 1], MNT_DETACH);
+	}
+	free(points);
+	free(text);
+}
+
+/* Stop everything and power off. Never returns; PID 1 must not exit. */
+void
+init_poweroff(void)
+{
+	if (!agent_pid1)
+		_exit(0);
+	kill(-1, SIGTERM);
+	if (!init_reap_for(INIT_TERM_GRACE_MS)) {
+		kill(-1, SIGKILL);
+		init_reap_for(INIT_TERM_GRACE_MS);
+	}
+	sync();
+	init_umount_all();
+	sync();
+	reboot(RB_POWER_OFF);
+	log_warn("poweroff");
+	reboot(RB_HALT_SYSTEM);
+	for (;;)
+		pause();
+}
+
+/* qsup's KVM probe only needs to see the guest reach us. */
+void
+init_probe(void)
+{
+	static const char	mark[] = QSUP_PROBE_MARK "\n";
+
+	(void)!write(STDOUT_FILENO, mark, sizeof mark - 1);
+	reboot(RB_POWER_OFF);
+	for (;;)
+		pause();
+}

@@ -1,0 +1,661 @@
+/*
+ * One persistent HTTP/1.1 connection per agent port (protocol.h). A port
+ * is a state machine fed by the poll loop: it reads a head, then a body,
+ * answers, and only then looks at the next pipelined request, so answers
+ * leave in request order. An exec stream holds its port until the exit
+ * event. Input and output are bounded: a port stops reading while its
+ * output backs up, and exec pipes stop being read (agent_exec.c) while the
+ * port's output is above AGENT_OUT_HIGH.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+enum port_state {
+	PORT_HEAD,		/* waiting for a request head */
+	PORT_BODY,		/* reading, or dropping, a request body */
+	PORT_SKIP,		/* dropping an oversized head up to its end */
+	PORT_EXEC,		/* streaming an exec's events */
+	PORT_STDIN		/* waiting for a stdin write to complete */
+};
+
+struct port {
+	int			 fd;
+	char			*name;
+	enum port_state		 state;
+	int			 down;	/* host gone: not polled */
+	long long		 down_since;
+	int			 dead;	/* closed; port_sweep frees */
+
+	struct abuf		 in;
+	struct abuf		 out;
+	struct abuf		 body;
+	struct http_request	 req;
+	int			 discard; /* drop body: answered */
+	long long		 left;	/* Content-Length to come */
+	struct http_chunked	 chunked;
+
+	struct port		*next;
+};
+
+static struct port	*ports;
+static char		 port_chunk[64 * 1024];
+
+static void	port_advance(struct port *);
+
+void
+port_add(int fd, const char *name)
+{
+	struct port	*p, **pp;
+
+	p = xcalloc(1, sizeof *p);
+	p->fd = fd;
+	p->name = xstrdup(name);
+	p->state = PORT_HEAD;
+	for (pp = &ports; *pp != NULL; pp = &(*pp)->next)
+		;
+	*pp = p;
+}
+
+int
+port_has(const char *name)
+{
+	struct port	*p;
+
+	for (p = ports; p != NULL; p = p->next) {
+		if (strcmp(p->name, name) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+int
+port_count(void)
+{
+	struct port	*p;
+	int		 n = 0;
+
+	for (p = ports; p != NULL; p = p->next)
+		n++;
+	return (n);
+}
+
+/* Ports whose host side is connected. */
+int
+port_live_count(void)
+{
+	struct port	*p;
+	int		 n = 0;
+
+	for (p = ports; p != NULL; p = p->next) {
+		if (!p->dead && !p->down)
+			n++;
+	}
+	return (n);
+}
+
+size_t
+port_pending(const struct port *p)
+{
+	return (abuf_used(&p->out));
+}
+
+static void
+port_respond(struct port *p, int status, const char *body)
+{
+	abuf_printf(&p->out, "HTTP/1.1 %d %s\r\n", status, http_reason(status));
+	if (status == 401)
+		abuf_printf(&p->out, "WWW-Authenticate: Bearer\r\n");
+	if (status == 204 || body == NULL) {
+		abuf_printf(&p->out, "%s\r\n", status == 204 ? "" :
+		    "Content-Length: 0\r\n");
+		return;
+	}
+	abuf_printf(&p->out, "Content-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
+}
+
+static void
+port_error(struct port *p, int status, const char *msg)
+{
+	struct abuf	b = { 0 };
+
+	abuf_add(&b, "{\"error\":", 9);
+	abuf_json_string(&b, msg);
+	abuf_add(&b, "}", 1);
+	port_respond(p, status, b.data);
+	abuf_free(&b);
+}
+
+/* One Server-Sent Event in its own HTTP chunk. */
+void
+port_event(struct port *p, const char *name, const void *data, size_t len,
+    int base64)
+{
+	size_t	dlen = base64 ? (len + 2) / 3 * 4 : len;
+
+	abuf_printf(&p->out, "%zx\r\nevent: %s\ndata: ",
+	    strlen("event: \ndata: \n\n") + strlen(name) + dlen, name);
+	if (base64)
+		abuf_base64(&p->out, data, len);
+	else
+		abuf_add(&p->out, data, len);
+	abuf_add(&p->out, "\n\n\r\n", 4);
+}
+
+/* The exec streaming on p has sent its exit event: end the body. */
+void
+port_exec_done(struct port *p)
+{
+	abuf_add(&p->out, "0\r\n\r\n", 5);
+	p->state = PORT_HEAD;
+}
+
+void
+port_stdin_done(struct port *p, int status, const char *msg)
+{
+	if (status == 204)
+		port_respond(p, 204, NULL);
+	else
+		port_error(p, status, msg);
+	p->state = PORT_HEAD;
+}
+
+/* The host end went away: drop the connection's state. */
+static void
+port_gone(struct port *p)
+{
+	exec_port_gone(p);
+	abuf_reset(&p->in);
+	abuf_reset(&p->out);
+	abuf_reset(&p->body);
+	p->state = PORT_HEAD;
+	if (agent_pid1) {
+		/* virtio-serial: the host may connect again later. */
+		p->down = 1;
+		p->down_since = util_ms(CLOCK_MONOTONIC);
+		return;
+	}
+	close(p->fd);
+	p->fd = -1;
+	p->dead = 1;
+}
+
+static int
+port_auth_ok(struct port *p)
+{
+	const char	*v = p->req.auth;
+
+	if (!p->req.has_auth || strncasecmp(v, "Bearer ", 7) != 0)
+		return (0);
+	for (v += 7; *v == ' '; v++)
+		;
+	return (http_token_equal(agent_cfg.token, v));
+}
+
+/* A head has been parsed: decide whether its body is wanted. */
+static void
+port_begin_body(struct port *p)
+{
+	const char	*why;
+
+	abuf_reset(&p->body);
+	memset(&p->chunked, 0, sizeof p->chunked);
+	p->left = p->req.content_length > 0 ? p->req.content_length : 0;
+	p->discard = 0;
+	p->state = PORT_BODY;
+	if (p->req.expect_continue)
+		abuf_printf(&p->out, "HTTP/1.1 100 Continue\r\n\r\n");
+
+	if (agent_cfg.token == NULL) {
+		/* No seed, so no token to check: nothing is served. */
+		why = agent_error != NULL ? agent_error : "no seed disk";
+		port_error(p, 503, why);
+		p->discard = 1;
+	} else if (!port_auth_ok(p)) {
+		port_error(p, 401, "bad or missing bearer token");
+		p->discard = 1;
+	} else if (p->req.content_length > AGENT_BODY_MAX) {
+		port_error(p, 413, "request body too large");
+		p->discard = 1;
+	}
+}
+
+/* Feed buffered input to the body; 1 once the body is complete. */
+static int
+port_body(struct port *p)
+{
+	size_t	n = abuf_used(&p->in);
+	ssize_t	used;
+	int	done = 0, too_big = 0;
+
+	if (p->req.chunked) {
+		used = http_chunked_feed(&p->chunked, abuf_start(&p->in), n,
+		    p->discard ? NULL : &p->body, AGENT_BODY_MAX, &done,
+		    &too_big);
+		if (used == -1) {
+			/* Framing is lost; what follows is parsed as heads. */
+			if (!p->discard)
+				port_error(p, 400, "bad chunked body");
+			abuf_reset(&p->in);
+			p->state = PORT_HEAD;
+			return (0);
+		}
+		abuf_consume(&p->in, used);
+		if (too_big && !p->discard) {
+			port_error(p, 413, "request body too large");
+			p->discard = 1;
+			abuf_reset(&p->body);
+		}
+		return (done);
+	}
+	if ((long long)n > p->left)
+		n = p->left;
+	if (!p->discard)
+		abuf_add(&p->body, abuf_start(&p->in), n);
+	abuf_consume(&p->in, n);
+	p->left -= n;
+	return (p->left == 0);
+}
+
+/* "/exec/<id>/<op>": 0 and the parts, or -1. */
+static int
+port_exec_path(const char *path, unsigned *id, const char **op)
+{
+	const char	*s = path + strlen("/exec/");
+	unsigned long	 v = 0;
+	int		 digits = 0;
+
+	if (strncmp(path, "/exec/", 6) != 0)
+		return (-1);
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (++digits > 9)
+			return (-1);
+		v = v * 10 + (*s - '0');
+	}
+	if (digits == 0 || *s != '/')
+		return (-1);
+	*id = v;
+	*op = s + 1;
+	return (0);
+}
+
+static void
+port_ping(struct port *p)
+{
+	struct abuf	b = { 0 };
+
+	if (agent_error != NULL) {
+		port_error(p, 503, agent_error);
+		return;
+	}
+	abuf_printf(&b, "{\"version\":%d,\"boot_ms\":%lld,\"kernel\":",
+	    QSUP_PROTOCOL_VERSION, agent_ready_ms);
+	abuf_json_string(&b, agent_kernel);
+	abuf_add(&b, "}", 1);
+	port_respond(p, 200, b.data);
+	abuf_free(&b);
+}
+
+static void
+port_exec(struct port *p)
+{
+	struct json_exec	 x;
+	char			*cause = NULL;
+	unsigned		 id;
+	pid_t			 pid;
+	struct abuf		 b = { 0 };
+
+	if (json_parse_exec(abuf_start(&p->body), abuf_used(&p->body), &x,
+	    &cause) == -1) {
+		port_error(p, 400, cause);
+		free(cause);
+		return;
+	}
+	if (exec_start(p, &x, &id, &pid, &cause) == -1) {
+		port_error(p, 500, cause);
+		free(cause);
+		json_exec_free(&x);
+		return;
+	}
+	json_exec_free(&x);
+	abuf_printf(&p->out, "HTTP/1.1 200 OK\r\n"
+	    "Content-Type: text/event-stream\r\n"
+	    "Cache-Control: no-store\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n");
+	abuf_printf(&b, "{\"id\":%u,\"pid\":%ld}", id, (long)pid);
+	port_event(p, QSUP_EVENT_START, b.data, b.len, 0);
+	abuf_free(&b);
+	p->state = PORT_EXEC;
+}
+
+static void
+port_exec_op(struct port *p, struct exec *e, const char *op)
+{
+	const char	*s, *end, *cause;
+	long		 sig = 0;
+	int		 r;
+
+	if (strcmp(op, "stdin") == 0) {
+		r = exec_stdin(e, p, &p->body, &cause);
+		if (r == -1)
+			port_error(p, 409, cause);
+		else if (r == 0)
+			port_respond(p, 204, NULL);
+		else
+			p->state = PORT_STDIN;
+	} else if (strcmp(op, "close") == 0) {
+		exec_close_stdin(e);
+		port_respond(p, 204, NULL);
+	} else {
+		s = abuf_start(&p->body);
+		end = s + abuf_used(&p->body);
+		while (s < end && (*s == ' ' || *s == '\t' || *s == '\r' ||
+		    *s == '\n'))
+			s++;
+		while (end > s && (end[-1] == ' ' || end[-1] == '\t' ||
+		    end[-1] == '\r' || end[-1] == '\n'))
+			end--;
+		if (s == end || end - s > 3)
+			sig = -1;
+		for (; sig != -1 && s < end; s++) {
+			if (*s < '0' || *s > '9')
+				sig = -1;
+			else
+				sig = sig * 10 + (*s - '0');
+		}
+		if (sig < 1 || sig > 64 || exec_signal(e, (int)sig) == -1)
+			port_error(p, 400, "bad signal number");
+		else
+			port_respond(p, 204, NULL);
+	}
+}
+
+/* A whole authenticated request is in: answer it. */
+static void
+port_dispatch(struct port *p)
+{
+	const char	*path = p->req.path, *method = p->req.method, *op;
+	struct exec	*e;
+	unsigned	 id;
+	int		 post = strcmp(method, "POST") == 0;
+
+	p->state = PORT_HEAD;
+	if (strcmp(path, "/ping") == 0) {
+		if (strcmp(method, "GET") != 0)
+			port_error(p, 405, "use GET");
+		else
+			port_ping(p);
+	} else if (strcmp(path, "/poweroff") == 0) {
+		if (!post)
+			port_error(p, 405, "use POST");
+		else {
+			port_respond(p, 204, NULL);
+			agent_poweroff_request();
+		}
+	} else if (agent_error != NULL &&
+	    (strcmp(path, "/exec") == 0 || strncmp(path, "/exec/", 6) == 0))
+		port_error(p, 503, agent_error);
+	else if (strcmp(path, "/exec") == 0) {
+		if (!post)
+			port_error(p, 405, "use POST");
+		else
+			port_exec(p);
+	} else if (port_exec_path(path, &id, &op) == 0 &&
+	    (strcmp(op, "stdin") == 0 || strcmp(op, "close") == 0 ||
+	    strcmp(op, "signal") == 0)) {
+		if (!post)
+			port_error(p, 405, "use POST");
+		else if ((e = exec_find(id)) == NULL)
+			port_error(p, 404, "no such exec");
+		else
+			port_exec_op(p, e, op);
+	} else
+		port_error(p, 404, "not found");
+	abuf_reset(&p->body);
+}
+
+/* Handle as much buffered input as the port's state allows. */
+static void
+port_advance(struct port *p)
+{
+	const char	*cause;
+	size_t		 n, used;
+	int		 status;
+
+	while (!p->dead && !p->down) {
+		if (abuf_used(&p->out) >= AGENT_OUT_HIGH)
+			return;
+		used = abuf_used(&p->in);
+		switch (p->state) {
+		case PORT_HEAD:
+			/* Blank lines between requests are allowed. */
+			n = 0;
+			while (n < used && (abuf_start(&p->in)[n] == '\r' ||
+			    abuf_start(&p->in)[n] == '\n'))
+				n++;
+			abuf_consume(&p->in, n);
+			used -= n;
+			if (used == 0)
+				return;
+			n = http_head_end(abuf_start(&p->in), used);
+			if (n == 0 && used <= AGENT_HEAD_MAX)
+				return;
+			if (n == 0 || n > AGENT_HEAD_MAX) {
+				port_error(p, 431, "request head too large");
+				if (n == 0)
+					p->state = PORT_SKIP;
+				else
+					abuf_consume(&p->in, n);
+				continue;
+			}
+			if (http_parse_head(abuf_start(&p->in), n, &p->req,
+			    &status, &cause) == -1) {
+				abuf_consume(&p->in, n);
+				port_error(p, status, cause);
+				continue;
+			}
+			abuf_consume(&p->in, n);
+			port_begin_body(p);
+			break;
+		case PORT_BODY:
+			if (!port_body(p))
+				return;
+			if (p->discard)
+				p->state = PORT_HEAD;
+			else
+				port_dispatch(p);
+			break;
+		case PORT_SKIP:
+			n = http_head_end(abuf_start(&p->in), used);
+			if (n != 0) {
+				abuf_consume(&p->in, n);
+				p->state = PORT_HEAD;
+				break;
+			}
+			/* Keep what could start the blank line. */
+			if (used > 2)
+				abuf_consume(&p->in, used - 2);
+			return;
+		case PORT_EXEC:
+		case PORT_STDIN:
+			return;
+		}
+	}
+}
+
+static void
+port_read(struct port *p, int revents)
+{
+	size_t	room = AGENT_IN_MAX - abuf_used(&p->in);
+	ssize_t	n;
+
+	if (room > sizeof port_chunk)
+		room = sizeof port_chunk;
+	if (abuf_used(&p->in) >= AGENT_IN_MAX) {
+		if (revents & (POLLHUP|POLLERR))
+			port_gone(p);
+		return;
+	}
+	n = read(p->fd, port_chunk, room);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		port_gone(p);
+		return;
+	}
+	abuf_add(&p->in, port_chunk, n);
+	port_advance(p);
+}
+
+static void
+port_flush(struct port *p)
+{
+	size_t	n;
+	ssize_t	w;
+
+	while (!p->dead && !p->down && (n = abuf_used(&p->out)) > 0) {
+		if (n > sizeof port_chunk)
+			n = sizeof port_chunk;
+		w = write(p->fd, abuf_start(&p->out), n);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w == -1 && errno == EAGAIN)
+			return;
+		if (w <= 0) {
+			port_gone(p);
+			return;
+		}
+		abuf_consume(&p->out, w);
+	}
+}
+
+static int
+port_wants_read(const struct port *p)
+{
+	if (p->state == PORT_EXEC || p->state == PORT_STDIN)
+		return (0);
+	return (abuf_used(&p->in) < AGENT_IN_MAX &&
+	    abuf_used(&p->out) < AGENT_OUT_HIGH);
+}
+
+/*
+ * Poll entries for the ports. A port is polled even with no events
+ * wanted, so that the host hanging up (POLLHUP) is seen at once.
+ */
+int
+port_pollfds(struct pollfd *pfd, void **refs, int max)
+{
+	struct port	*p;
+	int		 n = 0;
+
+	for (p = ports; p != NULL && n < max; p = p->next) {
+		if (p->dead || p->down)
+			continue;
+		pfd[n].fd = p->fd;
+		pfd[n].events = 0;
+		pfd[n].revents = 0;
+		if (port_wants_read(p))
+			pfd[n].events |= POLLIN;
+		if (abuf_used(&p->out) > 0)
+			pfd[n].events |= POLLOUT;
+		refs[n] = p;
+		n++;
+	}
+	return (n);
+}
+
+void
+port_handle(struct port *p, int revents)
+{
+	if (p->dead || p->down)
+		return;
+	if (revents & (POLLIN|POLLHUP|POLLERR))
+		port_read(p, revents);
+	if (revents & POLLOUT)
+		port_flush(p);
+}
+
+/* After each loop turn: answer what became answerable, write, free. */
+void
+port_sweep(void)
+{
+	struct port	*p, **pp;
+
+	for (p = ports; p != NULL; p = p->next) {
+		if (p->dead || p->down)
+			continue;
+		port_advance(p);
+		port_flush(p);
+	}
+	for (pp = &ports; (p = *pp) != NULL;) {
+		if (!p->dead) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		abuf_free(&p->in);
+		abuf_free(&p->out);
+		abuf_free(&p->body);
+		free(p->name);
+		free(p);
+	}
+}
+
+/*
+ * A virtio-serial port reports POLLHUP for as long as no host is
+ * connected; such a port is left out of the poll set (it would spin) and
+ * checked here on a timer. Returns the poll timeout that checking needs:
+ * short just after a hang-up, longer once a port has stayed down.
+ */
+int
+port_recheck(void)
+{
+	struct port	*p;
+	struct pollfd	 pfd;
+	long long	 now = util_ms(CLOCK_MONOTONIC);
+	int		 timeout = -1;
+
+	for (p = ports; p != NULL; p = p->next) {
+		if (!p->down)
+			continue;
+		pfd.fd = p->fd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP)) {
+			if (now - p->down_since < 5000)
+				timeout = 50;
+			else if (timeout == -1)
+				timeout = 500;
+			continue;
+		}
+		p->down = 0;
+	}
+	return (timeout);
+}
+
+/* Before powering off: give pending answers up to ms to leave. */
+void
+port_flush_all(int ms)
+{
+	struct pollfd	 pfd;
+	struct port	*p;
+	long long	 deadline = util_ms(CLOCK_MONOTONIC) + ms, left;
+
+	for (p = ports; p != NULL; p = p->next) {
+		while (!p->dead && !p->down && abuf_used(&p->out) > 0) {
+			left = deadline - util_ms(CLOCK_MONOTONIC);
+			if (left <= 0)
+				return;
+			pfd.fd = p->fd;
+			pfd.events = POLLOUT;
+			if (poll(&pfd, 1, (int)left) <= 0)
+				return;
+			port_flush(p);
+		}
+	}
+}

@@ -1,0 +1,390 @@
+/*
+ * Small helpers: console logging, allocation that never returns NULL,
+ * byte buffers, base64 and JSON string output.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+/* One write per line, so lines from the agent never interleave. */
+static void
+log_vwrite(int with_errno, const char *fmt, va_list ap)
+{
+	char	line[1024];
+	int	saved = errno, n, m;
+
+	n = snprintf(line, sizeof line, "qsup-agent: ");
+	m = vsnprintf(line + n, sizeof line - n, fmt, ap);
+	if (m < 0)
+		m = 0;
+	n += m;
+	if ((size_t)n > sizeof line - 2)
+		n = sizeof line - 2;
+	if (with_errno) {
+		m = snprintf(line + n, sizeof line - n, ": %s",
+		    strerror(saved));
+		if (m > 0)
+			n += m;
+		if ((size_t)n > sizeof line - 2)
+			n = sizeof line - 2;
+	}
+	line[n++] = '\n';
+	(void)!write(STDERR_FILENO, line, n);
+	errno = saved;
+}
+
+void
+log_warn(const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	log_vwrite(1, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_warnx(const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	log_vwrite(0, fmt, ap);
+	va_end(ap);
+}
+
+/* PID 1 must never exit (the kernel panics): it powers off instead. */
+void
+fatalx(const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	log_vwrite(0, fmt, ap);
+	va_end(ap);
+	if (agent_pid1)
+		init_poweroff();
+	exec_kill_all(SIGKILL);
+	_exit(1);
+}
+
+void *
+xmalloc(size_t size)
+{
+	void	*p;
+
+	if (size == 0)
+		size = 1;
+	if ((p = malloc(size)) == NULL)
+		fatalx("out of memory");
+	return (p);
+}
+
+void *
+xcalloc(size_t n, size_t size)
+{
+	void	*p;
+
+	if (n == 0 || size == 0)
+		n = size = 1;
+	if ((p = calloc(n, size)) == NULL)
+		fatalx("out of memory");
+	return (p);
+}
+
+void *
+xreallocarray(void *old, size_t n, size_t size)
+{
+	void	*p;
+
+	if (n == 0 || size == 0)
+		n = size = 1;
+	if (n > SIZE_MAX / size)
+		fatalx("allocation overflow");
+	if ((p = realloc(old, n * size)) == NULL)
+		fatalx("out of memory");
+	return (p);
+}
+
+char *
+xstrdup(const char *s)
+{
+	return (xstrndup(s, strlen(s)));
+}
+
+char *
+xstrndup(const char *s, size_t len)
+{
+	char	*p;
+
+	p = xmalloc(len + 1);
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return (p);
+}
+
+int
+xasprintf(char **ret, const char *fmt, ...)
+{
+	va_list	ap;
+	int	n;
+
+	va_start(ap, fmt);
+	n = vasprintf(ret, fmt, ap);
+	va_end(ap);
+	if (n == -1)
+		fatalx("out of memory");
+	return (n);
+}
+
+long long
+util_ms(clockid_t clock)
+{
+	struct timespec	ts;
+
+	if (clock_gettime(clock, &ts) == -1)
+		return (0);
+	return ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+/* Read a whole file of at most max bytes; the result is NUL-terminated. */
+int
+util_read_file(const char *path, char **out, size_t *outlen, size_t max)
+{
+	struct abuf	b = { 0 };
+	char		chunk[4096];
+	ssize_t		n;
+	int		fd, ret = -1;
+
+	if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1)
+		return (-1);
+	for (;;) {
+		n = read(fd, chunk, sizeof chunk);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			goto out;
+		if (n == 0)
+			break;
+		if (b.len + n > max) {
+			errno = EFBIG;
+			goto out;
+		}
+		abuf_add(&b, chunk, n);
+	}
+	abuf_add(&b, "", 0);
+	*out = b.data;
+	*outlen = b.len;
+	b.data = NULL;
+	ret = 0;
+out:
+	abuf_free(&b);
+	close(fd);
+	return (ret);
+}
+
+int
+util_mkdir_p(const char *path, mode_t mode)
+{
+	char	*copy, *p;
+	int	 ret = -1;
+
+	copy = xstrdup(path);
+	for (p = copy + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		if (p[-1] != '/') {
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(copy, mode) == -1 && errno != EEXIST)
+				goto out;
+			*p = c;
+		}
+		if (*p == '\0')
+			break;
+	}
+	ret = 0;
+out:
+	free(copy);
+	return (ret);
+}
+
+static void
+abuf_reserve(struct abuf *b, size_t more)
+{
+	size_t	need, size;
+
+	if (b->off > 0 && b->off == b->len) {
+		b->off = b->len = 0;
+	}
+	if (more > SIZE_MAX - b->len - 1)
+		fatalx("buffer overflow");
+	need = b->len + more + 1;
+	if (need <= b->size)
+		return;
+	/* Reclaim the consumed front before growing. */
+	if (b->off > 0) {
+		memmove(b->data, b->data + b->off, b->len - b->off);
+		b->len -= b->off;
+		b->off = 0;
+		need = b->len + more + 1;
+		if (need <= b->size)
+			return;
+	}
+	size = b->size < 256 ? 256 : b->size;
+	while (size < need)
+		size *= 2;
+	b->data = xreallocarray(b->data, 1, size);
+	b->size = size;
+}
+
+void
+abuf_add(struct abuf *b, const void *p, size_t len)
+{
+	abuf_reserve(b, len);
+	if (len > 0)
+		memcpy(b->data + b->len, p, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+}
+
+void
+abuf_printf(struct abuf *b, const char *fmt, ...)
+{
+	va_list	ap;
+	char	small[256], *big;
+	int	n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof small, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < sizeof small) {
+		abuf_add(b, small, n);
+		return;
+	}
+	va_start(ap, fmt);
+	n = vasprintf(&big, fmt, ap);
+	va_end(ap);
+	if (n == -1)
+		fatalx("out of memory");
+	abuf_add(b, big, n);
+	free(big);
+}
+
+size_t
+abuf_used(const struct abuf *b)
+{
+	return (b->len - b->off);
+}
+
+char *
+abuf_start(const struct abuf *b)
+{
+	return (b->data + b->off);
+}
+
+void
+abuf_consume(struct abuf *b, size_t n)
+{
+	if (n > b->len - b->off)
+		n = b->len - b->off;
+	b->off += n;
+	if (b->off == b->len)
+		b->off = b->len = 0;
+}
+
+void
+abuf_reset(struct abuf *b)
+{
+	b->off = b->len = 0;
+	if (b->data != NULL)
+		b->data[0] = '\0';
+}
+
+void
+abuf_free(struct abuf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->off = b->len = b->size = 0;
+}
+
+void
+abuf_base64(struct abuf *b, const void *in, size_t len)
+{
+	static const char	 tab[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char	*p = in;
+	char			*o;
+	size_t			 i;
+	uint32_t		 v;
+
+	abuf_reserve(b, (len + 2) / 3 * 4);
+	o = b->data + b->len;
+	for (i = 0; i + 2 < len; i += 3) {
+		v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+		*o++ = tab[v >> 18];
+		*o++ = tab[(v >> 12) & 63];
+		*o++ = tab[(v >> 6) & 63];
+		*o++ = tab[v & 63];
+	}
+	if (i < len) {
+		v = (uint32_t)p[i] << 16;
+		if (i + 1 < len)
+			v |= (uint32_t)p[i + 1] << 8;
+		*o++ = tab[v >> 18];
+		*o++ = tab[(v >> 12) & 63];
+		*o++ = i + 1 < len ? tab[(v >> 6) & 63] : '=';
+		*o++ = '=';
+	}
+	b->len = o - b->data;
+	b->data[b->len] = '\0';
+}
+
+/* Bytes above 0x7f pass through: they are the caller's UTF-8. */
+void
+abuf_json_string(struct abuf *b, const char *s)
+{
+	const unsigned char	*p;
+	char			 esc[8];
+
+	abuf_add(b, "\"", 1);
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		switch (*p) {
+		case '"':
+			abuf_add(b, "\\\"", 2);
+			break;
+		case '\\':
+			abuf_add(b, "\\\\", 2);
+			break;
+		case '\n':
+			abuf_add(b, "\\n", 2);
+			break;
+		case '\r':
+			abuf_add(b, "\\r", 2);
+			break;
+		case '\t':
+			abuf_add(b, "\\t", 2);
+			break;
+		default:
+			if (*p < 0x20 || *p == 0x7f) {
+				snprintf(esc, sizeof esc, "\\u%04x", *p);
+				abuf_add(b, esc, 6);
+			} else
+				abuf_add(b, p, 1);
+			break;
+		}
+	}
+	abuf_add(b, "\"", 1);
+}

@@ -1,0 +1,74 @@
+/*
+ * The wire protocol between qsup (core/) and its in-guest agent (guest/).
+ * This is the only header the two sides share.
+ *
+ * Transport: QSUP_PORT_COUNT virtio-serial ports named QSUP_PORT_PREFIX"0"
+ * .. QSUP_PORT_PREFIX"<n-1>". Each port carries one persistent HTTP/1.1
+ * connection; requests on one port are answered in order, so a long-lived
+ * response (an exec stream) occupies its port until it ends. Concurrency is
+ * one request per port at a time, across all ports at once.
+ *
+ * Every request carries "Authorization: Bearer <token>", the token from the
+ * seed ISO; a request without it, or with another, gets 401.
+ *
+ * Requests:
+ *   GET  /ping                 200 {"version":N,"boot_ms":N,"kernel":"..."}
+ *                              503 {"error":"..."} when the guest's setup
+ *                              failed (a share that did not mount, ...)
+ *   POST /exec                 body: JSON {"argv":[...],"env":["K=V",...],
+ *                              "cwd":"/dir"}; answered 200 with
+ *                              Content-Type: text/event-stream,
+ *                              Transfer-Encoding: chunked, carrying the
+ *                              events below; the last chunk follows the
+ *                              "exit" event and the port is free again
+ *   POST /exec/<id>/stdin      body: bytes for the command's stdin; answered
+ *                              204 once written to the command's pipe
+ *   POST /exec/<id>/close      close the command's stdin (EOF); 204
+ *   POST /exec/<id>/signal     body: decimal signal number, sent to the
+ *                              command's process group; 204
+ *   POST /poweroff             204, then the guest syncs and powers off
+ *
+ * Exec events (Server-Sent Events, "event: NAME\ndata: DATA\n\n"):
+ *   start   {"id":N,"pid":N}
+ *   stdout  base64 of the bytes (at most QSUP_CHUNK raw bytes per event)
+ *   stderr  base64 of the bytes
+ *   exit    {"status":N} for a normal exit, {"signal":N} for death by
+ *           signal, or {"status":126|127,"error":"..."} when the command
+ *           could not be started (126: not executable, 127: not found)
+ *
+ * The seed ISO (volume QSUP_SEED_VOLUME, on a virtio-blk disk) holds
+ * QSUP_SEED_CONFIG, a text file of "key value" lines; values are
+ * percent-encoded (%XX for any byte outside 0x21-0x7e and for '%'):
+ *   token T             the bearer token
+ *   hostname H
+ *   time S.NNNNNNNNN    host wall clock when the seed was written
+ *   entropy HEX         fresh host random bytes for the guest's pool
+ *   env K=V             default environment for commands (repeatable)
+ *   cwd DIR             default working directory
+ *   mount TAG PATH ro|rw   a 9p share to mount (repeatable); failure to
+ *                       mount any of them is fatal (ping answers 503)
+ * Unknown keys are ignored so older agents accept newer seeds.
+ *
+ * Kernel command line words the agent reads:
+ *   qsup.probe=1        print QSUP_PROBE_MARK on the console and power off
+ *                       at once (qsup's KVM probe)
+ *   qsup.ports=N        how many agent ports to look for (default
+ *                       QSUP_PORT_COUNT)
+ */
+#ifndef QSUP_PROTOCOL_H
+#define QSUP_PROTOCOL_H
+
+#define QSUP_PROTOCOL_VERSION	1
+#define QSUP_PORT_PREFIX	"org.qsup.agent."
+#define QSUP_PORT_COUNT		8
+#define QSUP_SEED_VOLUME	"cidata"
+#define QSUP_SEED_CONFIG	"qsup-config"
+#define QSUP_CHUNK		32768
+#define QSUP_PROBE_MARK		"qsup-probe-ok"
+
+#define QSUP_EVENT_START	"start"
+#define QSUP_EVENT_STDOUT	"stdout"
+#define QSUP_EVENT_STDERR	"stderr"
+#define QSUP_EVENT_EXIT		"exit"
+
+#endif

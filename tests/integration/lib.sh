@@ -1,0 +1,65 @@
+# Helpers for integration tests: each test is a shell function that runs the
+# real qsup against real QEMU guests. Every test gets its own runtime and
+# cache directories so leftovers can be checked after it.
+set -u
+cd "$(dirname "$(readlink -f "$0")")/../.."
+QSUP=${QSUP:-$PWD/build/qsup}
+T_PASS=0
+T_FAIL=0
+T_FAILED=()
+T_TMP=$(mktemp -d /tmp/qsup-test.XXXXXX)
+trap 'rm -rf "$T_TMP"' EXIT
+
+fail() {
+	echo "    FAIL: $*"
+	T_CUR_FAILED=1
+}
+
+# expect_eq WHAT EXPECTED ACTUAL
+expect_eq() {
+	if [ "$2" != "$3" ]; then
+		fail "$1: expected '$2', got '$3'"
+	fi
+}
+
+expect_match() {
+	if ! grep -qE -- "$2" <<<"$3"; then
+		fail "$1: expected to match /$2/, got: $(head -c 600 <<<"$3")"
+	fi
+}
+
+# No QEMU of this test alive, no run directory left.
+expect_clean() {
+	local left
+	left=$(pgrep -f "qemu-system.*$T_RUN" || true)
+	[ -z "$left" ] || fail "QEMU processes left behind: $left"
+	if [ -d "$T_RUN/qsup" ] && [ -n "$(ls -A "$T_RUN/qsup")" ]; then
+		fail "run directory left behind: $(ls -A "$T_RUN/qsup")"
+	fi
+}
+
+run_test() {
+	local name=$1
+	T_CUR_FAILED=0
+	T_RUN=$T_TMP/$name/run
+	mkdir -p "$T_RUN"
+	chmod 700 "$T_RUN"
+	export XDG_RUNTIME_DIR=$T_RUN
+	export XDG_CACHE_HOME=$T_TMP/cache
+	local t0=$SECONDS
+	"$name"
+	expect_clean
+	if [ "$T_CUR_FAILED" = 0 ]; then
+		T_PASS=$((T_PASS + 1))
+		echo "  ok   $name ($((SECONDS - t0)) s)"
+	else
+		T_FAIL=$((T_FAIL + 1))
+		T_FAILED+=("$name")
+		echo "  FAIL $name ($((SECONDS - t0)) s)"
+	fi
+}
+
+finish() {
+	echo "$T_PASS passed, $T_FAIL failed"
+	[ "$T_FAIL" = 0 ]
+}

@@ -1,0 +1,4 @@
+return {
+	cpus = 2,
+	memroy = "2G",
+}

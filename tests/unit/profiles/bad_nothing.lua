@@ -1,0 +1,1 @@
+local memory = "2G"

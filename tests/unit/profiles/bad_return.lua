@@ -1,0 +1,1 @@
+return "memory = 2G"

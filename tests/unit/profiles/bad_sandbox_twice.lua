@@ -1,0 +1,2 @@
+sandbox { memory = "1G" }
+sandbox { memory = "2G" }

@@ -1,0 +1,4 @@
+return {
+	memory = "2G"
+	cpus = 2,
+}

@@ -1,0 +1,5 @@
+return {
+	memory = "2GB",
+	use_kvm = true,
+	cpus = 0,
+}

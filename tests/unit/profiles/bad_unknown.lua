@@ -1,0 +1,4 @@
+return {
+	network = "none",
+	"a list item",
+}

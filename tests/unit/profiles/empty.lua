@@ -1,0 +1,2 @@
+-- No settings: every default.
+return {}

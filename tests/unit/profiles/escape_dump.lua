@@ -1,0 +1,2 @@
+local bytecode = string.dump(function() return {} end)
+return load(bytecode, "dumped", "b")()

@@ -1,0 +1,2 @@
+local f = loadfile("/etc/passwd")
+return {}
