@@ -397,6 +397,14 @@ sandbox_kill_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 }
 
+static double
+sandbox_start_timeout(struct sandbox *sb)
+{
+	if (sb->profile->start_timeout > 0)
+		return (sb->profile->start_timeout);
+	return (sb->accel.accel == ACCEL_KVM ? 20.0 : 60.0);
+}
+
 static void
 sandbox_deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -407,9 +415,9 @@ sandbox_deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	if (sb->state != SB_BOOTING)
 		return;
-	xasprintf(&msg, "the guest did not become ready within %.0f s "
-	    "(accelerator %s)", w->repeat > 0 ? w->repeat : ev_now(loop) -
-	    sb->t_spawn, accel_name(sb->accel.accel));
+	xasprintf(&msg, "the guest did not become ready within %g s "
+	    "(accelerator %s)", sandbox_start_timeout(sb),
+	    accel_name(sb->accel.accel));
 	sandbox_fail(sb, msg);
 	free(msg);
 }
@@ -437,14 +445,6 @@ sandbox_ping_cb(int status, const char *body, size_t len, void *arg)
 	    body);
 	sandbox_fail(sb, msg);
 	free(msg);
-}
-
-static double
-sandbox_start_timeout(struct sandbox *sb)
-{
-	if (sb->profile->start_timeout > 0)
-		return (sb->profile->start_timeout);
-	return (sb->accel.accel == ACCEL_KVM ? 20.0 : 60.0);
 }
 
 static int

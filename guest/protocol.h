@@ -22,17 +22,32 @@
  *                              events below; the last chunk follows the
  *                              "exit" event and the port is free again
  *   POST /exec/<id>/stdin      body: bytes for the command's stdin; answered
- *                              204 once written to the command's pipe
- *   POST /exec/<id>/close      close the command's stdin (EOF); 204
- *   POST /exec/<id>/signal     body: decimal signal number, sent to the
- *                              command's process group; 204
+ *                              204 once written to the command's pipe;
+ *                              409 when stdin is closed (by /close or by
+ *                              the command), a write is already pending
+ *                              for this exec, or the command exited
+ *                              meanwhile: "stop sending", not a failure
+ *   POST /exec/<id>/close      close the command's stdin (EOF); 204;
+ *                              idempotent
+ *   POST /exec/<id>/signal     body: decimal signal number 1-64 (400
+ *                              otherwise), sent to the command's process
+ *                              group; 204 even if it is already gone
+ *                              (all three: 404 once the exit event went out)
  *   POST /poweroff             204, then the guest syncs and powers off
+ *
+ * Other errors: 413 for a body over 1 MiB, 431 for a head over 16 KiB.
+ * If qsup's end of a port goes away, the command streaming on it is killed
+ * (its whole process group).
  *
  * Exec events (Server-Sent Events, "event: NAME\ndata: DATA\n\n"):
  *   start   {"id":N,"pid":N}
  *   stdout  base64 of the bytes (at most QSUP_CHUNK raw bytes per event)
  *   stderr  base64 of the bytes
- *   exit    {"status":N} for a normal exit, {"signal":N} for death by
+ *   exit    sent once the command's main process is reaped and what was
+ *           already in its pipes is read; the pipes are then closed, so
+ *           later output of background processes is lost (they are not
+ *           killed).
+ *           {"status":N} for a normal exit, {"signal":N} for death by
  *           signal, or {"status":126|127,"error":"..."} when the command
  *           could not be started (126: not executable, 127: not found)
  *

@@ -41,7 +41,7 @@ test_env_and_cwd() {
 	local out
 	out=$("$QSUP" run -e FOO='bar baz' -e EMPTY= -w /proc -- \
 	    sh -c 'echo "$FOO/${EMPTY-unset}/$(pwd)"')
-	expect_eq "env and cwd" "bar baz//proc" "$out"
+	expect_eq "env and cwd" "bar baz///proc" "$out"
 }
 
 test_stdin_lines() {
@@ -204,6 +204,20 @@ test_kvm_verdict() {
 		expect_match "pvm host falls back" \
 		    'accelerator: tcg \(KVM unusable: .*kvm_pvm' "$err"
 	fi
+}
+
+# The probe itself: boot under KVM with a deadline, fall back, remember.
+test_kvm_probe() {
+	local err t0=$SECONDS
+	[ -r /dev/kvm ] || { echo "    (no /dev/kvm here: probe not exercised)"; return; }
+	QSUP_KVM_FORCE_PROBE=1 "$QSUP" run -v -- true 2>"$T_TMP/err"
+	expect_eq "status" 0 $?
+	err=$(grep 'accelerator:' "$T_TMP/err")
+	expect_match "verdict" 'accelerator: (tcg \(KVM unusable: (a probe guest did not boot|QEMU failed under KVM)|kvm \(a probe guest booted)' "$err"
+	[ $((SECONDS - t0)) -lt 20 ] || fail "probe and run took $((SECONDS - t0)) s"
+	[ -s "$XDG_CACHE_HOME/qsup/kvm-verdict" ] || fail "verdict not remembered"
+	QSUP_KVM_FORCE_PROBE=1 "$QSUP" run -v -- true 2>"$T_TMP/err"
+	expect_match "second run" 'accelerator: .*\(remembered\)' "$(cat "$T_TMP/err")"
 }
 
 test_console_flood() {
