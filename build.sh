@@ -13,7 +13,7 @@ PACKAGES=(
 	libev-dev liblua5.4-dev libcurl4-openssl-dev libmbedtls-dev
 	libcdio-dev libiso9660-dev libcriterion-dev
 	qemu-system-x86 qemu-utils
-	busybox-static kmod xz-utils cpio
+	busybox-static kmod xz-utils cpio procps
 )
 
 ensure_packages() {
