@@ -34,15 +34,12 @@ accel_name(enum accel a)
 static char *
 kvm_cache_path(void)
 {
-	const char	*base, *home;
-	char		*path;
+	char	*dir, *path;
 
-	if ((base = getenv("XDG_CACHE_HOME")) != NULL && *base == '/')
-		xasprintf(&path, "%s/qsup/kvm-verdict", base);
-	else if ((home = getenv("HOME")) != NULL && *home == '/')
-		xasprintf(&path, "%s/.cache/qsup/kvm-verdict", home);
-	else
-		path = NULL;
+	if ((dir = util_cache_dir()) == NULL)
+		return (NULL);
+	xasprintf(&path, "%s/kvm-verdict", dir);
+	free(dir);
 	return (path);
 }
 
@@ -118,18 +115,11 @@ out:
 static void
 kvm_cache_write(const char *key, const struct accel_choice *c)
 {
-	char	*path, *tmp, *slash;
+	char	*path, *tmp;
 	FILE	*f;
 
 	if ((path = kvm_cache_path()) == NULL)
 		return;
-	/* mkdir -p of the cache directory. */
-	for (slash = strchr(path + 1, '/'); slash != NULL;
-	    slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		mkdir(path, 0700);
-		*slash = '/';
-	}
 	xasprintf(&tmp, "%s.%ld", path, (long)getpid());
 	if ((f = fopen(tmp, "we")) != NULL) {
 		fprintf(f, "%s\n%s\n%s\n", key, accel_name(c->accel), c->why);

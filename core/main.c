@@ -18,6 +18,7 @@ usage(FILE *f)
 	fprintf(f,
 "usage: qsup run [--profile FILE] [options] [--] CMD [ARG...]\n"
 "       qsup [--profile FILE] [options] -- CMD [ARG...]\n"
+"       qsup cache ls | clear [--stale]\n"
 "       qsup version\n"
 "\n"
 "options:\n"
@@ -150,6 +151,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "run") == 0)
 		return (cmd_run(argc - 1, argv + 1));
+	if (strcmp(argv[1], "cache") == 0)
+		return (template_cmd(argc - 1, argv + 1));
 	if (strcmp(argv[1], "version") == 0 ||
 	    strcmp(argv[1], "--version") == 0) {
 		printf("qsup %s (agent protocol %d)\n", QSUP_VERSION,

@@ -27,6 +27,7 @@ int		 xasprintf(char **, const char *, ...)
 		     __attribute__((format(printf, 2, 3)));
 int		 xvasprintf(char **, const char *, va_list);
 double		 util_now(void);
+char		*util_cache_dir(void);
 int		 util_set_nonblock(int);
 int		 util_set_cloexec(int, int);
 int		 util_rm_rf(const char *);
@@ -42,6 +43,7 @@ struct buf {
 	size_t	 size;
 };
 void		 buf_add(struct buf *, const void *, size_t);
+void		 buf_puts(struct buf *, const char *);
 void		 buf_printf(struct buf *, const char *, ...)
 		     __attribute__((format(printf, 2, 3)));
 void		 buf_json_string(struct buf *, const char *);
@@ -89,6 +91,7 @@ struct profile {
 	int		 cpus;
 	double		 start_timeout;	/* seconds; 0: by accelerator */
 	int		 show_boot_console;
+	int		 warm_start;	/* restore from a saved VM template */
 	char		*kernel;	/* NULL: the default guest's */
 	char		*initramfs;	/* NULL: the default guest's */
 	char		**env;		/* "NAME=VALUE", for every command */
@@ -100,6 +103,19 @@ void		 profile_free(struct profile *);
 void		 profile_help(struct buf *);
 
 struct ev_loop;
+
+/* qmp.c: blocking QMP, for when QEMU is paused and qsup waits anyway */
+struct qmp {
+	int		 fd;
+	struct buf	 in;
+	struct buf	 events;
+};
+int		 qmp_open(struct qmp *, int, double, char **);
+int		 qmp_command(struct qmp *, const char *, int, double, char **,
+		     char **);
+int		 qmp_wait_event(struct qmp *, const char *, const char *,
+		     const char *, double, char **);
+void		 qmp_close(struct qmp *);
 
 /* kvm.c */
 enum accel {
@@ -113,6 +129,27 @@ struct accel_choice {
 int		 kvm_choose(const struct profile *, const char *, const char *,
 		     const char *, struct accel_choice *, char **);
 const char	*accel_name(enum accel);
+
+/* template.c */
+struct template {
+	char		*dir;
+	char		*key;
+	char		*shape;
+	char		*state;
+	char		*shape_path;
+	char		*tmp;
+	int		 lock_fd;
+};
+int		 template_init(struct template *, char **, const char *,
+		     const char *);
+int		 template_exists(struct template *);
+int		 template_lock(struct template *);
+void		 template_unlock(struct template *);
+int		 template_open_tmp(struct template *, char **);
+int		 template_commit(struct template *, int, char **);
+void		 template_discard(struct template *);
+void		 template_free(struct template *);
+int		 template_cmd(int, char **);
 
 /* guest.c */
 struct guest {
@@ -158,8 +195,9 @@ void		 agent_conn_free(struct agent_conn *);
 /* sandbox.c */
 enum sandbox_state {
 	SB_NEW,
-	SB_BOOTING,	/* QEMU started, waiting for the agent's ping */
-	SB_READY,	/* the agent answered */
+	SB_BOOTING,	/* QEMU started, waiting for the agent */
+	SB_SAVING,	/* writing a template of the booted guest */
+	SB_READY,	/* the agent answered with this sandbox's token */
 	SB_STOPPING,	/* QEMU asked to stop, waiting for it to be reaped */
 	SB_DEAD		/* reaped and its console closed */
 };
@@ -179,6 +217,10 @@ enum sandbox_state sandbox_state(struct sandbox *);
 struct agent_conn *sandbox_port(struct sandbox *, int);
 const struct accel_choice *sandbox_accel(struct sandbox *);
 double		 sandbox_boot_seconds(struct sandbox *);
+const char	*sandbox_start_kind(struct sandbox *);
+const char	*sandbox_fallback(struct sandbox *);
+double		 sandbox_save_seconds(struct sandbox *);
+long		 sandbox_qemu_rss_kb(struct sandbox *);
 void		 sandbox_console_tail(struct sandbox *, int, struct buf *);
 void		 sandbox_free(struct sandbox *);
 

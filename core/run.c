@@ -62,6 +62,7 @@ struct run {
 	double			 t_ready;
 	double			 t_exit;
 	double			 t_end;
+	long			 qemu_rss_kb;
 };
 
 static void	run_teardown(struct run *, const char *);
@@ -194,6 +195,7 @@ run_exit_event(struct run *r, const char *data)
 
 	r->exited = 1;
 	r->t_exit = util_now();
+	r->qemu_rss_kb = sandbox_qemu_rss_kb(r->sb);
 	ev_timer_stop(r->loop, &r->timeout);
 	ev_io_stop(r->loop, &r->in);
 	if (util_json_int(data, "signal", &v) == 0) {
@@ -273,29 +275,30 @@ run_ready_cb(struct sandbox *sb, void *arg)
 	size_t		 i;
 
 	r->t_ready = util_now();
-	log_debug("guest ready in %.3f s", sandbox_boot_seconds(sb));
+	log_debug("guest ready in %.3f s (%s start)", sandbox_boot_seconds(sb),
+	    sandbox_start_kind(sb));
 	if (r->interrupted) {
 		run_teardown(r, "interrupted");
 		return;
 	}
-	buf_add(&b, "{\"argv\":[", 9);
+	buf_puts(&b, "{\"argv\":[");
 	for (a = r->opts->argv; *a != NULL; a++) {
 		if (a != r->opts->argv)
-			buf_add(&b, ",", 1);
+			buf_puts(&b, ",");
 		buf_json_string(&b, *a);
 	}
-	buf_add(&b, "],\"env\":[", 9);
+	buf_puts(&b, "],\"env\":[");
 	for (i = 0; i < r->opts->nenv; i++) {
 		if (i > 0)
-			buf_add(&b, ",", 1);
+			buf_puts(&b, ",");
 		buf_json_string(&b, r->opts->env[i]);
 	}
-	buf_add(&b, "]", 1);
+	buf_puts(&b, "]");
 	if (r->opts->cwd != NULL) {
-		buf_add(&b, ",\"cwd\":", 7);
+		buf_puts(&b, ",\"cwd\":");
 		buf_json_string(&b, r->opts->cwd);
 	}
-	buf_add(&b, "}", 1);
+	buf_puts(&b, "}");
 	agent_request(sandbox_port(sb, RUN_PORT_EXEC), "POST", "/exec",
 	    b.data, b.len, run_exec_done_cb, run_event_cb, r);
 	buf_free(&b);
@@ -374,24 +377,36 @@ run_json_summary(struct run *r)
 	if (r->exit_signal > 0)
 		buf_printf(&b, "%lld", r->exit_signal);
 	else
-		buf_add(&b, "null", 4);
+		buf_puts(&b, "null");
 	buf_printf(&b, ",\"timed_out\":%s,\"interrupted\":",
 	    r->timed_out ? "true" : "false");
 	if (r->interrupted)
 		buf_printf(&b, "%d", r->interrupted);
 	else
-		buf_add(&b, "null", 4);
-	buf_add(&b, ",\"accelerator\":", 15);
+		buf_puts(&b, "null");
+	buf_puts(&b, ",\"accelerator\":");
 	buf_json_string(&b, accel_name(r->accel.accel));
-	buf_add(&b, ",\"accelerator_reason\":", 22);
+	buf_puts(&b, ",\"accelerator_reason\":");
 	buf_json_string(&b, r->accel.why != NULL ? r->accel.why : "");
-	buf_add(&b, ",\"profile\":", 11);
+	buf_puts(&b, ",\"profile\":");
 	buf_json_string(&b, r->profile.path != NULL ? r->profile.path : "");
-	buf_add(&b, ",\"error\":", 9);
+	buf_puts(&b, ",\"error\":");
 	if (r->error != NULL)
 		buf_json_string(&b, r->error);
 	else
-		buf_add(&b, "null", 4);
+		buf_puts(&b, "null");
+	if (r->sb != NULL) {
+		buf_puts(&b, ",\"start\":");
+		buf_json_string(&b, sandbox_start_kind(r->sb));
+		buf_puts(&b, ",\"template_fallback\":");
+		if (sandbox_fallback(r->sb) != NULL)
+			buf_json_string(&b, sandbox_fallback(r->sb));
+		else
+			buf_puts(&b, "null");
+		buf_printf(&b, ",\"template_save_s\":%.3f",
+		    sandbox_save_seconds(r->sb));
+	}
+	buf_printf(&b, ",\"qemu_rss_kb\":%ld", r->qemu_rss_kb);
 	getrusage(RUSAGE_SELF, &ru);
 	buf_printf(&b, ",\"qsup_max_rss_kb\":%ld", ru.ru_maxrss);
 	buf_printf(&b, ",\"timings\":{\"prepare_s\":%.3f,\"boot_s\":%.3f,"
@@ -490,8 +505,6 @@ run_main(struct run_options *opts)
 
 	outq_flush_blocking(r.out);
 	outq_flush_blocking(r.err);
-	sandbox_free(r.sb);
-	r.sb = NULL;
 	goto done;
 
 fail:
@@ -503,6 +516,7 @@ done:
 	run_log_timings(&r);
 	if (opts->json)
 		run_json_summary(&r);
+	sandbox_free(r.sb);
 	if (r.loop != NULL) {
 		ev_signal_stop(r.loop, &r.sigint);
 		ev_signal_stop(r.loop, &r.sigterm);

@@ -26,21 +26,36 @@
 
 #define SANDBOX_KILL_GRACE	2.0	/* SIGTERM to SIGKILL */
 #define SANDBOX_QEMU_LOG_MAX	16384
+#define SANDBOX_RESTORE_MAX	10.0	/* a restore slower than this failed */
+#define SANDBOX_SAVE_MAX	60.0	/* writing a template */
+
+enum sandbox_mode {
+	SB_COLD,	/* boot; the seed ISO configures the guest */
+	SB_BUILD,	/* boot to template state, save it, then /setup */
+	SB_RESTORE	/* restore a template, then /setup */
+};
 
 struct sandbox {
 	struct ev_loop		*loop;
 	const struct profile	*profile;
 	struct sandbox_cbs	 cbs;
 	enum sandbox_state	 state;
+	enum sandbox_mode	 mode;
 	struct accel_choice	 accel;
 	struct guest		 guest;
+	struct template		 tpl;
+	int			 have_tpl;
+	char			*fallback;	/* why a restore was given up */
 
 	char			*rundir;
 	char			*token;
-	char			**argv;		/* QEMU's command line */
+
+	/* One launch of QEMU; a failed restore is followed by another. */
+	char			**argv;
 	pid_t			 pid;
 	ev_child		 child;
 	int			 reaped;
+	int			 relaunch;
 	int			 wstatus;
 	struct serial		*console;
 	int			 console_guest_fd;
@@ -49,15 +64,22 @@ struct sandbox {
 	struct buf		 qemu_log_buf;
 	struct agent_conn	*ports[QSUP_PORT_COUNT];
 	int			 port_guest_fd[QSUP_PORT_COUNT];
+	int			 qmp_fd;
+	int			 qmp_guest_fd;
+	int			 state_fd;	/* the template, for -incoming */
+
 	ev_timer		 deadline;
 	ev_timer		 kill_timer;
 	double			 t_spawn;
 	double			 t_ready;
+	double			 save_seconds;
 	int			 failed;
 };
 
 static void	sandbox_fail(struct sandbox *, const char *);
 static void	sandbox_check_dead(struct sandbox *);
+static int	sandbox_launch(struct sandbox *, char **);
+static void	sandbox_launch_free(struct sandbox *);
 
 static const char *
 sandbox_state_name(enum sandbox_state s)
@@ -67,6 +89,8 @@ sandbox_state_name(enum sandbox_state s)
 		return ("new");
 	case SB_BOOTING:
 		return ("booting");
+	case SB_SAVING:
+		return ("saving");
 	case SB_READY:
 		return ("ready");
 	case SB_STOPPING:
@@ -85,8 +109,7 @@ sandbox_set_state(struct sandbox *sb, enum sandbox_state s)
 	log_debug("sandbox: %s -> %s", sandbox_state_name(sb->state),
 	    sandbox_state_name(s));
 	sb->state = s;
-	assert(sb->state != SB_DEAD || (sb->reaped &&
-	    serial_closed(sb->console)));
+	assert(sb->state != SB_DEAD || sb->pid == -1 || sb->reaped);
 }
 
 struct sandbox *
@@ -104,6 +127,8 @@ sandbox_new(struct ev_loop *loop, const struct profile *p,
 	sb->pid = -1;
 	sb->console_guest_fd = -1;
 	sb->qemu_log_fd = -1;
+	sb->qmp_fd = sb->qmp_guest_fd = -1;
+	sb->state_fd = -1;
 	for (i = 0; i < QSUP_PORT_COUNT; i++)
 		sb->port_guest_fd[i] = -1;
 	return (sb);
@@ -153,32 +178,42 @@ sandbox_seed_value(struct buf *b, const char *s)
 	}
 }
 
+/* The guest's configuration, in the seed's qsup-config format. */
+static void
+sandbox_config(struct sandbox *sb, struct buf *cfg)
+{
+	struct timespec	 ts;
+	char		*entropy;
+	size_t		 i;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	entropy = token_hex(64);
+	buf_printf(cfg, "token %s\nhostname qsup\ntime %lld.%09ld\n"
+	    "entropy %s\n", sb->token, (long long)ts.tv_sec, ts.tv_nsec,
+	    entropy);
+	explicit_bzero(entropy, strlen(entropy));
+	free(entropy);
+	for (i = 0; i < sb->profile->nenv; i++) {
+		buf_add(cfg, "env ", 4);
+		sandbox_seed_value(cfg, sb->profile->env[i]);
+		buf_add(cfg, "\n", 1);
+	}
+	if (sb->profile->cwd != NULL) {
+		buf_add(cfg, "cwd ", 4);
+		sandbox_seed_value(cfg, sb->profile->cwd);
+		buf_add(cfg, "\n", 1);
+	}
+}
+
 static int
 sandbox_write_seed(struct sandbox *sb, char **cause)
 {
 	struct seed_file	 files[3];
 	struct buf		 cfg = { 0 }, meta = { 0 };
-	struct timespec		 ts;
-	char			*path, *entropy;
-	size_t			 i;
+	char			*path;
 	int			 rc;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	entropy = token_hex(64);
-	buf_printf(&cfg, "token %s\nhostname qsup\ntime %lld.%09ld\n"
-	    "entropy %s\n", sb->token, (long long)ts.tv_sec, ts.tv_nsec,
-	    entropy);
-	free(entropy);
-	for (i = 0; i < sb->profile->nenv; i++) {
-		buf_add(&cfg, "env ", 4);
-		sandbox_seed_value(&cfg, sb->profile->env[i]);
-		buf_add(&cfg, "\n", 1);
-	}
-	if (sb->profile->cwd != NULL) {
-		buf_add(&cfg, "cwd ", 4);
-		sandbox_seed_value(&cfg, sb->profile->cwd);
-		buf_add(&cfg, "\n", 1);
-	}
+	sandbox_config(sb, &cfg);
 	/* meta-data and user-data keep the seed usable by cloud-init. */
 	buf_printf(&meta, "instance-id: qsup-%s\nlocal-hostname: qsup\n",
 	    strrchr(sb->rundir, '-') + 1);
@@ -229,6 +264,10 @@ sandbox_qemu_escape(const char *s)
 	return (b.data);
 }
 
+/*
+ * QEMU's command line. A template build and a restore must use the same
+ * one (but for -incoming): the template key is made from it.
+ */
 static void
 sandbox_build_argv(struct sandbox *sb)
 {
@@ -263,6 +302,9 @@ sandbox_build_argv(struct sandbox *sb)
 	    (unsigned long long)p->memory_mib);
 	sandbox_argv_add(&argv, &n, "-smp");
 	sandbox_argv_add(&argv, &n, "%d", p->cpus);
+	/* Names the run directory, so a person (or a test) can tell us apart. */
+	sandbox_argv_add(&argv, &n, "-name");
+	sandbox_argv_add(&argv, &n, "qsup:%s", sb->rundir);
 	sandbox_argv_add(&argv, &n, "-nodefaults");
 	sandbox_argv_add(&argv, &n, "-no-user-config");
 	sandbox_argv_add(&argv, &n, "-display");
@@ -282,8 +324,8 @@ sandbox_build_argv(struct sandbox *sb)
 	    "mitigations=off init_on_alloc=0 audit=0 apparmor=0 "
 	    "8250.nr_uarts=1 initcall_blacklist=init_kprobe_trace,"
 	    "crypto_kdf108_init,init_mmio_trace,"
-	    "init_trace_printk_function_export qsup.ports=%d", tsc,
-	    QSUP_PORT_COUNT);
+	    "init_trace_printk_function_export qsup.ports=%d%s", tsc,
+	    QSUP_PORT_COUNT, sb->mode == SB_COLD ? "" : " qsup.template=1");
 	sandbox_argv_add(&argv, &n, "-chardev");
 	sandbox_argv_add(&argv, &n, "socket,id=con,fd=%d",
 	    sb->console_guest_fd);
@@ -300,11 +342,24 @@ sandbox_build_argv(struct sandbox *sb)
 		    "virtserialport,chardev=agent%d,name=%s%d", i,
 		    QSUP_PORT_PREFIX, i);
 	}
-	sandbox_argv_add(&argv, &n, "-blockdev");
-	sandbox_argv_add(&argv, &n, "driver=raw,node-name=seed,read-only=on,"
-	    "file.driver=file,file.filename=%s", seed);
-	sandbox_argv_add(&argv, &n, "-device");
-	sandbox_argv_add(&argv, &n, "virtio-blk-device,drive=seed");
+	if (sb->mode == SB_COLD) {
+		sandbox_argv_add(&argv, &n, "-blockdev");
+		sandbox_argv_add(&argv, &n, "driver=raw,node-name=seed,"
+		    "read-only=on,file.driver=file,file.filename=%s", seed);
+		sandbox_argv_add(&argv, &n, "-device");
+		sandbox_argv_add(&argv, &n, "virtio-blk-device,drive=seed");
+	} else {
+		/* Only for saving the state; a restore does not use it. */
+		sandbox_argv_add(&argv, &n, "-chardev");
+		sandbox_argv_add(&argv, &n, "socket,id=qmp,fd=%d",
+		    sb->qmp_guest_fd);
+		sandbox_argv_add(&argv, &n, "-mon");
+		sandbox_argv_add(&argv, &n, "chardev=qmp,mode=control");
+	}
+	if (sb->mode == SB_RESTORE) {
+		sandbox_argv_add(&argv, &n, "-incoming");
+		sandbox_argv_add(&argv, &n, "fd:%d", sb->state_fd);
+	}
 	free(kernel);
 	free(initrd);
 	free(seed);
@@ -337,20 +392,57 @@ sandbox_qemu_log_cb(struct ev_loop *loop, ev_io *w, int revents)
 	sb->qemu_log_fd = -1;
 }
 
+/*
+ * Give up on the template: remove it and boot instead. QEMU is killed if
+ * need be; sandbox_child_cb launches again once it has been reaped.
+ */
+static void
+sandbox_restore_failed(struct sandbox *sb, const char *why)
+{
+	struct buf	log = { 0 };
+
+	if (sb->relaunch)
+		return;
+	sandbox_console_tail(sb, 3, &log);
+	xasprintf(&sb->fallback, "%s%s%s", why, log.len > 0 ? ": " : "",
+	    log.len > 0 ? log.data : "");
+	buf_free(&log);
+	log_debug("template %s did not restore (%s); booting instead",
+	    sb->tpl.key, sb->fallback);
+	template_discard(&sb->tpl);
+	sb->relaunch = 1;
+	if (!sb->reaped)
+		kill(sb->pid, SIGKILL);
+}
+
 static void
 sandbox_child_cb(struct ev_loop *loop, ev_child *w, int revents)
 {
 	struct sandbox	*sb = w->data;
-	char		*msg;
+	char		*msg, *cause = NULL;
 
 	(void)revents;
 	ev_child_stop(loop, w);
 	sb->reaped = 1;
 	sb->wstatus = w->rstatus;
 	ev_timer_stop(loop, &sb->kill_timer);
-	ev_timer_stop(loop, &sb->deadline);
 	if (sb->qemu_log_fd != -1)
 		sandbox_qemu_log_cb(loop, &sb->qemu_log, EV_READ);
+	if (sb->mode == SB_RESTORE && sb->state == SB_BOOTING)
+		sandbox_restore_failed(sb, "QEMU exited while restoring");
+	if (sb->relaunch) {
+		sandbox_launch_free(sb);
+		buf_consume(&sb->qemu_log_buf, sb->qemu_log_buf.len);
+		sb->relaunch = 0;
+		sb->mode = template_lock(&sb->tpl) == 0 ? SB_BUILD : SB_COLD;
+		if (sandbox_launch(sb, &cause) == -1) {
+			sandbox_fail(sb, cause);
+			free(cause);
+			sandbox_check_dead(sb);
+		}
+		return;
+	}
+	ev_timer_stop(loop, &sb->deadline);
 	if (sb->state < SB_STOPPING) {
 		if (WIFSIGNALED(sb->wstatus))
 			xasprintf(&msg, "QEMU was killed by signal %d",
@@ -373,8 +465,11 @@ sandbox_console_closed_cb(void *arg)
 static void
 sandbox_check_dead(struct sandbox *sb)
 {
-	if (!sb->reaped || !serial_closed(sb->console) ||
-	    sb->state == SB_DEAD)
+	if (sb->state == SB_DEAD || sb->relaunch)
+		return;
+	if (sb->pid != -1 && !sb->reaped)
+		return;
+	if (sb->console != NULL && !serial_closed(sb->console))
 		return;
 	if (sb->state < SB_STOPPING)
 		sandbox_set_state(sb, SB_STOPPING);
@@ -413,8 +508,12 @@ sandbox_deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (sb->state != SB_BOOTING)
+	if (sb->state >= SB_READY)
 		return;
+	if (sb->mode == SB_RESTORE) {
+		sandbox_restore_failed(sb, "the restore took too long");
+		return;
+	}
 	xasprintf(&msg, "the guest did not become ready within %g s "
 	    "(accelerator %s)", sandbox_start_timeout(sb),
 	    accel_name(sb->accel.accel));
@@ -423,12 +522,12 @@ sandbox_deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 static void
-sandbox_ping_cb(int status, const char *body, size_t len, void *arg)
+sandbox_setup_cb(int status, const char *body, size_t len, void *arg)
 {
 	struct sandbox	*sb = arg;
 	char		*msg;
 
-	if (sb->state != SB_BOOTING)
+	if (sb->state >= SB_READY || sb->relaunch)
 		return;
 	if (status == 200) {
 		sb->t_ready = util_now();
@@ -441,10 +540,107 @@ sandbox_ping_cb(int status, const char *body, size_t len, void *arg)
 	}
 	if (status == -1)
 		return;		/* QEMU is gone; sandbox_child_cb says why */
+	if (sb->mode == SB_RESTORE && status != 503) {
+		/* A template of another agent would answer so. */
+		sandbox_restore_failed(sb, "the restored agent refused setup");
+		return;
+	}
 	xasprintf(&msg, "guest setup failed (%d): %.*s", status, (int)len,
 	    body);
 	sandbox_fail(sb, msg);
 	free(msg);
+}
+
+/* Give the guest its own configuration (template builds and restores). */
+static void
+sandbox_send_setup(struct sandbox *sb)
+{
+	struct buf	cfg = { 0 };
+
+	sandbox_config(sb, &cfg);
+	agent_request(sb->ports[0], "POST", "/setup", cfg.data, cfg.len,
+	    sandbox_setup_cb, NULL, sb);
+	explicit_bzero(cfg.data, cfg.len);
+	buf_free(&cfg);
+}
+
+/*
+ * Save the guest, booted to template state, through QMP: the state file's
+ * descriptor is passed with getfd (migrating to exec: would make QEMU fork,
+ * which -sandbox spawn=deny forbids), the VM is migrated into the file and
+ * continued. The guest is idle meanwhile, so waiting here blocks nothing
+ * that could move.
+ */
+static int
+sandbox_save(struct sandbox *sb, char **cause)
+{
+	struct qmp	 q;
+	double		 t0 = util_now();
+	char		*cont_cause = NULL;
+	int		 fd, rc = -1, stopped = 0;
+
+	if ((fd = template_open_tmp(&sb->tpl, cause)) == -1)
+		return (-1);
+	if (qmp_open(&q, sb->qmp_fd, 5, cause) == -1)
+		goto out;
+	if (qmp_command(&q, "{\"execute\":\"migrate-set-capabilities\","
+	    "\"arguments\":{\"capabilities\":[{\"capability\":\"events\","
+	    "\"state\":true}]}}\n", -1, 5, NULL, cause) == -1 ||
+	    qmp_command(&q, "{\"execute\":\"getfd\",\"arguments\":"
+	    "{\"fdname\":\"snap\"}}\n", fd, 5, NULL, cause) == -1)
+		goto out;
+	/*
+	 * Migrate while running: the stream then records a running VM, and
+	 * a restore starts it by itself, with no QMP round trip. The idle
+	 * guest dirties little, so the copy converges at once.
+	 */
+	stopped = 1;
+	if (qmp_command(&q, "{\"execute\":\"migrate\",\"arguments\":"
+	    "{\"uri\":\"fd:snap\"}}\n", -1, 5, NULL, cause) == -1 ||
+	    qmp_wait_event(&q, "MIGRATION", "completed", "failed",
+	    SANDBOX_SAVE_MAX, cause) == -1)
+		goto out;
+	if (template_commit(&sb->tpl, fd, cause) == -1)
+		goto out;
+	rc = 0;
+out:
+	/* Saved or not, the guest goes on: this run still needs it. */
+	if (stopped && qmp_command(&q, "{\"execute\":\"cont\"}\n", -1, 5,
+	    NULL, &cont_cause) == -1) {
+		if (rc == 0)
+			*cause = cont_cause;
+		else
+			free(cont_cause);
+		rc = -1;
+	}
+	qmp_close(&q);
+	close(fd);
+	sb->save_seconds = util_now() - t0;
+	return (rc);
+}
+
+static void
+sandbox_ping_cb(int status, const char *body, size_t len, void *arg)
+{
+	struct sandbox	*sb = arg;
+	char		*cause = NULL;
+
+	if (sb->state != SB_BOOTING)
+		return;
+	if (sb->mode == SB_BUILD && status == 200) {
+		sandbox_set_state(sb, SB_SAVING);
+		if (sandbox_save(sb, &cause) == -1) {
+			/* The run goes on without a template. */
+			log_warnx("cannot save a template: %s", cause);
+			free(cause);
+		} else
+			log_debug("saved template %s in %.3f s", sb->tpl.key,
+			    sb->save_seconds);
+		template_unlock(&sb->tpl);
+		sandbox_send_setup(sb);
+		return;
+	}
+	sandbox_setup_cb(status, body, len, arg);
 }
 
 static int
@@ -475,6 +671,10 @@ sandbox_spawn(struct sandbox *sb, char **cause)
 		util_set_cloexec(sb->console_guest_fd, 0);
 		for (i = 0; i < QSUP_PORT_COUNT; i++)
 			util_set_cloexec(sb->port_guest_fd[i], 0);
+		if (sb->qmp_guest_fd != -1)
+			util_set_cloexec(sb->qmp_guest_fd, 0);
+		if (sb->state_fd != -1)
+			util_set_cloexec(sb->state_fd, 0);
 		execvp(sb->argv[0], sb->argv);
 		dprintf(STDERR_FILENO, "%s: %s\n", sb->argv[0],
 		    strerror(errno));
@@ -487,6 +687,7 @@ sandbox_spawn(struct sandbox *sb, char **cause)
 		close(logp[1]);
 		return (-1);
 	}
+	sb->reaped = 0;
 	ev_child_init(&sb->child, sandbox_child_cb, sb->pid, 0);
 	sb->child.data = sb;
 	ev_child_start(sb->loop, &sb->child);
@@ -506,6 +707,14 @@ sandbox_spawn(struct sandbox *sb, char **cause)
 	for (i = 0; i < QSUP_PORT_COUNT; i++) {
 		close(sb->port_guest_fd[i]);
 		sb->port_guest_fd[i] = -1;
+	}
+	if (sb->qmp_guest_fd != -1) {
+		close(sb->qmp_guest_fd);
+		sb->qmp_guest_fd = -1;
+	}
+	if (sb->state_fd != -1) {
+		close(sb->state_fd);
+		sb->state_fd = -1;
 	}
 	return (0);
 }
@@ -530,12 +739,172 @@ sandbox_log_argv(struct sandbox *sb)
 	buf_free(&b);
 }
 
+static int
+sandbox_socketpair(int *ours, int *theirs, char **cause)
+{
+	int	sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, sv) == -1) {
+		xasprintf(cause, "socketpair: %s", strerror(errno));
+		return (-1);
+	}
+	*ours = sv[0];
+	*theirs = sv[1];
+	return (0);
+}
+
+/* Everything one QEMU process needs, then QEMU itself. */
+static int
+sandbox_launch(struct sandbox *sb, char **cause)
+{
+	char	*path;
+	int	 fd, i;
+
+	if (sb->mode == SB_COLD && sandbox_write_seed(sb, cause) == -1)
+		return (-1);
+	if (sandbox_socketpair(&fd, &sb->console_guest_fd, cause) == -1)
+		return (-1);
+	xasprintf(&path, "%s/console.log", sb->rundir);
+	sb->console = serial_new(sb->loop, fd, path,
+	    sb->profile->show_boot_console);
+	free(path);
+	serial_set_close_cb(sb->console, sandbox_console_closed_cb, sb);
+	for (i = 0; i < QSUP_PORT_COUNT; i++) {
+		if (sandbox_socketpair(&fd, &sb->port_guest_fd[i], cause) == -1)
+			return (-1);
+		sb->ports[i] = agent_conn_new(sb->loop, fd, sb->token);
+	}
+	if (sb->mode != SB_COLD && sandbox_socketpair(&sb->qmp_fd,
+	    &sb->qmp_guest_fd, cause) == -1)
+		return (-1);
+	if (sb->mode == SB_RESTORE &&
+	    (sb->state_fd = open(sb->tpl.state, O_RDONLY|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", sb->tpl.state, strerror(errno));
+		return (-1);
+	}
+
+	sandbox_build_argv(sb);
+	sandbox_log_argv(sb);
+	if (sb->t_spawn == 0)
+		sb->t_spawn = util_now();
+	if (sandbox_spawn(sb, cause) == -1)
+		return (-1);
+
+	ev_timer_stop(sb->loop, &sb->deadline);
+	ev_timer_set(&sb->deadline, sb->mode == SB_RESTORE &&
+	    SANDBOX_RESTORE_MAX < sandbox_start_timeout(sb) ?
+	    SANDBOX_RESTORE_MAX : sandbox_start_timeout(sb), 0);
+	ev_timer_start(sb->loop, &sb->deadline);
+
+	/*
+	 * The agent answers once it is up: readiness is its first reply.
+	 * The request waits in the socket until the guest reads it.
+	 */
+	if (sb->mode == SB_RESTORE)
+		sandbox_send_setup(sb);
+	else
+		agent_request(sb->ports[0], "GET", "/ping", NULL, 0,
+		    sandbox_ping_cb, NULL, sb);
+	return (0);
+}
+
+/* Undo sandbox_launch, once QEMU is reaped (or never ran). */
+static void
+sandbox_launch_free(struct sandbox *sb)
+{
+	char	**a;
+	int	  i;
+
+	if (sb->pid > 0 && !sb->reaped) {
+		kill(sb->pid, SIGKILL);
+		while (waitpid(sb->pid, NULL, 0) == -1 && errno == EINTR)
+			;
+		ev_child_stop(sb->loop, &sb->child);
+		sb->reaped = 1;
+	}
+	for (i = 0; i < QSUP_PORT_COUNT; i++) {
+		agent_conn_free(sb->ports[i]);
+		sb->ports[i] = NULL;
+		if (sb->port_guest_fd[i] != -1)
+			close(sb->port_guest_fd[i]);
+		sb->port_guest_fd[i] = -1;
+	}
+	serial_free(sb->console);
+	sb->console = NULL;
+	if (sb->console_guest_fd != -1)
+		close(sb->console_guest_fd);
+	sb->console_guest_fd = -1;
+	if (sb->qmp_fd != -1)
+		close(sb->qmp_fd);
+	if (sb->qmp_guest_fd != -1)
+		close(sb->qmp_guest_fd);
+	sb->qmp_fd = sb->qmp_guest_fd = -1;
+	if (sb->state_fd != -1)
+		close(sb->state_fd);
+	sb->state_fd = -1;
+	if (sb->qemu_log_fd != -1) {
+		ev_io_stop(sb->loop, &sb->qemu_log);
+		close(sb->qemu_log_fd);
+		sb->qemu_log_fd = -1;
+	}
+	if (sb->argv != NULL) {
+		for (a = sb->argv; *a != NULL; a++)
+			free(*a);
+		free(sb->argv);
+		sb->argv = NULL;
+	}
+}
+
+/*
+ * Warm start: restore the template of this guest's shape if there is one;
+ * else build it, unless another qsup is building it right now.
+ */
+static void
+sandbox_choose_mode(struct sandbox *sb)
+{
+	int	i;
+
+	sb->mode = SB_COLD;
+	if (!sb->profile->warm_start)
+		return;
+	/* The key comes from the template command line, fds aside. */
+	sb->mode = SB_BUILD;
+	sb->console_guest_fd = sb->qmp_guest_fd = 0;
+	for (i = 0; i < QSUP_PORT_COUNT; i++)
+		sb->port_guest_fd[i] = 0;
+	sandbox_build_argv(sb);
+	sb->console_guest_fd = sb->qmp_guest_fd = -1;
+	for (i = 0; i < QSUP_PORT_COUNT; i++)
+		sb->port_guest_fd[i] = -1;
+	if (template_init(&sb->tpl, sb->argv, sb->guest.kernel,
+	    sb->guest.initramfs) == -1) {
+		log_debug("no cache directory: no warm start");
+		sb->mode = SB_COLD;
+	} else {
+		sb->have_tpl = 1;
+		if (template_exists(&sb->tpl))
+			sb->mode = SB_RESTORE;
+		else if (template_lock(&sb->tpl) == 0)
+			sb->mode = SB_BUILD;
+		else if (template_exists(&sb->tpl))
+			sb->mode = SB_RESTORE;
+		else {
+			log_debug("template %s is being built by another "
+			    "qsup; booting cold", sb->tpl.key);
+			sb->mode = SB_COLD;
+		}
+		log_debug("template %s: %s", sb->tpl.key,
+		    sb->mode == SB_RESTORE ? "restoring it" :
+		    sb->mode == SB_BUILD ? "building it" : "not used");
+	}
+	sandbox_launch_free(sb);
+}
+
 int
 sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
     char **cause)
 {
-	char	*base = NULL, *path;
-	int	 sv[2], i;
+	char	*base = NULL;
 
 	assert(sb->state == SB_NEW);
 	sb->accel.accel = accel->accel;
@@ -553,46 +922,16 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 		return (-1);
 	}
 	sb->token = token_hex(32);
-	if (sandbox_write_seed(sb, cause) == -1)
-		return (-1);
-
-	if (socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, sv) == -1)
-		goto sockfail;
-	sb->console_guest_fd = sv[1];
-	xasprintf(&path, "%s/console.log", sb->rundir);
-	sb->console = serial_new(sb->loop, sv[0], path,
-	    sb->profile->show_boot_console);
-	free(path);
-	serial_set_close_cb(sb->console, sandbox_console_closed_cb, sb);
-	for (i = 0; i < QSUP_PORT_COUNT; i++) {
-		if (socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, sv) == -1)
-			goto sockfail;
-		sb->port_guest_fd[i] = sv[1];
-		sb->ports[i] = agent_conn_new(sb->loop, sv[0], sb->token);
-	}
-
-	sandbox_build_argv(sb);
-	sandbox_log_argv(sb);
-	sb->t_spawn = util_now();
-	if (sandbox_spawn(sb, cause) == -1)
-		return (-1);
-	sandbox_set_state(sb, SB_BOOTING);
-
-	ev_timer_init(&sb->deadline, sandbox_deadline_cb,
-	    sandbox_start_timeout(sb), 0);
+	ev_init(&sb->deadline, sandbox_deadline_cb);
 	sb->deadline.data = sb;
-	ev_timer_start(sb->loop, &sb->deadline);
 	ev_init(&sb->kill_timer, sandbox_kill_cb);
 	sb->kill_timer.data = sb;
 
-	/* The agent answers once it is up: readiness is its first reply. */
-	agent_request(sb->ports[0], "GET", "/ping", NULL, 0, sandbox_ping_cb,
-	    NULL, sb);
+	sandbox_choose_mode(sb);
+	if (sandbox_launch(sb, cause) == -1)
+		return (-1);
+	sandbox_set_state(sb, SB_BOOTING);
 	return (0);
-
-sockfail:
-	xasprintf(cause, "socketpair: %s", strerror(errno));
-	return (-1);
 }
 
 /* A failure: tell the owner once, then stop. */
@@ -620,6 +959,7 @@ sandbox_stop(struct sandbox *sb, const char *why)
 	}
 	sandbox_set_state(sb, SB_STOPPING);
 	ev_timer_stop(sb->loop, &sb->deadline);
+	sb->relaunch = 0;
 	if (!sb->reaped) {
 		kill(sb->pid, SIGTERM);
 		ev_timer_set(&sb->kill_timer, SANDBOX_KILL_GRACE, 0);
@@ -655,6 +995,52 @@ sandbox_boot_seconds(struct sandbox *sb)
 	return (sb->t_ready - sb->t_spawn);
 }
 
+/* How this sandbox started: "cold", "template-build" or "warm". */
+const char *
+sandbox_start_kind(struct sandbox *sb)
+{
+	switch (sb->mode) {
+	case SB_COLD:
+		return ("cold");
+	case SB_BUILD:
+		return ("template-build");
+	case SB_RESTORE:
+		return ("warm");
+	}
+	return ("?");
+}
+
+/* Why a template was given up, or NULL. */
+const char *
+sandbox_fallback(struct sandbox *sb)
+{
+	return (sb->fallback);
+}
+
+double
+sandbox_save_seconds(struct sandbox *sb)
+{
+	return (sb->save_seconds);
+}
+
+/* QEMU's resident memory now, or -1. */
+long
+sandbox_qemu_rss_kb(struct sandbox *sb)
+{
+	char	 path[64], *text, *p;
+	long	 kb = -1;
+
+	if (sb->pid <= 0 || sb->reaped)
+		return (-1);
+	snprintf(path, sizeof path, "/proc/%ld/status", (long)sb->pid);
+	if ((text = util_read_file(path, NULL, 65536)) == NULL)
+		return (-1);
+	if ((p = strstr(text, "\nVmRSS:")) != NULL)
+		kb = strtol(p + 7, NULL, 10);
+	free(text);
+	return (kb);
+}
+
 /* The last lines of the console and of QEMU's own messages. */
 void
 sandbox_console_tail(struct sandbox *sb, int nlines, struct buf *out)
@@ -671,32 +1057,12 @@ sandbox_console_tail(struct sandbox *sb, int nlines, struct buf *out)
 void
 sandbox_free(struct sandbox *sb)
 {
-	char	**a;
-	int	  i;
-
 	if (sb == NULL)
 		return;
 	/* Never leave QEMU behind, even on an error path. */
-	if (sb->pid > 0 && !sb->reaped) {
-		kill(sb->pid, SIGKILL);
-		while (waitpid(sb->pid, NULL, 0) == -1 && errno == EINTR)
-			;
-		ev_child_stop(sb->loop, &sb->child);
-	}
+	sandbox_launch_free(sb);
 	ev_timer_stop(sb->loop, &sb->deadline);
 	ev_timer_stop(sb->loop, &sb->kill_timer);
-	for (i = 0; i < QSUP_PORT_COUNT; i++) {
-		agent_conn_free(sb->ports[i]);
-		if (sb->port_guest_fd[i] != -1)
-			close(sb->port_guest_fd[i]);
-	}
-	serial_free(sb->console);
-	if (sb->console_guest_fd != -1)
-		close(sb->console_guest_fd);
-	if (sb->qemu_log_fd != -1) {
-		ev_io_stop(sb->loop, &sb->qemu_log);
-		close(sb->qemu_log_fd);
-	}
 	buf_free(&sb->qemu_log_buf);
 	if (sb->rundir != NULL && util_rm_rf(sb->rundir) == -1)
 		log_warn("cannot remove %s", sb->rundir);
@@ -705,12 +1071,10 @@ sandbox_free(struct sandbox *sb)
 		explicit_bzero(sb->token, strlen(sb->token));
 		free(sb->token);
 	}
-	if (sb->argv != NULL) {
-		for (a = sb->argv; *a != NULL; a++)
-			free(*a);
-		free(sb->argv);
-	}
+	if (sb->have_tpl)
+		template_free(&sb->tpl);
 	guest_free(&sb->guest);
 	free(sb->accel.why);
+	free(sb->fallback);
 	free(sb);
 }

@@ -99,6 +99,29 @@ xvasprintf(char **ret, const char *fmt, va_list ap)
 	return (n);
 }
 
+/* $XDG_CACHE_HOME/qsup or ~/.cache/qsup, created; NULL if neither is set. */
+char *
+util_cache_dir(void)
+{
+	const char	*base, *home;
+	char		*path, *slash;
+
+	if ((base = getenv("XDG_CACHE_HOME")) != NULL && *base == '/')
+		xasprintf(&path, "%s/qsup", base);
+	else if ((home = getenv("HOME")) != NULL && *home == '/')
+		xasprintf(&path, "%s/.cache/qsup", home);
+	else
+		return (NULL);
+	for (slash = strchr(path + 1, '/'); slash != NULL;
+	    slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(path, 0700);
+		*slash = '/';
+	}
+	mkdir(path, 0700);
+	return (path);
+}
+
 /* Monotonic seconds, for phase timings and deadlines. */
 double
 util_now(void)
@@ -259,6 +282,12 @@ buf_add(struct buf *b, const void *data, size_t len)
 	memcpy(b->data + b->len, data, len);
 	b->len += len;
 	b->data[b->len] = '\0';
+}
+
+void
+buf_puts(struct buf *b, const char *s)
+{
+	buf_add(b, s, strlen(s));
 }
 
 void

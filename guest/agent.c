@@ -30,6 +30,11 @@ enum {
 };
 
 int			 agent_pid1;
+/*
+ * Booted to become a VM state template (qsup.template=1): no seed is read;
+ * the configuration arrives with POST /setup after a restore.
+ */
+int			 agent_template;
 struct agent_config	 agent_cfg;
 char			*agent_error;
 long long		 agent_ready_ms;
@@ -67,8 +72,8 @@ agent_poweroff_request(void)
 static void __attribute__((noreturn))
 agent_usage(void)
 {
-	fprintf(stderr, "usage: qsup-agent --config FILE | --seed ISO "
-	    "--fd N [--fd N ...] [--apply-mounts]\n"
+	fprintf(stderr, "usage: qsup-agent --config FILE | --seed ISO | "
+	    "--template --fd N [--fd N ...] [--apply-mounts]\n"
 	    "(as PID 1 it takes no arguments)\n");
 	exit(2);
 }
@@ -159,6 +164,8 @@ agent_test_setup(int argc, char **argv)
 			seed = argv[++i];
 		else if (strcmp(argv[i], "--apply-mounts") == 0)
 			mounts = 1;
+		else if (strcmp(argv[i], "--template") == 0)
+			agent_template = 1;
 		else if (strcmp(argv[i], "--fd") == 0 && i + 1 < argc) {
 			errno = 0;
 			fd = strtol(argv[++i], &end, 10);
@@ -178,7 +185,9 @@ agent_test_setup(int argc, char **argv)
 		} else
 			agent_usage();
 	}
-	if ((config == NULL) == (seed == NULL) || nfds == 0)
+	if (nfds == 0 || (config != NULL && seed != NULL) ||
+	    (config == NULL && seed == NULL && !agent_template) ||
+	    (agent_template && (config != NULL || seed != NULL)))
 		agent_usage();
 
 	if (config != NULL) {
@@ -221,12 +230,12 @@ agent_boot(void)
 	int	probe, nports;
 
 	init_early();
-	init_cmdline(&probe, &nports);
+	init_cmdline(&probe, &nports, &agent_template);
 	if (probe)
 		init_probe();
 	init_modules();
 	/* A seed that does not parse is not half applied. */
-	if (init_seed() == 0)
+	if (!agent_template && init_seed() == 0)
 		init_apply_seed();
 	init_ports();
 }

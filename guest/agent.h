@@ -58,6 +58,7 @@ struct exec;
 
 /* agent.c */
 extern int			 agent_pid1;
+extern int			 agent_template;
 extern struct agent_config	 agent_cfg;
 extern char			*agent_error;
 extern long long		 agent_ready_ms;
@@ -174,7 +175,7 @@ int		 exec_count(void);
 /* agent_init.c */
 void		 init_console(void);
 void		 init_early(void);
-int		 init_cmdline(int *, int *);
+int		 init_cmdline(int *, int *, int *);
 void		 init_modules(void);
 int		 init_seed(void);
 void		 init_mounts(void);

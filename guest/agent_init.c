@@ -42,6 +42,7 @@
 
 /* From <linux/random.h> and <linux/module.h>, which musl does not ship. */
 #define INIT_RNDADDENTROPY		0x40085203
+#define INIT_RNDRESEEDCRNG		0x5207
 #define INIT_MODULE_INIT_COMPRESSED	4
 
 static int	init_ports_wanted = QSUP_PORT_COUNT;
@@ -152,7 +153,7 @@ init_early(void)
 
 /* The qsup.* words of the kernel command line. */
 int
-init_cmdline(int *probe, int *nports)
+init_cmdline(int *probe, int *nports, int *template)
 {
 	char		*text, *word, *save = NULL;
 	size_t		 len;
@@ -160,6 +161,7 @@ init_cmdline(int *probe, int *nports)
 	char		*end;
 
 	*probe = 0;
+	*template = 0;
 	*nports = QSUP_PORT_COUNT;
 	if (util_read_file("/proc/cmdline", &text, &len, 65536) == -1) {
 		log_warn("/proc/cmdline");
@@ -169,6 +171,8 @@ init_cmdline(int *probe, int *nports)
 	    word = strtok_r(NULL, " \t\n", &save)) {
 		if (strcmp(word, "qsup.probe=1") == 0)
 			*probe = 1;
+		else if (strcmp(word, "qsup.template=1") == 0)
+			*template = 1;
 		else if (strncmp(word, "qsup.ports=", 11) == 0) {
 			errno = 0;
 			v = strtol(word + 11, &end, 10);
@@ -350,6 +354,12 @@ init_apply_seed(void)
 		if ((fd = open("/dev/urandom", O_WRONLY|O_CLOEXEC)) == -1 ||
 		    ioctl(fd, INIT_RNDADDENTROPY, &pool) == -1)
 			log_warn("adding seed entropy");
+		/*
+		 * Reseed the CRNG now rather than on its own schedule: a guest
+		 * restored from a template shares its pool with every clone.
+		 */
+		else if (ioctl(fd, INIT_RNDRESEEDCRNG) == -1)
+			log_warn("reseeding the CRNG");
 		if (fd != -1)
 			close(fd);
 		explicit_bzero(&pool, sizeof pool);

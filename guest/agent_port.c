@@ -211,7 +211,13 @@ port_begin_body(struct port *p)
 	if (p->req.expect_continue)
 		abuf_printf(&p->out, "HTTP/1.1 100 Continue\r\n\r\n");
 
-	if (agent_cfg.token == NULL) {
+	if (agent_template) {
+		/* Nothing secret yet: port_dispatch serves only /ping, /setup. */
+		if (p->req.content_length > AGENT_BODY_MAX) {
+			port_error(p, 413, "request body too large");
+			p->discard = 1;
+		}
+	} else if (agent_cfg.token == NULL) {
 		/* No seed, so no token to check: nothing is served. */
 		why = agent_error != NULL ? agent_error : "no seed disk";
 		port_error(p, 503, why);
@@ -293,8 +299,9 @@ port_ping(struct port *p)
 		port_error(p, 503, agent_error);
 		return;
 	}
-	abuf_printf(&b, "{\"version\":%d,\"boot_ms\":%lld,\"kernel\":",
-	    QSUP_PROTOCOL_VERSION, agent_ready_ms);
+	abuf_printf(&b, "{\"version\":%d,\"boot_ms\":%lld,%s\"kernel\":",
+	    QSUP_PROTOCOL_VERSION, agent_ready_ms,
+	    agent_template ? "\"template\":true," : "");
 	abuf_json_string(&b, agent_kernel);
 	abuf_add(&b, "}", 1);
 	port_respond(p, 200, b.data);
@@ -375,6 +382,36 @@ port_exec_op(struct port *p, struct exec *e, const char *op)
 	}
 }
 
+/*
+ * POST /setup: a guest restored from a template gets its own
+ * configuration, in the seed's qsup-config format, and applies it as a cold
+ * boot applies the seed: clock, entropy, hostname, shares.
+ */
+static void
+port_setup(struct port *p)
+{
+	char	*cause = NULL;
+
+	if (config_parse(&agent_cfg, p->body.data != NULL ?
+	    abuf_start(&p->body) : "", abuf_used(&p->body), &cause) == -1) {
+		port_error(p, 400, cause);
+		free(cause);
+		return;
+	}
+	if (agent_cfg.token == NULL) {
+		config_free(&agent_cfg);
+		port_error(p, 400, "setup without a token");
+		return;
+	}
+	agent_template = 0;
+	if (agent_pid1) {
+		init_apply_seed();
+		log_warnx("configured by the host%s", agent_error != NULL ?
+		    " (with errors)" : "");
+	}
+	port_ping(p);
+}
+
 /* A whole authenticated request is in: answer it. */
 static void
 port_dispatch(struct port *p)
@@ -385,7 +422,16 @@ port_dispatch(struct port *p)
 	int		 post = strcmp(method, "POST") == 0;
 
 	p->state = PORT_HEAD;
-	if (strcmp(path, "/ping") == 0) {
+	if (strcmp(path, "/setup") == 0) {
+		if (!post)
+			port_error(p, 405, "use POST");
+		else if (!agent_template)
+			port_error(p, 409, "already configured");
+		else
+			port_setup(p);
+	} else if (agent_template && strcmp(path, "/ping") != 0)
+		port_error(p, 503, "not configured yet (a template)");
+	else if (strcmp(path, "/ping") == 0) {
 		if (strcmp(method, "GET") != 0)
 			port_error(p, 405, "use GET");
 		else

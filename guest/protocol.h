@@ -34,6 +34,19 @@
  *                              group; 204 even if it is already gone
  *                              (all three: 404 once the exit event went out)
  *   POST /poweroff             204, then the guest syncs and powers off
+ *   POST /setup                only in template state (below): body is the
+ *                              configuration in QSUP_SEED_CONFIG's format;
+ *                              the agent applies it as it would a seed
+ *                              (clock, entropy with a forced reseed,
+ *                              hostname, shares) and answers like /ping;
+ *                              409 once configured, 400 if it does not
+ *                              parse or has no token
+ *
+ * Template state (kernel command line qsup.template=1): the agent boots
+ * without reading any seed, so that a VM state saved at that point holds
+ * nothing of any sandbox. It then answers only GET /ping (with
+ * "template":true, no token needed: there is none yet) and POST /setup;
+ * anything else gets 503.
  *
  * Other errors: 413 for a body over 1 MiB, 431 for a head over 16 KiB.
  * If qsup's end of a port goes away, the command streaming on it is killed
@@ -67,6 +80,7 @@
  * Kernel command line words the agent reads:
  *   qsup.probe=1        print QSUP_PROBE_MARK on the console and power off
  *                       at once (qsup's KVM probe)
+ *   qsup.template=1     boot into template state (no seed)
  *   qsup.ports=N        how many agent ports to look for (default
  *                       QSUP_PORT_COUNT)
  */

@@ -120,6 +120,12 @@ static const struct profile_setting profile_schema[] = {
 	  .offset = offsetof(struct profile, show_boot_console),
 	  .def = "false",
 	  .help = "copy the guest's console (kernel, boot) to stderr" },
+	{ .name = "warm_start", .type = PROFILE_T_BOOL,
+	  .offset = offsetof(struct profile, warm_start),
+	  .def = "true",
+	  .help = "start from a saved VM state (a template) of this guest "
+	  "shape instead of booting, when one exists; the first run of a "
+	  "shape boots and saves it" },
 	{ .name = "kernel", .type = PROFILE_T_PATH,
 	  .offset = offsetof(struct profile, kernel),
 	  .help = "guest kernel image; nil: the built-in guest's" },

@@ -34,6 +34,11 @@ return {
 	-- Copy the guest's console (kernel and boot messages) to stderr.
 	show_boot_console = false,
 
+	-- Start from a saved VM state (a template) of this guest's shape
+	-- instead of booting it: the first run of a shape boots and saves
+	-- one into the cache (qsup cache ls), later runs restore it.
+	warm_start = true,
+
 	-- Guest kernel and initramfs, absolute or relative to the profile's
 	-- directory; nil means the built-in guest's.
 	kernel = nil,

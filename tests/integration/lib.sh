@@ -47,7 +47,8 @@ run_test() {
 	export XDG_RUNTIME_DIR=$T_RUN
 	export XDG_CACHE_HOME=$T_TMP/cache
 	local t0=$SECONDS
-	"$name"
+	declare -F "$name" >/dev/null || fail "no such test: $name"
+	[ "$T_CUR_FAILED" = 1 ] || "$name"
 	expect_clean
 	if [ "$T_CUR_FAILED" = 0 ]; then
 		T_PASS=$((T_PASS + 1))

@@ -174,6 +174,18 @@ test_bad_usage() {
 	expect_eq "bad -e" 125 $?
 }
 
+# The seed ISO path: no template, the agent configured at boot.
+test_cold_boot_seed() {
+	local out
+	printf 'return { warm_start = false, env = { FROM_PROFILE = "p v" }, cwd = "/tmp" }\n' \
+	    >"$T_TMP/cold.lua"
+	out=$("$QSUP" run --json --profile "$T_TMP/cold.lua" -- sh -c \
+	    'echo "$FROM_PROFILE|$(pwd)|$(hostname)"' 2>"$T_TMP/err")
+	expect_eq "status" 0 $?
+	expect_eq "profile env, cwd, hostname" "p v|/tmp|qsup" "$out"
+	expect_match "cold" '"start":"cold"' "$(tail -n 1 "$T_TMP/err")"
+}
+
 test_short_form() {
 	local out
 	printf 'return { memory = "256M" }\n' >"$T_TMP/small.lua"

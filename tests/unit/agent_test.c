@@ -138,14 +138,16 @@ spawn_agent_with(int nports, const char *mode, const char *name,
 
 	signal(SIGPIPE, SIG_IGN);
 	make_dir();
-	tmp_path(path, sizeof path, name);
+	if (name != NULL)
+		tmp_path(path, sizeof path, name);
 	if (data != NULL)
 		write_file(path, data, len, 0644);
 	cr_assert(nports <= MAX_PORTS);
 	ag.nports = nports;
 	argv[argc++] = agent_path();
 	argv[argc++] = mode;
-	argv[argc++] = path;
+	if (name != NULL)
+		argv[argc++] = path;
 	for (i = 0; i < nports; i++) {
 		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv[i]), 0);
 		snprintf(fdarg[i], sizeof fdarg[i], "%d", sv[i][1]);
@@ -1502,4 +1504,53 @@ Test(agent, seed_without_config_file_is_a_setup_error)
 	cr_assert_not_null(strstr(body.data, "no qsup-config"), "%s",
 	    body.data);
 	free(body.data);
+}
+
+/* --- Template state: booted for a VM state template, configured later. */
+
+Test(agent, template_state_serves_ping_and_setup_only)
+{
+	struct tbuf	 body;
+	struct result	 r;
+	struct conn	*c = &ag.c[0];
+	const char	*exec = "{\"argv\":[\"sh\",\"-c\",\"echo $FOO\"]}";
+	char		 cfg[256];
+
+	spawn_agent_with(2, "--template", NULL, NULL, 0, NULL);
+	/* No token exists yet: ping answers without one, and says so. */
+	send_request(c, "GET", "/ping", NULL, NULL, 0);
+	cr_assert_eq(read_response(c, &body), 200);
+	cr_assert_not_null(strstr(body.data, "\"template\":true"), "%s",
+	    body.data);
+	free(body.data);
+	/* Nothing runs before setup, whatever the token. */
+	send_request(c, "POST", "/exec", TOKEN, exec, strlen(exec));
+	cr_assert_eq(read_response(c, &body), 503);
+	free(body.data);
+	/* A setup without a token, or that does not parse, is refused. */
+	send_request(c, "POST", "/setup", NULL, "hostname x\n", 11);
+	cr_assert_eq(read_response(c, &body), 400);
+	free(body.data);
+	send_request(c, "POST", "/setup", NULL, "env NOEQUALS\n", 13);
+	cr_assert_eq(read_response(c, &body), 400);
+	free(body.data);
+	snprintf(cfg, sizeof cfg, "token %s\nenv FOO=from-setup\n", TOKEN);
+	send_request(c, "POST", "/setup", NULL, cfg, strlen(cfg));
+	cr_assert_eq(read_response(c, &body), 200);
+	cr_assert_null(strstr(body.data, "template"), "%s", body.data);
+	free(body.data);
+	/* From now on the token is required, and the setup is in force. */
+	send_request(c, "GET", "/ping", NULL, NULL, 0);
+	cr_assert_eq(read_response(c, &body), 401);
+	free(body.data);
+	send_request(c, "POST", "/setup", TOKEN, cfg, strlen(cfg));
+	cr_assert_eq(read_response(c, &body), 409);
+	free(body.data);
+	send_request(&ag.c[1], "GET", "/ping", "other", NULL, 0);
+	cr_assert_eq(read_response(&ag.c[1], &body), 401);
+	free(body.data);
+	exec_run(c, exec, &r);
+	cr_assert_str_eq(r.out.data, "from-setup\n");
+	cr_assert_eq(r.status, 0, "exit: %s", r.exit);
+	result_free(&r);
 }

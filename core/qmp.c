@@ -1,0 +1,207 @@
+/*
+ * A small QMP client for the moments when QEMU is paused and qsup waits
+ * for it anyway (saving a template): blocking, with a deadline on every
+ * call. Replies are one JSON object per line; events that arrive while a
+ * command is pending are kept for qmp_wait_event.
+ */
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qsup.h"
+
+#define QMP_LINE_MAX	(1024 * 1024)
+
+/* One line from QEMU, waiting until the deadline. */
+static char *
+qmp_read_line(struct qmp *q, double deadline, char **cause)
+{
+	struct pollfd	 pfd;
+	char		 chunk[4096], *nl, *line;
+	ssize_t		 n;
+	double		 left;
+
+	for (;;) {
+		if (q->in.len > 0 &&
+		    (nl = memchr(q->in.data, '\n', q->in.len)) != NULL) {
+			line = xstrndup(q->in.data, nl - q->in.data);
+			buf_consume(&q->in, nl - q->in.data + 1);
+			return (line);
+		}
+		if (q->in.len > QMP_LINE_MAX) {
+			xasprintf(cause, "QMP: reply too long");
+			return (NULL);
+		}
+		if ((left = deadline - util_now()) <= 0) {
+			xasprintf(cause, "QMP: no reply in time");
+			return (NULL);
+		}
+		pfd.fd = q->fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) == -1 &&
+		    errno != EINTR) {
+			xasprintf(cause, "QMP: poll: %s", strerror(errno));
+			return (NULL);
+		}
+		n = read(q->fd, chunk, sizeof chunk);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0) {
+			xasprintf(cause, "QMP: QEMU closed the connection");
+			return (NULL);
+		}
+		buf_add(&q->in, chunk, n);
+	}
+}
+
+static int
+qmp_send(struct qmp *q, const char *json, int passfd, char **cause)
+{
+	struct msghdr	 msg;
+	struct cmsghdr	*cmsg;
+	struct iovec	 iov;
+	union {
+		char		buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr	align;
+	} u;
+	size_t		 off = 0, len = strlen(json);
+	ssize_t		 n;
+
+	while (off < len) {
+		memset(&msg, 0, sizeof msg);
+		iov.iov_base = (char *)(uintptr_t)(json + off);
+		iov.iov_len = len - off;
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		/* The descriptor rides along with the first byte. */
+		if (passfd != -1 && off == 0) {
+			memset(&u, 0, sizeof u);
+			msg.msg_control = u.buf;
+			msg.msg_controllen = sizeof u.buf;
+			cmsg = CMSG_FIRSTHDR(&msg);
+			cmsg->cmsg_level = SOL_SOCKET;
+			cmsg->cmsg_type = SCM_RIGHTS;
+			cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cmsg), &passfd, sizeof passfd);
+		}
+		n = sendmsg(q->fd, &msg, MSG_NOSIGNAL);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN) {
+			struct pollfd pfd = { q->fd, POLLOUT, 0 };
+
+			poll(&pfd, 1, 1000);
+			continue;
+		}
+		if (n <= 0) {
+			xasprintf(cause, "QMP: send: %s", strerror(errno));
+			return (-1);
+		}
+		off += n;
+	}
+	return (0);
+}
+
+/* Send one command; 0 with its "return" line in *reply, or -1. */
+int
+qmp_command(struct qmp *q, const char *json, int passfd, double timeout,
+    char **reply, char **cause)
+{
+	double	 deadline = util_now() + timeout;
+	char	*line, *desc;
+
+	if (reply != NULL)
+		*reply = NULL;
+	if (qmp_send(q, json, passfd, cause) == -1)
+		return (-1);
+	for (;;) {
+		if ((line = qmp_read_line(q, deadline, cause)) == NULL)
+			return (-1);
+		if (strstr(line, "\"event\"") != NULL &&
+		    strstr(line, "\"return\"") == NULL) {
+			buf_add(&q->events, line, strlen(line));
+			buf_add(&q->events, "\n", 1);
+			free(line);
+			continue;
+		}
+		if (strstr(line, "\"error\"") != NULL) {
+			desc = util_json_str(line, "desc");
+			xasprintf(cause, "QMP %s: %s", json, desc != NULL ?
+			    desc : line);
+			free(desc);
+			free(line);
+			return (-1);
+		}
+		if (strstr(line, "\"return\"") != NULL) {
+			if (reply != NULL)
+				*reply = line;
+			else
+				free(line);
+			return (0);
+		}
+		free(line);
+	}
+}
+
+/* Wait for EVENT with status STATUS; FAIL_STATUS ends the wait with -1. */
+int
+qmp_wait_event(struct qmp *q, const char *event, const char *status,
+    const char *fail_status, double timeout, char **cause)
+{
+	double	 deadline = util_now() + timeout;
+	char	*line, *nl, *ev, *st;
+	int	 rc = 1;
+
+	for (;;) {
+		if (q->events.len > 0) {
+			nl = memchr(q->events.data, '\n', q->events.len);
+			line = xstrndup(q->events.data, nl - q->events.data);
+			buf_consume(&q->events, nl - q->events.data + 1);
+		} else if ((line = qmp_read_line(q, deadline, cause)) == NULL)
+			return (-1);
+		ev = util_json_str(line, "event");
+		st = util_json_str(line, "status");
+		if (ev != NULL && strcmp(ev, event) == 0 && st != NULL) {
+			if (strcmp(st, status) == 0)
+				rc = 0;
+			else if (fail_status != NULL &&
+			    strcmp(st, fail_status) == 0) {
+				xasprintf(cause, "QMP: %s %s", event, st);
+				rc = -1;
+			}
+		}
+		free(ev);
+		free(st);
+		free(line);
+		if (rc != 1)
+			return (rc);
+	}
+}
+
+/* Read the greeting and leave capabilities negotiation mode. */
+int
+qmp_open(struct qmp *q, int fd, double timeout, char **cause)
+{
+	char	*greeting;
+
+	memset(q, 0, sizeof *q);
+	q->fd = fd;
+	if ((greeting = qmp_read_line(q, util_now() + timeout, cause)) ==
+	    NULL)
+		return (-1);
+	free(greeting);
+	return (qmp_command(q, "{\"execute\":\"qmp_capabilities\"}\n", -1,
+	    timeout, NULL, cause));
+}
+
+void
+qmp_close(struct qmp *q)
+{
+	buf_free(&q->in);
+	buf_free(&q->events);
+}

@@ -1,0 +1,403 @@
+/*
+ * VM state templates for warm starts. A template is the saved state of a
+ * guest booted to the agent's template state (no seed, no token, no share
+ * mounted), keyed by everything that makes QEMU's state loadable: the QEMU
+ * command line (file descriptor numbers aside) and the identity of the
+ * QEMU binary, kernel and initramfs. In the cache directory:
+ *	templates/KEY.state	QEMU's migration stream
+ *	templates/KEY.shape	what the key was made of, for people
+ *	templates/KEY.meta	the state file's size and mtime when written:
+ *				a state changed since is not used
+ *	templates/KEY.lock	held by the one process building KEY
+ * The state file is renamed into place last, so a template exists only
+ * once it is whole.
+ */
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mbedtls/sha256.h>
+
+#include "qsup.h"
+#include "protocol.h"
+
+#define TEMPLATE_VERSION	1
+
+static char *
+template_dir(void)
+{
+	char	*cache, *dir;
+
+	if ((cache = util_cache_dir()) == NULL)
+		return (NULL);
+	xasprintf(&dir, "%s/templates", cache);
+	free(cache);
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
+		free(dir);
+		return (NULL);
+	}
+	return (dir);
+}
+
+static void
+template_file_id(struct buf *b, const char *what, const char *path)
+{
+	struct stat	st;
+
+	if (stat(path, &st) == -1)
+		buf_printf(b, "%s %s missing\n", what, path);
+	else
+		buf_printf(b, "%s %s %lld %lld.%09ld\n", what, path,
+		    (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+		    st.st_mtim.tv_nsec);
+}
+
+/* Where an executable named without a slash is found on PATH. */
+static char *
+template_which(const char *name)
+{
+	char	*path, *dir, *save, *full;
+
+	if (strchr(name, '/') != NULL || getenv("PATH") == NULL)
+		return (xstrdup(name));
+	path = xstrdup(getenv("PATH"));
+	for (dir = strtok_r(path, ":", &save); dir != NULL;
+	    dir = strtok_r(NULL, ":", &save)) {
+		xasprintf(&full, "%s/%s", dir, name);
+		if (access(full, X_OK) == 0) {
+			free(path);
+			return (full);
+		}
+		free(full);
+	}
+	free(path);
+	return (xstrdup(name));
+}
+
+/* "fd=12" says nothing about the VM's state: it is written "fd=*". */
+static void
+template_arg(struct buf *b, const char *arg)
+{
+	const char	*p;
+
+	for (p = arg; *p != '\0'; p++) {
+		if (strncmp(p, "fd=", 3) == 0 && isdigit((unsigned char)p[3])) {
+			buf_add(b, "fd=*", 4);
+			p += 3;
+			while (isdigit((unsigned char)p[1]))
+				p++;
+		} else
+			buf_add(b, p, 1);
+	}
+	buf_add(b, "\n", 1);
+}
+
+int
+template_init(struct template *t, char **argv, const char *kernel,
+    const char *initramfs)
+{
+	unsigned char	 digest[32];
+	struct buf	 b = { 0 };
+	char		*qemu;
+	size_t		 i;
+
+	memset(t, 0, sizeof *t);
+	t->lock_fd = -1;
+	if ((t->dir = template_dir()) == NULL)
+		return (-1);
+	buf_printf(&b, "qsup-template %d protocol %d\n", TEMPLATE_VERSION,
+	    QSUP_PROTOCOL_VERSION);
+	qemu = template_which(argv[0]);
+	template_file_id(&b, "qemu", qemu);
+	free(qemu);
+	template_file_id(&b, "kernel", kernel);
+	template_file_id(&b, "initramfs", initramfs);
+	for (i = 1; argv[i] != NULL; i++) {
+		if (strcmp(argv[i - 1], "-name") == 0)
+			buf_puts(&b, "*\n");	/* the run directory */
+		else
+			template_arg(&b, argv[i]);
+	}
+	t->shape = b.data;
+	mbedtls_sha256_ret((const unsigned char *)b.data, b.len, digest, 0);
+	t->key = xmalloc(33);
+	for (i = 0; i < 16; i++)
+		snprintf(t->key + 2 * i, 3, "%02x", digest[i]);
+	xasprintf(&t->state, "%s/%s.state", t->dir, t->key);
+	xasprintf(&t->shape_path, "%s/%s.shape", t->dir, t->key);
+	return (0);
+}
+
+static char *
+template_meta_path(struct template *t)
+{
+	char	*path;
+
+	xasprintf(&path, "%s/%s.meta", t->dir, t->key);
+	return (path);
+}
+
+static char *
+template_meta(const struct stat *st)
+{
+	char	*meta;
+
+	xasprintf(&meta, "%lld %lld.%09ld\n", (long long)st->st_size,
+	    (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+	return (meta);
+}
+
+/*
+ * A whole template of exactly this shape is on disk, unchanged since it
+ * was written (a cheap check: hashing it would cost more than a restore).
+ */
+int
+template_exists(struct template *t)
+{
+	struct stat	 st;
+	char		*shape, *meta, *want, *path;
+	int		 same;
+
+	if (stat(t->state, &st) == -1 || st.st_size == 0)
+		return (0);
+	if ((shape = util_read_file(t->shape_path, NULL, 1 << 20)) == NULL)
+		return (0);
+	same = strcmp(shape, t->shape) == 0;
+	free(shape);
+	path = template_meta_path(t);
+	meta = util_read_file(path, NULL, 4096);
+	free(path);
+	want = template_meta(&st);
+	if (meta == NULL || strcmp(meta, want) != 0) {
+		if (same)
+			log_debug("template %s changed since it was written",
+			    t->key);
+		same = 0;
+	}
+	free(meta);
+	free(want);
+	return (same);
+}
+
+/* Become the one builder of this template, without waiting. */
+int
+template_lock(struct template *t)
+{
+	char	*path;
+
+	xasprintf(&path, "%s/%s.lock", t->dir, t->key);
+	t->lock_fd = open(path, O_RDWR|O_CREAT|O_CLOEXEC, 0600);
+	free(path);
+	if (t->lock_fd == -1)
+		return (-1);
+	if (flock(t->lock_fd, LOCK_EX|LOCK_NB) == -1) {
+		close(t->lock_fd);
+		t->lock_fd = -1;
+		return (-1);
+	}
+	/* Someone may have finished it while we looked. */
+	if (template_exists(t)) {
+		template_unlock(t);
+		return (-1);
+	}
+	return (0);
+}
+
+void
+template_unlock(struct template *t)
+{
+	if (t->lock_fd != -1) {
+		close(t->lock_fd);
+		t->lock_fd = -1;
+	}
+}
+
+/* A new, empty file for QEMU to write the state into. */
+int
+template_open_tmp(struct template *t, char **cause)
+{
+	int	fd;
+
+	free(t->tmp);
+	xasprintf(&t->tmp, "%s/%s.state.%ld", t->dir, t->key, (long)getpid());
+	fd = open(t->tmp, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600);
+	if (fd == -1)
+		xasprintf(cause, "%s: %s", t->tmp, strerror(errno));
+	return (fd);
+}
+
+static int
+template_write_file(const char *path, const char *data, size_t len)
+{
+	char	*tmp;
+	int	 fd, rc = -1;
+
+	xasprintf(&tmp, "%s.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600);
+	if (fd != -1 && write(fd, data, len) == (ssize_t)len &&
+	    fsync(fd) == 0 && close(fd) == 0) {
+		fd = -1;
+		rc = rename(tmp, path);
+	}
+	if (fd != -1)
+		close(fd);
+	if (rc == -1)
+		unlink(tmp);
+	free(tmp);
+	return (rc);
+}
+
+/* The state is whole (fd is the file QEMU wrote): put it in place. */
+int
+template_commit(struct template *t, int fd, char **cause)
+{
+	struct stat	 st;
+	char		*meta, *path;
+	int		 rc;
+
+	if (fsync(fd) == -1 || fstat(fd, &st) == -1)
+		goto fail;
+	meta = template_meta(&st);
+	path = template_meta_path(t);
+	rc = template_write_file(path, meta, strlen(meta));
+	free(path);
+	free(meta);
+	if (rc == -1 || template_write_file(t->shape_path, t->shape,
+	    strlen(t->shape)) == -1 || rename(t->tmp, t->state) == -1)
+		goto fail;
+	free(t->tmp);
+	t->tmp = NULL;
+	return (0);
+
+fail:
+	xasprintf(cause, "saving template %s: %s", t->key, strerror(errno));
+	unlink(t->tmp);
+	return (-1);
+}
+
+/* A template that would not restore: gone, so the next run rebuilds it. */
+void
+template_discard(struct template *t)
+{
+	char	*path;
+
+	unlink(t->state);
+	unlink(t->shape_path);
+	path = template_meta_path(t);
+	unlink(path);
+	free(path);
+}
+
+void
+template_free(struct template *t)
+{
+	template_unlock(t);
+	if (t->tmp != NULL)
+		unlink(t->tmp);
+	free(t->tmp);
+	free(t->dir);
+	free(t->key);
+	free(t->state);
+	free(t->shape_path);
+	free(t->shape);
+	memset(t, 0, sizeof *t);
+	t->lock_fd = -1;
+}
+
+/* Is every file a shape names still the same? */
+static int
+template_stale(const char *shape)
+{
+	char		*copy, *line, *save, what[32], path[4096];
+	struct buf	 now = { 0 };
+	int		 stale = 0;
+
+	copy = xstrdup(shape);
+	for (line = strtok_r(copy, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%31s %4095s", what, path) != 2 ||
+		    (strcmp(what, "qemu") != 0 && strcmp(what, "kernel") != 0 &&
+		    strcmp(what, "initramfs") != 0))
+			continue;
+		buf_consume(&now, now.len);
+		template_file_id(&now, what, path);
+		if (now.len == 0 || strncmp(now.data, line, now.len - 1) != 0)
+			stale = 1;
+	}
+	buf_free(&now);
+	free(copy);
+	return (stale);
+}
+
+/* qsup cache ls | clear [--stale] */
+int
+template_cmd(int argc, char **argv)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	char		*dir, *path, *shape, *dot, when[32];
+	const char	*cmd = argc > 1 ? argv[1] : "ls";
+	int		 only_stale, n = 0, stale;
+
+	only_stale = argc > 2 && strcmp(argv[2], "--stale") == 0;
+	if ((strcmp(cmd, "ls") != 0 && strcmp(cmd, "clear") != 0) ||
+	    argc > 3 || (argc == 3 && !only_stale)) {
+		log_warnx("usage: qsup cache ls | clear [--stale]");
+		return (QSUP_EXIT_ERROR);
+	}
+	if ((dir = template_dir()) == NULL) {
+		log_warnx("no cache directory (set XDG_CACHE_HOME or HOME)");
+		return (QSUP_EXIT_ERROR);
+	}
+	if ((d = opendir(dir)) == NULL) {
+		log_warn("%s", dir);
+		free(dir);
+		return (QSUP_EXIT_ERROR);
+	}
+	while ((de = readdir(d)) != NULL) {
+		if ((dot = strstr(de->d_name, ".shape")) == NULL ||
+		    dot[6] != '\0')
+			continue;
+		*dot = '\0';
+		xasprintf(&path, "%s/%s.shape", dir, de->d_name);
+		shape = util_read_file(path, NULL, 1 << 20);
+		free(path);
+		stale = shape == NULL || template_stale(shape);
+		xasprintf(&path, "%s/%s.state", dir, de->d_name);
+		if (stat(path, &st) == -1)
+			memset(&st, 0, sizeof st);
+		if (strcmp(cmd, "ls") == 0) {
+			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S",
+			    localtime(&st.st_mtime));
+			printf("%s  %6.1f MB  %s%s\n", de->d_name,
+			    st.st_size / 1e6, st.st_mtime != 0 ? when :
+			    "(incomplete)", stale ? "  stale" : "");
+		} else if (!only_stale || stale) {
+			unlink(path);
+			free(path);
+			xasprintf(&path, "%s/%s.meta", dir, de->d_name);
+			unlink(path);
+			free(path);
+			xasprintf(&path, "%s/%s.shape", dir, de->d_name);
+			unlink(path);
+			n++;
+		}
+		free(path);
+		free(shape);
+	}
+	closedir(d);
+	if (strcmp(cmd, "clear") == 0)
+		printf("removed %d template%s\n", n, n == 1 ? "" : "s");
+	free(dir);
+	return (0);
+}

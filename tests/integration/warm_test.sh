@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Warm start: templates of booted guests, restored instead of booted.
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+
+# Each test starts from an empty cache of its own.
+fresh_cache() {
+	export XDG_CACHE_HOME=$T_TMP/$1/cache
+	rm -rf "$XDG_CACHE_HOME"
+}
+
+json_field() {	# json_field NAME FILE: the value of "NAME": in the last line
+	tail -n 1 "$2" | sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p"
+}
+
+state_file() {
+	ls "$XDG_CACHE_HOME"/qsup/templates/*.state 2>/dev/null | head -n 1
+}
+
+test_warm_is_fresh() {
+	local a b host guest
+	fresh_cache warm_is_fresh
+	"$QSUP" run --json -- true 2>"$T_TMP/err"
+	expect_eq "first run builds" '"template-build"' "$(json_field start "$T_TMP/err")"
+	a=$("$QSUP" run --json -- sh -c 'head -c 16 /dev/urandom | od -x | head -n 1; date +%s' 2>"$T_TMP/err")
+	host=$(date +%s)
+	expect_eq "second run restores" '"warm"' "$(json_field start "$T_TMP/err")"
+	b=$("$QSUP" run -- sh -c 'head -c 16 /dev/urandom | od -x | head -n 1; date +%s')
+	[ "$(head -n 1 <<<"$a")" != "$(head -n 1 <<<"$b")" ] ||
+	    fail "two restored guests gave the same random bytes: $a"
+	guest=$(tail -n 1 <<<"$a")
+	[ $((host - guest)) -le 1 ] && [ $((guest - host)) -le 1 ] ||
+	    fail "guest clock $guest, host clock $host"
+}
+
+test_template_holds_nothing_of_the_sandbox() {
+	local secret=qsup-secret-$RANDOM$RANDOM st
+	fresh_cache nothing_inside
+	printf 'return { env = { SECRET = "%s" } }\n' "$secret" >"$T_TMP/s.lua"
+	"$QSUP" run --profile "$T_TMP/s.lua" -- sh -c 'echo "$SECRET" >/tmp/x; cat /tmp/x' >"$T_TMP/out"
+	expect_eq "the command saw it" "$secret" "$(cat "$T_TMP/out")"
+	st=$(state_file)
+	[ -n "$st" ] || { fail "no template written"; return; }
+	if grep -q -a "$secret" "$st"; then
+		fail "the template holds the sandbox's environment"
+	fi
+	"$QSUP" run --profile "$T_TMP/s.lua" -- sh -c 'cat /tmp/x 2>&1; echo "$SECRET"' >"$T_TMP/out"
+	expect_match "no file of the last run, own env" "No such file.*
+$secret" "$(cat "$T_TMP/out")"
+}
+
+# Changed behind qsup's back, size and mtime kept: QEMU refuses the stream,
+# qsup discards the template and boots.
+test_corrupt_template_falls_back() {
+	local st
+	fresh_cache corrupt
+	"$QSUP" run -- true
+	st=$(state_file)
+	[ -n "$st" ] || { fail "no template written"; return; }
+	touch -r "$st" "$T_TMP/ref"
+	head -c 64 /dev/urandom | dd of="$st" bs=1 conv=notrunc 2>/dev/null
+	touch -r "$T_TMP/ref" "$st"
+	out=$("$QSUP" run --json -v -- echo works 2>"$T_TMP/err")
+	expect_eq "status" 0 $?
+	expect_eq "output" works "$out"
+	expect_match "says so under -v" 'did not restore' "$(cat "$T_TMP/err")"
+	expect_eq "rebuilt" '"template-build"' "$(json_field start "$T_TMP/err")"
+	"$QSUP" run --json -- true 2>"$T_TMP/err"
+	expect_eq "warm again" '"warm"' "$(json_field start "$T_TMP/err")"
+}
+
+test_deleted_template_boots() {
+	local st
+	fresh_cache deleted
+	"$QSUP" run -- true
+	st=$(state_file)
+	rm -f "$st"
+	out=$("$QSUP" run --json -- echo works 2>"$T_TMP/err")
+	expect_eq "status" 0 $?
+	expect_eq "output" works "$out"
+	expect_eq "rebuilt" '"template-build"' "$(json_field start "$T_TMP/err")"
+}
+
+# Changed visibly (size, mtime): not even tried.
+test_changed_template_is_rebuilt() {
+	local st
+	fresh_cache changed
+	"$QSUP" run -- true
+	st=$(state_file)
+	truncate -s 1000000 "$st"
+	out=$("$QSUP" run --json -v -- echo works 2>"$T_TMP/err")
+	expect_eq "status" 0 $?
+	expect_eq "output" works "$out"
+	expect_match "says so" 'changed since it was written' "$(cat "$T_TMP/err")"
+	expect_eq "rebuilt" '"template-build"' "$(json_field start "$T_TMP/err")"
+	"$QSUP" run --json -- true 2>"$T_TMP/err"
+	expect_eq "warm again" '"warm"' "$(json_field start "$T_TMP/err")"
+}
+
+test_shape_change_new_template() {
+	fresh_cache shape
+	"$QSUP" run -- true
+	printf 'return { memory = "256M" }\n' >"$T_TMP/m.lua"
+	"$QSUP" run --json --profile "$T_TMP/m.lua" -- true 2>"$T_TMP/err"
+	expect_eq "new shape builds" '"template-build"' "$(json_field start "$T_TMP/err")"
+	expect_eq "two templates" 2 "$("$QSUP" cache ls | wc -l)"
+	"$QSUP" run --json -- true 2>"$T_TMP/err"
+	expect_eq "the first is still used" '"warm"' "$(json_field start "$T_TMP/err")"
+}
+
+test_concurrent_cold_cache() {
+	local p1 p2 s1 s2 kinds
+	fresh_cache concurrent
+	"$QSUP" run --json -- echo one >"$T_TMP/o1" 2>"$T_TMP/e1" & p1=$!
+	"$QSUP" run --json -- echo two >"$T_TMP/o2" 2>"$T_TMP/e2" & p2=$!
+	wait $p1; s1=$?
+	wait $p2; s2=$?
+	expect_eq "first status" 0 $s1
+	expect_eq "second status" 0 $s2
+	expect_eq "first output" one "$(cat "$T_TMP/o1")"
+	expect_eq "second output" two "$(cat "$T_TMP/o2")"
+	kinds=$(json_field start "$T_TMP/e1")$(json_field start "$T_TMP/e2")
+	expect_eq "built once" 1 "$(grep -o template-build <<<"$kinds" | wc -l)"
+	expect_eq "one template" 1 "$("$QSUP" cache ls | wc -l)"
+}
+
+test_cache_ls_clear() {
+	fresh_cache lsclear
+	expect_eq "empty" "" "$("$QSUP" cache ls)"
+	"$QSUP" run -- true
+	expect_match "listed" '^[0-9a-f]{32} +[0-9.]+ MB' "$("$QSUP" cache ls)"
+	expect_eq "clear" "removed 1 template" "$("$QSUP" cache clear)"
+	expect_eq "empty again" "" "$("$QSUP" cache ls)"
+	"$QSUP" cache bogus 2>/dev/null
+	expect_eq "bad subcommand" 125 $?
+}
+
+test_warm_start_off() {
+	fresh_cache off
+	printf 'return { warm_start = false }\n' >"$T_TMP/off.lua"
+	out=$("$QSUP" run --json --profile "$T_TMP/off.lua" -- echo cold 2>"$T_TMP/err")
+	expect_eq "output" cold "$out"
+	expect_eq "cold" '"cold"' "$(json_field start "$T_TMP/err")"
+	expect_eq "no template" "" "$("$QSUP" cache ls)"
+}
+
+for t in $(declare -F | awk '$3 ~ /^test_/ {print $3}'); do
+	run_test "$t"
+done
+finish
