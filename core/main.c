@@ -25,6 +25,9 @@ usage(FILE *f)
 "  -p, --profile FILE   the Lua profile (default: the built-in one)\n"
 "  -e NAME=VALUE        set an environment variable for CMD\n"
 "  -w DIR               CMD's working directory in the guest\n"
+"      --share HOST[:GUEST][:ro|rw]\n"
+"                       share a host directory (default: read-only, at\n"
+"                       the same path in the guest)\n"
 "      --timeout SECS   kill CMD after SECS seconds and exit 124\n"
 "      --console        show the guest's console live on stderr\n"
 "      --json           print a JSON summary on stderr at the end\n"
@@ -61,6 +64,7 @@ cmd_run(int argc, char **argv)
 		{ "timeout",	required_argument,	NULL, 'T' },
 		{ "console",	no_argument,		NULL, 'C' },
 		{ "json",	no_argument,		NULL, 'J' },
+		{ "share",	required_argument,	NULL, 'S' },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ NULL,		0,			NULL, 0 }
@@ -109,6 +113,11 @@ cmd_run(int argc, char **argv)
 		case 'C':
 			opts.console = 1;
 			break;
+		case 'S':
+			opts.shares = xreallocarray(opts.shares,
+			    opts.nshares + 1, sizeof *opts.shares);
+			opts.shares[opts.nshares++] = optarg;
+			break;
 		case 'J':
 			opts.json = 1;
 			break;
@@ -138,6 +147,7 @@ cmd_run(int argc, char **argv)
 	opts.argv = argv + optind;
 	rc = run_main(&opts);
 	free(opts.env);
+	free(opts.shares);
 	return (rc);
 }
 

@@ -130,6 +130,18 @@ int		 kvm_choose(const struct profile *, const char *, const char *,
 		     const char *, struct accel_choice *, char **);
 const char	*accel_name(enum accel);
 
+/* share.c */
+struct share {
+	char		*host;		/* absolute, resolved */
+	char		*guest;		/* absolute */
+	int		 readonly;
+	char		*tag;		/* the 9p mount tag */
+};
+int		 share_parse(const char *, struct share *, char **);
+int		 share_check(struct share *, char **);
+int		 share_prepare(struct share *, size_t, char **);
+void		 share_free(struct share *);
+
 /* template.c */
 struct template {
 	char		*dir;
@@ -210,6 +222,7 @@ struct sandbox_cbs {
 };
 struct sandbox	*sandbox_new(struct ev_loop *, const struct profile *,
 		     const struct sandbox_cbs *);
+void		 sandbox_set_shares(struct sandbox *, struct share *, size_t);
 int		 sandbox_start(struct sandbox *, const struct accel_choice *,
 		     char **);
 void		 sandbox_stop(struct sandbox *, const char *);
@@ -231,6 +244,8 @@ struct run_options {
 	char		**env;
 	size_t		 nenv;
 	const char	*cwd;
+	const char	**shares;	/* --share specs */
+	size_t		 nshares;
 	double		 timeout;
 	int		 console;
 	int		 json;

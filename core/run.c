@@ -366,6 +366,26 @@ run_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 		run_teardown(r, "interrupted while booting");
 }
 
+/* The shares of this run: the --share options. */
+static int
+run_shares(struct run *r, char **cause)
+{
+	struct share	*sh;
+	size_t		 i;
+
+	sh = xcalloc(r->opts->nshares + 1, sizeof *sh);
+	for (i = 0; i < r->opts->nshares; i++) {
+		if (share_parse(r->opts->shares[i], &sh[i], cause) == -1) {
+			while (i-- > 0)
+				share_free(&sh[i]);
+			free(sh);
+			return (-1);
+		}
+	}
+	sandbox_set_shares(r->sb, sh, r->opts->nshares);
+	return (0);
+}
+
 static void
 run_json_summary(struct run *r)
 {
@@ -494,6 +514,11 @@ run_main(struct run_options *opts)
 	cbs.dead = run_dead_cb;
 	cbs.arg = &r;
 	r.sb = sandbox_new(r.loop, &r.profile, &cbs);
+	if (run_shares(&r, &cause) == -1) {
+		sandbox_free(r.sb);
+		r.sb = NULL;
+		goto fail;
+	}
 	r.t_spawn = util_now();
 	if (sandbox_start(r.sb, &r.accel, &cause) == -1) {
 		sandbox_free(r.sb);

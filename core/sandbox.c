@@ -12,6 +12,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #define SANDBOX_QEMU_LOG_MAX	16384
 #define SANDBOX_RESTORE_MAX	10.0	/* a restore slower than this failed */
 #define SANDBOX_SAVE_MAX	60.0	/* writing a template */
+#define SANDBOX_9P_MODEL	"mapped-xattr"	/* the seed's default */
 
 enum sandbox_mode {
 	SB_COLD,	/* boot; the seed ISO configures the guest */
@@ -49,6 +51,8 @@ struct sandbox {
 
 	char			*rundir;
 	char			*token;
+	struct share		*shares;
+	size_t			 nshares;
 
 	/* One launch of QEMU; a failed restore is followed by another. */
 	char			**argv;
@@ -203,6 +207,11 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 		sandbox_seed_value(cfg, sb->profile->cwd);
 		buf_add(cfg, "\n", 1);
 	}
+	for (i = 0; i < sb->nshares; i++) {
+		buf_printf(cfg, "mount %s ", sb->shares[i].tag);
+		sandbox_seed_value(cfg, sb->shares[i].guest);
+		buf_printf(cfg, " %s\n", sb->shares[i].readonly ? "ro" : "rw");
+	}
 }
 
 static int
@@ -333,6 +342,17 @@ sandbox_build_argv(struct sandbox *sb)
 	sandbox_argv_add(&argv, &n, "chardev:con");
 	sandbox_argv_add(&argv, &n, "-device");
 	sandbox_argv_add(&argv, &n, "virtio-serial-device");
+	for (i = 0; i < (int)sb->nshares; i++) {
+		tmp = sandbox_qemu_escape(sb->shares[i].host);
+		sandbox_argv_add(&argv, &n, "-fsdev");
+		sandbox_argv_add(&argv, &n, "local,id=fs%d,path=%s,"
+		    "security_model=%s%s", i, tmp, SANDBOX_9P_MODEL,
+		    sb->shares[i].readonly ? ",readonly=on" : "");
+		free(tmp);
+		sandbox_argv_add(&argv, &n, "-device");
+		sandbox_argv_add(&argv, &n, "virtio-9p-device,fsdev=fs%d,"
+		    "mount_tag=%s", i, sb->shares[i].tag);
+	}
 	for (i = 0; i < QSUP_PORT_COUNT; i++) {
 		sandbox_argv_add(&argv, &n, "-chardev");
 		sandbox_argv_add(&argv, &n, "socket,id=agent%d,fd=%d", i,
@@ -521,6 +541,28 @@ sandbox_deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	free(msg);
 }
 
+/* A mount error names a tag; say which host tree that is. */
+static const char *
+sandbox_share_named(struct sandbox *sb, const char *body)
+{
+	static char	 what[PATH_MAX + 32];
+	const char	*p;
+	size_t		 i;
+
+	if ((p = strstr(body, "mount qsup")) == NULL)
+		return ("");
+	for (i = 0; i < sb->nshares; i++) {
+		if (strncmp(p + 6, sb->shares[i].tag,
+		    strlen(sb->shares[i].tag)) == 0 &&
+		    p[6 + strlen(sb->shares[i].tag)] == ' ') {
+			snprintf(what, sizeof what, " (the share of %s)",
+			    sb->shares[i].host);
+			return (what);
+		}
+	}
+	return ("");
+}
+
 static void
 sandbox_setup_cb(int status, const char *body, size_t len, void *arg)
 {
@@ -545,8 +587,8 @@ sandbox_setup_cb(int status, const char *body, size_t len, void *arg)
 		sandbox_restore_failed(sb, "the restored agent refused setup");
 		return;
 	}
-	xasprintf(&msg, "guest setup failed (%d): %.*s", status, (int)len,
-	    body);
+	xasprintf(&msg, "guest setup failed (%d): %.*s%s", status, (int)len,
+	    body, sandbox_share_named(sb, body));
 	sandbox_fail(sb, msg);
 	free(msg);
 }
@@ -808,6 +850,15 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	return (0);
 }
 
+/* Share these host trees (the sandbox takes them over); before start. */
+void
+sandbox_set_shares(struct sandbox *sb, struct share *shares, size_t n)
+{
+	assert(sb->state == SB_NEW);
+	sb->shares = shares;
+	sb->nshares = n;
+}
+
 /* Undo sandbox_launch, once QEMU is reaped (or never ran). */
 static void
 sandbox_launch_free(struct sandbox *sb)
@@ -921,6 +972,8 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 		sb->rundir = NULL;
 		return (-1);
 	}
+	if (share_prepare(sb->shares, sb->nshares, cause) == -1)
+		return (-1);
 	sb->token = token_hex(32);
 	ev_init(&sb->deadline, sandbox_deadline_cb);
 	sb->deadline.data = sb;
@@ -1057,6 +1110,8 @@ sandbox_console_tail(struct sandbox *sb, int nlines, struct buf *out)
 void
 sandbox_free(struct sandbox *sb)
 {
+	size_t	i;
+
 	if (sb == NULL)
 		return;
 	/* Never leave QEMU behind, even on an error path. */
@@ -1073,6 +1128,9 @@ sandbox_free(struct sandbox *sb)
 	}
 	if (sb->have_tpl)
 		template_free(&sb->tpl);
+	for (i = 0; i < sb->nshares; i++)
+		share_free(&sb->shares[i]);
+	free(sb->shares);
 	guest_free(&sb->guest);
 	free(sb->accel.why);
 	free(sb->fallback);

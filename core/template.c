@@ -122,8 +122,13 @@ template_init(struct template *t, char **argv, const char *kernel,
 	template_file_id(&b, "kernel", kernel);
 	template_file_id(&b, "initramfs", initramfs);
 	for (i = 1; argv[i] != NULL; i++) {
-		if (strcmp(argv[i - 1], "-name") == 0)
-			buf_puts(&b, "*\n");	/* the run directory */
+		/*
+		 * The run directory, and what a share exports and how: only
+		 * QEMU's side of it, not the guest's state.
+		 */
+		if (strcmp(argv[i - 1], "-name") == 0 ||
+		    strcmp(argv[i - 1], "-fsdev") == 0)
+			buf_puts(&b, "*\n");
 		else
 			template_arg(&b, argv[i]);
 	}

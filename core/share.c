@@ -1,0 +1,145 @@
+/*
+ * Host directories shared with the guest over virtio-9p. A share is a host
+ * tree, the path where the guest sees it and whether it is read-only; the
+ * read-only part is enforced by QEMU (readonly=on on the fsdev), not by the
+ * guest, which mounts it read-only too only as a second line.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qsup.h"
+
+/* microvm has eight virtio-mmio slots: console ports, seed disk, network. */
+#define SHARE_MAX	5
+
+/*
+ * HOST[:GUEST][:ro|rw], the --share form. The guest path defaults to the
+ * host's (resolved by share_check); the mode to read-only. A path
+ * containing ':' cannot be given this way (use a profile).
+ */
+int
+share_parse(const char *spec, struct share *sh, char **cause)
+{
+	char	*copy, *f[3], *p;
+	int	 n = 0;
+
+	memset(sh, 0, sizeof *sh);
+	sh->readonly = 1;
+	copy = xstrdup(spec);
+	for (p = copy; n < 3; n++) {
+		f[n] = p;
+		if ((p = strchr(p, ':')) == NULL) {
+			n++;
+			break;
+		}
+		*p++ = '\0';
+	}
+	if (p != NULL) {
+		xasprintf(cause, "--share %s: expected HOST[:GUEST][:ro|rw]",
+		    spec);
+		goto fail;
+	}
+	/* A last field of ro or rw is the mode, not a guest path. */
+	if (n > 1 && (strcmp(f[n - 1], "ro") == 0 ||
+	    strcmp(f[n - 1], "rw") == 0)) {
+		sh->readonly = strcmp(f[n - 1], "ro") == 0;
+		n--;
+	} else if (n == 3) {
+		xasprintf(cause, "--share %s: the mode must be ro or rw", spec);
+		goto fail;
+	}
+	if (*f[0] == '\0') {
+		xasprintf(cause, "--share %s: no host path", spec);
+		goto fail;
+	}
+	sh->host = xstrdup(f[0]);
+	if (n > 1 && *f[1] != '\0')
+		sh->guest = xstrdup(f[1]);
+	if (sh->guest != NULL && *sh->guest != '/') {
+		xasprintf(cause, "--share %s: the guest path must be absolute",
+		    spec);
+		share_free(sh);
+		goto fail;
+	}
+	free(copy);
+	return (0);
+fail:
+	free(copy);
+	return (-1);
+}
+
+/* The host side must be there, and a directory, at start. */
+int
+share_check(struct share *sh, char **cause)
+{
+	char		 real[PATH_MAX];
+	struct stat	 st;
+
+	if (realpath(sh->host, real) == NULL || stat(real, &st) == -1) {
+		xasprintf(cause, "share %s: %s", sh->host, strerror(errno));
+		return (-1);
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		xasprintf(cause, "share %s: not a directory (9p shares "
+		    "directories)", sh->host);
+		return (-1);
+	}
+	free(sh->host);
+	sh->host = xstrdup(real);
+	if (sh->guest == NULL)
+		sh->guest = xstrdup(real);
+	return (0);
+}
+
+static int
+share_cmp(const void *a, const void *b)
+{
+	const struct share	*x = a, *y = b;
+
+	return (strcmp(x->guest, y->guest));
+}
+
+/*
+ * Check every share, order them so a parent is mounted before what is
+ * mounted inside it, and name their tags (qsup0, qsup1, ...).
+ */
+int
+share_prepare(struct share *sh, size_t n, char **cause)
+{
+	size_t	i;
+
+	if (n > SHARE_MAX) {
+		xasprintf(cause, "%zu shares; a microVM has room for %d",
+		    n, SHARE_MAX);
+		return (-1);
+	}
+	for (i = 0; i < n; i++) {
+		if (share_check(&sh[i], cause) == -1)
+			return (-1);
+	}
+	qsort(sh, n, sizeof *sh, share_cmp);
+	for (i = 0; i < n; i++) {
+		if (i > 0 && strcmp(sh[i].guest, sh[i - 1].guest) == 0) {
+			xasprintf(cause, "two shares at %s in the guest",
+			    sh[i].guest);
+			return (-1);
+		}
+		free(sh[i].tag);
+		xasprintf(&sh[i].tag, "qsup%zu", i);
+	}
+	return (0);
+}
+
+void
+share_free(struct share *sh)
+{
+	free(sh->host);
+	free(sh->guest);
+	free(sh->tag);
+	memset(sh, 0, sizeof *sh);
+}
