@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
-# Cold start benchmark: qsup run -- true against bare QEMU booting the same
-# kernel and initramfs to the agent's first console line, interleaved, with
-# medians and their ratio. Usage: bench/run.sh [RUNS] (default 7).
+# Start-up benchmark, everything measured in the same run:
+#   cold:  qsup run -- true with warm_start off, interleaved with bare QEMU
+#          booting the same kernel and initramfs to the agent's first
+#          console line;
+#   warm:  qsup run -- true restored from a template;
+#   the template's size and the time to make it; QEMU's RSS for a cold and
+#   a restored guest; qsup's own peak RSS.
+# Usage: bench/run.sh [COLD_RUNS] [WARM_RUNS]   (default 5 and 11)
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
-runs=${1:-7}
+cold_runs=${1:-5}
+warm_runs=${2:-11}
 qsup=$PWD/build/qsup
 guest=$PWD/build/guest
 tmp=$(mktemp -d /tmp/qsup-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
-
 median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%d", m}'; }
+field() { tail -n 1 "$2" | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
+ms() { awk -v s="$1" 'BEGIN {printf "%d", s * 1000}'; }
+runs() { tr '\n' ' ' <"$1"; }
 
 tsc_khz=$(awk -F: '/^cpu MHz/ {printf "%d", $2*1000; exit}' /proc/cpuinfo)
 cmdline="console=ttyS0 quiet panic=-1 tsc_early_khz=$tsc_khz tsc=reliable no_timer_check pci=off cryptomgr.notests random.trust_cpu=on mitigations=off init_on_alloc=0 audit=0 apparmor=0 8250.nr_uarts=1 initcall_blacklist=init_kprobe_trace,crypto_kdf108_init,init_mmio_trace,init_trace_printk_function_export"
@@ -36,27 +44,50 @@ bare_once() {
 	echo $((t1 - t0))
 }
 
+# qsup_once NAME [ARGS...]: wall ms to NAME, the JSON summary to NAME.json.
 qsup_once() {
-	local t0 t1
+	local name=$1 t0 t1; shift
 	t0=$(now_ms)
-	"$qsup" run --json -- true 2>"$tmp/json"
+	"$qsup" run --json "$@" -- true 2>"$tmp/json"
 	t1=$(now_ms)
-	echo $((t1 - t0))
-	sed -n 's/.*"qsup_max_rss_kb":\([0-9]*\).*/\1/p' "$tmp/json" >>"$tmp/rss"
+	echo $((t1 - t0)) >>"$tmp/$name"
+	field boot_s "$tmp/json" >>"$tmp/$name.boot"
+	field qemu_rss_kb "$tmp/json" >>"$tmp/$name.qemu_rss"
+	field qsup_max_rss_kb "$tmp/json" >>"$tmp/rss"
+	cp "$tmp/json" "$tmp/$name.json"
 }
 
 export XDG_RUNTIME_DIR=$tmp/run XDG_CACHE_HOME=$tmp/cache
 mkdir -m 700 "$tmp/run"
-"$qsup" run -- true >/dev/null 2>&1 || { echo "bench: qsup run failed" >&2; exit 1; }
+printf 'return { warm_start = false }\n' >"$tmp/cold.lua"
+"$qsup" run --profile "$tmp/cold.lua" -- true >/dev/null 2>&1 ||
+    { echo "bench: qsup run failed" >&2; exit 1; }
 : >"$tmp/rss"
-for i in $(seq 1 "$runs"); do
-	qsup_once >>"$tmp/qsup"
+
+for i in $(seq 1 "$cold_runs"); do
+	qsup_once cold --profile "$tmp/cold.lua"
 	bare_once >>"$tmp/bare"
 done
-q=$(median <"$tmp/qsup")
-b=$(median <"$tmp/bare")
-rss=$(sort -n "$tmp/rss" | tail -n 1)
-echo "qsup run -- true, cold, median of $runs: $q ms   (runs: $(tr '\n' ' ' <"$tmp/qsup"))"
-echo "bare QEMU to the agent's first console line, median of $runs: $b ms   (runs: $(tr '\n' ' ' <"$tmp/bare"))"
-echo "ratio qsup / bare: $(awk -v q="$q" -v b="$b" 'BEGIN {printf "%.2f", q / b}')"
-echo "qsup peak RSS: $rss kB"
+
+# The template: made by the first run of the default profile.
+"$qsup" cache clear >/dev/null
+qsup_once build
+build_ms=$(cat "$tmp/build")
+save_ms=$(ms "$(field template_save_s "$tmp/build.json")")
+state=$(ls "$XDG_CACHE_HOME"/qsup/templates/*.state)
+size_mb=$(awk -v b="$(stat -c %s "$state")" 'BEGIN {printf "%.1f", b / 1e6}')
+
+for i in $(seq 1 "$warm_runs"); do
+	qsup_once warm
+done
+
+c=$(median <"$tmp/cold"); b=$(median <"$tmp/bare"); w=$(median <"$tmp/warm")
+echo "cold qsup run -- true, median of $cold_runs: $c ms   (runs: $(runs "$tmp/cold"))"
+echo "bare QEMU to the agent's first console line, median of $cold_runs: $b ms   (runs: $(runs "$tmp/bare"))"
+echo "ratio cold qsup / bare QEMU: $(awk -v q="$c" -v b="$b" 'BEGIN {printf "%.2f", q / b}')"
+echo "warm qsup run -- true, median of $warm_runs: $w ms   (runs: $(runs "$tmp/warm"))"
+echo "warm: restore to agent ready, median: $(awk '{printf "%d\n", $1 * 1000}' "$tmp/warm.boot" | median) ms   (values: $(runs "$tmp/warm.boot"))"
+echo "ratio warm / cold: $(awk -v w="$w" -v c="$c" 'BEGIN {printf "%.2f", w / c}')"
+echo "template: $size_mb MB on disk; first run (boot + save) $build_ms ms, of which saving $save_ms ms"
+echo "QEMU RSS at the command's exit: cold $(median <"$tmp/cold.qemu_rss") kB, restored $(median <"$tmp/warm.qemu_rss") kB"
+echo "qsup peak RSS: $(sort -n "$tmp/rss" | tail -n 1) kB"
