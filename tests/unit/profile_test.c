@@ -138,7 +138,7 @@ Test(profile, default_lua_shows_every_default)
 		free(want);
 		n++;
 	}
-	cr_assert_eq(n, 9);
+	cr_assert_eq(n, 10);
 	buf_free(&help);
 	free(lua);
 }
