@@ -1,0 +1,102 @@
+#include <stdlib.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "qsup.h"
+
+static char	dir[] = "/tmp/qsup-tpl.XXXXXX";
+
+static void
+setup(void)
+{
+	cr_assert_not_null(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1);
+}
+
+static void
+teardown(void)
+{
+	util_rm_rf(dir);
+}
+
+TestSuite(template, .init = setup, .fini = teardown);
+
+static char *
+key_of(const char *const *argv)
+{
+	struct template	 t;
+	char		*key;
+
+	cr_assert_eq(template_init(&t, (char **)(uintptr_t)argv, "/bin/sh",
+	    "/bin/ls"), 0);
+	key = xstrdup(t.key);
+	template_free(&t);
+	return (key);
+}
+
+Test(template, key_ignores_fds_run_dir_and_share_paths)
+{
+	const char *a[] = { "qemu-system-x86_64", "-name", "qsup:/run/a",
+	    "-m", "512", "-chardev", "socket,id=con,fd=7", "-fsdev",
+	    "local,id=fs0,path=/home/a,security_model=none,readonly=on",
+	    NULL };
+	const char *b[] = { "qemu-system-x86_64", "-name", "qsup:/run/b",
+	    "-m", "512", "-chardev", "socket,id=con,fd=12", "-fsdev",
+	    "local,id=fs0,path=/srv/b,security_model=none", NULL };
+	const char *c[] = { "qemu-system-x86_64", "-name", "qsup:/run/a",
+	    "-m", "256", "-chardev", "socket,id=con,fd=7", "-fsdev",
+	    "local,id=fs0,path=/home/a,security_model=none,readonly=on",
+	    NULL };
+	const char *d[] = { "qemu-system-x86_64", "-name", "qsup:/run/a",
+	    "-m", "512", "-chardev", "socket,id=con,fd=7", NULL };
+	char *ka = key_of(a), *kb = key_of(b), *kc = key_of(c), *kd = key_of(d);
+
+	cr_assert_eq(strlen(ka), 32);
+	cr_assert_str_eq(ka, kb);
+	cr_assert_str_neq(ka, kc, "memory must change the key");
+	cr_assert_str_neq(ka, kd, "a share more or less must change the key");
+	free(ka);
+	free(kb);
+	free(kc);
+	free(kd);
+}
+
+Test(template, lock_is_exclusive_and_commit_is_whole)
+{
+	const char	*argv[] = { "qemu-system-x86_64", "-m", "64", NULL };
+	struct template	 t1, t2;
+	char		*cause = NULL;
+	int		 fd;
+
+	cr_assert_eq(template_init(&t1, (char **)(uintptr_t)argv, "/bin/sh",
+	    "/bin/ls"), 0);
+	cr_assert_eq(template_init(&t2, (char **)(uintptr_t)argv, "/bin/sh",
+	    "/bin/ls"), 0);
+	cr_assert_eq(template_exists(&t1), 0);
+	cr_assert_eq(template_lock(&t1), 0);
+	cr_assert_eq(template_lock(&t2), -1, "two builders of one template");
+	fd = template_open_tmp(&t1, &cause);
+	cr_assert(fd != -1, "%s", cause);
+	cr_assert_eq(write(fd, "state", 5), 5);
+	/* Not there until committed. */
+	cr_assert_eq(template_exists(&t2), 0);
+	cr_assert_eq(template_commit(&t1, fd, &cause), 0, "%s", cause);
+	close(fd);
+	cr_assert_eq(template_exists(&t2), 1);
+	template_unlock(&t1);
+	/* Finished by someone else: no need to lock it. */
+	cr_assert_eq(template_lock(&t2), -1);
+	/* Changed behind our back: not used. */
+	fd = open(t1.state, O_WRONLY|O_APPEND);
+	cr_assert_eq(write(fd, "x", 1), 1);
+	close(fd);
+	cr_assert_eq(template_exists(&t2), 0);
+	template_discard(&t2);
+	cr_assert_eq(access(t1.state, F_OK), -1);
+	template_free(&t1);
+	template_free(&t2);
+}
