@@ -7,10 +7,10 @@ WARN		 = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS		?= -O2 -g
 PKGS		 = lua5.4 libiso9660 libcdio libcurl
 QSUP_CFLAGS	 = $(CFLAGS) $(WARN) $(WERROR) -std=gnu11 -D_GNU_SOURCE \
-		   -Icore -Iguest -Ilua $(shell pkg-config --cflags $(PKGS))
+		   -Icore -Iguest -Ilua -Istaging $(shell pkg-config --cflags $(PKGS))
 QSUP_LIBS	 = -lev $(shell pkg-config --libs $(PKGS)) -lmbedcrypto -lm
 
-CORE_SRC	 = $(wildcard core/*.c) $(wildcard lua/*.c)
+CORE_SRC	 = $(wildcard core/*.c) $(wildcard lua/*.c) $(wildcard staging/*.c)
 CORE_OBJ	 = $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/lua/builtin.o
 LIB_OBJ		 = $(filter-out $(B)/obj/core/main.o,$(CORE_OBJ))
 

@@ -1,0 +1,487 @@
+/*
+ * Reading ELF files, /etc/ld.so.cache and glibc's version banner from
+ * bytes in memory. The bytes are untrusted (any file of a host tree the
+ * profile names): every offset is checked before use, nothing is ever
+ * executed, and a malformed file is an error, never a crash.
+ */
+#include <elf.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qsup.h"
+#include "staging.h"
+
+/* A bounded view of the file and its byte order. */
+struct elf_view {
+	const unsigned char	*p;
+	size_t			 len;
+	int			 msb;	/* ELFDATA2MSB */
+	int			 is64;
+};
+
+/* Load-segment mapping from virtual addresses to file offsets. */
+struct elf_load {
+	uint64_t	 vaddr;
+	uint64_t	 offset;
+	uint64_t	 filesz;
+};
+
+#define ELF_MAX_PHNUM	4096
+#define ELF_MAX_DYN	65536
+#define ELF_MAX_VERDEF	4096
+
+static int
+elf_u16(const struct elf_view *v, uint64_t off, uint64_t *out)
+{
+	const unsigned char	*b;
+
+	if (off > v->len || v->len - off < 2)
+		return (-1);
+	b = v->p + off;
+	*out = v->msb ? (uint64_t)b[0] << 8 | b[1] : (uint64_t)b[1] << 8 | b[0];
+	return (0);
+}
+
+static int
+elf_u32(const struct elf_view *v, uint64_t off, uint64_t *out)
+{
+	const unsigned char	*b;
+	uint64_t		 x = 0;
+	int			 i;
+
+	if (off > v->len || v->len - off < 4)
+		return (-1);
+	b = v->p + off;
+	for (i = 0; i < 4; i++)
+		x = x << 8 | b[v->msb ? i : 3 - i];
+	*out = x;
+	return (0);
+}
+
+static int
+elf_u64(const struct elf_view *v, uint64_t off, uint64_t *out)
+{
+	const unsigned char	*b;
+	uint64_t		 x = 0;
+	int			 i;
+
+	if (off > v->len || v->len - off < 8)
+		return (-1);
+	b = v->p + off;
+	for (i = 0; i < 8; i++)
+		x = x << 8 | b[v->msb ? i : 7 - i];
+	*out = x;
+	return (0);
+}
+
+/* A word of the file's class: 4 bytes in ELF32, 8 in ELF64. */
+static int
+elf_word(const struct elf_view *v, uint64_t off, uint64_t *out)
+{
+	return (v->is64 ? elf_u64(v, off, out) : elf_u32(v, off, out));
+}
+
+/* A NUL-terminated string at off, not beyond limit; NULL if it overruns. */
+static char *
+elf_string(const struct elf_view *v, uint64_t off, uint64_t limit)
+{
+	const unsigned char	*end;
+
+	if (limit > v->len)
+		limit = v->len;
+	if (off >= limit)
+		return (NULL);
+	end = memchr(v->p + off, '\0', limit - off);
+	if (end == NULL)
+		return (NULL);
+	return (xstrndup((const char *)v->p + off, end - (v->p + off)));
+}
+
+static int
+elf_vaddr_to_offset(const struct elf_load *loads, size_t nloads,
+    uint64_t vaddr, uint64_t *off, uint64_t *avail)
+{
+	size_t	i;
+
+	for (i = 0; i < nloads; i++) {
+		if (vaddr >= loads[i].vaddr &&
+		    vaddr - loads[i].vaddr < loads[i].filesz) {
+			*off = loads[i].offset + (vaddr - loads[i].vaddr);
+			*avail = loads[i].filesz - (vaddr - loads[i].vaddr);
+			return (0);
+		}
+	}
+	return (-1);
+}
+
+/* Keep the highest GLIBC_x.y of the version definitions. */
+static void
+elf_note_version(struct staging_elf *e, const char *name)
+{
+	char	*end;
+	long	 major, minor = 0;
+
+	if (strncmp(name, "GLIBC_", 6) != 0)
+		return;
+	major = strtol(name + 6, &end, 10);
+	if (end == name + 6 || major <= 0 || major > 99)
+		return;
+	if (*end == '.') {
+		minor = strtol(end + 1, &end, 10);
+		if (minor < 0 || minor > 999)
+			return;
+	}
+	if (*end != '\0')
+		return;
+	if (major > e->verdef_major ||
+	    (major == e->verdef_major && minor > e->verdef_minor)) {
+		e->verdef_major = (int)major;
+		e->verdef_minor = (int)minor;
+	}
+}
+
+/* Walk DT_VERDEF: Elf_Verdef and Elf_Verdaux have the same layout in both
+ * classes. */
+static void
+elf_read_verdef(const struct elf_view *v, struct staging_elf *e,
+    uint64_t off, uint64_t count, uint64_t stroff, uint64_t strlimit)
+{
+	uint64_t	 next, aux, name, i;
+	char		*s;
+
+	for (i = 0; i < count && i < ELF_MAX_VERDEF; i++) {
+		if (elf_u32(v, off + 12, &aux) == -1 ||
+		    elf_u32(v, off + 16, &next) == -1 ||
+		    elf_u32(v, off + aux, &name) == -1)
+			return;
+		if ((s = elf_string(v, stroff + name, strlimit)) != NULL) {
+			elf_note_version(e, s);
+			free(s);
+		}
+		if (next == 0)
+			return;
+		off += next;
+	}
+}
+
+/*
+ * Parse what the dynamic loader reads: the program headers (PT_INTERP,
+ * PT_LOAD, PT_DYNAMIC) and the dynamic section. Section headers are not
+ * used, as the loader does not use them either (and strip may remove them).
+ */
+int
+staging_elf_parse(const void *buf, size_t len, struct staging_elf *e,
+    char **cause)
+{
+	struct elf_view		 v = { buf, len, 0, 0 };
+	struct elf_load		*loads = NULL;
+	size_t			 nloads = 0;
+	uint64_t		 phoff, phentsize, phnum, type, machine;
+	uint64_t		 p_type, p_offset, p_vaddr, p_filesz;
+	uint64_t		 dyn_off = 0, dyn_size = 0, i, off;
+	uint64_t		 tag, val, strtab = 0, strsz = 0, stroff, avail;
+	uint64_t		 verdef = 0, verdefnum = 0, voff, vavail;
+	uint64_t		 strlimit, dynent;
+	uint64_t		*needed = NULL, soname = UINT64_MAX;
+	uint64_t		 rpath = UINT64_MAX, runpath = UINT64_MAX;
+	size_t			 nneeded = 0;
+	int			 have_dyn = 0, rc = -1;
+	char			*s;
+
+	memset(e, 0, sizeof *e);
+	v.p = buf;
+	if (len < EI_NIDENT || memcmp(v.p, ELFMAG, SELFMAG) != 0) {
+		xasprintf(cause, "not an ELF file");
+		goto out;
+	}
+	if ((v.p[EI_CLASS] != ELFCLASS32 && v.p[EI_CLASS] != ELFCLASS64) ||
+	    (v.p[EI_DATA] != ELFDATA2LSB && v.p[EI_DATA] != ELFDATA2MSB)) {
+		xasprintf(cause, "unknown ELF class or byte order");
+		goto out;
+	}
+	v.is64 = v.p[EI_CLASS] == ELFCLASS64;
+	v.msb = v.p[EI_DATA] == ELFDATA2MSB;
+	e->elfclass = v.p[EI_CLASS];
+
+	if (elf_u16(&v, 16, &type) == -1 || elf_u16(&v, 18, &machine) == -1)
+		goto truncated;
+	e->type = (int)type;
+	e->machine = (int)machine;
+	if (v.is64) {
+		if (elf_u64(&v, 32, &phoff) == -1 ||
+		    elf_u16(&v, 54, &phentsize) == -1 ||
+		    elf_u16(&v, 56, &phnum) == -1)
+			goto truncated;
+	} else {
+		if (elf_u32(&v, 28, &phoff) == -1 ||
+		    elf_u16(&v, 42, &phentsize) == -1 ||
+		    elf_u16(&v, 44, &phnum) == -1)
+			goto truncated;
+	}
+	if (phnum > ELF_MAX_PHNUM ||
+	    (phnum != 0 && phentsize < (v.is64 ? 56u : 32u))) {
+		xasprintf(cause, "bad program header table");
+		goto out;
+	}
+
+	loads = xreallocarray(NULL, phnum + 1, sizeof *loads);
+	for (i = 0; i < phnum; i++) {
+		off = phoff + i * phentsize;
+		if (off < phoff)
+			goto truncated;
+		if (v.is64) {
+			if (elf_u32(&v, off, &p_type) == -1 ||
+			    elf_u64(&v, off + 8, &p_offset) == -1 ||
+			    elf_u64(&v, off + 16, &p_vaddr) == -1 ||
+			    elf_u64(&v, off + 32, &p_filesz) == -1)
+				goto truncated;
+		} else {
+			if (elf_u32(&v, off, &p_type) == -1 ||
+			    elf_u32(&v, off + 4, &p_offset) == -1 ||
+			    elf_u32(&v, off + 8, &p_vaddr) == -1 ||
+			    elf_u32(&v, off + 16, &p_filesz) == -1)
+				goto truncated;
+		}
+		switch (p_type) {
+		case PT_LOAD:
+			loads[nloads].vaddr = p_vaddr;
+			loads[nloads].offset = p_offset;
+			loads[nloads].filesz = p_filesz;
+			nloads++;
+			break;
+		case PT_INTERP:
+			if (e->interp != NULL || p_offset > len ||
+			    p_filesz > len - p_offset ||
+			    (e->interp = elf_string(&v, p_offset,
+			    p_offset + p_filesz)) == NULL) {
+				xasprintf(cause, "bad PT_INTERP");
+				goto out;
+			}
+			break;
+		case PT_DYNAMIC:
+			dyn_off = p_offset;
+			dyn_size = p_filesz;
+			have_dyn = 1;
+			break;
+		}
+	}
+	if (!have_dyn) {
+		rc = 0;		/* static: needs nothing */
+		goto out;
+	}
+
+	/* First pass: the tables the names live in. */
+	dynent = v.is64 ? 16 : 8;
+	if (dyn_off > len || dyn_size > len - dyn_off)
+		goto truncated;
+	for (i = 0; i < dyn_size / dynent && i < ELF_MAX_DYN; i++) {
+		off = dyn_off + i * dynent;
+		if (elf_word(&v, off, &tag) == -1 ||
+		    elf_word(&v, off + dynent / 2, &val) == -1)
+			goto truncated;
+		if (tag == DT_NULL)
+			break;
+		switch (tag) {
+		case DT_NEEDED:
+			needed = xreallocarray(needed, nneeded + 1,
+			    sizeof *needed);
+			needed[nneeded++] = val;
+			break;
+		case DT_STRTAB:
+			strtab = val;
+			break;
+		case DT_STRSZ:
+			strsz = val;
+			break;
+		case DT_SONAME:
+			soname = val;
+			break;
+		case DT_RPATH:
+			rpath = val;
+			break;
+		case DT_RUNPATH:
+			runpath = val;
+			break;
+		case DT_FLAGS_1:
+			if (val & DF_1_NODEFLIB)
+				e->nodeflib = 1;
+			break;
+		case DT_VERDEF:
+			verdef = val;
+			break;
+		case DT_VERDEFNUM:
+			verdefnum = val;
+			break;
+		}
+	}
+	if (nneeded == 0 && soname == UINT64_MAX && rpath == UINT64_MAX &&
+	    runpath == UINT64_MAX && verdef == 0) {
+		rc = 0;
+		goto out;
+	}
+	if (elf_vaddr_to_offset(loads, nloads, strtab, &stroff, &avail) == -1) {
+		xasprintf(cause, "DT_STRTAB outside the file");
+		goto out;
+	}
+	strlimit = stroff + (strsz < avail ? strsz : avail);
+
+	e->needed = xreallocarray(NULL, nneeded + 1, sizeof *e->needed);
+	for (i = 0; i < nneeded; i++) {
+		if ((s = elf_string(&v, stroff + needed[i], strlimit)) ==
+		    NULL || *s == '\0') {
+			free(s);
+			xasprintf(cause, "bad DT_NEEDED string");
+			goto out;
+		}
+		e->needed[e->nneeded++] = s;
+	}
+	e->needed[e->nneeded] = NULL;
+	if (soname != UINT64_MAX)
+		e->soname = elf_string(&v, stroff + soname, strlimit);
+	if (rpath != UINT64_MAX)
+		e->rpath = elf_string(&v, stroff + rpath, strlimit);
+	if (runpath != UINT64_MAX)
+		e->runpath = elf_string(&v, stroff + runpath, strlimit);
+	if (verdef != 0 && elf_vaddr_to_offset(loads, nloads, verdef, &voff,
+	    &vavail) == 0)
+		elf_read_verdef(&v, e, voff, verdefnum, stroff, strlimit);
+	rc = 0;
+	goto out;
+
+truncated:
+	xasprintf(cause, "truncated or corrupt ELF headers");
+out:
+	free(loads);
+	free(needed);
+	if (rc == -1)
+		staging_elf_free(e);
+	return (rc);
+}
+
+void
+staging_elf_free(struct staging_elf *e)
+{
+	size_t	i;
+
+	for (i = 0; i < e->nneeded; i++)
+		free(e->needed[i]);
+	free(e->needed);
+	free(e->interp);
+	free(e->soname);
+	free(e->rpath);
+	free(e->runpath);
+	memset(e, 0, sizeof *e);
+}
+
+/*
+ * /etc/ld.so.cache, glibc's "new" format (glibc-ld.so.cache1.1), alone or
+ * after the old libc5 table. Entries are 24 bytes: flags, key and value
+ * (offsets of the soname and the path from the start of the new header),
+ * osversion, hwcap. Only entries without hwcap are used: those are the
+ * ones any CPU takes (the glibc-hwcaps subdirectories are not followed).
+ * For each entry named name, in the cache's own order, cb(path) is asked
+ * whether it fits (the loader also checks the flags for the ABI; the caller
+ * checks the file's ELF class and machine instead). Returns 0 when cb
+ * accepted one, -1 otherwise.
+ */
+#define LDCACHE_OLD_MAGIC	"ld.so-1.7.0"
+#define LDCACHE_NEW_MAGIC	"glibc-ld.so.cache1.1"
+#define LDCACHE_NEW_HEADER	48
+#define LDCACHE_NEW_ENTRY	24
+#define LDCACHE_OLD_ENTRY	12
+
+int
+staging_ldcache_lookup(const void *buf, size_t len, const char *name,
+    int (*cb)(const char *, void *), void *arg)
+{
+	const unsigned char	*p = buf;
+	/* ldconfig writes the cache in the host's byte order. */
+	struct elf_view		 v = { buf, len,
+	    __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__, 0 };
+	uint64_t		 base = 0, nlibs, i, flags, key, value;
+	uint64_t		 hwcap, off;
+	size_t			 namelen = strlen(name);
+	const char		*k, *path;
+	char			*copy;
+	int			 ok;
+
+	if (len >= sizeof LDCACHE_OLD_MAGIC - 1 &&
+	    memcmp(p, LDCACHE_OLD_MAGIC, sizeof LDCACHE_OLD_MAGIC - 1) == 0) {
+		if (elf_u32(&v, 12, &nlibs) == -1 || nlibs > len)
+			return (-1);
+		base = 16 + nlibs * LDCACHE_OLD_ENTRY;
+		base = (base + 7) & ~(uint64_t)7;
+	}
+	if (base > len || len - base < LDCACHE_NEW_HEADER ||
+	    memcmp(p + base, LDCACHE_NEW_MAGIC,
+	    sizeof LDCACHE_NEW_MAGIC - 1) != 0)
+		return (-1);
+	if (elf_u32(&v, base + 20, &nlibs) == -1)
+		return (-1);
+	for (i = 0; i < nlibs; i++) {
+		off = base + LDCACHE_NEW_HEADER + i * LDCACHE_NEW_ENTRY;
+		if (elf_u32(&v, off, &flags) == -1 ||
+		    elf_u32(&v, off + 4, &key) == -1 ||
+		    elf_u32(&v, off + 8, &value) == -1 ||
+		    elf_u64(&v, off + 16, &hwcap) == -1)
+			return (-1);
+		if (hwcap != 0 || (flags & 0xff) != 3)	/* FLAG_ELF_LIBC6 */
+			continue;
+		if (base + key >= len || len - (base + key) <= namelen)
+			continue;
+		k = (const char *)p + base + key;
+		if (memcmp(k, name, namelen) != 0 || k[namelen] != '\0')
+			continue;
+		if (base + value >= len ||
+		    memchr(p + base + value, '\0', len - (base + value)) == NULL)
+			continue;
+		path = (const char *)p + base + value;
+		copy = xstrdup(path);
+		ok = cb(copy, arg);
+		free(copy);
+		if (ok)
+			return (0);
+	}
+	return (-1);
+}
+
+/*
+ * glibc's banner, printed when libc.so.6 is run: "GNU C Library (Debian
+ * GLIBC 2.36-9+deb12u14) stable release version 2.36." Found in the bytes,
+ * never by running the file.
+ */
+int
+staging_glibc_banner(const void *buf, size_t len, int *major, int *minor)
+{
+	static const char	 lib[] = "GNU C Library";
+	static const char	 rel[] = "release version ";
+	const char		*p = buf, *end = p + len, *q, *nul;
+	long			 ma, mi;
+	char			*e, num[32];
+	size_t			 n;
+
+	while ((q = memmem(p, end - p, lib, sizeof lib - 1)) != NULL) {
+		p = q + sizeof lib - 1;
+		if ((nul = memchr(q, '\0', end - q)) == NULL)
+			nul = end;
+		if ((q = memmem(q, nul - q, rel, sizeof rel - 1)) == NULL)
+			continue;
+		q += sizeof rel - 1;
+		n = nul - q < (long)sizeof num - 1 ? (size_t)(nul - q) :
+		    sizeof num - 1;
+		memcpy(num, q, n);
+		num[n] = '\0';
+		ma = strtol(num, &e, 10);
+		if (e == num || *e != '.' || ma <= 0 || ma > 99)
+			continue;
+		q = e + 1;
+		mi = strtol(q, &e, 10);
+		if (e == q || mi < 0 || mi > 999)
+			continue;
+		*major = (int)ma;
+		*minor = (int)mi;
+		return (0);
+	}
+	return (-1);
+}
