@@ -19,10 +19,15 @@ usage(FILE *f)
 "usage: qsup run [--profile FILE] [options] [--] CMD [ARG...]\n"
 "       qsup [--profile FILE] [options] -- CMD [ARG...]\n"
 "       qsup cache ls | clear [--stale]\n"
+"       qsup profile check|show|settings|facts ...   (qsup profile help)\n"
 "       qsup version\n"
 "\n"
 "options:\n"
-"  -p, --profile FILE   the Lua profile (default: the built-in one)\n"
+"  -p, --profile FILE   the Lua profile: a path, or a name looked up as\n"
+"                       ./NAME.lua, $XDG_CONFIG_HOME/qsup/profiles/NAME.lua\n"
+"                       and the built-in ones (default: builtin:default)\n"
+"      --set NAME=VALUE override a profile setting (repeatable; checked\n"
+"                       like the profile: qsup profile settings)\n"
 "  -e NAME=VALUE        set an environment variable for CMD\n"
 "  -w DIR               CMD's working directory in the guest\n"
 "      --share HOST[:GUEST][:ro|rw]\n"
@@ -65,6 +70,7 @@ cmd_run(int argc, char **argv)
 		{ "console",	no_argument,		NULL, 'C' },
 		{ "json",	no_argument,		NULL, 'J' },
 		{ "share",	required_argument,	NULL, 'S' },
+		{ "set",	required_argument,	NULL, 0x100 },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ NULL,		0,			NULL, 0 }
@@ -121,6 +127,16 @@ cmd_run(int argc, char **argv)
 		case 'J':
 			opts.json = 1;
 			break;
+		case 0x100:	/* --set: checked with the profile */
+			if (strchr(optarg, '=') == NULL || *optarg == '=') {
+				log_warnx("--set %s: expected NAME=VALUE",
+				    optarg);
+				return (QSUP_EXIT_ERROR);
+			}
+			opts.sets = xreallocarray(opts.sets, opts.nsets + 1,
+			    sizeof *opts.sets);
+			opts.sets[opts.nsets++] = optarg;
+			break;
 		case 'v':
 			log_verbose = 1;
 			break;
@@ -148,6 +164,7 @@ cmd_run(int argc, char **argv)
 	rc = run_main(&opts);
 	free(opts.env);
 	free(opts.shares);
+	free(opts.sets);
 	return (rc);
 }
 
@@ -161,6 +178,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "run") == 0)
 		return (cmd_run(argc - 1, argv + 1));
+	if (strcmp(argv[1], "profile") == 0)
+		return (cmd_profile(argc - 1, argv + 1));
 	if (strcmp(argv[1], "cache") == 0)
 		return (template_cmd(argc - 1, argv + 1));
 	if (strcmp(argv[1], "version") == 0 ||

@@ -84,23 +84,131 @@ enum profile_kvm {
 	PROFILE_KVM_ON,		/* KVM or fail */
 	PROFILE_KVM_OFF		/* never KVM */
 };
+enum profile_virtfs {		/* copying shared trees before sharing */
+	PROFILE_VIRTFS_AUTO,	/* when qsup runs in a container */
+	PROFILE_VIRTFS_ON,
+	PROFILE_VIRTFS_OFF
+};
+enum profile_sm {		/* 9p security_model; profile_sm_name() */
+	PROFILE_SM_MAPPED_XATTR,
+	PROFILE_SM_MAPPED_FILE,
+	PROFILE_SM_PASSTHROUGH,
+	PROFILE_SM_NONE
+};
+enum profile_ld {		/* glibc closure copied with shares */
+	PROFILE_LD_FULL,	/* all of /lib/TRIPLET, /usr/lib/TRIPLET */
+	PROFILE_LD_SPARSE	/* the ldd closure only */
+};
+enum profile_net {
+	PROFILE_NET_RESTRICTED,	/* SLIRP restrict=on: nothing out, ports in */
+	PROFILE_NET_NONE,	/* no network card */
+	PROFILE_NET_ALLOWLIST,	/* only network_allow */
+	PROFILE_NET_OPEN	/* all, host loopback included (acknowledged) */
+};
+enum profile_image {
+	PROFILE_IMAGE_NONE,	/* the built-in guest */
+	PROFILE_IMAGE_NAME,	/* "debian-12": from image_base_url */
+	PROFILE_IMAGE_URL,	/* http(s) */
+	PROFILE_IMAGE_FILE	/* an absolute path, checked to exist */
+};
+struct profile_share {
+	char		*host;		/* absolute, real, a directory */
+	char		*guest;		/* absolute, normalized */
+	int		 rw;		/* 0: read-only */
+	char		**ignore;	/* fnmatch(3) globs, left out */
+	size_t		 nignore;
+};
+struct profile_net_rule {
+	char		*text;		/* as written, for messages */
+	char		*host;		/* "example.org", "*.example.org" (all
+					   names under it), lower case; NULL
+					   for an address */
+	int		 family;	/* AF_INET, AF_INET6; 0 for a name */
+	unsigned char	 addr[16];
+	int		 prefix;	/* bits of addr that must match */
+	uint16_t	 port_min;	/* 0: any port */
+	uint16_t	 port_max;
+};
+struct profile_port {
+	uint16_t	 guest;
+	uint16_t	 host;		/* 0: any free port */
+	char		*address;	/* host address to listen on */
+};
+struct profile_origin;
 struct profile {
-	char		*path;		/* the file, or "builtin:default" */
+	char		*path;		/* the file, or "builtin:NAME" */
 	enum profile_kvm use_kvm;
 	uint64_t	 memory_mib;
 	int		 cpus;
 	double		 start_timeout;	/* seconds; 0: by accelerator */
+	double		 timeout;	/* seconds per command; 0: none */
 	int		 show_boot_console;
+	int		 console_on_failure; /* console lines shown; 0: none */
 	int		 warm_start;	/* restore from a saved VM template */
 	char		*kernel;	/* NULL: the default guest's */
 	char		*initramfs;	/* NULL: the default guest's */
+	char		*image;		/* NULL: the built-in guest */
+	enum profile_image image_kind;
+	char		*image_base_url; /* NULL: qsup's catalog */
+	char		*images_dir;	/* NULL: $XDG_DATA_HOME/qsup/images */
 	char		**env;		/* "NAME=VALUE", for every command */
 	size_t		 nenv;
 	char		*cwd;		/* NULL: "/" */
+	struct profile_share *shares;
+	size_t		 nshares;
+	enum profile_virtfs virtfs;
+	enum profile_sm	 virtfs_security_model;
+	enum profile_ld	 ld_closure_libs;
+	enum profile_net network;
+	struct profile_net_rule *network_allow;
+	size_t		 nnetwork_allow;
+	int		 network_open_ack;
+	struct profile_port *ports;
+	size_t		 nports;
+	char		**extra_args;	/* checked by extra_args_next() */
+	size_t		 nextra_args;
+	struct profile_origin *origins;	/* for profile_print() */
 };
 int		 profile_load(struct profile *, const char *, char **);
+int		 profile_load_set(struct profile *, const char *,
+		     char *const *, size_t, char **);
+int		 profile_load_buffer(struct profile *, const char *,
+		     const char *, size_t, char *const *, size_t, char **);
+char		*profile_find(const char *, char **);
+#define PROFILE_PRINT_JSON	0x1
+#define PROFILE_PRINT_BARE	0x2	/* values only, no origins */
+void		 profile_print(const struct profile *, int, struct buf *);
+const char	*profile_sm_name(enum profile_sm);
 void		 profile_free(struct profile *);
 void		 profile_help(struct buf *);
+
+/* netrule.c (lua/): network_allow rules */
+int		 netrule_parse(const char *, struct profile_net_rule *, char **);
+void		 netrule_free(struct profile_net_rule *);
+
+/* extra_args.c (lua/): QEMU flags a profile may not add */
+int		 extra_args_next(char *const *, size_t, size_t *, char **);
+
+/* facts.c (lua/): what profiles know of the host */
+struct facts_python {
+	char		*path;		/* the python3 found on PATH */
+	char		*executable;	/* what it runs, links and shims followed */
+	char		*version;	/* "3.11" */
+	char		*prefix;	/* the executable's ../.. */
+	char		*venv;		/* the virtual environment, or NULL */
+};
+int		 facts_in_container(void);
+const char	*facts_arch(void);
+const char	*facts_triplet(void);
+const char	*facts_glibc(void);
+long		 facts_cpus(void);
+uint64_t	 facts_memory_mib(void);
+int		 facts_kvm(char **);
+int		 facts_python(struct facts_python *);
+void		 facts_python_free(struct facts_python *);
+
+/* cmd_profile.c: "qsup profile check|show|settings|facts" */
+int		 cmd_profile(int, char **);
 
 struct ev_loop;
 
@@ -135,11 +243,14 @@ struct share {
 	char		*host;		/* absolute, resolved */
 	char		*guest;		/* absolute */
 	int		 readonly;
+	char		**ignore;	/* globs hidden from the guest, or NULL */
+	int		 staged;	/* host is a copy in the run directory */
 	char		*tag;		/* the 9p mount tag */
 };
 int		 share_parse(const char *, struct share *, char **);
 int		 share_check(struct share *, char **);
 int		 share_prepare(struct share *, size_t, char **);
+int		 share_stage(struct share *, const char *, char **);
 void		 share_free(struct share *);
 
 /* template.c */
@@ -246,6 +357,8 @@ struct run_options {
 	const char	*cwd;
 	const char	**shares;	/* --share specs */
 	size_t		 nshares;
+	char		**sets;		/* --set NAME=VALUE, for the profile */
+	size_t		 nsets;
 	double		 timeout;
 	int		 console;
 	int		 json;

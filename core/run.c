@@ -366,23 +366,38 @@ run_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 		run_teardown(r, "interrupted while booting");
 }
 
-/* The shares of this run: the --share options. */
+/* The shares of this run: the profile's, then the --share options. */
 static int
 run_shares(struct run *r, char **cause)
 {
-	struct share	*sh;
-	size_t		 i;
+	const struct profile_share	*ps;
+	struct share			*sh;
+	size_t				 i, j, n = 0;
 
-	sh = xcalloc(r->opts->nshares + 1, sizeof *sh);
+	sh = xcalloc(r->profile.nshares + r->opts->nshares + 1, sizeof *sh);
+	for (i = 0; i < r->profile.nshares; i++) {
+		ps = &r->profile.shares[i];
+		sh[n].host = xstrdup(ps->host);
+		sh[n].guest = xstrdup(ps->guest);
+		sh[n].readonly = !ps->rw;
+		if (ps->nignore > 0) {
+			sh[n].ignore = xcalloc(ps->nignore + 1,
+			    sizeof *sh[n].ignore);
+			for (j = 0; j < ps->nignore; j++)
+				sh[n].ignore[j] = xstrdup(ps->ignore[j]);
+		}
+		n++;
+	}
 	for (i = 0; i < r->opts->nshares; i++) {
-		if (share_parse(r->opts->shares[i], &sh[i], cause) == -1) {
-			while (i-- > 0)
-				share_free(&sh[i]);
+		if (share_parse(r->opts->shares[i], &sh[n], cause) == -1) {
+			while (n-- > 0)
+				share_free(&sh[n]);
 			free(sh);
 			return (-1);
 		}
+		n++;
 	}
-	sandbox_set_shares(r->sb, sh, r->opts->nshares);
+	sandbox_set_shares(r->sb, sh, n);
 	return (0);
 }
 
@@ -466,11 +481,14 @@ run_main(struct run_options *opts)
 	r.in_fd = -1;
 	r.t_start = util_now();
 
-	if (profile_load(&r.profile, opts->profile, &cause) == -1) {
+	if (profile_load_set(&r.profile, opts->profile, opts->sets,
+	    opts->nsets, &cause) == -1) {
 		fprintf(stderr, "%s\n", cause);
 		free(cause);
 		return (QSUP_EXIT_ERROR);
 	}
+	if (opts->timeout == 0)
+		opts->timeout = r.profile.timeout;	/* --timeout wins */
 	if (opts->console)
 		r.profile.show_boot_console = 1;
 	log_debug("profile: %s (memory %llu MiB, cpus %d)", r.profile.path,

@@ -29,7 +29,6 @@
 #define SANDBOX_QEMU_LOG_MAX	16384
 #define SANDBOX_RESTORE_MAX	10.0	/* a restore slower than this failed */
 #define SANDBOX_SAVE_MAX	60.0	/* writing a template */
-#define SANDBOX_9P_MODEL	"mapped-xattr"	/* the seed's default */
 
 enum sandbox_mode {
 	SB_COLD,	/* boot; the seed ISO configures the guest */
@@ -345,8 +344,10 @@ sandbox_build_argv(struct sandbox *sb)
 	for (i = 0; i < (int)sb->nshares; i++) {
 		tmp = sandbox_qemu_escape(sb->shares[i].host);
 		sandbox_argv_add(&argv, &n, "-fsdev");
+		/* mapped-xattr breaks symlinks of a staged copy: none. */
 		sandbox_argv_add(&argv, &n, "local,id=fs%d,path=%s,"
-		    "security_model=%s%s", i, tmp, SANDBOX_9P_MODEL,
+		    "security_model=%s%s", i, tmp, sb->shares[i].staged ?
+		    "none" : profile_sm_name(p->virtfs_security_model),
 		    sb->shares[i].readonly ? ",readonly=on" : "");
 		free(tmp);
 		sandbox_argv_add(&argv, &n, "-device");
@@ -955,7 +956,9 @@ int
 sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
     char **cause)
 {
-	char	*base = NULL;
+	char	*base = NULL, *path;
+	size_t	 i;
+	int	 rc;
 
 	assert(sb->state == SB_NEW);
 	sb->accel.accel = accel->accel;
@@ -974,6 +977,13 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 	}
 	if (share_prepare(sb->shares, sb->nshares, cause) == -1)
 		return (-1);
+	for (i = 0; i < sb->nshares; i++) {
+		xasprintf(&path, "%s/%s", sb->rundir, sb->shares[i].tag);
+		rc = share_stage(&sb->shares[i], path, cause);
+		free(path);
+		if (rc == -1)
+			return (-1);
+	}
 	sb->token = token_hex(32);
 	ev_init(&sb->deadline, sandbox_deadline_cb);
 	sb->deadline.data = sb;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "qsup.h"
+#include "staging.h"
 
 /* microvm has eight virtio-mmio slots: console ports, seed disk, network. */
 #define SHARE_MAX	5
@@ -135,11 +136,54 @@ share_prepare(struct share *sh, size_t n, char **cause)
 	return (0);
 }
 
+/*
+ * A share with ignore globs is shown through a copy without the ignored
+ * paths: 9p exports a whole tree, so hiding part of it means not exporting
+ * it. The copy is made of hard links where it can be, so it costs little;
+ * that is only safe because the share is read-only (QEMU refuses every
+ * write), which is why a read-write share cannot hide anything.
+ */
+int
+share_stage(struct share *sh, const char *dst, char **cause)
+{
+	struct staging_stats	st;
+	char			*why = NULL;
+
+	if (sh->ignore == NULL || sh->ignore[0] == NULL)
+		return (0);
+	if (!sh->readonly) {
+		xasprintf(cause, "share %s: ignore needs a read-only share (a "
+		    "read-write share is the host tree itself)", sh->host);
+		return (-1);
+	}
+	memset(&st, 0, sizeof st);
+	if (staging_copy_tree(sh->host, dst, STAGING_LINK, NULL,
+	    (const char *const *)sh->ignore, &st, &why) == -1) {
+		xasprintf(cause, "share %s: %s", sh->host, why);
+		free(why);
+		staging_stats_free(&st);
+		return (-1);
+	}
+	log_debug("share %s: %llu files shown through %s (%llu linked, "
+	    "%llu copied)", sh->host, (unsigned long long)st.files, dst,
+	    (unsigned long long)st.linked, (unsigned long long)st.copied);
+	staging_stats_free(&st);
+	free(sh->host);
+	sh->host = xstrdup(dst);
+	sh->staged = 1;
+	return (0);
+}
+
 void
 share_free(struct share *sh)
 {
+	size_t	i;
+
 	free(sh->host);
 	free(sh->guest);
 	free(sh->tag);
+	for (i = 0; sh->ignore != NULL && sh->ignore[i] != NULL; i++)
+		free(sh->ignore[i]);
+	free(sh->ignore);
 	memset(sh, 0, sizeof *sh);
 }

@@ -8,27 +8,38 @@
  * The sandbox: base, string, table, math and utf8 only; no dofile,
  * loadfile, collectgarbage, warn or string.dump; load() compiles text only;
  * setmetatable() refuses __gc (finalizers run with hooks off, so a looping
- * one could not be stopped); print() goes to qsup's log. Host facts come
- * from a "qsup" table. A counting allocator caps memory, and a hook stops
- * a profile that runs too long.
+ * one could not be stopped); string.rep and table.move cannot spin in C;
+ * print() goes to qsup's log. Host facts come from a "qsup" table
+ * (facts.c). A counting allocator caps memory, a hook (and the allocator)
+ * stop a profile that runs too long, and a watchdog ends qsup if a library
+ * function never returns to Lua (a backtracking string pattern).
+ *
+ * A profile may build on another of its own directory tree (or a built-in
+ * one) with include(NAME) and extend(NAME, {...}); each file keeps its own
+ * line numbers in messages, and a cycle is refused. Settings given on the
+ * command line (--set NAME=VALUE) go through the same checks, and each
+ * setting remembers where it came from, for "qsup profile show".
  *
  * Growing the language: a new setting is a row in profile_schema and, if it
- * needs one, a new PROFILE_T_* type with its case in profile_convert() and
- * profile_accepts(). Everything else (defaults, unknown-key suggestions,
- * help, error lines) follows from the table.
+ * needs one, a new PROFILE_T_* type with its case in profile_convert(),
+ * profile_accepts() and profile_put(). Everything else (defaults,
+ * unknown-key suggestions, help, error lines, show) follows from the table.
  */
+#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
+#include <sys/time.h>
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <sched.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -41,13 +52,44 @@
 #define PROFILE_FILE_MAX	(1024 * 1024)
 #define PROFILE_MEMORY_LIMIT	((size_t)64 << 20)
 #define PROFILE_TIME_LIMIT	1		/* seconds */
+#define PROFILE_HARD_GRACE	0.25	/* then the watchdog, seconds */
 #define PROFILE_HOOK_COUNT	1000
+#define PROFILE_ALLOC_CHECK	((size_t)4 << 20) /* clock read per bytes */
 #define PROFILE_TRACK_KEYS	256	/* keys followed per table */
 #define PROFILE_TRACK_LEVELS	16	/* frames searched for tables */
 #define PROFILE_SHOW_MAX	40	/* characters of a value shown */
 #define PROFILE_MIB		((uint64_t)1 << 20)
+#define PROFILE_FILES_MAX	64	/* files, included or --set, per load */
+#define PROFILE_SETS_MAX	32	/* --set per load */
+#define PROFILE_DEPTH_MAX	16	/* include() within include() */
+#define PROFILE_LIST_MAX	1024	/* items of a list setting */
 
+/*
+ * Where something was written: a file of the load (ctx->files) and a line
+ * in it, in one int. Line 0: the file as a whole. Errors sort by it.
+ */
+#define PROFILE_LOC(f, l)	((int)(((unsigned)(f) << 24) | (unsigned)(l)))
+#define PROFILE_LOC_FILE(loc)	((int)((unsigned)(loc) >> 24))
+#define PROFILE_LOC_LINE(loc)	((int)((unsigned)(loc) & 0xffffff))
+
+/* Profiles compiled into the binary (builtin.S), NUL-terminated. */
 extern const char builtin_profile_default[];
+extern const char builtin_profile_ci[];
+extern const char builtin_profile_dev[];
+extern const char builtin_profile_python[];
+extern const char builtin_profile_nested_container[];
+
+static const struct {
+	const char	*name;
+	const char	*text;
+} profile_builtins[] = {
+	{ "default", builtin_profile_default },
+	{ "ci", builtin_profile_ci },
+	{ "dev", builtin_profile_dev },
+	{ "python", builtin_profile_python },
+	{ "nested-container", builtin_profile_nested_container },
+};
+#define PROFILE_NBUILTINS (sizeof profile_builtins / sizeof profile_builtins[0])
 
 enum profile_type {
 	PROFILE_T_BOOL,
@@ -57,19 +99,31 @@ enum profile_type {
 	PROFILE_T_SECONDS,
 	PROFILE_T_PATH,		/* host file, relative to the profile */
 	PROFILE_T_GUEST_PATH,	/* an absolute path in the guest */
-	PROFILE_T_ENV		/* {"K=V", ...} or {K = "V", ...} */
-};
-
-/* A choice named "true" or "false" matches that boolean, others a string. */
-struct profile_choice {
-	const char	*name;
-	int		 value;
+	PROFILE_T_ENV,		/* {"K=V", ...} or {K = "V", ...} */
+	PROFILE_T_IMAGE,	/* a name, an http(s) URL or an image file */
+	PROFILE_T_URL,		/* an http(s) URL */
+	PROFILE_T_DIR,		/* host directory, need not exist yet */
+	PROFILE_T_SHARES,	/* { { host =, guest =, mode =, ignore = } } */
+	PROFILE_T_ALLOW,	/* { "*.example.org:443", "10.0.0.0/8" } */
+	PROFILE_T_PORTS,	/* { { guest =, host =, address = } } */
+	PROFILE_T_ARGS		/* { "-device", "virtio-rng-device" } */
 };
 
 /*
- * A setting: its field in struct profile (and, for PROFILE_T_ENV, the
- * field holding the count), range, choices, default as a Lua expression
- * (NULL: nil) and a line of help.
+ * A choice named "true" or "false" matches that boolean, others a string.
+ * An alias is accepted and stored as its value, but not offered.
+ */
+struct profile_choice {
+	const char	*name;
+	int		 value;
+	int		 alias;
+};
+
+/*
+ * A setting: its field in struct profile (and, for lists, the field
+ * holding the count; for PROFILE_T_IMAGE, the kind), range, choices,
+ * default as a Lua expression (NULL: nil; it may read qsup.env) and a line
+ * of help.
  */
 struct profile_setting {
 	const char			*name;
@@ -85,12 +139,50 @@ struct profile_setting {
 
 /* Choices are stored with memcpy into an int-sized enum. */
 _Static_assert(sizeof(enum profile_kvm) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum profile_virtfs) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum profile_sm) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum profile_ld) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum profile_net) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum profile_image) == sizeof(int), "enum size");
 
 static const struct profile_choice profile_kvm_choices[] = {
-	{ "true", PROFILE_KVM_ON },
-	{ "false", PROFILE_KVM_OFF },
-	{ "auto", PROFILE_KVM_AUTO },
-	{ NULL, 0 }
+	{ "true", PROFILE_KVM_ON, 0 },
+	{ "false", PROFILE_KVM_OFF, 0 },
+	{ "auto", PROFILE_KVM_AUTO, 0 },
+	{ NULL, 0, 0 }
+};
+
+static const struct profile_choice profile_virtfs_choices[] = {
+	{ "auto", PROFILE_VIRTFS_AUTO, 0 },
+	{ "on", PROFILE_VIRTFS_ON, 0 },
+	{ "off", PROFILE_VIRTFS_OFF, 0 },
+	{ NULL, 0, 0 }
+};
+
+/* QEMU's own names; the seed's "auto" is mapped-xattr (QEMU has none). */
+static const struct profile_choice profile_sm_choices[] = {
+	{ "mapped-xattr", PROFILE_SM_MAPPED_XATTR, 0 },
+	{ "mapped-file", PROFILE_SM_MAPPED_FILE, 0 },
+	{ "passthrough", PROFILE_SM_PASSTHROUGH, 0 },
+	{ "none", PROFILE_SM_NONE, 0 },
+	{ "auto", PROFILE_SM_MAPPED_XATTR, 1 },
+	{ NULL, 0, 0 }
+};
+
+static const struct profile_choice profile_ld_choices[] = {
+	{ "full", PROFILE_LD_FULL, 0 },
+	{ "sparse", PROFILE_LD_SPARSE, 0 },
+	{ "minimal", PROFILE_LD_SPARSE, 1 },
+	{ "ldd", PROFILE_LD_SPARSE, 1 },
+	{ NULL, 0, 0 }
+};
+
+static const struct profile_choice profile_net_choices[] = {
+	{ "none", PROFILE_NET_NONE, 0 },
+	{ "restricted", PROFILE_NET_RESTRICTED, 0 },
+	{ "allowlist", PROFILE_NET_ALLOWLIST, 0 },
+	{ "open", PROFILE_NET_OPEN, 0 },
+	{ NULL, 0, 0 }
 };
 
 /*
@@ -116,10 +208,20 @@ static const struct profile_setting profile_schema[] = {
 	  .min = 0, .max = 3600, .def = "0",
 	  .help = "seconds the guest has to answer, boot included; 0: by "
 	  "accelerator (short with KVM, long when emulated)" },
+	{ .name = "timeout", .type = PROFILE_T_SECONDS,
+	  .offset = offsetof(struct profile, timeout),
+	  .min = 0, .max = 7 * 86400, .def = "0",
+	  .help = "seconds a command may run before it is killed and qsup "
+	  "exits 124; 0: no limit; --timeout overrides it" },
 	{ .name = "show_boot_console", .type = PROFILE_T_BOOL,
 	  .offset = offsetof(struct profile, show_boot_console),
 	  .def = "false",
 	  .help = "copy the guest's console (kernel, boot) to stderr" },
+	{ .name = "console_on_failure", .type = PROFILE_T_INT,
+	  .offset = offsetof(struct profile, console_on_failure),
+	  .min = 0, .max = 100000, .def = "20",
+	  .help = "lines of the guest's console shown when the sandbox "
+	  "fails (it does not start, QEMU dies); 0: none" },
 	{ .name = "warm_start", .type = PROFILE_T_BOOL,
 	  .offset = offsetof(struct profile, warm_start),
 	  .def = "true",
@@ -132,6 +234,25 @@ static const struct profile_setting profile_schema[] = {
 	{ .name = "initramfs", .type = PROFILE_T_PATH,
 	  .offset = offsetof(struct profile, initramfs),
 	  .help = "guest initramfs; nil: the built-in guest's" },
+	{ .name = "image", .type = PROFILE_T_IMAGE,
+	  .offset = offsetof(struct profile, image),
+	  .offset_n = offsetof(struct profile, image_kind),
+	  .def = "qsup.env(\"QSUP_IMAGE\") or "
+	  "qsup.env(\"PYSANDBOXES_QEMU_IMAGE_URL\")",
+	  .help = "the guest's disk image: a name, an http(s) URL or a file; "
+	  "nil: the built-in guest, which needs none" },
+	{ .name = "image_base_url", .type = PROFILE_T_URL,
+	  .offset = offsetof(struct profile, image_base_url),
+	  .def = "qsup.env(\"QSUP_IMAGE_BASE_URL\") or "
+	  "qsup.env(\"PYSANDBOXES_QEMU_IMAGE_BASE_URL\")",
+	  .help = "where image names are downloaded from; nil: qsup's "
+	  "catalog" },
+	{ .name = "images_dir", .type = PROFILE_T_DIR,
+	  .offset = offsetof(struct profile, images_dir),
+	  .def = "qsup.env(\"QSUP_IMAGES_DIR\") or "
+	  "qsup.env(\"PYSANDBOXES_VM_IMAGES_DIR\")",
+	  .help = "where downloaded images are kept; nil: "
+	  "$XDG_DATA_HOME/qsup/images" },
 	{ .name = "env", .type = PROFILE_T_ENV,
 	  .offset = offsetof(struct profile, env),
 	  .offset_n = offsetof(struct profile, nenv), .def = "{}",
@@ -139,35 +260,148 @@ static const struct profile_setting profile_schema[] = {
 	{ .name = "cwd", .type = PROFILE_T_GUEST_PATH,
 	  .offset = offsetof(struct profile, cwd), .def = "\"/\"",
 	  .help = "working directory of commands in the guest" },
+	{ .name = "shares", .type = PROFILE_T_SHARES,
+	  .offset = offsetof(struct profile, shares),
+	  .offset_n = offsetof(struct profile, nshares), .def = "{}",
+	  .help = "host directories the guest sees (virtio-9p): read-only "
+	  "unless mode = \"rw\"; at the same path unless guest = ...; names "
+	  "matching an ignore glob left out" },
+	{ .name = "virtfs", .type = PROFILE_T_CHOICE,
+	  .offset = offsetof(struct profile, virtfs),
+	  .choices = profile_virtfs_choices, .def = "\"auto\"",
+	  .help = "copy shared trees to a temporary directory before sharing "
+	  "them (against overlayfs + mmap crashes in nested containers); "
+	  "\"auto\": when qsup runs in a container" },
+	{ .name = "virtfs_security_model", .type = PROFILE_T_CHOICE,
+	  .offset = offsetof(struct profile, virtfs_security_model),
+	  .choices = profile_sm_choices, .def = "\"mapped-xattr\"",
+	  .help = "QEMU's 9p security model for shares that are not copied "
+	  "(copies use \"none\")" },
+	{ .name = "ld_closure_libs", .type = PROFILE_T_CHOICE,
+	  .offset = offsetof(struct profile, ld_closure_libs),
+	  .choices = profile_ld_choices, .def = "\"full\"",
+	  .help = "when copying: \"full\" copies the host's whole "
+	  "/lib/TRIPLET and /usr/lib/TRIPLET, \"sparse\" only the ldd "
+	  "closure of what runs (smaller, may miss a library)" },
+	{ .name = "network", .type = PROFILE_T_CHOICE,
+	  .offset = offsetof(struct profile, network),
+	  .choices = profile_net_choices, .def = "\"restricted\"",
+	  .help = "\"none\": no network card; \"restricted\": the guest "
+	  "reaches nothing, ports still forwarded in; \"allowlist\": only "
+	  "network_allow; \"open\": everything, the host's 127.0.0.1 "
+	  "included (needs network_open_ack = true)" },
+	{ .name = "network_allow", .type = PROFILE_T_ALLOW,
+	  .offset = offsetof(struct profile, network_allow),
+	  .offset_n = offsetof(struct profile, nnetwork_allow), .def = "{}",
+	  .help = "what the guest may reach with network = \"allowlist\"" },
+	{ .name = "network_open_ack", .type = PROFILE_T_BOOL,
+	  .offset = offsetof(struct profile, network_open_ack),
+	  .def = "false",
+	  .help = "true accepts that network = \"open\" lets the guest reach "
+	  "services listening on the host's 127.0.0.1 (as 10.0.2.2)" },
+	{ .name = "ports", .type = PROFILE_T_PORTS,
+	  .offset = offsetof(struct profile, ports),
+	  .offset_n = offsetof(struct profile, nports), .def = "{}",
+	  .help = "guest ports forwarded from the host" },
+	{ .name = "extra_args", .type = PROFILE_T_ARGS,
+	  .offset = offsetof(struct profile, extra_args),
+	  .offset_n = offsetof(struct profile, nextra_args), .def = "{}",
+	  .help = "raw QEMU flags added to its command line; flags that "
+	  "weaken isolation or that qsup manages are refused" },
 };
 #define PROFILE_NSETTINGS (sizeof profile_schema / sizeof profile_schema[0])
 
 #define PROFILE_FIELD(p, s, type) \
 	((type *)(void *)((char *)(p) + (s)->offset))
+typedef char *profile_str;	/* so that a const one is "char *const" */
+#define PROFILE_CFIELD(p, s, type) \
+	((const type *)(const void *)((const char *)(p) + (s)->offset))
+
+/* Seed and other names a profile may write for a setting. */
+static const struct {
+	const char	*from;
+	const char	*to;
+} profile_aliases[] = {
+	{ "virtfs_stage", "virtfs" },
+	{ "kvm", "use_kvm" },
+	{ "mem", "memory" },
+	{ "ram", "memory" },
+	{ "smp", "cpus" },
+	{ "environment", "env" },
+	{ "workdir", "cwd" },
+	{ "net", "network" },
+	{ "allow", "network_allow" },
+	{ "forwards", "ports" },
+	{ "qemu_args", "extra_args" },
+};
+
+enum profile_file_kind {
+	PROFILE_FILE_DISK,
+	PROFILE_FILE_BUILTIN,
+	PROFILE_FILE_CMDLINE	/* one --set */
+};
+
+/* A file of the load: the profile, what it includes, each --set. */
+struct profile_file {
+	enum profile_file_kind	 kind;
+	char			*name;		/* as messages show it */
+	char			*chunkname;	/* "@path" or "=name" */
+	char			 short_src[LUA_IDSIZE];
+	char			*dir;		/* base of relative paths */
+	char			*key;		/* identity, for cycles */
+};
 
 struct profile_error {
-	int	 line;
+	int	 loc;
 	char	*text;		/* "FILE:LINE: ..." */
+};
+
+enum profile_from {
+	PROFILE_FROM_DEFAULT,
+	PROFILE_FROM_PROFILE,
+	PROFILE_FROM_CMDLINE
+};
+
+/* Where a setting came from; p->origins has one per schema row. */
+struct profile_origin {
+	enum profile_from	 from;
+	char			*at;	/* "FILE:LINE" or "--set K=V" */
 };
 
 /* One profile being loaded; reached from Lua as the allocator's ud. */
 struct profile_ctx {
 	struct profile		*p;
-	const char		*path;		/* for messages */
-	char			*dir;	/* base of relative paths */
-	char			*chunkname;	/* "@path" or "=name" */
-	char			 short_src[LUA_IDSIZE];
+	lua_State		*L;
+	const char		*path;		/* for messages, before files */
+	char			*root;	/* real directory includes stay in */
+
+	struct profile_file	 files[PROFILE_FILES_MAX];
+	int			 nfiles;
+	int			 stack[PROFILE_DEPTH_MAX];
+	int			 depth;
+	int			 last_file;	/* of profile_file_of() */
+
+	char *const		*sets;		/* "NAME=VALUE" */
+	size_t			 nsets;
 
 	size_t			 mem_used;
 	size_t			 mem_peak;
+	size_t			 mem_since;	/* allocated since a clock read */
 	int			 mem_failed;
 	double			 deadline;
 	unsigned long		 insns;
 	int			 timed_out;
-	int			 timeout_line;
+	int			 timeout_loc;
 
-	int			 line;		/* line running now */
+	int			 loc;		/* line running now */
 	char			*traceback;	/* of the last error */
+
+	int			 kvm_done;
+	int			 python_done;
+
+	/* Per setting: where it was set and by what. */
+	int			 set_loc[PROFILE_NSETTINGS];
+	enum profile_from	 set_from[PROFILE_NSETTINGS];
 
 	struct profile_error	*errs;
 	size_t			 nerrs;
@@ -176,6 +410,11 @@ struct profile_ctx {
 /* Registry keys: their addresses are what matters. */
 static const char	profile_key_track = 'T';
 static const char	profile_key_sandbox = 'S';
+static const char	profile_key_defenv = 'D';
+
+static const struct profile_setting *profile_setting_find(const char *);
+static const char	*profile_suggest(const char *);
+static void		 profile_show(struct buf *, lua_State *, int);
 
 static struct profile_ctx *
 profile_ctx(lua_State *L)
@@ -186,7 +425,27 @@ profile_ctx(lua_State *L)
 	return (ud);
 }
 
-/* The allocator: counts every byte, refuses to grow past the limit. */
+static void	profile_hook_cb(lua_State *, lua_Debug *);
+
+/*
+ * Out of time, found anywhere: from now on every instruction raises the
+ * time-limit error, pcall or not.
+ */
+static void
+profile_set_timed_out(struct profile_ctx *ctx)
+{
+	if (ctx->timed_out)
+		return;
+	ctx->timed_out = 1;
+	ctx->timeout_loc = ctx->loc;
+	lua_sethook(ctx->L, profile_hook_cb, LUA_MASKCOUNT, 1);
+}
+
+/*
+ * The allocator: counts every byte, refuses to grow past the limit. It
+ * reads the clock too, every few MiB: one instruction that copies big
+ * strings can take long, and the hook only looks every so many of them.
+ */
 static void *
 profile_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
@@ -205,6 +464,14 @@ profile_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 		ctx->mem_failed = 1;
 		return (NULL);
 	}
+	if (nsize > osize && ctx->deadline > 0 &&
+	    (ctx->mem_since += nsize - osize) > PROFILE_ALLOC_CHECK) {
+		ctx->mem_since = 0;
+		if (ctx->timed_out || util_now() > ctx->deadline) {
+			profile_set_timed_out(ctx);
+			return (NULL);
+		}
+	}
 	if ((np = realloc(ptr, nsize)) == NULL)
 		return (NULL);
 	ctx->mem_used = ctx->mem_used - osize + nsize;
@@ -213,45 +480,222 @@ profile_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	return (np);
 }
 
+/* "FILE:LINE", "FILE" or "--set K=V" for a location. */
+static char *
+profile_loc_text(struct profile_ctx *ctx, int loc)
+{
+	const struct profile_file	*f;
+	int				 fi = PROFILE_LOC_FILE(loc);
+	int				 line = PROFILE_LOC_LINE(loc);
+	char				*s;
+
+	if (fi >= ctx->nfiles)
+		return (xstrdup(ctx->path));
+	f = &ctx->files[fi];
+	if (line == 0 || f->kind == PROFILE_FILE_CMDLINE)
+		return (xstrdup(f->name));
+	xasprintf(&s, "%s:%d", f->name, line);
+	return (s);
+}
+
+/*
+ * Record an error (text is taken). One error is one line, whatever a
+ * profile's strings or a --set hold: control characters are escaped.
+ */
 static void
-profile_verror(struct profile_ctx *ctx, int line, const char *fmt, va_list ap)
+profile_add_error(struct profile_ctx *ctx, int loc, char *text)
 {
 	struct profile_error	*e;
-	char			*msg;
+	struct buf		 b = { 0 };
+	const unsigned char	*u;
 
-	xvasprintf(&msg, fmt, ap);
+	for (u = (const unsigned char *)text; *u != '\0'; u++) {
+		if (*u < 0x20 || *u == 0x7f)
+			break;
+	}
+	if (*u != '\0') {
+		for (u = (const unsigned char *)text; *u != '\0'; u++) {
+			if (*u == '\n')
+				buf_printf(&b, "\\n");
+			else if (*u == '\t')
+				buf_printf(&b, "\\t");
+			else if (*u < 0x20 || *u == 0x7f)
+				buf_printf(&b, "\\%03o", *u);
+			else
+				buf_add(&b, u, 1);
+		}
+		free(text);
+		text = b.data;
+	}
 	ctx->errs = xreallocarray(ctx->errs, ctx->nerrs + 1, sizeof *ctx->errs);
 	e = &ctx->errs[ctx->nerrs++];
-	e->line = line;
-	if (line > 0)
-		xasprintf(&e->text, "%s:%d: %s", ctx->path, line, msg);
-	else
-		xasprintf(&e->text, "%s: %s", ctx->path, msg);
+	e->loc = loc;
+	e->text = text;
+}
+
+static void
+profile_verror(struct profile_ctx *ctx, int loc, const char *fmt, va_list ap)
+{
+	char	*msg, *where, *text;
+
+	xvasprintf(&msg, fmt, ap);
+	where = profile_loc_text(ctx, loc);
+	xasprintf(&text, "%s: %s", where, msg);
+	profile_add_error(ctx, loc, text);
+	free(where);
 	free(msg);
 }
 
 /* Note a problem at FILE:LINE (line 0: the file as a whole). */
 static void
-profile_error(struct profile_ctx *ctx, int line, const char *fmt, ...)
+profile_error(struct profile_ctx *ctx, int loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void
-profile_error(struct profile_ctx *ctx, int line, const char *fmt, ...)
+profile_error(struct profile_ctx *ctx, int loc, const char *fmt, ...)
 {
 	va_list	ap;
 
 	va_start(ap, fmt);
-	profile_verror(ctx, line, fmt, ap);
+	profile_verror(ctx, loc, fmt, ap);
 	va_end(ap);
 }
 
+/* strcmp, but runs of digits compare as numbers: "[2]" before "[10]". */
+static int
+profile_natcmp(const char *a, const char *b)
+{
+	const char	*ea, *eb;
+	size_t		 la, lb;
+	int		 c;
+
+	while (*a != '\0' && *b != '\0') {
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+			while (*a == '0' && isdigit((unsigned char)a[1]))
+				a++;
+			while (*b == '0' && isdigit((unsigned char)b[1]))
+				b++;
+			for (ea = a; isdigit((unsigned char)*ea); ea++)
+				;
+			for (eb = b; isdigit((unsigned char)*eb); eb++)
+				;
+			la = ea - a;
+			lb = eb - b;
+			if (la != lb)
+				return (la < lb ? -1 : 1);
+			if ((c = strncmp(a, b, la)) != 0)
+				return (c);
+			a = ea;
+			b = eb;
+			continue;
+		}
+		if (*a != *b)
+			return ((unsigned char)*a < (unsigned char)*b ? -1 : 1);
+		a++;
+		b++;
+	}
+	return (*a == *b ? 0 : *a == '\0' ? -1 : 1);
+}
+
+/* By place, then by text: the same for the same profile, run after run. */
 static int
 profile_error_cmp(const void *a, const void *b)
 {
 	const struct profile_error	*ea = a, *eb = b;
 
-	if (ea->line != eb->line)
-		return (ea->line < eb->line ? -1 : 1);
-	return (strcmp(ea->text, eb->text));
+	if (ea->loc != eb->loc)
+		return (ea->loc < eb->loc ? -1 : 1);
+	return (profile_natcmp(ea->text, eb->text));
+}
+
+/* -------------------------------------------------------------------------
+ * The files of a load.
+ */
+
+/* Directory part of a path, as a base for relative ones; NULL: ".". */
+static char *
+profile_dirname(const char *path)
+{
+	char	*dir, *slash;
+
+	dir = xstrdup(path);
+	if ((slash = strrchr(dir, '/')) == NULL) {
+		free(dir);
+		return (NULL);
+	}
+	if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	return (dir);
+}
+
+/* Register a file; returns its index, or -1 if there are too many. */
+static int
+profile_file_add(struct profile_ctx *ctx, enum profile_file_kind kind,
+    const char *name, const char *key)
+{
+	struct profile_file	*f;
+
+	if (ctx->nfiles == PROFILE_FILES_MAX)
+		return (-1);
+	f = &ctx->files[ctx->nfiles];
+	memset(f, 0, sizeof *f);
+	f->kind = kind;
+	f->name = xstrdup(name);
+	f->key = xstrdup(key);
+	if (kind == PROFILE_FILE_DISK) {
+		xasprintf(&f->chunkname, "@%s", name);
+		f->dir = profile_dirname(name);
+	} else
+		xasprintf(&f->chunkname, "=%s", name);
+	return (ctx->nfiles++);
+}
+
+/* How Lua will shorten this file's name in its messages. */
+static int
+profile_file_short_src(lua_State *L, struct profile_file *f)
+{
+	lua_Debug	ar;
+
+	if (luaL_loadbufferx(L, "", 0, f->chunkname, "t") != LUA_OK)
+		return (-1);
+	lua_getinfo(L, ">S", &ar);
+	snprintf(f->short_src, sizeof f->short_src, "%s", ar.short_src);
+	return (0);
+}
+
+/* The file a running function comes from, or -1 if not one of ours. */
+static int
+profile_file_of(struct profile_ctx *ctx, const char *source)
+{
+	int	i;
+
+	if (source == NULL)
+		return (-1);
+	if (ctx->last_file < ctx->nfiles &&
+	    strcmp(ctx->files[ctx->last_file].chunkname, source) == 0)
+		return (ctx->last_file);
+	for (i = 0; i < ctx->nfiles; i++) {
+		if (strcmp(ctx->files[i].chunkname, source) == 0) {
+			ctx->last_file = i;
+			return (i);
+		}
+	}
+	return (-1);
+}
+
+static void
+profile_files_free(struct profile_ctx *ctx)
+{
+	int	i;
+
+	for (i = 0; i < ctx->nfiles; i++) {
+		free(ctx->files[i].name);
+		free(ctx->files[i].chunkname);
+		free(ctx->files[i].dir);
+		free(ctx->files[i].key);
+	}
+	ctx->nfiles = 0;
 }
 
 /* -------------------------------------------------------------------------
@@ -267,12 +711,13 @@ profile_error_cmp(const void *a, const void *b)
  *   and a line event comes whenever a new line starts (or a loop jumps
  *   back). So at each event, a string key that has appeared in a table, or
  *   whose value has changed, since the previous event was set on the line
- *   that was running: ctx->line.
+ *   that was running: ctx->loc (a file of the load and a line in it).
  * - The tables looked at are those in the registers of the profile's
- *   active Lua functions, temporaries included (lua_getlocal names them
- *   "(temporary)"): a table constructor fills a register, a local or an
- *   argument is in one. A return event does the same for the returning
- *   function, then moves ctx->line back to the caller's line.
+ *   active Lua functions (of any of its files), temporaries included
+ *   (lua_getlocal names them "(temporary)"): a table constructor fills a
+ *   register, a local or an argument is in one. A return event does the
+ *   same for the returning function, then moves ctx->loc back to the
+ *   caller's line.
  * - What was seen is kept beside each table, in a weak-keyed registry
  *   table: per table, its first line and, per key, the value and line.
  *
@@ -287,7 +732,7 @@ profile_error_cmp(const void *a, const void *b)
 
 /* Push the shadow of the table at idx, creating it if create is set. */
 static int
-profile_shadow(lua_State *L, int idx, int line, int create)
+profile_shadow(lua_State *L, int idx, int loc, int create)
 {
 	idx = lua_absindex(L, idx);
 	lua_rawgetp(L, LUA_REGISTRYINDEX, &profile_key_track);
@@ -301,17 +746,35 @@ profile_shadow(lua_State *L, int idx, int line, int create)
 		return (0);
 	lua_rawgetp(L, LUA_REGISTRYINDEX, &profile_key_track);
 	lua_createtable(L, 3, 0);
-	lua_newtable(L);		/* [1]: key -> line */
+	lua_newtable(L);		/* [1]: key -> loc */
 	lua_rawseti(L, -2, 1);
 	lua_newtable(L);		/* [2]: key -> value */
 	lua_rawseti(L, -2, 2);
-	lua_pushinteger(L, line);	/* [3]: first seen */
+	lua_pushinteger(L, loc);	/* [3]: first seen */
 	lua_rawseti(L, -2, 3);
 	lua_pushvalue(L, idx);
 	lua_pushvalue(L, -2);
 	lua_rawset(L, -4);
 	lua_remove(L, -2);
 	return (1);
+}
+
+/* Record that key (a string) of the table at t got value (top) at loc. */
+static void
+profile_shadow_set(lua_State *L, int t, const char *key, int loc)
+{
+	int	v = lua_gettop(L);
+
+	t = lua_absindex(L, t);
+	profile_shadow(L, t, loc, 1);
+	lua_rawgeti(L, -1, 1);
+	lua_pushinteger(L, loc);
+	lua_setfield(L, -2, key);
+	lua_pop(L, 1);
+	lua_rawgeti(L, -1, 2);
+	lua_pushvalue(L, v);
+	lua_setfield(L, -2, key);
+	lua_settop(L, v);
 }
 
 /* Raw equality, except that NaN is the same as NaN. */
@@ -327,16 +790,16 @@ profile_same(lua_State *L, int a, int b)
 
 /* Note the string keys of the table at idx that are new or changed. */
 static void
-profile_track_table(lua_State *L, int idx, int line)
+profile_track_table(lua_State *L, int idx, int loc)
 {
-	int	top = lua_gettop(L), lines, values, n = 0;
+	int	top = lua_gettop(L), locs, values, n = 0;
 
 	idx = lua_absindex(L, idx);
-	if (line <= 0 || !lua_checkstack(L, 10))
+	if (loc <= 0 || !lua_checkstack(L, 10))
 		return;
-	profile_shadow(L, idx, line, 1);
+	profile_shadow(L, idx, loc, 1);
 	lua_rawgeti(L, -1, 1);
-	lines = lua_gettop(L);
+	locs = lua_gettop(L);
 	lua_rawgeti(L, -2, 2);
 	values = lua_gettop(L);
 	lua_pushnil(L);
@@ -349,8 +812,8 @@ profile_track_table(lua_State *L, int idx, int line)
 				lua_pushvalue(L, -3);
 				lua_rawset(L, values);
 				lua_pushvalue(L, -3);
-				lua_pushinteger(L, line);
-				lua_rawset(L, lines);
+				lua_pushinteger(L, loc);
+				lua_rawset(L, locs);
 			}
 			lua_pop(L, 1);
 		}
@@ -368,13 +831,13 @@ profile_track_stack(lua_State *L, struct profile_ctx *ctx, int top0)
 	lua_Debug	d;
 	int		level, n;
 
-	if (ctx->line <= 0)
+	if (ctx->loc <= 0)
 		return;
 	for (level = 0; level < PROFILE_TRACK_LEVELS; level++) {
 		if (!lua_getstack(L, level, &d))
 			break;
 		if (!lua_getinfo(L, "S", &d) ||
-		    strcmp(d.source, ctx->chunkname) != 0)
+		    profile_file_of(ctx, d.source) < 0)
 			continue;
 		/*
 		 * In a hook, level 0's registers run up to the stack top at
@@ -384,39 +847,65 @@ profile_track_stack(lua_State *L, struct profile_ctx *ctx, int top0)
 			if (lua_getlocal(L, &d, n) == NULL)
 				break;
 			if (lua_type(L, -1) == LUA_TTABLE)
-				profile_track_table(L, -1, ctx->line);
+				profile_track_table(L, -1, ctx->loc);
 			lua_pop(L, 1);
 		}
 	}
 }
 
-/* The line where key of the table at idx was set; 0 if unknown. */
+/* Where key of the table at idx was set; 0 if unknown. */
 static int
-profile_key_line(lua_State *L, int idx, const char *key)
+profile_key_loc(lua_State *L, int idx, const char *key)
 {
-	int	line = 0;
+	int	loc = 0;
 
 	if (!profile_shadow(L, idx, 0, 0))
 		return (0);
 	lua_rawgeti(L, -1, 1);
 	if (lua_getfield(L, -1, key) == LUA_TNUMBER)
-		line = (int)lua_tointeger(L, -1);
+		loc = (int)lua_tointeger(L, -1);
 	lua_pop(L, 3);
-	return (line);
+	return (loc);
 }
 
-/* The line where the table at idx was first seen; 0 if unknown. */
+/*
+ * Where an item table ({ host = ..., mode = ... } in a list) was written:
+ * its first field's line. Lua gives a constructor the line of the token
+ * before its '{', so the table's own first line may be the one above.
+ */
 static int
-profile_table_line(lua_State *L, int idx)
+profile_item_loc(lua_State *L, int idx, int fallback)
 {
-	int	line = 0;
+	int	loc = 0, l;
+
+	if (!profile_shadow(L, idx, 0, 0))
+		return (fallback);
+	lua_rawgeti(L, -1, 1);
+	lua_pushnil(L);
+	while (lua_next(L, -2) != 0) {
+		l = (int)lua_tointeger(L, -1);
+		if (l > 0 && (loc == 0 || l < loc))
+			loc = l;
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 2);
+	if (loc == 0 || PROFILE_LOC_FILE(loc) != PROFILE_LOC_FILE(fallback))
+		return (fallback);
+	return (loc);
+}
+
+/* Where the table at idx was first seen; 0 if unknown. */
+static int
+profile_table_loc(lua_State *L, int idx)
+{
+	int	loc = 0;
 
 	if (!profile_shadow(L, idx, 0, 0))
 		return (0);
 	if (lua_rawgeti(L, -1, 3) == LUA_TNUMBER)
-		line = (int)lua_tointeger(L, -1);
+		loc = (int)lua_tointeger(L, -1);
 	lua_pop(L, 2);
-	return (line);
+	return (loc);
 }
 
 /* -------------------------------------------------------------------------
@@ -426,12 +915,7 @@ profile_table_line(lua_State *L, int idx)
 static __attribute__((noreturn)) void
 profile_timeout(lua_State *L, struct profile_ctx *ctx)
 {
-	if (!ctx->timed_out) {
-		ctx->timed_out = 1;
-		ctx->timeout_line = ctx->line;
-		/* From now on stop at every instruction, pcall or not. */
-		lua_sethook(L, lua_gethook(L), LUA_MASKCOUNT, 1);
-	}
+	profile_set_timed_out(ctx);
 	lua_pushfstring(L, "profile ran for more than %d s",
 	    PROFILE_TIME_LIMIT);
 	lua_error(L);
@@ -444,7 +928,7 @@ profile_hook_cb(lua_State *L, lua_Debug *ar)
 {
 	struct profile_ctx	*ctx = profile_ctx(L);
 	lua_Debug		 caller;
-	int			 top = lua_gettop(L), ours;
+	int			 top = lua_gettop(L), f, loc;
 
 	/* The clock is read every PROFILE_HOOK_COUNT instructions. */
 	if (ar->event == LUA_HOOKCOUNT) {
@@ -453,24 +937,25 @@ profile_hook_cb(lua_State *L, lua_Debug *ar)
 			profile_timeout(L, ctx);
 		return;
 	}
-	if (ar->event == LUA_HOOKLINE && ar->currentline == ctx->line)
-		return;		/* a loop on one line */
-
-	ours = lua_getinfo(L, "S", ar) &&
-	    strcmp(ar->source, ctx->chunkname) == 0;
+	if (!lua_getinfo(L, "S", ar))
+		return;
+	f = profile_file_of(ctx, ar->source);
 	if (ar->event == LUA_HOOKLINE) {
-		if (ours) {
-			profile_track_stack(L, ctx, top);
-			ctx->line = ar->currentline;
-		}
+		if (f < 0)
+			return;
+		loc = PROFILE_LOC(f, ar->currentline);
+		if (loc == ctx->loc)
+			return;		/* a loop on one line */
+		profile_track_stack(L, ctx, top);
+		ctx->loc = loc;
 		return;
 	}
-	if (ours)
+	if (f >= 0)
 		profile_track_stack(L, ctx, top);
 	if (lua_getstack(L, 1, &caller) && lua_getinfo(L, "Sl", &caller) &&
-	    strcmp(caller.source, ctx->chunkname) == 0 &&
-	    caller.currentline > 0)
-		ctx->line = caller.currentline;
+	    caller.currentline > 0 &&
+	    (f = profile_file_of(ctx, caller.source)) >= 0)
+		ctx->loc = PROFILE_LOC(f, caller.currentline);
 }
 
 /* Message handler: keep the traceback for the log, return the message. */
@@ -489,41 +974,173 @@ profile_msgh_cb(lua_State *L)
 	return (1);
 }
 
+/*
+ * A message from Lua, "SHORT_SRC:LINE: text", with the file's whole name
+ * put back (Lua shortens long ones). Returns 0 if it names no file of ours.
+ */
+static int
+profile_lua_message(struct profile_ctx *ctx, const char *msg)
+{
+	struct profile_file	*f;
+	const char		*p;
+	char			*text, *end;
+	size_t			 n;
+	long			 line;
+	int			 i;
+
+	for (i = 0; i < ctx->nfiles; i++) {
+		f = &ctx->files[i];
+		n = strlen(f->short_src);
+		if (n == 0 || strncmp(msg, f->short_src, n) != 0 ||
+		    msg[n] != ':')
+			continue;
+		p = msg + n + 1;
+		line = 0;
+		if (isdigit((unsigned char)*p)) {
+			line = strtol(p, &end, 10);
+			if (*end != ':' || line < 0 || line > 0xffffff)
+				continue;
+			p = end + 1;
+		}
+		while (*p == ' ')
+			p++;
+		if (f->kind == PROFILE_FILE_CMDLINE || line == 0)
+			xasprintf(&text, "%s: %s", f->name, p);
+		else
+			xasprintf(&text, "%s:%ld: %s", f->name, line, p);
+		profile_add_error(ctx, PROFILE_LOC(i, line), text);
+		return (1);
+	}
+	return (0);
+}
+
 /* Turn a failed lua_pcall's status and error object into a message. */
 static void
 profile_lua_error(struct profile_ctx *ctx, lua_State *L, int status)
 {
 	const char	*msg;
-	size_t		 n = strlen(ctx->short_src);
 
 	if (ctx->traceback != NULL)
 		log_debug("%s", ctx->traceback);
-	if (status == LUA_ERRMEM || (status == LUA_ERRERR && ctx->mem_failed)) {
-		profile_error(ctx, ctx->line, "profile needs more than %zu MiB "
-		    "of memory", PROFILE_MEMORY_LIMIT >> 20);
-		return;
-	}
+	msg = lua_tostring(L, -1);
 	if (ctx->timed_out) {
-		profile_error(ctx, ctx->timeout_line, "profile ran for more "
+		profile_error(ctx, ctx->timeout_loc, "profile ran for more "
 		    "than %d s; is there an endless loop?", PROFILE_TIME_LIMIT);
 		return;
 	}
-	if ((msg = lua_tostring(L, -1)) == NULL) {
-		profile_error(ctx, ctx->line, "profile raised an error that is "
+	if (status == LUA_ERRMEM || (status == LUA_ERRERR && ctx->mem_failed) ||
+	    (ctx->mem_failed && msg != NULL &&
+	    strstr(msg, "not enough memory") != NULL)) {
+		profile_error(ctx, ctx->loc, "profile needs more than %zu MiB "
+		    "of memory", PROFILE_MEMORY_LIMIT >> 20);
+		return;
+	}
+	if (msg == NULL) {
+		profile_error(ctx, ctx->loc, "profile raised an error that is "
 		    "%s, not a message", luaL_typename(L, -1));
 		return;
 	}
-	/* Lua shortens long chunk names: put the whole path back. */
-	if (n > 0 && strncmp(msg, ctx->short_src, n) == 0 && msg[n] == ':') {
-		ctx->errs = xreallocarray(ctx->errs, ctx->nerrs + 1,
-		    sizeof *ctx->errs);
-		ctx->errs[ctx->nerrs].line = 0;
-		xasprintf(&ctx->errs[ctx->nerrs].text, "%s%s", ctx->path,
-		    msg + n);
-		ctx->nerrs++;
-		return;
+	if (!profile_lua_message(ctx, msg))
+		profile_error(ctx, ctx->loc, "%s", msg);
+}
+
+/* -------------------------------------------------------------------------
+ * The last resort. A C function that never returns to Lua (string.find
+ * with a pattern that backtracks over a long string) cannot be stopped by
+ * a hook. Past the time limit and a grace period, SIGALRM ends qsup with
+ * the profile's FILE:LINE: nothing has been started yet when a profile is
+ * loaded. (A long-lived process should load untrusted profiles in a child.)
+ */
+
+static struct profile_ctx *volatile	profile_watched;
+static struct sigaction			profile_watch_old_sa;
+static struct itimerval			profile_watch_old_it;
+
+static size_t
+profile_watch_add(char *buf, size_t len, size_t size, const char *s)
+{
+	while (*s != '\0' && len < size)
+		buf[len++] = *s++;
+	return (len);
+}
+
+/* Async-signal-safe: write(2) and _exit(2) only. */
+static void
+profile_watchdog_cb(int sig)
+{
+	struct profile_ctx	*ctx = profile_watched;
+	char			 msg[512], num[16];
+	size_t			 len = 0, i = sizeof num;
+	int			 f, line;
+
+	(void)sig;
+	if (ctx == NULL)
+		_exit(QSUP_EXIT_ERROR);
+	f = PROFILE_LOC_FILE(ctx->loc);
+	line = PROFILE_LOC_LINE(ctx->loc);
+	len = profile_watch_add(msg, len, sizeof msg, f < ctx->nfiles ?
+	    ctx->files[f].name : ctx->path);
+	if (line > 0) {
+		num[--i] = '\0';
+		do
+			num[--i] = (char)('0' + line % 10);
+		while ((line /= 10) > 0 && i > 0);
+		len = profile_watch_add(msg, len, sizeof msg, ":");
+		len = profile_watch_add(msg, len, sizeof msg, num + i);
 	}
-	profile_error(ctx, ctx->line, "%s", msg);
+	len = profile_watch_add(msg, len, sizeof msg, ": profile ran for "
+	    "more than 1 s, stuck in a library function (a string pattern "
+	    "that backtracks?); qsup stops\n");
+	(void)!write(STDERR_FILENO, msg, len);
+	_exit(QSUP_EXIT_ERROR);
+}
+
+/* Arm the watchdog for what is left of the time limit, and the grace. */
+static void
+profile_watch(struct profile_ctx *ctx)
+{
+	struct sigaction	sa;
+	struct itimerval	it;
+	double			left = ctx->deadline - util_now() +
+	    PROFILE_HARD_GRACE;
+
+	if (left < 0.01)
+		left = 0.01;
+	memset(&it, 0, sizeof it);
+	it.it_value.tv_sec = (time_t)left;
+	it.it_value.tv_usec = (suseconds_t)((left - (double)(time_t)left) *
+	    1e6);
+	if (profile_watched == NULL) {
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = profile_watchdog_cb;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGALRM, &sa, &profile_watch_old_sa);
+		profile_watched = ctx;
+		setitimer(ITIMER_REAL, &it, &profile_watch_old_it);
+	} else
+		setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void
+profile_unwatch(void)
+{
+	if (profile_watched == NULL)
+		return;
+	setitimer(ITIMER_REAL, &profile_watch_old_it, NULL);
+	sigaction(SIGALRM, &profile_watch_old_sa, NULL);
+	profile_watched = NULL;
+}
+
+/* While facts are measured: their time is not the profile's. */
+static void
+profile_watch_pause(void)
+{
+	struct itimerval	it;
+
+	if (profile_watched == NULL)
+		return;
+	memset(&it, 0, sizeof it);
+	setitimer(ITIMER_REAL, &it, NULL);
 }
 
 /* -------------------------------------------------------------------------
@@ -536,6 +1153,7 @@ profile_print_cb(lua_State *L)
 {
 	struct profile_ctx	*ctx = profile_ctx(L);
 	luaL_Buffer		 b;
+	char			*where;
 	int			 i, n = lua_gettop(L);
 
 	luaL_buffinit(L, &b);
@@ -546,7 +1164,9 @@ profile_print_cb(lua_State *L)
 		luaL_addvalue(&b);
 	}
 	luaL_pushresult(&b);
-	log_info("%s:%d: %s", ctx->path, ctx->line, lua_tostring(L, -1));
+	where = profile_loc_text(ctx, ctx->loc);
+	log_info("%s: %s", where, lua_tostring(L, -1));
+	free(where);
 	return (0);
 }
 
@@ -617,6 +1237,45 @@ profile_setmetatable_cb(lua_State *L)
 	return (1);
 }
 
+/*
+ * string.rep(s, n, sep): "" at once when there is nothing to repeat. Lua
+ * would loop n times copying nothing, where no hook can stop it.
+ */
+static int
+profile_rep_cb(lua_State *L)
+{
+	size_t		l, lsep;
+	lua_Integer	n;
+
+	(void)luaL_checklstring(L, 1, &l);
+	n = luaL_checkinteger(L, 2);
+	(void)luaL_optlstring(L, 3, "", &lsep);
+	if (n <= 0 || l + lsep == 0) {
+		lua_pushliteral(L, "");
+		return (1);
+	}
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_insert(L, 1);
+	lua_call(L, lua_gettop(L) - 1, 1);
+	return (1);
+}
+
+/* table.move(a1, f, e, t, a2): not billions of elements, in C. */
+static int
+profile_move_cb(lua_State *L)
+{
+	lua_Integer	f = luaL_checkinteger(L, 2);
+	lua_Integer	e = luaL_checkinteger(L, 3);
+
+	if (e >= f && (lua_Unsigned)e - (lua_Unsigned)f >= (1U << 24))
+		return (luaL_error(L, "table.move: more than %d elements",
+		    1 << 24));
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_insert(L, 1);
+	lua_call(L, lua_gettop(L) - 1, 1);
+	return (1);
+}
+
 /* sandbox{...}: the other way to give the settings. */
 static int
 profile_sandbox_cb(lua_State *L)
@@ -628,9 +1287,298 @@ profile_sandbox_cb(lua_State *L)
 	if (lua_rawgetp(L, LUA_REGISTRYINDEX, &profile_key_sandbox) != LUA_TNIL)
 		return (luaL_error(L, "sandbox{} is called twice"));
 	lua_pop(L, 1);
-	profile_track_table(L, 1, ctx->line);
+	profile_track_table(L, 1, ctx->loc);
 	lua_pushvalue(L, 1);
 	lua_rawsetp(L, LUA_REGISTRYINDEX, &profile_key_sandbox);
+	return (1);
+}
+
+/* Raise "WHERE: msg" at the Lua function calling us, freeing msg. */
+static __attribute__((noreturn)) void
+profile_raise(lua_State *L, char *msg)
+{
+	luaL_where(L, 1);
+	lua_pushstring(L, msg);
+	free(msg);
+	lua_concat(L, 2);
+	lua_error(L);
+	abort();	/* not reached */
+}
+
+/* The profile file that called the running C function. */
+static int
+profile_caller_file(lua_State *L, struct profile_ctx *ctx)
+{
+	lua_Debug	ar;
+	int		level, f;
+
+	for (level = 1; level < PROFILE_TRACK_LEVELS; level++) {
+		if (!lua_getstack(L, level, &ar))
+			break;
+		if (lua_getinfo(L, "S", &ar) &&
+		    (f = profile_file_of(ctx, ar.source)) >= 0)
+			return (f);
+	}
+	return (ctx->depth > 0 ? ctx->stack[ctx->depth - 1] : 0);
+}
+
+static const char *
+profile_builtin(const char *name)
+{
+	size_t	i, len = strlen(name);
+
+	if (len > 4 && strcmp(name + len - 4, ".lua") == 0)
+		len -= 4;
+	for (i = 0; i < PROFILE_NBUILTINS; i++) {
+		if (strlen(profile_builtins[i].name) == len &&
+		    strncmp(profile_builtins[i].name, name, len) == 0)
+			return (profile_builtins[i].text);
+	}
+	return (NULL);
+}
+
+static void
+profile_builtin_names(struct buf *b)
+{
+	size_t	i;
+
+	for (i = 0; i < PROFILE_NBUILTINS; i++)
+		buf_printf(b, "%s%s", i == 0 ? "" : ", ",
+		    profile_builtins[i].name);
+}
+
+/*
+ * Find what include(name) in file `from` means and read it: a file of the
+ * same tree, or a built-in profile. Returns its index and text (to free),
+ * or -1 and *cause.
+ */
+static int
+profile_include_open(struct profile_ctx *ctx, int from, const char *name,
+    char **text, size_t *len, char **cause)
+{
+	struct profile_file	*ff = &ctx->files[from];
+	struct buf		 b = { 0 };
+	struct stat		 sb;
+	const char		*builtin, *asked = name;
+	char			*path = NULL, *real = NULL, *key = NULL;
+	char			*shown = NULL;
+	size_t			 n = strlen(name), rootlen;
+	int			 i, d, fi = -1;
+
+	*text = NULL;
+	*cause = NULL;
+	if (n == 0 || n >= PATH_MAX) {
+		xasprintf(cause, "include(): give the name of a profile");
+		return (-1);
+	}
+	if (strncmp(name, "builtin:", 8) == 0 ||
+	    ff->kind == PROFILE_FILE_BUILTIN) {
+		if (strncmp(name, "builtin:", 8) == 0)
+			name += 8;
+		if ((builtin = profile_builtin(name)) == NULL) {
+			profile_builtin_names(&b);
+			xasprintf(cause, "include(\"%s\"): no such built-in "
+			    "profile (they are %s)", asked, b.data);
+			buf_free(&b);
+			return (-1);
+		}
+		n = strlen(name);
+		if (n > 4 && strcmp(name + n - 4, ".lua") == 0)
+			n -= 4;
+		xasprintf(&key, "builtin:%.*s", (int)n, name);
+		shown = xstrdup(key);
+		*text = xstrdup(builtin);
+		*len = strlen(builtin);
+	} else if (ff->kind == PROFILE_FILE_CMDLINE) {
+		xasprintf(cause, "include() is for profiles, not --set");
+		return (-1);
+	} else {
+		if (name[0] == '/') {
+			xasprintf(cause, "include(\"%s\"): name a profile of "
+			    "the same directory tree, relative to this one",
+			    name);
+			return (-1);
+		}
+		xasprintf(&path, "%s%s%s%s", ff->dir == NULL ? "" : ff->dir,
+		    ff->dir == NULL || ff->dir[strlen(ff->dir) - 1] == '/' ?
+		    "" : "/", name, n > 4 && strcmp(name + n - 4, ".lua") == 0 ?
+		    "" : ".lua");
+		if ((real = realpath(path, NULL)) == NULL) {
+			xasprintf(cause, "include(\"%s\"): %s: %s", name, path,
+			    strerror(errno));
+			goto fail;
+		}
+		rootlen = strlen(ctx->root);
+		if (strcmp(ctx->root, "/") != 0 &&
+		    (strncmp(real, ctx->root, rootlen) != 0 ||
+		    real[rootlen] != '/')) {
+			xasprintf(cause, "include(\"%s\"): %s is outside %s, "
+			    "the profile's directory tree", name, path,
+			    ctx->files[0].dir == NULL ? "." :
+			    ctx->files[0].dir);
+			goto fail;
+		}
+		if (stat(real, &sb) == -1 || !S_ISREG(sb.st_mode)) {
+			xasprintf(cause, "include(\"%s\"): %s: not a regular "
+			    "file", name, path);
+			goto fail;
+		}
+		if ((*text = util_read_file(real, len, PROFILE_FILE_MAX)) ==
+		    NULL) {
+			xasprintf(cause, "include(\"%s\"): %s: %s", name, path,
+			    errno == EFBIG ? "too large" : strerror(errno));
+			goto fail;
+		}
+		key = real;
+		real = NULL;
+		shown = path;
+		path = NULL;
+	}
+
+	for (d = 0; d < ctx->depth; d++) {
+		if (strcmp(ctx->files[ctx->stack[d]].key, key) != 0)
+			continue;
+		for (i = d; i < ctx->depth; i++)
+			buf_printf(&b, "%s -> ",
+			    ctx->files[ctx->stack[i]].name);
+		xasprintf(cause, "include cycle: %s%s", b.data, shown);
+		buf_free(&b);
+		goto done;
+	}
+	if (ctx->depth == PROFILE_DEPTH_MAX) {
+		xasprintf(cause, "includes nest more than %d deep",
+		    PROFILE_DEPTH_MAX);
+		goto done;
+	}
+	for (i = 0; i < ctx->nfiles; i++) {
+		if (strcmp(ctx->files[i].key, key) == 0) {
+			fi = i;
+			goto done;
+		}
+	}
+	fi = profile_file_add(ctx, ff->kind == PROFILE_FILE_BUILTIN ||
+	    strncmp(key, "builtin:", 8) == 0 ? PROFILE_FILE_BUILTIN :
+	    PROFILE_FILE_DISK, shown, key);
+	if (fi == -1)
+		xasprintf(cause, "more than %d files in one profile",
+		    PROFILE_FILES_MAX);
+done:
+	free(key);
+	free(shown);
+	if (fi == -1) {
+		free(*text);
+		*text = NULL;
+	}
+	return (fi);
+fail:
+	free(path);
+	free(real);
+	return (-1);
+}
+
+/* Run the profile include(name) names; push the settings it gives. */
+static void
+profile_include(lua_State *L, struct profile_ctx *ctx, const char *name)
+{
+	char	*text, *cause;
+	size_t	 len;
+	int	 fi, saved_loc, status, sv;
+
+	fi = profile_include_open(ctx, profile_caller_file(L, ctx), name,
+	    &text, &len, &cause);
+	if (fi == -1)
+		profile_raise(L, cause);
+	if (ctx->files[fi].short_src[0] == '\0' &&
+	    profile_file_short_src(L, &ctx->files[fi]) == -1) {
+		free(text);
+		lua_error(L);
+	}
+	status = luaL_loadbufferx(L, text, len, ctx->files[fi].chunkname, "t");
+	free(text);
+	if (status != LUA_OK)
+		lua_error(L);
+
+	/* Its own sandbox{}: set aside the includer's. */
+	lua_rawgetp(L, LUA_REGISTRYINDEX, &profile_key_sandbox);
+	lua_insert(L, -2);		/* saved, chunk */
+	sv = lua_gettop(L) - 1;
+	lua_pushnil(L);
+	lua_rawsetp(L, LUA_REGISTRYINDEX, &profile_key_sandbox);
+
+	ctx->stack[ctx->depth++] = fi;
+	saved_loc = ctx->loc;
+	status = lua_pcall(L, 0, 1, 0);
+	ctx->depth--;
+	ctx->loc = saved_loc;
+
+	lua_rawgetp(L, LUA_REGISTRYINDEX, &profile_key_sandbox);
+	lua_pushvalue(L, sv);
+	lua_rawsetp(L, LUA_REGISTRYINDEX, &profile_key_sandbox);
+	if (status != LUA_OK) {
+		lua_pop(L, 1);
+		lua_error(L);		/* the error, as it came */
+	}
+	/* saved, result, sandbox */
+	if (!lua_isnil(L, -2) && !lua_isnil(L, -1) && !lua_rawequal(L, -1, -2))
+		profile_raise(L, xstrdup("the included profile both calls "
+		    "sandbox{} and returns a value"));
+	if (lua_isnil(L, -2))
+		lua_remove(L, -2);
+	else
+		lua_pop(L, 1);
+	lua_remove(L, sv);
+	if (lua_isnil(L, -1)) {
+		xasprintf(&cause, "%s gives no settings",
+		    ctx->files[fi].name);
+		profile_raise(L, cause);
+	}
+	if (!lua_istable(L, -1)) {
+		xasprintf(&cause, "%s returns a %s, not a table of settings",
+		    ctx->files[fi].name, luaL_typename(L, -1));
+		profile_raise(L, cause);
+	}
+}
+
+/* include(NAME): the settings of another profile, to change or return. */
+static int
+profile_include_cb(lua_State *L)
+{
+	struct profile_ctx	*ctx = profile_ctx(L);
+	const char		*name = luaL_checkstring(L, 1);
+
+	lua_settop(L, 1);
+	profile_include(L, ctx, name);
+	return (1);
+}
+
+/* extend(NAME, {...}): include(NAME) with these settings replaced. */
+static int
+profile_extend_cb(lua_State *L)
+{
+	struct profile_ctx	*ctx = profile_ctx(L);
+	const char		*name = luaL_checkstring(L, 1);
+	int			 tloc, loc;
+
+	luaL_checktype(L, 2, LUA_TTABLE);
+	lua_settop(L, 2);
+	profile_track_table(L, 2, ctx->loc);
+	if ((tloc = profile_table_loc(L, 2)) == 0)
+		tloc = ctx->loc;
+	profile_include(L, ctx, name);		/* 3 */
+	lua_pushnil(L);
+	while (lua_next(L, 2) != 0) {
+		lua_pushvalue(L, -2);
+		lua_pushvalue(L, -2);
+		lua_rawset(L, 3);
+		if (lua_type(L, -2) == LUA_TSTRING) {
+			if ((loc = profile_key_loc(L, 2,
+			    lua_tostring(L, -2))) == 0)
+				loc = tloc;
+			profile_shadow_set(L, 3, lua_tostring(L, -2), loc);
+		}
+		lua_pop(L, 1);
+	}
+	lua_settop(L, 3);
 	return (1);
 }
 
@@ -648,41 +1596,87 @@ profile_qsup_env_cb(lua_State *L)
 	return (1);
 }
 
-static long
-profile_host_cpus(void)
+static void
+profile_set_string(lua_State *L, const char *name, const char *value)
 {
-	cpu_set_t	set;
-	long		n;
+	if (value == NULL)
+		return;
+	lua_pushstring(L, value);
+	lua_setfield(L, -2, name);
+}
 
-	if (sched_getaffinity(0, sizeof set, &set) == 0 &&
-	    (n = CPU_COUNT(&set)) > 0)
-		return (n);
-	if ((n = sysconf(_SC_NPROCESSORS_ONLN)) > 0)
-		return (n);
+/*
+ * The facts that cost something, computed when a profile first reads them:
+ * qsup.kvm and qsup.kvm_why (a probe boot, the first time on a host) and
+ * qsup.python. The time they take is not the profile's.
+ */
+static int
+profile_qsup_index_cb(lua_State *L)
+{
+	struct profile_ctx	*ctx = profile_ctx(L);
+	struct facts_python	 py;
+	const char		*key = lua_tostring(L, 2);
+	char			*why = NULL;
+	double			 t0 = util_now();
+	int			 ok;
+
+	if (key == NULL)
+		return (0);
+	profile_watch_pause();
+	if ((strcmp(key, "kvm") == 0 || strcmp(key, "kvm_why") == 0) &&
+	    !ctx->kvm_done) {
+		ctx->kvm_done = 1;
+		ok = facts_kvm(&why);
+		lua_pushboolean(L, ok);
+		lua_setfield(L, 1, "kvm");
+		lua_pushstring(L, why != NULL ? why : "");
+		free(why);
+		lua_setfield(L, 1, "kvm_why");
+	} else if (strcmp(key, "python") == 0 && !ctx->python_done) {
+		ctx->python_done = 1;
+		if (facts_python(&py) == 0) {
+			lua_createtable(L, 0, 5);
+			profile_set_string(L, "path", py.path);
+			profile_set_string(L, "executable", py.executable);
+			profile_set_string(L, "version", py.version);
+			profile_set_string(L, "prefix", py.prefix);
+			profile_set_string(L, "venv", py.venv);
+			facts_python_free(&py);
+			lua_setfield(L, 1, "python");
+		}
+	} else {
+		profile_watch(ctx);
+		return (0);
+	}
+	ctx->deadline += util_now() - t0;
+	profile_watch(ctx);
+	lua_rawget(L, 1);
 	return (1);
 }
 
 static void
 profile_push_qsup(lua_State *L)
 {
-	struct utsname	u;
-	long		pages, size;
+	char	cwd[PATH_MAX];
 
-	lua_createtable(L, 0, 4);
-	if (uname(&u) == 0)
-		lua_pushstring(L, u.machine);
-	else
-		lua_pushliteral(L, "unknown");
-	lua_setfield(L, -2, "arch");
-	lua_pushinteger(L, profile_host_cpus());
+	lua_createtable(L, 0, 12);
+	profile_set_string(L, "arch", facts_arch());
+	profile_set_string(L, "triplet", facts_triplet());
+	profile_set_string(L, "glibc", facts_glibc());
+	lua_pushinteger(L, facts_cpus());
 	lua_setfield(L, -2, "cpus");
-	pages = sysconf(_SC_PHYS_PAGES);
-	size = sysconf(_SC_PAGESIZE);
-	lua_pushinteger(L, pages > 0 && size > 0 ?
-	    (lua_Integer)((uint64_t)pages * (uint64_t)size / PROFILE_MIB) : 0);
+	lua_pushinteger(L, (lua_Integer)facts_memory_mib());
 	lua_setfield(L, -2, "memory_mib");
+	lua_pushboolean(L, facts_in_container());
+	lua_setfield(L, -2, "in_container");
+	if (getcwd(cwd, sizeof cwd) != NULL)
+		profile_set_string(L, "cwd", cwd);
 	lua_pushcfunction(L, profile_qsup_env_cb);
 	lua_setfield(L, -2, "env");
+	lua_createtable(L, 0, 1);
+	lua_pushcfunction(L, profile_qsup_index_cb);
+	lua_setfield(L, -2, "__index");
+	lua_setmetatable(L, -2);
 }
 
 /* Build the sandbox (run under lua_pcall: all of this may allocate). */
@@ -703,7 +1697,6 @@ profile_setup_cb(lua_State *L)
 	struct profile_ctx	*ctx = profile_ctx(L);
 	const luaL_Reg		*lib;
 	const char		**name;
-	lua_Debug		 ar;
 
 	for (lib = libs; lib->name != NULL; lib++) {
 		luaL_requiref(L, lib->name, lib->func, 1);
@@ -716,6 +1709,14 @@ profile_setup_cb(lua_State *L)
 	lua_getglobal(L, LUA_STRLIBNAME);
 	lua_pushnil(L);
 	lua_setfield(L, -2, "dump");
+	lua_getfield(L, -1, "rep");
+	lua_pushcclosure(L, profile_rep_cb, 1);
+	lua_setfield(L, -2, "rep");
+	lua_pop(L, 1);
+	lua_getglobal(L, LUA_TABLIBNAME);
+	lua_getfield(L, -1, "move");
+	lua_pushcclosure(L, profile_move_cb, 1);
+	lua_setfield(L, -2, "move");
 	lua_pop(L, 1);
 
 	lua_pushcfunction(L, profile_print_cb);
@@ -730,8 +1731,20 @@ profile_setup_cb(lua_State *L)
 	lua_setglobal(L, "setmetatable");
 	lua_pushcfunction(L, profile_sandbox_cb);
 	lua_setglobal(L, "sandbox");
+	lua_pushcfunction(L, profile_include_cb);
+	lua_setglobal(L, "include");
+	lua_pushcfunction(L, profile_extend_cb);
+	lua_setglobal(L, "extend");
 	profile_push_qsup(L);
 	lua_setglobal(L, "qsup");
+
+	/* What defaults see, whatever the profile did to its globals. */
+	lua_createtable(L, 0, 1);
+	lua_createtable(L, 0, 1);
+	lua_pushcfunction(L, profile_qsup_env_cb);
+	lua_setfield(L, -2, "env");
+	lua_setfield(L, -2, "qsup");
+	lua_rawsetp(L, LUA_REGISTRYINDEX, &profile_key_defenv);
 
 	lua_newtable(L);
 	lua_createtable(L, 0, 1);
@@ -740,11 +1753,8 @@ profile_setup_cb(lua_State *L)
 	lua_setmetatable(L, -2);
 	lua_rawsetp(L, LUA_REGISTRYINDEX, &profile_key_track);
 
-	/* How Lua will name this chunk in its messages. */
-	if (luaL_loadbufferx(L, "", 0, ctx->chunkname, "t") != LUA_OK)
+	if (profile_file_short_src(L, &ctx->files[0]) == -1)
 		return (lua_error(L));
-	lua_getinfo(L, ">S", &ar);
-	snprintf(ctx->short_src, sizeof ctx->short_src, "%s", ar.short_src);
 	return (0);
 }
 
@@ -800,28 +1810,50 @@ profile_distance(const char *a, const char *b)
 	return (best);
 }
 
-/* The setting a misspelt name probably meant, or NULL. */
+/* The name in names[] a misspelt one probably meant, or NULL. */
 static const char *
-profile_suggest(const char *name)
+profile_closest(const char *name, const char *const *names, size_t n)
 {
 	const char	*best = NULL;
 	size_t		 i, d, best_d = SIZE_MAX, len = strlen(name);
 
-	for (i = 0; i < PROFILE_NSETTINGS; i++) {
-		d = profile_distance(name, profile_schema[i].name);
+	for (i = 0; i < n; i++) {
+		d = profile_distance(name, names[i]);
 		if (d < best_d) {
 			best_d = d;
-			best = profile_schema[i].name;
+			best = names[i];
 		}
 	}
 	if (best_d <= 2 && best_d < len)
 		return (best);
 	/* "mem" for "memory". */
-	for (i = 0; i < PROFILE_NSETTINGS; i++) {
-		if (len >= 3 && strncmp(profile_schema[i].name, name, len) == 0)
-			return (profile_schema[i].name);
+	for (i = 0; i < n; i++) {
+		if (len >= 3 && strncmp(names[i], name, len) == 0)
+			return (names[i]);
 	}
 	return (NULL);
+}
+
+/* The setting a misspelt name probably meant, or NULL. */
+static const char *
+profile_suggest(const char *name)
+{
+	const char	*names[PROFILE_NSETTINGS];
+	size_t		 i;
+
+	/* The seed's "qemu.memory". */
+	if (strncmp(name, "qemu.", 5) == 0 && name[5] != '\0')
+		name += 5;
+	if (profile_setting_find(name) != NULL)
+		return (profile_setting_find(name)->name);
+	for (i = 0; i < sizeof profile_aliases / sizeof profile_aliases[0];
+	    i++) {
+		if (strcmp(profile_aliases[i].from, name) == 0)
+			return (profile_aliases[i].to);
+	}
+	for (i = 0; i < PROFILE_NSETTINGS; i++)
+		names[i] = profile_schema[i].name;
+	return (profile_closest(name, names, PROFILE_NSETTINGS));
 }
 
 /* "16M", "2G", "1T": a MiB count in the largest exact unit. */
@@ -836,26 +1868,49 @@ profile_show_mib(struct buf *b, uint64_t mib)
 		buf_printf(b, "%lluM", (unsigned long long)mib);
 }
 
+#define PROFILE_ACCEPTS_SHARE	"{ host = PATH, guest = PATH, mode = \"ro\" " \
+	"or \"rw\", ignore = { GLOB, ... } }"
+#define PROFILE_ACCEPTS_PORT	"a guest port (8080) or { guest = PORT, " \
+	"host = PORT or 0 (any free one), address = \"127.0.0.1\" }"
+#define PROFILE_ACCEPTS_RULE	"\"HOST[:PORT]\": a host name " \
+	"(\"*.example.org\" for names under it), an address or network " \
+	"(\"10.0.0.0/8\", \"[2001:db8::/32]\"), a port or range (\":443\", " \
+	"\":8000-8099\")"
+
 /* What a setting accepts, for messages and help. */
 static void
 profile_accepts(struct buf *b, const struct profile_setting *s)
 {
-	const struct profile_choice	*c;
+	const struct profile_choice	*c, *a;
+	int				 n = 0, i = 0;
 
 	switch (s->type) {
 	case PROFILE_T_BOOL:
 		buf_printf(b, "true or false");
 		break;
 	case PROFILE_T_CHOICE:
+		for (c = s->choices; c->name != NULL; c++)
+			n += !c->alias;
 		for (c = s->choices; c->name != NULL; c++) {
-			if (c != s->choices)
-				buf_printf(b, "%s",
-				    c[1].name == NULL ? " or " : ", ");
+			if (c->alias)
+				continue;
+			if (i > 0)
+				buf_printf(b, "%s", i == n - 1 ? " or " : ", ");
+			i++;
 			if (strcmp(c->name, "true") == 0 ||
 			    strcmp(c->name, "false") == 0)
 				buf_printf(b, "%s", c->name);
 			else
 				buf_printf(b, "\"%s\"", c->name);
+		}
+		for (a = s->choices; a->name != NULL; a++) {
+			if (!a->alias)
+				continue;
+			for (c = s->choices; c->alias || c->value != a->value;
+			    c++)
+				;
+			buf_printf(b, "; \"%s\" means \"%s\"", a->name,
+			    c->name);
 		}
 		break;
 	case PROFILE_T_SIZE:
@@ -883,6 +1938,31 @@ profile_accepts(struct buf *b, const struct profile_setting *s)
 	case PROFILE_T_ENV:
 		buf_printf(b, "a table of \"NAME=VALUE\" strings or of "
 		    "NAME = \"VALUE\" fields");
+		break;
+	case PROFILE_T_IMAGE:
+		buf_printf(b, "an image name (\"debian-12\"), an http(s) URL, "
+		    "or the path of an image file (with a /: "
+		    "\"./disk.qcow2\")");
+		break;
+	case PROFILE_T_URL:
+		buf_printf(b, "an http:// or https:// URL");
+		break;
+	case PROFILE_T_DIR:
+		buf_printf(b, "the path of a directory, absolute or relative "
+		    "to the profile's directory");
+		break;
+	case PROFILE_T_SHARES:
+		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_SHARE);
+		break;
+	case PROFILE_T_ALLOW:
+		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_RULE);
+		break;
+	case PROFILE_T_PORTS:
+		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_PORT);
+		break;
+	case PROFILE_T_ARGS:
+		buf_printf(b, "a list of strings, QEMU's flags and their "
+		    "values: { \"-device\", \"virtio-rng-device\" }");
 		break;
 	}
 }
@@ -929,19 +2009,157 @@ profile_show(struct buf *b, lua_State *L, int idx)
 	}
 }
 
-/* "memory: "2GB" is not valid; expected ..." */
+/* "NAME: VALUE WHY; expected ACCEPTS" */
 static void
-profile_bad(struct profile_ctx *ctx, lua_State *L, int idx,
-    const struct profile_setting *s, int line, const char *why)
+profile_bad_as(struct profile_ctx *ctx, lua_State *L, int idx,
+    const char *name, int loc, const char *why, const char *accepts)
 {
-	struct buf	shown = { 0 }, accepts = { 0 };
+	struct buf	shown = { 0 };
 
 	profile_show(&shown, L, idx);
-	profile_accepts(&accepts, s);
-	profile_error(ctx, line, "%s: %s %s; expected %s", s->name,
-	    shown.data, why, accepts.data);
+	profile_error(ctx, loc, "%s: %s %s; expected %s", name, shown.data,
+	    why, accepts);
 	buf_free(&shown);
+}
+
+/* Is s one of "true", "yes", ... (1) or "false", "no", ... (0)? -1: no. */
+static int
+profile_truthy(const char *s)
+{
+	static const char	*yes[] = { "true", "yes", "on", "1", NULL };
+	static const char	*no[] = { "false", "no", "off", "0", NULL };
+	size_t			 i;
+
+	for (i = 0; yes[i] != NULL; i++) {
+		if (strcasecmp(s, yes[i]) == 0)
+			return (1);
+	}
+	for (i = 0; no[i] != NULL; i++) {
+		if (strcasecmp(s, no[i]) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+/* "2GB", "2 GiB": the size the author meant, "2G"; or NULL. */
+static char *
+profile_size_hint(const char *s)
+{
+	const char	*p = s;
+	size_t		 n;
+	char		 unit, *h;
+
+	while (isdigit((unsigned char)*p) || *p == '.')
+		p++;
+	n = p - s;
+	if (n == 0)
+		return (NULL);
+	while (*p == ' ')
+		p++;
+	if (*p == '\0' || strchr("kKmMgGtT", *p) == NULL)
+		return (NULL);
+	unit = (char)toupper((unsigned char)*p++);
+	if (unit == 'K')
+		unit = 'k';
+	if (*p != '\0' && strcasecmp(p, "B") != 0 && strcasecmp(p, "iB") != 0)
+		return (NULL);
+	xasprintf(&h, "%.*s%c", (int)n, s, unit);
+	if (strcmp(h, s) == 0) {
+		free(h);
+		return (NULL);
+	}
+	return (h);
+}
+
+/*
+ * What to write instead, when a wrong value is a near miss: a quoted
+ * number or boolean, a unit with a B, a choice in the wrong case.
+ */
+static char *
+profile_hint(lua_State *L, int idx, const struct profile_setting *s)
+{
+	const struct profile_choice	*c;
+	const char			*v, *names[16];
+	const char			*best;
+	char				*h = NULL, *end, *size;
+	size_t				 n = 0;
+	int				 t;
+
+	if (lua_type(L, idx) != LUA_TSTRING)
+		return (NULL);
+	v = lua_tostring(L, idx);
+	switch (s->type) {
+	case PROFILE_T_BOOL:
+		if ((t = profile_truthy(v)) != -1)
+			xasprintf(&h, "write %s, without quotes",
+			    t ? "true" : "false");
+		break;
+	case PROFILE_T_CHOICE:
+		for (c = s->choices; c->name != NULL && n < 16; c++) {
+			if (strcasecmp(c->name, v) == 0 &&
+			    (strcmp(c->name, "true") == 0 ||
+			    strcmp(c->name, "false") == 0)) {
+				xasprintf(&h, "write %s, without quotes",
+				    c->name);
+				return (h);
+			}
+			if (strcasecmp(c->name, v) == 0) {
+				xasprintf(&h, "write \"%s\"", c->name);
+				return (h);
+			}
+			names[n++] = c->name;
+		}
+		if (s->choices == profile_kvm_choices &&
+		    (t = profile_truthy(v)) != -1) {
+			xasprintf(&h, "write %s, without quotes",
+			    t ? "true" : "false");
+			return (h);
+		}
+		if ((best = profile_closest(v, names, n)) != NULL) {
+			if (strcmp(best, "true") == 0 ||
+			    strcmp(best, "false") == 0)
+				xasprintf(&h, "write %s", best);
+			else
+				xasprintf(&h, "write \"%s\"", best);
+		}
+		break;
+	case PROFILE_T_SIZE:
+		if ((size = profile_size_hint(v)) != NULL) {
+			xasprintf(&h, "write \"%s\"", size);
+			free(size);
+		}
+		break;
+	case PROFILE_T_INT:
+	case PROFILE_T_SECONDS:
+		(void)strtod(v, &end);
+		if (end != v && *end == '\0')
+			xasprintf(&h, "write %s, without quotes", v);
+		else if (end != v && strcmp(end, "s") == 0)
+			xasprintf(&h, "write %.*s", (int)(end - v), v);
+		break;
+	default:
+		break;
+	}
+	return (h);
+}
+
+/* "memory: "2GB" is not a size (write "2G"); expected ..." */
+static void
+profile_bad(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc, const char *why)
+{
+	struct buf	 accepts = { 0 }, w = { 0 };
+	char		*hint;
+
+	profile_accepts(&accepts, s);
+	buf_printf(&w, "%s", why);
+	if ((hint = profile_hint(L, idx, s)) != NULL) {
+		buf_printf(&w, " (%s)", hint);
+		free(hint);
+	}
+	profile_bad_as(ctx, L, idx, s->name, loc, w.data, accepts.data);
 	buf_free(&accepts);
+	buf_free(&w);
 }
 
 enum profile_size {
@@ -1017,8 +2235,7 @@ profile_parse_size(const char *s, uint64_t *mib)
  * value. Returns 0, or a reason.
  */
 static const char *
-profile_whole(lua_State *L, int idx, const struct profile_setting *s,
-    long long *v)
+profile_whole(lua_State *L, int idx, double min, double max, long long *v)
 {
 	lua_Number	f;
 
@@ -1026,14 +2243,14 @@ profile_whole(lua_State *L, int idx, const struct profile_setting *s,
 		return ("is not valid");
 	if (lua_isinteger(L, idx)) {
 		*v = lua_tointeger(L, idx);
-		if ((double)*v < s->min || (double)*v > s->max)
+		if ((double)*v < min || (double)*v > max)
 			return ("is out of range");
 		return (NULL);
 	}
 	f = lua_tonumber(L, idx);
 	if (isnan(f) || f != floor(f))
 		return ("is not a whole number");
-	if (f < s->min || f > s->max)
+	if (f < min || f > max)
 		return ("is out of range");
 	*v = (long long)f;
 	return (NULL);
@@ -1041,7 +2258,7 @@ profile_whole(lua_State *L, int idx, const struct profile_setting *s,
 
 static void
 profile_convert_size(struct profile_ctx *ctx, lua_State *L, int idx,
-    const struct profile_setting *s, int line)
+    const struct profile_setting *s, int loc)
 {
 	const char	*why = NULL;
 	long long	 v;
@@ -1063,63 +2280,268 @@ profile_convert_size(struct profile_ctx *ctx, lua_State *L, int idx,
 			why = "is out of range";
 			break;
 		}
-	} else if ((why = profile_whole(L, idx, s, &v)) == NULL)
+	} else if ((why = profile_whole(L, idx, s->min, s->max, &v)) == NULL)
 		mib = (uint64_t)v;
 	else if (strcmp(why, "is not a whole number") == 0)
 		why = "is not a whole number of MiB";
 	if (why != NULL) {
-		profile_bad(ctx, L, idx, s, line, why);
+		profile_bad(ctx, L, idx, s, loc, why);
 		return;
 	}
 	*PROFILE_FIELD(ctx->p, s, uint64_t) = mib;
 }
 
-static void
-profile_convert_path(struct profile_ctx *ctx, lua_State *L, int idx,
-    const struct profile_setting *s, int line)
+/* The directory relative paths written at loc are relative to. */
+static const char *
+profile_loc_dir(struct profile_ctx *ctx, int loc)
+{
+	int	f = PROFILE_LOC_FILE(loc);
+
+	if (f >= ctx->nfiles || ctx->files[f].kind != PROFILE_FILE_DISK)
+		return (NULL);
+	return (ctx->files[f].dir);
+}
+
+/* A host path as written at loc, joined to its file's directory. */
+static char *
+profile_host_path(struct profile_ctx *ctx, int loc, const char *value)
+{
+	const char	*dir = profile_loc_dir(ctx, loc);
+	char		*path;
+
+	if (value[0] == '/' || dir == NULL)
+		return (xstrdup(value));
+	xasprintf(&path, "%s%s%s", dir,
+	    dir[strlen(dir) - 1] == '/' ? "" : "/", value);
+	return (path);
+}
+
+/* "/a//b/./c/" to "/a/b/c"; ".." goes up. */
+static char *
+profile_normalize(const char *abs)
+{
+	char	*copy, *out, *seg, *save, *slash;
+	size_t	 len = 0;
+
+	copy = xstrdup(abs);
+	out = xmalloc(strlen(abs) + 2);
+	out[0] = '\0';
+	for (seg = strtok_r(copy, "/", &save); seg != NULL;
+	    seg = strtok_r(NULL, "/", &save)) {
+		if (strcmp(seg, ".") == 0)
+			continue;
+		if (strcmp(seg, "..") == 0) {
+			if ((slash = strrchr(out, '/')) != NULL)
+				*slash = '\0';
+			len = strlen(out);
+			continue;
+		}
+		out[len++] = '/';
+		strcpy(out + len, seg);
+		len += strlen(seg);
+	}
+	if (len == 0)
+		strcpy(out, "/");
+	free(copy);
+	return (out);
+}
+
+/* An absolute path on the host: real if it exists, else normalized. */
+static char *
+profile_absolute(const char *path)
+{
+	char	cwd[PATH_MAX], *real, *full, *norm;
+
+	if ((real = realpath(path, NULL)) != NULL)
+		return (real);
+	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+		return (profile_normalize(path));
+	xasprintf(&full, "%s/%s", cwd, path);
+	norm = profile_normalize(full);
+	free(full);
+	return (norm);
+}
+
+/* Is the string at idx free of NUL bytes? Its length in *len. */
+static int
+profile_string_ok(lua_State *L, int idx, size_t *len)
+{
+	const char	*s = lua_tolstring(L, idx, len);
+
+	return (s != NULL && strlen(s) == *len);
+}
+
+/* A string without NUL bytes, shorter than PATH_MAX: its text, or NULL. */
+static const char *
+profile_plain_string(lua_State *L, int idx)
 {
 	const char	*value;
 	size_t		 len;
-	struct stat	 sb;
-	char		*path;
 
-	if (lua_type(L, idx) != LUA_TSTRING) {
-		profile_bad(ctx, L, idx, s, line, "is not valid");
-		return;
-	}
+	if (lua_type(L, idx) != LUA_TSTRING)
+		return (NULL);
 	value = lua_tolstring(L, idx, &len);
-	if (len == 0 || strlen(value) != len || len >= PATH_MAX) {
-		profile_bad(ctx, L, idx, s, line, "is not valid");
+	if (len == 0 || strlen(value) != len || len >= PATH_MAX)
+		return (NULL);
+	return (value);
+}
+
+static void
+profile_convert_path(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*value;
+	struct stat	 sb;
+	char		*path, *abs;
+
+	if ((value = profile_plain_string(L, idx)) == NULL) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
 		return;
 	}
 	if (s->type == PROFILE_T_GUEST_PATH) {
 		if (value[0] != '/') {
-			profile_bad(ctx, L, idx, s, line, "is not absolute");
+			profile_bad(ctx, L, idx, s, loc, "is not absolute");
 			return;
 		}
-		path = xstrdup(value);
+		abs = xstrdup(value);
 	} else {
-		if (value[0] != '/' && ctx->dir != NULL)
-			xasprintf(&path, "%s%s%s", ctx->dir,
-			    ctx->dir[strlen(ctx->dir) - 1] == '/' ? "" : "/",
-			    value);
-		else
-			path = xstrdup(value);
+		path = profile_host_path(ctx, loc, value);
 		if (stat(path, &sb) == -1) {
-			profile_error(ctx, line, "%s: %s: %s", s->name, path,
+			profile_error(ctx, loc, "%s: %s: %s", s->name, path,
 			    strerror(errno));
 			free(path);
 			return;
 		}
 		if (!S_ISREG(sb.st_mode)) {
-			profile_error(ctx, line, "%s: %s: not a regular file",
+			profile_error(ctx, loc, "%s: %s: not a regular file",
 			    s->name, path);
 			free(path);
 			return;
 		}
+		abs = profile_absolute(path);
+		free(path);
 	}
 	free(*PROFILE_FIELD(ctx->p, s, char *));
-	*PROFILE_FIELD(ctx->p, s, char *) = path;
+	*PROFILE_FIELD(ctx->p, s, char *) = abs;
+}
+
+/* A host directory that need not exist yet (it is made when needed). */
+static void
+profile_convert_dir(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*value;
+	struct stat	 sb;
+	char		*path;
+
+	if ((value = profile_plain_string(L, idx)) == NULL) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	path = profile_host_path(ctx, loc, value);
+	if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+		profile_error(ctx, loc, "%s: %s: not a directory", s->name,
+		    path);
+		free(path);
+		return;
+	}
+	free(*PROFILE_FIELD(ctx->p, s, char *));
+	*PROFILE_FIELD(ctx->p, s, char *) = profile_absolute(path);
+	free(path);
+}
+
+/* "http://host/..." or "https://host/...", printable, no spaces. */
+static int
+profile_url_ok(const char *v)
+{
+	const char	*p;
+
+	if (strncasecmp(v, "http://", 7) == 0)
+		p = v + 7;
+	else if (strncasecmp(v, "https://", 8) == 0)
+		p = v + 8;
+	else
+		return (0);
+	if (*p == '\0' || *p == '/')
+		return (0);
+	for (; *v != '\0'; v++) {
+		if ((unsigned char)*v <= ' ' || *v == 0x7f)
+			return (0);
+	}
+	return (1);
+}
+
+static void
+profile_convert_url(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*value;
+
+	if ((value = profile_plain_string(L, idx)) == NULL ||
+	    !profile_url_ok(value)) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	free(*PROFILE_FIELD(ctx->p, s, char *));
+	*PROFILE_FIELD(ctx->p, s, char *) = xstrdup(value);
+}
+
+/* A name, a URL or a file: which one is told by its form. */
+static void
+profile_convert_image(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char		*value, *p;
+	enum profile_image	 kind;
+	struct stat		 sb;
+	char			*path, *v;
+
+	if ((value = profile_plain_string(L, idx)) == NULL) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	if (strstr(value, "://") != NULL) {
+		if (!profile_url_ok(value)) {
+			profile_bad(ctx, L, idx, s, loc, "is not an http(s) "
+			    "URL");
+			return;
+		}
+		kind = PROFILE_IMAGE_URL;
+		v = xstrdup(value);
+	} else if (strchr(value, '/') != NULL) {
+		path = profile_host_path(ctx, loc, value);
+		if (stat(path, &sb) == -1) {
+			profile_error(ctx, loc, "%s: %s: %s", s->name, path,
+			    strerror(errno));
+			free(path);
+			return;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			profile_error(ctx, loc, "%s: %s: not a regular file",
+			    s->name, path);
+			free(path);
+			return;
+		}
+		kind = PROFILE_IMAGE_FILE;
+		v = profile_absolute(path);
+		free(path);
+	} else {
+		for (p = value; *p != '\0'; p++) {
+			if (!isalnum((unsigned char)*p) &&
+			    strchr("._+-", *p) == NULL)
+				break;
+		}
+		if (*p != '\0' || !isalnum((unsigned char)value[0]) ||
+		    strlen(value) > 128) {
+			profile_bad(ctx, L, idx, s, loc, "is not valid");
+			return;
+		}
+		kind = PROFILE_IMAGE_NAME;
+		v = xstrdup(value);
+	}
+	free(*PROFILE_FIELD(ctx->p, s, char *));
+	*PROFILE_FIELD(ctx->p, s, char *) = v;
+	memcpy((char *)ctx->p + s->offset_n, &kind, sizeof kind);
 }
 
 static int
@@ -1145,44 +2567,45 @@ profile_env_cmp(const void *a, const void *b)
 /* env = {"NAME=VALUE", ...} or {NAME = "VALUE", ...}, or both mixed. */
 static void
 profile_convert_env(struct profile_ctx *ctx, lua_State *L, int idx,
-    const struct profile_setting *s, int line)
+    const struct profile_setting *s, int loc)
 {
 	struct buf	  shown = { 0 };
 	char		**v = NULL;
 	const char	 *key, *item, *value, *eq;
 	size_t		  n = 0, i, klen, ilen, vlen;
-	int		  tline, eline, bad = 0;
+	int		  tloc, eloc, bad = 0;
 
 	if (lua_type(L, idx) != LUA_TTABLE) {
-		profile_bad(ctx, L, idx, s, line, "is not valid");
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
 		return;
 	}
-	if ((tline = profile_table_line(L, idx)) == 0)
-		tline = line;
+	if ((tloc = profile_table_loc(L, idx)) == 0 ||
+	    PROFILE_LOC_FILE(loc) != PROFILE_LOC_FILE(tloc))
+		tloc = loc;
 	lua_pushnil(L);
 	while (lua_next(L, idx) != 0) {
 		buf_consume(&shown, shown.len);
 		if (lua_type(L, -2) == LUA_TSTRING) {
 			key = lua_tolstring(L, -2, &klen);
-			if ((eline = profile_key_line(L, idx, key)) == 0)
-				eline = tline;
+			if ((eloc = profile_key_loc(L, idx, key)) == 0)
+				eloc = tloc;
 			if (!profile_env_name_ok(key, klen)) {
 				profile_show(&shown, L, -2);
-				profile_error(ctx, eline, "env: %s is not a "
+				profile_error(ctx, eloc, "env: %s is not a "
 				    "variable name (letters, digits and _, not "
 				    "starting with a digit)", shown.data);
 				bad = 1;
 			} else if (lua_type(L, -1) != LUA_TSTRING &&
 			    lua_type(L, -1) != LUA_TNUMBER) {
 				profile_show(&shown, L, -1);
-				profile_error(ctx, eline, "env: %s is %s, not "
+				profile_error(ctx, eloc, "env: %s is %s, not "
 				    "a string", key, shown.data);
 				bad = 1;
 			} else {
 				lua_pushvalue(L, -1);	/* for tolstring */
 				value = lua_tolstring(L, -1, &vlen);
 				if (strlen(value) != vlen) {
-					profile_error(ctx, eline, "env: %s "
+					profile_error(ctx, eloc, "env: %s "
 					    "holds a NUL byte", key);
 					bad = 1;
 				} else {
@@ -1197,17 +2620,17 @@ profile_convert_env(struct profile_ctx *ctx, lua_State *L, int idx,
 			eq = memchr(item, '=', ilen);
 			profile_show(&shown, L, -1);
 			if (eq == NULL) {
-				profile_error(ctx, tline, "env: %s is not "
+				profile_error(ctx, tloc, "env: %s is not "
 				    "\"NAME=VALUE\"", shown.data);
 				bad = 1;
 			} else if (!profile_env_name_ok(item, eq - item)) {
-				profile_error(ctx, tline, "env: %s: the name "
+				profile_error(ctx, tloc, "env: %s: the name "
 				    "is not a variable name (letters, digits "
 				    "and _, not starting with a digit)",
 				    shown.data);
 				bad = 1;
 			} else if (strlen(item) != ilen) {
-				profile_error(ctx, tline, "env: %s holds a NUL "
+				profile_error(ctx, tloc, "env: %s holds a NUL "
 				    "byte", shown.data);
 				bad = 1;
 			} else {
@@ -1216,7 +2639,7 @@ profile_convert_env(struct profile_ctx *ctx, lua_State *L, int idx,
 			}
 		} else {
 			profile_show(&shown, L, -1);
-			profile_error(ctx, tline, "env: %s is not "
+			profile_error(ctx, tloc, "env: %s is not "
 			    "\"NAME=VALUE\" or NAME = \"VALUE\"", shown.data);
 			bad = 1;
 		}
@@ -1230,7 +2653,7 @@ profile_convert_env(struct profile_ctx *ctx, lua_State *L, int idx,
 	for (i = 1; i < n; i++) {
 		klen = strcspn(v[i], "=");
 		if (strncmp(v[i - 1], v[i], klen + 1) == 0) {
-			profile_error(ctx, tline, "env: %.*s is set twice",
+			profile_error(ctx, tloc, "env: %.*s is set twice",
 			    (int)klen, v[i]);
 			bad = 1;
 		}
@@ -1245,10 +2668,574 @@ profile_convert_env(struct profile_ctx *ctx, lua_State *L, int idx,
 	memcpy((char *)ctx->p + s->offset_n, &n, sizeof n);
 }
 
+/*
+ * A list setting: a table whose keys are 1..n. Returns n, or -1 once the
+ * mistake is reported. *tloc: where the list was written.
+ */
+static int
+profile_list(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc, int *tloc)
+{
+	struct buf	b = { 0 };
+	lua_Integer	n, k;
+
+	*tloc = loc;
+	if (lua_type(L, idx) != LUA_TTABLE) {
+		profile_bad(ctx, L, idx, s, loc, "is not a list");
+		return (-1);
+	}
+	if ((*tloc = profile_table_loc(L, idx)) == 0 ||
+	    PROFILE_LOC_FILE(loc) != PROFILE_LOC_FILE(*tloc))
+		*tloc = loc;
+	n = (lua_Integer)lua_rawlen(L, idx);
+	lua_pushnil(L);
+	while (lua_next(L, idx) != 0) {
+		lua_pop(L, 1);
+		if (lua_isinteger(L, -1) && (k = lua_tointeger(L, -1)) >= 1 &&
+		    k <= n)
+			continue;
+		profile_show(&b, L, -1);
+		profile_error(ctx, *tloc, "%s: has a field %s; expected %s",
+		    s->name, b.data, s->type == PROFILE_T_SHARES ?
+		    "a list: { { host = ... }, ... }" : "a list: { ..., ... }");
+		buf_free(&b);
+		lua_pop(L, 1);
+		return (-1);
+	}
+	if (n > PROFILE_LIST_MAX) {
+		profile_error(ctx, *tloc, "%s: more than %d items", s->name,
+		    PROFILE_LIST_MAX);
+		return (-1);
+	}
+	return ((int)n);
+}
+
+/* Unknown fields of an item table: reported, with the closest known one. */
+static int
+profile_fields(struct profile_ctx *ctx, lua_State *L, int idx,
+    const char *what, const char *const *fields, size_t nfields, int tloc)
+{
+	struct buf	 b = { 0 };
+	const char	*hint;
+	size_t		 i;
+	int		 bad = 0, loc;
+
+	lua_pushnil(L);
+	while (lua_next(L, idx) != 0) {
+		lua_pop(L, 1);
+		if (lua_type(L, -1) == LUA_TSTRING) {
+			for (i = 0; i < nfields; i++) {
+				if (strcmp(fields[i], lua_tostring(L, -1)) == 0)
+					break;
+			}
+			if (i < nfields)
+				continue;
+		}
+		buf_consume(&b, b.len);
+		profile_show(&b, L, -1);
+		loc = lua_type(L, -1) == LUA_TSTRING ?
+		    profile_key_loc(L, idx, lua_tostring(L, -1)) : 0;
+		hint = lua_type(L, -1) == LUA_TSTRING ? profile_closest(
+		    lua_tostring(L, -1), fields, nfields) : NULL;
+		if (hint != NULL)
+			profile_error(ctx, loc != 0 ? loc : tloc, "%s: unknown "
+			    "field %s (did you mean \"%s\"?)", what, b.data,
+			    hint);
+		else {
+			buf_printf(&b, "; the fields are");
+			for (i = 0; i < nfields; i++)
+				buf_printf(&b, "%s %s", i == 0 ? "" : ",",
+				    fields[i]);
+			profile_error(ctx, loc != 0 ? loc : tloc, "%s: unknown "
+			    "field %s", what, b.data);
+		}
+		bad = 1;
+	}
+	buf_free(&b);
+	return (bad);
+}
+
+/* Where field key of the item table at idx was written. */
+static int
+profile_field_loc(lua_State *L, int idx, const char *key, int tloc)
+{
+	int	loc = profile_key_loc(L, idx, key);
+
+	return (loc != 0 ? loc : tloc);
+}
+
+/* fnmatch(3) patterns: no NUL, no "..", brackets closed. */
+static const char *
+profile_glob_bad(const char *g, size_t len)
+{
+	const char	*p, *end = g + len;
+
+	if (len == 0)
+		return ("is empty");
+	if (strlen(g) != len)
+		return ("holds a NUL byte");
+	if (strcmp(g, "..") == 0 || strncmp(g, "../", 3) == 0 ||
+	    strstr(g, "/../") != NULL ||
+	    (len >= 3 && strcmp(g + len - 3, "/..") == 0))
+		return ("goes up with \"..\"");
+	for (p = g; p < end; p++) {
+		if (*p == '\\' && p + 1 < end)
+			p++;
+		else if (*p == '[') {
+			p++;
+			if (p < end && (*p == '!' || *p == '^'))
+				p++;
+			if (p < end && *p == ']')
+				p++;
+			while (p < end && *p != ']')
+				p++;
+			if (p == end)
+				return ("has a [ without its ]");
+		}
+	}
+	return (NULL);
+}
+
+static void
+profile_share_free(struct profile_share *sh)
+{
+	size_t	i;
+
+	free(sh->host);
+	sh->host = NULL;
+	free(sh->guest);
+	sh->guest = NULL;
+	for (i = 0; i < sh->nignore; i++)
+		free(sh->ignore[i]);
+	free(sh->ignore);
+	sh->ignore = NULL;
+	sh->nignore = 0;
+}
+
+/* Guest paths a share may not cover: the guest system's own. */
+static int
+profile_guest_reserved(const char *path)
+{
+	static const char	*sys[] = { "/proc", "/sys", "/dev", NULL };
+	size_t			 i, n;
+
+	if (strcmp(path, "/") == 0)
+		return (1);
+	for (i = 0; sys[i] != NULL; i++) {
+		n = strlen(sys[i]);
+		if (strncmp(path, sys[i], n) == 0 &&
+		    (path[n] == '\0' || path[n] == '/'))
+			return (1);
+	}
+	return (0);
+}
+
+/* One item of shares; returns 0 and fills sh, or -1 (reported). */
+static int
+profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
+    int tloc, struct profile_share *sh)
+{
+	static const char	*fields[] = { "host", "guest", "mode",
+	    "ignore" };
+	struct stat		 sb;
+	const char		*v, *why;
+	char			 what[64], *path;
+	size_t			 len;
+	int			 eloc, floc, bad, i, n;
+
+	memset(sh, 0, sizeof *sh);
+	snprintf(what, sizeof what, "shares[%d]", k);
+	if (lua_type(L, e) != LUA_TTABLE) {
+		profile_bad_as(ctx, L, e, what, tloc, "is not valid",
+		    PROFILE_ACCEPTS_SHARE);
+		return (-1);
+	}
+	eloc = profile_item_loc(L, e, tloc);
+	bad = profile_fields(ctx, L, e, what, fields, 4, eloc);
+
+	snprintf(what, sizeof what, "shares[%d].host", k);
+	floc = profile_field_loc(L, e, "host", eloc);
+	lua_getfield(L, e, "host");
+	if (lua_isnil(L, -1)) {
+		profile_error(ctx, eloc, "shares[%d]: has no host; every share "
+		    "needs host = PATH", k);
+		bad = 1;
+	} else if ((v = profile_plain_string(L, -1)) == NULL) {
+		profile_bad_as(ctx, L, -1, what, floc, "is not valid",
+		    "the path of a host directory");
+		bad = 1;
+	} else {
+		path = profile_host_path(ctx, floc, v);
+		if (stat(path, &sb) == -1) {
+			profile_error(ctx, floc, "%s: %s: %s", what, path,
+			    strerror(errno));
+			bad = 1;
+		} else if (!S_ISDIR(sb.st_mode)) {
+			profile_error(ctx, floc, "%s: %s: not a directory",
+			    what, path);
+			bad = 1;
+		} else
+			sh->host = profile_absolute(path);
+		free(path);
+	}
+	lua_pop(L, 1);
+
+	snprintf(what, sizeof what, "shares[%d].guest", k);
+	floc = profile_field_loc(L, e, "guest", eloc);
+	lua_getfield(L, e, "guest");
+	if (lua_isnil(L, -1)) {
+		if (sh->host != NULL)
+			sh->guest = xstrdup(sh->host);
+	} else if ((v = profile_plain_string(L, -1)) == NULL || v[0] != '/') {
+		profile_bad_as(ctx, L, -1, what, floc, v == NULL ?
+		    "is not valid" : "is not absolute",
+		    "an absolute path in the guest");
+		bad = 1;
+	} else
+		sh->guest = profile_normalize(v);
+	if (sh->guest != NULL && profile_guest_reserved(sh->guest)) {
+		profile_error(ctx, floc, "%s: %s is the guest system's own "
+		    "(/, /proc, /sys and /dev cannot be shared over)", what,
+		    sh->guest);
+		bad = 1;
+	}
+	lua_pop(L, 1);
+
+	snprintf(what, sizeof what, "shares[%d].mode", k);
+	floc = profile_field_loc(L, e, "mode", eloc);
+	lua_getfield(L, e, "mode");
+	if (lua_isnil(L, -1) || (lua_type(L, -1) == LUA_TSTRING &&
+	    strcmp(lua_tostring(L, -1), "ro") == 0))
+		sh->rw = 0;
+	else if (lua_type(L, -1) == LUA_TSTRING &&
+	    strcmp(lua_tostring(L, -1), "rw") == 0)
+		sh->rw = 1;
+	else {
+		profile_bad_as(ctx, L, -1, what, floc, "is not valid",
+		    "\"ro\" (read-only) or \"rw\"");
+		bad = 1;
+	}
+	lua_pop(L, 1);
+
+	snprintf(what, sizeof what, "shares[%d].ignore", k);
+	floc = profile_field_loc(L, e, "ignore", eloc);
+	lua_getfield(L, e, "ignore");
+	if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TTABLE) {
+		profile_bad_as(ctx, L, -1, what, floc, "is not a list",
+		    "a list of glob patterns: { \".git\", \"*.pyc\" }");
+		bad = 1;
+	} else if (!lua_isnil(L, -1)) {
+		n = (int)lua_rawlen(L, -1);
+		if (n > PROFILE_LIST_MAX)
+			n = PROFILE_LIST_MAX;
+		for (i = 1; i <= n; i++) {
+			lua_rawgeti(L, -1, i);
+			snprintf(what, sizeof what, "shares[%d].ignore[%d]", k,
+			    i);
+			if (lua_type(L, -1) != LUA_TSTRING) {
+				profile_bad_as(ctx, L, -1, what, floc,
+				    "is not valid", "a glob pattern");
+				bad = 1;
+			} else if ((v = lua_tolstring(L, -1, &len)) != NULL &&
+			    (why = profile_glob_bad(v, len)) != NULL) {
+				profile_bad_as(ctx, L, -1, what, floc, why,
+				    "a glob pattern (\"*.pyc\", \"build/\")");
+				bad = 1;
+			} else {
+				sh->ignore = xreallocarray(sh->ignore,
+				    sh->nignore + 1, sizeof *sh->ignore);
+				sh->ignore[sh->nignore++] =
+				    xstrdup(lua_tostring(L, -1));
+			}
+			lua_pop(L, 1);
+		}
+	}
+	lua_pop(L, 1);
+	if (bad) {
+		profile_share_free(sh);
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+profile_convert_shares(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	struct profile_share	*v = NULL, sh;
+	size_t			 nv = 0, i, j;
+	int			 n, k, tloc, bad = 0, *from = NULL, gloc;
+
+	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
+		return;
+	for (k = 1; k <= n; k++) {
+		lua_rawgeti(L, idx, k);
+		if (profile_share(ctx, L, lua_gettop(L), k, tloc, &sh) == 0) {
+			for (j = 0; j < nv; j++) {
+				if (strcmp(v[j].guest, sh.guest) == 0)
+					break;
+			}
+			if (j < nv) {
+				gloc = profile_field_loc(L, -1, "guest",
+				    profile_item_loc(L, -1, tloc));
+				profile_error(ctx, gloc, "shares[%d].guest: "
+				    "%s is shared twice (shares[%d] too)", k,
+				    sh.guest, from[j]);
+				profile_share_free(&sh);
+				bad = 1;
+			} else {
+				v = xreallocarray(v, nv + 1, sizeof *v);
+				from = xreallocarray(from, nv + 1,
+				    sizeof *from);
+				from[nv] = k;
+				v[nv++] = sh;
+			}
+		} else
+			bad = 1;
+		lua_pop(L, 1);
+	}
+	free(from);
+	if (bad) {
+		for (i = 0; i < nv; i++)
+			profile_share_free(&v[i]);
+		free(v);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, struct profile_share *) = v;
+	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+}
+
+static void
+profile_convert_allow(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	struct profile_net_rule	*v = NULL, r;
+	struct buf		 w = { 0 };
+	char			 what[64], *why;
+	size_t			 nv = 0, i, len;
+	int			 n, k, tloc, bad = 0;
+
+	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
+		return;
+	for (k = 1; k <= n; k++) {
+		lua_rawgeti(L, idx, k);
+		snprintf(what, sizeof what, "network_allow[%d]", k);
+		if (lua_type(L, -1) != LUA_TSTRING ||
+		    !profile_string_ok(L, -1, &len)) {
+			profile_bad_as(ctx, L, -1, what, tloc, "is not valid",
+			    PROFILE_ACCEPTS_RULE);
+			bad = 1;
+		} else if (netrule_parse(lua_tostring(L, -1), &r, &why) == -1) {
+			buf_consume(&w, w.len);
+			profile_show(&w, L, -1);
+			profile_error(ctx, tloc, "%s: %s %s", what, w.data,
+			    why);
+			free(why);
+			bad = 1;
+		} else {
+			v = xreallocarray(v, nv + 1, sizeof *v);
+			v[nv++] = r;
+		}
+		lua_pop(L, 1);
+	}
+	buf_free(&w);
+	if (bad) {
+		for (i = 0; i < nv; i++)
+			netrule_free(&v[i]);
+		free(v);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, struct profile_net_rule *) = v;
+	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+}
+
+/* One item of ports; returns 0 and fills pt, or -1 (reported). */
+static int
+profile_port(struct profile_ctx *ctx, lua_State *L, int e, int k, int tloc,
+    struct profile_port *pt)
+{
+	static const char	*fields[] = { "guest", "host", "address" };
+	unsigned char		 addr[16];
+	const char		*why, *v;
+	char			 what[64];
+	long long		 n;
+	int			 eloc, floc, bad = 0;
+
+	memset(pt, 0, sizeof *pt);
+	snprintf(what, sizeof what, "ports[%d]", k);
+	if (lua_type(L, e) == LUA_TNUMBER) {
+		if ((why = profile_whole(L, e, 1, 65535, &n)) != NULL) {
+			profile_bad_as(ctx, L, e, what, tloc, why,
+			    PROFILE_ACCEPTS_PORT);
+			return (-1);
+		}
+		pt->guest = (uint16_t)n;
+		pt->address = xstrdup("127.0.0.1");
+		return (0);
+	}
+	if (lua_type(L, e) != LUA_TTABLE) {
+		profile_bad_as(ctx, L, e, what, tloc, "is not valid",
+		    PROFILE_ACCEPTS_PORT);
+		return (-1);
+	}
+	eloc = profile_item_loc(L, e, tloc);
+	bad = profile_fields(ctx, L, e, what, fields, 3, eloc);
+
+	snprintf(what, sizeof what, "ports[%d].guest", k);
+	floc = profile_field_loc(L, e, "guest", eloc);
+	lua_getfield(L, e, "guest");
+	if (lua_isnil(L, -1)) {
+		profile_error(ctx, eloc, "ports[%d]: has no guest port; write "
+		    "guest = PORT", k);
+		bad = 1;
+	} else if ((why = profile_whole(L, -1, 1, 65535, &n)) != NULL) {
+		profile_bad_as(ctx, L, -1, what, floc, why,
+		    "a port from 1 to 65535");
+		bad = 1;
+	} else
+		pt->guest = (uint16_t)n;
+	lua_pop(L, 1);
+
+	snprintf(what, sizeof what, "ports[%d].host", k);
+	floc = profile_field_loc(L, e, "host", eloc);
+	lua_getfield(L, e, "host");
+	if (!lua_isnil(L, -1)) {
+		if ((why = profile_whole(L, -1, 0, 65535, &n)) != NULL) {
+			profile_bad_as(ctx, L, -1, what, floc, why,
+			    "a port from 1 to 65535, or 0 for any free one");
+			bad = 1;
+		} else
+			pt->host = (uint16_t)n;
+	}
+	lua_pop(L, 1);
+
+	snprintf(what, sizeof what, "ports[%d].address", k);
+	floc = profile_field_loc(L, e, "address", eloc);
+	lua_getfield(L, e, "address");
+	if (lua_isnil(L, -1))
+		pt->address = xstrdup("127.0.0.1");
+	else if ((v = profile_plain_string(L, -1)) == NULL ||
+	    (inet_pton(AF_INET, v, addr) != 1 &&
+	    inet_pton(AF_INET6, v, addr) != 1)) {
+		profile_bad_as(ctx, L, -1, what, floc, "is not an IP address",
+		    "a host address to listen on (\"127.0.0.1\", \"::1\")");
+		bad = 1;
+	} else
+		pt->address = xstrdup(v);
+	lua_pop(L, 1);
+	if (bad) {
+		free(pt->address);
+		pt->address = NULL;
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+profile_convert_ports(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	struct profile_port	*v = NULL, pt;
+	size_t			 nv = 0, i, j;
+	int			 n, k, tloc, bad = 0, *from = NULL;
+
+	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
+		return;
+	for (k = 1; k <= n; k++) {
+		lua_rawgeti(L, idx, k);
+		if (profile_port(ctx, L, lua_gettop(L), k, tloc, &pt) == 0) {
+			for (j = 0; j < nv; j++) {
+				if (pt.host != 0 && v[j].host == pt.host &&
+				    strcmp(v[j].address, pt.address) == 0)
+					break;
+			}
+			if (j < nv) {
+				profile_error(ctx, lua_istable(L, -1) ?
+				    profile_item_loc(L, -1, tloc) : tloc,
+				    "ports[%d]: host port %u on %s is "
+				    "forwarded twice (ports[%d] too)", k,
+				    pt.host, pt.address, from[j]);
+				free(pt.address);
+				bad = 1;
+			} else {
+				v = xreallocarray(v, nv + 1, sizeof *v);
+				from = xreallocarray(from, nv + 1,
+				    sizeof *from);
+				from[nv] = k;
+				v[nv++] = pt;
+			}
+		} else
+			bad = 1;
+		lua_pop(L, 1);
+	}
+	free(from);
+	if (bad) {
+		for (i = 0; i < nv; i++)
+			free(v[i].address);
+		free(v);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, struct profile_port *) = v;
+	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+}
+
+static void
+profile_convert_args(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	struct buf	  w = { 0 };
+	char		**v = NULL, what[64], *why;
+	size_t		  nv = 0, i, j, len;
+	int		  n, k, tloc, bad = 0, refused = 0;
+
+	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
+		return;
+	for (k = 1; k <= n; k++) {
+		lua_rawgeti(L, idx, k);
+		snprintf(what, sizeof what, "extra_args[%d]", k);
+		if (lua_type(L, -1) != LUA_TSTRING ||
+		    !profile_string_ok(L, -1, &len) || len == 0) {
+			profile_bad_as(ctx, L, -1, what, tloc, "is not valid",
+			    "a non-empty string");
+			bad = 1;
+		} else {
+			v = xreallocarray(v, nv + 1, sizeof *v);
+			v[nv++] = xstrdup(lua_tostring(L, -1));
+		}
+		lua_pop(L, 1);
+	}
+	for (i = 0; bad == 0 && i < nv; ) {
+		j = i;
+		if (extra_args_next(v, nv, &i, &why) == 0)
+			continue;
+		buf_consume(&w, w.len);
+		buf_printf(&w, "extra_args[%zu]: ", j + 1);
+		for (; j < i; j++) {
+			lua_pushstring(L, v[j]);
+			if (w.data[w.len - 1] != ' ')
+				buf_printf(&w, " ");
+			profile_show(&w, L, -1);
+			lua_pop(L, 1);
+		}
+		profile_error(ctx, tloc, "%s is refused: %s", w.data, why);
+		free(why);
+		refused = 1;
+	}
+	buf_free(&w);
+	if (bad || refused) {
+		for (i = 0; i < nv; i++)
+			free(v[i]);
+		free(v);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, char **) = v;
+	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+}
+
 /* Check the value at idx against setting s and store it in the profile. */
 static void
 profile_convert(struct profile_ctx *ctx, lua_State *L, int idx,
-    const struct profile_setting *s, int line)
+    const struct profile_setting *s, int loc)
 {
 	const struct profile_choice	*c;
 	const char			*why;
@@ -1256,12 +3243,12 @@ profile_convert(struct profile_ctx *ctx, lua_State *L, int idx,
 	lua_Number			 f;
 	int				 b;
 
-	if (lua_isnil(L, idx) && s->def == NULL)
+	if (lua_isnil(L, idx))
 		return;		/* stays NULL: the built-in choice */
 	switch (s->type) {
 	case PROFILE_T_BOOL:
 		if (!lua_isboolean(L, idx)) {
-			profile_bad(ctx, L, idx, s, line, "is not valid");
+			profile_bad(ctx, L, idx, s, loc, "is not valid");
 			return;
 		}
 		*PROFILE_FIELD(ctx->p, s, int) = lua_toboolean(L, idx);
@@ -1278,57 +3265,262 @@ profile_convert(struct profile_ctx *ctx, lua_State *L, int idx,
 				break;
 		}
 		if (c->name == NULL) {
-			profile_bad(ctx, L, idx, s, line, "is not valid");
+			profile_bad(ctx, L, idx, s, loc, "is not valid");
 			return;
 		}
 		memcpy(PROFILE_FIELD(ctx->p, s, int), &c->value, sizeof (int));
 		return;
 	case PROFILE_T_SIZE:
-		profile_convert_size(ctx, L, idx, s, line);
+		profile_convert_size(ctx, L, idx, s, loc);
 		return;
 	case PROFILE_T_INT:
-		if ((why = profile_whole(L, idx, s, &v)) != NULL) {
-			profile_bad(ctx, L, idx, s, line, why);
+		if ((why = profile_whole(L, idx, s->min, s->max, &v)) != NULL) {
+			profile_bad(ctx, L, idx, s, loc, why);
 			return;
 		}
 		*PROFILE_FIELD(ctx->p, s, int) = (int)v;
 		return;
 	case PROFILE_T_SECONDS:
 		if (lua_type(L, idx) != LUA_TNUMBER) {
-			profile_bad(ctx, L, idx, s, line, "is not valid");
+			profile_bad(ctx, L, idx, s, loc, "is not valid");
 			return;
 		}
 		f = lua_tonumber(L, idx);
 		if (isnan(f) || f < s->min || f > s->max) {
-			profile_bad(ctx, L, idx, s, line, "is out of range");
+			profile_bad(ctx, L, idx, s, loc, "is out of range");
 			return;
 		}
 		*PROFILE_FIELD(ctx->p, s, double) = (double)f;
 		return;
 	case PROFILE_T_PATH:
 	case PROFILE_T_GUEST_PATH:
-		profile_convert_path(ctx, L, idx, s, line);
+		profile_convert_path(ctx, L, idx, s, loc);
 		return;
 	case PROFILE_T_ENV:
-		profile_convert_env(ctx, L, idx, s, line);
+		profile_convert_env(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_IMAGE:
+		profile_convert_image(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_URL:
+		profile_convert_url(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_DIR:
+		profile_convert_dir(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_SHARES:
+		profile_convert_shares(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_ALLOW:
+		profile_convert_allow(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_PORTS:
+		profile_convert_ports(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_ARGS:
+		profile_convert_args(ctx, L, idx, s, loc);
 		return;
 	}
+}
+
+/* -------------------------------------------------------------------------
+ * Defaults, the command line, and the profile as a whole.
+ */
+
+static int
+profile_setting_index(const char *name)
+{
+	const struct profile_setting	*s = profile_setting_find(name);
+
+	return (s == NULL ? -1 : (int)(s - profile_schema));
 }
 
 /* Push the schema's default of s, from its Lua expression. */
 static void
 profile_push_default(lua_State *L, const struct profile_setting *s)
 {
-	if (s->def == NULL) {
+	const char	*d = s->def;
+	size_t		 len;
+
+	if (d == NULL) {
 		lua_pushnil(L);
 		return;
 	}
-	lua_pushfstring(L, "return %s", s->def);
+	/* Literals need no compiler. */
+	len = strlen(d);
+	if (strcmp(d, "{}") == 0) {
+		lua_newtable(L);
+		return;
+	}
+	if (strcmp(d, "true") == 0 || strcmp(d, "false") == 0) {
+		lua_pushboolean(L, d[0] == 't');
+		return;
+	}
+	if (lua_stringtonumber(L, d) != 0)
+		return;
+	if (len >= 2 && d[0] == '"' && d[len - 1] == '"' &&
+	    strcspn(d + 1, "\"\\") == len - 2) {
+		lua_pushlstring(L, d + 1, len - 2);
+		return;
+	}
+	lua_pushfstring(L, "return %s", d);
 	if (luaL_loadbufferx(L, lua_tostring(L, -1), lua_rawlen(L, -1),
 	    "=schema", "t") != LUA_OK)
 		lua_error(L);
 	lua_remove(L, -2);
+	lua_rawgetp(L, LUA_REGISTRYINDEX, &profile_key_defenv);
+	lua_setupvalue(L, -2, 1);
 	lua_call(L, 0, 1);
+}
+
+/*
+ * Push the value of --set NAME=VALUE: true, false, nil, a number, a Lua
+ * table or string literal, else VALUE as a string (for a list setting, a
+ * list of it). Returns -1 if it is not valid Lua (reported).
+ */
+static int
+profile_set_value(struct profile_ctx *ctx, lua_State *L, int fi,
+    const struct profile_setting *s, const char *value)
+{
+	char	*code;
+	int	 status;
+
+	if (strcmp(value, "true") == 0 || strcmp(value, "false") == 0) {
+		lua_pushboolean(L, value[0] == 't');
+		return (0);
+	}
+	if (strcmp(value, "nil") == 0) {
+		lua_pushnil(L);
+		return (0);
+	}
+	if (*value != '\0' && lua_stringtonumber(L, value) != 0)
+		return (0);
+	if (*value == '{' || *value == '"' || *value == '\'' ||
+	    strncmp(value, "[[", 2) == 0 || strncmp(value, "[=", 2) == 0) {
+		/* A literal: no globals, and the profile's limits. */
+		xasprintf(&code, "return %s", value);
+		status = luaL_loadbufferx(L, code, strlen(code),
+		    ctx->files[fi].chunkname, "t");
+		free(code);
+		if (status == LUA_OK) {
+			lua_newtable(L);
+			lua_setupvalue(L, -2, 1);
+			status = lua_pcall(L, 0, 1, 0);
+		}
+		if (status != LUA_OK) {
+			if (ctx->timed_out || status == LUA_ERRMEM)
+				lua_error(L);
+			if (lua_tostring(L, -1) == NULL ||
+			    !profile_lua_message(ctx, lua_tostring(L, -1)))
+				profile_error(ctx, PROFILE_LOC(fi, 0), "not "
+				    "a value");
+			lua_pop(L, 1);
+			return (-1);
+		}
+		return (0);
+	}
+	lua_pushstring(L, value);
+	if (s->type == PROFILE_T_ENV || s->type == PROFILE_T_ALLOW ||
+	    s->type == PROFILE_T_ARGS) {
+		lua_createtable(L, 1, 0);
+		lua_insert(L, -2);
+		lua_rawseti(L, -2, 1);
+	}
+	return (0);
+}
+
+/* Apply each --set NAME=VALUE to the settings table at t. */
+static void
+profile_apply_sets(struct profile_ctx *ctx, lua_State *L, int t)
+{
+	const struct profile_setting	*s;
+	struct buf			 b = { 0 };
+	const char			*arg, *eq, *hint;
+	char				*name;
+	size_t				 i, j;
+	int				 fi, loc;
+
+	for (i = 0; i < ctx->nsets; i++) {
+		arg = ctx->sets[i];
+		xasprintf(&name, "--set %s", arg);
+		fi = profile_file_add(ctx, PROFILE_FILE_CMDLINE, name, name);
+		free(name);
+		if (fi == -1) {
+			profile_error(ctx, 0, "more than %d --set",
+			    PROFILE_SETS_MAX);
+			return;
+		}
+		if (profile_file_short_src(L, &ctx->files[fi]) == -1)
+			lua_error(L);
+		loc = PROFILE_LOC(fi, 0);
+		if ((eq = strchr(arg, '=')) == NULL || eq == arg) {
+			profile_error(ctx, loc, "expected NAME=VALUE");
+			continue;
+		}
+		name = xstrndup(arg, eq - arg);
+		if ((s = profile_setting_find(name)) == NULL) {
+			if ((hint = profile_suggest(name)) != NULL)
+				profile_error(ctx, loc, "unknown setting "
+				    "\"%s\" (did you mean \"%s\"?)", name,
+				    hint);
+			else {
+				buf_consume(&b, b.len);
+				for (j = 0; j < PROFILE_NSETTINGS; j++)
+					buf_printf(&b, "%s%s", j == 0 ? "" :
+					    ", ", profile_schema[j].name);
+				profile_error(ctx, loc, "unknown setting "
+				    "\"%s\"; the settings are %s", name,
+				    b.data);
+			}
+			free(name);
+			continue;
+		}
+		free(name);
+		if (profile_set_value(ctx, L, fi, s, eq + 1) == -1)
+			continue;
+		lua_pushstring(L, s->name);
+		lua_pushvalue(L, -2);
+		lua_rawset(L, t);
+		profile_shadow_set(L, t, s->name, loc);
+		lua_pop(L, 1);
+		ctx->set_from[s - profile_schema] = PROFILE_FROM_CMDLINE;
+		ctx->set_loc[s - profile_schema] = loc;
+	}
+	buf_free(&b);
+}
+
+/* Settings that only make sense together. */
+static void
+profile_cross_check(struct profile_ctx *ctx, const int *bad)
+{
+	const struct profile	*p = ctx->p;
+	int			 net = profile_setting_index("network");
+	int			 allow = profile_setting_index("network_allow");
+	int			 ack =
+	    profile_setting_index("network_open_ack");
+	int			 ports = profile_setting_index("ports");
+
+	if (bad[net] || bad[allow] || bad[ack] || bad[ports])
+		return;
+	if (p->network == PROFILE_NET_OPEN && !p->network_open_ack)
+		profile_error(ctx, ctx->set_loc[net], "network: \"open\" lets "
+		    "the guest reach the internet and every service listening "
+		    "on the host's 127.0.0.1 (as 10.0.2.2); to accept that, "
+		    "also write network_open_ack = true, or list what it needs "
+		    "with network = \"allowlist\" and network_allow");
+	if (p->network == PROFILE_NET_ALLOWLIST && p->nnetwork_allow == 0)
+		profile_error(ctx, ctx->set_loc[net], "network: \"allowlist\" "
+		    "with an empty network_allow lets nothing through; list "
+		    "what the guest may reach in network_allow, or write "
+		    "network = \"restricted\"");
+	if (p->network != PROFILE_NET_ALLOWLIST && p->nnetwork_allow > 0)
+		profile_error(ctx, ctx->set_loc[allow], "network_allow: has "
+		    "no effect unless network = \"allowlist\"");
+	if (p->network == PROFILE_NET_NONE && p->nports > 0)
+		profile_error(ctx, ctx->set_loc[ports], "ports: forwarding "
+		    "needs a network card, and network is \"none\"; write "
+		    "network = \"restricted\" (the guest still reaches "
+		    "nothing)");
 }
 
 /*
@@ -1342,14 +3534,14 @@ profile_apply_cb(lua_State *L)
 	const struct profile_setting	*s;
 	struct buf			 b = { 0 };
 	const char			*key, *hint;
-	size_t				 i;
-	int				 t, tline, line;
+	size_t				 i, nerrs;
+	int				 t, tloc, loc, bad[PROFILE_NSETTINGS];
 
 	lua_settop(L, 1);
 	if (lua_rawgetp(L, LUA_REGISTRYINDEX, &profile_key_sandbox) ==
 	    LUA_TTABLE) {
 		if (!lua_isnil(L, 1) && !lua_rawequal(L, 1, 2)) {
-			profile_error(ctx, ctx->line, "the profile both calls "
+			profile_error(ctx, ctx->loc, "the profile both calls "
 			    "sandbox{} and returns a value; do one or the "
 			    "other");
 			return (0);
@@ -1363,34 +3555,35 @@ profile_apply_cb(lua_State *L)
 			return (0);
 		}
 		if (!lua_istable(L, 1)) {
-			profile_error(ctx, ctx->line, "the profile returns a "
+			profile_error(ctx, ctx->loc, "the profile returns a "
 			    "%s, not a table of settings", luaL_typename(L, 1));
 			return (0);
 		}
 		lua_pushvalue(L, 1);
 	}
 	t = lua_gettop(L);
-	profile_track_table(L, t, ctx->line);	/* set on the last line */
-	if ((tline = profile_table_line(L, t)) == 0)
-		tline = ctx->line;
+	profile_track_table(L, t, ctx->loc);	/* set on the last line */
+	if ((tloc = profile_table_loc(L, t)) == 0)
+		tloc = ctx->loc;
+	profile_apply_sets(ctx, L, t);
 
 	lua_pushnil(L);
 	while (lua_next(L, t) != 0) {
 		if (lua_type(L, -2) != LUA_TSTRING) {
 			buf_consume(&b, b.len);
 			profile_show(&b, L, -1);
-			profile_error(ctx, tline, "%s has no name; settings "
+			profile_error(ctx, tloc, "%s has no name; settings "
 			    "are written name = value", b.data);
 		} else if (profile_setting_find(key = lua_tostring(L, -2)) ==
 		    NULL) {
-			if ((line = profile_key_line(L, t, key)) == 0)
-				line = tline;
+			if ((loc = profile_key_loc(L, t, key)) == 0)
+				loc = tloc;
 			buf_consume(&b, b.len);
 			lua_pushvalue(L, -2);
 			profile_show(&b, L, -1);
 			lua_pop(L, 1);
 			if ((hint = profile_suggest(key)) != NULL) {
-				profile_error(ctx, line, "unknown setting %s "
+				profile_error(ctx, loc, "unknown setting %s "
 				    "(did you mean \"%s\"?)", b.data, hint);
 			} else {
 				buf_printf(&b, "; the settings are");
@@ -1398,7 +3591,7 @@ profile_apply_cb(lua_State *L)
 					buf_printf(&b, "%s %s", i == 0 ? "" :
 					    ",", profile_schema[i].name);
 				}
-				profile_error(ctx, line, "unknown setting %s",
+				profile_error(ctx, loc, "unknown setting %s",
 				    b.data);
 			}
 		}
@@ -1409,68 +3602,183 @@ profile_apply_cb(lua_State *L)
 	for (i = 0; i < PROFILE_NSETTINGS; i++) {
 		s = &profile_schema[i];
 		lua_pushstring(L, s->name);
-		if (lua_rawget(L, t) == LUA_TNIL) {
+		if (lua_rawget(L, t) == LUA_TNIL &&
+		    ctx->set_from[i] != PROFILE_FROM_CMDLINE) {
 			lua_pop(L, 1);
 			profile_push_default(L, s);
-			line = 0;
-		} else if ((line = profile_key_line(L, t, s->name)) == 0)
-			line = tline;
-		profile_convert(ctx, L, lua_gettop(L), s, line);
+			ctx->set_from[i] = PROFILE_FROM_DEFAULT;
+			loc = 0;
+		} else if (ctx->set_from[i] == PROFILE_FROM_CMDLINE) {
+			if (lua_isnil(L, -1)) {
+				lua_pop(L, 1);
+				profile_push_default(L, s);
+			}
+			loc = ctx->set_loc[i];
+		} else {
+			ctx->set_from[i] = PROFILE_FROM_PROFILE;
+			if ((loc = profile_key_loc(L, t, s->name)) == 0)
+				loc = tloc;
+		}
+		ctx->set_loc[i] = loc;
+		nerrs = ctx->nerrs;
+		profile_convert(ctx, L, lua_gettop(L), s, loc);
+		bad[i] = ctx->nerrs != nerrs;
 		lua_pop(L, 1);
 	}
+	profile_cross_check(ctx, bad);
 	return (0);
 }
 
-/* Load, run and check a profile; NULL is the built-in default. */
-int
-profile_load(struct profile *p, const char *file, char **cause)
+/* Remember where each setting came from, for profile_print(). */
+static void
+profile_set_origins(struct profile_ctx *ctx)
+{
+	struct profile_origin	*o;
+	size_t			 i;
+
+	o = xcalloc(PROFILE_NSETTINGS, sizeof *o);
+	for (i = 0; i < PROFILE_NSETTINGS; i++) {
+		o[i].from = ctx->set_from[i];
+		if (o[i].from != PROFILE_FROM_DEFAULT)
+			o[i].at = profile_loc_text(ctx, ctx->set_loc[i]);
+	}
+	ctx->p->origins = o;
+}
+
+/* $XDG_CONFIG_HOME/qsup/profiles, or ~/.config/qsup/profiles; or NULL. */
+static char *
+profile_user_dir(void)
+{
+	const char	*base, *home;
+	char		*dir;
+
+	if ((base = getenv("XDG_CONFIG_HOME")) != NULL && *base == '/')
+		xasprintf(&dir, "%s/qsup/profiles", base);
+	else if ((home = getenv("HOME")) != NULL && *home == '/')
+		xasprintf(&dir, "%s/.config/qsup/profiles", home);
+	else
+		dir = NULL;
+	return (dir);
+}
+
+static int
+profile_is_file(const char *path)
+{
+	struct stat	sb;
+
+	return (stat(path, &sb) == 0 && S_ISREG(sb.st_mode));
+}
+
+/*
+ * What --profile NAME means: a path if it has a '/'; else ./NAME.lua,
+ * $XDG_CONFIG_HOME/qsup/profiles/NAME.lua, then the built-in NAME
+ * ("builtin:NAME" says so outright). Returns the path or "builtin:NAME".
+ */
+char *
+profile_find(const char *name, char **cause)
+{
+	struct buf	 b = { 0 };
+	char		*path, *dir, *bare;
+	const char	*ext;
+	size_t		 len = strlen(name);
+
+	*cause = NULL;
+	if (strchr(name, '/') != NULL && strncmp(name, "builtin:", 8) != 0)
+		return (xstrdup(name));
+	ext = len > 4 && strcmp(name + len - 4, ".lua") == 0 ? "" : ".lua";
+	bare = xstrndup(name, len - (*ext == '\0' ? 4 : 0));
+	if (strncmp(name, "builtin:", 8) == 0) {
+		if (profile_builtin(name + 8) != NULL) {
+			xasprintf(&path, "builtin:%s", bare + 8);
+			free(bare);
+			return (path);
+		}
+		profile_builtin_names(&b);
+		xasprintf(cause, "%s: no such built-in profile (they are %s)",
+		    name, b.data);
+		goto fail;
+	}
+	if (len == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		xasprintf(cause, "\"%s\" does not name a profile", name);
+		goto fail;
+	}
+	xasprintf(&path, "%s%s", name, ext);
+	if (profile_is_file(path))
+		goto found;
+	free(path);
+	if ((dir = profile_user_dir()) != NULL) {
+		xasprintf(&path, "%s/%s%s", dir, name, ext);
+		if (profile_is_file(path)) {
+			free(dir);
+			goto found;
+		}
+		free(path);
+	}
+	if (profile_builtin(name) != NULL) {
+		free(dir);
+		xasprintf(&path, "builtin:%s", bare);
+		goto found;
+	}
+	profile_builtin_names(&b);
+	xasprintf(cause, "profile %s not found: there is no ./%s%s%s%s%s, "
+	    "and the built-in profiles are %s", name, name, ext,
+	    dir != NULL ? " nor " : "", dir != NULL ? dir : "",
+	    dir != NULL ? "/..." : "", b.data);
+	free(dir);
+fail:
+	buf_free(&b);
+	free(bare);
+	return (NULL);
+found:
+	free(bare);
+	return (path);
+}
+
+/* Run a profile's text and check it; the common part of the loaders. */
+static int
+profile_run(struct profile *p, enum profile_file_kind kind, const char *name,
+    const char *text, size_t len, char *const *sets, size_t nsets,
+    char **cause)
 {
 	struct profile_ctx	 ctx;
 	struct buf		 b = { 0 };
 	lua_State		*L = NULL;
-	char			*src = NULL, *slash;
-	const char		*text;
-	size_t			 len, i;
+	char			*key, *dir;
+	size_t			 i;
 	int			 status, rc = -1;
+	double			 t0 = util_now();
 
 	memset(p, 0, sizeof *p);
 	memset(&ctx, 0, sizeof ctx);
 	*cause = NULL;
 	ctx.p = p;
-	if (file == NULL) {
-		ctx.path = PROFILE_BUILTIN;
-		xasprintf(&ctx.chunkname, "=%s", PROFILE_BUILTIN);
-		text = builtin_profile_default;
-		len = strlen(text);
-	} else {
-		ctx.path = file;
-		if ((src = util_read_file(file, &len,
-		    PROFILE_FILE_MAX)) == NULL) {
-			if (errno == EFBIG)
-				xasprintf(cause, "%s: larger than %d KiB", file,
-				    PROFILE_FILE_MAX / 1024);
-			else
-				xasprintf(cause, "%s: %s", file,
-				    strerror(errno));
-			return (-1);
-		}
-		text = src;
-		xasprintf(&ctx.chunkname, "@%s", file);
-		ctx.dir = xstrdup(file);
-		if ((slash = strrchr(ctx.dir, '/')) == NULL) {
-			free(ctx.dir);
-			ctx.dir = NULL;	/* the current directory */
-		} else if (slash == ctx.dir)
-			slash[1] = '\0';
-		else
-			*slash = '\0';
+	ctx.path = name;
+	ctx.sets = sets;
+	ctx.nsets = nsets;
+	p->path = xstrdup(name);
+	if (kind == PROFILE_FILE_DISK) {
+		if ((key = realpath(name, NULL)) == NULL)
+			key = xstrdup(name);
+		dir = profile_dirname(name);
+		if ((ctx.root = realpath(dir == NULL ? "." : dir, NULL)) ==
+		    NULL)
+			ctx.root = xstrdup(dir == NULL ? "." : dir);
+		free(dir);
+	} else
+		key = xstrdup(name);
+	profile_file_add(&ctx, kind, name, key);
+	free(key);
+	ctx.stack[ctx.depth++] = 0;
+	if (nsets > PROFILE_SETS_MAX) {
+		profile_error(&ctx, 0, "more than %d --set", PROFILE_SETS_MAX);
+		goto out;
 	}
-	p->path = xstrdup(ctx.path);
 
 	if ((L = lua_newstate(profile_alloc, &ctx)) == NULL) {
 		profile_error(&ctx, 0, "cannot create a Lua state");
 		goto out;
 	}
+	ctx.L = L;
 	lua_pushcfunction(L, profile_msgh_cb);		/* index 1 */
 	lua_pushcfunction(L, profile_setup_cb);
 	if ((status = lua_pcall(L, 0, 0, 1)) != LUA_OK) {
@@ -1478,32 +3786,40 @@ profile_load(struct profile *p, const char *file, char **cause)
 		goto out;
 	}
 
-	if ((status = luaL_loadbufferx(L, text, len, ctx.chunkname,
+	if ((status = luaL_loadbufferx(L, text, len, ctx.files[0].chunkname,
 	    "t")) != LUA_OK) {
 		profile_lua_error(&ctx, L, status);
 		goto out;
 	}
-	ctx.deadline = util_now() + PROFILE_TIME_LIMIT;
+	ctx.deadline = t0 + PROFILE_TIME_LIMIT;
+	profile_watch(&ctx);
 	lua_sethook(L, profile_hook_cb, LUA_MASKCOUNT|LUA_MASKLINE|LUA_MASKRET,
 	    PROFILE_HOOK_COUNT);
 	status = lua_pcall(L, 0, 1, 1);
-	lua_sethook(L, NULL, 0, 0);
-	log_debug("%s: ran %.3f s, about %lu instructions, %zu KiB at most",
-	    ctx.path, util_now() - (ctx.deadline - PROFILE_TIME_LIMIT),
-	    ctx.insns, ctx.mem_peak >> 10);
 	if (status != LUA_OK || ctx.timed_out) {
+		lua_sethook(L, NULL, 0, 0);
+		profile_unwatch();
 		profile_lua_error(&ctx, L, status);
 		goto out;
 	}
 
+	/* --set values run under the same limits. */
 	lua_pushcfunction(L, profile_apply_cb);
 	lua_insert(L, -2);
-	if ((status = lua_pcall(L, 1, 0, 1)) != LUA_OK)
+	status = lua_pcall(L, 1, 0, 1);
+	lua_sethook(L, NULL, 0, 0);
+	profile_unwatch();
+	if (status != LUA_OK)
 		profile_lua_error(&ctx, L, status);
-	if (ctx.nerrs == 0)
+	if (ctx.nerrs == 0) {
+		profile_set_origins(&ctx);
 		rc = 0;
+	}
 
 out:
+	log_debug("%s: loaded in %.2f ms, about %lu instructions, %zu KiB at "
+	    "most", name, (util_now() - t0) * 1000, ctx.insns,
+	    ctx.mem_peak >> 10);
 	if (L != NULL)
 		lua_close(L);
 	if (ctx.nerrs > 0) {
@@ -1519,12 +3835,67 @@ out:
 		profile_free(p);
 		memset(p, 0, sizeof *p);
 	}
+	profile_files_free(&ctx);
 	free(ctx.errs);
 	free(ctx.traceback);
-	free(ctx.chunkname);
-	free(ctx.dir);
-	free(src);
+	free(ctx.root);
 	return (rc);
+}
+
+/*
+ * Load, run and check a profile with these --set NAME=VALUE on top; file
+ * is a path or a name (profile_find), NULL for the built-in default.
+ */
+int
+profile_load_set(struct profile *p, const char *file, char *const *sets,
+    size_t nsets, char **cause)
+{
+	char	*path, *src;
+	size_t	 len;
+	int	 rc;
+
+	memset(p, 0, sizeof *p);
+	*cause = NULL;
+	if ((path = profile_find(file == NULL ? PROFILE_BUILTIN : file,
+	    cause)) == NULL)
+		return (-1);
+	if (strncmp(path, "builtin:", 8) == 0) {
+		src = (char *)(uintptr_t)profile_builtin(path + 8);
+		rc = profile_run(p, PROFILE_FILE_BUILTIN, path, src,
+		    strlen(src), sets, nsets, cause);
+		free(path);
+		return (rc);
+	}
+	if ((src = util_read_file(path, &len, PROFILE_FILE_MAX)) == NULL) {
+		if (errno == EFBIG)
+			xasprintf(cause, "%s: larger than %d KiB", path,
+			    PROFILE_FILE_MAX / 1024);
+		else
+			xasprintf(cause, "%s: %s", path, strerror(errno));
+		free(path);
+		return (-1);
+	}
+	rc = profile_run(p, PROFILE_FILE_DISK, path, src, len, sets, nsets,
+	    cause);
+	free(src);
+	free(path);
+	return (rc);
+}
+
+/* Load, run and check a profile; NULL is the built-in default. */
+int
+profile_load(struct profile *p, const char *file, char **cause)
+{
+	return (profile_load_set(p, file, NULL, 0, cause));
+}
+
+/* A profile from memory, as if read from the file name (for fuzzing). */
+int
+profile_load_buffer(struct profile *p, const char *name, const char *text,
+    size_t len, char *const *sets, size_t nsets, char **cause)
+{
+	return (profile_run(p, PROFILE_FILE_DISK, name, text, len, sets, nsets,
+	    cause));
 }
 
 void
@@ -1538,6 +3909,12 @@ profile_free(struct profile *p)
 	p->kernel = NULL;
 	free(p->initramfs);
 	p->initramfs = NULL;
+	free(p->image);
+	p->image = NULL;
+	free(p->image_base_url);
+	p->image_base_url = NULL;
+	free(p->images_dir);
+	p->images_dir = NULL;
 	for (i = 0; i < p->nenv; i++)
 		free(p->env[i]);
 	free(p->env);
@@ -1545,6 +3922,297 @@ profile_free(struct profile *p)
 	p->nenv = 0;
 	free(p->cwd);
 	p->cwd = NULL;
+	for (i = 0; i < p->nshares; i++)
+		profile_share_free(&p->shares[i]);
+	free(p->shares);
+	p->shares = NULL;
+	p->nshares = 0;
+	for (i = 0; i < p->nnetwork_allow; i++)
+		netrule_free(&p->network_allow[i]);
+	free(p->network_allow);
+	p->network_allow = NULL;
+	p->nnetwork_allow = 0;
+	for (i = 0; i < p->nports; i++)
+		free(p->ports[i].address);
+	free(p->ports);
+	p->ports = NULL;
+	p->nports = 0;
+	for (i = 0; i < p->nextra_args; i++)
+		free(p->extra_args[i]);
+	free(p->extra_args);
+	p->extra_args = NULL;
+	p->nextra_args = 0;
+	if (p->origins != NULL) {
+		for (i = 0; i < PROFILE_NSETTINGS; i++)
+			free(p->origins[i].at);
+		free(p->origins);
+		p->origins = NULL;
+	}
+}
+
+/* The name QEMU's -virtfs security_model= wants. */
+const char *
+profile_sm_name(enum profile_sm sm)
+{
+	const struct profile_choice	*c;
+
+	for (c = profile_sm_choices; c->name != NULL; c++) {
+		if (!c->alias && c->value == (int)sm)
+			return (c->name);
+	}
+	return ("mapped-xattr");
+}
+
+/* -------------------------------------------------------------------------
+ * Showing a profile: as Lua that loads back to the same settings, or JSON.
+ */
+
+static void
+profile_put_string(struct buf *b, const char *s, int json)
+{
+	const unsigned char	*u;
+
+	if (s == NULL) {
+		buf_printf(b, json ? "null" : "nil");
+		return;
+	}
+	if (json) {
+		buf_json_string(b, s);
+		return;
+	}
+	buf_add(b, "\"", 1);
+	for (u = (const unsigned char *)s; *u != '\0'; u++) {
+		if (*u == '"' || *u == '\\')
+			buf_printf(b, "\\%c", *u);
+		else if (*u == '\n')
+			buf_printf(b, "\\n");
+		else if (*u < 0x20 || *u == 0x7f)
+			buf_printf(b, "\\%03u", *u);
+		else
+			buf_add(b, u, 1);
+	}
+	buf_add(b, "\"", 1);
+}
+
+static void
+profile_put_list(struct buf *b, char *const *v, size_t n, int json)
+{
+	size_t	i;
+
+	if (n == 0) {
+		buf_printf(b, json ? "[]" : "{}");
+		return;
+	}
+	buf_printf(b, json ? "[" : "{ ");
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			buf_printf(b, ", ");
+		profile_put_string(b, v[i], json);
+	}
+	buf_printf(b, json ? "]" : " }");
+}
+
+/* "key = " in Lua, "\"key\":" in JSON. */
+static void
+profile_put_key(struct buf *b, const char *key, int json)
+{
+	if (json)
+		buf_printf(b, "\"%s\":", key);
+	else
+		buf_printf(b, "%s = ", key);
+}
+
+static void
+profile_put_shares(struct buf *b, const struct profile *p, int json)
+{
+	const struct profile_share	*sh;
+	size_t				 i;
+
+	if (p->nshares == 0) {
+		buf_printf(b, json ? "[]" : "{}");
+		return;
+	}
+	buf_printf(b, json ? "[" : "{ ");
+	for (i = 0; i < p->nshares; i++) {
+		sh = &p->shares[i];
+		buf_printf(b, "%s%s", i == 0 ? "" : ", ", json ? "{" : "{ ");
+		profile_put_key(b, "host", json);
+		profile_put_string(b, sh->host, json);
+		buf_printf(b, ", ");
+		profile_put_key(b, "guest", json);
+		profile_put_string(b, sh->guest, json);
+		buf_printf(b, ", ");
+		profile_put_key(b, "mode", json);
+		profile_put_string(b, sh->rw ? "rw" : "ro", json);
+		buf_printf(b, ", ");
+		profile_put_key(b, "ignore", json);
+		profile_put_list(b, sh->ignore, sh->nignore, json);
+		buf_printf(b, json ? "}" : " }");
+	}
+	buf_printf(b, json ? "]" : " }");
+}
+
+static void
+profile_put_ports(struct buf *b, const struct profile *p, int json)
+{
+	const struct profile_port	*pt;
+	size_t				 i;
+
+	if (p->nports == 0) {
+		buf_printf(b, json ? "[]" : "{}");
+		return;
+	}
+	buf_printf(b, json ? "[" : "{ ");
+	for (i = 0; i < p->nports; i++) {
+		pt = &p->ports[i];
+		buf_printf(b, "%s%s", i == 0 ? "" : ", ", json ? "{" : "{ ");
+		profile_put_key(b, "guest", json);
+		buf_printf(b, "%u, ", pt->guest);
+		profile_put_key(b, "host", json);
+		buf_printf(b, "%u, ", pt->host);
+		profile_put_key(b, "address", json);
+		profile_put_string(b, pt->address, json);
+		buf_printf(b, json ? "}" : " }");
+	}
+	buf_printf(b, json ? "]" : " }");
+}
+
+/* The value of setting s in p. */
+static void
+profile_put(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	const struct profile_choice	*c;
+	const char			*name = "?";
+	char				**rules;
+	uint64_t			 mib;
+	size_t				 i;
+	int				 v;
+
+	switch (s->type) {
+	case PROFILE_T_BOOL:
+		v = *PROFILE_CFIELD(p, s, int);
+		buf_printf(b, "%s", v ? "true" : "false");
+		break;
+	case PROFILE_T_CHOICE:
+		memcpy(&v, (const char *)p + s->offset, sizeof v);
+		for (c = s->choices; c->name != NULL; c++) {
+			if (!c->alias && c->value == v) {
+				name = c->name;
+				break;
+			}
+		}
+		if (strcmp(name, "true") == 0 || strcmp(name, "false") == 0)
+			buf_printf(b, "%s", name);
+		else
+			profile_put_string(b, name, json);
+		break;
+	case PROFILE_T_SIZE:
+		mib = *PROFILE_CFIELD(p, s, uint64_t);
+		if (json)
+			buf_printf(b, "%llu", (unsigned long long)mib);
+		else {
+			buf_add(b, "\"", 1);
+			profile_show_mib(b, mib);
+			buf_add(b, "\"", 1);
+		}
+		break;
+	case PROFILE_T_INT:
+		buf_printf(b, "%d", *PROFILE_CFIELD(p, s, int));
+		break;
+	case PROFILE_T_SECONDS:
+		buf_printf(b, "%.17g", *PROFILE_CFIELD(p, s, double));
+		break;
+	case PROFILE_T_PATH:
+	case PROFILE_T_GUEST_PATH:
+	case PROFILE_T_IMAGE:
+	case PROFILE_T_URL:
+	case PROFILE_T_DIR:
+		profile_put_string(b, *PROFILE_CFIELD(p, s, profile_str), json);
+		break;
+	case PROFILE_T_ENV:
+		profile_put_list(b, p->env, p->nenv, json);
+		break;
+	case PROFILE_T_SHARES:
+		profile_put_shares(b, p, json);
+		break;
+	case PROFILE_T_ALLOW:
+		rules = xcalloc(p->nnetwork_allow + 1, sizeof *rules);
+		for (i = 0; i < p->nnetwork_allow; i++)
+			rules[i] = p->network_allow[i].text;
+		profile_put_list(b, rules, p->nnetwork_allow, json);
+		free(rules);
+		break;
+	case PROFILE_T_PORTS:
+		profile_put_ports(b, p, json);
+		break;
+	case PROFILE_T_ARGS:
+		profile_put_list(b, p->extra_args, p->nextra_args, json);
+		break;
+	}
+}
+
+/*
+ * Every setting of a loaded profile and where it came from: as a Lua
+ * profile (it loads back to the same settings), as one JSON object
+ * (PROFILE_PRINT_JSON), or as Lua without comments (PROFILE_PRINT_BARE).
+ */
+void
+profile_print(const struct profile *p, int flags, struct buf *b)
+{
+	static const char		*from[] = { "default", "profile",
+	    "command line" };
+	const struct profile_setting	*s;
+	const struct profile_origin	*o;
+	size_t				 i, start;
+	int				 json = flags & PROFILE_PRINT_JSON;
+
+	if (flags & PROFILE_PRINT_BARE) {
+		buf_printf(b, "return {\n");
+		for (i = 0; i < PROFILE_NSETTINGS; i++) {
+			buf_printf(b, "\t%s = ", profile_schema[i].name);
+			profile_put(b, p, &profile_schema[i], 0);
+			buf_printf(b, ",\n");
+		}
+		buf_printf(b, "}\n");
+		return;
+	}
+	if (json) {
+		buf_printf(b, "{\"profile\":");
+		buf_json_string(b, p->path != NULL ? p->path : "");
+		buf_printf(b, ",\"settings\":{");
+	} else
+		buf_printf(b, "-- %s, as qsup will use it; after each setting, "
+		    "where it came from\nreturn {\n", p->path);
+	for (i = 0; i < PROFILE_NSETTINGS; i++) {
+		s = &profile_schema[i];
+		o = p->origins != NULL ? &p->origins[i] : NULL;
+		if (json) {
+			buf_printf(b, "%s\"%s\":{\"value\":", i == 0 ? "" : ",",
+			    s->name);
+			profile_put(b, p, s, 1);
+			buf_printf(b, ",\"from\":\"%s\"", from[o == NULL ?
+			    0 : o->from]);
+			if (o != NULL && o->at != NULL) {
+				buf_printf(b, ",\"at\":");
+				buf_json_string(b, o->at);
+			}
+			buf_printf(b, "}");
+			continue;
+		}
+		start = b->len;
+		buf_printf(b, "\t%s = ", s->name);
+		profile_put(b, p, s, 0);
+		buf_printf(b, ",");
+		do
+			buf_add(b, " ", 1);
+		while (b->len - start < 44);
+		buf_printf(b, "-- %s", from[o == NULL ? 0 : o->from]);
+		if (o != NULL && o->at != NULL)
+			buf_printf(b, ", %s", o->at);
+		buf_printf(b, "\n");
+	}
+	buf_printf(b, json ? "}}\n" : "}\n");
 }
 
 /* Every setting with its default, what it accepts and what it does. */

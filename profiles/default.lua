@@ -1,18 +1,40 @@
 -- The built-in profile: what qsup uses when it is given none. It also
--- documents the format, and every setting below shows its default.
+-- documents the format, and every setting below shows its default
+-- (`qsup profile settings` lists them with what each accepts).
 --
 -- A profile is a Lua chunk that returns a table of settings (or passes one
 -- to sandbox { ... }). A setting left out keeps its default. The chunk runs
 -- in a sandbox: base, string, table, math and utf8 only, no files, no os,
--- at most 1 s and 64 MiB. What it may know of the host is in `qsup`:
---   qsup.arch        "x86_64", ...
---   qsup.cpus        CPUs qsup may run on
---   qsup.memory_mib  host RAM in MiB
---   qsup.env(NAME)   the host's environment variable NAME, or nil
+-- at most 1 s and 64 MiB. What it may know of the host is in `qsup`
+-- (`qsup profile facts` shows them):
+--   qsup.arch          "x86_64", ...
+--   qsup.triplet       Debian's multiarch triplet, "x86_64-linux-gnu"
+--   qsup.glibc         the host's glibc version, "2.36"
+--   qsup.cpus          CPUs qsup may run on (cgroup quota included)
+--   qsup.memory_mib    host RAM in MiB (cgroup limit included)
+--   qsup.in_container  true in Docker, Podman or Kubernetes (/.dockerenv,
+--                      /.containerenv or $container)
+--   qsup.cwd           the directory qsup was started in
+--   qsup.kvm           true if KVM is measured to work here (the first
+--                      read on a host may boot a probe guest, at most
+--                      5 s, not counted in the profile's second)
+--   qsup.kvm_why       why, or why not
+--   qsup.python        the host's python3, or nil: { path, executable,
+--                      version = "3.11", prefix, venv }
+--   qsup.env(NAME)     the host's environment variable NAME, or nil
 -- for example: cpus = math.min(4, qsup.cpus).
 --
+-- A profile may build on another one of its directory tree, or on a
+-- built-in one ("builtin:ci"):
+--   return extend("base.lua", { memory = "2G" })  -- base, with changes
+--   local p = include("base.lua"); p.cpus = 2; return p
+-- Cycles are refused. On the command line, --set NAME=VALUE overrides any
+-- setting, checked the same way (--set memory=1G, --set use_kvm=false,
+-- --set 'env={FOO="bar"}').
+--
 -- Mistakes are reported all at once, as FILE:LINE: messages; an unknown
--- setting gets the closest known name suggested.
+-- setting gets the closest known name suggested. `qsup profile check FILE`
+-- checks a profile, `qsup profile show FILE` shows what it resolves to.
 
 return {
 	-- KVM: true means KVM or fail, false never, "auto" uses KVM when it
@@ -31,8 +53,16 @@ return {
 	-- accelerator decide: short with KVM, much longer when emulated.
 	start_timeout = 0,
 
+	-- Seconds a command may run; then it is killed and qsup exits 124.
+	-- 0: no limit. `qsup run --timeout SECS` overrides it.
+	timeout = 0,
+
 	-- Copy the guest's console (kernel and boot messages) to stderr.
 	show_boot_console = false,
+
+	-- Lines of the guest's console shown when the sandbox fails (the
+	-- guest does not start, QEMU dies). 0: none.
+	console_on_failure = 20,
 
 	-- Start from a saved VM state (a template) of this guest's shape
 	-- instead of booting it: the first run of a shape boots and saves
@@ -44,6 +74,15 @@ return {
 	kernel = nil,
 	initramfs = nil,
 
+	-- A disk image for the guest: a name ("debian-12", downloaded from
+	-- image_base_url), an http(s) URL, or a file (with a "/":
+	-- "./disk.qcow2"). nil: the built-in guest, which needs none.
+	-- The seed's variables are honoured, qsup's own first.
+	image = qsup.env("QSUP_IMAGE") or qsup.env("PYSANDBOXES_QEMU_IMAGE_URL"),
+	image_base_url = qsup.env("QSUP_IMAGE_BASE_URL") or qsup.env("PYSANDBOXES_QEMU_IMAGE_BASE_URL"),
+	-- Where downloaded images are kept (nil: $XDG_DATA_HOME/qsup/images).
+	images_dir = qsup.env("QSUP_IMAGES_DIR") or qsup.env("PYSANDBOXES_VM_IMAGES_DIR"),
+
 	-- Environment of every command in the guest, as a list of
 	-- "NAME=VALUE" strings or as NAME = "VALUE" fields (or both):
 	--   env = { "LANG=C.UTF-8", TZ = "UTC" },
@@ -51,4 +90,61 @@ return {
 
 	-- Working directory of commands in the guest: an absolute path.
 	cwd = "/",
+
+	-- Host directories the guest sees, over virtio-9p. Read-only unless
+	-- mode = "rw"; at the same path unless guest = ...; names matching
+	-- an ignore glob are left out. Relative host paths are relative to
+	-- the profile's directory.
+	--   shares = {
+	--     { host = qsup.cwd, guest = "/src", ignore = { ".git" } },
+	--     { host = "/tmp/out", mode = "rw" },
+	--   },
+	shares = {},
+
+	-- Copy shared trees to a temporary directory before sharing them:
+	-- in a nested container, files on overlayfs that the guest maps
+	-- crash it. "auto" copies when qsup runs in a container; "on", "off".
+	virtfs = "auto",
+
+	-- QEMU's 9p security model for shares that are not copied:
+	-- "mapped-xattr", "mapped-file", "passthrough" or "none" (copies use
+	-- "none"). The seed's "auto" means "mapped-xattr".
+	virtfs_security_model = "mapped-xattr",
+
+	-- What a copy takes of the host's C library: "full" takes all of
+	-- /lib/TRIPLET and /usr/lib/TRIPLET, "sparse" only the ldd closure of
+	-- what runs (smaller; may miss a library). "minimal" and "ldd" mean
+	-- "sparse".
+	ld_closure_libs = "full",
+
+	-- The guest's network:
+	--   "none"        no network card at all
+	--   "restricted"  the guest reaches nothing; ports are still forwarded in
+	--   "allowlist"   only what network_allow lists
+	--   "open"        everything, the host's own 127.0.0.1 included (SLIRP
+	--                 shows it as 10.0.2.2): needs network_open_ack = true
+	network = "restricted",
+
+	-- With network = "allowlist": "HOST[:PORT]" rules. HOST is a name
+	-- ("deb.debian.org", "*.pypi.org" for the names under it), an address
+	-- or a network ("192.0.2.7", "10.0.0.0/8", "[2001:db8::/32]"); PORT a
+	-- port or a range ("443", "8000-8099"), any port if left out.
+	network_allow = {},
+
+	-- true accepts what network = "open" means for the host's services.
+	network_open_ack = false,
+
+	-- Guest ports forwarded from the host: a guest port (8080) or
+	-- { guest = 8080, host = 18080, address = "127.0.0.1" }; host = 0 (the
+	-- default) takes any free port.
+	ports = {},
+
+	-- Raw QEMU flags, for devices qsup knows nothing of:
+	--   extra_args = { "-device", "virtio-rng-device" },
+	-- Flags that weaken isolation or that qsup manages are refused:
+	-- -fsdev, -virtfs, -drive/-blockdev on /dev/..., -chardev reaching the
+	-- host (spawn, file, socket, ...), -runas, -monitor, -qmp, -pidfile,
+	-- -daemonize, -sandbox, -netdev, -m, -smp, ... A fixed list, not a
+	-- proof that the rest is safe: review extra_args like code.
+	extra_args = {},
 }

@@ -107,6 +107,39 @@ test_bad_share_specs() {
 	expect_match "message" 'room for 5' "$err"
 }
 
+# Shares from a profile, with ignored paths that the guest never sees.
+test_profile_shares_and_ignore() {
+	local d=$T_TMP/proj out err st
+	mkdir -p "$d/src" "$d/keys" "$T_TMP/pout"
+	echo code >"$d/src/main.c"
+	echo key >"$d/keys/id.pem"
+	echo token >"$d/secret.txt"
+	cat >"$T_TMP/sh.lua" <<EOF2
+return {
+	shares = {
+		{ host = "$d", guest = "/proj", ignore = { "secret*", "*.pem" } },
+		{ host = "$T_TMP/pout", guest = "/out", mode = "rw" },
+	},
+	cwd = "/proj",
+}
+EOF2
+	out=$("$QSUP" run --profile "$T_TMP/sh.lua" -- sh -c \
+	    'find . | sort; cat src/main.c; cat secret.txt 2>&1; echo made > /out/o')
+	expect_eq "ignored paths are absent" ".
+./keys
+./src
+./src/main.c
+code
+cat: can't open 'secret.txt': No such file or directory" "$out"
+	expect_eq "the rw share" made "$(cat "$T_TMP/pout/o")"
+	expect_eq "host keeps its files" token "$(cat "$d/secret.txt")"
+	printf 'return { shares = { { host = "%s", mode = "rw", ignore = { "x" } } } }\n' \
+	    "$d" >"$T_TMP/bad.lua"
+	err=$("$QSUP" run --profile "$T_TMP/bad.lua" -- true 2>&1); st=$?
+	expect_eq "rw with ignore" 125 $st
+	expect_match "message" 'ignore needs a read-only share' "$err"
+}
+
 # A share given to one run is not there for the next, warm or not.
 test_share_invisible_to_next_run() {
 	local a=$T_TMP/a b=$T_TMP/b out

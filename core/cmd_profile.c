@@ -1,0 +1,261 @@
+/*
+ * "qsup profile": check profiles, show what one resolves to and where each
+ * setting came from, list the settings, show the host facts profiles see.
+ * Nothing here starts a VM (facts may boot the KVM probe, once per host).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qsup.h"
+
+#define CMD_PROFILE_SET	0x100	/* --set, which has no short form */
+
+static void
+cmd_profile_usage(FILE *f)
+{
+	fprintf(f,
+"usage: qsup profile check [-v] PROFILE...\n"
+"       qsup profile show [--json] [--set NAME=VALUE]... [PROFILE]\n"
+"       qsup profile settings\n"
+"       qsup profile facts [--json]\n"
+"\n"
+"check     load and check each profile; print its mistakes as FILE:LINE:\n"
+"          lines and exit 125 if there are any (-v: say how long each took)\n"
+"show      every setting as qsup run would use it, and where it came from:\n"
+"          the default, the profile (FILE:LINE) or the command line;\n"
+"          without PROFILE, the built-in default\n"
+"settings  every setting, its default, what it accepts\n"
+"facts     what profiles know of this host: the qsup table\n"
+"\n"
+"PROFILE is a path, or a name looked up as ./NAME.lua,\n"
+"$XDG_CONFIG_HOME/qsup/profiles/NAME.lua, then among the built-in ones\n"
+"(builtin:NAME names one outright).\n");
+}
+
+static int
+cmd_profile_check(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "verbose",	no_argument,	NULL, 'v' },
+		{ "help",	no_argument,	NULL, 'h' },
+		{ NULL,		0,		NULL, 0 }
+	};
+	struct profile	 p;
+	char		*cause;
+	double		 t0;
+	int		 ch, i, verbose = 0, rc = 0;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'v':
+			verbose = 1;
+			break;
+		case 'h':
+			cmd_profile_usage(stdout);
+			return (0);
+		default:
+			log_warnx("profile check: %s: unknown option",
+			    argv[optind - 1]);
+			return (QSUP_EXIT_ERROR);
+		}
+	}
+	if (optind >= argc) {
+		log_warnx("profile check: no profile given: qsup profile check "
+		    "PROFILE...");
+		return (QSUP_EXIT_ERROR);
+	}
+	for (i = optind; i < argc; i++) {
+		t0 = util_now();
+		if (profile_load(&p, argv[i], &cause) == -1) {
+			fprintf(stderr, "%s\n", cause);
+			free(cause);
+			rc = QSUP_EXIT_ERROR;
+			continue;
+		}
+		if (verbose)
+			printf("%s: ok (%.2f ms)\n", p.path,
+			    (util_now() - t0) * 1000);
+		profile_free(&p);
+	}
+	fflush(stdout);
+	return (rc);
+}
+
+static int
+cmd_profile_show(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json",	no_argument,		NULL, 'J' },
+		{ "set",	required_argument,	NULL, CMD_PROFILE_SET },
+		{ "help",	no_argument,		NULL, 'h' },
+		{ NULL,		0,			NULL, 0 }
+	};
+	struct profile	  p;
+	struct buf	  b = { 0 };
+	char		**sets = NULL, *cause;
+	size_t		  nsets = 0;
+	int		  ch, json = 0, rc = QSUP_EXIT_ERROR;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'J':
+			json = 1;
+			break;
+		case CMD_PROFILE_SET:
+			sets = xreallocarray(sets, nsets + 1, sizeof *sets);
+			sets[nsets++] = optarg;
+			break;
+		case 'h':
+			cmd_profile_usage(stdout);
+			free(sets);
+			return (0);
+		default:
+			log_warnx("profile show: %s: unknown option or missing "
+			    "value", argv[optind - 1]);
+			goto out;
+		}
+	}
+	if (argc - optind > 1) {
+		log_warnx("profile show: one profile at a time");
+		goto out;
+	}
+	if (profile_load_set(&p, optind < argc ? argv[optind] : NULL, sets,
+	    nsets, &cause) == -1) {
+		fprintf(stderr, "%s\n", cause);
+		free(cause);
+		goto out;
+	}
+	profile_print(&p, json ? PROFILE_PRINT_JSON : 0, &b);
+	fputs(b.data, stdout);
+	fflush(stdout);
+	buf_free(&b);
+	profile_free(&p);
+	rc = 0;
+out:
+	free(sets);
+	return (rc);
+}
+
+/* One fact, as a profile reads it (Lua) or as JSON. */
+static void
+cmd_profile_fact(struct buf *b, int json, int *n, const char *name,
+    const char *value)
+{
+	if (json) {
+		buf_printf(b, "%s\"%s\":", (*n)++ == 0 ? "" : ",", name);
+		if (value == NULL)
+			buf_printf(b, "null");
+		else
+			buf_json_string(b, value);
+	} else {
+		buf_printf(b, "qsup.%s = ", name);
+		if (value == NULL)
+			buf_printf(b, "nil\n");
+		else {
+			buf_json_string(b, value);	/* a Lua string too */
+			buf_printf(b, "\n");
+		}
+	}
+}
+
+static void
+cmd_profile_fact_raw(struct buf *b, int json, int *n, const char *name,
+    const char *value)
+{
+	if (json)
+		buf_printf(b, "%s\"%s\":%s", (*n)++ == 0 ? "" : ",", name,
+		    value);
+	else
+		buf_printf(b, "qsup.%s = %s\n", name, value);
+}
+
+static int
+cmd_profile_facts(int argc, char **argv)
+{
+	struct facts_python	 py;
+	struct buf		 b = { 0 };
+	char			 num[32], *why = NULL, *cwd;
+	int			 json = 0, n = 0, kvm, i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = 1;
+		else {
+			log_warnx("profile facts: %s: unknown option", argv[i]);
+			return (QSUP_EXIT_ERROR);
+		}
+	}
+	if (json)
+		buf_printf(&b, "{");
+	cmd_profile_fact(&b, json, &n, "arch", facts_arch());
+	cmd_profile_fact(&b, json, &n, "triplet", facts_triplet());
+	cmd_profile_fact(&b, json, &n, "glibc", facts_glibc());
+	snprintf(num, sizeof num, "%ld", facts_cpus());
+	cmd_profile_fact_raw(&b, json, &n, "cpus", num);
+	snprintf(num, sizeof num, "%llu",
+	    (unsigned long long)facts_memory_mib());
+	cmd_profile_fact_raw(&b, json, &n, "memory_mib", num);
+	cmd_profile_fact_raw(&b, json, &n, "in_container",
+	    facts_in_container() ? "true" : "false");
+	cwd = getcwd(NULL, 0);
+	cmd_profile_fact(&b, json, &n, "cwd", cwd);
+	free(cwd);
+	kvm = facts_kvm(&why);
+	cmd_profile_fact_raw(&b, json, &n, "kvm", kvm ? "true" : "false");
+	cmd_profile_fact(&b, json, &n, "kvm_why", why);
+	free(why);
+	if (facts_python(&py) == 0) {
+		cmd_profile_fact(&b, json, &n, "python.path", py.path);
+		cmd_profile_fact(&b, json, &n, "python.executable",
+		    py.executable);
+		cmd_profile_fact(&b, json, &n, "python.version", py.version);
+		cmd_profile_fact(&b, json, &n, "python.prefix", py.prefix);
+		cmd_profile_fact(&b, json, &n, "python.venv", py.venv);
+		facts_python_free(&py);
+	} else
+		cmd_profile_fact(&b, json, &n, "python", NULL);
+	if (json)
+		buf_printf(&b, "}\n");
+	fputs(b.data, stdout);
+	fflush(stdout);
+	buf_free(&b);
+	return (0);
+}
+
+int
+cmd_profile(int argc, char **argv)
+{
+	struct buf	b = { 0 };
+
+	if (argc < 2) {
+		cmd_profile_usage(stderr);
+		return (QSUP_EXIT_ERROR);
+	}
+	if (strcmp(argv[1], "check") == 0)
+		return (cmd_profile_check(argc - 1, argv + 1));
+	if (strcmp(argv[1], "show") == 0)
+		return (cmd_profile_show(argc - 1, argv + 1));
+	if (strcmp(argv[1], "facts") == 0)
+		return (cmd_profile_facts(argc - 1, argv + 1));
+	if (strcmp(argv[1], "settings") == 0) {
+		profile_help(&b);
+		fputs(b.data, stdout);
+		buf_free(&b);
+		return (0);
+	}
+	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "--help") == 0) {
+		cmd_profile_usage(stdout);
+		return (0);
+	}
+	log_warnx("profile: unknown command '%s'; try 'qsup profile help'",
+	    argv[1]);
+	return (QSUP_EXIT_ERROR);
+}

@@ -1,0 +1,26 @@
+-- What extra_args refuses, in the spellings QEMU takes and a few more.
+return {
+	extra_args = {
+		"-device", "virtio-rng-device",
+		"-virtfs", "local,path=/,mount_tag=root,security_model=none",
+		"--fsdev=local,id=f,path=/",
+		"-drive", "format=raw,file=/dev/sda",
+		"-drive", "if=none,file=/dev//./sda,,x",
+		"-blockdev", '{"driver":"file","filename":"\\/dev\\/sda"}',
+		"-blockdev", "driver=host_device,node-name=d,filename=/tmp/x",
+		"-chardev", "spawn,id=x,cmd=/bin/sh",
+		"-chardev", "socket,id=y,path=/var/run/docker.sock",
+		"-chardev", "ringbuf,id=z",
+		"-runas", "nobody",
+		"-monitor", "stdio",
+		"-qmp", "unix:/tmp/q,server",
+		"-pidfile", "/tmp/pid",
+		"-daemonize",
+		"-sandbox", "off",
+		"-netdev", "user,id=n",
+		"-m", "4G",
+		"-serial", "file:/tmp/x",
+		"-object", "rng-random,id=r,filename=/dev/urandom",
+		"/dev/sdb",
+	},
+}

@@ -1,0 +1,3 @@
+return {
+	image = "./no-such-disk.qcow2",
+}

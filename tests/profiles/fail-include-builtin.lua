@@ -1,0 +1,1 @@
+return include("builtin:no-such")

@@ -1,0 +1,1 @@
+return extend("include/no-such-base", {})

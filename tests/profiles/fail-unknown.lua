@@ -1,0 +1,4 @@
+return {
+	sound = "none",
+	"a list item",
+}

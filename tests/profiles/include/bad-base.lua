@@ -1,0 +1,5 @@
+-- A base with a mistake of its own.
+return {
+	memory = "1.3G",
+	use_kvm = "auto",
+}

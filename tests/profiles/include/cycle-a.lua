@@ -1,0 +1,1 @@
+return include("cycle-b")

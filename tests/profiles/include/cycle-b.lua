@@ -1,0 +1,2 @@
+local p = include("../fail-include-cycle.lua")
+return p

@@ -1,4 +1,0 @@
-return {
-	network = "none",
-	"a list item",
-}
