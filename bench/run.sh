@@ -91,3 +91,7 @@ echo "ratio warm / cold: $(awk -v w="$w" -v c="$c" 'BEGIN {printf "%.2f", w / c}
 echo "template: $size_mb MB on disk; first run (boot + save) $build_ms ms, of which saving $save_ms ms"
 echo "QEMU RSS at the command's exit: cold $(median <"$tmp/cold.qemu_rss") kB, restored $(median <"$tmp/warm.qemu_rss") kB"
 echo "qsup peak RSS: $(sort -n "$tmp/rss" | tail -n 1) kB"
+
+# Profile loading, for the profile language's own targets.
+echo
+bench/profile.sh
