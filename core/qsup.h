@@ -31,6 +31,7 @@ char		*util_cache_dir(void);
 int		 util_set_nonblock(int);
 int		 util_set_cloexec(int, int);
 int		 util_rm_rf(const char *);
+char		*util_path_normalize(const char *);
 char		*util_read_file(const char *, size_t *, size_t);
 size_t		 util_base64_decode(const char *, size_t, unsigned char *);
 int		 util_json_int(const char *, const char *, long long *);

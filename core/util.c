@@ -187,6 +187,36 @@ util_rm_rf(const char *path)
 	return (rc);
 }
 
+/* "/a//b/./c/../d" to "/a/b/d", lexically (no symlink is looked at). */
+char *
+util_path_normalize(const char *abs)
+{
+	char	*copy, *out, *seg, *save, *slash;
+	size_t	 len = 0;
+
+	copy = xstrdup(abs);
+	out = xmalloc(strlen(abs) + 2);
+	out[0] = '\0';
+	for (seg = strtok_r(copy, "/", &save); seg != NULL;
+	    seg = strtok_r(NULL, "/", &save)) {
+		if (strcmp(seg, ".") == 0)
+			continue;
+		if (strcmp(seg, "..") == 0) {
+			if ((slash = strrchr(out, '/')) != NULL)
+				*slash = '\0';
+			len = strlen(out);
+			continue;
+		}
+		out[len++] = '/';
+		strcpy(out + len, seg);
+		len += strlen(seg);
+	}
+	if (len == 0)
+		strcpy(out, "/");
+	free(copy);
+	return (out);
+}
+
 /* Read a whole file of at most max bytes, NUL-terminated. */
 char *
 util_read_file(const char *path, size_t *lenp, size_t max)

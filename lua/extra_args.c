@@ -113,31 +113,13 @@ extra_args_in(const char *s, const char **list)
 static char *
 extra_args_normalize(const char *path)
 {
-	char	 cwd[PATH_MAX], *full, *out, *seg, *save, *slash;
-	size_t	 len = 0;
+	char	 cwd[PATH_MAX], *full, *out;
 
 	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
 		full = xstrdup(path);
 	else
 		xasprintf(&full, "%s/%s", cwd, path);
-	out = xmalloc(strlen(full) + 2);
-	out[0] = '\0';
-	for (seg = strtok_r(full, "/", &save); seg != NULL;
-	    seg = strtok_r(NULL, "/", &save)) {
-		if (strcmp(seg, ".") == 0)
-			continue;
-		if (strcmp(seg, "..") == 0) {
-			if ((slash = strrchr(out, '/')) != NULL)
-				*slash = '\0';
-			len = strlen(out);
-			continue;
-		}
-		out[len++] = '/';
-		strcpy(out + len, seg);
-		len += strlen(seg);
-	}
-	if (len == 0)
-		strcpy(out, "/");
+	out = util_path_normalize(full);
 	free(full);
 	return (out);
 }

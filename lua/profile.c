@@ -2316,36 +2316,6 @@ profile_host_path(struct profile_ctx *ctx, int loc, const char *value)
 	return (path);
 }
 
-/* "/a//b/./c/" to "/a/b/c"; ".." goes up. */
-static char *
-profile_normalize(const char *abs)
-{
-	char	*copy, *out, *seg, *save, *slash;
-	size_t	 len = 0;
-
-	copy = xstrdup(abs);
-	out = xmalloc(strlen(abs) + 2);
-	out[0] = '\0';
-	for (seg = strtok_r(copy, "/", &save); seg != NULL;
-	    seg = strtok_r(NULL, "/", &save)) {
-		if (strcmp(seg, ".") == 0)
-			continue;
-		if (strcmp(seg, "..") == 0) {
-			if ((slash = strrchr(out, '/')) != NULL)
-				*slash = '\0';
-			len = strlen(out);
-			continue;
-		}
-		out[len++] = '/';
-		strcpy(out + len, seg);
-		len += strlen(seg);
-	}
-	if (len == 0)
-		strcpy(out, "/");
-	free(copy);
-	return (out);
-}
-
 /* An absolute path on the host: real if it exists, else normalized. */
 static char *
 profile_absolute(const char *path)
@@ -2355,9 +2325,9 @@ profile_absolute(const char *path)
 	if ((real = realpath(path, NULL)) != NULL)
 		return (real);
 	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
-		return (profile_normalize(path));
+		return (util_path_normalize(path));
 	xasprintf(&full, "%s/%s", cwd, path);
-	norm = profile_normalize(full);
+	norm = util_path_normalize(full);
 	free(full);
 	return (norm);
 }
@@ -2892,7 +2862,7 @@ profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
 		    "an absolute path in the guest");
 		bad = 1;
 	} else
-		sh->guest = profile_normalize(v);
+		sh->guest = util_path_normalize(v);
 	if (sh->guest != NULL && profile_guest_reserved(sh->guest)) {
 		profile_error(ctx, floc, "%s: %s is the guest system's own "
 		    "(/, /proc, /sys and /dev cannot be shared over)", what,
