@@ -140,6 +140,21 @@ cat: can't open 'secret.txt': No such file or directory" "$out"
 	expect_match "message" 'ignore needs a read-only share' "$err"
 }
 
+# The host's own Python, run in the busybox-only guest on the host's glibc.
+test_host_python_in_guest() {
+	local want got code='import sys, ssl, json; print(sys.version); print(sys.prefix)'
+	command -v python3 >/dev/null || { echo "    (no python3 on this host)"; return; }
+	want=$(python3 -c "$code")
+	got=$(cd "$T_TMP" && "$QSUP" --profile python -- python3 -c "$code")
+	expect_eq "same interpreter" "$want" "$got"
+	# The system's, when a version manager's is first on PATH here.
+	if [ -x /usr/bin/python3 ]; then
+		want=$(/usr/bin/python3 -c "$code")
+		got=$(cd "$T_TMP" && PATH=/usr/bin:/bin "$QSUP" --profile python -- python3 -c "$code")
+		expect_eq "the system's interpreter" "$want" "$got"
+	fi
+}
+
 # A share given to one run is not there for the next, warm or not.
 test_share_invisible_to_next_run() {
 	local a=$T_TMP/a b=$T_TMP/b out
