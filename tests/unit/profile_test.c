@@ -1135,16 +1135,19 @@ Test(profile, python_profile)
 	make_link("python3.12", "opt/py/bin/python3");
 	set_path("opt/py/bin");
 	load_ok(&p, "profiles/python.lua");
-	cr_assert_eq(p.image_kind, PROFILE_IMAGE_URL);
-	assert_contains(p.image, "ubuntu-24.04-server-cloudimg-");
-	cr_assert_eq(p.nshares, 2);
+	/* The default guest: no image; the interpreter on the host's glibc. */
+	cr_assert_eq(p.image_kind, PROFILE_IMAGE_NONE);
+	cr_assert_eq(p.nshares, 4);
 	xasprintf(&want, "%s/opt/py", tmpdir);
 	cr_assert_str_eq(p.shares[0].host, want);
 	cr_assert_str_eq(p.shares[0].guest, want);
 	cr_assert_eq(p.shares[0].rw, 0);
 	free(want);
-	cr_assert_str_eq(p.shares[1].guest, "/app");
+	cr_assert_str_eq(p.shares[1].guest, "/lib/x86_64-linux-gnu");
+	cr_assert_str_eq(p.shares[2].guest, "/lib64");
+	cr_assert_str_eq(p.shares[3].guest, "/app");
 	cr_assert_str_eq(p.cwd, "/app");
+	cr_assert_eq(p.virtfs_security_model, PROFILE_SM_NONE);
 	profile_free(&p);
 
 	/* The seed's variable names the image outright. */
