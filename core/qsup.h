@@ -118,6 +118,8 @@ struct profile_share {
 	int		 rw;		/* 0: read-only */
 	char		**ignore;	/* fnmatch(3) globs, left out */
 	size_t		 nignore;
+	int		 exec;		/* an execution tree: staged when
+					   virtfs says so */
 };
 struct profile_net_rule {
 	char		*text;		/* as written, for messages */
@@ -245,13 +247,14 @@ struct share {
 	char		*guest;		/* absolute */
 	int		 readonly;
 	char		**ignore;	/* globs hidden from the guest, or NULL */
+	int		 exec;		/* an execution tree (staged in containers) */
 	int		 staged;	/* host is a copy in the run directory */
 	char		*tag;		/* the 9p mount tag */
 };
 int		 share_parse(const char *, struct share *, char **);
 int		 share_check(struct share *, char **);
 int		 share_prepare(struct share *, size_t, char **);
-int		 share_stage(struct share *, const char *, char **);
+int		 share_stage(struct share *, const char *, int, char **);
 void		 share_free(struct share *);
 
 /* template.c */
@@ -365,5 +368,94 @@ struct run_options {
 	int		 json;
 };
 int		 run_main(struct run_options *);
+
+/* net.c: the guest's network, a libslirp stack in qsup's loop (net_*.c) */
+#define NET_GUEST_ADDR	"10.0.2.15"	/* the guest's eth0, /24 */
+#define NET_HOST_ADDR	"10.0.2.2"	/* its gateway */
+#define NET_DNS_ADDR	"10.0.2.3"	/* its resolver (net_dns.c) */
+#define NET_PROXY_ADDR	"10.0.2.100"	/* the allowlist's HTTP proxy */
+#define NET_PROXY_PORT	3128
+#define NET_GUEST_MAC	"52:54:00:12:34:56"
+#define NET_MTU		65520		/* slirp's largest; the guest learns it */
+struct net_config {
+	enum profile_net		 mode;
+	const struct profile_net_rule	*rules;	/* for "allowlist" */
+	size_t				 nrules;
+	const char			*dir;	/* for its unix sockets (the
+						   sandbox's run directory);
+						   NULL: a private one */
+};
+struct net_dest {
+	const char	*kind;		/* "connect", "http", "tcp", "dns" */
+	char		*dest;		/* "example.org:443" */
+	int		 allowed;
+	char		*why;		/* why refused; NULL when allowed */
+	unsigned long	 count;
+};
+struct net_stats {
+	unsigned long long	 allowed;	/* connections and DNS answers */
+	unsigned long long	 refused;
+	unsigned long long	 frames_in;	/* from the guest */
+	unsigned long long	 frames_out;	/* to the guest */
+	unsigned long long	 frames_dropped; /* QEMU did not keep up */
+	const struct net_dest	*dests;		/* each distinct attempt;
+						   valid until net is used */
+	size_t			 ndests;
+	unsigned long long	 dests_dropped;	/* not in dests: too many */
+};
+struct net;
+struct net	*net_new(struct ev_loop *, const struct net_config *, char **);
+int		 net_qemu_fd(struct net *);
+char *const	*net_qemu_args(struct net *);
+char *const	*net_guest_env(struct net *);
+void		 net_qemu_started(struct net *);
+int		 net_add_hostfwd(struct net *, const char *, int, int, int *,
+		     char **);
+int		 net_add_tcp_map(struct net *, const char *, int,
+		     const char *, int, char **, char **);
+void		 net_stats(struct net *, struct net_stats *);
+void		 net_stats_json(struct net *, struct buf *);
+void		 net_free(struct net *);
+/* Shared by net_*.c only. */
+struct in_addr;
+struct sockaddr;
+struct addrinfo;
+struct net_resolver;
+struct net_lookup;
+struct net_proxy;
+struct net_dns;
+void		 net_send_frame(struct net *, const void *, size_t);
+void		 net_note(struct net *, const char *, const char *, int,
+		     const char *);
+const struct profile_net_rule *net_rules(struct net *, size_t *);
+enum profile_net net_mode(struct net *);
+struct net_resolver *net_resolver(struct net *);
+struct ev_loop	*net_loop(struct net *);
+int		 net_map_find(struct net *, const char *, struct in_addr *);
+/* net_rule.c */
+int		 net_host_valid(const char *);
+const struct profile_net_rule *net_rule_match(const struct profile_net_rule *,
+		     size_t, const char *, const struct sockaddr *, int);
+int		 net_rule_addr_special(const struct sockaddr *);
+int		 net_rule_addr_local(const struct sockaddr *);
+int		 net_rule_addr_allowed(const struct profile_net_rule *, size_t,
+		     const struct profile_net_rule *, const struct sockaddr *,
+		     int);
+/* net_resolve.c: getaddrinfo_a, answered in the loop */
+typedef void	(*net_lookup_cb)(const struct addrinfo *, int, void *);
+struct net_resolver *net_resolver_new(struct ev_loop *);
+struct net_lookup *net_lookup_start(struct net_resolver *, const char *, int,
+		     int, net_lookup_cb, void *, int *);
+void		 net_lookup_cancel(struct net_lookup *);
+void		 net_resolver_free(struct net_resolver *);
+/* net_proxy.c: the HTTP proxy and TCP maps, one unix listener each */
+struct net_proxy *net_proxy_new(struct net *, const char *, const char *, int,
+		     char **);
+void		 net_proxy_accept(struct net_proxy *);
+void		 net_proxy_free(struct net_proxy *);
+/* net_dns.c: the guest's resolver, answered from the frames */
+struct net_dns	*net_dns_new(struct net *);
+int		 net_dns_frame(struct net_dns *, const unsigned char *, size_t);
+void		 net_dns_free(struct net_dns *);
 
 #endif

@@ -380,6 +380,7 @@ run_shares(struct run *r, char **cause)
 		sh[n].host = xstrdup(ps->host);
 		sh[n].guest = xstrdup(ps->guest);
 		sh[n].readonly = !ps->rw;
+		sh[n].exec = ps->exec;
 		if (ps->nignore > 0) {
 			sh[n].ignore = xcalloc(ps->nignore + 1,
 			    sizeof *sh[n].ignore);

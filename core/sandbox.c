@@ -24,6 +24,7 @@
 
 #include "qsup.h"
 #include "protocol.h"
+#include "staging.h"
 
 #define SANDBOX_KILL_GRACE	2.0	/* SIGTERM to SIGKILL */
 #define SANDBOX_QEMU_LOG_MAX	16384
@@ -908,6 +909,29 @@ sandbox_launch_free(struct sandbox *sb)
 }
 
 /*
+ * Are execution trees staged? The profile's virtfs: on, off, or auto: when
+ * qsup runs in a container (the seed's three signs), where 9p over the
+ * container's overlay file system makes the guest's mmap of shared ELF
+ * files fail.
+ */
+static int
+sandbox_stage_exec(struct sandbox *sb)
+{
+	switch (sb->profile->virtfs) {
+	case PROFILE_VIRTFS_ON:
+		return (1);
+	case PROFILE_VIRTFS_OFF:
+		return (0);
+	case PROFILE_VIRTFS_AUTO:
+		break;
+	}
+	if (!staging_in_container())
+		return (0);
+	log_debug("staging execution trees: qsup runs in a container");
+	return (1);
+}
+
+/*
  * Warm start: restore the template of this guest's shape if there is one;
  * else build it, unless another qsup is building it right now.
  */
@@ -958,7 +982,7 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 {
 	char	*base = NULL, *path;
 	size_t	 i;
-	int	 rc;
+	int	 rc, stage;
 
 	assert(sb->state == SB_NEW);
 	sb->accel.accel = accel->accel;
@@ -977,9 +1001,10 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 	}
 	if (share_prepare(sb->shares, sb->nshares, cause) == -1)
 		return (-1);
+	stage = sandbox_stage_exec(sb);
 	for (i = 0; i < sb->nshares; i++) {
 		xasprintf(&path, "%s/%s", sb->rundir, sb->shares[i].tag);
-		rc = share_stage(&sb->shares[i], path, cause);
+		rc = share_stage(&sb->shares[i], path, stage, cause);
 		free(path);
 		if (rc == -1)
 			return (-1);
@@ -1129,6 +1154,11 @@ sandbox_free(struct sandbox *sb)
 	ev_timer_stop(sb->loop, &sb->deadline);
 	ev_timer_stop(sb->loop, &sb->kill_timer);
 	buf_free(&sb->qemu_log_buf);
+	/* Staged copies may hold directories not even we can write to. */
+	for (i = 0; i < sb->nshares; i++) {
+		if (sb->shares[i].staged)
+			staging_remove(sb->shares[i].host);
+	}
 	if (sb->rundir != NULL && util_rm_rf(sb->rundir) == -1)
 		log_warn("cannot remove %s", sb->rundir);
 	free(sb->rundir);

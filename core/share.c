@@ -137,27 +137,53 @@ share_prepare(struct share *sh, size_t n, char **cause)
 }
 
 /*
- * A share with ignore globs is shown through a copy without the ignored
- * paths: 9p exports a whole tree, so hiding part of it means not exporting
- * it. The copy is made of hard links where it can be, so it costs little;
- * that is only safe because the share is read-only (QEMU refuses every
- * write), which is why a read-write share cannot hide anything.
+ * What staging leaves out of an execution tree: the seed's bulky names, but
+ * not __pycache__: an interpreter's compiled bytecode is part of it, and
+ * without it every import compiles afresh (read-only, so never saved),
+ * which under emulation costs seconds.
+ */
+static const char *const share_exec_skip[] = {
+	".git", ".hg", ".svn", ".venv", "node_modules", ".mypy_cache",
+	".pytest_cache", ".ruff_cache", ".tox", ".nox", ".cache", "samples",
+	".cursor", ".claude", ".idea", ".vscode", NULL
+};
+
+/*
+ * Show a share through a copy in the run directory (dst) when it must be:
+ *  - it has ignore globs: 9p exports a whole tree, so hiding part of it
+ *    means not exporting it;
+ *  - it is an execution tree and stage_exec says so (qsup in a container,
+ *    where 9p over the container's overlay breaks mmap in the guest): the
+ *    seed's staging, without its bulky names (.git, .venv, ...).
+ * The copy is made of hard links where it can be, so it costs little; that
+ * is only safe because the share is read-only (QEMU refuses every write),
+ * which is why a read-write share cannot hide anything and is not staged.
  */
 int
-share_stage(struct share *sh, const char *dst, char **cause)
+share_stage(struct share *sh, const char *dst, int stage_exec, char **cause)
 {
-	struct staging_stats	st;
-	char			*why = NULL;
+	struct staging_stats	  st;
+	const char *const	 *skip = NULL;
+	char			 *why = NULL;
+	int			  ignore;
 
-	if (sh->ignore == NULL || sh->ignore[0] == NULL)
+	ignore = sh->ignore != NULL && sh->ignore[0] != NULL;
+	if (sh->exec && stage_exec)
+		skip = share_exec_skip;
+	if (!ignore && skip == NULL)
 		return (0);
 	if (!sh->readonly) {
+		if (!ignore) {
+			log_debug("share %s: read-write, so not staged",
+			    sh->host);
+			return (0);
+		}
 		xasprintf(cause, "share %s: ignore needs a read-only share (a "
 		    "read-write share is the host tree itself)", sh->host);
 		return (-1);
 	}
 	memset(&st, 0, sizeof st);
-	if (staging_copy_tree(sh->host, dst, STAGING_LINK, NULL,
+	if (staging_copy_tree(sh->host, dst, STAGING_LINK, skip,
 	    (const char *const *)sh->ignore, &st, &why) == -1) {
 		xasprintf(cause, "share %s: %s", sh->host, why);
 		free(why);

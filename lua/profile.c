@@ -1869,7 +1869,7 @@ profile_show_mib(struct buf *b, uint64_t mib)
 }
 
 #define PROFILE_ACCEPTS_SHARE	"{ host = PATH, guest = PATH, mode = \"ro\" " \
-	"or \"rw\", ignore = { GLOB, ... } }"
+	"or \"rw\", ignore = { GLOB, ... }, exec = false }"
 #define PROFILE_ACCEPTS_PORT	"a guest port (8080) or { guest = PORT, " \
 	"host = PORT or 0 (any free one), address = \"127.0.0.1\" }"
 #define PROFILE_ACCEPTS_RULE	"\"HOST[:PORT]\": a host name " \
@@ -2806,7 +2806,7 @@ profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
     int tloc, struct profile_share *sh)
 {
 	static const char	*fields[] = { "host", "guest", "mode",
-	    "ignore" };
+	    "ignore", "exec" };
 	struct stat		 sb;
 	const char		*v, *why;
 	char			 what[64], *path;
@@ -2821,7 +2821,7 @@ profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
 		return (-1);
 	}
 	eloc = profile_item_loc(L, e, tloc);
-	bad = profile_fields(ctx, L, e, what, fields, 4, eloc);
+	bad = profile_fields(ctx, L, e, what, fields, 5, eloc);
 
 	snprintf(what, sizeof what, "shares[%d].host", k);
 	floc = profile_field_loc(L, e, "host", eloc);
@@ -2883,6 +2883,19 @@ profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
 	else {
 		profile_bad_as(ctx, L, -1, what, floc, "is not valid",
 		    "\"ro\" (read-only) or \"rw\"");
+		bad = 1;
+	}
+	lua_pop(L, 1);
+
+	snprintf(what, sizeof what, "shares[%d].exec", k);
+	floc = profile_field_loc(L, e, "exec", eloc);
+	lua_getfield(L, e, "exec");
+	if (lua_type(L, -1) == LUA_TBOOLEAN)
+		sh->exec = lua_toboolean(L, -1);
+	else if (!lua_isnil(L, -1)) {
+		profile_bad_as(ctx, L, -1, what, floc, "is not valid",
+		    "true (an execution tree, staged in nested containers) or "
+		    "false");
 		bad = 1;
 	}
 	lua_pop(L, 1);
@@ -4017,6 +4030,9 @@ profile_put_shares(struct buf *b, const struct profile *p, int json)
 		buf_printf(b, ", ");
 		profile_put_key(b, "ignore", json);
 		profile_put_list(b, sh->ignore, sh->nignore, json);
+		buf_printf(b, ", ");
+		profile_put_key(b, "exec", json);
+		buf_printf(b, "%s", sh->exec ? "true" : "false");
 		buf_printf(b, json ? "}" : " }");
 	}
 	buf_printf(b, json ? "]" : " }");

@@ -12,9 +12,12 @@
 -- standard library and site-packages with it), its virtual environment
 -- too if it runs from one, and the current directory at /app.
 --
--- Not yet: a cloud image instead of the default guest (image), sparse
--- closures (ld_closure_libs = "sparse"), and staging in nested containers
--- (virtfs): those settings are checked but not applied yet.
+-- Execution trees (exec = true) are staged into the run directory first
+-- when qsup runs in a container (virtfs = "auto"): hard links, without
+-- .git, .venv, caches and the like.
+--
+-- Not yet: a cloud image instead of the default guest (image) and sparse
+-- closures (ld_closure_libs = "sparse"): checked but not applied yet.
 
 local py = qsup.python
 if py == nil then
@@ -32,22 +35,23 @@ local shares = {}
 -- prefix it was built with.
 local bindir = py.executable:match("^(.*)/[^/]*$")
 if py.prefix == "/usr" then
-	table.insert(shares, { host = "/usr/lib", mode = "ro" })
+	table.insert(shares, { host = "/usr/lib", mode = "ro", exec = true })
 	table.insert(shares, { host = "/usr/bin", guest = "/usr/local/bin",
 	    mode = "ro" })
 	bindir = "/usr/local/bin"
 else
-	table.insert(shares, { host = py.prefix, mode = "ro" })
+	table.insert(shares, { host = py.prefix, mode = "ro", exec = true })
 end
 if py.venv ~= nil then
-	table.insert(shares, { host = py.venv, mode = "ro" })
+	table.insert(shares, { host = py.venv, mode = "ro", exec = true })
 end
 
 -- The host's C library and dynamic loader (merged /usr: /lib is a link to
 -- /usr/lib), where the loader and the interpreter's PT_INTERP expect them.
 table.insert(shares, { host = "/usr/lib/" .. qsup.triplet,
-    guest = "/lib/" .. qsup.triplet, mode = "ro" })
-table.insert(shares, { host = "/lib64", guest = "/lib64", mode = "ro" })
+    guest = "/lib/" .. qsup.triplet, mode = "ro", exec = true })
+table.insert(shares, { host = "/lib64", guest = "/lib64", mode = "ro",
+    exec = true })
 
 -- The work: the current directory, read-only.
 table.insert(shares, { host = qsup.cwd, guest = "/app", mode = "ro" })

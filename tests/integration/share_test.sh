@@ -155,6 +155,34 @@ test_host_python_in_guest() {
 	fi
 }
 
+# Execution trees staged (forced on): copies without the bulky names, gone
+# with the sandbox (expect_clean checks the run directory).
+test_staging_forced_on() {
+	local t=$T_TMP/tree out
+	mkdir -p "$t/.git/objects" "$t/.venv/bin" "$t/pkg/__pycache__" "$t/node_modules/x"
+	echo ref >"$t/.git/HEAD"
+	echo py >"$t/.venv/bin/python"
+	echo code >"$t/pkg/mod.py"
+	echo byte >"$t/pkg/__pycache__/mod.pyc"
+	ln -s mod.py "$t/pkg/link.py"
+	for v in on off; do
+		printf 'return { virtfs = "%s", shares = { { host = "%s", guest = "/t", exec = true } } }\n' \
+		    "$v" "$t" >"$T_TMP/st-$v.lua"
+	done
+	out=$("$QSUP" run -v --profile "$T_TMP/st-on.lua" -- sh -c 'cd /t && find . | sort; cat pkg/link.py' 2>"$T_TMP/err")
+	expect_eq "staged tree" ".
+./pkg
+./pkg/__pycache__
+./pkg/__pycache__/mod.pyc
+./pkg/link.py
+./pkg/mod.py
+code" "$out"
+	expect_match "said under -v" 'share .*tree: .* files shown through' "$(cat "$T_TMP/err")"
+	out=$("$QSUP" run --profile "$T_TMP/st-off.lua" -- sh -c 'ls -a /t | tr "\n" " "')
+	expect_eq "not staged when off" ". .. .git .venv node_modules pkg " "$out"
+	expect_eq "host tree intact" "ref" "$(cat "$t/.git/HEAD")"
+}
+
 # A share given to one run is not there for the next, warm or not.
 test_share_invisible_to_next_run() {
 	local a=$T_TMP/a b=$T_TMP/b out
