@@ -95,3 +95,7 @@ echo "qsup peak RSS: $(sort -n "$tmp/rss" | tail -n 1) kB"
 # Profile loading, for the profile language's own targets.
 echo
 bench/profile.sh
+
+# Shares: 9p reads, the host's Python through shares, staging.
+echo
+bench/share.sh

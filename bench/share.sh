@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Shares: reading a 200 MB file over 9p in the guest against the same read
+# from the guest's own memory; python3 -c pass through shares against the
+# host; staging a 10,000-file execution tree. Medians of RUNS (default 3).
+# Usage: bench/share.sh [RUNS]
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")/.."
+runs=${1:-3}
+qsup=$PWD/build/qsup
+tmp=$(mktemp -d /tmp/qsup-bench-share.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export XDG_RUNTIME_DIR=$tmp/run XDG_CACHE_HOME=$tmp/cache
+mkdir -m 700 "$tmp/run"
+
+median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%g", m}'; }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# 200 MB read: over 9p, then from the guest's tmpfs; times from the
+# guest's /proc/uptime (10 ms steps), so qsup's own start is not counted.
+mkdir -p "$tmp/share"
+head -c 209715200 /dev/urandom >"$tmp/share/big"
+for i in $(seq 1 "$runs"); do
+	"$qsup" run --set memory=1G --share "$tmp/share:/s" -- sh -c '
+	    t() { read u _ </proc/uptime; echo "$u"; }
+	    a=$(t); cat /s/big >/dev/null; b=$(t)
+	    cp /s/big /tmp/big; c=$(t); cat /tmp/big >/dev/null; d=$(t)
+	    echo "$a $b $c $d"' |
+	    awk '{printf "%.1f %.1f\n", 200 / ($2 - $1), 200 / ($4 - $3)}' >>"$tmp/read"
+done
+echo "read 200 MB over 9p in the guest, median of $runs: $(cut -d' ' -f1 "$tmp/read" | median) MB/s"
+echo "the same read from the guest's memory (tmpfs): $(cut -d' ' -f2 "$tmp/read" | median) MB/s"
+
+# python3 -c pass: the host's interpreter through shares (python.lua), the
+# guest warm, the interpreter's files read cold by this guest.
+if command -v python3 >/dev/null; then
+	for i in $(seq 1 5); do
+		t0=$(now_ms); python3 -c pass; echo $(( $(now_ms) - t0 )) >>"$tmp/host"
+	done
+	(cd "$tmp" && "$qsup" --profile python -- python3 -c pass)	# template
+	for i in $(seq 1 "$runs"); do
+		(cd "$tmp" && "$qsup" --profile python -v -- python3 -c pass) 2>&1 |
+		    sed -n 's/.*timings:.*command \([0-9.]*\) s.*/\1/p' |
+		    awk '{printf "%d\n", $1 * 1000}' >>"$tmp/guest"
+	done
+	h=$(median <"$tmp/host"); g=$(median <"$tmp/guest")
+	echo "python3 -c pass: host $h ms, in the guest through shares $g ms (ratio $(awk -v g="$g" -v h="$h" 'BEGIN {printf "%.1f", g / h}'), TCG)"
+fi
+
+# Staging a 10,000-file execution tree (forced on): the "prepare" phase.
+gen=$tmp/tree
+for d in $(seq -w 0 99); do
+	mkdir -p "$gen/d$d"
+	for f in $(seq -w 0 99); do echo "$d$f" >"$gen/d$d/f$f"; done
+done
+printf 'return { virtfs = "on", shares = { { host = "%s", exec = true } } }\n' "$gen" >"$tmp/st.lua"
+for i in $(seq 1 "$runs"); do
+	"$qsup" run -v --profile "$tmp/st.lua" -- true 2>&1 |
+	    sed -n 's/.*timings: prepare \([0-9.]*\) s.*/\1/p' |
+	    awk '{printf "%d\n", $1 * 1000}' >>"$tmp/stage"
+done
+echo "staging a 10,000-file tree (hard links) before the boot, median of $runs: $(median <"$tmp/stage") ms"
