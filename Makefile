@@ -8,7 +8,9 @@ CFLAGS		?= -O2 -g
 PKGS		 = lua5.4 libiso9660 libcdio libcurl
 QSUP_CFLAGS	 = $(CFLAGS) $(WARN) $(WERROR) -std=gnu11 -D_GNU_SOURCE \
 		   -Icore -Iguest -Ilua -Istaging $(shell pkg-config --cflags $(PKGS))
-QSUP_LIBS	 = -lev $(shell pkg-config --libs $(PKGS)) -lmbedcrypto -lm
+# libslirp's .pc wants glib's headers for nothing we use: linked by name.
+QSUP_LIBS	 = -lev $(shell pkg-config --libs $(PKGS)) -lslirp -lanl \
+		   -lmbedcrypto -lm
 
 CORE_SRC	 = $(wildcard core/*.c) $(wildcard lua/*.c) $(wildcard staging/*.c)
 CORE_OBJ	 = $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/lua/builtin.o

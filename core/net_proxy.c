@@ -1,0 +1,960 @@
+/*
+ * Guest connections that leave through qsup: the allowlist's HTTP proxy
+ * and the TCP maps (one fixed destination each). slirp_add_unix turns each
+ * guest connection to a listener's guest address into one connection to
+ * its unix socket; here it is accepted, judged, connected to its
+ * destination without blocking, and bytes are copied both ways through
+ * bounded buffers: a side whose buffer is full is no longer read, so TCP
+ * slows the sender down, and memory stays bounded.
+ *
+ * The proxy takes one request per connection:
+ *   CONNECT host:port HTTP/1.x	the name (or address) checked against the
+ *				rules, then a tunnel; TLS is not looked into
+ *   METHOD http://host[:port]/path HTTP/1.x
+ *				checked, then forwarded in origin form, with
+ *				Host from the URL, "Connection: close", and
+ *				the proxy's own headers dropped; the answer
+ *				is copied back as it comes
+ * Anything else gets 400; a destination no rule allows 403 (counted and
+ * logged); one that cannot be reached 502, or 504 after
+ * PX_CONNECT_TIMEOUT.
+ *
+ * Names: a name is looked up only if a rule allows it (getaddrinfo_a, off
+ * the loop), so the proxy cannot carry data out in DNS queries; and the
+ * addresses it resolves to that are the host's own (loopback, link-local,
+ * ...) are refused unless a rule names them.
+ */
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "qsup.h"
+
+#define PX_HEAD_MAX		16384	/* a request's line and headers */
+#define PX_BUF_MAX		(128 * 1024)	/* each way */
+#define PX_READ			65536
+#define PX_CONNS_MAX		256	/* per listener */
+#define PX_ADDRS_MAX		8	/* tried in turn */
+#define PX_HEAD_TIMEOUT		30.
+#define PX_CONNECT_TIMEOUT	15.
+#define PX_LINGER		5.	/* after an error reply */
+
+enum px_state {
+	PX_HEAD,	/* reading the request */
+	PX_LOOKUP,	/* the name is being resolved */
+	PX_CONNECTING,
+	PX_OPEN,	/* copying both ways */
+	PX_REPLY	/* an error reply goes out, then we close */
+};
+
+/* A byte queue read from its front. */
+struct px_buf {
+	struct buf	b;
+	size_t		off;
+};
+
+struct px_conn {
+	struct net_proxy	*px;
+	enum px_state		 state;
+	int			 cfd;		/* to slirp, i.e. the guest */
+	int			 sfd;		/* to the destination */
+	ev_io			 crd, cwr, srd, swr;
+	ev_timer		 timer;
+	struct buf		 head;
+	struct px_buf		 to_s;
+	struct px_buf		 to_c;
+	int			 c_eof, s_eof;	/* nothing more to read */
+	int			 c_shut, s_shut; /* nothing more to write */
+	int			 tunnel;	/* CONNECT: say 200 first */
+	const char		*kind;		/* "connect", "http", "tcp" */
+	char			*host;
+	int			 port;
+	char			*what;		/* "host:port", for notes */
+	const struct profile_net_rule *name_rule;
+	struct sockaddr_storage	 addrs[PX_ADDRS_MAX];
+	socklen_t		 alens[PX_ADDRS_MAX];
+	size_t			 naddrs;
+	size_t			 next;
+	struct net_lookup	*lookup;
+	TAILQ_ENTRY(px_conn)	 entry;
+};
+TAILQ_HEAD(px_conns, px_conn);
+
+struct net_proxy {
+	struct net		*net;
+	struct ev_loop		*loop;
+	char			*path;
+	int			 fd;
+	ev_io			 accept;
+	char			*host;		/* a map's; NULL: the proxy */
+	int			 port;
+	struct px_conns		 conns;
+	size_t			 nconns;
+};
+
+static void	px_update(struct px_conn *);
+
+static size_t
+pxb_len(const struct px_buf *q)
+{
+	return (q->b.len - q->off);
+}
+
+static void
+pxb_consume(struct px_buf *q, size_t n)
+{
+	q->off += n;
+	if (q->off == q->b.len) {
+		buf_consume(&q->b, q->b.len);
+		q->off = 0;
+	} else if (q->off > PX_BUF_MAX) {
+		buf_consume(&q->b, q->off);
+		q->off = 0;
+	}
+}
+
+static void
+pxb_free(struct px_buf *q)
+{
+	buf_free(&q->b);
+	q->off = 0;
+}
+
+static void
+px_watch(struct ev_loop *loop, ev_io *w, int on)
+{
+	if (on && !ev_is_active(w))
+		ev_io_start(loop, w);
+	else if (!on && ev_is_active(w))
+		ev_io_stop(loop, w);
+}
+
+static void
+px_close_server(struct px_conn *c)
+{
+	struct ev_loop	*loop = c->px->loop;
+
+	ev_io_stop(loop, &c->srd);
+	ev_io_stop(loop, &c->swr);
+	if (c->sfd != -1) {
+		close(c->sfd);
+		c->sfd = -1;
+	}
+}
+
+static void
+px_conn_free(struct px_conn *c)
+{
+	struct net_proxy	*px = c->px;
+
+	TAILQ_REMOVE(&px->conns, c, entry);
+	px->nconns--;
+	net_lookup_cancel(c->lookup);
+	ev_io_stop(px->loop, &c->crd);
+	ev_io_stop(px->loop, &c->cwr);
+	ev_timer_stop(px->loop, &c->timer);
+	px_close_server(c);
+	close(c->cfd);
+	c->cfd = -1;
+	buf_free(&c->head);
+	pxb_free(&c->to_s);
+	pxb_free(&c->to_c);
+	free(c->host);
+	free(c->what);
+	free(c);
+}
+
+static void
+px_timer(struct px_conn *c, double seconds)
+{
+	ev_timer_stop(c->px->loop, &c->timer);
+	if (seconds > 0) {
+		ev_timer_set(&c->timer, seconds, 0.);
+		ev_timer_start(c->px->loop, &c->timer);
+	}
+}
+
+/* Answer with an error and close once it is out. */
+static void
+px_reply(struct px_conn *c, int code, const char *reason, const char *text)
+{
+	c->state = PX_REPLY;
+	net_lookup_cancel(c->lookup);
+	c->lookup = NULL;
+	px_close_server(c);
+	pxb_free(&c->to_s);
+	buf_printf(&c->to_c.b, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n", code,
+	    reason, strlen(text) + 1, text);
+	px_timer(c, PX_LINGER);
+}
+
+static void
+px_refuse(struct px_conn *c, const char *why)
+{
+	char	*text;
+
+	net_note(c->px->net, c->kind, c->what, 0, why);
+	xasprintf(&text, "qsup: %s is not allowed by the sandbox's network "
+	    "policy: %s", c->what, why);
+	px_reply(c, 403, "Forbidden", text);
+	free(text);
+}
+
+static void
+px_connect_next(struct px_conn *c)
+{
+	struct ev_loop	*loop = c->px->loop;
+	int		 fd;
+
+	while (c->next < c->naddrs) {
+		fd = socket(c->addrs[c->next].ss_family,
+		    SOCK_STREAM|SOCK_NONBLOCK|SOCK_CLOEXEC, 0);
+		if (fd == -1) {
+			c->next++;
+			continue;
+		}
+		if (connect(fd, (struct sockaddr *)&c->addrs[c->next],
+		    c->alens[c->next]) == -1 && errno != EINPROGRESS) {
+			close(fd);
+			c->next++;
+			continue;
+		}
+		c->next++;
+		c->sfd = fd;
+		c->state = PX_CONNECTING;
+		ev_io_set(&c->srd, fd, EV_READ);
+		ev_io_set(&c->swr, fd, EV_WRITE);
+		ev_io_start(loop, &c->swr);
+		return;
+	}
+	log_debug("net: cannot connect to %s", c->what);
+	px_reply(c, 502, "Bad Gateway", "qsup: the destination cannot be "
+	    "reached");
+}
+
+/* Connected, or failed: go on with the next address. */
+static void
+px_connected(struct px_conn *c)
+{
+	int		err = 0, one = 1;
+	socklen_t	len = sizeof err;
+
+	if (getsockopt(c->sfd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err != 0) {
+		px_close_server(c);
+		px_connect_next(c);
+		return;
+	}
+	setsockopt(c->sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	c->state = PX_OPEN;
+	px_timer(c, 0);
+	if (c->tunnel)
+		buf_puts(&c->to_c.b, "HTTP/1.1 200 Connection established"
+		    "\r\n\r\n");
+}
+
+static void
+px_add_addr(struct px_conn *c, const struct sockaddr *sa, socklen_t len)
+{
+	struct sockaddr_in	*sin;
+	struct sockaddr_in6	*sin6;
+
+	if (c->naddrs == PX_ADDRS_MAX || len > sizeof c->addrs[0])
+		return;
+	memcpy(&c->addrs[c->naddrs], sa, len);
+	if (sa->sa_family == AF_INET) {
+		sin = (struct sockaddr_in *)(void *)&c->addrs[c->naddrs];
+		sin->sin_port = htons((uint16_t)c->port);
+	} else {
+		sin6 = (struct sockaddr_in6 *)(void *)&c->addrs[c->naddrs];
+		sin6->sin6_port = htons((uint16_t)c->port);
+	}
+	c->alens[c->naddrs++] = len;
+}
+
+static void
+px_lookup_cb(const struct addrinfo *res, int err, void *arg)
+{
+	struct px_conn			*c = arg;
+	const struct profile_net_rule	*rules;
+	const struct addrinfo		*ai;
+	size_t				 nrules, seen = 0;
+
+	c->lookup = NULL;
+	rules = net_rules(c->px->net, &nrules);
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+			continue;
+		seen++;
+		/* A map is its own permission; the proxy checks. */
+		if (c->px->host == NULL && !net_rule_addr_allowed(rules,
+		    nrules, c->name_rule, ai->ai_addr, c->port))
+			continue;
+		px_add_addr(c, ai->ai_addr, ai->ai_addrlen);
+	}
+	if (c->naddrs == 0) {
+		if (seen > 0)
+			px_refuse(c, "the name resolves only to addresses of "
+			    "the host itself (loopback, link-local, its own "
+			    "interfaces); a rule must name the address");
+		else {
+			log_debug("net: cannot resolve %s: %s", c->host,
+			    gai_strerror(err));
+			px_reply(c, 502, "Bad Gateway", "qsup: the name does "
+			    "not resolve");
+		}
+	} else {
+		net_note(c->px->net, c->kind, c->what, 1, NULL);
+		px_connect_next(c);
+	}
+	px_update(c);
+}
+
+/* The destination is chosen (c->host, c->port): check it and go. */
+static void
+px_start(struct px_conn *c)
+{
+	const struct profile_net_rule	*rules;
+	struct sockaddr_storage		 ss;
+	struct sockaddr_in		*sin = (struct sockaddr_in *)(void *)&ss;
+	struct sockaddr_in6		*sin6 = (struct sockaddr_in6 *)(void *)&ss;
+	size_t				 nrules;
+	int				 err;
+
+	xasprintf(&c->what, strchr(c->host, ':') != NULL ? "[%s]:%d" :
+	    "%s:%d", c->host, c->port);
+	rules = net_rules(c->px->net, &nrules);
+	memset(&ss, 0, sizeof ss);
+	if (inet_pton(AF_INET, c->host, &sin->sin_addr) == 1 ||
+	    inet_pton(AF_INET6, c->host, &sin6->sin6_addr) == 1) {
+		ss.ss_family = strchr(c->host, ':') != NULL ? AF_INET6 :
+		    AF_INET;
+		if (c->px->host == NULL && net_rule_match(rules, nrules, NULL,
+		    (struct sockaddr *)&ss, c->port) == NULL) {
+			px_refuse(c, "no rule allows the address and port");
+			return;
+		}
+		net_note(c->px->net, c->kind, c->what, 1, NULL);
+		px_add_addr(c, (struct sockaddr *)&ss, ss.ss_family == AF_INET ?
+		    sizeof *sin : sizeof *sin6);
+		px_timer(c, PX_CONNECT_TIMEOUT);
+		px_connect_next(c);
+		return;
+	}
+	if (c->px->host == NULL) {
+		c->name_rule = net_rule_match(rules, nrules, c->host, NULL,
+		    c->port);
+		if (c->name_rule == NULL) {
+			px_refuse(c, net_rule_match(rules, nrules, c->host,
+			    NULL, 0) != NULL ? "the rules allow the name on "
+			    "other ports only" : "no rule allows the name");
+			return;
+		}
+	}
+	c->state = PX_LOOKUP;
+	px_timer(c, PX_CONNECT_TIMEOUT);
+	c->lookup = net_lookup_start(net_resolver(c->px->net), c->host,
+	    c->port, AF_UNSPEC, px_lookup_cb, c, &err);
+	if (c->lookup == NULL) {
+		log_debug("net: cannot resolve %s: %s", c->host,
+		    gai_strerror(err));
+		px_reply(c, 502, "Bad Gateway", "qsup: the name cannot be "
+		    "resolved now");
+	}
+}
+
+/*
+ * "host:port", "[v6]:port", or without a port (defport; -1: required).
+ * The host is an address or a valid name, lower-cased, without a trailing
+ * dot; no user information.
+ */
+static int
+px_authority(const char *s, size_t len, int defport, char **host, int *port)
+{
+	const char	*end = s + len, *colon = NULL, *p;
+	char		 a[INET6_ADDRSTRLEN + 1], *h;
+	unsigned char	 tmp[16];
+	size_t		 hlen, i;
+	long		 v;
+
+	if (len == 0)
+		return (-1);
+	if (*s == '[') {
+		if ((p = memchr(s, ']', len)) == NULL)
+			return (-1);
+		hlen = (size_t)(p - s - 1);
+		if (hlen == 0 || hlen >= sizeof a)
+			return (-1);
+		memcpy(a, s + 1, hlen);
+		a[hlen] = '\0';
+		if (inet_pton(AF_INET6, a, tmp) != 1)
+			return (-1);
+		h = xstrdup(a);
+		p++;
+		if (p != end && *p != ':') {
+			free(h);
+			return (-1);
+		}
+		colon = p != end ? p : NULL;
+	} else {
+		for (p = s; p < end; p++) {
+			if (*p == ':')
+				colon = p;
+		}
+		hlen = (size_t)((colon != NULL ? colon : end) - s);
+		h = xstrndup(s, hlen);
+		if (strlen(h) != hlen || (inet_pton(AF_INET, h, tmp) != 1 &&
+		    (!net_host_valid(h) || strchr(h, ':') != NULL))) {
+			free(h);
+			return (-1);
+		}
+		if (hlen > 1 && h[hlen - 1] == '.')
+			h[hlen - 1] = '\0';
+		for (i = 0; h[i] != '\0'; i++)
+			h[i] = (char)tolower((unsigned char)h[i]);
+	}
+	if (colon == NULL) {
+		if (defport == -1) {
+			free(h);
+			return (-1);
+		}
+		*port = defport;
+	} else {
+		v = 0;
+		for (p = colon + 1; p < end; p++) {
+			if (!isdigit((unsigned char)*p) || p - colon > 5) {
+				free(h);
+				return (-1);
+			}
+			v = v * 10 + (*p - '0');
+		}
+		if (p == colon + 1 || v < 1 || v > 65535) {
+			free(h);
+			return (-1);
+		}
+		*port = (int)v;
+	}
+	*host = h;
+	return (0);
+}
+
+static int
+px_token(const char *s, size_t len)
+{
+	size_t	i;
+
+	if (len == 0)
+		return (0);
+	for (i = 0; i < len; i++) {
+		if (!isalnum((unsigned char)s[i]) &&
+		    strchr("!#$%&'*+-.^_`|~", s[i]) == NULL)
+			return (0);
+	}
+	return (1);
+}
+
+/* Headers a proxy consumes or replaces. */
+static int
+px_hop_header(const char *name, size_t len)
+{
+	static const char *const hop[] = { "connection", "proxy-connection",
+	    "keep-alive", "proxy-authorization", "proxy-authenticate",
+	    "host", "te", "upgrade" };
+	size_t			 i;
+
+	for (i = 0; i < sizeof hop / sizeof hop[0]; i++) {
+		if (strlen(hop[i]) == len && strncasecmp(name, hop[i], len) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * The request head (hlen bytes of c->head, NUL-free, ending with a blank
+ * line) has arrived: parse, rewrite, check. -1: malformed.
+ */
+static int
+px_request(struct px_conn *c, size_t hlen, struct buf *out)
+{
+	char		*h = c->head.data, *end = h + hlen, *line, *nl, *sp1,
+			*sp2, *colon, *target, *path, *auth_end;
+	size_t		 llen, tlen;
+	int		 first = 1;
+
+	for (line = h; line < end; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(end - line));
+		if (nl == NULL)
+			return (-1);
+		llen = (size_t)(nl - line);
+		if (llen > 0 && line[llen - 1] == '\r')
+			llen--;
+		if (first) {
+			first = 0;
+			if ((sp1 = memchr(line, ' ', llen)) == NULL ||
+			    (sp2 = memchr(sp1 + 1, ' ', llen -
+			    (size_t)(sp1 + 1 - line))) == NULL)
+				return (-1);
+			if (!px_token(line, (size_t)(sp1 - line)) ||
+			    (size_t)(line + llen - (sp2 + 1)) != 8 ||
+			    (strncmp(sp2 + 1, "HTTP/1.1", 8) != 0 &&
+			    strncmp(sp2 + 1, "HTTP/1.0", 8) != 0))
+				return (-1);
+			target = sp1 + 1;
+			tlen = (size_t)(sp2 - target);
+			if (memchr(target, ' ', tlen) != NULL || tlen == 0)
+				return (-1);
+			if ((size_t)(sp1 - line) == 7 &&
+			    strncmp(line, "CONNECT", 7) == 0) {
+				c->kind = "connect";
+				c->tunnel = 1;
+				if (px_authority(target, tlen, -1, &c->host,
+				    &c->port) == -1)
+					return (-1);
+				continue;
+			}
+			c->kind = "http";
+			if (tlen < 7 || strncasecmp(target, "http://", 7) != 0)
+				return (-1);
+			target += 7;
+			tlen -= 7;
+			for (auth_end = target; auth_end < target + tlen &&
+			    strchr("/?#", *auth_end) == NULL; auth_end++)
+				;
+			if (px_authority(target, (size_t)(auth_end - target),
+			    80, &c->host, &c->port) == -1)
+				return (-1);
+			path = auth_end;
+			buf_add(out, line, (size_t)(sp1 + 1 - line));
+			if (path == target + tlen || *path != '/')
+				buf_add(out, "/", 1);
+			buf_add(out, path, (size_t)(target + tlen - path));
+			buf_add(out, sp2, (size_t)(line + llen - sp2));
+			buf_add(out, "\r\n", 2);
+			buf_printf(out, "Host: %s%s%s", strchr(c->host, ':') !=
+			    NULL ? "[" : "", c->host, strchr(c->host, ':') !=
+			    NULL ? "]" : "");
+			if (c->port != 80)
+				buf_printf(out, ":%d", c->port);
+			buf_add(out, "\r\n", 2);
+			continue;
+		}
+		if (llen == 0)
+			break;
+		/* No folded lines, a token before the colon. */
+		if ((colon = memchr(line, ':', llen)) == NULL ||
+		    !px_token(line, (size_t)(colon - line)))
+			return (-1);
+		if (c->tunnel || px_hop_header(line, (size_t)(colon - line)))
+			continue;
+		buf_add(out, line, llen);
+		buf_add(out, "\r\n", 2);
+	}
+	if (first)
+		return (-1);
+	if (!c->tunnel)
+		buf_puts(out, "Connection: close\r\n\r\n");
+	return (0);
+}
+
+/* Where the head ends (after its blank line), or 0. */
+static size_t
+px_head_end(const char *p, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i + 1 < len; i++) {
+		if (p[i] != '\n')
+			continue;
+		if (p[i + 1] == '\n')
+			return (i + 2);
+		if (i + 2 < len && p[i + 1] == '\r' && p[i + 2] == '\n')
+			return (i + 3);
+	}
+	return (0);
+}
+
+static void
+px_head(struct px_conn *c)
+{
+	struct buf	 out = { 0 };
+	size_t		 hlen;
+
+	hlen = px_head_end(c->head.data, c->head.len);
+	if (hlen == 0) {
+		if (c->head.len >= PX_HEAD_MAX) {
+			net_note(c->px->net, "http", "(malformed request)", 0,
+			    "the request head is too long");
+			px_reply(c, 431, "Request Header Fields Too Large",
+			    "qsup: the request head is too long");
+		} else if (c->c_eof && c->head.len > 0) {
+			net_note(c->px->net, "http", "(malformed request)", 0,
+			    "the request ends before its blank line");
+			px_reply(c, 400, "Bad Request", "qsup: the request is "
+			    "cut short");
+		}
+		return;
+	}
+	if (memchr(c->head.data, '\0', hlen) != NULL ||
+	    px_request(c, hlen, &out) == -1) {
+		buf_free(&out);
+		net_note(c->px->net, "http", "(malformed request)", 0,
+		    "not a proxy request (CONNECT host:port, or an absolute "
+		    "http:// URL)");
+		px_reply(c, 400, "Bad Request", "qsup: this proxy takes CONNECT "
+		    "host:port and absolute http:// URLs");
+		return;
+	}
+	if (out.len > 0)
+		buf_add(&c->to_s.b, out.data, out.len);
+	buf_free(&out);
+	/* Whatever came after the head goes on too. */
+	buf_add(&c->to_s.b, c->head.data + hlen, c->head.len - hlen);
+	buf_free(&c->head);
+	c->state = PX_LOOKUP;
+	px_start(c);
+}
+
+/* Read what fd has into q (or head); 1: got bytes, 0: EOF/error, -1: none. */
+static int
+px_read(int fd, struct buf *b, size_t room)
+{
+	char	chunk[PX_READ];
+	ssize_t	n;
+
+	if (room > sizeof chunk)
+		room = sizeof chunk;
+	n = recv(fd, chunk, room, MSG_DONTWAIT);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return (-1);
+	if (n <= 0)
+		return (0);
+	if (b != NULL)
+		buf_add(b, chunk, (size_t)n);
+	return (1);
+}
+
+/* Write from q; 0 on a dead peer. */
+static int
+px_write(int fd, struct px_buf *q)
+{
+	ssize_t	n;
+
+	while (pxb_len(q) > 0) {
+		n = send(fd, q->b.data + q->off, pxb_len(q),
+		    MSG_DONTWAIT|MSG_NOSIGNAL);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return (errno == EAGAIN ? 1 : 0);
+		}
+		pxb_consume(q, (size_t)n);
+	}
+	return (1);
+}
+
+static void
+px_client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct px_conn	*c = w->data;
+	int		 rc;
+
+	(void)loop;
+	(void)revents;
+	switch (c->state) {
+	case PX_HEAD:
+		rc = px_read(c->cfd, &c->head, PX_HEAD_MAX - c->head.len);
+		if (rc == 0)
+			c->c_eof = 1;
+		if (rc != -1)
+			px_head(c);
+		break;
+	case PX_REPLY:
+		if (px_read(c->cfd, NULL, PX_READ) == 0)
+			c->c_eof = 1;
+		break;
+	default:
+		if (px_read(c->cfd, &c->to_s.b, PX_BUF_MAX) == 0)
+			c->c_eof = 1;
+		break;
+	}
+	px_update(c);
+}
+
+static void
+px_client_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct px_conn	*c = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (!px_write(c->cfd, &c->to_c)) {
+		/* The guest's side is gone: nothing left to do. */
+		px_conn_free(c);
+		return;
+	}
+	px_update(c);
+}
+
+static void
+px_server_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct px_conn	*c = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (px_read(c->sfd, &c->to_c.b, PX_BUF_MAX) == 0)
+		c->s_eof = 1;
+	px_update(c);
+}
+
+static void
+px_server_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct px_conn	*c = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (c->state == PX_CONNECTING)
+		px_connected(c);
+	else if (c->state == PX_OPEN && !px_write(c->sfd, &c->to_s)) {
+		/* The destination stopped reading: stop sending it. */
+		pxb_free(&c->to_s);
+		c->s_shut = 1;
+		c->c_eof = 1;
+	}
+	px_update(c);
+}
+
+static void
+px_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct px_conn	*c = w->data;
+
+	(void)loop;
+	(void)revents;
+	switch (c->state) {
+	case PX_HEAD:
+		px_reply(c, 408, "Request Timeout", "qsup: no request came");
+		break;
+	case PX_LOOKUP:
+	case PX_CONNECTING:
+		log_debug("net: %s: no connection after %.0f s", c->what,
+		    PX_CONNECT_TIMEOUT);
+		px_reply(c, 504, "Gateway Timeout", "qsup: the destination "
+		    "does not answer");
+		break;
+	default:
+		px_conn_free(c);
+		return;
+	}
+	px_update(c);
+}
+
+/*
+ * Make the watchers match the state and the buffers, pass EOFs on as
+ * half-closes, and free the connection once both ways are done. c may be
+ * gone afterwards.
+ */
+static void
+px_update(struct px_conn *c)
+{
+	struct ev_loop	*loop = c->px->loop;
+	int		 open = c->state == PX_OPEN;
+
+	/* Closed before saying anything: nothing to answer. */
+	if (c->state == PX_HEAD && c->c_eof && c->head.len == 0) {
+		px_conn_free(c);
+		return;
+	}
+	if (c->state == PX_REPLY) {
+		if (pxb_len(&c->to_c) > 0 && !px_write(c->cfd, &c->to_c)) {
+			px_conn_free(c);
+			return;
+		}
+		if (pxb_len(&c->to_c) == 0) {
+			if (!c->c_shut) {
+				shutdown(c->cfd, SHUT_WR);
+				c->c_shut = 1;
+			}
+			if (c->c_eof) {
+				px_conn_free(c);
+				return;
+			}
+		}
+		px_watch(loop, &c->crd, !c->c_eof);
+		px_watch(loop, &c->cwr, pxb_len(&c->to_c) > 0);
+		return;
+	}
+	if (open && pxb_len(&c->to_s) > 0 && !c->s_shut &&
+	    !px_write(c->sfd, &c->to_s)) {
+		pxb_free(&c->to_s);
+		c->s_shut = 1;
+		c->c_eof = 1;
+	}
+	if (pxb_len(&c->to_c) > 0 && !px_write(c->cfd, &c->to_c)) {
+		px_conn_free(c);
+		return;
+	}
+	if (open && c->c_eof && pxb_len(&c->to_s) == 0 && !c->s_shut) {
+		shutdown(c->sfd, SHUT_WR);
+		c->s_shut = 1;
+	}
+	if (open && c->s_eof && pxb_len(&c->to_c) == 0 && !c->c_shut) {
+		shutdown(c->cfd, SHUT_WR);
+		c->c_shut = 1;
+	}
+	if (open && c->c_shut && c->s_shut) {
+		px_conn_free(c);
+		return;
+	}
+	px_watch(loop, &c->crd, !c->c_eof && (c->state == PX_HEAD ||
+	    pxb_len(&c->to_s) < PX_BUF_MAX));
+	px_watch(loop, &c->cwr, pxb_len(&c->to_c) > 0);
+	px_watch(loop, &c->srd, open && !c->s_eof &&
+	    pxb_len(&c->to_c) < PX_BUF_MAX);
+	px_watch(loop, &c->swr, c->state == PX_CONNECTING ||
+	    (open && pxb_len(&c->to_s) > 0 && !c->s_shut));
+}
+
+static void
+px_conn_new(struct net_proxy *px, int fd)
+{
+	struct px_conn	*c;
+
+	c = xcalloc(1, sizeof *c);
+	c->px = px;
+	c->cfd = fd;
+	c->sfd = -1;
+	ev_io_init(&c->crd, px_client_read_cb, fd, EV_READ);
+	ev_io_init(&c->cwr, px_client_write_cb, fd, EV_WRITE);
+	ev_io_init(&c->srd, px_server_read_cb, -1, EV_READ);
+	ev_io_init(&c->swr, px_server_write_cb, -1, EV_WRITE);
+	ev_timer_init(&c->timer, px_timer_cb, 0., 0.);
+	c->crd.data = c->cwr.data = c->srd.data = c->swr.data = c;
+	c->timer.data = c;
+	TAILQ_INSERT_TAIL(&px->conns, c, entry);
+	px->nconns++;
+	if (px->host != NULL) {
+		c->kind = "tcp";
+		c->host = xstrdup(px->host);
+		c->port = px->port;
+		c->state = PX_LOOKUP;
+		px_start(c);
+	} else {
+		c->state = PX_HEAD;
+		px_timer(c, PX_HEAD_TIMEOUT);
+	}
+	px_update(c);
+}
+
+/* Take every connection slirp has made. */
+void
+net_proxy_accept(struct net_proxy *px)
+{
+	int	fd;
+
+	for (;;) {
+		fd = accept4(px->fd, NULL, NULL, SOCK_NONBLOCK|SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;
+		}
+		if (px->nconns >= PX_CONNS_MAX) {
+			net_note(px->net, px->host != NULL ? "tcp" : "http",
+			    "(any)", 0, "too many connections at once");
+			close(fd);
+			continue;
+		}
+		px_conn_new(px, fd);
+	}
+}
+
+static void
+px_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	net_proxy_accept(w->data);
+}
+
+/*
+ * A listener on the unix socket path: the HTTP proxy (host NULL), or a
+ * TCP map to host:port.
+ */
+struct net_proxy *
+net_proxy_new(struct net *net, const char *path, const char *host, int port,
+    char **cause)
+{
+	struct net_proxy	*px;
+	struct sockaddr_un	 sun;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sun.sun_path) {
+		xasprintf(cause, "%s: path too long for a unix socket", path);
+		return (NULL);
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	px = xcalloc(1, sizeof *px);
+	px->net = net;
+	px->loop = net_loop(net);
+	px->path = xstrdup(path);
+	px->host = host != NULL ? xstrdup(host) : NULL;
+	px->port = port;
+	TAILQ_INIT(&px->conns);
+	px->fd = socket(AF_UNIX, SOCK_STREAM|SOCK_NONBLOCK|SOCK_CLOEXEC, 0);
+	if (px->fd == -1) {
+		xasprintf(cause, "socket: %s", strerror(errno));
+		goto fail;
+	}
+	unlink(path);
+	if (bind(px->fd, (struct sockaddr *)&sun, sizeof sun) == -1 ||
+	    listen(px->fd, SOMAXCONN) == -1) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	ev_io_init(&px->accept, px_accept_cb, px->fd, EV_READ);
+	px->accept.data = px;
+	ev_io_start(px->loop, &px->accept);
+	return (px);
+fail:
+	net_proxy_free(px);
+	return (NULL);
+}
+
+void
+net_proxy_free(struct net_proxy *px)
+{
+	struct px_conn	*c;
+
+	if (px == NULL)
+		return;
+	while ((c = TAILQ_FIRST(&px->conns)) != NULL)
+		px_conn_free(c);
+	ev_io_stop(px->loop, &px->accept);
+	if (px->fd != -1) {
+		close(px->fd);
+		px->fd = -1;
+		unlink(px->path);
+	}
+	free(px->path);
+	free(px->host);
+	free(px);
+}

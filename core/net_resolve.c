@@ -1,0 +1,199 @@
+/*
+ * Name lookups off the loop. getaddrinfo_a(3) runs them in glibc's own
+ * threads; each completion is queued under a mutex and wakes the loop
+ * through an ev_async, where the caller's callback runs. A lookup that has
+ * started cannot be stopped, so the shared part stays alive until the last
+ * one finishes, even after net_resolver_free: the loop never waits for DNS.
+ * Nothing else of qsup is touched from those threads.
+ */
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ev.h>
+
+#include "qsup.h"
+
+struct net_lookup {
+	struct net_resolver	*r;
+	struct gaicb		 gai;
+	struct gaicb		*list[1];
+	struct addrinfo		 hints;
+	struct sigevent		 sev;
+	char			*name;
+	char			 service[8];
+	net_lookup_cb		 cb;		/* NULL once cancelled */
+	void			*arg;
+	TAILQ_ENTRY(net_lookup)	 entry;
+};
+TAILQ_HEAD(net_lookups, net_lookup);
+
+struct net_resolver {
+	pthread_mutex_t		 mu;
+	int			 refs;		/* the loop's, and one a lookup */
+	int			 orphaned;	/* net_resolver_free was called */
+	struct ev_loop		*loop;
+	ev_async		 async;
+	struct net_lookups	 done;
+};
+
+static void
+net_lookup_destroy(struct net_lookup *l)
+{
+	if (l->gai.ar_result != NULL)
+		freeaddrinfo(l->gai.ar_result);
+	free(l->name);
+	free(l);
+}
+
+static void
+net_resolver_destroy(struct net_resolver *r)
+{
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}
+
+/* In a glibc thread: hand the finished lookup to the loop. */
+static void
+net_lookup_notify(union sigval sv)
+{
+	struct net_lookup	*l = sv.sival_ptr;
+	struct net_resolver	*r = l->r;
+	int			 last = 0;
+
+	pthread_mutex_lock(&r->mu);
+	if (r->orphaned) {
+		net_lookup_destroy(l);
+		last = --r->refs == 0;
+	} else {
+		TAILQ_INSERT_TAIL(&r->done, l, entry);
+		ev_async_send(r->loop, &r->async);
+	}
+	pthread_mutex_unlock(&r->mu);
+	if (last)
+		net_resolver_destroy(r);
+}
+
+static void
+net_resolver_async_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	struct net_resolver	*r = w->data;
+	struct net_lookups	 done;
+	struct net_lookup	*l;
+	int			 err;
+
+	(void)loop;
+	(void)revents;
+	TAILQ_INIT(&done);
+	pthread_mutex_lock(&r->mu);
+	TAILQ_CONCAT(&done, &r->done, entry);
+	pthread_mutex_unlock(&r->mu);
+	while ((l = TAILQ_FIRST(&done)) != NULL) {
+		TAILQ_REMOVE(&done, l, entry);
+		pthread_mutex_lock(&r->mu);
+		r->refs--;
+		pthread_mutex_unlock(&r->mu);
+		if (l->cb != NULL) {
+			err = gai_error(&l->gai);
+			l->cb(err == 0 ? l->gai.ar_result : NULL, err, l->arg);
+		}
+		net_lookup_destroy(l);
+	}
+}
+
+struct net_resolver *
+net_resolver_new(struct ev_loop *loop)
+{
+	struct net_resolver	*r;
+
+	r = xcalloc(1, sizeof *r);
+	pthread_mutex_init(&r->mu, NULL);
+	r->refs = 1;
+	r->loop = loop;
+	TAILQ_INIT(&r->done);
+	ev_async_init(&r->async, net_resolver_async_cb);
+	r->async.data = r;
+	ev_async_start(loop, &r->async);
+	return (r);
+}
+
+/*
+ * Look name up for TCP to port, in family (AF_UNSPEC for any); cb runs
+ * later, from the loop, with the addresses (freed when it returns) or a
+ * getaddrinfo error. NULL, and *err set, if the lookup could not start.
+ */
+struct net_lookup *
+net_lookup_start(struct net_resolver *r, const char *name, int port,
+    int family, net_lookup_cb cb, void *arg, int *err)
+{
+	struct net_lookup	*l;
+	int			 rc;
+
+	l = xcalloc(1, sizeof *l);
+	l->r = r;
+	l->name = xstrdup(name);
+	snprintf(l->service, sizeof l->service, "%d", port);
+	l->hints.ai_family = family;
+	l->hints.ai_socktype = SOCK_STREAM;
+	/* Not AI_ADDRCONFIG: a host with only loopback would get nothing. */
+	l->hints.ai_flags = AI_NUMERICSERV;
+	l->gai.ar_name = l->name;
+	l->gai.ar_service = l->service;
+	l->gai.ar_request = &l->hints;
+	l->list[0] = &l->gai;
+	l->sev.sigev_notify = SIGEV_THREAD;
+	l->sev.sigev_value.sival_ptr = l;
+	l->sev.sigev_notify_function = net_lookup_notify;
+	l->cb = cb;
+	l->arg = arg;
+	pthread_mutex_lock(&r->mu);
+	r->refs++;
+	pthread_mutex_unlock(&r->mu);
+	if ((rc = getaddrinfo_a(GAI_NOWAIT, l->list, 1, &l->sev)) != 0) {
+		pthread_mutex_lock(&r->mu);
+		r->refs--;
+		pthread_mutex_unlock(&r->mu);
+		net_lookup_destroy(l);
+		*err = rc;
+		return (NULL);
+	}
+	return (l);
+}
+
+/* The caller no longer wants the answer; l is freed when it comes. */
+void
+net_lookup_cancel(struct net_lookup *l)
+{
+	if (l != NULL)
+		l->cb = NULL;
+}
+
+void
+net_resolver_free(struct net_resolver *r)
+{
+	struct net_lookup	*l;
+	int			 last;
+
+	if (r == NULL)
+		return;
+	/* Under the lock: no thread is in ev_async_send meanwhile. */
+	pthread_mutex_lock(&r->mu);
+	ev_async_stop(r->loop, &r->async);
+	r->orphaned = 1;
+	while ((l = TAILQ_FIRST(&r->done)) != NULL) {
+		TAILQ_REMOVE(&r->done, l, entry);
+		net_lookup_destroy(l);
+		r->refs--;
+	}
+	last = --r->refs == 0;
+	pthread_mutex_unlock(&r->mu);
+	if (last)
+		net_resolver_destroy(r);
+}
