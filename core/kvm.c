@@ -9,12 +9,9 @@
  */
 #include <sys/stat.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,68 +138,27 @@ static int
 kvm_probe(const char *qemu, const char *kernel, const char *initramfs,
     char **why)
 {
-	struct pollfd	 pfd;
+	char		*argv[] = { (char *)(uintptr_t)qemu, "-M", "microvm",
+	    "-accel", "kvm", "-cpu", "host", "-m", "128", "-smp", "1",
+	    "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+	    "-serial", "stdio", "-kernel", (char *)(uintptr_t)kernel,
+	    "-initrd", (char *)(uintptr_t)initramfs, "-append",
+	    "console=ttyS0 quiet panic=-1 pci=off qsup.probe=1", NULL };
 	struct buf	 out = { 0 };
-	char		 chunk[4096];
-	double		 deadline;
-	pid_t		 pid;
-	ssize_t		 n;
-	int		 p[2], status, ok = 0, devnull;
+	char		*nl;
+	int		 ok = 0, timed_out;
 
-	if (pipe2(p, O_CLOEXEC) == -1) {
-		xasprintf(why, "KVM probe: pipe: %s", strerror(errno));
-		return (0);
-	}
-	switch (pid = fork()) {
-	case -1:
-		xasprintf(why, "KVM probe: fork: %s", strerror(errno));
-		close(p[0]);
-		close(p[1]);
-		return (0);
-	case 0:
-		if ((devnull = open("/dev/null", O_RDWR)) != -1)
-			dup2(devnull, STDIN_FILENO);
-		dup2(p[1], STDOUT_FILENO);
-		dup2(p[1], STDERR_FILENO);
-		execlp(qemu, qemu, "-M", "microvm", "-accel", "kvm",
-		    "-cpu", "host", "-m", "128", "-smp", "1", "-nodefaults",
-		    "-no-user-config", "-display", "none", "-no-reboot",
-		    "-serial", "stdio", "-kernel", kernel, "-initrd", initramfs,
-		    "-append", "console=ttyS0 quiet panic=-1 pci=off "
-		    "qsup.probe=1", (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	deadline = util_now() + KVM_PROBE_SECONDS;
-	pfd.fd = p[0];
-	pfd.events = POLLIN;
-	while (!ok) {
-		double left = deadline - util_now();
-
-		if (left <= 0)
-			break;
-		if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
-			continue;
-		if ((n = read(p[0], chunk, sizeof chunk)) <= 0)
-			break;
-		buf_add(&out, chunk, n);
-		if (strstr(out.data, QSUP_PROBE_MARK) != NULL)
-			ok = 1;
-		if (out.len > 65536)
-			buf_consume(&out, out.len - 4096);
-	}
-	kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		;
-	close(p[0]);
-	if (ok)
+	if (util_run_capture(argv, 1, KVM_PROBE_SECONDS, QSUP_PROBE_MARK,
+	    &out, &timed_out) == -1)
+		xasprintf(why, "KVM probe: cannot run %s: %s", qemu,
+		    strerror(errno));
+	else if (out.data != NULL && strstr(out.data, QSUP_PROBE_MARK) != NULL) {
 		*why = xstrdup("a probe guest booted under KVM");
-	else if (util_now() >= deadline)
+		ok = 1;
+	} else if (timed_out)
 		xasprintf(why, "a probe guest did not boot under KVM within "
 		    "%.0f s (a nested or broken KVM)", KVM_PROBE_SECONDS);
 	else {
-		char	*nl;
-
 		while (out.len > 0 && out.data[out.len - 1] == '\n')
 			out.data[--out.len] = '\0';
 		nl = out.data != NULL ? strrchr(out.data, '\n') : NULL;

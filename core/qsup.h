@@ -17,6 +17,7 @@
 #define QSUP_EXIT_NOTFOUND	127	/* command not found in the guest */
 
 /* util.c */
+struct buf;
 void		*xmalloc(size_t);
 void		*xcalloc(size_t, size_t);
 void		*xrealloc(void *, size_t);
@@ -33,6 +34,8 @@ int		 util_set_cloexec(int, int);
 int		 util_rm_rf(const char *);
 char		*util_path_normalize(const char *);
 char		*util_read_file(const char *, size_t *, size_t);
+int		 util_run_capture(char *const [], int, double, const char *,
+		     struct buf *, int *);
 size_t		 util_base64_decode(const char *, size_t, unsigned char *);
 int		 util_json_int(const char *, const char *, long long *);
 char		*util_json_str(const char *, const char *);
@@ -376,7 +379,7 @@ int		 run_main(struct run_options *);
 #define NET_PROXY_ADDR	"10.0.2.100"	/* the allowlist's HTTP proxy */
 #define NET_PROXY_PORT	3128
 #define NET_GUEST_MAC	"52:54:00:12:34:56"
-#define NET_MTU		65520		/* slirp's largest; the guest learns it */
+#define NET_MTU		16384		/* the guest learns it (host_mtu) */
 struct net_config {
 	enum profile_net		 mode;
 	const struct profile_net_rule	*rules;	/* for "allowlist" */

@@ -2,10 +2,13 @@
  * Small helpers: allocation that never fails, time, fds, files.
  */
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +218,70 @@ util_path_normalize(const char *abs)
 		strcpy(out, "/");
 	free(copy);
 	return (out);
+}
+
+/*
+ * Run argv (looked up on PATH) with stdin from /dev/null, its stdout (and
+ * stderr, if asked) into out, for at most seconds, or until the output
+ * holds until. The child is then killed and reaped here, so this is only
+ * for before the event loop exists (the loop reaps through ev_child).
+ * Returns 0, *timed_out saying whether the deadline ended it; -1 if the
+ * child could not be started. At most 64 KiB of output is kept.
+ */
+int
+util_run_capture(char *const argv[], int with_stderr, double seconds,
+    const char *until, struct buf *out, int *timed_out)
+{
+	struct pollfd	pfd;
+	char		chunk[4096];
+	double		deadline, left;
+	pid_t		pid;
+	ssize_t		n;
+	int		p[2], status, devnull;
+
+	*timed_out = 0;
+	if (pipe2(p, O_CLOEXEC) == -1)
+		return (-1);
+	if ((pid = fork()) == -1) {
+		close(p[0]);
+		close(p[1]);
+		return (-1);
+	}
+	if (pid == 0) {
+		if ((devnull = open("/dev/null", O_RDWR)) != -1) {
+			dup2(devnull, STDIN_FILENO);
+			dup2(devnull, STDERR_FILENO);
+		}
+		dup2(p[1], STDOUT_FILENO);
+		if (with_stderr)
+			dup2(p[1], STDERR_FILENO);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	deadline = util_now() + seconds;
+	pfd.fd = p[0];
+	pfd.events = POLLIN;
+	for (;;) {
+		if ((left = deadline - util_now()) <= 0) {
+			*timed_out = 1;
+			break;
+		}
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
+			continue;
+		if ((n = read(p[0], chunk, sizeof chunk)) <= 0)
+			break;
+		buf_add(out, chunk, n);
+		if (until != NULL && strstr(out->data, until) != NULL)
+			break;
+		if (out->len > 65536)
+			buf_consume(out, out->len - 4096);
+	}
+	close(p[0]);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		;
+	return (0);
 }
 
 /* Read a whole file of at most max bytes, NUL-terminated. */

@@ -7,15 +7,12 @@
  */
 #include <sys/stat.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,51 +374,16 @@ facts_pyenv_resolve(const char *root, int *system)
 static int
 facts_python_run(const char *python, struct facts_python *py)
 {
-	struct pollfd	 pfd;
+	char		*argv[] = { (char *)(uintptr_t)python, "-I", "-S", "-c",
+	    "import sys; print('%d.%d' % sys.version_info[:2]); "
+	    "print(sys.executable)", NULL };
 	struct buf	 out = { 0 };
-	char		 chunk[1024], *nl;
-	double		 deadline;
-	pid_t		 pid;
-	ssize_t		 n;
-	int		 p[2], status, devnull, rc = -1;
+	char		*nl;
+	int		 rc = -1, timed_out;
 
-	if (pipe2(p, O_CLOEXEC) == -1)
+	if (util_run_capture(argv, 0, FACTS_PYTHON_SECONDS, NULL, &out,
+	    &timed_out) == -1)
 		return (-1);
-	if ((pid = fork()) == -1) {
-		close(p[0]);
-		close(p[1]);
-		return (-1);
-	}
-	if (pid == 0) {
-		if ((devnull = open("/dev/null", O_RDWR)) != -1) {
-			dup2(devnull, STDIN_FILENO);
-			dup2(devnull, STDERR_FILENO);
-		}
-		dup2(p[1], STDOUT_FILENO);
-		execl(python, python, "-I", "-S", "-c", "import sys; "
-		    "print('%d.%d' % sys.version_info[:2]); "
-		    "print(sys.executable)", (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	deadline = util_now() + FACTS_PYTHON_SECONDS;
-	pfd.fd = p[0];
-	pfd.events = POLLIN;
-	for (;;) {
-		double left = deadline - util_now();
-
-		if (left <= 0 || poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
-			break;
-		if ((n = read(p[0], chunk, sizeof chunk)) <= 0)
-			break;
-		buf_add(&out, chunk, n);
-		if (out.len > 65536)
-			break;
-	}
-	close(p[0]);
-	kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		;
 	if (out.data != NULL && (nl = strchr(out.data, '\n')) != NULL) {
 		*nl++ = '\0';
 		nl[strcspn(nl, "\n")] = '\0';
