@@ -378,6 +378,9 @@ sandbox_build_argv(struct sandbox *sb)
 		sandbox_argv_add(&argv, &n, "-mon");
 		sandbox_argv_add(&argv, &n, "chardev=qmp,mode=control");
 	}
+	/* The operator's own flags, checked by the profile loader. */
+	for (i = 0; i < (int)p->nextra_args; i++)
+		sandbox_argv_add(&argv, &n, "%s", p->extra_args[i]);
 	if (sb->mode == SB_RESTORE) {
 		sandbox_argv_add(&argv, &n, "-incoming");
 		sandbox_argv_add(&argv, &n, "fd:%d", sb->state_fd);

@@ -186,6 +186,17 @@ test_cold_boot_seed() {
 	expect_match "cold" '"start":"cold"' "$(tail -n 1 "$T_TMP/err")"
 }
 
+# The profile's extra_args reach QEMU; the ones that weaken isolation do not.
+test_extra_args() {
+	local out err st
+	out=$("$QSUP" run --set 'extra_args={"-device","virtio-balloon-device"}' -- \
+	    sh -c 'cat /sys/bus/virtio/devices/*/device')
+	expect_match "a balloon (virtio id 5) in the guest" '0x0005' "$out"
+	err=$("$QSUP" run --set 'extra_args={"-monitor","stdio"}' -- true 2>&1); st=$?
+	expect_eq "refused" 125 $st
+	expect_match "says why" '"-monitor" "stdio" is refused' "$err"
+}
+
 test_short_form() {
 	local out
 	printf 'return { memory = "256M" }\n' >"$T_TMP/small.lua"
