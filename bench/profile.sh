@@ -5,13 +5,13 @@
 # Usage: bench/profile.sh [RUNS] (default 21).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
+. bench/lib.sh
 runs=${1:-21}
 qsup=$PWD/build/qsup
 tmp=$(mktemp -d /tmp/qsup-bench-profile.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export XDG_CACHE_HOME=$tmp/cache
 
-median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f", m}'; }
 
 "$qsup" profile check profiles/*.lua >/dev/null || {
 	echo "bench: the shipped profiles do not check" >&2; exit 1; }
@@ -22,7 +22,7 @@ for f in profiles/*.lua; do
 		"$qsup" profile check -v "$f" |
 		    sed -n 's/.*: ok (\([0-9.]*\) ms)$/\1/p'
 	done >"$tmp/one"
-	printf '  %-28s %s ms\n' "$f" "$(median <"$tmp/one")"
+	printf '  %-28s %s ms\n' "$f" "$(median %.2f <"$tmp/one")"
 done
 
 # $EPOCHREALTIME: no fork of date(1) inside the measurement.
@@ -32,6 +32,6 @@ for _ in $(seq 1 "$runs"); do
 	t1=$EPOCHREALTIME
 	echo "$t0 $t1"
 done | awk '{printf "%.2f\n", ($2 - $1) * 1000}' >"$tmp/all"
-echo "qsup profile check profiles/*.lua ($(ls profiles/*.lua | wc -l) profiles), whole process, median of $runs: $(median <"$tmp/all") ms"
+echo "qsup profile check profiles/*.lua ($(ls profiles/*.lua | wc -l) profiles), whole process, median of $runs: $(median %.2f <"$tmp/all") ms"
 py=$("$qsup" profile facts | sed -n 's/^qsup.python.path = //p')
 echo "(python.lua reads the host's python3: ${py:-none})"

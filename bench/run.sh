@@ -9,6 +9,7 @@
 # Usage: bench/run.sh [COLD_RUNS] [WARM_RUNS]   (default 5 and 11)
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
+. bench/lib.sh
 cold_runs=${1:-5}
 warm_runs=${2:-11}
 qsup=$PWD/build/qsup
@@ -16,8 +17,6 @@ guest=$PWD/build/guest
 tmp=$(mktemp -d /tmp/qsup-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
-median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%d", m}'; }
 field() { tail -n 1 "$2" | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
 ms() { awk -v s="$1" 'BEGIN {printf "%d", s * 1000}'; }
 runs() { tr '\n' ' ' <"$1"; }
@@ -81,15 +80,15 @@ for i in $(seq 1 "$warm_runs"); do
 	qsup_once warm
 done
 
-c=$(median <"$tmp/cold"); b=$(median <"$tmp/bare"); w=$(median <"$tmp/warm")
+c=$(median %d <"$tmp/cold"); b=$(median %d <"$tmp/bare"); w=$(median %d <"$tmp/warm")
 echo "cold qsup run -- true, median of $cold_runs: $c ms   (runs: $(runs "$tmp/cold"))"
 echo "bare QEMU to the agent's first console line, median of $cold_runs: $b ms   (runs: $(runs "$tmp/bare"))"
 echo "ratio cold qsup / bare QEMU: $(awk -v q="$c" -v b="$b" 'BEGIN {printf "%.2f", q / b}')"
 echo "warm qsup run -- true, median of $warm_runs: $w ms   (runs: $(runs "$tmp/warm"))"
-echo "warm: restore to agent ready, median: $(awk '{printf "%d\n", $1 * 1000}' "$tmp/warm.boot" | median) ms   (values: $(runs "$tmp/warm.boot"))"
+echo "warm: restore to agent ready, median: $(awk '{printf "%d\n", $1 * 1000}' "$tmp/warm.boot" | median %d) ms   (values: $(runs "$tmp/warm.boot"))"
 echo "ratio warm / cold: $(awk -v w="$w" -v c="$c" 'BEGIN {printf "%.2f", w / c}')"
 echo "template: $size_mb MB on disk; first run (boot + save) $build_ms ms, of which saving $save_ms ms"
-echo "QEMU RSS at the command's exit: cold $(median <"$tmp/cold.qemu_rss") kB, restored $(median <"$tmp/warm.qemu_rss") kB"
+echo "QEMU RSS at the command's exit: cold $(median %d <"$tmp/cold.qemu_rss") kB, restored $(median %d <"$tmp/warm.qemu_rss") kB"
 echo "qsup peak RSS: $(sort -n "$tmp/rss" | tail -n 1) kB"
 
 # Profile loading, for the profile language's own targets.

@@ -5,6 +5,7 @@
 # Usage: bench/share.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
+. bench/lib.sh
 runs=${1:-3}
 qsup=$PWD/build/qsup
 tmp=$(mktemp -d /tmp/qsup-bench-share.XXXXXX)
@@ -12,8 +13,6 @@ trap 'rm -rf "$tmp"' EXIT
 export XDG_RUNTIME_DIR=$tmp/run XDG_CACHE_HOME=$tmp/cache
 mkdir -m 700 "$tmp/run"
 
-median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%g", m}'; }
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # 200 MB read: over 9p, then from the guest's tmpfs; times from the
 # guest's /proc/uptime (10 ms steps), so qsup's own start is not counted.

@@ -13,6 +13,7 @@
 # Usage: bench/staging.sh [TREE...]
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
+. bench/lib.sh
 runs=3
 bin=build/staging_bench
 mkdir -p build
@@ -40,7 +41,6 @@ if [ ${#trees[@]} -eq 0 ]; then
 	trees+=("$gen")
 fi
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 field() { sed -n "s/.*\<$1=\([0-9.]*\).*/\1/p"; }
 fstype() { stat -f -c %T "$1"; }
 
