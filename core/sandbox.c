@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -138,6 +139,41 @@ sandbox_new(struct ev_loop *loop, const struct profile *p,
 	return (sb);
 }
 
+/*
+ * Run directories left by a qsup that was killed outright (SIGKILL: its
+ * QEMU died with it through PDEATHSIG, but nothing removed the directory):
+ * those whose pid file names a process that no longer exists.
+ */
+static void
+sandbox_sweep(const char *base)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		*path, *text;
+	long		 pid;
+
+	if ((d = opendir(base)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "sb-", 3) != 0)
+			continue;
+		xasprintf(&path, "%s/%s/pid", base, de->d_name);
+		text = util_read_file(path, NULL, 64);
+		free(path);
+		if (text == NULL)
+			continue;	/* being made, or not ours to judge */
+		pid = strtol(text, NULL, 10);
+		free(text);
+		if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		xasprintf(&path, "%s/%s", base, de->d_name);
+		log_debug("removing %s, left by process %ld", path, pid);
+		staging_remove(path);
+		free(path);
+	}
+	closedir(d);
+}
+
 /* $XDG_RUNTIME_DIR/qsup, or /tmp/qsup-UID: ours alone, mode 0700. */
 static char *
 sandbox_run_base(char **cause)
@@ -164,6 +200,7 @@ sandbox_run_base(char **cause)
 		    "(mode 0700 expected)", base);
 		goto fail;
 	}
+	sandbox_sweep(base);
 	return (base);
 fail:
 	free(base);
@@ -1000,6 +1037,15 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 		xasprintf(cause, "%s: %s", sb->rundir, strerror(errno));
 		free(sb->rundir);
 		sb->rundir = NULL;
+		return (-1);
+	}
+	xasprintf(&path, "%s/pid", sb->rundir);
+	xasprintf(&base, "%ld\n", (long)getpid());
+	rc = util_write_file(path, base);
+	free(base);
+	free(path);
+	if (rc == -1) {
+		xasprintf(cause, "%s: %s", sb->rundir, strerror(errno));
 		return (-1);
 	}
 	if (share_prepare(sb->shares, sb->nshares, cause) == -1)

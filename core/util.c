@@ -284,6 +284,24 @@ util_run_capture(char *const argv[], int with_stderr, double seconds,
 	return (0);
 }
 
+/* Create (or truncate) path with the text, mode 0600. */
+int
+util_write_file(const char *path, const char *text)
+{
+	size_t	len = strlen(text);
+	int	fd, saved;
+
+	if ((fd = open(path, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600)) == -1)
+		return (-1);
+	if (write(fd, text, len) != (ssize_t)len) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return (-1);
+	}
+	return (close(fd));
+}
+
 /* Read a whole file of at most max bytes, NUL-terminated. */
 char *
 util_read_file(const char *path, size_t *lenp, size_t max)

@@ -197,6 +197,24 @@ test_extra_args() {
 	expect_match "says why" '"-monitor" "stdio" is refused' "$err"
 }
 
+# A qsup killed outright leaves its run directory; the next one removes it,
+# and only if the process that made it is gone.
+test_stale_run_dirs_swept() {
+	local base=$T_RUN/qsup dead
+	mkdir -p -m 700 "$base"
+	sh -c 'exit 0' & dead=$!; wait $dead
+	mkdir -m 700 "$base/sb-stale" "$base/sb-live" "$base/sb-nopid"
+	echo "$dead" >"$base/sb-stale/pid"
+	echo x >"$base/sb-stale/console.log"
+	echo $$ >"$base/sb-live/pid"
+	"$QSUP" run -- true
+	expect_eq "status" 0 $?
+	[ ! -e "$base/sb-stale" ] || fail "the stale run directory is still there"
+	[ -d "$base/sb-live" ] || fail "a live qsup's run directory was removed"
+	[ -d "$base/sb-nopid" ] || fail "a run directory without a pid file was removed"
+	rm -rf "$base/sb-live" "$base/sb-nopid"
+}
+
 test_short_form() {
 	local out
 	printf 'return { memory = "256M" }\n' >"$T_TMP/small.lua"
