@@ -46,30 +46,17 @@ kvm_cache_key(const char *qemu, const char *kernel)
 {
 	struct utsname	 u;
 	struct stat	 qs, ks;
-	char		*key, *qpath = NULL, *path, *dir, *p;
+	char		*key, *qpath;
 
 	uname(&u);
 	memset(&qs, 0, sizeof qs);
-	if (strchr(qemu, '/') != NULL)
-		qpath = xstrdup(qemu);
-	else if ((path = getenv("PATH")) != NULL) {
-		path = xstrdup(path);
-		for (dir = strtok_r(path, ":", &p); dir != NULL;
-		    dir = strtok_r(NULL, ":", &p)) {
-			xasprintf(&qpath, "%s/%s", dir, qemu);
-			if (access(qpath, X_OK) == 0)
-				break;
-			free(qpath);
-			qpath = NULL;
-		}
-		free(path);
-	}
-	if (qpath != NULL)
-		stat(qpath, &qs);
+	qpath = util_which(qemu);
+	if (stat(qpath, &qs) == -1)
+		memset(&qs, 0, sizeof qs);
 	memset(&ks, 0, sizeof ks);
 	stat(kernel, &ks);
 	xasprintf(&key, "host %s %s; qemu %s %lld %lld; kernel %lld %lld",
-	    u.release, u.version, qpath != NULL ? qpath : qemu,
+	    u.release, u.version, qpath,
 	    (long long)qs.st_size, (long long)qs.st_mtime,
 	    (long long)ks.st_size, (long long)ks.st_mtime);
 	free(qpath);

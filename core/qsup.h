@@ -33,6 +33,7 @@ int		 util_set_nonblock(int);
 int		 util_set_cloexec(int, int);
 int		 util_rm_rf(const char *);
 char		*util_path_normalize(const char *);
+char		*util_which(const char *);
 char		*util_read_file(const char *, size_t *, size_t);
 int		 util_write_file(const char *, const char *);
 int		 util_run_capture(char *const [], int, double, const char *,

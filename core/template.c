@@ -61,28 +61,6 @@ template_file_id(struct buf *b, const char *what, const char *path)
 		    st.st_mtim.tv_nsec);
 }
 
-/* Where an executable named without a slash is found on PATH. */
-static char *
-template_which(const char *name)
-{
-	char	*path, *dir, *save, *full;
-
-	if (strchr(name, '/') != NULL || getenv("PATH") == NULL)
-		return (xstrdup(name));
-	path = xstrdup(getenv("PATH"));
-	for (dir = strtok_r(path, ":", &save); dir != NULL;
-	    dir = strtok_r(NULL, ":", &save)) {
-		xasprintf(&full, "%s/%s", dir, name);
-		if (access(full, X_OK) == 0) {
-			free(path);
-			return (full);
-		}
-		free(full);
-	}
-	free(path);
-	return (xstrdup(name));
-}
-
 /* "fd=12" says nothing about the VM's state: it is written "fd=*". */
 static void
 template_arg(struct buf *b, const char *arg)
@@ -116,7 +94,7 @@ template_init(struct template *t, char **argv, const char *kernel,
 		return (-1);
 	buf_printf(&b, "qsup-template %d protocol %d\n", TEMPLATE_VERSION,
 	    QSUP_PROTOCOL_VERSION);
-	qemu = template_which(argv[0]);
+	qemu = util_which(argv[0]);
 	template_file_id(&b, "qemu", qemu);
 	free(qemu);
 	template_file_id(&b, "kernel", kernel);

@@ -302,6 +302,28 @@ util_write_file(const char *path, const char *text)
 	return (close(fd));
 }
 
+/* Where an executable named without a slash is found on PATH. */
+char *
+util_which(const char *name)
+{
+	char	*path, *dir, *save, *full;
+
+	if (strchr(name, '/') != NULL || getenv("PATH") == NULL)
+		return (xstrdup(name));
+	path = xstrdup(getenv("PATH"));
+	for (dir = strtok_r(path, ":", &save); dir != NULL;
+	    dir = strtok_r(NULL, ":", &save)) {
+		xasprintf(&full, "%s/%s", dir, name);
+		if (access(full, X_OK) == 0) {
+			free(path);
+			return (full);
+		}
+		free(full);
+	}
+	free(path);
+	return (xstrdup(name));
+}
+
 /* Read a whole file of at most max bytes, NUL-terminated. */
 char *
 util_read_file(const char *path, size_t *lenp, size_t max)
