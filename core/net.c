@@ -439,9 +439,13 @@ net_map_at(struct net *net, const unsigned char *addr, int port)
 /*
  * Count what restricted slirp is about to refuse: a new TCP connection,
  * a UDP datagram or a ping to anywhere but our listeners (DNS and DHCP
- * are answered). slirp still gets the frame, and refuses it itself.
+ * are answered). A TCP SYN still goes to slirp, which answers with a
+ * reset (the guest's connect fails at once rather than time out); UDP and
+ * pings are dropped here: slirp answers pings to its own addresses, and a
+ * reply from 10.0.2.2 would look like the host being reachable. Returns
+ * 1 when the frame is to be dropped.
  */
-static void
+static int
 net_watch_frame(struct net *net, const unsigned char *f, size_t len)
 {
 	const unsigned char	*ip, *l4;
@@ -451,35 +455,35 @@ net_watch_frame(struct net *net, const unsigned char *f, size_t len)
 	int			 port = 0;
 
 	if (len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00)
-		return;
+		return (0);
 	ip = f + 14;
 	ihl = (size_t)(ip[0] & 0x0f) * 4;
 	if ((ip[0] >> 4) != 4 || ihl < 20 || 14 + ihl + 8 > len ||
 	    (((ip[6] << 8) | ip[7]) & 0x1fff) != 0)
-		return;
+		return (0);
 	l4 = ip + ihl;
 	switch (ip[9]) {
 	case IPPROTO_TCP:
 		if (14 + ihl + 14 > len || (l4[13] & 0x12) != 0x02)
-			return;			/* not a SYN */
+			return (0);		/* not a SYN */
 		kind = "tcp";
 		port = (l4[2] << 8) | l4[3];
 		if (net_map_at(net, ip + 16, port))
-			return;
+			return (0);
 		break;
 	case IPPROTO_UDP:
 		kind = "udp";
 		port = (l4[2] << 8) | l4[3];
 		if (port == 67)
-			return;			/* DHCP, answered by slirp */
+			return (0);		/* DHCP, answered by slirp */
 		break;
 	case IPPROTO_ICMP:
 		if (l4[0] != 8)
-			return;			/* not an echo request */
+			return (0);		/* not an echo request */
 		kind = "icmp";
 		break;
 	default:
-		return;
+		return (0);
 	}
 	if (port != 0)
 		snprintf(dest, sizeof dest, "%u.%u.%u.%u:%d", ip[16], ip[17],
@@ -490,6 +494,7 @@ net_watch_frame(struct net *net, const unsigned char *f, size_t len)
 	net_note(net, kind, dest, 0, net->mode == PROFILE_NET_ALLOWLIST ?
 	    "the guest reaches out only through the proxy at "
 	    NET_PROXY_ADDR " and the TCP maps" : "the network is restricted");
+	return (ip[9] != IPPROTO_TCP);
 }
 
 /* One frame from the guest. */
@@ -499,8 +504,8 @@ net_frame(struct net *net, const unsigned char *frame, size_t len)
 	net->stats.frames_in++;
 	if (net->dns != NULL && net_dns_frame(net->dns, frame, len))
 		return;
-	if (net->mode != PROFILE_NET_OPEN)
-		net_watch_frame(net, frame, len);
+	if (net->mode != PROFILE_NET_OPEN && net_watch_frame(net, frame, len))
+		return;
 	slirp_input(net->slirp, frame, (int)len);
 }
 
@@ -719,7 +724,6 @@ static int
 net_start_slirp(struct net *net, char **cause)
 {
 	SlirpConfig	cfg;
-	int		sv[2], size = NET_SOCKBUF;
 
 	memset(&cfg, 0, sizeof cfg);
 	cfg.version = 4;
@@ -752,23 +756,10 @@ net_start_slirp(struct net *net, char **cause)
 		return (-1);
 	}
 
-	if (socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, sv) == -1) {
-		xasprintf(cause, "socketpair: %s", strerror(errno));
-		return (-1);
-	}
-	net->fd = sv[0];
-	net->qemu_fd = sv[1];
-	util_set_nonblock(net->fd);
-	/* Fewer wake-ups in bulk transfers; best effort. */
-	setsockopt(net->fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-	setsockopt(net->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-	setsockopt(net->qemu_fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-	setsockopt(net->qemu_fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-
 	net->in = xmalloc(NET_IN_SIZE);
-	ev_io_init(&net->rd, net_read_cb, net->fd, EV_READ);
+	ev_init(&net->rd, net_read_cb);
 	net->rd.data = net;
-	ev_io_init(&net->wr, net_write_cb, net->fd, EV_WRITE);
+	ev_init(&net->wr, net_write_cb);
 	net->wr.data = net;
 	ev_prepare_init(&net->prepare, net_prepare_cb);
 	net->prepare.data = net;
@@ -777,16 +768,57 @@ net_start_slirp(struct net *net, char **cause)
 	ev_set_priority(&net->check, EV_MINPRI);
 	ev_timer_init(&net->tick, net_tick_cb, 0., 0.);
 	net->tick.data = net;
-	ev_io_start(net->loop, &net->rd);
 	ev_prepare_start(net->loop, &net->prepare);
 	ev_check_start(net->loop, &net->check);
+	if (net_relink(net, cause) == -1)
+		return (-1);
 
 	xasprintf(&net->args[0], "-netdev");
-	xasprintf(&net->args[1], "stream,id=net0,server=off,addr.type=fd,"
-	    "addr.str=%d", net->qemu_fd);
 	xasprintf(&net->args[2], "-device");
 	xasprintf(&net->args[3], "virtio-net-device,netdev=net0,mac=%s,"
 	    "host_mtu=%d", NET_GUEST_MAC, NET_MTU);
+	return (0);
+}
+
+/*
+ * A new link to QEMU: a socketpair, its watcher, the -netdev argument
+ * naming QEMU's end. Also after a QEMU went away (a failed restore is
+ * followed by a boot): slirp and what it holds stay, the link is new.
+ */
+int
+net_relink(struct net *net, char **cause)
+{
+	int	sv[2], size = NET_SOCKBUF;
+
+	if (net->slirp == NULL)
+		return (0);
+	if (socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, sv) == -1) {
+		xasprintf(cause, "socketpair: %s", strerror(errno));
+		return (-1);
+	}
+	ev_io_stop(net->loop, &net->rd);
+	ev_io_stop(net->loop, &net->wr);
+	if (net->fd != -1)
+		close(net->fd);
+	net_qemu_started(net);
+	net->fd = sv[0];
+	net->qemu_fd = sv[1];
+	net->link_dead = 0;
+	net->inlen = 0;
+	buf_free(&net->out);
+	net->outoff = 0;
+	util_set_nonblock(net->fd);
+	/* Fewer wake-ups in bulk transfers; best effort. */
+	setsockopt(net->fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+	setsockopt(net->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	setsockopt(net->qemu_fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+	setsockopt(net->qemu_fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	ev_io_set(&net->rd, net->fd, EV_READ);
+	ev_io_set(&net->wr, net->fd, EV_WRITE);
+	ev_io_start(net->loop, &net->rd);
+	free(net->args[1]);
+	xasprintf(&net->args[1], "stream,id=net0,server=off,addr.type=fd,"
+	    "addr.str=%d", net->qemu_fd);
 	return (0);
 }
 

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "protocol.h"
+
 /* Exit codes of qsup itself; the guest command's own status passes through. */
 #define QSUP_EXIT_ERROR		125	/* qsup, profile or usage error */
 #define QSUP_EXIT_TIMEOUT	124	/* --timeout expired */
@@ -354,6 +356,7 @@ const char	*sandbox_start_kind(struct sandbox *);
 const char	*sandbox_fallback(struct sandbox *);
 double		 sandbox_save_seconds(struct sandbox *);
 long		 sandbox_qemu_rss_kb(struct sandbox *);
+struct net	*sandbox_net_of(struct sandbox *);
 void		 sandbox_console_tail(struct sandbox *, int, struct buf *);
 void		 sandbox_free(struct sandbox *);
 
@@ -375,9 +378,9 @@ struct run_options {
 int		 run_main(struct run_options *);
 
 /* net.c: the guest's network, a libslirp stack in qsup's loop (net_*.c) */
-#define NET_GUEST_ADDR	"10.0.2.15"	/* the guest's eth0, /24 */
-#define NET_HOST_ADDR	"10.0.2.2"	/* its gateway */
-#define NET_DNS_ADDR	"10.0.2.3"	/* its resolver (net_dns.c) */
+#define NET_GUEST_ADDR	QSUP_NET_GUEST	/* the guest's eth0, /24 */
+#define NET_HOST_ADDR	QSUP_NET_GATEWAY /* its gateway */
+#define NET_DNS_ADDR	QSUP_NET_DNS	/* its resolver (net_dns.c) */
 #define NET_PROXY_ADDR	"10.0.2.100"	/* the allowlist's HTTP proxy */
 #define NET_PROXY_PORT	3128
 #define NET_GUEST_MAC	"52:54:00:12:34:56"
@@ -414,6 +417,7 @@ int		 net_qemu_fd(struct net *);
 char *const	*net_qemu_args(struct net *);
 char *const	*net_guest_env(struct net *);
 void		 net_qemu_started(struct net *);
+int		 net_relink(struct net *, char **);
 int		 net_add_hostfwd(struct net *, const char *, int, int, int *,
 		     char **);
 int		 net_add_tcp_map(struct net *, const char *, int,

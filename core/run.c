@@ -442,6 +442,15 @@ run_json_summary(struct run *r)
 		buf_printf(&b, ",\"template_save_s\":%.3f",
 		    sandbox_save_seconds(r->sb));
 	}
+	buf_puts(&b, ",\"network\":");
+	if (r->sb != NULL && sandbox_net_of(r->sb) != NULL)
+		net_stats_json(sandbox_net_of(r->sb), &b);
+	else {
+		buf_puts(&b, "{\"mode\":");
+		buf_json_string(&b, r->profile.network == PROFILE_NET_NONE ?
+		    "none" : "not started");
+		buf_puts(&b, "}");
+	}
 	buf_printf(&b, ",\"qemu_rss_kb\":%ld", r->qemu_rss_kb);
 	getrusage(RUSAGE_SELF, &ru);
 	buf_printf(&b, ",\"qsup_max_rss_kb\":%ld", ru.ru_maxrss);
@@ -453,6 +462,27 @@ run_json_summary(struct run *r)
 	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
 	fputs(b.data, stderr);
 	buf_free(&b);
+}
+
+/* -v: what the guest tried and was refused, once each. */
+static void
+run_log_net(struct run *r)
+{
+	struct net_stats	 st;
+	size_t			 i;
+
+	if (r->sb == NULL || sandbox_net_of(r->sb) == NULL)
+		return;
+	net_stats(sandbox_net_of(r->sb), &st);
+	log_debug("network: %llu allowed, %llu refused, %llu frames in, "
+	    "%llu out, %llu dropped", st.allowed, st.refused, st.frames_in,
+	    st.frames_out, st.frames_dropped);
+	for (i = 0; i < st.ndests; i++) {
+		if (!st.dests[i].allowed)
+			log_debug("network: refused %s %s (%lu times): %s",
+			    st.dests[i].kind, st.dests[i].dest,
+			    st.dests[i].count, st.dests[i].why);
+	}
 }
 
 static void
@@ -558,6 +588,7 @@ fail:
 	r.status = QSUP_EXIT_ERROR;
 done:
 	run_log_timings(&r);
+	run_log_net(&r);
 	if (opts->json)
 		run_json_summary(&r);
 	sandbox_free(r.sb);

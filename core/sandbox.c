@@ -54,6 +54,7 @@ struct sandbox {
 	char			*token;
 	struct share		*shares;
 	size_t			 nshares;
+	struct net		*net;		/* NULL: no card */
 
 	/* One launch of QEMU; a failed restore is followed by another. */
 	char			**argv;
@@ -224,7 +225,7 @@ static void
 sandbox_config(struct sandbox *sb, struct buf *cfg)
 {
 	struct timespec	 ts;
-	char		*entropy;
+	char		*entropy, *const *env;
 	size_t		 i;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -234,6 +235,13 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 	    entropy);
 	explicit_bzero(entropy, strlen(entropy));
 	free(entropy);
+	/* The proxy first: the profile's own env may override it. */
+	for (env = sb->net != NULL ? net_guest_env(sb->net) : NULL;
+	    env != NULL && *env != NULL; env++) {
+		buf_add(cfg, "env ", 4);
+		sandbox_seed_value(cfg, *env);
+		buf_add(cfg, "\n", 1);
+	}
 	for (i = 0; i < sb->profile->nenv; i++) {
 		buf_add(cfg, "env ", 4);
 		sandbox_seed_value(cfg, sb->profile->env[i]);
@@ -319,6 +327,7 @@ sandbox_build_argv(struct sandbox *sb)
 {
 	const struct profile	*p = sb->profile;
 	char			**argv = NULL, *kernel, *initrd, *seed, *tmp;
+	char *const		 *a;
 	char			 tsc[64] = "";
 	size_t			 n = 0;
 	int			 i;
@@ -401,6 +410,10 @@ sandbox_build_argv(struct sandbox *sb)
 		    "virtserialport,chardev=agent%d,name=%s%d", i,
 		    QSUP_PORT_PREFIX, i);
 	}
+	/* The network card, on qsup's own stack (core/net.c). */
+	for (a = sb->net != NULL ? net_qemu_args(sb->net) : NULL;
+	    a != NULL && *a != NULL; a++)
+		sandbox_argv_add(&argv, &n, "%s", *a);
 	if (sb->mode == SB_COLD) {
 		sandbox_argv_add(&argv, &n, "-blockdev");
 		sandbox_argv_add(&argv, &n, "driver=raw,node-name=seed,"
@@ -759,6 +772,8 @@ sandbox_spawn(struct sandbox *sb, char **cause)
 			util_set_cloexec(sb->qmp_guest_fd, 0);
 		if (sb->state_fd != -1)
 			util_set_cloexec(sb->state_fd, 0);
+		if (sb->net != NULL && net_qemu_fd(sb->net) != -1)
+			util_set_cloexec(net_qemu_fd(sb->net), 0);
 		execvp(sb->argv[0], sb->argv);
 		dprintf(STDERR_FILENO, "%s: %s\n", sb->argv[0],
 		    strerror(errno));
@@ -800,6 +815,8 @@ sandbox_spawn(struct sandbox *sb, char **cause)
 		close(sb->state_fd);
 		sb->state_fd = -1;
 	}
+	if (sb->net != NULL)
+		net_qemu_started(sb->net);
 	return (0);
 }
 
@@ -860,6 +877,9 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	}
 	if (sb->mode != SB_COLD && sandbox_socketpair(&sb->qmp_fd,
 	    &sb->qmp_guest_fd, cause) == -1)
+		return (-1);
+	if (sb->net != NULL && net_qemu_fd(sb->net) == -1 &&
+	    net_relink(sb->net, cause) == -1)
 		return (-1);
 	if (sb->mode == SB_RESTORE &&
 	    (sb->state_fd = open(sb->tpl.state, O_RDONLY|O_CLOEXEC)) == -1) {
@@ -972,6 +992,52 @@ sandbox_stage_exec(struct sandbox *sb)
 }
 
 /*
+ * The guest's network as the profile says: no card for "none"; else
+ * qsup's own user-mode stack, its forwards on the host's loopback (or the
+ * address a port names), each on a free port unless one is fixed.
+ */
+static int
+sandbox_net(struct sandbox *sb, char **cause)
+{
+	const struct profile	*p = sb->profile;
+	const struct profile_port *pt;
+	struct net_config	 cfg;
+	size_t			 i;
+	int			 bound;
+	char			*why = NULL;
+
+	if (p->network == PROFILE_NET_NONE)
+		return (0);
+	memset(&cfg, 0, sizeof cfg);
+	cfg.mode = p->network;
+	cfg.rules = p->network_allow;
+	cfg.nrules = p->nnetwork_allow;
+	cfg.dir = sb->rundir;
+	if ((sb->net = net_new(sb->loop, &cfg, &why)) == NULL) {
+		xasprintf(cause, "network: %s", why);
+		free(why);
+		return (-1);
+	}
+	if (p->network == PROFILE_NET_OPEN)
+		log_warnx("network = \"open\": the guest reaches everything "
+		    "this host reaches, this host's own 127.0.0.1 services "
+		    "included (as %s)", NET_HOST_ADDR);
+	for (i = 0; i < p->nports; i++) {
+		pt = &p->ports[i];
+		if (net_add_hostfwd(sb->net, pt->address, pt->host, pt->guest,
+		    &bound, &why) == -1) {
+			xasprintf(cause, "ports[%zu]: %s", i + 1, why);
+			free(why);
+			return (-1);
+		}
+		log_debug("port %s:%d on the host leads to port %u in the "
+		    "guest", pt->address != NULL ? pt->address : "127.0.0.1",
+		    bound, pt->guest);
+	}
+	return (0);
+}
+
+/*
  * Warm start: restore the template of this guest's shape if there is one;
  * else build it, unless another qsup is building it right now.
  */
@@ -1058,6 +1124,8 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 		if (rc == -1)
 			return (-1);
 	}
+	if (sandbox_net(sb, cause) == -1)
+		return (-1);
 	sb->token = token_hex(32);
 	ev_init(&sb->deadline, sandbox_deadline_cb);
 	sb->deadline.data = sb;
@@ -1160,6 +1228,13 @@ sandbox_save_seconds(struct sandbox *sb)
 	return (sb->save_seconds);
 }
 
+/* The network, for its figures; NULL without a card. */
+struct net *
+sandbox_net_of(struct sandbox *sb)
+{
+	return (sb->net);
+}
+
 /* QEMU's resident memory now, or -1. */
 long
 sandbox_qemu_rss_kb(struct sandbox *sb)
@@ -1203,6 +1278,7 @@ sandbox_free(struct sandbox *sb)
 	ev_timer_stop(sb->loop, &sb->deadline);
 	ev_timer_stop(sb->loop, &sb->kill_timer);
 	buf_free(&sb->qemu_log_buf);
+	net_free(sb->net);
 	/* Staged copies may hold directories not even we can write to. */
 	for (i = 0; i < sb->nshares; i++) {
 		if (sb->shares[i].staged)

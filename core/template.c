@@ -61,7 +61,10 @@ template_file_id(struct buf *b, const char *what, const char *path)
 		    st.st_mtim.tv_nsec);
 }
 
-/* "fd=12" says nothing about the VM's state: it is written "fd=*". */
+/*
+ * "fd=12" says nothing about the VM's state: it is written "fd=*" (and
+ * -netdev stream's "addr.str=12", "addr.str=*").
+ */
 static void
 template_arg(struct buf *b, const char *arg)
 {
@@ -71,6 +74,13 @@ template_arg(struct buf *b, const char *arg)
 		if (strncmp(p, "fd=", 3) == 0 && isdigit((unsigned char)p[3])) {
 			buf_add(b, "fd=*", 4);
 			p += 3;
+			while (isdigit((unsigned char)p[1]))
+				p++;
+		} else if (strncmp(p, "addr.str=", 9) == 0 &&
+		    isdigit((unsigned char)p[9])) {
+			/* -netdev stream's descriptor. */
+			buf_add(b, "addr.str=*", 10);
+			p += 9;
 			while (isdigit((unsigned char)p[1]))
 				p++;
 		} else

@@ -234,6 +234,7 @@ agent_boot(void)
 	if (probe)
 		init_probe();
 	init_modules();
+	init_network();
 	/* A seed that does not parse is not half applied. */
 	if (!agent_template && init_seed() == 0)
 		init_apply_seed();

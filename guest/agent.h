@@ -177,6 +177,7 @@ void		 init_console(void);
 void		 init_early(void);
 int		 init_cmdline(int *, int *, int *);
 void		 init_modules(void);
+void		 init_network(void);
 int		 init_seed(void);
 void		 init_mounts(void);
 void		 init_apply_seed(void);

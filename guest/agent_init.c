@@ -13,6 +13,9 @@
 #include <sys/wait.h>
 
 #include <net/if.h>
+#include <net/route.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -88,6 +91,85 @@ init_loopback(void)
 		if (ioctl(s, SIOCSIFFLAGS, &ifr) == -1)
 			log_warn("lo up");
 	}
+	close(s);
+}
+
+/* One address ioctl on eth0: SIOCSIFADDR, SIOCSIFNETMASK. */
+static int
+init_ifaddr(int s, unsigned long req, const char *addr)
+{
+	struct ifreq		 ifr;
+	struct sockaddr_in	*sin;
+
+	memset(&ifr, 0, sizeof ifr);
+	strncpy(ifr.ifr_name, "eth0", sizeof ifr.ifr_name - 1);
+	sin = (struct sockaddr_in *)(void *)&ifr.ifr_addr;
+	sin->sin_family = AF_INET;
+	inet_pton(AF_INET, addr, &sin->sin_addr);
+	return (ioctl(s, req, &ifr));
+}
+
+/*
+ * The network card, when qsup gave the guest one: the fixed addresses of
+ * qsup's user-mode network (core/net.c), IPv4 only. What the guest may
+ * reach is decided on the host, whatever is done here; this only makes
+ * the card usable. No card: nothing to do, and nothing is an error.
+ */
+void
+init_network(void)
+{
+	struct rtentry		 rt;
+	struct ifreq		 ifr;
+	struct sockaddr_in	*sin;
+	int			 s, fd;
+
+	if (access("/sys/class/net/eth0", F_OK) == -1)
+		return;
+	/* No IPv6: the host's stack carries none. */
+	if ((fd = open("/proc/sys/net/ipv6/conf/all/disable_ipv6",
+	    O_WRONLY|O_CLOEXEC)) != -1) {
+		(void)write(fd, "1\n", 2);
+		close(fd);
+	}
+	if ((s = socket(AF_INET, SOCK_DGRAM|SOCK_CLOEXEC, 0)) == -1) {
+		agent_set_error("eth0: socket: %s", strerror(errno));
+		return;
+	}
+	if (init_ifaddr(s, SIOCSIFADDR, QSUP_NET_GUEST) == -1 ||
+	    init_ifaddr(s, SIOCSIFNETMASK, QSUP_NET_MASK) == -1) {
+		agent_set_error("eth0: address: %s", strerror(errno));
+		goto out;
+	}
+	memset(&ifr, 0, sizeof ifr);
+	strncpy(ifr.ifr_name, "eth0", sizeof ifr.ifr_name - 1);
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == -1 ||
+	    (ifr.ifr_flags |= IFF_UP|IFF_RUNNING,
+	    ioctl(s, SIOCSIFFLAGS, &ifr) == -1)) {
+		agent_set_error("eth0 up: %s", strerror(errno));
+		goto out;
+	}
+	memset(&rt, 0, sizeof rt);
+	sin = (struct sockaddr_in *)(void *)&rt.rt_dst;
+	sin->sin_family = AF_INET;
+	sin = (struct sockaddr_in *)(void *)&rt.rt_genmask;
+	sin->sin_family = AF_INET;
+	sin = (struct sockaddr_in *)(void *)&rt.rt_gateway;
+	sin->sin_family = AF_INET;
+	inet_pton(AF_INET, QSUP_NET_GATEWAY, &sin->sin_addr);
+	rt.rt_flags = RTF_UP|RTF_GATEWAY;
+	rt.rt_dev = (char *)"eth0";
+	if (ioctl(s, SIOCADDRT, &rt) == -1 && errno != EEXIST) {
+		agent_set_error("default route: %s", strerror(errno));
+		goto out;
+	}
+	(void)mkdir("/etc", 0755);
+	if ((fd = open("/etc/resolv.conf", O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC,
+	    0644)) != -1) {
+		dprintf(fd, "nameserver %s\n", QSUP_NET_DNS);
+		close(fd);
+	}
+	log_warnx("eth0 %s", QSUP_NET_GUEST);
+out:
 	close(s);
 }
 

@@ -95,6 +95,16 @@
 #define QSUP_CHUNK		32768
 #define QSUP_PROBE_MARK		"qsup-probe-ok"
 
+/*
+ * The guest's network card, when it has one (network other than "none"):
+ * fixed addresses on qsup's user-mode network (core/net.c). The guest
+ * configures eth0 with them at boot, before any template is saved.
+ */
+#define QSUP_NET_GUEST		"10.0.2.15"
+#define QSUP_NET_MASK		"255.255.255.0"
+#define QSUP_NET_GATEWAY	"10.0.2.2"
+#define QSUP_NET_DNS		"10.0.2.3"
+
 #define QSUP_EVENT_START	"start"
 #define QSUP_EVENT_STDOUT	"stdout"
 #define QSUP_EVENT_STDERR	"stderr"

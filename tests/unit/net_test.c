@@ -1309,15 +1309,14 @@ Test(net_slirp, qemu_args_and_none)
 	net_free(net);
 }
 
-Test(net_slirp, arp_and_ping_the_gateway)
+/* An echo request to the gateway; its answer's length, 0 for none. */
+static size_t
+guest_ping(int qfd, unsigned char *r, int secs)
 {
-	struct net	*net;
-	unsigned char	 icmp[64], f[128], r[65536];
-	size_t		 len, flen;
-	int		 qfd, proto = IPPROTO_ICMP;
+	unsigned char	 icmp[64], f[128];
+	size_t		 flen;
+	int		 proto = IPPROTO_ICMP;
 
-	net = net_start(PROFILE_NET_RESTRICTED, &qfd);
-	guest_arp(qfd);
 	memset(icmp, 0, sizeof icmp);
 	icmp[0] = 8;			/* echo request */
 	put16(icmp + 4, 0x1234);
@@ -1325,10 +1324,40 @@ Test(net_slirp, arp_and_ping_the_gateway)
 	memcpy(icmp + 8, "qsup ping", 9);
 	flen = ip_frame(f, NET_HOST_ADDR, IPPROTO_ICMP, icmp, 17);
 	qemu_send(qfd, f, flen);
-	len = qemu_recv(qfd, r, is_proto, &proto, 5);
+	return (qemu_recv(qfd, r, is_proto, &proto, secs));
+}
+
+/* open: slirp answers pings to its own address. */
+Test(net_slirp, arp_and_ping_the_gateway)
+{
+	struct net	*net;
+	unsigned char	 r[65536];
+	size_t		 len;
+	int		 qfd;
+
+	net = net_start(PROFILE_NET_OPEN, &qfd);
+	guest_arp(qfd);
+	len = guest_ping(qfd, r, 5);
 	cr_assert(len > 0, "no ICMP answer");
 	cr_assert_eq(r[34], 0);		/* echo reply */
 	cr_assert(memcmp(r + 34 + 8, "qsup ping", 9) == 0);
+	net_free(net);
+}
+
+/*
+ * restricted: no answer, not even slirp's own, which would look like the
+ * host answering; the attempt is counted.
+ */
+Test(net_slirp, restricted_drops_pings)
+{
+	struct net	*net;
+	unsigned char	 r[65536];
+	int		 qfd;
+
+	net = net_start(PROFILE_NET_RESTRICTED, &qfd);
+	guest_arp(qfd);
+	cr_assert_eq(guest_ping(qfd, r, 1), 0, "a ping was answered");
+	assert_dest(net, "icmp", NET_HOST_ADDR, 0, 1);
 	net_free(net);
 }
 
