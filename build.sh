@@ -13,7 +13,7 @@ PACKAGES=(
 	libev-dev liblua5.4-dev libcurl4-openssl-dev libmbedtls-dev
 	libcdio-dev libiso9660-dev libcriterion-dev libslirp-dev
 	qemu-system-x86 qemu-utils
-	busybox-static kmod xz-utils cpio procps
+	busybox-static kmod xz-utils cpio procps python3 iproute2
 )
 
 ensure_packages() {

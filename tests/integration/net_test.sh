@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Network policy, enforced on the host: from real guests, against real HTTP
+# servers that this file starts on the host's loopback. All traffic stays on
+# this machine. The default guest has no firewall tools (busybox only), so
+# "after the guest changes its firewall" is covered by what it can change:
+# its own addresses, routes and neighbours, as root.
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+
+SRV=$T_TMP/srv
+SERVER_PIDS=()
+trap 'kill "${SERVER_PIDS[@]}" 2>/dev/null; rm -rf "$T_TMP"' EXIT
+mkdir -p "$SRV/www"
+echo allowed-content >"$SRV/www/a.txt"
+
+# start_server NAME: an HTTP server on 127.0.0.1, any free port, in
+# $SRV/NAME.port.
+start_server() {
+	local i
+	/usr/bin/python3 tests/integration/helpers/httpserver.py "$SRV/www" \
+	    "$SRV/$1.port" "$SRV/$1.log" >"$SRV/$1.out" 2>&1 </dev/null &
+	SERVER_PIDS+=($!)
+	for i in $(seq 100); do
+		[ -s "$SRV/$1.port" ] && break
+		sleep 0.1
+	done
+	[ -s "$SRV/$1.port" ] || { echo "server $1 did not start"; exit 1; }
+	touch "$SRV/$1.log"
+}
+start_server a
+start_server b
+A=$(cat "$SRV/a.port")	# the port rules allow
+B=$(cat "$SRV/b.port")	# a second port, never allowed
+
+# A guest shell function: "HOST:PORT reached" when an HTTP request sent
+# straight to HOST:PORT got the file back, "HOST:PORT unreachable" if not.
+PROBE='probe() {
+	if printf "GET /a.txt HTTP/1.0\r\n\r\n" | nc -w 2 "$1" "$2" 2>/dev/null |
+	    grep -q allowed-content; then echo "$1:$2 reached"
+	else echo "$1:$2 unreachable"; fi
+}
+proxy() {	# proxy URL: the status line and body through the proxy
+	printf "GET %s HTTP/1.0\r\n\r\n" "$1" | nc -w 3 10.0.2.100 3128 2>/dev/null |
+	    sed -n "1p;\$p" | tr -d "\r" | tr "\n" " "; echo
+}'
+
+json_net() {	# json_net FILE PYTHON-EXPR: evaluated on the "network" object
+	/usr/bin/python3 -c 'import json, sys
+n = json.loads(open(sys.argv[1]).read().splitlines()[-1])["network"]
+print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+test_restricted_reaches_nothing() {
+	local out
+	out=$("$QSUP" run --json -- sh -c "$PROBE
+	    probe 10.0.2.2 $A; probe 10.0.2.2 $B; probe 10.0.2.100 3128
+	    probe 192.0.2.1 80
+	    ping -c 1 -W 2 10.0.2.2 >/dev/null 2>&1 && echo ping answered
+	    nslookup localhost >/dev/null 2>&1 && echo localhost resolved
+	    # As root, rewire the guest's side: another address, a host
+	    # route to the gateway, no cached neighbours.
+	    ip addr flush dev eth0 2>/dev/null
+	    ip addr add 10.0.2.77/24 dev eth0
+	    ip route add 10.0.2.2/32 dev eth0 src 10.0.2.77
+	    ip route add default via 10.0.2.2
+	    ip neigh flush all >/dev/null 2>&1
+	    probe 10.0.2.2 $A; probe 10.0.2.3 $A; probe 10.0.2.2 $B
+	    echo done" 2>"$T_TMP/err")
+	expect_eq "nothing reached" "10.0.2.2:$A unreachable
+10.0.2.2:$B unreachable
+10.0.2.100:3128 unreachable
+192.0.2.1:80 unreachable
+10.0.2.2:$A unreachable
+10.0.2.3:$A unreachable
+10.0.2.2:$B unreachable
+done" "$out"
+	expect_eq "server a saw nothing" "" "$(cat "$SRV/a.log")"
+	expect_eq "server b saw nothing" "" "$(cat "$SRV/b.log")"
+	expect_eq "mode" restricted "$(json_net "$T_TMP/err" 'n["mode"]')"
+	# Three connections reached qsup before the rewiring (10.0.2.100 has
+	# no owner in this mode: the guest's ARP goes unanswered), a ping and
+	# a lookup tried twice.
+	expect_eq "refusals counted" True \
+	    "$(json_net "$T_TMP/err" 'n["refused"] >= 6')"
+	expect_eq "the host's loopback attempt is listed" True \
+	    "$(json_net "$T_TMP/err" "any(d['dest'] == '10.0.2.2:$A' and not d['allowed'] for d in n['destinations'])")"
+	expect_eq "nothing allowed" 0 "$(json_net "$T_TMP/err" 'n["allowed"]')"
+}
+
+test_allowlist_proxy_allows_only_the_rule() {
+	local out p=$T_TMP/allow.lua
+	cat >"$p" <<-EOF
+	return {
+		network = "allowlist",
+		network_allow = { "127.0.0.1:$A", "localhost:$A" },
+	}
+	EOF
+	out=$("$QSUP" run -v --json -p "$p" -- sh -c "$PROBE
+	    echo \$http_proxy \$https_proxy
+	    proxy http://127.0.0.1:$A/a.txt
+	    proxy http://localhost:$A/a.txt
+	    proxy http://127.0.0.1:$B/a.txt
+	    printf 'CONNECT 127.0.0.1:$B HTTP/1.1\r\n\r\n' |
+	        nc -w 3 10.0.2.100 3128 | head -n 1 | tr -d '\r'
+	    printf 'CONNECT 127.0.0.1:$A HTTP/1.1\r\n\r\nGET /a.txt HTTP/1.0\r\n\r\n' |
+	        nc -w 3 10.0.2.100 3128 | grep -c allowed-content
+	    probe 10.0.2.2 $A
+	    nslookup localhost 2>&1 | grep -A1 '^Name:' | tail -n 1
+	    nslookup not-listed.example 2>&1 | grep -q NXDOMAIN && echo NXDOMAIN" 2>"$T_TMP/err")
+	expect_eq "through the proxy" "http://10.0.2.100:3128 http://10.0.2.100:3128
+HTTP/1.0 200 OK allowed-content 
+HTTP/1.0 200 OK allowed-content 
+HTTP/1.1 403 Forbidden qsup: 127.0.0.1:$B is not allowed by the sandbox's network policy: no rule allows the address and port 
+HTTP/1.1 403 Forbidden
+1
+10.0.2.2:$A unreachable
+Address: 127.0.0.1
+NXDOMAIN" "$out"
+	expect_eq "server b saw nothing" "" "$(cat "$SRV/b.log")"
+	expect_eq "server a saw the three allowed requests" 3 \
+	    "$(grep -c 'GET /a.txt' "$SRV/a.log")"
+	expect_eq "mode" allowlist "$(json_net "$T_TMP/err" 'n["mode"]')"
+	expect_eq "refused port listed" True \
+	    "$(json_net "$T_TMP/err" "any(d['dest'] == '127.0.0.1:$B' and not d['allowed'] for d in n['destinations'])")"
+	expect_eq "the unlisted name listed" True \
+	    "$(json_net "$T_TMP/err" "any(d['kind'] == 'dns' and d['dest'] == 'not-listed.example' and not d['allowed'] for d in n['destinations'])")"
+	expect_match "-v names the refusal" "refused http 127.0.0.1:$B" \
+	    "$(cat "$T_TMP/err")"
+}
+
+test_none_has_no_interface() {
+	local out
+	out=$("$QSUP" run --json --set 'network="none"' -- sh -c \
+	    'ls /sys/class/net; echo works' 2>"$T_TMP/err")
+	expect_eq "only the loopback" "lo
+works" "$out"
+	expect_eq "mode" none "$(json_net "$T_TMP/err" 'n["mode"]')"
+	expect_eq "no card on QEMU's command line" 0 \
+	    "$("$QSUP" run -v --set 'network="none"' -- true 2>&1 | grep -c 'virtio-net')"
+}
+
+test_forwards_on_loopback_only() {
+	local p=$T_TMP/fwd.lua port="" i body listen pid
+	cat >"$p" <<-EOF
+	return { ports = { 8000 } }
+	EOF
+	"$QSUP" run -v -p "$p" -- sh -c 'mkdir -p /tmp/w; echo from-guest >/tmp/w/x
+	    httpd -p 8000 -h /tmp/w; sleep 20' >/dev/null 2>"$T_TMP/err" &
+	pid=$!
+	for i in $(seq 100); do
+		port=$(sed -n 's/.*port 127\.0\.0\.1:\([0-9]*\) on the host.*/\1/p' "$T_TMP/err")
+		[ -n "$port" ] && grep -q "command started" "$T_TMP/err" && break
+		sleep 0.2
+	done
+	[ -n "$port" ] || fail "no forward reported: $(cat "$T_TMP/err")"
+	for i in $(seq 30); do
+		body=$(/usr/bin/python3 -c 'import sys, urllib.request
+print(urllib.request.urlopen("http://127.0.0.1:%s/x" % sys.argv[1], timeout=5).read().decode().strip())' "$port" 2>/dev/null) && break
+		sleep 0.5
+	done
+	expect_eq "guest server reached from the host" from-guest "$body"
+	listen=$(ss -Htln "sport = :$port" | awk '{print $4}')
+	expect_eq "bound on 127.0.0.1 only" "127.0.0.1:$port" "$listen"
+	kill -INT "$pid"
+	wait "$pid"
+}
+
+test_open_needs_ack_and_warns() {
+	local out err st p=$T_TMP/open.lua
+	err=$("$QSUP" run --set 'network="open"' -- true 2>&1); st=$?
+	expect_eq "refused without the acknowledgement" 125 $st
+	expect_match "says why" "network_open_ack" "$err"
+	cat >"$p" <<-EOF
+	return { network = "open", network_open_ack = true }
+	EOF
+	out=$("$QSUP" run -p "$p" -- sh -c "$PROBE
+	    probe 10.0.2.2 $A" 2>"$T_TMP/err")
+	expect_match "warns about the host's loopback" \
+	    "open.*127\.0\.0\.1.*10\.0\.2\.2" "$(cat "$T_TMP/err")"
+	# What the warning says is true: open reaches the host's services.
+	expect_eq "open reaches the host" "10.0.2.2:$A reached" "$out"
+}
+
+for t in $(declare -F | awk '$3 ~ /^test_/ {print $3}'); do
+	: >"$SRV/a.log"
+	: >"$SRV/b.log"
+	run_test "$t"
+done
+finish
