@@ -104,6 +104,10 @@ test_allowlist_proxy_allows_only_the_rule() {
 	    printf 'CONNECT 127.0.0.1:$A HTTP/1.1\r\n\r\nGET /a.txt HTTP/1.0\r\n\r\n' |
 	        nc -w 3 10.0.2.100 3128 | grep -c allowed-content
 	    probe 10.0.2.2 $A
+	    # A real client, told of the proxy by the environment alone
+	    # (busybox wget's -T crashes it, so no timeout flag).
+	    wget -q -O- http://127.0.0.1:$A/a.txt
+	    wget -q -O- http://127.0.0.1:$B/a.txt 2>&1 | grep -o '403 Forbidden'
 	    nslookup localhost 2>&1 | grep -A1 '^Name:' | tail -n 1
 	    nslookup not-listed.example 2>&1 | grep -q NXDOMAIN && echo NXDOMAIN" 2>"$T_TMP/err")
 	expect_eq "through the proxy" "http://10.0.2.100:3128 http://10.0.2.100:3128
@@ -113,10 +117,12 @@ HTTP/1.1 403 Forbidden qsup: 127.0.0.1:$B is not allowed by the sandbox's networ
 HTTP/1.1 403 Forbidden
 1
 10.0.2.2:$A unreachable
+allowed-content
+403 Forbidden
 Address: 127.0.0.1
 NXDOMAIN" "$out"
 	expect_eq "server b saw nothing" "" "$(cat "$SRV/b.log")"
-	expect_eq "server a saw the three allowed requests" 3 \
+	expect_eq "server a saw the four allowed requests" 4 \
 	    "$(grep -c 'GET /a.txt' "$SRV/a.log")"
 	expect_eq "mode" allowlist "$(json_net "$T_TMP/err" 'n["mode"]')"
 	expect_eq "refused port listed" True \
