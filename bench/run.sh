@@ -98,3 +98,7 @@ bench/profile.sh
 # Shares: 9p reads, the host's Python through shares, staging.
 echo
 bench/share.sh
+
+# Network: the allowlist proxy against open networking.
+echo
+bench/net.sh

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Network: a 100 MB download by the guest from an HTTP server on the host's
+# loopback, through the allowlist proxy against the same download with
+# network = "open" (straight to 10.0.2.2), in one run; and the proxy's cost
+# per connection, from 50 small requests each way. Times are taken in the
+# guest (/proc/uptime, 10 ms steps), so qsup's own start is not counted.
+# Medians of RUNS (default 3). Usage: bench/net.sh [RUNS]
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")/.."
+. bench/lib.sh
+runs=${1:-3}
+qsup=$PWD/build/qsup
+tmp=$(mktemp -d /tmp/qsup-bench-net.XXXXXX)
+srv=""
+trap '[ -z "$srv" ] || kill "$srv"; rm -rf "$tmp"' EXIT
+export XDG_RUNTIME_DIR=$tmp/run XDG_CACHE_HOME=$tmp/cache
+mkdir -m 700 "$tmp/run"
+
+mkdir -p "$tmp/www"
+head -c 104857600 /dev/urandom >"$tmp/www/big"
+echo small >"$tmp/www/small"
+/usr/bin/python3 tests/integration/helpers/httpserver.py "$tmp/www" \
+    "$tmp/port" "$tmp/log" >/dev/null 2>&1 </dev/null &
+srv=$!
+for i in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+port=$(cat "$tmp/port")
+
+cat >"$tmp/allow.lua" <<EOF
+return { network = "allowlist", network_allow = { "127.0.0.1:$port" },
+    memory = "1G" }
+EOF
+cat >"$tmp/open.lua" <<EOF
+return { network = "open", network_open_ack = true, memory = "1G" }
+EOF
+
+# guest MODE: "SECONDS_100MB SECONDS_50_REQUESTS" from one guest.
+guest() {
+	local host=127.0.0.1
+	[ "$1" = open ] && host=10.0.2.2
+	"$qsup" run -p "$tmp/$1.lua" -- sh -c "
+	    t() { read u _ </proc/uptime; echo \$u; }
+	    a=\$(t); wget -q -O /dev/null http://$host:$port/big; b=\$(t)
+	    i=0; while [ \$i -lt 50 ]; do
+	        wget -q -O /dev/null http://$host:$port/small; i=\$((i + 1))
+	    done; c=\$(t)
+	    echo \$(echo \"\$b - \$a\" | bc) \$(echo \"\$c - \$b\" | bc)" 2>/dev/null
+}
+
+guest open >/dev/null		# the template, shared by both modes
+for i in $(seq 1 "$runs"); do
+	# Alternate, so that a slow spell of the machine hits both.
+	guest allow >>"$tmp/allow"
+	guest open >>"$tmp/open"
+done
+a=$(awk '{print $1}' "$tmp/allow" | median %.2f)
+o=$(awk '{print $1}' "$tmp/open" | median %.2f)
+echo "100 MB download, allowlist proxy, median of $runs: $a s ($(echo "100 / $a" | bc -l | xargs printf %.1f) MB/s)"
+echo "100 MB download, open (straight to the host): $o s ($(echo "100 / $o" | bc -l | xargs printf %.1f) MB/s)"
+echo "throughput ratio proxy/open: $(echo "$o / $a" | bc -l | xargs printf %.2f) (target >= 0.8)"
+a=$(awk '{print $2}' "$tmp/allow" | median %.3f)
+o=$(awk '{print $2}' "$tmp/open" | median %.3f)
+echo "50 small requests: proxy $a s, open $o s; the proxy adds $(echo "($a - $o) * 1000 / 50" | bc -l | xargs printf %.1f) ms per connection"
