@@ -173,6 +173,7 @@ struct profile {
 	struct profile_net_rule *network_allow;
 	size_t		 nnetwork_allow;
 	int		 network_open_ack;
+	int		 guest_firewall; /* the guest loads one too */
 	struct profile_port *ports;
 	size_t		 nports;
 	char		**extra_args;	/* checked by extra_args_next() */

@@ -220,11 +220,43 @@ sandbox_seed_value(struct buf *b, const char *s)
 	}
 }
 
+/*
+ * The guest's own firewall (guest_firewall), as iptables-restore input:
+ * out only to what qsup's network answers for this mode (its DNS, and in
+ * allowlist mode the proxy and the TCP maps), in only to forwarded ports.
+ * A second line behind the host's enforcement, never instead of it.
+ */
+static void
+sandbox_firewall(struct sandbox *sb, struct buf *b)
+{
+	const struct profile	*p = sb->profile;
+	size_t			 i;
+
+	buf_puts(b, "*filter\n:INPUT DROP [0:0]\n:FORWARD DROP [0:0]\n"
+	    ":OUTPUT DROP [0:0]\n-A INPUT -i lo -j ACCEPT\n"
+	    "-A OUTPUT -o lo -j ACCEPT\n"
+	    "-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n"
+	    "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n");
+	buf_printf(b, "-A OUTPUT -d %s/32 -p udp --dport 53 -j ACCEPT\n",
+	    NET_DNS_ADDR);
+	if (p->network == PROFILE_NET_ALLOWLIST)
+		buf_printf(b, "-A OUTPUT -d %s/32 -p tcp --dport %d -j ACCEPT\n",
+		    NET_PROXY_ADDR, NET_PROXY_PORT);
+	/* TCP maps: 10.0.2.101 and up (net_add_tcp_map). */
+	buf_puts(b, "-A OUTPUT -p tcp -m iprange --dst-range "
+	    "10.0.2.101-10.0.2.200 -j ACCEPT\n");
+	for (i = 0; i < p->nports; i++)
+		buf_printf(b, "-A INPUT -p tcp --dport %u -j ACCEPT\n",
+		    p->ports[i].guest);
+	buf_puts(b, "COMMIT\n");
+}
+
 /* The guest's configuration, in the seed's qsup-config format. */
 static void
 sandbox_config(struct sandbox *sb, struct buf *cfg)
 {
 	struct timespec	 ts;
+	struct buf	 rules = { 0 };
 	char		*entropy, *const *env;
 	size_t		 i;
 
@@ -246,6 +278,13 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 		buf_add(cfg, "env ", 4);
 		sandbox_seed_value(cfg, sb->profile->env[i]);
 		buf_add(cfg, "\n", 1);
+	}
+	if (sb->profile->guest_firewall && sb->net != NULL) {
+		sandbox_firewall(sb, &rules);
+		buf_add(cfg, "firewall ", 9);
+		sandbox_seed_value(cfg, rules.data);
+		buf_add(cfg, "\n", 1);
+		buf_free(&rules);
 	}
 	if (sb->profile->cwd != NULL) {
 		buf_add(cfg, "cwd ", 4);

@@ -51,6 +51,7 @@ struct agent_config {
 	char			*cwd;
 	struct agent_mount	*mounts;
 	size_t			 nmounts;
+	char			*firewall;	/* iptables-restore input */
 };
 
 struct port;
@@ -178,6 +179,7 @@ void		 init_early(void);
 int		 init_cmdline(int *, int *, int *);
 void		 init_modules(void);
 void		 init_network(void);
+void		 init_firewall(void);
 int		 init_seed(void);
 void		 init_mounts(void);
 void		 init_apply_seed(void);

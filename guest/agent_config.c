@@ -139,7 +139,7 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 
 #define KEY(s) (klen == sizeof(s) - 1 && memcmp(key, s, klen) == 0)
 	if (KEY("token") || KEY("hostname") || KEY("cwd") || KEY("time") ||
-	    KEY("entropy") || KEY("env")) {
+	    KEY("entropy") || KEY("env") || KEY("firewall")) {
 		if (config_fields(val, vlen, f, 1, cause) == -1)
 			return (-1);
 	} else if (KEY("mount")) {
@@ -158,6 +158,9 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 	} else if (KEY("hostname")) {
 		free(cfg->hostname);
 		cfg->hostname = f[0];
+	} else if (KEY("firewall")) {
+		free(cfg->firewall);
+		cfg->firewall = f[0];
 	} else if (KEY("cwd")) {
 		free(cfg->cwd);
 		cfg->cwd = f[0];
@@ -283,5 +286,6 @@ config_free(struct agent_config *cfg)
 		free(cfg->mounts[i].path);
 	}
 	free(cfg->mounts);
+	free(cfg->firewall);
 	memset(cfg, 0, sizeof *cfg);
 }

@@ -408,6 +408,103 @@ init_mounts(void)
 	}
 }
 
+/* The first of names found in the directories of path, or NULL. */
+static char *
+init_find_program(const char *path, const char *const *names)
+{
+	const char	*dir, *end;
+	char		*candidate;
+	size_t		 i;
+
+	for (i = 0; names[i] != NULL; i++) {
+		for (dir = path; *dir != '\0'; dir = *end != '\0' ? end + 1 :
+		    end) {
+			if ((end = strchr(dir, ':')) == NULL)
+				end = dir + strlen(dir);
+			if (end == dir)
+				continue;
+			xasprintf(&candidate, "%.*s/%s", (int)(end - dir), dir,
+			    names[i]);
+			if (access(candidate, X_OK) == 0)
+				return (candidate);
+			free(candidate);
+		}
+	}
+	return (NULL);
+}
+
+/*
+ * The firewall qsup asked for (guest_firewall in the profile): its rules,
+ * iptables-restore's input, fed to the first of the seed's tools found on
+ * the command PATH (iptables-nft-restore and iptables-legacy-restore
+ * before iptables-restore, which goes through /etc/alternatives). Defence
+ * in depth only: the policy is enforced on the host whatever happens here,
+ * but asked for and not loaded is a setup error, so the sandbox does not
+ * start.
+ */
+void
+init_firewall(void)
+{
+	static const char *const names[] = { "iptables-nft-restore",
+	    "iptables-legacy-restore", "iptables-restore", NULL };
+	const char	*path = AGENT_PATH;
+	char		*prog, out[512];
+	size_t		 i, len, off = 0;
+	ssize_t		 n;
+	pid_t		 pid;
+	int		 in[2], err[2], status;
+
+	if (agent_cfg.firewall == NULL)
+		return;
+	for (i = 0; i < agent_cfg.nenv; i++) {
+		if (strncmp(agent_cfg.env[i], "PATH=", 5) == 0)
+			path = agent_cfg.env[i] + 5;
+	}
+	if ((prog = init_find_program(path, names)) == NULL) {
+		agent_set_error("guest firewall: the guest has no "
+		    "iptables-nft-restore, iptables-legacy-restore or "
+		    "iptables-restore on its PATH (%s)", path);
+		return;
+	}
+	if (pipe2(in, O_CLOEXEC) == -1 || pipe2(err, O_CLOEXEC) == -1) {
+		agent_set_error("guest firewall: pipe: %s", strerror(errno));
+		free(prog);
+		return;
+	}
+	if ((pid = fork()) == 0) {
+		dup2(in[0], STDIN_FILENO);
+		dup2(err[1], STDOUT_FILENO);
+		dup2(err[1], STDERR_FILENO);
+		execl(prog, prog, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(err[1]);
+	if (pid != -1) {
+		/* The rules are small: the pipe takes them whole. */
+		len = strlen(agent_cfg.firewall);
+		while (off < len && (n = write(in[1], agent_cfg.firewall + off,
+		    len - off)) > 0)
+			off += (size_t)n;
+	}
+	close(in[1]);
+	off = 0;
+	while (off < sizeof out - 1 &&
+	    (n = read(err[0], out + off, sizeof out - 1 - off)) > 0)
+		off += (size_t)n;
+	out[off] = '\0';
+	close(err[0]);
+	if (pid == -1)
+		agent_set_error("guest firewall: fork: %s", strerror(errno));
+	else if (waitpid(pid, &status, 0) == -1 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		agent_set_error("guest firewall: %s failed (status %d): %s",
+		    prog, WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
+	else
+		log_warnx("guest firewall loaded by %s", prog);
+	free(prog);
+}
+
 /*
  * Clock, entropy, host name and shares from the seed. The pool takes at
  * most 512 bytes at once; more would add nothing.
@@ -451,6 +548,8 @@ init_apply_seed(void)
 	    strlen(agent_cfg.hostname)) == -1)
 		log_warn("sethostname %s", agent_cfg.hostname);
 	init_mounts();
+	if (agent_error == NULL)
+		init_firewall();
 }
 
 /* Open the agent ports that have appeared; returns how many are open. */

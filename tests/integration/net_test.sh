@@ -145,7 +145,7 @@ works" "$out"
 }
 
 test_forwards_on_loopback_only() {
-	local p=$T_TMP/fwd.lua port="" i body listen pid
+	local p=$T_TMP/fwd.lua port="" i body listen pid qpid
 	cat >"$p" <<-EOF
 	return { ports = { 8000 } }
 	EOF
@@ -166,6 +166,12 @@ print(urllib.request.urlopen("http://127.0.0.1:%s/x" % sys.argv[1], timeout=5).r
 	expect_eq "guest server reached from the host" from-guest "$body"
 	listen=$(ss -Htln "sport = :$port" | awk '{print $4}')
 	expect_eq "bound on 127.0.0.1 only" "127.0.0.1:$port" "$listen"
+	# The listener is qsup's; QEMU holds no internet socket at all.
+	expect_match "qsup listens" "qsup" "$(ss -Htlnp "sport = :$port")"
+	qpid=$(pgrep -f "qemu-system.*$T_RUN" | head -n 1)
+	[ -n "$qpid" ] || fail "no QEMU while the command runs"
+	expect_eq "QEMU's internet sockets" "" \
+	    "$(ss -Htanup | grep "pid=$qpid," || true)"
 	kill -INT "$pid"
 	wait "$pid"
 }
@@ -180,6 +186,8 @@ test_open_needs_ack_and_warns() {
 	EOF
 	out=$("$QSUP" run -p "$p" -- sh -c "$PROBE
 	    probe 10.0.2.2 $A" 2>"$T_TMP/err")
+	expect_match "QEMU keeps spawn=deny" "spawn=deny" \
+	    "$("$QSUP" run -v -p "$p" -- true 2>&1 | grep 'qsup: qemu:')"
 	expect_match "warns about the host's loopback" \
 	    "open.*127\.0\.0\.1.*10\.0\.2\.2" "$(cat "$T_TMP/err")"
 	# What the warning says is true: open reaches the host's services.
