@@ -129,18 +129,30 @@ struct profile_share {
 struct profile_net_rule {
 	char		*text;		/* as written, for messages */
 	char		*host;		/* "example.org", "*.example.org" (all
-					   names under it), lower case; NULL
+					   names under it), lower case; "*"
+					   any host (deny rules only); NULL
 					   for an address */
 	int		 family;	/* AF_INET, AF_INET6; 0 for a name */
 	unsigned char	 addr[16];
 	int		 prefix;	/* bits of addr that must match */
 	uint16_t	 port_min;	/* 0: any port */
 	uint16_t	 port_max;
+	int		 deny;		/* refuses what it matches, whatever
+					   else allows it */
+	int		 from_rule;	/* made from network_rules[from_rule
+					   - 1]; 0: written as is */
 };
 struct profile_port {
 	uint16_t	 guest;
 	uint16_t	 host;		/* 0: any free port */
 	char		*address;	/* host address to listen on */
+	int		 from_rule;	/* as in struct profile_net_rule */
+};
+struct profile_tcp_map {
+	char		*name;		/* resolved in the guest, or NULL */
+	uint16_t	 guest_port;
+	char		*host;		/* the host-side destination */
+	uint16_t	 port;
 };
 struct profile_origin;
 struct profile {
@@ -168,11 +180,16 @@ struct profile {
 	enum profile_sm	 virtfs_security_model;
 	enum profile_ld	 ld_closure_libs;
 	enum profile_net network;
-	struct profile_net_rule *network_allow;
+	struct profile_net_rule *network_allow; /* + network_rules' OUT */
 	size_t		 nnetwork_allow;
 	int		 network_open_ack;
-	struct profile_port *ports;
+	struct profile_port *ports;	/* + network_rules' IN */
 	size_t		 nports;
+	struct profile_tcp_map *network_tcp;
+	size_t		 nnetwork_tcp;
+	char		**network_rules; /* as written; compiled into
+					   network_allow and ports */
+	size_t		 nnetwork_rules;
 	char		**extra_args;	/* checked by extra_args_next() */
 	size_t		 nextra_args;
 	struct profile_origin *origins;	/* for profile_print() */
