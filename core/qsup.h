@@ -207,8 +207,13 @@ const char	*profile_sm_name(enum profile_sm);
 void		 profile_free(struct profile *);
 void		 profile_help(struct buf *);
 
-/* netrule.c (lua/): network_allow rules */
+/* netrule.c (lua/): network_allow rules, and network_rules compiled */
+#define NETRULE_IN_MAX	64	/* ports of one range forwarded in */
 int		 netrule_parse(const char *, struct profile_net_rule *, char **);
+#define NETRULE_HOST_ADDR 0x1	/* netrule_host(): an address will do */
+int		 netrule_host(const char *, int, char **, char **);
+int		 netrule_compile(const char *, int, struct profile_net_rule **,
+		     size_t *, struct profile_port **, size_t *, char **);
 void		 netrule_free(struct profile_net_rule *);
 
 /* extra_args.c (lua/): QEMU flags a profile may not add */
