@@ -463,6 +463,8 @@ int		 net_map_find(struct net *, const char *, struct in_addr *);
 int		 net_host_valid(const char *);
 const struct profile_net_rule *net_rule_match(const struct profile_net_rule *,
 		     size_t, const char *, const struct sockaddr *, int);
+const struct profile_net_rule *net_rule_denied(const struct profile_net_rule *,
+		     size_t, const char *, const struct sockaddr *, int);
 int		 net_rule_addr_special(const struct sockaddr *);
 int		 net_rule_addr_local(const struct sockaddr *);
 int		 net_rule_addr_allowed(const struct profile_net_rule *, size_t,
