@@ -27,7 +27,7 @@
 #include "qsup.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	24
+#define NSETTINGS	26
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];
@@ -182,6 +182,8 @@ assert_defaults(const struct profile *p)
 	cr_assert_eq(p->nnetwork_allow, 0);
 	cr_assert_eq(p->network_open_ack, 0);
 	cr_assert_eq(p->nports, 0);
+	cr_assert_eq(p->nnetwork_tcp, 0);
+	cr_assert_eq(p->nnetwork_rules, 0);
 	cr_assert_eq(p->nextra_args, 0);
 }
 
@@ -238,6 +240,7 @@ Test(profile, every_setting)
 	struct profile	 p;
 	char		 real[PATH_MAX];
 	char		*want;
+	size_t		 i;
 
 	load_ok(&p, FIXTURES "/full.lua");
 	cr_assert_eq(p.use_kvm, PROFILE_KVM_OFF);
@@ -288,7 +291,12 @@ Test(profile, every_setting)
 	cr_assert_eq(p.ld_closure_libs, PROFILE_LD_SPARSE, "ldd is sparse");
 
 	cr_assert_eq(p.network, PROFILE_NET_ALLOWLIST);
-	cr_assert_eq(p.nnetwork_allow, 5);
+	/* Then network_rules' OUT, marked with where they came from. */
+	cr_assert_eq(p.nnetwork_allow, 8);
+	for (i = 0; i < 5; i++) {
+		cr_assert_eq(p.network_allow[i].from_rule, 0);
+		cr_assert_eq(p.network_allow[i].deny, 0);
+	}
 	cr_assert_str_eq(p.network_allow[0].host, "deb.debian.org");
 	cr_assert_eq(p.network_allow[0].port_min, 80);
 	cr_assert_str_eq(p.network_allow[1].host, "*.pypi.org");
@@ -299,15 +307,45 @@ Test(profile, every_setting)
 	cr_assert_eq(p.network_allow[3].family, AF_INET6);
 	cr_assert_eq(p.network_allow[3].prefix, 32);
 	cr_assert_eq(p.network_allow[4].port_min, 0, "any port");
+	cr_assert_str_eq(p.network_allow[5].text, "ftp.debian.org:80");
+	cr_assert_eq(p.network_allow[5].from_rule, 1);
+	cr_assert_eq(p.network_allow[5].deny, 0);
+	cr_assert_str_eq(p.network_allow[6].text, "ftp.debian.org:443");
+	cr_assert_str_eq(p.network_allow[7].host, "*.internal.example");
+	cr_assert_eq(p.network_allow[7].port_min, 0);
+	cr_assert_eq(p.network_allow[7].from_rule, 2);
+	cr_assert_eq(p.network_allow[7].deny, 1);
 	cr_assert_eq(p.network_open_ack, 1);
 
-	cr_assert_eq(p.nports, 2);
+	/* Then network_rules' IN, on loopback. */
+	cr_assert_eq(p.nports, 5);
 	cr_assert_eq(p.ports[0].guest, 8080);
 	cr_assert_eq(p.ports[0].host, 0);
 	cr_assert_str_eq(p.ports[0].address, "127.0.0.1");
+	cr_assert_eq(p.ports[0].from_rule, 0);
 	cr_assert_eq(p.ports[1].guest, 22);
 	cr_assert_eq(p.ports[1].host, 2222);
 	cr_assert_str_eq(p.ports[1].address, "::1");
+	for (i = 2; i < 5; i++) {
+		cr_assert_eq(p.ports[i].guest, 8000 + i - 2);
+		cr_assert_eq(p.ports[i].host, 0);
+		cr_assert_str_eq(p.ports[i].address, "127.0.0.1");
+		cr_assert_eq(p.ports[i].from_rule, 3);
+	}
+
+	cr_assert_eq(p.nnetwork_tcp, 2);
+	cr_assert_str_eq(p.network_tcp[0].host, "127.0.0.1");
+	cr_assert_eq(p.network_tcp[0].port, 5432);
+	cr_assert_str_eq(p.network_tcp[0].name, "db");
+	cr_assert_eq(p.network_tcp[0].guest_port, 5432, "port's if not given");
+	cr_assert_str_eq(p.network_tcp[1].host, "cache.example");
+	cr_assert_eq(p.network_tcp[1].port, 6379);
+	cr_assert_null(p.network_tcp[1].name);
+	cr_assert_eq(p.network_tcp[1].guest_port, 7000);
+
+	cr_assert_eq(p.nnetwork_rules, 3);
+	cr_assert_str_eq(p.network_rules[1],
+	    "deny|tcp|*.internal.example|*|out", "kept as written");
 
 	cr_assert_eq(p.nextra_args, 4);
 	cr_assert_str_eq(p.extra_args[0], "-device");
@@ -317,6 +355,8 @@ Test(profile, every_setting)
 	cr_assert_null(p.env);
 	cr_assert_null(p.path);
 	cr_assert_null(p.shares);
+	cr_assert_null(p.network_tcp);
+	cr_assert_null(p.network_rules);
 	cr_assert_null(p.origins);
 }
 
@@ -926,6 +966,102 @@ Test(profile, show_json)
 	cr_assert_eq(json[strlen(json) - 1], '\n');
 	free(json);
 	profile_free(&p);
+}
+
+/*
+ * What network_rules compiled to is shown under network_allow and ports,
+ * each with its rule and the rules' line, as comments: show's output
+ * loads back to the same (the rules compile again), not to twice as many.
+ */
+Test(profile, show_compiled_rules)
+{
+	struct profile	 p, q;
+	char		*path, *text, *json, *again;
+
+	path = write_file("rules.lua", "return {\n"
+	    "\tnetwork = \"allowlist\",\n"
+	    "\tnetwork_allow = { \"pypi.org:443\" },\n"
+	    "\tnetwork_rules = { \"ALLOW|TCP|a.example|80,443|OUT\",\n"
+	    "\t\t\"DENY|TCP|*|25|OUT\", \"ALLOW|TCP|*|8000|IN\" },\n"
+	    "\tnetwork_tcp = { { host = \"127.0.0.1\", port = 5432 } },\n"
+	    "}\n");
+	load_ok(&p, path);
+	text = show(&p, 0);
+	assert_contains(text, "\tnetwork_allow = { \"pypi.org:443\" },");
+	assert_contains(text, "\n\t-- and \"a.example:80\","
+	    "                     -- network_rules[1], ");
+	assert_contains(text, "\n\t-- and \"a.example:443\","
+	    "                    -- network_rules[1], ");
+	assert_contains(text, "\n\t-- but not \"*:25\","
+	    "                         -- network_rules[2], ");
+	assert_contains(text, "\n\tports = {},");
+	assert_contains(text, "\n\t-- and { guest = 8000, host = 0, address = "
+	    "\"127.0.0.1\" }, -- network_rules[3], ");
+	assert_contains(text, "\n\tnetwork_tcp = { { host = \"127.0.0.1\", "
+	    "port = 5432, guest_port = 5432 } },");
+	free(text);
+	text = show_line(&p, "network_rules");
+	assert_contains(text, "-- profile, ");
+	assert_contains(text, "rules.lua:");
+	free(text);
+
+	json = show(&p, PROFILE_PRINT_JSON);
+	assert_contains(json, "\"network_allow\":{\"value\":"
+	    "[\"pypi.org:443\"],");
+	assert_contains(json, "\"compiled\":[{\"rule\":1,\"allow\":"
+	    "\"a.example:80\"},{\"rule\":1,\"allow\":\"a.example:443\"},"
+	    "{\"rule\":2,\"deny\":\"*:25\"},{\"rule\":3,\"forward\":"
+	    "{\"guest\":8000, \"host\":0, \"address\":\"127.0.0.1\"}}]");
+	assert_contains(json, "\"network_tcp\":{\"value\":[{\"host\":"
+	    "\"127.0.0.1\", \"port\":5432, \"name\":null, \"guest_port\":"
+	    "5432}],");
+	free(json);
+
+	text = show(&p, 0);
+	free(path);
+	path = write_file("shown.lua", "%s", text);
+	load_ok(&q, path);
+	cr_assert_eq(q.nnetwork_allow, 4);
+	cr_assert_eq(q.nports, 1);
+	again = show(&q, PROFILE_PRINT_BARE);
+	free(text);
+	text = show(&p, PROFILE_PRINT_BARE);
+	cr_assert_str_eq(again, text);
+	free(again);
+	free(text);
+	free(path);
+	profile_free(&p);
+	profile_free(&q);
+}
+
+/* --set network_rules=RULE is a list of one, checked like the file. */
+Test(profile, set_network_rules)
+{
+	static char	*sets[] = { "network=allowlist",
+	    "network_rules=ALLOW|TCP|a.example|443|OUT",
+	    "network_tcp={{host=\"db.example\",port=5432,name=\"db\"}}" };
+	static char	*bad[] = {
+		"network_rules=ALLOW|TCP|a.example|443|OUT" };
+	struct profile	 p;
+	char		*cause, *line;
+
+	load_ok_set(&p, FIXTURES "/empty.lua", sets, 3);
+	cr_assert_eq(p.nnetwork_rules, 1);
+	cr_assert_eq(p.nnetwork_allow, 1);
+	cr_assert_str_eq(p.network_allow[0].text, "a.example:443");
+	cr_assert_eq(p.nnetwork_tcp, 1);
+	cr_assert_str_eq(p.network_tcp[0].name, "db");
+	line = show_line(&p, "network_rules");
+	assert_contains(line, "-- command line, --set network_rules=");
+	free(line);
+	profile_free(&p);
+
+	cause = load_fails_set(FIXTURES "/empty.lua", bad, 1);
+	cr_assert_str_eq(cause, "--set network_rules=ALLOW|TCP|a.example|443|"
+	    "OUT: network_rules[1]: ALLOW ... OUT needs network = "
+	    "\"allowlist\", and network is \"restricted\"; write network = "
+	    "\"allowlist\" for qsup to let the rules through");
+	free(cause);
 }
 
 /* -------------------------------------------------------------------------
@@ -1721,7 +1857,8 @@ Test(profile, help_lists_every_setting)
 	    "console_on_failure", "warm_start", "kernel", "initramfs", "image",
 	    "image_base_url", "images_dir", "env", "cwd", "shares", "virtfs",
 	    "virtfs_security_model", "ld_closure_libs", "network",
-	    "network_allow", "network_open_ack", "ports", "extra_args" };
+	    "network_allow", "network_open_ack", "ports", "network_tcp",
+	    "network_rules", "extra_args" };
 	struct buf		 b = { 0 };
 	char			*want;
 	size_t			 i;
