@@ -923,6 +923,60 @@ Test(net_proxy, names_and_the_host_loopback)
 	net_free(net);
 }
 
+/* network_rules' DENY through the proxy: it wins over the allow rules. */
+Test(net_proxy, deny_rules_refuse)
+{
+	struct net	*net;
+	struct buf	 b = { 0 };
+	char		 r1[64], r2[64], req[128], dest[64], *ans;
+	int		 port, fd;
+
+	port = server(SERVER_ECHO, NULL);
+	snprintf(r1, sizeof r1, "localhost:%d", port);
+	snprintf(r2, sizeof r2, "DENY|TCP|127.0.0.1|%d|OUT", port);
+	rules_set("127.0.0.0/8", r1, r2, NULL);
+	net = net_allowlist();
+	snprintf(req, sizeof req, "CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n",
+	    port);
+	ans = proxy_ask(req, strlen(req));
+	cr_assert(strncmp(ans, "HTTP/1.1 403 ", 13) == 0, "%s", ans);
+	free(ans);
+	snprintf(dest, sizeof dest, "127.0.0.1:%d", port);
+	assert_dest(net, "connect", dest, 0, 1);
+	/* An allowed name does not lead into the denied address either. */
+	snprintf(req, sizeof req, "CONNECT localhost:%d HTTP/1.1\r\n\r\n",
+	    port);
+	ans = proxy_ask(req, strlen(req));
+	cr_assert(strncmp(ans, "HTTP/1.1 403 ", 13) == 0, "%s", ans);
+	free(ans);
+	net_free(net);
+
+	/* A DENY of another port leaves this one open. */
+	snprintf(r2, sizeof r2, "DENY|TCP|localhost|%d|OUT", port + 1);
+	rules_set(r1, r2, NULL);
+	net = net_allowlist();
+	fd = guest_connect("net0.sock");
+	snprintf(req, sizeof req, "CONNECT localhost:%d HTTP/1.1\r\n\r\nhi",
+	    port);
+	send_all(fd, req, strlen(req));
+	recv_some(fd, &b, 39 + 2, 10);
+	cr_assert(strncmp(b.data, "HTTP/1.1 200 Connection established\r\n"
+	    "\r\nhi", 41) == 0, "%s", b.data);
+	close(fd);
+	buf_free(&b);
+	net_free(net);
+
+	/* A DENY of the name, on every port. */
+	rules_set(r1, "DENY|TCP|localhost|*|OUT", NULL);
+	net = net_allowlist();
+	ans = proxy_ask(req, strlen(req) - 2);
+	cr_assert(strncmp(ans, "HTTP/1.1 403 ", 13) == 0, "%s", ans);
+	free(ans);
+	snprintf(dest, sizeof dest, "localhost:%d", port);
+	assert_dest(net, "connect", dest, 0, 1);
+	net_free(net);
+}
+
 Test(net_proxy, connect_unreachable_502)
 {
 	struct net	*net;

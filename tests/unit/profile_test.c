@@ -1040,8 +1040,7 @@ Test(profile, set_network_rules)
 	static char	*sets[] = { "network=allowlist",
 	    "network_rules=ALLOW|TCP|a.example|443|OUT",
 	    "network_tcp={{host=\"db.example\",port=5432,name=\"db\"}}" };
-	static char	*bad[] = {
-		"network_rules=ALLOW|TCP|a.example|443|OUT" };
+	char		*one[1];
 	struct profile	 p;
 	char		*cause, *line;
 
@@ -1056,7 +1055,19 @@ Test(profile, set_network_rules)
 	free(line);
 	profile_free(&p);
 
-	cause = load_fails_set(FIXTURES "/empty.lua", bad, 1);
+	/* With the default network, DENY and IN are fine: they document. */
+	one[0] = "network_rules={\"DENY|TCP|*|25|OUT\", "
+	    "\"ALLOW|TCP|*|22|IN\"}";
+	load_ok_set(&p, FIXTURES "/empty.lua", one, 1);
+	cr_assert_eq(p.network, PROFILE_NET_RESTRICTED);
+	cr_assert_eq(p.nnetwork_allow, 1);
+	cr_assert(p.network_allow[0].deny);
+	cr_assert_eq(p.nports, 1);
+	cr_assert_eq(p.ports[0].guest, 22);
+	profile_free(&p);
+
+	one[0] = "network_rules=ALLOW|TCP|a.example|443|OUT";
+	cause = load_fails_set(FIXTURES "/empty.lua", one, 1);
 	cr_assert_str_eq(cause, "--set network_rules=ALLOW|TCP|a.example|443|"
 	    "OUT: network_rules[1]: ALLOW ... OUT needs network = "
 	    "\"allowlist\", and network is \"restricted\"; write network = "
