@@ -120,7 +120,7 @@ return {
 	-- The guest's network:
 	--   "none"        no network card at all
 	--   "restricted"  the guest reaches nothing; ports are still forwarded in
-	--   "allowlist"   only what network_allow lists
+	--   "allowlist"   only what network_allow and network_rules allow
 	--   "open"        everything, the host's own 127.0.0.1 included (SLIRP
 	--                 shows it as 10.0.2.2): needs network_open_ack = true
 	network = "restricted",
