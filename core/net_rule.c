@@ -1,7 +1,8 @@
 /*
  * The allowlist: which destinations a guest may reach through qsup. Rules
- * are the profile's network_allow (lua/netrule.c parses them); this file
- * only answers "does this destination match".
+ * are the profile's network_allow (lua/netrule.c parses them), with the
+ * deny rules network_rules adds; this file only answers "does this
+ * destination match".
  */
 #include <sys/socket.h>
 
@@ -109,9 +110,106 @@ net_rule_addr(const struct profile_net_rule *r, const struct sockaddr *sa)
 }
 
 /*
+ * A host that is an address literal is matched as an address: fills ss
+ * and moves host to *addr. A host that is not a valid name matches no
+ * name rule.
+ */
+static void
+net_rule_target(const char **host, const struct sockaddr **addr,
+    struct sockaddr_storage *ss)
+{
+	struct sockaddr_in	*sin = (struct sockaddr_in *)(void *)ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)(void *)ss;
+
+	if (*addr == NULL && *host != NULL) {
+		memset(ss, 0, sizeof *ss);
+		if (inet_pton(AF_INET, *host, &sin->sin_addr) == 1) {
+			ss->ss_family = AF_INET;
+			*addr = (struct sockaddr *)ss;
+			*host = NULL;
+		} else if (inet_pton(AF_INET6, *host, &sin6->sin6_addr) == 1) {
+			ss->ss_family = AF_INET6;
+			*addr = (struct sockaddr *)ss;
+			*host = NULL;
+		}
+	}
+	if (*host != NULL && !net_host_valid(*host))
+		*host = NULL;
+}
+
+/* Does r name host or addr, whatever the port? */
+static int
+net_rule_names(const struct profile_net_rule *r, const char *host,
+    const struct sockaddr *addr)
+{
+	if (r->host != NULL && strcmp(r->host, "*") == 0)
+		return (r->deny && (host != NULL || addr != NULL));
+	if (r->host != NULL)
+		return (host != NULL && net_rule_host(r->host, host));
+	return (addr != NULL && net_rule_addr(r, addr));
+}
+
+/* Is port within r's ports? Port 0 is within "any port" only. */
+static int
+net_rule_port(const struct profile_net_rule *r, int port)
+{
+	return (r->port_min == 0 ||
+	    (port >= r->port_min && port <= r->port_max));
+}
+
+/*
+ * The first deny rule that refuses host or addr on port; on port 0, one
+ * that refuses every port (net_rule_port() takes 0 for no port at all).
+ */
+static const struct profile_net_rule *
+net_rule_deny(const struct profile_net_rule *rules, size_t n,
+    const char *host, const struct sockaddr *addr, int port)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (rules[i].deny && net_rule_port(&rules[i], port) &&
+		    net_rule_names(&rules[i], host, addr))
+			return (&rules[i]);
+	}
+	return (NULL);
+}
+
+/*
+ * Does allow rule r leave a port open that no deny rule takes back? Each
+ * deny rule covering the lowest candidate moves it past its own ports.
+ */
+static int
+net_rule_port_left(const struct profile_net_rule *rules, size_t n,
+    const struct profile_net_rule *r, const char *host,
+    const struct sockaddr *addr)
+{
+	const struct profile_net_rule	*d;
+	long				 p, hi;
+	size_t				 i;
+	int				 moved;
+
+	p = r->port_min == 0 ? 1 : r->port_min;
+	hi = r->port_min == 0 ? 65535 : r->port_max;
+	do {
+		moved = 0;
+		for (i = 0; i < n && p <= hi; i++) {
+			d = &rules[i];
+			if (!d->deny || !net_rule_port(d, (int)p) ||
+			    !net_rule_names(d, host, addr))
+				continue;
+			p = d->port_min == 0 ? 65536 : (long)d->port_max + 1;
+			moved = 1;
+		}
+	} while (moved && p <= hi);
+	return (p <= hi);
+}
+
+/*
  * The first rule that lets the guest reach host (a name, or NULL) or addr
- * (or NULL) on port; port 0 asks about any port (for DNS). A host that is
- * an address literal is matched as an address. NULL if none does.
+ * (or NULL) on port; port 0 asks about any port (for DNS: some port the
+ * deny rules leave open). A deny rule that matches wins over every allow
+ * rule. NULL if nothing allows it.
  */
 const struct profile_net_rule *
 net_rule_match(const struct profile_net_rule *rules, size_t n,
@@ -119,38 +217,34 @@ net_rule_match(const struct profile_net_rule *rules, size_t n,
 {
 	const struct profile_net_rule	*r;
 	struct sockaddr_storage		 ss;
-	struct sockaddr_in		*sin;
-	struct sockaddr_in6		*sin6;
 	size_t				 i;
 
-	if (addr == NULL && host != NULL) {
-		memset(&ss, 0, sizeof ss);
-		sin = (struct sockaddr_in *)(void *)&ss;
-		sin6 = (struct sockaddr_in6 *)(void *)&ss;
-		if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-			ss.ss_family = AF_INET;
-			addr = (struct sockaddr *)&ss;
-			host = NULL;
-		} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-			ss.ss_family = AF_INET6;
-			addr = (struct sockaddr *)&ss;
-			host = NULL;
-		}
-	}
-	if (host != NULL && !net_host_valid(host))
-		host = NULL;
+	net_rule_target(&host, &addr, &ss);
+	if (port != 0 && net_rule_deny(rules, n, host, addr, port) != NULL)
+		return (NULL);
 	for (i = 0; i < n; i++) {
 		r = &rules[i];
-		if (port != 0 && r->port_min != 0 &&
-		    (port < r->port_min || port > r->port_max))
+		if (r->deny || !net_rule_names(r, host, addr))
 			continue;
-		if (r->host != NULL) {
-			if (host != NULL && net_rule_host(r->host, host))
-				return (r);
-		} else if (addr != NULL && net_rule_addr(r, addr))
+		if (port != 0 ? net_rule_port(r, port) :
+		    net_rule_port_left(rules, n, r, host, addr))
 			return (r);
 	}
 	return (NULL);
+}
+
+/*
+ * The deny rule that refuses host or addr on port, for saying why; with
+ * port 0, one that refuses every port. NULL if none does.
+ */
+const struct profile_net_rule *
+net_rule_denied(const struct profile_net_rule *rules, size_t n,
+    const char *host, const struct sockaddr *addr, int port)
+{
+	struct sockaddr_storage	ss;
+
+	net_rule_target(&host, &addr, &ss);
+	return (net_rule_deny(rules, n, host, addr, port));
 }
 
 /* 127.0.0.0/8 or ::1. */
@@ -226,18 +320,20 @@ net_rule_addr_local(const struct sockaddr *sa)
 
 /*
  * May the guest reach addr, which host (a name that name_rule allowed)
- * resolved to? Ordinary addresses yes; special ones and the host's own
- * only when an address rule names them, or loopback when the rule is for
- * "localhost" itself.
+ * resolved to? Not if a deny rule names the address; ordinary addresses
+ * yes; special ones and the host's own only when an address rule names
+ * them, or loopback when the rule is for "localhost" itself.
  */
 int
 net_rule_addr_allowed(const struct profile_net_rule *rules, size_t n,
     const struct profile_net_rule *name_rule, const struct sockaddr *addr,
     int port)
 {
+	if (net_rule_deny(rules, n, NULL, addr, port) != NULL)
+		return (0);
 	if (net_rule_match(rules, n, NULL, addr, port) != NULL)
 		return (1);
-	if (name_rule == NULL || name_rule->host == NULL)
+	if (name_rule == NULL || name_rule->host == NULL || name_rule->deny)
 		return (0);
 	if (!net_rule_addr_special(addr) && !net_rule_addr_local(addr))
 		return (1);

@@ -131,18 +131,30 @@ struct profile_share {
 struct profile_net_rule {
 	char		*text;		/* as written, for messages */
 	char		*host;		/* "example.org", "*.example.org" (all
-					   names under it), lower case; NULL
+					   names under it), lower case; "*"
+					   any host (deny rules only); NULL
 					   for an address */
 	int		 family;	/* AF_INET, AF_INET6; 0 for a name */
 	unsigned char	 addr[16];
 	int		 prefix;	/* bits of addr that must match */
 	uint16_t	 port_min;	/* 0: any port */
 	uint16_t	 port_max;
+	int		 deny;		/* refuses what it matches, whatever
+					   else allows it */
+	int		 from_rule;	/* made from network_rules[from_rule
+					   - 1]; 0: written as is */
 };
 struct profile_port {
 	uint16_t	 guest;
 	uint16_t	 host;		/* 0: any free port */
 	char		*address;	/* host address to listen on */
+	int		 from_rule;	/* as in struct profile_net_rule */
+};
+struct profile_tcp_map {
+	char		*name;		/* resolved in the guest, or NULL */
+	uint16_t	 guest_port;
+	char		*host;		/* the host-side destination */
+	uint16_t	 port;
 };
 struct profile_origin;
 struct profile {
@@ -170,12 +182,17 @@ struct profile {
 	enum profile_sm	 virtfs_security_model;
 	enum profile_ld	 ld_closure_libs;
 	enum profile_net network;
-	struct profile_net_rule *network_allow;
+	struct profile_net_rule *network_allow; /* + network_rules' OUT */
 	size_t		 nnetwork_allow;
 	int		 network_open_ack;
 	int		 guest_firewall; /* the guest loads one too */
-	struct profile_port *ports;
+	struct profile_port *ports;	/* + network_rules' IN */
 	size_t		 nports;
+	struct profile_tcp_map *network_tcp;
+	size_t		 nnetwork_tcp;
+	char		**network_rules; /* as written; compiled into
+					   network_allow and ports */
+	size_t		 nnetwork_rules;
 	char		**extra_args;	/* checked by extra_args_next() */
 	size_t		 nextra_args;
 	struct profile_origin *origins;	/* for profile_print() */
@@ -193,8 +210,13 @@ const char	*profile_sm_name(enum profile_sm);
 void		 profile_free(struct profile *);
 void		 profile_help(struct buf *);
 
-/* netrule.c (lua/): network_allow rules */
+/* netrule.c (lua/): network_allow rules, and network_rules compiled */
+#define NETRULE_IN_MAX	64	/* ports of one range forwarded in */
 int		 netrule_parse(const char *, struct profile_net_rule *, char **);
+#define NETRULE_HOST_ADDR 0x1	/* netrule_host(): an address will do */
+int		 netrule_host(const char *, int, char **, char **);
+int		 netrule_compile(const char *, int, struct profile_net_rule **,
+		     size_t *, struct profile_port **, size_t *, char **);
 void		 netrule_free(struct profile_net_rule *);
 
 /* extra_args.c (lua/): QEMU flags a profile may not add */
@@ -445,6 +467,8 @@ int		 net_map_find(struct net *, const char *, struct in_addr *);
 /* net_rule.c */
 int		 net_host_valid(const char *);
 const struct profile_net_rule *net_rule_match(const struct profile_net_rule *,
+		     size_t, const char *, const struct sockaddr *, int);
+const struct profile_net_rule *net_rule_denied(const struct profile_net_rule *,
 		     size_t, const char *, const struct sockaddr *, int);
 int		 net_rule_addr_special(const struct sockaddr *);
 int		 net_rule_addr_local(const struct sockaddr *);

@@ -63,6 +63,8 @@
 #define PROFILE_SETS_MAX	32	/* --set per load */
 #define PROFILE_DEPTH_MAX	16	/* include() within include() */
 #define PROFILE_LIST_MAX	1024	/* items of a list setting */
+#define PROFILE_TCP_MAX		100	/* network_tcp: the guest's addresses
+					   for maps, 10.0.2.101 to .200 */
 
 /*
  * Where something was written: a file of the load (ctx->files) and a line
@@ -106,6 +108,8 @@ enum profile_type {
 	PROFILE_T_SHARES,	/* { { host =, guest =, mode =, ignore = } } */
 	PROFILE_T_ALLOW,	/* { "*.example.org:443", "10.0.0.0/8" } */
 	PROFILE_T_PORTS,	/* { { guest =, host =, address = } } */
+	PROFILE_T_TCP,		/* { { host =, port =, name = } } */
+	PROFILE_T_RULES,	/* { "ALLOW|TCP|deb.debian.org|443|OUT" } */
 	PROFILE_T_ARGS		/* { "-device", "virtio-rng-device" } */
 };
 
@@ -303,6 +307,21 @@ static const struct profile_setting profile_schema[] = {
 	  .offset = offsetof(struct profile, ports),
 	  .offset_n = offsetof(struct profile, nports), .def = "{}",
 	  .help = "guest ports forwarded from the host" },
+	{ .name = "network_tcp", .type = PROFILE_T_TCP,
+	  .offset = offsetof(struct profile, network_tcp),
+	  .offset_n = offsetof(struct profile, nnetwork_tcp), .def = "{}",
+	  .help = "plain TCP destinations on the host's side (a database), "
+	  "each mapped to an address and port of the guest's network, found "
+	  "in the guest by name when one is given; with network = "
+	  "\"restricted\" or \"allowlist\"" },
+	{ .name = "network_rules", .type = PROFILE_T_RULES,
+	  .offset = offsetof(struct profile, network_rules),
+	  .offset_n = offsetof(struct profile, nnetwork_rules), .def = "{}",
+	  .help = "the seed's socket rules, compiled into network_allow and "
+	  "ports: ALLOW ... OUT allows (with network = \"allowlist\"), DENY "
+	  "... OUT refuses whatever else allows, ALLOW ... IN forwards each "
+	  "port from a free host port on 127.0.0.1: inbound never binds "
+	  "beyond loopback unless HOST names an address" },
 	{ .name = "extra_args", .type = PROFILE_T_ARGS,
 	  .offset = offsetof(struct profile, extra_args),
 	  .offset_n = offsetof(struct profile, nextra_args), .def = "{}",
@@ -1872,6 +1891,13 @@ profile_show_mib(struct buf *b, uint64_t mib)
 	"or \"rw\", ignore = { GLOB, ... }, exec = false }"
 #define PROFILE_ACCEPTS_PORT	"a guest port (8080) or { guest = PORT, " \
 	"host = PORT or 0 (any free one), address = \"127.0.0.1\" }"
+#define PROFILE_ACCEPTS_TCP	"{ host = NAME or ADDRESS, port = PORT, " \
+	"name = NAME (in the guest; optional), guest_port = PORT (port's if " \
+	"left out) }"
+#define PROFILE_ACCEPTS_SOCKET	"\"ALLOW|TCP|HOST|PORTS|OUT\", " \
+	"\"DENY|TCP|HOST|PORTS|OUT\" or \"ALLOW|TCP|HOST|PORTS|IN\": HOST " \
+	"as in network_allow or * for any, PORTS a comma list of ports and " \
+	"ranges (\"80,443,8000-8010\") or * for any (not IN)"
 #define PROFILE_ACCEPTS_RULE	"\"HOST[:PORT]\": a host name " \
 	"(\"*.example.org\" for names under it), an address or network " \
 	"(\"10.0.0.0/8\", \"[2001:db8::/32]\"), a port or range (\":443\", " \
@@ -1959,6 +1985,13 @@ profile_accepts(struct buf *b, const struct profile_setting *s)
 		break;
 	case PROFILE_T_PORTS:
 		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_PORT);
+		break;
+	case PROFILE_T_TCP:
+		buf_printf(b, "a list of at most %d %s", PROFILE_TCP_MAX,
+		    PROFILE_ACCEPTS_TCP);
+		break;
+	case PROFILE_T_RULES:
+		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_SOCKET);
 		break;
 	case PROFILE_T_ARGS:
 		buf_printf(b, "a list of strings, QEMU's flags and their "
@@ -2666,7 +2699,8 @@ profile_list(struct profile_ctx *ctx, lua_State *L, int idx,
 			continue;
 		profile_show(&b, L, -1);
 		profile_error(ctx, *tloc, "%s: has a field %s; expected %s",
-		    s->name, b.data, s->type == PROFILE_T_SHARES ?
+		    s->name, b.data, s->type == PROFILE_T_SHARES ||
+		    s->type == PROFILE_T_TCP ?
 		    "a list: { { host = ... }, ... }" : "a list: { ..., ... }");
 		buf_free(&b);
 		lua_pop(L, 1);
@@ -3163,6 +3197,267 @@ profile_convert_ports(struct profile_ctx *ctx, lua_State *L, int idx,
 }
 
 static void
+profile_tcp_map_free(struct profile_tcp_map *m)
+{
+	free(m->name);
+	m->name = NULL;
+	free(m->host);
+	m->host = NULL;
+}
+
+/* A host or name field of network_tcp item k: 0, -1 (reported). */
+static int
+profile_tcp_host(struct profile_ctx *ctx, lua_State *L, int e, int k,
+    int eloc, const char *key, int flags, char **out)
+{
+	const char	*v;
+	char		 what[64], *why = NULL;
+	int		 floc, rc = 0;
+
+	snprintf(what, sizeof what, "network_tcp[%d].%s", k, key);
+	floc = profile_field_loc(L, e, key, eloc);
+	lua_getfield(L, e, key);
+	if (lua_isnil(L, -1)) {
+		if (flags & NETRULE_HOST_ADDR) {
+			profile_error(ctx, eloc, "network_tcp[%d]: has no "
+			    "host; write host = \"127.0.0.1\" or a host name",
+			    k);
+			rc = -1;
+		}
+	} else if ((v = profile_plain_string(L, -1)) == NULL ||
+	    netrule_host(v, flags, out, &why) == -1) {
+		profile_bad_as(ctx, L, -1, what, floc, why != NULL ? why :
+		    "is not valid", (flags & NETRULE_HOST_ADDR) ? "a host name "
+		    "or an address on the host's side (\"127.0.0.1\", "
+		    "\"db.example.org\")" : "a host name for the guest to "
+		    "resolve (\"db\", \"db.internal\")");
+		rc = -1;
+	}
+	free(why);
+	lua_pop(L, 1);
+	return (rc);
+}
+
+/* A port field of network_tcp item k: 0 (*port set if given), -1. */
+static int
+profile_tcp_port(struct profile_ctx *ctx, lua_State *L, int e, int k,
+    int eloc, const char *key, uint16_t *port)
+{
+	const char	*why;
+	char		 what[64];
+	long long	 n;
+	int		 rc = 0;
+
+	snprintf(what, sizeof what, "network_tcp[%d].%s", k, key);
+	lua_getfield(L, e, key);
+	if (lua_isnil(L, -1)) {
+		if (strcmp(key, "port") == 0) {
+			profile_error(ctx, eloc, "network_tcp[%d]: has no "
+			    "port; write port = PORT (the host's)", k);
+			rc = -1;
+		}
+	} else if ((why = profile_whole(L, -1, 1, 65535, &n)) != NULL) {
+		profile_bad_as(ctx, L, -1, what, profile_field_loc(L, e, key,
+		    eloc), why, "a port from 1 to 65535");
+		rc = -1;
+	} else
+		*port = (uint16_t)n;
+	lua_pop(L, 1);
+	return (rc);
+}
+
+/* One item of network_tcp; returns 0 and fills m, or -1 (reported). */
+static int
+profile_tcp_map(struct profile_ctx *ctx, lua_State *L, int e, int k,
+    int tloc, struct profile_tcp_map *m)
+{
+	static const char	*fields[] = { "host", "port", "name",
+	    "guest_port" };
+	char			 what[64];
+	int			 eloc, bad;
+
+	memset(m, 0, sizeof *m);
+	snprintf(what, sizeof what, "network_tcp[%d]", k);
+	if (lua_type(L, e) != LUA_TTABLE) {
+		profile_bad_as(ctx, L, e, what, tloc, "is not valid",
+		    PROFILE_ACCEPTS_TCP);
+		return (-1);
+	}
+	eloc = profile_item_loc(L, e, tloc);
+	bad = profile_fields(ctx, L, e, what, fields, 4, eloc);
+	if (profile_tcp_host(ctx, L, e, k, eloc, "host", NETRULE_HOST_ADDR,
+	    &m->host) == -1)
+		bad = 1;
+	if (profile_tcp_port(ctx, L, e, k, eloc, "port", &m->port) == -1)
+		bad = 1;
+	if (profile_tcp_host(ctx, L, e, k, eloc, "name", 0, &m->name) == -1)
+		bad = 1;
+	m->guest_port = m->port;
+	if (profile_tcp_port(ctx, L, e, k, eloc, "guest_port",
+	    &m->guest_port) == -1)
+		bad = 1;
+	if (bad) {
+		profile_tcp_map_free(m);
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+profile_convert_tcp(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	struct profile_tcp_map	*v = NULL, m;
+	size_t			 nv = 0, i, j;
+	int			 n, k, tloc, bad = 0, *from = NULL;
+
+	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
+		return;
+	if (n > PROFILE_TCP_MAX) {
+		profile_error(ctx, tloc, "network_tcp: more than %d maps (the "
+		    "guest's network has addresses for %d)", PROFILE_TCP_MAX,
+		    PROFILE_TCP_MAX);
+		return;
+	}
+	for (k = 1; k <= n; k++) {
+		lua_rawgeti(L, idx, k);
+		if (profile_tcp_map(ctx, L, lua_gettop(L), k, tloc, &m) == 0) {
+			for (j = 0; m.name != NULL && j < nv; j++) {
+				if (v[j].name != NULL &&
+				    strcmp(v[j].name, m.name) == 0 &&
+				    v[j].guest_port == m.guest_port)
+					break;
+			}
+			if (m.name != NULL && j < nv) {
+				profile_error(ctx, profile_item_loc(L, -1,
+				    tloc), "network_tcp[%d]: %s:%u in the "
+				    "guest is mapped twice (network_tcp[%d] "
+				    "too)", k, m.name, m.guest_port, from[j]);
+				profile_tcp_map_free(&m);
+				bad = 1;
+			} else {
+				v = xreallocarray(v, nv + 1, sizeof *v);
+				from = xreallocarray(from, nv + 1,
+				    sizeof *from);
+				from[nv] = k;
+				v[nv++] = m;
+			}
+		} else
+			bad = 1;
+		lua_pop(L, 1);
+	}
+	free(from);
+	if (bad) {
+		for (i = 0; i < nv; i++)
+			profile_tcp_map_free(&v[i]);
+		free(v);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, struct profile_tcp_map *) = v;
+	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+}
+
+/*
+ * Does forward i of p->ports, compiled from network_rules[k], repeat one
+ * before it? Reported, and 1.
+ */
+static int
+profile_rule_port_twice(struct profile_ctx *ctx, int tloc, int k, size_t i)
+{
+	const struct profile_port	*pt = &ctx->p->ports[i], *o;
+	size_t				 j;
+
+	for (j = 0; j < i; j++) {
+		o = &ctx->p->ports[j];
+		if (o->guest != pt->guest || o->host != 0 ||
+		    strcmp(o->address, pt->address) != 0)
+			continue;
+		if (o->from_rule == 0)
+			profile_error(ctx, tloc, "network_rules[%d]: forwards "
+			    "guest port %u on %s, which ports forwards "
+			    "already", k, pt->guest, pt->address);
+		else
+			profile_error(ctx, tloc, "network_rules[%d]: forwards "
+			    "guest port %u on %s, which network_rules[%d] "
+			    "forwards already", k, pt->guest, pt->address,
+			    o->from_rule);
+		return (1);
+	}
+	return (0);
+}
+
+/*
+ * The seed's socket rules: kept as written (for show), and compiled into
+ * network_allow and ports, which come before them in the schema.
+ */
+static void
+profile_convert_rules(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	struct profile	 *p = ctx->p;
+	struct buf	  w = { 0 };
+	char		**v = NULL, what[64], *why;
+	size_t		  nv = 0, i, len, np;
+	int		  n, k, tloc, bad = 0;
+
+	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
+		return;
+	for (k = 1; k <= n; k++) {
+		if (p->nports > PROFILE_LIST_MAX ||
+		    p->nnetwork_allow > PROFILE_LIST_MAX) {
+			profile_error(ctx, tloc, "network_rules: make more "
+			    "than %d rules or port forwards in all",
+			    PROFILE_LIST_MAX);
+			bad = 1;
+			break;
+		}
+		lua_rawgeti(L, idx, k);
+		snprintf(what, sizeof what, "network_rules[%d]", k);
+		np = p->nports;
+		if (lua_type(L, -1) != LUA_TSTRING ||
+		    !profile_string_ok(L, -1, &len)) {
+			profile_bad_as(ctx, L, -1, what, tloc, "is not valid",
+			    PROFILE_ACCEPTS_SOCKET);
+			bad = 1;
+		} else if (netrule_compile(lua_tostring(L, -1), k,
+		    &p->network_allow, &p->nnetwork_allow, &p->ports,
+		    &p->nports, &why) == -1) {
+			buf_consume(&w, w.len);
+			profile_show(&w, L, -1);
+			profile_error(ctx, tloc, "%s: %s %s", what, w.data,
+			    why);
+			free(why);
+			bad = 1;
+		} else {
+			v = xreallocarray(v, nv + 1, sizeof *v);
+			v[nv++] = xstrdup(lua_tostring(L, -1));
+		}
+		lua_pop(L, 1);
+		for (i = np; i < p->nports; i++) {
+			if (profile_rule_port_twice(ctx, tloc, k, i)) {
+				bad = 1;
+				break;
+			}
+		}
+	}
+	buf_free(&w);
+	if (!bad && (p->nports > PROFILE_LIST_MAX ||
+	    p->nnetwork_allow > PROFILE_LIST_MAX)) {
+		profile_error(ctx, tloc, "network_rules: make more than %d "
+		    "rules or port forwards in all", PROFILE_LIST_MAX);
+		bad = 1;
+	}
+	if (bad) {
+		for (i = 0; i < nv; i++)
+			free(v[i]);
+		free(v);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, char **) = v;
+	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+}
+
+static void
 profile_convert_args(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
@@ -3300,6 +3595,12 @@ profile_convert(struct profile_ctx *ctx, lua_State *L, int idx,
 	case PROFILE_T_PORTS:
 		profile_convert_ports(ctx, L, idx, s, loc);
 		return;
+	case PROFILE_T_TCP:
+		profile_convert_tcp(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_RULES:
+		profile_convert_rules(ctx, L, idx, s, loc);
+		return;
 	case PROFILE_T_ARGS:
 		profile_convert_args(ctx, L, idx, s, loc);
 		return;
@@ -3404,7 +3705,7 @@ profile_set_value(struct profile_ctx *ctx, lua_State *L, int fi,
 	}
 	lua_pushstring(L, value);
 	if (s->type == PROFILE_T_ENV || s->type == PROFILE_T_ALLOW ||
-	    s->type == PROFILE_T_ARGS) {
+	    s->type == PROFILE_T_RULES || s->type == PROFILE_T_ARGS) {
 		lua_createtable(L, 1, 0);
 		lua_insert(L, -2);
 		lua_rawseti(L, -2, 1);
@@ -3472,6 +3773,55 @@ profile_apply_sets(struct profile_ctx *ctx, lua_State *L, int t)
 	buf_free(&b);
 }
 
+/* The name of network mode m. */
+static const char *
+profile_net_name(enum profile_net m)
+{
+	const struct profile_choice	*c;
+
+	for (c = profile_net_choices; c->name != NULL; c++) {
+		if (!c->alias && c->value == (int)m)
+			return (c->name);
+	}
+	return ("?");
+}
+
+/* What network_rules compiled into, against the network mode. */
+static void
+profile_cross_check_rules(struct profile_ctx *ctx, int loc)
+{
+	const struct profile			*p = ctx->p;
+	const struct profile_net_rule		*r;
+	const char				*mode;
+	size_t					 i;
+	int					 out = 0, deny = 0, in = 0;
+
+	mode = profile_net_name(p->network);
+	for (i = 0; i < p->nnetwork_allow; i++) {
+		r = &p->network_allow[i];
+		if (r->from_rule != 0 && !r->deny && out == 0)
+			out = r->from_rule;
+		if (r->from_rule != 0 && r->deny && deny == 0)
+			deny = r->from_rule;
+	}
+	for (i = 0; i < p->nports && in == 0; i++)
+		in = p->ports[i].from_rule;
+	if (out != 0 && p->network != PROFILE_NET_ALLOWLIST)
+		profile_error(ctx, loc, "network_rules[%d]: ALLOW ... OUT "
+		    "needs network = \"allowlist\", and network is \"%s\"; "
+		    "write network = \"allowlist\" for qsup to let the rules "
+		    "through", out, mode);
+	if (deny != 0 && p->network == PROFILE_NET_OPEN)
+		profile_error(ctx, loc, "network_rules[%d]: DENY ... OUT is "
+		    "enforced with network = \"allowlist\" only, and "
+		    "network = \"open\" lets everything through", deny);
+	if (in != 0 && p->network == PROFILE_NET_NONE)
+		profile_error(ctx, loc, "network_rules[%d]: ALLOW ... IN "
+		    "forwards ports, which needs a network card, and network "
+		    "is \"none\"; write network = \"restricted\" (the guest "
+		    "still reaches nothing)", in);
+}
+
 /* Settings that only make sense together. */
 static void
 profile_cross_check(struct profile_ctx *ctx, const int *bad)
@@ -3482,28 +3832,46 @@ profile_cross_check(struct profile_ctx *ctx, const int *bad)
 	int			 ack =
 	    profile_setting_index("network_open_ack");
 	int			 ports = profile_setting_index("ports");
+	int			 tcp = profile_setting_index("network_tcp");
+	int			 rules = profile_setting_index("network_rules");
+	size_t			 i, nallow = 0, nwritten = 0, nports = 0;
 
-	if (bad[net] || bad[allow] || bad[ack] || bad[ports])
+	if (bad[net] || bad[allow] || bad[ack] || bad[ports] || bad[tcp] ||
+	    bad[rules])
 		return;
+	for (i = 0; i < p->nnetwork_allow; i++) {
+		nallow += !p->network_allow[i].deny;
+		nwritten += p->network_allow[i].from_rule == 0;
+	}
+	for (i = 0; i < p->nports; i++)
+		nports += p->ports[i].from_rule == 0;
 	if (p->network == PROFILE_NET_OPEN && !p->network_open_ack)
 		profile_error(ctx, ctx->set_loc[net], "network: \"open\" lets "
 		    "the guest reach the internet and every service listening "
 		    "on the host's 127.0.0.1 (as 10.0.2.2); to accept that, "
 		    "also write network_open_ack = true, or list what it needs "
 		    "with network = \"allowlist\" and network_allow");
-	if (p->network == PROFILE_NET_ALLOWLIST && p->nnetwork_allow == 0)
+	if (p->network == PROFILE_NET_ALLOWLIST && nallow == 0)
 		profile_error(ctx, ctx->set_loc[net], "network: \"allowlist\" "
 		    "with an empty network_allow lets nothing through; list "
 		    "what the guest may reach in network_allow, or write "
 		    "network = \"restricted\"");
-	if (p->network != PROFILE_NET_ALLOWLIST && p->nnetwork_allow > 0)
+	if (p->network != PROFILE_NET_ALLOWLIST && nwritten > 0)
 		profile_error(ctx, ctx->set_loc[allow], "network_allow: has "
 		    "no effect unless network = \"allowlist\"");
-	if (p->network == PROFILE_NET_NONE && p->nports > 0)
+	if (p->network == PROFILE_NET_NONE && nports > 0)
 		profile_error(ctx, ctx->set_loc[ports], "ports: forwarding "
 		    "needs a network card, and network is \"none\"; write "
 		    "network = \"restricted\" (the guest still reaches "
 		    "nothing)");
+	if ((p->network == PROFILE_NET_NONE ||
+	    p->network == PROFILE_NET_OPEN) && p->nnetwork_tcp > 0)
+		profile_error(ctx, ctx->set_loc[tcp], "network_tcp: maps need "
+		    "network = \"restricted\" or \"allowlist\", and network "
+		    "is \"%s\"%s", profile_net_name(p->network),
+		    p->network == PROFILE_NET_NONE ? " (no network card)" :
+		    " (the guest reaches everything without them)");
+	profile_cross_check_rules(ctx, ctx->set_loc[rules]);
 }
 
 /*
@@ -3920,6 +4288,16 @@ profile_free(struct profile *p)
 	free(p->ports);
 	p->ports = NULL;
 	p->nports = 0;
+	for (i = 0; i < p->nnetwork_tcp; i++)
+		profile_tcp_map_free(&p->network_tcp[i]);
+	free(p->network_tcp);
+	p->network_tcp = NULL;
+	p->nnetwork_tcp = 0;
+	for (i = 0; i < p->nnetwork_rules; i++)
+		free(p->network_rules[i]);
+	free(p->network_rules);
+	p->network_rules = NULL;
+	p->nnetwork_rules = 0;
 	for (i = 0; i < p->nextra_args; i++)
 		free(p->extra_args[i]);
 	free(p->extra_args);
@@ -4039,28 +4417,132 @@ profile_put_shares(struct buf *b, const struct profile *p, int json)
 }
 
 static void
+profile_put_port(struct buf *b, const struct profile_port *pt, int json)
+{
+	buf_printf(b, json ? "{" : "{ ");
+	profile_put_key(b, "guest", json);
+	buf_printf(b, "%u, ", pt->guest);
+	profile_put_key(b, "host", json);
+	buf_printf(b, "%u, ", pt->host);
+	profile_put_key(b, "address", json);
+	profile_put_string(b, pt->address, json);
+	buf_printf(b, json ? "}" : " }");
+}
+
+/* The ports written as such; network_rules' are shown apart. */
+static void
 profile_put_ports(struct buf *b, const struct profile *p, int json)
 {
-	const struct profile_port	*pt;
+	size_t	i, n = 0;
+
+	for (i = 0; i < p->nports; i++) {
+		if (p->ports[i].from_rule != 0)
+			continue;
+		buf_printf(b, "%s", n++ == 0 ? (json ? "[" : "{ ") : ", ");
+		profile_put_port(b, &p->ports[i], json);
+	}
+	if (n == 0)
+		buf_printf(b, json ? "[]" : "{}");
+	else
+		buf_printf(b, json ? "]" : " }");
+}
+
+static void
+profile_put_tcp(struct buf *b, const struct profile *p, int json)
+{
+	const struct profile_tcp_map	*m;
 	size_t				 i;
 
-	if (p->nports == 0) {
+	if (p->nnetwork_tcp == 0) {
 		buf_printf(b, json ? "[]" : "{}");
 		return;
 	}
 	buf_printf(b, json ? "[" : "{ ");
-	for (i = 0; i < p->nports; i++) {
-		pt = &p->ports[i];
+	for (i = 0; i < p->nnetwork_tcp; i++) {
+		m = &p->network_tcp[i];
 		buf_printf(b, "%s%s", i == 0 ? "" : ", ", json ? "{" : "{ ");
-		profile_put_key(b, "guest", json);
-		buf_printf(b, "%u, ", pt->guest);
 		profile_put_key(b, "host", json);
-		buf_printf(b, "%u, ", pt->host);
-		profile_put_key(b, "address", json);
-		profile_put_string(b, pt->address, json);
+		profile_put_string(b, m->host, json);
+		buf_printf(b, ", ");
+		profile_put_key(b, "port", json);
+		buf_printf(b, "%u, ", m->port);
+		if (m->name != NULL || json) {
+			profile_put_key(b, "name", json);
+			profile_put_string(b, m->name, json);
+			buf_printf(b, ", ");
+		}
+		profile_put_key(b, "guest_port", json);
+		buf_printf(b, "%u", m->guest_port);
 		buf_printf(b, json ? "}" : " }");
 	}
 	buf_printf(b, json ? "]" : " }");
+}
+
+/*
+ * After a setting's line, Lua comments for what network_rules added to it
+ * (network_allow or ports), each with its rule and where that was written.
+ */
+static void
+profile_put_compiled(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, const char *at)
+{
+	const struct profile_net_rule	*r;
+	size_t				 i, start;
+	int				 from;
+
+	for (i = 0; ; i++) {
+		if (s->type == PROFILE_T_ALLOW && i < p->nnetwork_allow)
+			from = p->network_allow[i].from_rule;
+		else if (s->type == PROFILE_T_PORTS && i < p->nports)
+			from = p->ports[i].from_rule;
+		else
+			break;
+		if (from == 0)
+			continue;
+		start = b->len;
+		if (s->type == PROFILE_T_ALLOW) {
+			r = &p->network_allow[i];
+			buf_printf(b, "\t-- %s ", r->deny ? "but not" : "and");
+			profile_put_string(b, r->text, 0);
+		} else {
+			buf_printf(b, "\t-- and ");
+			profile_put_port(b, &p->ports[i], 0);
+		}
+		buf_printf(b, ",");
+		do
+			buf_add(b, " ", 1);
+		while (b->len - start < 44);
+		buf_printf(b, "-- network_rules[%d]%s%s\n", from,
+		    at != NULL ? ", " : "", at != NULL ? at : "");
+	}
+}
+
+/* In JSON, network_rules' "compiled": each allow, deny and forward. */
+static void
+profile_put_compiled_json(struct buf *b, const struct profile *p)
+{
+	const struct profile_net_rule	*r;
+	size_t				 i, n = 0;
+
+	buf_printf(b, ",\"compiled\":[");
+	for (i = 0; i < p->nnetwork_allow; i++) {
+		r = &p->network_allow[i];
+		if (r->from_rule == 0)
+			continue;
+		buf_printf(b, "%s{\"rule\":%d,\"%s\":", n++ == 0 ? "" : ",",
+		    r->from_rule, r->deny ? "deny" : "allow");
+		profile_put_string(b, r->text, 1);
+		buf_printf(b, "}");
+	}
+	for (i = 0; i < p->nports; i++) {
+		if (p->ports[i].from_rule == 0)
+			continue;
+		buf_printf(b, "%s{\"rule\":%d,\"forward\":",
+		    n++ == 0 ? "" : ",", p->ports[i].from_rule);
+		profile_put_port(b, &p->ports[i], 1);
+		buf_printf(b, "}");
+	}
+	buf_printf(b, "]");
 }
 
 /* The value of setting s in p. */
@@ -4072,7 +4554,7 @@ profile_put(struct buf *b, const struct profile *p,
 	const char			*name = "?";
 	char				**rules;
 	uint64_t			 mib;
-	size_t				 i;
+	size_t				 i, n;
 	int				 v;
 
 	switch (s->type) {
@@ -4123,14 +4605,23 @@ profile_put(struct buf *b, const struct profile *p,
 		profile_put_shares(b, p, json);
 		break;
 	case PROFILE_T_ALLOW:
+		/* As written; network_rules' are shown apart. */
 		rules = xcalloc(p->nnetwork_allow + 1, sizeof *rules);
-		for (i = 0; i < p->nnetwork_allow; i++)
-			rules[i] = p->network_allow[i].text;
-		profile_put_list(b, rules, p->nnetwork_allow, json);
+		for (i = n = 0; i < p->nnetwork_allow; i++) {
+			if (p->network_allow[i].from_rule == 0)
+				rules[n++] = p->network_allow[i].text;
+		}
+		profile_put_list(b, rules, n, json);
 		free(rules);
 		break;
 	case PROFILE_T_PORTS:
 		profile_put_ports(b, p, json);
+		break;
+	case PROFILE_T_TCP:
+		profile_put_tcp(b, p, json);
+		break;
+	case PROFILE_T_RULES:
+		profile_put_list(b, p->network_rules, p->nnetwork_rules, json);
 		break;
 	case PROFILE_T_ARGS:
 		profile_put_list(b, p->extra_args, p->nextra_args, json);
@@ -4150,6 +4641,7 @@ profile_print(const struct profile *p, int flags, struct buf *b)
 	    "command line" };
 	const struct profile_setting	*s;
 	const struct profile_origin	*o;
+	const char			*rules_at = NULL;
 	size_t				 i, start;
 	int				 json = flags & PROFILE_PRINT_JSON;
 
@@ -4162,6 +4654,10 @@ profile_print(const struct profile *p, int flags, struct buf *b)
 		}
 		buf_printf(b, "}\n");
 		return;
+	}
+	for (i = 0; i < PROFILE_NSETTINGS && p->origins != NULL; i++) {
+		if (profile_schema[i].type == PROFILE_T_RULES)
+			rules_at = p->origins[i].at;
 	}
 	if (json) {
 		buf_printf(b, "{\"profile\":");
@@ -4183,6 +4679,8 @@ profile_print(const struct profile *p, int flags, struct buf *b)
 				buf_printf(b, ",\"at\":");
 				buf_json_string(b, o->at);
 			}
+			if (s->type == PROFILE_T_RULES)
+				profile_put_compiled_json(b, p);
 			buf_printf(b, "}");
 			continue;
 		}
@@ -4197,6 +4695,7 @@ profile_print(const struct profile *p, int flags, struct buf *b)
 		if (o != NULL && o->at != NULL)
 			buf_printf(b, ", %s", o->at);
 		buf_printf(b, "\n");
+		profile_put_compiled(b, p, s, rules_at);
 	}
 	buf_printf(b, json ? "}}\n" : "}\n");
 }

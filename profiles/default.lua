@@ -120,7 +120,7 @@ return {
 	-- The guest's network:
 	--   "none"        no network card at all
 	--   "restricted"  the guest reaches nothing; ports are still forwarded in
-	--   "allowlist"   only what network_allow lists
+	--   "allowlist"   only what network_allow and network_rules allow
 	--   "open"        everything, the host's own 127.0.0.1 included (SLIRP
 	--                 shows it as 10.0.2.2): needs network_open_ack = true
 	network = "restricted",
@@ -138,6 +138,36 @@ return {
 	-- { guest = 8080, host = 18080, address = "127.0.0.1" }; host = 0 (the
 	-- default) takes any free port.
 	ports = {},
+
+	-- Plain TCP destinations on the host's side (a database, a cache),
+	-- with network = "restricted" or "allowlist": the guest reaches each at
+	-- an address of its own network, and by name when one is given:
+	--   network_tcp = {
+	--     { host = "127.0.0.1", port = 5432, name = "db" },  -- db:5432
+	--     { host = "cache.lan", port = 6379, name = "cache", guest_port = 80 },
+	--   },
+	-- host (a name or an address) and port are required; guest_port is
+	-- port unless given. At most 100; a map is its own permission, with
+	-- no network_allow rule.
+	network_tcp = {},
+
+	-- The seed's socket rules, "ACTION|TCP|HOST|PORTS|DIRECTION", compiled
+	-- into network_allow and ports when the profile is loaded (qsup
+	-- profile show lists what each became):
+	--   "ALLOW|TCP|deb.debian.org|80,443|OUT"  network_allow rules, one
+	--                                          per port or range; needs
+	--                                          network = "allowlist"
+	--   "DENY|TCP|*.internal.example|*|OUT"    refused, whatever allows it
+	--   "ALLOW|TCP|127.0.0.1|8000-8010|IN"     guest ports 8000 to 8010
+	--                                          forwarded from free host ports
+	-- HOST is what network_allow takes, or * (any: for DENY and IN only);
+	-- PORTS a comma list of ports and ranges, or * (any: OUT only). ALLOW
+	-- and DENY, TCP, OUT and IN in any case. Inbound ports listen on
+	-- 127.0.0.1, never beyond loopback unless HOST names an address to
+	-- listen on; a range forwards at most 64 ports. UDP is refused: qsup
+	-- answers DNS itself, and no other UDP leaves the guest. DENY ... IN is
+	-- refused too: nothing comes in unless an ALLOW ... IN rule says so.
+	network_rules = {},
 
 	-- Raw QEMU flags, for devices qsup knows nothing of:
 	--   extra_args = { "-device", "virtio-rng-device" },

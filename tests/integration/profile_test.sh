@@ -121,6 +121,30 @@ test_show_round_trip() {
 	done
 }
 
+# The seed's socket rules and TCP maps, as a user writes and reads them.
+test_network_rules() {
+	local out err st
+	out=$("$QSUP" profile show --set network=allowlist \
+	    --set 'network_rules={"ALLOW|TCP|deb.debian.org|80,443|OUT", "DENY|TCP|*.internal.example|*|OUT", "ALLOW|TCP|*|8000-8001|IN"}' \
+	    --set 'network_tcp={{host="127.0.0.1", port=5432, name="db"}}')
+	expect_eq "status" 0 $?
+	expect_match "allow" $'\t-- and "deb.debian.org:443", +-- network_rules\\[1\\], --set network_rules=' "$out"
+	expect_match "deny" $'\t-- but not "\\*.internal.example", +-- network_rules\\[2\\]' "$out"
+	expect_match "forward" $'\t-- and \\{ guest = 8001, host = 0, address = "127.0.0.1" \\}, -- network_rules\\[3\\]' "$out"
+	expect_match "map" $'\tnetwork_tcp = \\{ \\{ host = "127.0.0.1", port = 5432, name = "db", guest_port = 5432 \\} \\},' "$out"
+	out=$("$QSUP" profile settings)
+	expect_match "settings" '^network_rules = \{\}' "$out"
+	expect_match "settings" '^network_tcp = \{\}' "$out"
+	# Refused before anything starts, with what to write.
+	err=$("$QSUP" run --set 'network_rules=ALLOW|TCP|deb.debian.org|443|OUT' -- true 2>&1)
+	st=$?
+	expect_eq "refused" 125 $st
+	expect_match "needs allowlist" 'network_rules\[1\]: ALLOW ... OUT needs network = "allowlist", and network is "restricted"' "$err"
+	err=$("$QSUP" run --set 'network_rules=ALLOW|UDP|deb.debian.org|53|OUT' -- true 2>&1)
+	expect_eq "UDP refused" 125 $?
+	expect_match "UDP" 'qsup answers DNS itself' "$err"
+}
+
 # --set on qsup run: checked before anything starts.
 test_run_set_mistakes() {
 	local err st t0

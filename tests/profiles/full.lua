@@ -28,6 +28,15 @@ return {
 	    "10.1.0.0/16:8000-8099", "[2001:db8::/32]:443", "2001:db8::1" },
 	network_open_ack = true,
 	ports = { 8080, { guest = 22, host = 2222, address = "::1" } },
+	network_tcp = {
+		{ host = "127.0.0.1", port = 5432, name = "db" },
+		{ host = "Cache.Example", port = 6379, guest_port = 7000 },
+	},
+	network_rules = {
+		"ALLOW|TCP|ftp.debian.org|80,443|OUT",
+		"deny|tcp|*.internal.example|*|out",
+		"ALLOW|TCP|*|8000-8002|IN",
+	},
 	extra_args = { "-device", "virtio-rng-device", "-object",
 	    "rng-random,id=r,filename=/dev/urandom" },
 }

@@ -34,12 +34,16 @@
 static struct profile_net_rule	rules[RULES_MAX];
 static size_t			nrules;
 
+/* Rules as network_allow writes them, or socket rules (with '|'). */
 static void
 rules_set(const char *first, ...)
 {
-	va_list		 ap;
-	const char	*text;
-	char		*why;
+	va_list			 ap;
+	const char		*text;
+	char			*why;
+	struct profile_net_rule	*v;
+	struct profile_port	*pt = NULL;
+	size_t			 nv, npt = 0, i;
 
 	while (nrules > 0)
 		netrule_free(&rules[--nrules]);
@@ -48,9 +52,22 @@ rules_set(const char *first, ...)
 	va_start(ap, first);
 	for (text = first; text != NULL; text = va_arg(ap, const char *)) {
 		cr_assert(nrules < RULES_MAX);
-		if (netrule_parse(text, &rules[nrules], &why) == -1)
+		if (strchr(text, '|') == NULL) {
+			if (netrule_parse(text, &rules[nrules], &why) == -1)
+				cr_assert_fail("%s: %s", text, why);
+			nrules++;
+			continue;
+		}
+		v = NULL;
+		nv = 0;
+		if (netrule_compile(text, 1, &v, &nv, &pt, &npt, &why) == -1)
 			cr_assert_fail("%s: %s", text, why);
-		nrules++;
+		cr_assert_eq(npt, 0, "%s: an inbound rule", text);
+		for (i = 0; i < nv; i++) {
+			cr_assert(nrules < RULES_MAX);
+			rules[nrules++] = v[i];
+		}
+		free(v);
 	}
 	va_end(ap);
 }
@@ -229,6 +246,106 @@ Test(net_rule, special_addresses)
 	/* No name rule: only address rules count. */
 	cr_assert(!net_rule_addr_allowed(rules, nrules, NULL,
 	    sa("93.184.216.34"), 8080));
+}
+
+/* A DENY of network_rules wins over every allow rule, wherever it is. */
+Test(net_rule, deny_wins)
+{
+	const struct profile_net_rule	*r;
+
+	rules_set("*.example.org", "DENY|TCP|secret.example.org|*|OUT",
+	    "DENY|TCP|*.example.org|22|OUT", "10.0.0.0/8",
+	    "DENY|TCP|10.9.0.0/16|*|OUT", "DENY|TCP|*|25|OUT", NULL);
+	cr_assert_str_eq(match("www.example.org", NULL, 443), "*.example.org");
+	cr_assert_str_eq(match("secret.example.org", NULL, 443), "-");
+	cr_assert_str_eq(match("SECRET.example.org.", NULL, 443), "-");
+	cr_assert_str_eq(match("a.secret.example.org", NULL, 443),
+	    "*.example.org", "a DENY of a name is not of names under it");
+	cr_assert_str_eq(match("www.example.org", NULL, 22), "-");
+	cr_assert_str_eq(match("www.example.org", NULL, 21), "*.example.org");
+	cr_assert_str_eq(match("www.example.org", NULL, 25), "-");
+	cr_assert_str_eq(match(NULL, "10.1.2.3", 80), "10.0.0.0/8");
+	cr_assert_str_eq(match(NULL, "10.9.1.1", 80), "-");
+	cr_assert_str_eq(match("10.9.1.1", NULL, 80), "-");
+	cr_assert_str_eq(match(NULL, "10.1.2.3", 25), "-");
+
+	/* The same, the deny rules first. */
+	rules_set("DENY|TCP|secret.example.org|*|OUT", "*.example.org", NULL);
+	cr_assert_str_eq(match("secret.example.org", NULL, 443), "-");
+	cr_assert_str_eq(match("www.example.org", NULL, 443), "*.example.org");
+
+	/* A deny rule alone allows nothing. */
+	rules_set("DENY|TCP|a.example|*|OUT", NULL);
+	cr_assert_str_eq(match("a.example", NULL, 80), "-");
+	cr_assert_str_eq(match("b.example", NULL, 80), "-");
+	cr_assert_str_eq(match("b.example", NULL, 0), "-");
+
+	/* Which rule refused, for messages; port 0: one for every port. */
+	rules_set("*.example.org", "DENY|TCP|secret.example.org|*|OUT",
+	    "DENY|TCP|*.example.org|22|OUT", NULL);
+	cr_assert_not_null(r = net_rule_denied(rules, nrules,
+	    "secret.example.org", NULL, 443));
+	cr_assert_str_eq(r->text, "secret.example.org");
+	cr_assert_not_null(r = net_rule_denied(rules, nrules,
+	    "www.example.org", NULL, 22));
+	cr_assert_str_eq(r->text, "*.example.org:22");
+	cr_assert_null(net_rule_denied(rules, nrules, "www.example.org", NULL,
+	    443));
+	cr_assert_null(net_rule_denied(rules, nrules, "www.example.org", NULL,
+	    0));
+	cr_assert_not_null(net_rule_denied(rules, nrules,
+	    "secret.example.org", NULL, 0));
+}
+
+/* Port 0 (DNS): a name resolves while the deny rules leave it a port. */
+Test(net_rule, deny_any_port)
+{
+	rules_set("*.example.org", "DENY|TCP|secret.example.org|*|OUT",
+	    "DENY|TCP|*.example.org|22|OUT", NULL);
+	cr_assert_str_eq(match("secret.example.org", NULL, 0), "-");
+	cr_assert_str_eq(match("www.example.org", NULL, 0), "*.example.org");
+
+	rules_set("a.example:20-30", "DENY|TCP|a.example|26-30,20-25|OUT",
+	    NULL);
+	cr_assert_str_eq(match("a.example", NULL, 0), "-");
+	cr_assert_str_eq(match("a.example", NULL, 25), "-");
+	rules_set("a.example:20-30", "DENY|TCP|a.example|26-30,20-24|OUT",
+	    NULL);
+	cr_assert_str_eq(match("a.example", NULL, 0), "a.example:20-30");
+	cr_assert_str_eq(match("a.example", NULL, 25), "a.example:20-30");
+	cr_assert_str_eq(match("a.example", NULL, 24), "-");
+	/* The last port of all. */
+	rules_set("a.example", "DENY|TCP|a.example|1-65534|OUT", NULL);
+	cr_assert_str_eq(match("a.example", NULL, 0), "a.example");
+	cr_assert_str_eq(match("a.example", NULL, 65535), "a.example");
+	rules_set("a.example", "DENY|TCP|a.example|1-65535|OUT", NULL);
+	cr_assert_str_eq(match("a.example", NULL, 0), "-");
+}
+
+/* A name that is allowed does not lead into a network that is denied. */
+Test(net_rule, deny_addresses_of_names)
+{
+	const struct profile_net_rule	*name;
+
+	rules_set("*.example.org:443", "DENY|TCP|10.0.0.0/8|*|OUT", NULL);
+	name = net_rule_match(rules, nrules, "a.example.org", NULL, 443);
+	cr_assert_not_null(name);
+	cr_assert(net_rule_addr_allowed(rules, nrules, name,
+	    sa("93.184.216.34"), 443));
+	cr_assert(!net_rule_addr_allowed(rules, nrules, name,
+	    sa("10.1.2.3"), 443));
+	cr_assert(!net_rule_addr_allowed(rules, nrules, name,
+	    sa("::ffff:10.1.2.3"), 443));
+	/* Nor an address rule into what a deny rule takes back. */
+	rules_set("127.0.0.1:443", "DENY|TCP|127.0.0.1|443|OUT", NULL);
+	cr_assert(!net_rule_addr_allowed(rules, nrules, NULL,
+	    sa("127.0.0.1"), 443));
+	rules_set("localhost:443", "DENY|TCP|127.0.0.0/8|*|OUT", NULL);
+	name = net_rule_match(rules, nrules, "localhost", NULL, 443);
+	cr_assert_not_null(name);
+	cr_assert(!net_rule_addr_allowed(rules, nrules, name,
+	    sa("127.0.0.1"), 443));
+	cr_assert(net_rule_addr_allowed(rules, nrules, name, sa("::1"), 443));
 }
 
 /* One of this host's IPv4 addresses that is not loopback, or NULL. */
@@ -803,6 +920,60 @@ Test(net_proxy, names_and_the_host_loopback)
 	cr_assert(strncmp(ans, "HTTP/1.1 403 ", 13) == 0, "%s", ans);
 	cr_assert_not_null(strstr(ans, "host itself"), "%s", ans);
 	free(ans);
+	net_free(net);
+}
+
+/* network_rules' DENY through the proxy: it wins over the allow rules. */
+Test(net_proxy, deny_rules_refuse)
+{
+	struct net	*net;
+	struct buf	 b = { 0 };
+	char		 r1[64], r2[64], req[128], dest[64], *ans;
+	int		 port, fd;
+
+	port = server(SERVER_ECHO, NULL);
+	snprintf(r1, sizeof r1, "localhost:%d", port);
+	snprintf(r2, sizeof r2, "DENY|TCP|127.0.0.1|%d|OUT", port);
+	rules_set("127.0.0.0/8", r1, r2, NULL);
+	net = net_allowlist();
+	snprintf(req, sizeof req, "CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n",
+	    port);
+	ans = proxy_ask(req, strlen(req));
+	cr_assert(strncmp(ans, "HTTP/1.1 403 ", 13) == 0, "%s", ans);
+	free(ans);
+	snprintf(dest, sizeof dest, "127.0.0.1:%d", port);
+	assert_dest(net, "connect", dest, 0, 1);
+	/* An allowed name does not lead into the denied address either. */
+	snprintf(req, sizeof req, "CONNECT localhost:%d HTTP/1.1\r\n\r\n",
+	    port);
+	ans = proxy_ask(req, strlen(req));
+	cr_assert(strncmp(ans, "HTTP/1.1 403 ", 13) == 0, "%s", ans);
+	free(ans);
+	net_free(net);
+
+	/* A DENY of another port leaves this one open. */
+	snprintf(r2, sizeof r2, "DENY|TCP|localhost|%d|OUT", port + 1);
+	rules_set(r1, r2, NULL);
+	net = net_allowlist();
+	fd = guest_connect("net0.sock");
+	snprintf(req, sizeof req, "CONNECT localhost:%d HTTP/1.1\r\n\r\nhi",
+	    port);
+	send_all(fd, req, strlen(req));
+	recv_some(fd, &b, 39 + 2, 10);
+	cr_assert(strncmp(b.data, "HTTP/1.1 200 Connection established\r\n"
+	    "\r\nhi", 41) == 0, "%s", b.data);
+	close(fd);
+	buf_free(&b);
+	net_free(net);
+
+	/* A DENY of the name, on every port. */
+	rules_set(r1, "DENY|TCP|localhost|*|OUT", NULL);
+	net = net_allowlist();
+	ans = proxy_ask(req, strlen(req) - 2);
+	cr_assert(strncmp(ans, "HTTP/1.1 403 ", 13) == 0, "%s", ans);
+	free(ans);
+	snprintf(dest, sizeof dest, "localhost:%d", port);
+	assert_dest(net, "connect", dest, 0, 1);
 	net_free(net);
 }
 

@@ -169,9 +169,35 @@ fuzz_check_profile(const struct profile *p)
 	    "open without its acknowledgement");
 	FUZZ_ASSERT(p->network != PROFILE_NET_ALLOWLIST ||
 	    p->nnetwork_allow > 0, "an empty allowlist");
-	for (i = 0; i < p->nports; i++)
+	for (i = 0; i < p->nports; i++) {
 		FUZZ_ASSERT(p->ports[i].guest != 0 && p->ports[i].address !=
 		    NULL, "port");
+		FUZZ_ASSERT(p->ports[i].from_rule >= 0 &&
+		    (size_t)p->ports[i].from_rule <= p->nnetwork_rules,
+		    "a forward from no rule");
+		FUZZ_ASSERT(p->network != PROFILE_NET_NONE, "a forward "
+		    "without a network card");
+	}
+	for (i = 0; i < p->nnetwork_allow; i++) {
+		FUZZ_ASSERT(p->network_allow[i].from_rule >= 0 &&
+		    (size_t)p->network_allow[i].from_rule <=
+		    p->nnetwork_rules, "a rule from no rule");
+		FUZZ_ASSERT(!p->network_allow[i].deny ||
+		    p->network_allow[i].from_rule != 0, "a deny rule not "
+		    "from network_rules");
+		FUZZ_ASSERT(p->network_allow[i].deny ||
+		    p->network == PROFILE_NET_ALLOWLIST, "an allow rule "
+		    "without the allowlist");
+	}
+	FUZZ_ASSERT(p->nnetwork_tcp <= 100, "too many TCP maps");
+	for (i = 0; i < p->nnetwork_tcp; i++) {
+		FUZZ_ASSERT(p->network_tcp[i].host != NULL &&
+		    p->network_tcp[i].port != 0 &&
+		    p->network_tcp[i].guest_port != 0, "TCP map");
+		FUZZ_ASSERT(p->network == PROFILE_NET_RESTRICTED ||
+		    p->network == PROFILE_NET_ALLOWLIST, "TCP maps in mode %d",
+		    p->network);
+	}
 	for (i = 0; i < p->nextra_args; ) {
 		FUZZ_ASSERT(extra_args_next(p->extra_args, p->nextra_args, &i,
 		    &why) == 0, "a refused flag got through: %s", why);
@@ -282,6 +308,10 @@ static const char *fuzz_tokens[] = {
 	"return ", "return {", "local p = ", "p.", "if true then ", " end",
 	"for i = 1, 3 do ", "function f() return 1 end", "print(1)",
 	"rawset(", "next(", "select('#', ", "utf8.char(255)", "coroutine",
+	"network_tcp", "network_rules", "port", "guest_port", "name",
+	"\"ALLOW|TCP|a.example|80,443|OUT\"", "\"DENY|TCP|*|*|OUT\"",
+	"\"ALLOW|TCP|*|8000-8063|IN\"", "\"DENY|TCP|10.0.0.0/8|22|OUT\"",
+	"\"|\"", "\"restricted\"", "\"127.0.0.1\"", "\"db\"", "5432",
 };
 
 static void

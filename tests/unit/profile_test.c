@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -26,7 +27,7 @@
 #include "qsup.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	24
+#define NSETTINGS	26
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];
@@ -181,6 +182,8 @@ assert_defaults(const struct profile *p)
 	cr_assert_eq(p->nnetwork_allow, 0);
 	cr_assert_eq(p->network_open_ack, 0);
 	cr_assert_eq(p->nports, 0);
+	cr_assert_eq(p->nnetwork_tcp, 0);
+	cr_assert_eq(p->nnetwork_rules, 0);
 	cr_assert_eq(p->nextra_args, 0);
 }
 
@@ -237,6 +240,7 @@ Test(profile, every_setting)
 	struct profile	 p;
 	char		 real[PATH_MAX];
 	char		*want;
+	size_t		 i;
 
 	load_ok(&p, FIXTURES "/full.lua");
 	cr_assert_eq(p.use_kvm, PROFILE_KVM_OFF);
@@ -287,7 +291,12 @@ Test(profile, every_setting)
 	cr_assert_eq(p.ld_closure_libs, PROFILE_LD_SPARSE, "ldd is sparse");
 
 	cr_assert_eq(p.network, PROFILE_NET_ALLOWLIST);
-	cr_assert_eq(p.nnetwork_allow, 5);
+	/* Then network_rules' OUT, marked with where they came from. */
+	cr_assert_eq(p.nnetwork_allow, 8);
+	for (i = 0; i < 5; i++) {
+		cr_assert_eq(p.network_allow[i].from_rule, 0);
+		cr_assert_eq(p.network_allow[i].deny, 0);
+	}
 	cr_assert_str_eq(p.network_allow[0].host, "deb.debian.org");
 	cr_assert_eq(p.network_allow[0].port_min, 80);
 	cr_assert_str_eq(p.network_allow[1].host, "*.pypi.org");
@@ -298,15 +307,45 @@ Test(profile, every_setting)
 	cr_assert_eq(p.network_allow[3].family, AF_INET6);
 	cr_assert_eq(p.network_allow[3].prefix, 32);
 	cr_assert_eq(p.network_allow[4].port_min, 0, "any port");
+	cr_assert_str_eq(p.network_allow[5].text, "ftp.debian.org:80");
+	cr_assert_eq(p.network_allow[5].from_rule, 1);
+	cr_assert_eq(p.network_allow[5].deny, 0);
+	cr_assert_str_eq(p.network_allow[6].text, "ftp.debian.org:443");
+	cr_assert_str_eq(p.network_allow[7].host, "*.internal.example");
+	cr_assert_eq(p.network_allow[7].port_min, 0);
+	cr_assert_eq(p.network_allow[7].from_rule, 2);
+	cr_assert_eq(p.network_allow[7].deny, 1);
 	cr_assert_eq(p.network_open_ack, 1);
 
-	cr_assert_eq(p.nports, 2);
+	/* Then network_rules' IN, on loopback. */
+	cr_assert_eq(p.nports, 5);
 	cr_assert_eq(p.ports[0].guest, 8080);
 	cr_assert_eq(p.ports[0].host, 0);
 	cr_assert_str_eq(p.ports[0].address, "127.0.0.1");
+	cr_assert_eq(p.ports[0].from_rule, 0);
 	cr_assert_eq(p.ports[1].guest, 22);
 	cr_assert_eq(p.ports[1].host, 2222);
 	cr_assert_str_eq(p.ports[1].address, "::1");
+	for (i = 2; i < 5; i++) {
+		cr_assert_eq(p.ports[i].guest, 8000 + i - 2);
+		cr_assert_eq(p.ports[i].host, 0);
+		cr_assert_str_eq(p.ports[i].address, "127.0.0.1");
+		cr_assert_eq(p.ports[i].from_rule, 3);
+	}
+
+	cr_assert_eq(p.nnetwork_tcp, 2);
+	cr_assert_str_eq(p.network_tcp[0].host, "127.0.0.1");
+	cr_assert_eq(p.network_tcp[0].port, 5432);
+	cr_assert_str_eq(p.network_tcp[0].name, "db");
+	cr_assert_eq(p.network_tcp[0].guest_port, 5432, "port's if not given");
+	cr_assert_str_eq(p.network_tcp[1].host, "cache.example");
+	cr_assert_eq(p.network_tcp[1].port, 6379);
+	cr_assert_null(p.network_tcp[1].name);
+	cr_assert_eq(p.network_tcp[1].guest_port, 7000);
+
+	cr_assert_eq(p.nnetwork_rules, 3);
+	cr_assert_str_eq(p.network_rules[1],
+	    "deny|tcp|*.internal.example|*|out", "kept as written");
 
 	cr_assert_eq(p.nextra_args, 4);
 	cr_assert_str_eq(p.extra_args[0], "-device");
@@ -316,6 +355,8 @@ Test(profile, every_setting)
 	cr_assert_null(p.env);
 	cr_assert_null(p.path);
 	cr_assert_null(p.shares);
+	cr_assert_null(p.network_tcp);
+	cr_assert_null(p.network_rules);
 	cr_assert_null(p.origins);
 }
 
@@ -927,6 +968,113 @@ Test(profile, show_json)
 	profile_free(&p);
 }
 
+/*
+ * What network_rules compiled to is shown under network_allow and ports,
+ * each with its rule and the rules' line, as comments: show's output
+ * loads back to the same (the rules compile again), not to twice as many.
+ */
+Test(profile, show_compiled_rules)
+{
+	struct profile	 p, q;
+	char		*path, *text, *json, *again;
+
+	path = write_file("rules.lua", "return {\n"
+	    "\tnetwork = \"allowlist\",\n"
+	    "\tnetwork_allow = { \"pypi.org:443\" },\n"
+	    "\tnetwork_rules = { \"ALLOW|TCP|a.example|80,443|OUT\",\n"
+	    "\t\t\"DENY|TCP|*|25|OUT\", \"ALLOW|TCP|*|8000|IN\" },\n"
+	    "\tnetwork_tcp = { { host = \"127.0.0.1\", port = 5432 } },\n"
+	    "}\n");
+	load_ok(&p, path);
+	text = show(&p, 0);
+	assert_contains(text, "\tnetwork_allow = { \"pypi.org:443\" },");
+	assert_contains(text, "\n\t-- and \"a.example:80\","
+	    "                     -- network_rules[1], ");
+	assert_contains(text, "\n\t-- and \"a.example:443\","
+	    "                    -- network_rules[1], ");
+	assert_contains(text, "\n\t-- but not \"*:25\","
+	    "                         -- network_rules[2], ");
+	assert_contains(text, "\n\tports = {},");
+	assert_contains(text, "\n\t-- and { guest = 8000, host = 0, address = "
+	    "\"127.0.0.1\" }, -- network_rules[3], ");
+	assert_contains(text, "\n\tnetwork_tcp = { { host = \"127.0.0.1\", "
+	    "port = 5432, guest_port = 5432 } },");
+	free(text);
+	text = show_line(&p, "network_rules");
+	assert_contains(text, "-- profile, ");
+	assert_contains(text, "rules.lua:");
+	free(text);
+
+	json = show(&p, PROFILE_PRINT_JSON);
+	assert_contains(json, "\"network_allow\":{\"value\":"
+	    "[\"pypi.org:443\"],");
+	assert_contains(json, "\"compiled\":[{\"rule\":1,\"allow\":"
+	    "\"a.example:80\"},{\"rule\":1,\"allow\":\"a.example:443\"},"
+	    "{\"rule\":2,\"deny\":\"*:25\"},{\"rule\":3,\"forward\":"
+	    "{\"guest\":8000, \"host\":0, \"address\":\"127.0.0.1\"}}]");
+	assert_contains(json, "\"network_tcp\":{\"value\":[{\"host\":"
+	    "\"127.0.0.1\", \"port\":5432, \"name\":null, \"guest_port\":"
+	    "5432}],");
+	free(json);
+
+	text = show(&p, 0);
+	free(path);
+	path = write_file("shown.lua", "%s", text);
+	load_ok(&q, path);
+	cr_assert_eq(q.nnetwork_allow, 4);
+	cr_assert_eq(q.nports, 1);
+	again = show(&q, PROFILE_PRINT_BARE);
+	free(text);
+	text = show(&p, PROFILE_PRINT_BARE);
+	cr_assert_str_eq(again, text);
+	free(again);
+	free(text);
+	free(path);
+	profile_free(&p);
+	profile_free(&q);
+}
+
+/* --set network_rules=RULE is a list of one, checked like the file. */
+Test(profile, set_network_rules)
+{
+	static char	*sets[] = { "network=allowlist",
+	    "network_rules=ALLOW|TCP|a.example|443|OUT",
+	    "network_tcp={{host=\"db.example\",port=5432,name=\"db\"}}" };
+	char		*one[1];
+	struct profile	 p;
+	char		*cause, *line;
+
+	load_ok_set(&p, FIXTURES "/empty.lua", sets, 3);
+	cr_assert_eq(p.nnetwork_rules, 1);
+	cr_assert_eq(p.nnetwork_allow, 1);
+	cr_assert_str_eq(p.network_allow[0].text, "a.example:443");
+	cr_assert_eq(p.nnetwork_tcp, 1);
+	cr_assert_str_eq(p.network_tcp[0].name, "db");
+	line = show_line(&p, "network_rules");
+	assert_contains(line, "-- command line, --set network_rules=");
+	free(line);
+	profile_free(&p);
+
+	/* With the default network, DENY and IN are fine: they document. */
+	one[0] = "network_rules={\"DENY|TCP|*|25|OUT\", "
+	    "\"ALLOW|TCP|*|22|IN\"}";
+	load_ok_set(&p, FIXTURES "/empty.lua", one, 1);
+	cr_assert_eq(p.network, PROFILE_NET_RESTRICTED);
+	cr_assert_eq(p.nnetwork_allow, 1);
+	cr_assert(p.network_allow[0].deny);
+	cr_assert_eq(p.nports, 1);
+	cr_assert_eq(p.ports[0].guest, 22);
+	profile_free(&p);
+
+	one[0] = "network_rules=ALLOW|TCP|a.example|443|OUT";
+	cause = load_fails_set(FIXTURES "/empty.lua", one, 1);
+	cr_assert_str_eq(cause, "--set network_rules=ALLOW|TCP|a.example|443|"
+	    "OUT: network_rules[1]: ALLOW ... OUT needs network = "
+	    "\"allowlist\", and network is \"restricted\"; write network = "
+	    "\"allowlist\" for qsup to let the rules through");
+	free(cause);
+}
+
 /* -------------------------------------------------------------------------
  * Finding a profile by name.
  */
@@ -1311,6 +1459,218 @@ Test(profile, network_rules)
 	}
 }
 
+/* Compile one socket rule into fresh lists; returns netrule_compile's. */
+static int
+compile(const char *text, struct profile_net_rule **v, size_t *nv,
+    struct profile_port **pt, size_t *npt, char **why)
+{
+	*v = NULL;
+	*pt = NULL;
+	*nv = *npt = 0;
+	return (netrule_compile(text, 3, v, nv, pt, npt, why));
+}
+
+static void
+compiled_free(struct profile_net_rule *v, size_t nv, struct profile_port *pt,
+    size_t npt)
+{
+	size_t	i;
+
+	for (i = 0; i < nv; i++)
+		netrule_free(&v[i]);
+	free(v);
+	for (i = 0; i < npt; i++)
+		free(pt[i].address);
+	free(pt);
+}
+
+/* The seed's socket rules become allow and deny rules, or forwards. */
+Test(profile, socket_rules_compile)
+{
+	static const struct {
+		const char	*rule;
+		const char	*texts;		/* rules, "|"-joined */
+		int		 deny;
+	} out[] = {
+		{ "ALLOW|TCP|deb.debian.org|80,443|OUT",
+		  "deb.debian.org:80|deb.debian.org:443", 0 },
+		{ "allow|tcp|Deb.Debian.Org|*|out", "Deb.Debian.Org", 0 },
+		{ " ALLOW | TCP | a.example | 8000-8099 | OUT ",
+		  "a.example:8000-8099", 0 },
+		{ "ALLOW|TCP|10.0.0.0/8|5432|OUT", "10.0.0.0/8:5432", 0 },
+		{ "ALLOW|TCP|[2001:db8::/32]|443|OUT",
+		  "[2001:db8::/32]:443", 0 },
+		{ "ALLOW|TCP|2001:db8::1|443|OUT", "[2001:db8::1]:443", 0 },
+		{ "ALLOW|TCP|2001:db8::1|*|OUT", "2001:db8::1", 0 },
+		{ "DENY|TCP|*.internal.example|*|OUT",
+		  "*.internal.example", 1 },
+		{ "Deny|Tcp|*|25,465|Out", "*:25|*:465", 1 },
+		{ "DENY|TCP|*|*|OUT", "*", 1 },
+	};
+	static const struct {
+		const char	*rule;
+		int		 first, n;
+		const char	*address;
+	} in[] = {
+		{ "ALLOW|TCP|127.0.0.1|8000-8010|IN", 8000, 11, "127.0.0.1" },
+		{ "ALLOW|TCP|*|22|IN", 22, 1, "127.0.0.1" },
+		{ "ALLOW|TCP|192.0.2.5|22|IN", 22, 1, "192.0.2.5" },
+		{ "ALLOW|TCP|::1|22|IN", 22, 1, "::1" },
+		{ "ALLOW|TCP|localhost|22|IN", 22, 1, "127.0.0.1" },
+		{ "ALLOW|TCP|ci.example|22|IN", 22, 1, "127.0.0.1" },
+		{ "ALLOW|TCP|10.0.0.0/8|22|IN", 22, 1, "127.0.0.1" },
+		{ "ALLOW|TCP|*|1000-1063|IN", 1000, 64, "127.0.0.1" },
+	};
+	static const char	*bad[] = {
+		"", "ALLOW", "ALLOW|TCP|a.example|443", "ALLOW|TCP|a|1|OUT|x",
+		"PERMIT|TCP|a.example|443|OUT", "ALLOW|UDP|a.example|53|OUT",
+		"ALLOW|ICMP|a.example|*|OUT", "ALLOW|TCP|a.example|443|BOTH",
+		"DENY|TCP|127.0.0.1|22|IN", "ALLOW|TCP|*|443|OUT",
+		"ALLOW|TCP|*|*|OUT", "ALLOW|TCP||443|OUT",
+		"ALLOW|TCP|a..example|443|OUT",
+		"ALLOW|TCP|a.example:80|443|OUT",
+		"ALLOW|TCP|[::1]:80|443|OUT", "ALLOW|TCP|10.0.0.1/8|443|OUT",
+		"ALLOW|TCP|0.0.0.0/0|443|OUT", "ALLOW|TCP|a.example||OUT",
+		"ALLOW|TCP|a.example|80,,443|OUT", "ALLOW|TCP|a.example|0|OUT",
+		"ALLOW|TCP|a.example|90-80|OUT", "ALLOW|TCP|a.example|x|OUT",
+		"ALLOW|TCP|a.example|65536|OUT", "ALLOW|TCP|127.0.0.1|*|IN",
+		"ALLOW|TCP|*|1000-1064|IN",
+		/* 65 ports and ranges */
+		"ALLOW|TCP|a.example|1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,"
+		"17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,"
+		"37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,"
+		"57,58,59,60,61,62,63,64,65|OUT",
+	};
+	struct profile_net_rule	*v;
+	struct profile_port	*pt;
+	struct buf		 b = { 0 };
+	char			*why;
+	size_t			 nv, npt, i, j;
+
+	for (i = 0; i < sizeof out / sizeof out[0]; i++) {
+		cr_assert_eq(compile(out[i].rule, &v, &nv, &pt, &npt, &why),
+		    0, "%s: %s", out[i].rule, why);
+		cr_assert_eq(npt, 0);
+		buf_consume(&b, b.len);
+		for (j = 0; j < nv; j++) {
+			buf_printf(&b, "%s%s", j == 0 ? "" : "|", v[j].text);
+			cr_assert_eq(v[j].deny, out[i].deny, "%s", out[i].rule);
+			cr_assert_eq(v[j].from_rule, 3);
+		}
+		cr_assert_str_eq(b.data, out[i].texts, "%s", out[i].rule);
+		compiled_free(v, nv, pt, npt);
+	}
+	buf_free(&b);
+
+	/* What each compiled rule matches: the host and the ports. */
+	cr_assert_eq(compile("ALLOW|TCP|Deb.Debian.Org|80,8000-8010|OUT", &v,
+	    &nv, &pt, &npt, &why), 0);
+	cr_assert_eq(nv, 2);
+	cr_assert_str_eq(v[0].host, "deb.debian.org");
+	cr_assert_eq(v[0].port_min, 80);
+	cr_assert_eq(v[0].port_max, 80);
+	cr_assert_eq(v[1].port_min, 8000);
+	cr_assert_eq(v[1].port_max, 8010);
+	compiled_free(v, nv, pt, npt);
+	cr_assert_eq(compile("DENY|TCP|*|25|OUT", &v, &nv, &pt, &npt, &why),
+	    0);
+	cr_assert_str_eq(v[0].host, "*");
+	cr_assert_eq(v[0].family, 0);
+	cr_assert_eq(v[0].port_min, 25);
+	compiled_free(v, nv, pt, npt);
+	cr_assert_eq(compile("DENY|TCP|10.9.0.0/16|*|OUT", &v, &nv, &pt, &npt,
+	    &why), 0);
+	cr_assert_null(v[0].host);
+	cr_assert_eq(v[0].family, AF_INET);
+	cr_assert_eq(v[0].prefix, 16);
+	cr_assert_eq(v[0].port_min, 0);
+	compiled_free(v, nv, pt, npt);
+
+	for (i = 0; i < sizeof in / sizeof in[0]; i++) {
+		cr_assert_eq(compile(in[i].rule, &v, &nv, &pt, &npt, &why), 0,
+		    "%s: %s", in[i].rule, why);
+		cr_assert_eq(nv, 0);
+		cr_assert_eq(npt, (size_t)in[i].n, "%s", in[i].rule);
+		for (j = 0; j < npt; j++) {
+			cr_assert_eq(pt[j].guest, in[i].first + (int)j);
+			cr_assert_eq(pt[j].host, 0, "any free host port");
+			cr_assert_str_eq(pt[j].address, in[i].address, "%s",
+			    in[i].rule);
+			cr_assert_eq(pt[j].from_rule, 3);
+		}
+		compiled_free(v, nv, pt, npt);
+	}
+
+	/* Refused: why, and nothing added to what was there. */
+	v = xcalloc(1, sizeof *v);
+	cr_assert_eq(netrule_parse("kept.example", &v[0], &why), 0);
+	nv = 1;
+	pt = xcalloc(1, sizeof *pt);
+	pt[0].guest = 80;
+	pt[0].address = xstrdup("127.0.0.1");
+	npt = 1;
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		why = NULL;
+		cr_assert_eq(netrule_compile(bad[i], 1, &v, &nv, &pt, &npt,
+		    &why), -1, "%s", bad[i]);
+		cr_assert_not_null(why, "%s", bad[i]);
+		cr_assert_eq(nv, 1, "%s", bad[i]);
+		cr_assert_eq(npt, 1, "%s", bad[i]);
+		free(why);
+	}
+	cr_assert_str_eq(v[0].text, "kept.example");
+	compiled_free(v, nv, pt, npt);
+	cr_assert_eq(compile("ALLOW|UDP|a.example|53|OUT", &v, &nv, &pt, &npt,
+	    &why), -1);
+	assert_contains(why, "DNS");
+	free(why);
+	cr_assert_eq(compile("DENY|TCP|*|22|IN", &v, &nv, &pt, &npt, &why),
+	    -1);
+	assert_contains(why, "inbound is closed by default");
+	free(why);
+}
+
+/* Hosts of network_tcp: a name, or an address where one will do. */
+Test(profile, tcp_hosts)
+{
+	static const char	*names[] = { "db", "DB.Internal", "a-b.c" };
+	static const char	*addrs[] = { "127.0.0.1", "::1", "192.0.2.7" };
+	static const char	*bad[] = { "", "a b", "*.example", "a..b",
+	    "-a", "1.2.3", "10.0.0.0/8", "a.example:80", "[::1]", "a/b",
+	    "300.1.1.1" };
+	char			*out, *why;
+	size_t			 i;
+
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		cr_assert_eq(netrule_host(names[i], 0, &out, &why), 0, "%s",
+		    names[i]);
+		cr_assert_eq(strcasecmp(out, names[i]), 0);
+		cr_assert_eq(strpbrk(out, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"), NULL,
+		    "lower case");
+		free(out);
+		cr_assert_eq(netrule_host(names[i], NETRULE_HOST_ADDR, &out,
+		    &why), 0, "%s", names[i]);
+		free(out);
+	}
+	for (i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
+		cr_assert_eq(netrule_host(addrs[i], NETRULE_HOST_ADDR, &out,
+		    &why), 0, "%s", addrs[i]);
+		cr_assert_str_eq(out, addrs[i]);
+		free(out);
+		cr_assert_eq(netrule_host(addrs[i], 0, &out, &why), -1,
+		    "%s is not a name", addrs[i]);
+		cr_assert_null(out);
+		free(why);
+	}
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		cr_assert_eq(netrule_host(bad[i], NETRULE_HOST_ADDR, &out,
+		    &why), -1, "%s", bad[i]);
+		cr_assert_null(out);
+		cr_assert_not_null(why);
+		free(why);
+	}
+}
+
 /* -------------------------------------------------------------------------
  * Getting out of the sandbox. Each fixture tries one way and must fail at
  * its own FILE:LINE with the expected complaint.
@@ -1508,7 +1868,8 @@ Test(profile, help_lists_every_setting)
 	    "console_on_failure", "warm_start", "kernel", "initramfs", "image",
 	    "image_base_url", "images_dir", "env", "cwd", "shares", "virtfs",
 	    "virtfs_security_model", "ld_closure_libs", "network",
-	    "network_allow", "network_open_ack", "ports", "extra_args" };
+	    "network_allow", "network_open_ack", "ports", "network_tcp",
+	    "network_rules", "extra_args" };
 	struct buf		 b = { 0 };
 	char			*want;
 	size_t			 i;
