@@ -71,6 +71,7 @@ struct net_map {
 	char			*name;		/* answered by DNS, or NULL */
 	struct in_addr		 addr;
 	int			 port;
+	char			*to;		/* "host:port"; NULL: the proxy */
 	TAILQ_ENTRY(net_map)	 entry;
 };
 TAILQ_HEAD(net_maps, net_map);
@@ -109,6 +110,7 @@ struct net {
 	int			 own_dir;
 	int			 nsock;
 	struct net_maps		 maps;
+	int			 nmapaddrs;	/* guest addresses of TCP maps */
 	struct net_resolver	*resolver;
 	struct net_dns		*dns;
 	struct net_fwd		*fwds;
@@ -670,6 +672,9 @@ net_map_add(struct net *net, const char *name, struct in_addr addr,
 		goto fail;
 	}
 	m->name = name != NULL ? xstrdup(name) : NULL;
+	if (host != NULL)
+		xasprintf(&m->to, strchr(host, ':') != NULL ? "[%s]:%d" :
+		    "%s:%d", host, host_port);
 	TAILQ_INSERT_TAIL(&net->maps, m, entry);
 	free(path);
 	return (0);
@@ -1022,8 +1027,6 @@ net_add_tcp_map(struct net *net, const char *name, int guest_port,
     const char *host, int port, char **guest_addr, char **cause)
 {
 	struct in_addr	addr;
-	int		n = 0;
-	struct net_map	*m;
 
 	if (net->slirp == NULL || net->mode == PROFILE_NET_OPEN) {
 		xasprintf(cause, "TCP maps need network = \"restricted\" or "
@@ -1039,16 +1042,16 @@ net_add_tcp_map(struct net *net, const char *name, int guest_port,
 		xasprintf(cause, "port out of range");
 		return (-1);
 	}
-	TAILQ_FOREACH(m, &net->maps, entry)
-		n++;
-	if (n > NET_MAPS_MAX) {
-		xasprintf(cause, "too many TCP maps (at most %d)",
-		    NET_MAPS_MAX);
-		return (-1);
+	/* A name seen before keeps its address: DNS gives one per name. */
+	if (name == NULL || net_map_find(net, name, &addr) == -1) {
+		if (net->nmapaddrs == NET_MAPS_MAX) {
+			xasprintf(cause, "too many TCP maps (at most %d)",
+			    NET_MAPS_MAX);
+			return (-1);
+		}
+		/* 10.0.2.101 for the first, and so on; .100 is the proxy's. */
+		addr.s_addr = htonl(0x0a000265 + (uint32_t)net->nmapaddrs++);
 	}
-	/* 10.0.2.101 for the first, and so on; .100 is the proxy's. */
-	addr.s_addr = htonl(0x0a000264 + (uint32_t)n +
-	    (net->mode == PROFILE_NET_ALLOWLIST ? 0 : 1));
 	if (net_map_add(net, name, addr, guest_port, host, port, cause) ==
 	    -1)
 		return (-1);
@@ -1086,6 +1089,7 @@ void
 net_stats_json(struct net *net, struct buf *b)
 {
 	struct net_dest	*d;
+	struct net_map	*m;
 	size_t		 i;
 
 	buf_printf(b, "{\"mode\":\"%s\",\"allowed\":%llu,\"refused\":%llu,"
@@ -1112,6 +1116,21 @@ net_stats_json(struct net *net, struct buf *b)
 		buf_printf(b, "%s{\"host\":\"%s:%d\",\"guest\":%d}",
 		    i > 0 ? "," : "", net->fwds[i].addr,
 		    net->fwds[i].host_port, net->fwds[i].guest_port);
+	buf_puts(b, "],\"tcp_maps\":[");
+	i = 0;
+	TAILQ_FOREACH(m, &net->maps, entry) {
+		if (m->to == NULL)
+			continue;
+		buf_printf(b, "%s{\"guest\":\"%s:%d\",\"name\":", i++ > 0 ?
+		    "," : "", inet_ntoa(m->addr), m->port);
+		if (m->name != NULL)
+			buf_json_string(b, m->name);
+		else
+			buf_puts(b, "null");
+		buf_puts(b, ",\"host\":");
+		buf_json_string(b, m->to);
+		buf_puts(b, "}");
+	}
 	buf_puts(b, "]");
 	if (net->mode == PROFILE_NET_ALLOWLIST)
 		buf_printf(b, ",\"proxy\":\"%s:%d\"", NET_PROXY_ADDR,
@@ -1136,6 +1155,7 @@ net_free(struct net *net)
 		TAILQ_REMOVE(&net->maps, m, entry);
 		net_proxy_free(m->px);
 		free(m->name);
+		free(m->to);
 		free(m);
 	}
 	net_dns_free(net->dns);

@@ -233,6 +233,7 @@ net_dns_query(struct net_dns *dns, struct net_dns_query *q,
 	struct in_addr			 a;
 	unsigned char			 addr[1][4];
 	size_t				 nrules;
+	char				*why;
 	int				 err;
 
 	if (mlen < 12 || (msg[2] & 0x80) != 0)
@@ -267,9 +268,11 @@ net_dns_query(struct net_dns *dns, struct net_dns_query *q,
 	rules = net_rules(net, &nrules);
 	if (net_mode(net) != PROFILE_NET_ALLOWLIST ||
 	    net_rule_match(rules, nrules, q->name, NULL, 0) == NULL) {
-		net_note(net, "dns", q->name, 0,
-		    net_mode(net) != PROFILE_NET_ALLOWLIST ?
-		    "the network is restricted" : "no rule allows the name");
+		why = net_mode(net) != PROFILE_NET_ALLOWLIST ?
+		    xstrdup("the network is restricted") : net_rule_why(rules,
+		    nrules, q->name, NULL, 0, "no rule allows the name");
+		net_note(net, "dns", q->name, 0, why);
+		free(why);
 		net_dns_reply(dns, q, DNS_NXDOMAIN, NULL, 0);
 		return;
 	}

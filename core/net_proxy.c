@@ -295,6 +295,7 @@ px_lookup_cb(const struct addrinfo *res, int err, void *arg)
 	const struct profile_net_rule	*rules;
 	const struct addrinfo		*ai;
 	size_t				 nrules, seen = 0;
+	char				*why = NULL;
 
 	c->lookup = NULL;
 	rules = net_rules(c->px->net, &nrules);
@@ -304,15 +305,21 @@ px_lookup_cb(const struct addrinfo *res, int err, void *arg)
 		seen++;
 		/* A map is its own permission; the proxy checks. */
 		if (c->px->host == NULL && !net_rule_addr_allowed(rules,
-		    nrules, c->name_rule, ai->ai_addr, c->port))
+		    nrules, c->name_rule, ai->ai_addr, c->port)) {
+			if (why == NULL)
+				why = net_rule_why(rules, nrules, NULL,
+				    ai->ai_addr, c->port, "the name resolves "
+				    "only to addresses of the host itself "
+				    "(loopback, link-local, its own "
+				    "interfaces); a rule must name the "
+				    "address");
 			continue;
+		}
 		px_add_addr(c, ai->ai_addr, ai->ai_addrlen);
 	}
 	if (c->naddrs == 0) {
 		if (seen > 0)
-			px_refuse(c, "the name resolves only to addresses of "
-			    "the host itself (loopback, link-local, its own "
-			    "interfaces); a rule must name the address");
+			px_refuse(c, why);
 		else {
 			log_debug("net: cannot resolve %s: %s", c->host,
 			    gai_strerror(err));
@@ -323,6 +330,7 @@ px_lookup_cb(const struct addrinfo *res, int err, void *arg)
 		net_note(c->px->net, c->kind, c->what, 1, NULL);
 		px_connect_next(c);
 	}
+	free(why);
 	px_update(c);
 }
 
@@ -335,6 +343,7 @@ px_start(struct px_conn *c)
 	struct sockaddr_in		*sin = (struct sockaddr_in *)(void *)&ss;
 	struct sockaddr_in6		*sin6 = (struct sockaddr_in6 *)(void *)&ss;
 	size_t				 nrules;
+	char				*why;
 	int				 err;
 
 	xasprintf(&c->what, strchr(c->host, ':') != NULL ? "[%s]:%d" :
@@ -347,7 +356,11 @@ px_start(struct px_conn *c)
 		    AF_INET;
 		if (c->px->host == NULL && net_rule_match(rules, nrules, NULL,
 		    (struct sockaddr *)&ss, c->port) == NULL) {
-			px_refuse(c, "no rule allows the address and port");
+			why = net_rule_why(rules, nrules, NULL,
+			    (struct sockaddr *)&ss, c->port,
+			    "no rule allows the address and port");
+			px_refuse(c, why);
+			free(why);
 			return;
 		}
 		net_note(c->px->net, c->kind, c->what, 1, NULL);
@@ -361,9 +374,12 @@ px_start(struct px_conn *c)
 		c->name_rule = net_rule_match(rules, nrules, c->host, NULL,
 		    c->port);
 		if (c->name_rule == NULL) {
-			px_refuse(c, net_rule_match(rules, nrules, c->host,
+			why = net_rule_why(rules, nrules, c->host, NULL,
+			    c->port, net_rule_match(rules, nrules, c->host,
 			    NULL, 0) != NULL ? "the rules allow the name on "
 			    "other ports only" : "no rule allows the name");
+			px_refuse(c, why);
+			free(why);
 			return;
 		}
 	}

@@ -247,6 +247,25 @@ net_rule_denied(const struct profile_net_rule *rules, size_t n,
 	return (net_rule_deny(rules, n, host, addr, port));
 }
 
+/*
+ * Why host or addr on port is refused, for the guest and -v: the deny rule
+ * that refuses it if one does, else otherwise. The caller frees it.
+ */
+char *
+net_rule_why(const struct profile_net_rule *rules, size_t n,
+    const char *host, const struct sockaddr *addr, int port,
+    const char *otherwise)
+{
+	const struct profile_net_rule	*r;
+	char				*why;
+
+	if ((r = net_rule_denied(rules, n, host, addr, port)) == NULL ||
+	    r->text == NULL)
+		return (xstrdup(otherwise));
+	xasprintf(&why, "denied by the rule \"%s\"", r->text);
+	return (why);
+}
+
 /* 127.0.0.0/8 or ::1. */
 static int
 net_rule_addr_loopback(const struct sockaddr *sa)

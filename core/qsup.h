@@ -470,6 +470,8 @@ const struct profile_net_rule *net_rule_match(const struct profile_net_rule *,
 		     size_t, const char *, const struct sockaddr *, int);
 const struct profile_net_rule *net_rule_denied(const struct profile_net_rule *,
 		     size_t, const char *, const struct sockaddr *, int);
+char		*net_rule_why(const struct profile_net_rule *, size_t,
+		     const char *, const struct sockaddr *, int, const char *);
 int		 net_rule_addr_special(const struct sockaddr *);
 int		 net_rule_addr_local(const struct sockaddr *);
 int		 net_rule_addr_allowed(const struct profile_net_rule *, size_t,

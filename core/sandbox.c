@@ -1040,10 +1040,11 @@ sandbox_net(struct sandbox *sb, char **cause)
 {
 	const struct profile	*p = sb->profile;
 	const struct profile_port *pt;
+	const struct profile_tcp_map *tm;
 	struct net_config	 cfg;
 	size_t			 i;
 	int			 bound;
-	char			*why = NULL;
+	char			*why = NULL, *addr;
 
 	if (p->network == PROFILE_NET_NONE)
 		return (0);
@@ -1065,13 +1066,30 @@ sandbox_net(struct sandbox *sb, char **cause)
 		pt = &p->ports[i];
 		if (net_add_hostfwd(sb->net, pt->address, pt->host, pt->guest,
 		    &bound, &why) == -1) {
-			xasprintf(cause, "ports[%zu]: %s", i + 1, why);
+			if (pt->from_rule > 0)
+				xasprintf(cause, "network_rules[%d]: %s",
+				    pt->from_rule, why);
+			else
+				xasprintf(cause, "ports[%zu]: %s", i + 1, why);
 			free(why);
 			return (-1);
 		}
 		log_debug("port %s:%d on the host leads to port %u in the "
 		    "guest", pt->address != NULL ? pt->address : "127.0.0.1",
 		    bound, pt->guest);
+	}
+	for (i = 0; i < p->nnetwork_tcp; i++) {
+		tm = &p->network_tcp[i];
+		if (net_add_tcp_map(sb->net, tm->name, tm->guest_port,
+		    tm->host, tm->port, &addr, &why) == -1) {
+			xasprintf(cause, "network_tcp[%zu]: %s", i + 1, why);
+			free(why);
+			return (-1);
+		}
+		log_debug("%s%s%s:%u in the guest leads to %s:%u on the host",
+		    tm->name != NULL ? tm->name : "", tm->name != NULL ?
+		    " = " : "", addr, tm->guest_port, tm->host, tm->port);
+		free(addr);
 	}
 	return (0);
 }

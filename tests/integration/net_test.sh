@@ -194,6 +194,49 @@ test_open_needs_ack_and_warns() {
 	expect_eq "open reaches the host" "10.0.2.2:$A reached" "$out"
 }
 
+test_tcp_map_reaches_one_host_port() {
+	local out p=$T_TMP/tcp.lua
+	cat >"$p" <<-EOF
+	return {
+		network_tcp = { { host = "127.0.0.1", port = $A, name = "web" } },
+	}
+	EOF
+	# restricted, the default: the map is the one way out.
+	out=$("$QSUP" run --json -p "$p" -- sh -c "$PROBE
+	    probe web $A; probe web $B; probe 10.0.2.2 $A
+	    nslookup web | grep -A1 '^Name:' | tail -n 1" 2>"$T_TMP/err")
+	expect_eq "only the mapped port" "web:$A reached
+web:$B unreachable
+10.0.2.2:$A unreachable
+Address: 10.0.2.101" "$out"
+	expect_eq "server b saw nothing" "" "$(cat "$SRV/b.log")"
+	expect_eq "--json lists the map" "[('10.0.2.101:$A', 'web', '127.0.0.1:$A')]" \
+	    "$(json_net "$T_TMP/err" "[(m['guest'], m['name'], m['host']) for m in n['tcp_maps']]")"
+}
+
+test_socket_rules_compile_to_the_allowlist() {
+	local out p=$T_TMP/rules.lua
+	cat >"$p" <<-EOF
+	return {
+		network = "allowlist",
+		network_rules = {
+			"ALLOW|TCP|localhost|$A,$B|OUT",
+			"DENY|TCP|127.0.0.1|$B|OUT",
+			"ALLOW|TCP|*|8000|IN",
+		},
+	}
+	EOF
+	out=$("$QSUP" run -v -p "$p" -- sh -c "$PROBE
+	    proxy http://localhost:$A/a.txt
+	    proxy http://localhost:$B/a.txt" 2>"$T_TMP/err")
+	expect_eq "allowed, then denied by the rule" "HTTP/1.0 200 OK allowed-content 
+HTTP/1.1 403 Forbidden qsup: localhost:$B is not allowed by the sandbox's network policy: denied by the rule \"127.0.0.1:$B\" " "$out"
+	expect_eq "server b saw nothing" "" "$(cat "$SRV/b.log")"
+	expect_match "the IN rule forwards port 8000" \
+	    "port 127\.0\.0\.1:[0-9]+ on the host leads to port 8000" \
+	    "$(cat "$T_TMP/err")"
+}
+
 for t in $(declare -F | awk '$3 ~ /^test_/ {print $3}'); do
 	: >"$SRV/a.log"
 	: >"$SRV/b.log"
