@@ -322,6 +322,13 @@ static const struct profile_setting profile_schema[] = {
 	  "... OUT refuses whatever else allows, ALLOW ... IN forwards each "
 	  "port from a free host port on 127.0.0.1: inbound never binds "
 	  "beyond loopback unless HOST names an address" },
+	{ .name = "guest_firewall", .type = PROFILE_T_BOOL,
+	  .offset = offsetof(struct profile, guest_firewall),
+	  .def = "false",
+	  .help = "the guest loads a firewall of its own too (iptables-restore "
+	  "in the guest, or the sandbox does not start): defence in depth "
+	  "only, the policy is enforced on the host either way; with "
+	  "network = \"restricted\" or \"allowlist\"" },
 	{ .name = "extra_args", .type = PROFILE_T_ARGS,
 	  .offset = offsetof(struct profile, extra_args),
 	  .offset_n = offsetof(struct profile, nextra_args), .def = "{}",
@@ -3834,10 +3841,11 @@ profile_cross_check(struct profile_ctx *ctx, const int *bad)
 	int			 ports = profile_setting_index("ports");
 	int			 tcp = profile_setting_index("network_tcp");
 	int			 rules = profile_setting_index("network_rules");
+	int			 fw = profile_setting_index("guest_firewall");
 	size_t			 i, nallow = 0, nwritten = 0, nports = 0;
 
 	if (bad[net] || bad[allow] || bad[ack] || bad[ports] || bad[tcp] ||
-	    bad[rules])
+	    bad[rules] || bad[fw])
 		return;
 	for (i = 0; i < p->nnetwork_allow; i++) {
 		nallow += !p->network_allow[i].deny;
@@ -3871,6 +3879,13 @@ profile_cross_check(struct profile_ctx *ctx, const int *bad)
 		    "is \"%s\"%s", profile_net_name(p->network),
 		    p->network == PROFILE_NET_NONE ? " (no network card)" :
 		    " (the guest reaches everything without them)");
+	if (p->guest_firewall && (p->network == PROFILE_NET_NONE ||
+	    p->network == PROFILE_NET_OPEN))
+		profile_error(ctx, ctx->set_loc[fw], "guest_firewall: needs "
+		    "network = \"restricted\" or \"allowlist\", and network "
+		    "is \"%s\"%s", profile_net_name(p->network),
+		    p->network == PROFILE_NET_NONE ? " (no network card to "
+		    "guard)" : " (it would let everything through)");
 	profile_cross_check_rules(ctx, ctx->set_loc[rules]);
 }
 

@@ -169,6 +169,15 @@ return {
 	-- refused too: nothing comes in unless an ALLOW ... IN rule says so.
 	network_rules = {},
 
+	-- The guest loads a firewall of its own as well (the seed's way), built
+	-- from the mode: out only to qsup's DNS, proxy and TCP maps, in only to
+	-- forwarded ports. Defence in depth only: the policy above is enforced
+	-- on the host whatever the guest does. Needs iptables-nft-restore,
+	-- iptables-legacy-restore or iptables-restore on the command PATH and
+	-- netfilter in the guest's kernel, which the default guest does not
+	-- have; asked for and not loaded, the sandbox does not start.
+	guest_firewall = false,
+
 	-- Raw QEMU flags, for devices qsup knows nothing of:
 	--   extra_args = { "-device", "virtio-rng-device" },
 	-- Flags that weaken isolation or that qsup manages are refused:

@@ -237,6 +237,19 @@ HTTP/1.1 403 Forbidden qsup: localhost:$B is not allowed by the sandbox's networ
 	    "$(cat "$T_TMP/err")"
 }
 
+# The guest's own firewall is defence in depth; asked for and not loaded,
+# the sandbox does not start. The default guest is busybox only, with no
+# iptables-restore and no netfilter modules, so on this machine only this
+# refusal can be shown, not a firewall that loads.
+test_guest_firewall_that_cannot_load_stops_the_start() {
+	local err st
+	err=$("$QSUP" run --set guest_firewall=true -- echo ran 2>&1); st=$?
+	expect_eq "status" 125 $st
+	expect_match "names what is missing" \
+	    "guest firewall: the guest has no iptables-nft-restore, iptables-legacy-restore or iptables-restore" "$err"
+	[[ $err != *ran* ]] || fail "the command ran without its firewall"
+}
+
 for t in $(declare -F | awk '$3 ~ /^test_/ {print $3}'); do
 	: >"$SRV/a.log"
 	: >"$SRV/b.log"

@@ -37,6 +37,7 @@ return {
 		"deny|tcp|*.internal.example|*|out",
 		"ALLOW|TCP|*|8000-8002|IN",
 	},
+	guest_firewall = true,
 	extra_args = { "-device", "virtio-rng-device", "-object",
 	    "rng-random,id=r,filename=/dev/urandom" },
 }

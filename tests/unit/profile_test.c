@@ -27,7 +27,7 @@
 #include "qsup.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	26
+#define NSETTINGS	27
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];
@@ -1869,7 +1869,7 @@ Test(profile, help_lists_every_setting)
 	    "image_base_url", "images_dir", "env", "cwd", "shares", "virtfs",
 	    "virtfs_security_model", "ld_closure_libs", "network",
 	    "network_allow", "network_open_ack", "ports", "network_tcp",
-	    "network_rules", "extra_args" };
+	    "network_rules", "guest_firewall", "extra_args" };
 	struct buf		 b = { 0 };
 	char			*want;
 	size_t			 i;
