@@ -4,11 +4,11 @@
 # network = "open" (straight to 10.0.2.2), in one run; and the proxy's cost
 # per connection, from 50 small requests each way. Times are taken in the
 # guest (/proc/uptime, 10 ms steps), so qsup's own start is not counted.
-# Medians of RUNS (default 3). Usage: bench/net.sh [RUNS]
+# Medians of RUNS (default 5). Usage: bench/net.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 . bench/lib.sh
-runs=${1:-3}
+runs=${1:-5}
 qsup=$PWD/build/qsup
 tmp=$(mktemp -d /tmp/qsup-bench-net.XXXXXX)
 srv=""
@@ -59,4 +59,41 @@ echo "100 MB download, open (straight to the host): $o s ($(echo "100 / $o" | bc
 echo "throughput ratio proxy/open: $(echo "$o / $a" | bc -l | xargs printf %.2f) (target >= 0.8)"
 a=$(awk '{print $2}' "$tmp/allow" | median %.3f)
 o=$(awk '{print $2}' "$tmp/open" | median %.3f)
-echo "50 small requests: proxy $a s, open $o s; the proxy adds $(echo "($a - $o) * 1000 / 50" | bc -l | xargs printf %.1f) ms per connection"
+echo "50 small requests by wget (a process each): proxy $a s, open $o s"
+
+# The proxy's cost per connection without a process start in each: 200
+# requests from one Python process in the guest (the host's interpreter,
+# python.lua), each on a new connection, through the proxy and straight.
+command -v python3 >/dev/null || exit 0
+cat >"$tmp/lat.py" <<PY
+import os, sys, time, urllib.request
+via = sys.argv[1]
+# no_proxy names the guest's own 127.0.0.1; this 127.0.0.1 is the host's.
+for k in ("no_proxy", "NO_PROXY"):
+    os.environ.pop(k, None)
+proxies = {"http": "http://10.0.2.100:3128"} if via == "proxy" else {}
+o = urllib.request.build_opener(urllib.request.ProxyHandler(proxies))
+url = "http://%s:$port/small" % ("127.0.0.1" if via == "proxy" else "10.0.2.2")
+for i in range(20):
+    o.open(url).read()
+t = time.monotonic()
+for i in range(200):
+    o.open(url).read()
+print("%.3f" % ((time.monotonic() - t) * 1000 / 200))
+PY
+cat >"$tmp/pyallow.lua" <<EOF
+return extend("builtin:python", { network = "allowlist",
+    network_allow = { "127.0.0.1:$port" } })
+EOF
+cat >"$tmp/pyopen.lua" <<EOF
+return extend("builtin:python", { network = "open", network_open_ack = true })
+EOF
+for i in $(seq 1 "$runs"); do
+	(cd "$tmp" && "$qsup" -p "$tmp/pyallow.lua" -- python3 /app/lat.py proxy) \
+	    >>"$tmp/lat.proxy" 2>/dev/null
+	(cd "$tmp" && "$qsup" -p "$tmp/pyopen.lua" -- python3 /app/lat.py direct) \
+	    >>"$tmp/lat.open" 2>/dev/null
+done
+a=$(median %.2f <"$tmp/lat.proxy")
+o=$(median %.2f <"$tmp/lat.open")
+echo "a request on a new connection, from one process in the guest: proxy $a ms, open $o ms; the proxy adds $(echo "$a - $o" | bc -l | xargs printf %.2f) ms"
