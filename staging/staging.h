@@ -73,6 +73,8 @@ int		 staging_ldd_closure(const char *const *, struct staging_list *,
 		     char **);
 int		 staging_ldd_closure_ext(const char *, const char *const *,
 		     struct staging_list *, char **);
+int		 staging_ldd_closure_mods(const char *, const char *const *,
+		     struct staging_list *, char **);
 int		 staging_ldd_seeds(const char *const *, struct staging_list *,
 		     char **);
 char		*staging_list_missing(const struct staging_list *);
