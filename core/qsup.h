@@ -167,6 +167,8 @@ struct profile {
 	enum profile_virtfs virtfs;
 	enum profile_sm	 virtfs_security_model;
 	enum profile_ld	 ld_closure_libs;
+	char		**ld_closure_extra; /* sonames or paths, for "sparse" */
+	size_t		 nld_closure_extra;
 	enum profile_net network;
 	struct profile_net_rule *network_allow;
 	size_t		 nnetwork_allow;
