@@ -276,8 +276,8 @@ closure_walk(const char *dir, dev_t dev, const struct closure_dirs *libs,
 				    depth + 1);
 		} else if (S_ISREG(sb.st_mode) && closure_is_module(de->d_name))
 			closure_paths_add(mods, path);
-		else if (S_ISREG(sb.st_mode) && (sb.st_mode & 0111) != 0 &&
-		    closure_is_elf(path))
+		else if (progs != NULL && S_ISREG(sb.st_mode) &&
+		    (sb.st_mode & 0111) != 0 && closure_is_elf(path))
 			closure_paths_add(progs, path);
 		free(path);
 	}
@@ -312,6 +312,35 @@ closure_in_libdirs(const char *path, const struct closure_dirs *libs)
 	}
 	free(dir);
 	return (yes);
+}
+
+/*
+ * The host's own dynamic loader at the path programs name it by
+ * (PT_INTERP, /lib64/ld-linux-x86-64.so.2): a program the closure did not
+ * see (run by a shell from a tree that is not exec) then still starts, and
+ * the loader says what it lacks.
+ */
+static int
+closure_interp(struct staging_list *out, char **cause)
+{
+	struct staging_list	 self = { 0 };
+	const char *const	 qsup[] = { "/proc/self/exe", NULL };
+	size_t			 i;
+
+	if (staging_ldd_closure(qsup, &self, cause) == -1)
+		return (-1);
+	for (i = 0; i < self.nlibs; i++) {
+		if (self.libs[i].via != STAGING_VIA_INTERP ||
+		    self.libs[i].path == NULL)
+			continue;
+		out->libs = xreallocarray(out->libs, out->nlibs + 1,
+		    sizeof *out->libs);
+		out->libs[out->nlibs++] = self.libs[i];
+		self.libs[i] = self.libs[--self.nlibs];
+		break;
+	}
+	staging_list_free(&self);
+	return (0);
 }
 
 /* The profile's ld_closure_extra: sonames searched as seeds, or paths. */
@@ -386,7 +415,7 @@ closure_compute(const struct profile *p, const struct share *sh, size_t n,
 	const char		*one[2] = { NULL, NULL };
 	char			*command, *why = NULL, *missing;
 	size_t			 i;
-	int			 rc = -1;
+	int			 kind, rc = -1;
 
 	command = closure_command(sh, n, argv[0],
 	    closure_guest_path(p, env, nenv));
@@ -407,11 +436,18 @@ closure_compute(const struct profile *p, const struct share *sh, size_t n,
 			goto out;
 		}
 	}
+	/*
+	 * A tree that holds library directories is a system directory (the
+	 * system Python's /usr/lib): its programs are other packages'
+	 * helpers, its modules may be the interpreter's.
+	 */
 	for (i = 0; i < n; i++) {
-		if (!sh[i].exec || closure_kind(sh[i].host, libs->dir,
-		    libs->n) == CLOSURE_LIB || stat(sh[i].host, &sb) == -1)
+		kind = closure_kind(sh[i].host, libs->dir, libs->n);
+		if (!sh[i].exec || kind == CLOSURE_LIB ||
+		    stat(sh[i].host, &sb) == -1)
 			continue;
-		closure_walk(sh[i].host, sb.st_dev, libs, &progs, &mods, 0);
+		closure_walk(sh[i].host, sb.st_dev, libs, kind == CLOSURE_NONE ?
+		    &progs : NULL, &mods, 0);
 	}
 	log_debug("sparse: roots: %s, %zu programs and %zu modules in the "
 	    "execution trees", command != NULL ? "the command" : "no command",
@@ -446,6 +482,7 @@ closure_compute(const struct profile *p, const struct share *sh, size_t n,
 	free(cmd.libs);
 	memset(&cmd, 0, sizeof cmd);
 	if (staging_ldd_seeds(staging_compat_seeds, all, cause) == -1 ||
+	    closure_interp(all, cause) == -1 ||
 	    closure_extra(p, all, cause) == -1)
 		goto out;
 	rc = 0;
@@ -771,6 +808,8 @@ closure_missing_lib(const char *buf, size_t len)
 	}
 	if (at == NULL)
 		return (NULL);
+	while (at > buf && (at[-1] == '\'' || at[-1] == '"'))
+		at--;
 	for (s = at; s > buf && s[-1] != ' ' && s[-1] != '\t' &&
 	    s[-1] != '\n' && s[-1] != '\'' && s[-1] != '"'; s--)
 		;
