@@ -281,9 +281,10 @@ static const struct profile_setting profile_schema[] = {
 	{ .name = "ld_closure_libs", .type = PROFILE_T_CHOICE,
 	  .offset = offsetof(struct profile, ld_closure_libs),
 	  .choices = profile_ld_choices, .def = "\"full\"",
-	  .help = "when copying: \"full\" copies the host's whole "
-	  "/lib/TRIPLET and /usr/lib/TRIPLET, \"sparse\" only the ldd "
-	  "closure of what runs (smaller, may miss a library)" },
+	  .help = "what shares of the host's C-library directories show: "
+	  "\"full\" all of them, \"sparse\" only the closure of what can "
+	  "run, found as the loader would (smaller; may miss what a program "
+	  "dlopens: see ld_closure_extra)" },
 	{ .name = "ld_closure_extra", .type = PROFILE_T_LIBS,
 	  .offset = offsetof(struct profile, ld_closure_extra),
 	  .offset_n = offsetof(struct profile, nld_closure_extra),
