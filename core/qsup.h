@@ -280,8 +280,6 @@ int		 closure_prepare(const struct profile *, struct share *, size_t,
 int		 closure_kind(const char *, char *const *, size_t);
 char		*closure_guest_to_host(const struct share *, size_t,
 		     const char *);
-int		 closure_cpio_glibc(const void *, size_t, int *, int *,
-		     char **);
 char		*closure_missing_lib(const char *, size_t);
 char		*closure_hint(const char *, size_t);
 

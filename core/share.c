@@ -150,6 +150,16 @@ static const char *const share_exec_skip[] = {
 	".cursor", ".claude", ".idea", ".vscode", NULL
 };
 
+static size_t
+share_count(char *const *v)
+{
+	size_t	n = 0;
+
+	while (v != NULL && v[n] != NULL)
+		n++;
+	return (n);
+}
+
 /* mkdir -p, for a library directory the closure has nothing in. */
 static int
 share_mkdir_p(const char *dir)
@@ -237,6 +247,7 @@ share_stage_sparse(struct share *sh, const char *dst, const char *const *skip,
 	char			**ign = NULL;
 	size_t			  n = 0, i;
 	int			  rc = -1;
+	double			  t0 = util_now();
 
 	root = xstrdup(dst);
 	if ((slash = strrchr(root, '/')) != NULL)
@@ -280,10 +291,12 @@ share_stage_sparse(struct share *sh, const char *dst, const char *const *skip,
 			goto out;
 		}
 	}
-	log_debug("share %s: sparse, shown through %s (%llu files, %llu "
-	    "symlinks; %llu linked, %llu copied)", sh->host, copy,
+	log_debug("share %s: sparse, shown through %s (%zu closure paths; "
+	    "staged now: %llu files, %llu symlinks, %llu linked, %llu copied, "
+	    "in %.3f s)", sh->host, copy, share_count(sh->ld_paths),
 	    (unsigned long long)st.files, (unsigned long long)st.symlinks,
-	    (unsigned long long)st.linked, (unsigned long long)st.copied);
+	    (unsigned long long)st.linked, (unsigned long long)st.copied,
+	    util_now() - t0);
 	free(sh->host);
 	sh->host = copy;
 	copy = NULL;

@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 
 #include "qsup.h"
+#include "staging.h"
 
 Test(closure, kind)
 {
@@ -131,14 +132,14 @@ Test(closure, cpio_glibc)
 	cpio_add(&b, "bin", S_IFDIR | 0755, "", 0);
 	cpio_add(&b, "bin/busybox", S_IFREG | 0755, "\177ELF", 4);
 	cpio_add(&b, "TRAILER!!!", 0, "", 0);
-	cr_assert_eq(closure_cpio_glibc(b.data, b.len, &ma, &mi, &where), 0);
+	cr_assert_eq(staging_cpio_glibc(b.data, b.len, &ma, &mi, &where), 0);
 	cr_assert_null(where);
 	/* A second archive, after padding, with libc.so.6 in it. */
 	buf_add(&b, "\0\0\0\0\0\0\0\0", 8);
 	cpio_add(&b, "./lib/x86_64-linux-gnu/libc.so.6", S_IFREG | 0755,
 	    banner, sizeof banner);
 	cpio_add(&b, "TRAILER!!!", 0, "", 0);
-	cr_assert_eq(closure_cpio_glibc(b.data, b.len, &ma, &mi, &where), 1);
+	cr_assert_eq(staging_cpio_glibc(b.data, b.len, &ma, &mi, &where), 1);
 	cr_assert_eq(ma, 2);
 	cr_assert_eq(mi, 41);
 	cr_assert_str_eq(where, "/lib/x86_64-linux-gnu/libc.so.6");
@@ -151,7 +152,7 @@ Test(closure, cpio_glibc)
 	    "GNU C Library (Ubuntu GLIBC 2.31-0ubuntu9) stable release "
 	    "version 2.31.", 70);
 	cpio_add(&b, "TRAILER!!!", 0, "", 0);
-	cr_assert_eq(closure_cpio_glibc(b.data, b.len, &ma, &mi, &where), 1);
+	cr_assert_eq(staging_cpio_glibc(b.data, b.len, &ma, &mi, &where), 1);
 	cr_assert_eq(ma, 2);
 	cr_assert_eq(mi, 31);
 	cr_assert_str_eq(where, "/lib/libc-2.31.so");
@@ -161,7 +162,7 @@ Test(closure, cpio_glibc)
 	/* A symlink to nothing in the archive, or a loop: no answer. */
 	cpio_add(&b, "lib/libc.so.6", S_IFLNK | 0777, "libc.so.6", 9);
 	cpio_add(&b, "TRAILER!!!", 0, "", 0);
-	cr_assert_eq(closure_cpio_glibc(b.data, b.len, &ma, &mi, &where), 0);
+	cr_assert_eq(staging_cpio_glibc(b.data, b.len, &ma, &mi, &where), 0);
 	buf_free(&b);
 }
 
@@ -173,7 +174,7 @@ Test(closure, cpio_unreadable)
 	size_t		 cut, end;
 
 	/* gzip: this does not decompress. */
-	cr_assert_eq(closure_cpio_glibc("\037\213\010\000", 4, &ma, &mi,
+	cr_assert_eq(staging_cpio_glibc("\037\213\010\000", 4, &ma, &mi,
 	    &where), -1);
 	cpio_add(&b, "lib/x86_64-linux-gnu/libc.so.6", S_IFREG | 0755,
 	    banner, sizeof banner);
@@ -183,12 +184,12 @@ Test(closure, cpio_unreadable)
 	cr_assert_lt(end, b.len + 1);
 	for (cut = 1; cut < end; cut++) {
 		where = NULL;
-		cr_assert_eq(closure_cpio_glibc(b.data, cut, &ma, &mi, &where),
+		cr_assert_eq(staging_cpio_glibc(b.data, cut, &ma, &mi, &where),
 		    -1, "cut at %zu", cut);
 		cr_assert_null(where);
 	}
 	/* A bad hex digit in the header. */
 	b.data[20] = 'z';
-	cr_assert_eq(closure_cpio_glibc(b.data, b.len, &ma, &mi, &where), -1);
+	cr_assert_eq(staging_cpio_glibc(b.data, b.len, &ma, &mi, &where), -1);
 	buf_free(&b);
 }
