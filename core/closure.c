@@ -610,9 +610,15 @@ closure_prepare(const struct profile *p, struct share *sh, size_t n,
 	    cause) == -1)
 		goto out;
 	for (i = 0; i < all.nlibs; i++) {
-		if (all.libs[i].path != NULL &&
-		    closure_in_libdirs(all.libs[i].path, &libs))
+		if (all.libs[i].path == NULL)
+			continue;
+		if (closure_in_libdirs(all.libs[i].path, &libs))
 			closure_paths_add(&keep, all.libs[i].path);
+		else if (strcmp(all.libs[i].needed_by,
+		    "(ld_closure_extra)") == 0)
+			log_warnx("ld_closure_extra: %s is not in the host's "
+			    "library directories: the guest sees it only if a "
+			    "share shows it", all.libs[i].path);
 	}
 	log_debug("sparse: %zu libraries in the closure, %zu of them from "
 	    "the shared library directories (found in %.3f s)", all.nlibs,

@@ -1,6 +1,6 @@
 /*
- * Reading ELF files, /etc/ld.so.cache and glibc's version banner from
- * bytes in memory. The bytes are untrusted (any file of a host tree the
+ * Reading ELF files, /etc/ld.so.cache, glibc's version banner and an
+ * initramfs cpio (for the guest's libc.so.6) from bytes in memory. The bytes are untrusted (any file of a host tree the
  * profile names): every offset is checked before use, nothing is ever
  * executed, and a malformed file is an error, never a crash.
  */
