@@ -171,7 +171,7 @@ closure_guest_to_host(const struct share *sh, size_t n, const char *guest)
 	return (path);
 }
 
-/* The guest's PATH for the command: -e, else the profile's, else the agent's. */
+/* The guest PATH the command is found in: -e, the profile's, the agent's. */
 static const char *
 closure_guest_path(const struct profile *p, char *const *env, size_t nenv)
 {

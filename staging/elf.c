@@ -1,7 +1,8 @@
 /*
  * Reading ELF files, /etc/ld.so.cache, glibc's version banner and an
- * initramfs cpio (for the guest's libc.so.6) from bytes in memory. The bytes are untrusted (any file of a host tree the
- * profile names): every offset is checked before use, nothing is ever
+ * initramfs cpio (for the guest's libc.so.6) from bytes in memory. The
+ * bytes are untrusted (any file of a host tree the profile names, the
+ * guest's initramfs): every offset is checked before use, nothing is ever
  * executed, and a malformed file is an error, never a crash.
  */
 #include <sys/stat.h>
@@ -492,12 +493,12 @@ staging_glibc_banner(const void *buf, size_t len, int *major, int *minor)
  * An initramfs: the kernel's newc cpio, uncompressed, archives one after
  * the other with NUL padding between (early microcode, then the root).
  */
-#define CPIO_HDR	110
-#define CPIO_HOPS	8
+#define ELF_CPIO_HDR	110
+#define ELF_CPIO_HOPS	8
 
 /* Parse 8 hex digits of a cpio newc header. */
 static int
-cpio_hex(const unsigned char *p, unsigned long *v)
+elf_cpio_hex(const unsigned char *p, unsigned long *v)
 {
 	int	i;
 
@@ -518,14 +519,14 @@ cpio_hex(const unsigned char *p, unsigned long *v)
 
 /* An entry's name without "./" or "/" in front. */
 static const char *
-cpio_name(const char *name)
+elf_cpio_name(const char *name)
 {
 	while (*name == '/' || (name[0] == '.' && name[1] == '/'))
 		name += *name == '/' ? 1 : 2;
 	return (name);
 }
 
-struct cpio_entry {
+struct elf_cpio_entry {
 	const char		*name;
 	unsigned long		 mode;
 	const unsigned char	*data;
@@ -538,8 +539,8 @@ struct cpio_entry {
  * there, -1: not a cpio this can read (compressed, say).
  */
 static int
-cpio_find(const unsigned char *buf, size_t len, const char *want,
-    int by_base, struct cpio_entry *e)
+elf_cpio_find(const unsigned char *buf, size_t len, const char *want,
+    int by_base, struct elf_cpio_entry *e)
 {
 	unsigned long	 namesize, filesize, mode;
 	const char	*name, *base;
@@ -550,24 +551,24 @@ cpio_find(const unsigned char *buf, size_t len, const char *want,
 			off++;
 			continue;
 		}
-		if (len - off < CPIO_HDR ||
+		if (len - off < ELF_CPIO_HDR ||
 		    (memcmp(buf + off, "070701", 6) != 0 &&
 		    memcmp(buf + off, "070702", 6) != 0))
 			return (-1);
-		if (cpio_hex(buf + off + 14, &mode) == -1 ||
-		    cpio_hex(buf + off + 54, &filesize) == -1 ||
-		    cpio_hex(buf + off + 94, &namesize) == -1)
+		if (elf_cpio_hex(buf + off + 14, &mode) == -1 ||
+		    elf_cpio_hex(buf + off + 54, &filesize) == -1 ||
+		    elf_cpio_hex(buf + off + 94, &namesize) == -1)
 			return (-1);
 		if (namesize == 0 ||
-		    namesize > len - off - CPIO_HDR ||
-		    buf[off + CPIO_HDR + namesize - 1] != '\0')
+		    namesize > len - off - ELF_CPIO_HDR ||
+		    buf[off + ELF_CPIO_HDR + namesize - 1] != '\0')
 			return (-1);
-		name = (const char *)buf + off + CPIO_HDR;
-		off = (off + CPIO_HDR + namesize + 3) & ~(size_t)3;
+		name = (const char *)buf + off + ELF_CPIO_HDR;
+		off = (off + ELF_CPIO_HDR + namesize + 3) & ~(size_t)3;
 		if (off > len || filesize > len - off)
 			return (-1);
 		if (strcmp(name, "TRAILER!!!") != 0) {
-			name = cpio_name(name);
+			name = elf_cpio_name(name);
 			base = strrchr(name, '/');
 			base = base != NULL ? base + 1 : name;
 			if (strcmp(by_base ? base : name, want) == 0 &&
@@ -594,17 +595,17 @@ int
 staging_cpio_glibc(const void *buf, size_t len, int *major, int *minor,
     char **where)
 {
-	struct cpio_entry	 e;
+	struct elf_cpio_entry	 e;
 	struct staging_elf		 elf;
 	char				*want, *next, *why = NULL;
 	const char			*slash;
 	int				 hops, rc;
 
 	*where = NULL;
-	if ((rc = cpio_find(buf, len, "libc.so.6", 1, &e)) != 1)
+	if ((rc = elf_cpio_find(buf, len, "libc.so.6", 1, &e)) != 1)
 		return (rc);
 	for (hops = 0; S_ISLNK(e.mode); hops++) {
-		if (hops == CPIO_HOPS || e.size == 0 || e.size > 4096)
+		if (hops == ELF_CPIO_HOPS || e.size == 0 || e.size > 4096)
 			return (0);
 		want = xstrndup((const char *)e.data, e.size);
 		if (*want != '/' && (slash = strrchr(e.name, '/')) != NULL) {
@@ -613,10 +614,10 @@ staging_cpio_glibc(const void *buf, size_t len, int *major, int *minor,
 			free(want);
 			want = next;
 		}
-		next = util_path_normalize(cpio_name(want));
+		next = util_path_normalize(elf_cpio_name(want));
 		free(want);
-		rc = cpio_find(buf, len,
-		    cpio_name(next), 0, &e);
+		rc = elf_cpio_find(buf, len,
+		    elf_cpio_name(next), 0, &e);
 		free(next);
 		if (rc != 1)
 			return (rc);
