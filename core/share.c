@@ -278,12 +278,11 @@ share_stage_sparse(struct share *sh, const char *dst, const char *const *skip,
 			    sh->host, why, sh->host, sh->ld_hide[0]);
 			goto out;
 		}
+		ign = xcalloc(share_count(sh->ignore) +
+		    share_count(sh->ld_hide) + 1, sizeof *ign);
 		for (i = 0; sh->ignore != NULL && sh->ignore[i] != NULL; i++)
-			n++;
-		ign = xcalloc(n + 8, sizeof *ign);
-		for (i = 0; i < n; i++)
-			ign[i] = sh->ignore[i];
-		for (i = 0; sh->ld_hide[i] != NULL && n < 7; i++)
+			ign[n++] = sh->ignore[i];
+		for (i = 0; sh->ld_hide[i] != NULL; i++)
 			ign[n++] = sh->ld_hide[i];
 		if (staging_copy_tree(sh->host, copy, STAGING_LINK, skip,
 		    (const char *const *)ign, &st, &why) == -1) {
