@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Shares: reading a 200 MB file over 9p in the guest against the same read
 # from the guest's own memory; python3 -c pass through shares against the
-# host; staging a 10,000-file execution tree. Medians of RUNS (default 3).
+# host, and on the sparse library closure against the full one; staging a
+# 10,000-file execution tree. Medians of RUNS (default 3).
 # Usage: bench/share.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
@@ -43,6 +44,51 @@ if command -v python3 >/dev/null; then
 	done
 	h=$(median <"$tmp/host"); g=$(median <"$tmp/guest")
 	echo "python3 -c pass: host $h ms, in the guest through shares $g ms (ratio $(awk -v g="$g" -v h="$h" 'BEGIN {printf "%.1f", g / h}'), TCG)"
+fi
+
+# python3 -c pass on ld_closure_libs = "sparse" against "full", for PATH's
+# python3 and the system's, with virtfs as it is here ("auto": staged when
+# qsup runs in a container) and off: qsup's wall time (the closure found
+# and staged, the staged copies removed, included), its prepare phase and
+# the command alone; then what the guest sees of the library directory.
+triplet=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+closure() {
+	local label=$1 mode vfs i t0
+	shift
+	for vfs in auto off; do
+		for mode in full sparse; do
+			: >"$tmp/w"; : >"$tmp/t"
+			(cd "$tmp" && env "$@" "$qsup" --profile python --set virtfs=$vfs --set ld_closure_libs=$mode -- python3 -c pass)
+			for i in $(seq 1 "$runs"); do
+				t0=$(now_ms)
+				(cd "$tmp" && env "$@" "$qsup" --profile python -v --set virtfs=$vfs --set ld_closure_libs=$mode -- python3 -c pass) 2>&1 |
+				    sed -n 's/.*timings: prepare \([0-9.]*\) s.*command \([0-9.]*\) s.*/\1 \2/p' >>"$tmp/t"
+				echo $(( $(now_ms) - t0 )) >>"$tmp/w"
+			done
+			echo "python3 -c pass, $label, virtfs=$vfs, $mode, median of $runs: wall $(awk '{print $1 / 1000}' "$tmp/w" | median %.2f) s, prepare $(awk '{print $1}' "$tmp/t" | median %.2f) s, command $(awk '{print $2}' "$tmp/t" | median %.2f) s"
+		done
+	done
+	for mode in full sparse; do
+		(cd "$tmp" && env "$@" "$qsup" --profile python --set ld_closure_libs=$mode -- python3 -c '
+import os, stat, sys
+d = "/lib/" + sys.argv[1]
+f = l = b = 0
+for top, dirs, files in os.walk(d):
+	for n in files:
+		st = os.lstat(os.path.join(top, n))
+		if stat.S_ISLNK(st.st_mode):
+			l += 1
+		else:
+			f += 1
+			b += st.st_size
+print("  %s, %s: the guest'"'"'s %s holds %d files (%.1f MB) and %d symlinks" % (sys.argv[2], sys.argv[3], d, f, b / 1e6, l))' "$triplet" "$label" "$mode")
+	done
+}
+if command -v python3 >/dev/null; then
+	closure "PATH's python3"
+fi
+if [ -x /usr/bin/python3 ]; then
+	closure "/usr/bin/python3" PATH=/usr/bin:/bin
 fi
 
 # Staging a 10,000-file execution tree (forced on): the "prepare" phase.

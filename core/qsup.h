@@ -181,6 +181,8 @@ struct profile {
 	enum profile_virtfs virtfs;
 	enum profile_sm	 virtfs_security_model;
 	enum profile_ld	 ld_closure_libs;
+	char		**ld_closure_extra; /* sonames or paths, for "sparse" */
+	size_t		 nld_closure_extra;
 	enum profile_net network;
 	struct profile_net_rule *network_allow; /* + network_rules' OUT */
 	size_t		 nnetwork_allow;
@@ -280,12 +282,31 @@ struct share {
 	int		 exec;		/* an execution tree (staged in containers) */
 	int		 staged;	/* host is a copy in the run directory */
 	char		*tag;		/* the 9p mount tag */
+	char		**ld_paths;	/* "sparse": the closure it shows of
+					   the host's library directories
+					   (closure.c), or NULL */
+	char		**ld_hide;	/* ... and, for a share containing
+					   library directories, their paths
+					   relative to it, hidden but for the
+					   closure */
 };
 int		 share_parse(const char *, struct share *, char **);
 int		 share_check(struct share *, char **);
 int		 share_prepare(struct share *, size_t, char **);
 int		 share_stage(struct share *, const char *, int, char **);
 void		 share_free(struct share *);
+
+/* closure.c: the sparse library closure and the guest's glibc */
+#define CLOSURE_NONE	0
+#define CLOSURE_LIB	1	/* a host C-library directory */
+#define CLOSURE_PARENT	2	/* contains one */
+int		 closure_prepare(const struct profile *, struct share *, size_t,
+		     char *const *, char *const *, size_t, char **);
+int		 closure_kind(const char *, char *const *, size_t);
+char		*closure_guest_to_host(const struct share *, size_t,
+		     const char *);
+char		*closure_missing_lib(const char *, size_t);
+char		*closure_hint(const char *, size_t);
 
 /* template.c */
 struct template {

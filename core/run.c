@@ -29,6 +29,7 @@
 #define RUN_STDIN_CHUNK		65536
 #define RUN_SIGNAL_GRACE	1.0	/* after SIGINT, before teardown */
 #define RUN_TAIL_LINES		20
+#define RUN_ERR_TAIL		2048	/* stderr kept for closure_hint() */
 
 struct run {
 	struct ev_loop		*loop;
@@ -56,6 +57,9 @@ struct run {
 	int			 interrupted;	/* the signal we got */
 	int			 timed_out;
 	char			*error;		/* why qsup failed */
+	int			 sparse;	/* the sparse closure applies */
+	char			 err_tail[RUN_ERR_TAIL]; /* stderr's last bytes */
+	size_t			 err_tail_len;
 
 	double			 t_start;
 	double			 t_spawn;
@@ -114,6 +118,40 @@ run_drain_cb(void *arg)
 		agent_conn_pause(sandbox_port(r->sb, RUN_PORT_EXEC), 0);
 }
 
+/* Keep the last bytes of the command's stderr, for run_exit_hint. */
+static void
+run_err_tail(struct run *r, const unsigned char *p, size_t n)
+{
+	if (n >= RUN_ERR_TAIL) {
+		memcpy(r->err_tail, p + n - RUN_ERR_TAIL, RUN_ERR_TAIL);
+		r->err_tail_len = RUN_ERR_TAIL;
+		return;
+	}
+	if (r->err_tail_len + n > RUN_ERR_TAIL) {
+		memmove(r->err_tail, r->err_tail + (r->err_tail_len + n -
+		    RUN_ERR_TAIL), RUN_ERR_TAIL - n);
+		r->err_tail_len = RUN_ERR_TAIL - n;
+	}
+	memcpy(r->err_tail + r->err_tail_len, p, n);
+	r->err_tail_len += n;
+}
+
+/*
+ * Under "sparse", a command that failed for want of a library gets one
+ * line after its own stderr, naming it and the remedy.
+ */
+static void
+run_exit_hint(struct run *r, int status)
+{
+	char	*line;
+
+	if (!r->sparse || status == 0 ||
+	    (line = closure_hint(r->err_tail, r->err_tail_len)) == NULL)
+		return;
+	outq_write(r->err, line, strlen(line));
+	free(line);
+}
+
 static void
 run_output(struct run *r, struct outq *q, const char *data, size_t len)
 {
@@ -123,6 +161,8 @@ run_output(struct run *r, struct outq *q, const char *data, size_t len)
 	raw = xmalloc(len * 3 / 4 + 3);
 	n = util_base64_decode(data, len, raw);
 	outq_write(q, raw, n);
+	if (q == r->err && r->sparse)
+		run_err_tail(r, raw, n);
 	free(raw);
 	if (outq_pending(r->out) + outq_pending(r->err) >= RUN_OUT_HIGH)
 		agent_conn_pause(sandbox_port(r->sb, RUN_PORT_EXEC), 1);
@@ -210,6 +250,7 @@ run_exit_event(struct run *r, const char *data)
 	/* After our own signal or timeout, qsup's status says so. */
 	if (!r->interrupted && !r->timed_out)
 		r->status = status;
+	run_exit_hint(r, status);
 	if ((err = util_json_str(data, "error")) != NULL) {
 		log_warnx("%s", err);
 		run_set_error(r, err);
@@ -373,6 +414,7 @@ run_shares(struct run *r, char **cause)
 	const struct profile_share	*ps;
 	struct share			*sh;
 	size_t				 i, j, n = 0;
+	int				 rc;
 
 	sh = xcalloc(r->profile.nshares + r->opts->nshares + 1, sizeof *sh);
 	for (i = 0; i < r->profile.nshares; i++) {
@@ -398,6 +440,15 @@ run_shares(struct run *r, char **cause)
 		}
 		n++;
 	}
+	/* Checks the guest's glibc too: before QEMU starts. */
+	if ((rc = closure_prepare(&r->profile, sh, n, r->opts->argv,
+	    r->opts->env, r->opts->nenv, cause)) == -1) {
+		while (n-- > 0)
+			share_free(&sh[n]);
+		free(sh);
+		return (-1);
+	}
+	r->sparse = rc == 1;
 	sandbox_set_shares(r->sb, sh, n);
 	return (0);
 }

@@ -6,11 +6,13 @@
  */
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "qsup.h"
 #include "staging.h"
@@ -148,6 +150,166 @@ static const char *const share_exec_skip[] = {
 	".cursor", ".claude", ".idea", ".vscode", NULL
 };
 
+static size_t
+share_count(char *const *v)
+{
+	size_t	n = 0;
+
+	while (v != NULL && v[n] != NULL)
+		n++;
+	return (n);
+}
+
+/* mkdir -p, for a library directory the closure has nothing in. */
+static int
+share_mkdir_p(const char *dir)
+{
+	char	*p, *s;
+	int	 rc = 0;
+
+	p = xstrdup(dir);
+	for (s = p + 1; rc == 0; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(p, 0755) == -1 && errno != EEXIST)
+				rc = -1;
+			*s = '/';
+		} else {
+			if (mkdir(p, 0755) == -1 && errno != EEXIST)
+				rc = -1;
+			break;
+		}
+	}
+	free(p);
+	return (rc);
+}
+
+/*
+ * Whether a file of src can be hard-linked into dir: a parent share's
+ * sparse copy is made of links, and a copy of, say, all of /usr/lib would
+ * take gigabytes (links fail across file systems, and for files of another
+ * user under fs.protected_hardlinks).
+ */
+static int
+share_can_link(const char *src, const char *dir, char **why)
+{
+	struct dirent	*de;
+	struct stat	 sb;
+	DIR		*d;
+	char		*path = NULL, *probe;
+	int		 rc = -1;
+
+	if ((d = opendir(src)) == NULL) {
+		xasprintf(why, "%s: %s", src, strerror(errno));
+		return (-1);
+	}
+	while ((de = readdir(d)) != NULL) {
+		free(path);
+		xasprintf(&path, "%s/%s", src, de->d_name);
+		if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+			break;
+	}
+	closedir(d);
+	if (de == NULL) {
+		free(path);
+		return (0);	/* no file at the top: let the copy tell */
+	}
+	xasprintf(&probe, "%s/.qsup-link-probe", dir);
+	if (link(path, probe) == 0) {
+		unlink(probe);
+		rc = 0;
+	} else
+		xasprintf(why, "cannot hard-link %s into %s: %s", path, dir,
+		    strerror(errno));
+	free(probe);
+	free(path);
+	return (rc);
+}
+
+/*
+ * "sparse" (closure.c): show a library share, or a share containing library
+ * directories, through a copy holding of those directories only the
+ * closure (sh->ld_paths). Every such share is staged under one root beside
+ * dst (RUNDIR/ld), each path at its own host path with the symlinks on the
+ * way, so the names resolve as on the host; the share is then the root's
+ * copy of its host directory. A containing share gets the rest of its tree
+ * as hard links, its library directories (sh->ld_hide) left out but for
+ * the closure.
+ */
+static int
+share_stage_sparse(struct share *sh, const char *dst, const char *const *skip,
+    char **cause)
+{
+	struct staging_stats	  st;
+	char			 *root, *slash, *copy = NULL, *why = NULL;
+	char			**ign = NULL;
+	size_t			  n = 0, i;
+	int			  rc = -1;
+	double			  t0 = util_now();
+
+	root = xstrdup(dst);
+	if ((slash = strrchr(root, '/')) != NULL)
+		*slash = '\0';
+	xasprintf(&slash, "%s/ld", root);
+	free(root);
+	root = slash;
+	memset(&st, 0, sizeof st);
+	if (staging_copy_paths((const char *const *)sh->ld_paths, root,
+	    STAGING_LINK, &st, &why) == -1) {
+		xasprintf(cause, "share %s: the sparse library closure: %s",
+		    sh->host, why);
+		goto out;
+	}
+	xasprintf(&copy, "%s%s", root, strcmp(sh->host, "/") == 0 ? "" :
+	    sh->host);
+	if (share_mkdir_p(copy) == -1) {
+		xasprintf(cause, "%s: %s", copy, strerror(errno));
+		goto out;
+	}
+	if (sh->ld_hide != NULL) {
+		if (share_can_link(sh->host, copy, &why) == -1) {
+			xasprintf(cause, "share %s: ld_closure_libs = "
+			    "\"sparse\" hides the library directories inside "
+			    "it with a hard-linked copy of the rest, and %s; "
+			    "share less (not a directory that contains "
+			    "%s%s), or use ld_closure_libs = \"full\"",
+			    sh->host, why, sh->host, sh->ld_hide[0]);
+			goto out;
+		}
+		ign = xcalloc(share_count(sh->ignore) +
+		    share_count(sh->ld_hide) + 1, sizeof *ign);
+		for (i = 0; sh->ignore != NULL && sh->ignore[i] != NULL; i++)
+			ign[n++] = sh->ignore[i];
+		for (i = 0; sh->ld_hide[i] != NULL; i++)
+			ign[n++] = sh->ld_hide[i];
+		if (staging_copy_tree(sh->host, copy, STAGING_LINK, skip,
+		    (const char *const *)ign, &st, &why) == -1) {
+			xasprintf(cause, "share %s: %s", sh->host, why);
+			goto out;
+		}
+	}
+	log_debug("share %s: sparse, shown through %s (%zu closure paths; "
+	    "staged now: %llu files, %llu symlinks, %llu linked, %llu copied, "
+	    "in %.3f s)", sh->host, copy, share_count(sh->ld_paths),
+	    (unsigned long long)st.files, (unsigned long long)st.symlinks,
+	    (unsigned long long)st.linked, (unsigned long long)st.copied,
+	    util_now() - t0);
+	free(sh->host);
+	sh->host = copy;
+	copy = NULL;
+	sh->staged = 1;
+	rc = 0;
+out:
+	staging_stats_free(&st);
+	free(ign);
+	free(copy);
+	free(why);
+	free(root);
+	return (rc);
+}
+
 /*
  * Show a share through a copy in the run directory (dst) when it must be:
  *  - it has ignore globs: 9p exports a whole tree, so hiding part of it
@@ -170,6 +332,8 @@ share_stage(struct share *sh, const char *dst, int stage_exec, char **cause)
 	ignore = sh->ignore != NULL && sh->ignore[0] != NULL;
 	if (sh->exec && stage_exec)
 		skip = share_exec_skip;
+	if (sh->ld_paths != NULL)
+		return (share_stage_sparse(sh, dst, skip, cause));
 	if (!ignore && skip == NULL)
 		return (0);
 	if (!sh->readonly) {
@@ -211,5 +375,11 @@ share_free(struct share *sh)
 	for (i = 0; sh->ignore != NULL && sh->ignore[i] != NULL; i++)
 		free(sh->ignore[i]);
 	free(sh->ignore);
+	for (i = 0; sh->ld_paths != NULL && sh->ld_paths[i] != NULL; i++)
+		free(sh->ld_paths[i]);
+	free(sh->ld_paths);
+	for (i = 0; sh->ld_hide != NULL && sh->ld_hide[i] != NULL; i++)
+		free(sh->ld_hide[i]);
+	free(sh->ld_hide);
 	memset(sh, 0, sizeof *sh);
 }

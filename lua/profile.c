@@ -110,7 +110,8 @@ enum profile_type {
 	PROFILE_T_PORTS,	/* { { guest =, host =, address = } } */
 	PROFILE_T_TCP,		/* { { host =, port =, name = } } */
 	PROFILE_T_RULES,	/* { "ALLOW|TCP|deb.debian.org|443|OUT" } */
-	PROFILE_T_ARGS		/* { "-device", "virtio-rng-device" } */
+	PROFILE_T_ARGS,		/* { "-device", "virtio-rng-device" } */
+	PROFILE_T_LIBS		/* { "libbz2.so.1.0", "/usr/lib/x/y.so" } */
 };
 
 /*
@@ -284,9 +285,17 @@ static const struct profile_setting profile_schema[] = {
 	{ .name = "ld_closure_libs", .type = PROFILE_T_CHOICE,
 	  .offset = offsetof(struct profile, ld_closure_libs),
 	  .choices = profile_ld_choices, .def = "\"full\"",
-	  .help = "when copying: \"full\" copies the host's whole "
-	  "/lib/TRIPLET and /usr/lib/TRIPLET, \"sparse\" only the ldd "
-	  "closure of what runs (smaller, may miss a library)" },
+	  .help = "what shares of the host's C-library directories show: "
+	  "\"full\" all of them, \"sparse\" only the closure of what can "
+	  "run, found as the loader would (smaller; may miss what a program "
+	  "dlopens: see ld_closure_extra)" },
+	{ .name = "ld_closure_extra", .type = PROFILE_T_LIBS,
+	  .offset = offsetof(struct profile, ld_closure_extra),
+	  .offset_n = offsetof(struct profile, nld_closure_extra),
+	  .def = "{}",
+	  .help = "libraries added to the \"sparse\" closure, with what "
+	  "they need: sonames searched as the loader does (\"libbz2.so.1.0\", "
+	  "for what a program dlopens) or absolute host paths" },
 	{ .name = "network", .type = PROFILE_T_CHOICE,
 	  .offset = offsetof(struct profile, network),
 	  .choices = profile_net_choices, .def = "\"restricted\"",
@@ -2004,6 +2013,10 @@ profile_accepts(struct buf *b, const struct profile_setting *s)
 		buf_printf(b, "a list of strings, QEMU's flags and their "
 		    "values: { \"-device\", \"virtio-rng-device\" }");
 		break;
+	case PROFILE_T_LIBS:
+		buf_printf(b, "a list of library names (\"libbz2.so.1.0\") "
+		    "or absolute host paths");
+		break;
 	}
 }
 
@@ -3517,6 +3530,53 @@ profile_convert_args(struct profile_ctx *ctx, lua_State *L, int idx,
 	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
 }
 
+/*
+ * ld_closure_extra: library names as DT_NEEDED or dlopen would give them
+ * (no slash, no blank), or absolute host paths; whether they exist is for
+ * the run to say (the profile may be checked on another host).
+ */
+static void
+profile_convert_libs(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	char		**v = NULL, what[64];
+	const char	 *str;
+	size_t		  nv = 0, i, len;
+	int		  n, k, tloc, bad = 0;
+
+	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
+		return;
+	for (k = 1; k <= n; k++) {
+		lua_rawgeti(L, idx, k);
+		snprintf(what, sizeof what, "%s[%d]", s->name, k);
+		if (lua_type(L, -1) != LUA_TSTRING ||
+		    !profile_string_ok(L, -1, &len) || len == 0) {
+			profile_bad_as(ctx, L, -1, what, tloc, "is not valid",
+			    "a non-empty string");
+			bad = 1;
+		} else if (*(str = lua_tostring(L, -1)) != '/' &&
+		    (strchr(str, '/') != NULL || strpbrk(str, " \t\n") !=
+		    NULL || strcmp(str, ".") == 0 || strcmp(str, "..") == 0)) {
+			profile_bad_as(ctx, L, -1, what, tloc, "is not a "
+			    "library name", "a name as the loader takes it "
+			    "(\"libbz2.so.1.0\") or an absolute path");
+			bad = 1;
+		} else {
+			v = xreallocarray(v, nv + 1, sizeof *v);
+			v[nv++] = xstrdup(str);
+		}
+		lua_pop(L, 1);
+	}
+	if (bad) {
+		for (i = 0; i < nv; i++)
+			free(v[i]);
+		free(v);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, char **) = v;
+	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+}
+
 /* Check the value at idx against setting s and store it in the profile. */
 static void
 profile_convert(struct profile_ctx *ctx, lua_State *L, int idx,
@@ -3610,6 +3670,9 @@ profile_convert(struct profile_ctx *ctx, lua_State *L, int idx,
 		return;
 	case PROFILE_T_ARGS:
 		profile_convert_args(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_LIBS:
+		profile_convert_libs(ctx, L, idx, s, loc);
 		return;
 	}
 }
@@ -3712,7 +3775,8 @@ profile_set_value(struct profile_ctx *ctx, lua_State *L, int fi,
 	}
 	lua_pushstring(L, value);
 	if (s->type == PROFILE_T_ENV || s->type == PROFILE_T_ALLOW ||
-	    s->type == PROFILE_T_RULES || s->type == PROFILE_T_ARGS) {
+	    s->type == PROFILE_T_RULES || s->type == PROFILE_T_ARGS ||
+	    s->type == PROFILE_T_LIBS) {
 		lua_createtable(L, 1, 0);
 		lua_insert(L, -2);
 		lua_rawseti(L, -2, 1);
@@ -4318,6 +4382,11 @@ profile_free(struct profile *p)
 	free(p->extra_args);
 	p->extra_args = NULL;
 	p->nextra_args = 0;
+	for (i = 0; i < p->nld_closure_extra; i++)
+		free(p->ld_closure_extra[i]);
+	free(p->ld_closure_extra);
+	p->ld_closure_extra = NULL;
+	p->nld_closure_extra = 0;
 	if (p->origins != NULL) {
 		for (i = 0; i < PROFILE_NSETTINGS; i++)
 			free(p->origins[i].at);
@@ -4640,6 +4709,10 @@ profile_put(struct buf *b, const struct profile *p,
 		break;
 	case PROFILE_T_ARGS:
 		profile_put_list(b, p->extra_args, p->nextra_args, json);
+		break;
+	case PROFILE_T_LIBS:
+		profile_put_list(b, p->ld_closure_extra, p->nld_closure_extra,
+		    json);
 		break;
 	}
 }

@@ -111,11 +111,21 @@ return {
 	-- "none"). The seed's "auto" means "mapped-xattr".
 	virtfs_security_model = "mapped-xattr",
 
-	-- What a copy takes of the host's C library: "full" takes all of
-	-- /lib/TRIPLET and /usr/lib/TRIPLET, "sparse" only the ldd closure of
-	-- what runs (smaller; may miss a library). "minimal" and "ldd" mean
-	-- "sparse".
+	-- What the guest sees of the host's C-library directories when a
+	-- profile shares them (python.lua does): "full" shows all of
+	-- /lib/TRIPLET, /usr/lib/TRIPLET and /lib64; "sparse" only the
+	-- closure of what can run, found as the dynamic loader would find it
+	-- (the command, the programs and *.so modules of exec = true trees,
+	-- a few libraries glibc opens itself), through a hard-linked copy in
+	-- the run directory. A share that contains such a directory (all of
+	-- /usr/lib) is copied too, so it shows no more of it. "minimal" and
+	-- "ldd" mean "sparse".
 	ld_closure_libs = "full",
+
+	-- With "sparse": libraries to add to the closure, with what they
+	-- need, for what a program opens itself (dlopen, ctypes): names as
+	-- the loader takes them ("libbz2.so.1.0") or absolute host paths.
+	ld_closure_extra = {},
 
 	-- The guest's network:
 	--   "none"        no network card at all

@@ -1,9 +1,12 @@
 /*
- * Reading ELF files, /etc/ld.so.cache and glibc's version banner from
- * bytes in memory. The bytes are untrusted (any file of a host tree the
- * profile names): every offset is checked before use, nothing is ever
+ * Reading ELF files, /etc/ld.so.cache, glibc's version banner and an
+ * initramfs cpio (for the guest's libc.so.6) from bytes in memory. The
+ * bytes are untrusted (any file of a host tree the profile names, the
+ * guest's initramfs): every offset is checked before use, nothing is ever
  * executed, and a malformed file is an error, never a crash.
  */
+#include <sys/stat.h>
+
 #include <elf.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -484,4 +487,155 @@ staging_glibc_banner(const void *buf, size_t len, int *major, int *minor)
 		return (0);
 	}
 	return (-1);
+}
+
+/*
+ * An initramfs: the kernel's newc cpio, uncompressed, archives one after
+ * the other with NUL padding between (early microcode, then the root).
+ */
+#define ELF_CPIO_HDR	110
+#define ELF_CPIO_HOPS	8
+
+/* Parse 8 hex digits of a cpio newc header. */
+static int
+elf_cpio_hex(const unsigned char *p, unsigned long *v)
+{
+	int	i;
+
+	*v = 0;
+	for (i = 0; i < 8; i++) {
+		*v <<= 4;
+		if (p[i] >= '0' && p[i] <= '9')
+			*v |= p[i] - '0';
+		else if (p[i] >= 'a' && p[i] <= 'f')
+			*v |= p[i] - 'a' + 10;
+		else if (p[i] >= 'A' && p[i] <= 'F')
+			*v |= p[i] - 'A' + 10;
+		else
+			return (-1);
+	}
+	return (0);
+}
+
+/* An entry's name without "./" or "/" in front. */
+static const char *
+elf_cpio_name(const char *name)
+{
+	while (*name == '/' || (name[0] == '.' && name[1] == '/'))
+		name += *name == '/' ? 1 : 2;
+	return (name);
+}
+
+struct elf_cpio_entry {
+	const char		*name;
+	unsigned long		 mode;
+	const unsigned char	*data;
+	unsigned long		 size;
+};
+
+/*
+ * Find the entry named want (exactly, or by its last component when
+ * by_base), in a newc cpio (concatenated archives too). 1: found, 0: not
+ * there, -1: not a cpio this can read (compressed, say).
+ */
+static int
+elf_cpio_find(const unsigned char *buf, size_t len, const char *want,
+    int by_base, struct elf_cpio_entry *e)
+{
+	unsigned long	 namesize, filesize, mode;
+	const char	*name, *base;
+	size_t		 off = 0;
+
+	while (off < len) {
+		if (buf[off] == '\0') {		/* padding between archives */
+			off++;
+			continue;
+		}
+		if (len - off < ELF_CPIO_HDR ||
+		    (memcmp(buf + off, "070701", 6) != 0 &&
+		    memcmp(buf + off, "070702", 6) != 0))
+			return (-1);
+		if (elf_cpio_hex(buf + off + 14, &mode) == -1 ||
+		    elf_cpio_hex(buf + off + 54, &filesize) == -1 ||
+		    elf_cpio_hex(buf + off + 94, &namesize) == -1)
+			return (-1);
+		if (namesize == 0 ||
+		    namesize > len - off - ELF_CPIO_HDR ||
+		    buf[off + ELF_CPIO_HDR + namesize - 1] != '\0')
+			return (-1);
+		name = (const char *)buf + off + ELF_CPIO_HDR;
+		off = (off + ELF_CPIO_HDR + namesize + 3) & ~(size_t)3;
+		if (off > len || filesize > len - off)
+			return (-1);
+		if (strcmp(name, "TRAILER!!!") != 0) {
+			name = elf_cpio_name(name);
+			base = strrchr(name, '/');
+			base = base != NULL ? base + 1 : name;
+			if (strcmp(by_base ? base : name, want) == 0 &&
+			    (S_ISREG(mode) || S_ISLNK(mode))) {
+				e->name = name;
+				e->mode = mode;
+				e->data = buf + off;
+				e->size = filesize;
+				return (1);
+			}
+		}
+		off = (off + filesize + 3) & ~(size_t)3;
+	}
+	return (0);
+}
+
+/*
+ * glibc's version in an initramfs (a newc cpio, as the kernel reads it):
+ * its libc.so.6, symlinks followed within the archive, by its release
+ * banner, else the highest GLIBC_x.y it defines. 1: found (*where names
+ * the entry), 0: no libc.so.6 in it, -1: not a cpio this can read.
+ */
+int
+staging_cpio_glibc(const void *buf, size_t len, int *major, int *minor,
+    char **where)
+{
+	struct elf_cpio_entry	 e;
+	struct staging_elf		 elf;
+	char				*want, *next, *why = NULL;
+	const char			*slash;
+	int				 hops, rc;
+
+	*where = NULL;
+	if ((rc = elf_cpio_find(buf, len, "libc.so.6", 1, &e)) != 1)
+		return (rc);
+	for (hops = 0; S_ISLNK(e.mode); hops++) {
+		if (hops == ELF_CPIO_HOPS || e.size == 0 || e.size > 4096)
+			return (0);
+		want = xstrndup((const char *)e.data, e.size);
+		if (*want != '/' && (slash = strrchr(e.name, '/')) != NULL) {
+			xasprintf(&next, "%.*s/%s", (int)(slash - e.name),
+			    e.name, want);
+			free(want);
+			want = next;
+		}
+		next = util_path_normalize(elf_cpio_name(want));
+		free(want);
+		rc = elf_cpio_find(buf, len,
+		    elf_cpio_name(next), 0, &e);
+		free(next);
+		if (rc != 1)
+			return (rc);
+	}
+	if (staging_glibc_banner(e.data, e.size, major, minor) == 0) {
+		xasprintf(where, "/%s", e.name);
+		return (1);
+	}
+	if (staging_elf_parse(e.data, e.size, &elf, &why) == 0) {
+		rc = elf.verdef_major != 0;
+		*major = elf.verdef_major;
+		*minor = elf.verdef_minor;
+		staging_elf_free(&elf);
+		if (rc) {
+			xasprintf(where, "/%s", e.name);
+			return (1);
+		}
+	}
+	free(why);
+	return (0);
 }

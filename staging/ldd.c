@@ -678,6 +678,70 @@ staging_ldd_closure_ext(const char *program, const char *const *dirs,
 }
 
 /*
+ * Start a process of the host's own ABI (qsup's) whose program needs
+ * nothing and has no search path of its own.
+ */
+static int
+ld_proc_start_self(struct ld_proc *p, char **cause)
+{
+	struct ld_cand	 c;
+
+	memset(&c, 0, sizeof c);
+	if (ld_read_elf("/proc/self/exe", &c.elf, &c.dev, &c.ino,
+	    cause) == -1)
+		return (-1);
+	p->elfclass = c.elf.elfclass;
+	p->machine = c.elf.machine;
+	staging_elf_free(&c.elf);
+	c.elf.elfclass = p->elfclass;
+	c.elf.machine = p->machine;
+	c.path = xstrdup("/proc/self/exe");
+	ld_add_obj(p, &c, NULL, -1);
+	return (0);
+}
+
+/*
+ * The closure of program and of the shared objects named in modules (found
+ * by the caller: an interpreter's extension modules), each loaded into the
+ * program's process as dlopen would load it, as staging_ldd_closure_ext
+ * does for the *.so under a directory. With program NULL, the modules are
+ * loaded into a process of qsup's own ABI that needs nothing. A module that
+ * is not a shared object of the process's class and machine is passed
+ * over, as dlopen would refuse it. The modules themselves are not listed.
+ */
+int
+staging_ldd_closure_mods(const char *program, const char *const *modules,
+    struct staging_list *out, char **cause)
+{
+	struct ld_proc	 p;
+	struct ld_cand	 c;
+	struct stat	 sb;
+	size_t		 i, first;
+
+	ld_proc_init(&p, out);
+	if ((program != NULL ? ld_proc_start(&p, program, cause) :
+	    ld_proc_start_self(&p, cause)) == -1) {
+		ld_proc_done(&p);
+		return (-1);
+	}
+	ld_load_needed(&p, 0);
+	for (i = 0; modules != NULL && modules[i] != NULL; i++) {
+		if (stat(modules[i], &sb) == -1 || !S_ISREG(sb.st_mode) ||
+		    ld_find_file(&p, sb.st_dev, sb.st_ino) != -1 ||
+		    p.nobjs >= LD_MAX_OBJS)
+			continue;
+		memset(&c, 0, sizeof c);
+		if (ld_try(&p, modules[i], &c) == 0) {
+			first = p.nobjs;
+			ld_add_obj(&p, &c, NULL, 0)->module = 1;
+			ld_load_needed(&p, first);
+		}
+	}
+	ld_proc_done(&p);
+	return (0);
+}
+
+/*
  * Libraries by soname (staging_compat_seeds, say), searched as a program of
  * the host's own ABI would, with their closure. A name found nowhere is
  * left out, not reported missing: seeds are a convenience.
@@ -694,23 +758,10 @@ staging_ldd_seeds(const char *const *names, struct staging_list *out,
 	ssize_t		 found;
 
 	ld_proc_init(&p, out);
-	/*
-	 * A process of the host's own ABI (qsup's) whose program needs
-	 * nothing and has no search path of its own.
-	 */
-	memset(&c, 0, sizeof c);
-	if (ld_read_elf("/proc/self/exe", &c.elf, &c.dev, &c.ino,
-	    cause) == -1) {
+	if (ld_proc_start_self(&p, cause) == -1) {
 		ld_proc_done(&p);
 		return (-1);
 	}
-	p.elfclass = c.elf.elfclass;
-	p.machine = c.elf.machine;
-	staging_elf_free(&c.elf);
-	c.elf.elfclass = p.elfclass;
-	c.elf.machine = p.machine;
-	c.path = xstrdup("/proc/self/exe");
-	ld_add_obj(&p, &c, NULL, -1);
 	for (i = 0; names[i] != NULL; i++) {
 		if (ld_find_name(&p, names[i]) != -1)
 			continue;

@@ -73,6 +73,8 @@ int		 staging_ldd_closure(const char *const *, struct staging_list *,
 		     char **);
 int		 staging_ldd_closure_ext(const char *, const char *const *,
 		     struct staging_list *, char **);
+int		 staging_ldd_closure_mods(const char *, const char *const *,
+		     struct staging_list *, char **);
 int		 staging_ldd_seeds(const char *const *, struct staging_list *,
 		     char **);
 char		*staging_list_missing(const struct staging_list *);
@@ -107,6 +109,7 @@ void		 staging_elf_free(struct staging_elf *);
 int		 staging_ldcache_lookup(const void *, size_t, const char *,
 		     int (*)(const char *, void *), void *);
 int		 staging_glibc_banner(const void *, size_t, int *, int *);
+int		 staging_cpio_glibc(const void *, size_t, int *, int *, char **);
 int		 staging_container_signs(const char *);
 
 #endif

@@ -23,6 +23,7 @@ return {
 	virtfs = "on",
 	virtfs_security_model = "auto",
 	ld_closure_libs = "ldd",
+	ld_closure_extra = { "libbz2.so.1.0", "/usr/lib/x86_64-linux-gnu/gconv" },
 	network = "allowlist",
 	network_allow = { "deb.debian.org:80", "*.pypi.org:443",
 	    "10.1.0.0/16:8000-8099", "[2001:db8::/32]:443", "2001:db8::1" },

@@ -27,7 +27,7 @@
 #include "qsup.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	27
+#define NSETTINGS	28
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];
@@ -178,6 +178,7 @@ assert_defaults(const struct profile *p)
 	cr_assert_eq(p->virtfs, PROFILE_VIRTFS_AUTO);
 	cr_assert_eq(p->virtfs_security_model, PROFILE_SM_MAPPED_XATTR);
 	cr_assert_eq(p->ld_closure_libs, PROFILE_LD_FULL);
+	cr_assert_eq(p->nld_closure_extra, 0);
 	cr_assert_eq(p->network, PROFILE_NET_RESTRICTED);
 	cr_assert_eq(p->nnetwork_allow, 0);
 	cr_assert_eq(p->network_open_ack, 0);
@@ -289,6 +290,9 @@ Test(profile, every_setting)
 	cr_assert_str_eq(profile_sm_name(p.virtfs_security_model),
 	    "mapped-xattr");
 	cr_assert_eq(p.ld_closure_libs, PROFILE_LD_SPARSE, "ldd is sparse");
+	cr_assert_eq(p.nld_closure_extra, 2);
+	cr_assert_str_eq(p.ld_closure_extra[0], "libbz2.so.1.0");
+	cr_assert_str_eq(p.ld_closure_extra[1], "/usr/lib/x86_64-linux-gnu/gconv");
 
 	cr_assert_eq(p.network, PROFILE_NET_ALLOWLIST);
 	/* Then network_rules' OUT, marked with where they came from. */
@@ -1867,9 +1871,9 @@ Test(profile, help_lists_every_setting)
 	    "start_timeout", "timeout", "show_boot_console",
 	    "console_on_failure", "warm_start", "kernel", "initramfs", "image",
 	    "image_base_url", "images_dir", "env", "cwd", "shares", "virtfs",
-	    "virtfs_security_model", "ld_closure_libs", "network",
-	    "network_allow", "network_open_ack", "ports", "network_tcp",
-	    "network_rules", "guest_firewall", "extra_args" };
+	    "virtfs_security_model", "ld_closure_libs", "ld_closure_extra",
+	    "network", "network_allow", "network_open_ack", "ports",
+	    "network_tcp", "network_rules", "guest_firewall", "extra_args" };
 	struct buf		 b = { 0 };
 	char			*want;
 	size_t			 i;

@@ -129,3 +129,104 @@ Test(share, prepare_refuses)
 	for (i = 0; i < 6; i++)
 		share_free(&sh[i]);
 }
+
+static void
+touch(const char *dir, const char *name)
+{
+	char	*path;
+
+	xasprintf(&path, "%s/%s", dir, name);
+	cr_assert_eq(util_write_file(path, name), 0, "%s", path);
+	free(path);
+}
+
+static int
+exists(const char *dir, const char *name)
+{
+	struct stat	 sb;
+	char		*path;
+	int		 yes;
+
+	xasprintf(&path, "%s/%s", dir, name);
+	yes = lstat(path, &sb) == 0;
+	free(path);
+	return (yes);
+}
+
+/*
+ * "sparse" staging: a library share shows only its closure paths (the
+ * symlinks on the way kept); a share containing a library directory shows
+ * the rest of its tree, its ignore globs applied, and of the library
+ * directory only the closure, all under one root in the run directory.
+ */
+Test(share, stage_sparse)
+{
+	struct share	 lib, parent;
+	char		 tmpl[] = "/tmp/qsup-share-test.XXXXXX";
+	char		*top, *src, *dst, *want, *cause = NULL, *cmd;
+
+	cr_assert_not_null(top = mkdtemp(tmpl));
+	xasprintf(&src, "%s/usr", top);
+	xasprintf(&dst, "%s/run/qsup0", top);
+	xasprintf(&cmd, "mkdir -p %s/lib/tri/sub %s/bin %s/run && "
+	    "ln -s libz.so.1.2 %s/lib/tri/libz.so.1", src, src, top, src);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	xasprintf(&want, "%s/lib/tri", src);
+	touch(want, "libz.so.1.2");
+	touch(want, "libc.so.6");
+	touch(want, "libbz2.so.1.0");
+	touch(src, "lib/tri/sub/gconv.so");
+	touch(src, "lib/keep.py");
+	touch(src, "lib/secret.pem");
+	touch(src, "bin/python3");
+	free(want);
+
+	memset(&lib, 0, sizeof lib);
+	xasprintf(&lib.host, "%s/lib/tri", src);
+	lib.guest = xstrdup("/lib/tri");
+	lib.readonly = 1;
+	lib.ld_paths = xcalloc(3, sizeof *lib.ld_paths);
+	xasprintf(&lib.ld_paths[0], "%s/lib/tri/libz.so.1", src);
+	xasprintf(&lib.ld_paths[1], "%s/lib/tri/libc.so.6", src);
+	parent = lib;
+	parent.host = xstrdup(src);
+	parent.guest = xstrdup("/usr");
+	parent.ld_paths = xcalloc(3, sizeof *parent.ld_paths);
+	parent.ld_paths[0] = xstrdup(lib.ld_paths[0]);
+	parent.ld_paths[1] = xstrdup(lib.ld_paths[1]);
+	parent.ld_hide = xcalloc(2, sizeof *parent.ld_hide);
+	parent.ld_hide[0] = xstrdup("/lib/tri");
+	parent.ignore = xcalloc(2, sizeof *parent.ignore);
+	parent.ignore[0] = xstrdup("*.pem");
+
+	cr_assert_eq(share_stage(&lib, dst, 0, &cause), 0, "%s", cause);
+	cr_assert_eq(share_stage(&parent, dst, 0, &cause), 0, "%s", cause);
+	xasprintf(&want, "%s/run/ld%s/lib/tri", top, src);
+	cr_assert_str_eq(lib.host, want);
+	cr_assert(lib.staged);
+	cr_assert(exists(lib.host, "libz.so.1"));
+	cr_assert(exists(lib.host, "libz.so.1.2"), "the link's target");
+	cr_assert(exists(lib.host, "libc.so.6"));
+	cr_assert(!exists(lib.host, "libbz2.so.1.0"), "not in the closure");
+	cr_assert(!exists(lib.host, "sub"), "not in the closure");
+	free(want);
+	xasprintf(&want, "%s/run/ld%s", top, src);
+	cr_assert_str_eq(parent.host, want);
+	cr_assert(exists(parent.host, "bin/python3"), "the rest of the tree");
+	cr_assert(exists(parent.host, "lib/keep.py"));
+	cr_assert(!exists(parent.host, "lib/secret.pem"), "its ignore globs");
+	cr_assert(exists(parent.host, "lib/tri/libc.so.6"), "the closure");
+	cr_assert(!exists(parent.host, "lib/tri/libbz2.so.1.0"),
+	    "the rest of the library directory hidden");
+	cr_assert(!exists(parent.host, "lib/tri/sub"));
+	free(want);
+
+	share_free(&lib);
+	share_free(&parent);
+	xasprintf(&cmd, "rm -rf %s", top);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	free(src);
+	free(dst);
+}

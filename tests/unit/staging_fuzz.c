@@ -1,6 +1,7 @@
 /*
  * libFuzzer target for staging's parsers of untrusted bytes: ELF headers
- * and dynamic sections, /etc/ld.so.cache, glibc's version banner. The
+ * and dynamic sections, /etc/ld.so.cache, glibc's version banner, an
+ * initramfs cpio (for its libc.so.6). The
  * first input byte picks the parser. Not part of `make tests`; run:
  *
  *	clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 \
@@ -28,12 +29,12 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	struct staging_elf	 e;
-	char			*why = NULL;
+	char			*why = NULL, *where = NULL;
 	int			 major, minor;
 
 	if (len == 0)
 		return (0);
-	switch (data[0] % 3) {
+	switch (data[0] % 4) {
 	case 0:
 		if (staging_elf_parse(data + 1, len - 1, &e, &why) == 0)
 			staging_elf_free(&e);
@@ -45,6 +46,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		break;
 	case 2:
 		staging_glibc_banner(data + 1, len - 1, &major, &minor);
+		break;
+	case 3:
+		staging_cpio_glibc(data + 1, len - 1, &major, &minor, &where);
+		free(where);
 		break;
 	}
 	return (0);
