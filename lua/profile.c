@@ -2821,8 +2821,9 @@ profile_glob_bad(const char *g, size_t len)
 }
 
 static void
-profile_share_free(struct profile_share *sh)
+profile_share_free(void *item)
 {
+	struct profile_share	*sh = item;
 	size_t	i;
 
 	free(sh->host);
@@ -2857,8 +2858,9 @@ profile_guest_reserved(const char *path)
 /* One item of shares; returns 0 and fills sh, or -1 (reported). */
 static int
 profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
-    int tloc, struct profile_share *sh)
+    int tloc, void *item)
 {
+	struct profile_share	*sh = item;
 	static const char	*fields[] = { "host", "guest", "mode",
 	    "ignore", "exec" };
 	struct stat		 sb;
@@ -2995,51 +2997,98 @@ profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
 	return (0);
 }
 
+/*
+ * How one kind of list item is read, compared and freed, for
+ * profile_convert_items: the lists of tables (shares, ports, network_tcp).
+ */
+struct profile_items {
+	size_t	  size;			/* of one item */
+	int	  max;			/* items at most; 0: no limit */
+	const char *max_why;		/* printf: max, max */
+	int	(*read)(struct profile_ctx *, lua_State *, int, int, int,
+		    void *);
+	/* Reports it and returns 1 when item k repeats prev (item from). */
+	int	(*twice)(struct profile_ctx *, lua_State *, int, int,
+		    const void *, const void *, int);
+	void	(*free)(void *);
+};
+
+/* A list of tables, each item read, checked against the earlier ones. */
 static void
-profile_convert_shares(struct profile_ctx *ctx, lua_State *L, int idx,
-    const struct profile_setting *s, int loc)
+profile_convert_items(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc, const struct profile_items *it)
 {
-	struct profile_share	*v = NULL, sh;
-	size_t			 nv = 0, i, j;
-	int			 n, k, tloc, bad = 0, *from = NULL, gloc;
+	char	*v = NULL, *item;
+	size_t	 nv = 0, i, j;
+	int	 n, k, tloc, bad = 0, *from = NULL;
 
 	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
 		return;
+	if (it->max > 0 && n > it->max) {
+		profile_error(ctx, tloc, it->max_why, it->max, it->max);
+		return;
+	}
+	item = xmalloc(it->size);
 	for (k = 1; k <= n; k++) {
 		lua_rawgeti(L, idx, k);
-		if (profile_share(ctx, L, lua_gettop(L), k, tloc, &sh) == 0) {
+		if (it->read(ctx, L, lua_gettop(L), k, tloc, item) == 0) {
 			for (j = 0; j < nv; j++) {
-				if (strcmp(v[j].guest, sh.guest) == 0)
+				if (it->twice(ctx, L, tloc, k, item,
+				    v + j * it->size, from[j]))
 					break;
 			}
 			if (j < nv) {
-				gloc = profile_field_loc(L, -1, "guest",
-				    profile_item_loc(L, -1, tloc));
-				profile_error(ctx, gloc, "shares[%d].guest: "
-				    "%s is shared twice (shares[%d] too)", k,
-				    sh.guest, from[j]);
-				profile_share_free(&sh);
+				it->free(item);
 				bad = 1;
 			} else {
-				v = xreallocarray(v, nv + 1, sizeof *v);
+				v = xreallocarray(v, nv + 1, it->size);
 				from = xreallocarray(from, nv + 1,
 				    sizeof *from);
 				from[nv] = k;
-				v[nv++] = sh;
+				memcpy(v + nv++ * it->size, item, it->size);
 			}
 		} else
 			bad = 1;
 		lua_pop(L, 1);
 	}
+	free(item);
 	free(from);
 	if (bad) {
 		for (i = 0; i < nv; i++)
-			profile_share_free(&v[i]);
+			it->free(v + i * it->size);
 		free(v);
 		return;
 	}
-	*PROFILE_FIELD(ctx->p, s, struct profile_share *) = v;
+	*PROFILE_FIELD(ctx->p, s, void *) = v;
 	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+}
+
+static int
+profile_share_twice(struct profile_ctx *ctx, lua_State *L, int tloc, int k,
+    const void *item, const void *prev, int from)
+{
+	const struct profile_share	*sh = item, *o = prev;
+
+	if (strcmp(o->guest, sh->guest) != 0)
+		return (0);
+	profile_error(ctx, profile_field_loc(L, -1, "guest",
+	    profile_item_loc(L, -1, tloc)), "shares[%d].guest: %s is shared "
+	    "twice (shares[%d] too)", k, sh->guest, from);
+	return (1);
+}
+
+static void
+profile_convert_shares(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	static const struct profile_items it = {
+		.size = sizeof (struct profile_share),
+		.read = profile_share,
+		.twice = profile_share_twice,
+		.free = profile_share_free
+	};
+
+	profile_convert_items(ctx, L, idx, s, loc, &it);
 }
 
 static void
@@ -3089,8 +3138,9 @@ profile_convert_allow(struct profile_ctx *ctx, lua_State *L, int idx,
 /* One item of ports; returns 0 and fills pt, or -1 (reported). */
 static int
 profile_port(struct profile_ctx *ctx, lua_State *L, int e, int k, int tloc,
-    struct profile_port *pt)
+    void *item)
 {
+	struct profile_port	*pt = item;
 	static const char	*fields[] = { "guest", "host", "address" };
 	unsigned char		 addr[16];
 	const char		*why, *v;
@@ -3168,57 +3218,48 @@ profile_port(struct profile_ctx *ctx, lua_State *L, int e, int k, int tloc,
 	return (0);
 }
 
+static int
+profile_port_twice(struct profile_ctx *ctx, lua_State *L, int tloc, int k,
+    const void *item, const void *prev, int from)
+{
+	const struct profile_port	*pt = item, *o = prev;
+
+	if (pt->host == 0 || o->host != pt->host ||
+	    strcmp(o->address, pt->address) != 0)
+		return (0);
+	profile_error(ctx, lua_istable(L, -1) ? profile_item_loc(L, -1, tloc) :
+	    tloc, "ports[%d]: host port %u on %s is forwarded twice "
+	    "(ports[%d] too)", k, pt->host, pt->address, from);
+	return (1);
+}
+
+static void
+profile_port_free_item(void *item)
+{
+	struct profile_port	*pt = item;
+
+	free(pt->address);
+}
+
 static void
 profile_convert_ports(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
-	struct profile_port	*v = NULL, pt;
-	size_t			 nv = 0, i, j;
-	int			 n, k, tloc, bad = 0, *from = NULL;
+	static const struct profile_items it = {
+		.size = sizeof (struct profile_port),
+		.read = profile_port,
+		.twice = profile_port_twice,
+		.free = profile_port_free_item
+	};
 
-	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
-		return;
-	for (k = 1; k <= n; k++) {
-		lua_rawgeti(L, idx, k);
-		if (profile_port(ctx, L, lua_gettop(L), k, tloc, &pt) == 0) {
-			for (j = 0; j < nv; j++) {
-				if (pt.host != 0 && v[j].host == pt.host &&
-				    strcmp(v[j].address, pt.address) == 0)
-					break;
-			}
-			if (j < nv) {
-				profile_error(ctx, lua_istable(L, -1) ?
-				    profile_item_loc(L, -1, tloc) : tloc,
-				    "ports[%d]: host port %u on %s is "
-				    "forwarded twice (ports[%d] too)", k,
-				    pt.host, pt.address, from[j]);
-				free(pt.address);
-				bad = 1;
-			} else {
-				v = xreallocarray(v, nv + 1, sizeof *v);
-				from = xreallocarray(from, nv + 1,
-				    sizeof *from);
-				from[nv] = k;
-				v[nv++] = pt;
-			}
-		} else
-			bad = 1;
-		lua_pop(L, 1);
-	}
-	free(from);
-	if (bad) {
-		for (i = 0; i < nv; i++)
-			free(v[i].address);
-		free(v);
-		return;
-	}
-	*PROFILE_FIELD(ctx->p, s, struct profile_port *) = v;
-	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+	profile_convert_items(ctx, L, idx, s, loc, &it);
 }
 
 static void
-profile_tcp_map_free(struct profile_tcp_map *m)
+profile_tcp_map_free(void *item)
 {
+	struct profile_tcp_map	*m = item;
+
 	free(m->name);
 	m->name = NULL;
 	free(m->host);
@@ -3289,8 +3330,9 @@ profile_tcp_port(struct profile_ctx *ctx, lua_State *L, int e, int k,
 /* One item of network_tcp; returns 0 and fills m, or -1 (reported). */
 static int
 profile_tcp_map(struct profile_ctx *ctx, lua_State *L, int e, int k,
-    int tloc, struct profile_tcp_map *m)
+    int tloc, void *item)
 {
+	struct profile_tcp_map	*m = item;
 	static const char	*fields[] = { "host", "port", "name",
 	    "guest_port" };
 	char			 what[64];
@@ -3323,58 +3365,36 @@ profile_tcp_map(struct profile_ctx *ctx, lua_State *L, int e, int k,
 	return (0);
 }
 
+static int
+profile_tcp_map_twice(struct profile_ctx *ctx, lua_State *L, int tloc, int k,
+    const void *item, const void *prev, int from)
+{
+	const struct profile_tcp_map	*m = item, *o = prev;
+
+	if (m->name == NULL || o->name == NULL ||
+	    strcmp(o->name, m->name) != 0 || o->guest_port != m->guest_port)
+		return (0);
+	profile_error(ctx, profile_item_loc(L, -1, tloc), "network_tcp[%d]: "
+	    "%s:%u in the guest is mapped twice (network_tcp[%d] too)", k,
+	    m->name, m->guest_port, from);
+	return (1);
+}
+
 static void
 profile_convert_tcp(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
-	struct profile_tcp_map	*v = NULL, m;
-	size_t			 nv = 0, i, j;
-	int			 n, k, tloc, bad = 0, *from = NULL;
+	static const struct profile_items it = {
+		.size = sizeof (struct profile_tcp_map),
+		.max = PROFILE_TCP_MAX,
+		.max_why = "network_tcp: more than %d maps (the guest's "
+		    "network has addresses for %d)",
+		.read = profile_tcp_map,
+		.twice = profile_tcp_map_twice,
+		.free = profile_tcp_map_free
+	};
 
-	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
-		return;
-	if (n > PROFILE_TCP_MAX) {
-		profile_error(ctx, tloc, "network_tcp: more than %d maps (the "
-		    "guest's network has addresses for %d)", PROFILE_TCP_MAX,
-		    PROFILE_TCP_MAX);
-		return;
-	}
-	for (k = 1; k <= n; k++) {
-		lua_rawgeti(L, idx, k);
-		if (profile_tcp_map(ctx, L, lua_gettop(L), k, tloc, &m) == 0) {
-			for (j = 0; m.name != NULL && j < nv; j++) {
-				if (v[j].name != NULL &&
-				    strcmp(v[j].name, m.name) == 0 &&
-				    v[j].guest_port == m.guest_port)
-					break;
-			}
-			if (m.name != NULL && j < nv) {
-				profile_error(ctx, profile_item_loc(L, -1,
-				    tloc), "network_tcp[%d]: %s:%u in the "
-				    "guest is mapped twice (network_tcp[%d] "
-				    "too)", k, m.name, m.guest_port, from[j]);
-				profile_tcp_map_free(&m);
-				bad = 1;
-			} else {
-				v = xreallocarray(v, nv + 1, sizeof *v);
-				from = xreallocarray(from, nv + 1,
-				    sizeof *from);
-				from[nv] = k;
-				v[nv++] = m;
-			}
-		} else
-			bad = 1;
-		lua_pop(L, 1);
-	}
-	free(from);
-	if (bad) {
-		for (i = 0; i < nv; i++)
-			profile_tcp_map_free(&v[i]);
-		free(v);
-		return;
-	}
-	*PROFILE_FIELD(ctx->p, s, struct profile_tcp_map *) = v;
-	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+	profile_convert_items(ctx, L, idx, s, loc, &it);
 }
 
 /*
