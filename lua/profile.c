@@ -3864,17 +3864,23 @@ profile_apply_sets(struct profile_ctx *ctx, lua_State *L, int t)
 	buf_free(&b);
 }
 
+/* The name of value in a table of choices, aliases aside. */
+static const char *
+profile_choice_name(const struct profile_choice *c, int value,
+    const char *otherwise)
+{
+	for (; c->name != NULL; c++) {
+		if (!c->alias && c->value == value)
+			return (c->name);
+	}
+	return (otherwise);
+}
+
 /* The name of network mode m. */
 static const char *
 profile_net_name(enum profile_net m)
 {
-	const struct profile_choice	*c;
-
-	for (c = profile_net_choices; c->name != NULL; c++) {
-		if (!c->alias && c->value == (int)m)
-			return (c->name);
-	}
-	return ("?");
+	return (profile_choice_name(profile_net_choices, m, "?"));
 }
 
 /* What network_rules compiled into, against the network mode. */
@@ -4419,13 +4425,7 @@ profile_free(struct profile *p)
 const char *
 profile_sm_name(enum profile_sm sm)
 {
-	const struct profile_choice	*c;
-
-	for (c = profile_sm_choices; c->name != NULL; c++) {
-		if (!c->alias && c->value == (int)sm)
-			return (c->name);
-	}
-	return ("mapped-xattr");
+	return (profile_choice_name(profile_sm_choices, sm, "mapped-xattr"));
 }
 
 /* -------------------------------------------------------------------------
