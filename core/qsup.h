@@ -188,6 +188,7 @@ struct profile {
 	size_t		 nnetwork_allow;
 	int		 network_open_ack;
 	int		 guest_firewall; /* the guest loads one too */
+	int		 virtfs_cache;	/* keep staged trees between runs */
 	struct profile_port *ports;	/* + network_rules' IN */
 	size_t		 nports;
 	struct profile_tcp_map *network_tcp;
@@ -281,6 +282,9 @@ struct share {
 	char		**ignore;	/* globs hidden from the guest, or NULL */
 	int		 exec;		/* an execution tree (staged in containers) */
 	int		 staged;	/* host is a copy in the run directory */
+	int		 use_cache;	/* a copy may come from the cache */
+	int		 cache_fd;	/* > 0: host is a copy in the cache,
+					   this is its lock (staging/cache.c) */
 	char		*tag;		/* the 9p mount tag */
 	char		**ld_paths;	/* "sparse": the closure it shows of
 					   the host's library directories

@@ -1176,6 +1176,7 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 	stage = sandbox_stage_exec(sb);
 	for (i = 0; i < sb->nshares; i++) {
 		xasprintf(&path, "%s/%s", sb->rundir, sb->shares[i].tag);
+		sb->shares[i].use_cache = sb->profile->virtfs_cache;
 		rc = share_stage(&sb->shares[i], path, stage, cause);
 		free(path);
 		if (rc == -1)
@@ -1338,7 +1339,7 @@ sandbox_free(struct sandbox *sb)
 	net_free(sb->net);
 	/* Staged copies may hold directories not even we can write to. */
 	for (i = 0; i < sb->nshares; i++) {
-		if (sb->shares[i].staged)
+		if (sb->shares[i].staged && sb->shares[i].cache_fd <= 0)
 			staging_remove(sb->shares[i].host);
 	}
 	if (sb->rundir != NULL && util_rm_rf(sb->rundir) == -1)

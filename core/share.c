@@ -326,8 +326,8 @@ share_stage(struct share *sh, const char *dst, int stage_exec, char **cause)
 {
 	struct staging_stats	  st;
 	const char *const	 *skip = NULL;
-	char			 *why = NULL;
-	int			  ignore;
+	char			 *why = NULL, *cache, *path;
+	int			  ignore, rc;
 
 	ignore = sh->ignore != NULL && sh->ignore[0] != NULL;
 	if (sh->exec && stage_exec)
@@ -347,6 +347,36 @@ share_stage(struct share *sh, const char *dst, int stage_exec, char **cause)
 		return (-1);
 	}
 	memset(&st, 0, sizeof st);
+	if (sh->use_cache && (cache = util_cache_dir()) != NULL) {
+		rc = staging_cache_stage(cache, sh->host, STAGING_LINK, skip,
+		    (const char *const *)sh->ignore, &path, &sh->cache_fd,
+		    &st, &why);
+		free(cache);
+		if (rc == -1) {
+			xasprintf(cause, "share %s: %s", sh->host, why);
+			free(why);
+			staging_stats_free(&st);
+			return (-1);
+		}
+		if (rc == 0) {
+			if (st.files + st.dirs > 0)
+				log_debug("share %s: %llu files shown through "
+				    "%s, kept for later runs (%llu linked)",
+				    sh->host, (unsigned long long)st.files,
+				    path, (unsigned long long)st.linked);
+			else
+				log_debug("share %s: shown through %s, kept "
+				    "from an earlier run (unchanged since)",
+				    sh->host, path);
+			staging_stats_free(&st);
+			free(sh->host);
+			sh->host = path;
+			sh->staged = 1;
+			return (0);
+		}
+		staging_stats_free(&st);
+		memset(&st, 0, sizeof st);
+	}
 	if (staging_copy_tree(sh->host, dst, STAGING_LINK, skip,
 	    (const char *const *)sh->ignore, &st, &why) == -1) {
 		xasprintf(cause, "share %s: %s", sh->host, why);
@@ -381,5 +411,7 @@ share_free(struct share *sh)
 	for (i = 0; sh->ld_hide != NULL && sh->ld_hide[i] != NULL; i++)
 		free(sh->ld_hide[i]);
 	free(sh->ld_hide);
+	if (sh->cache_fd > 0)
+		staging_cache_release(sh->cache_fd);
 	memset(sh, 0, sizeof *sh);
 }

@@ -28,6 +28,7 @@
 #include <mbedtls/sha256.h>
 
 #include "qsup.h"
+#include "staging.h"
 #include "protocol.h"
 
 #define TEMPLATE_VERSION	1
@@ -392,5 +393,14 @@ template_cmd(int argc, char **argv)
 	if (strcmp(cmd, "clear") == 0)
 		printf("removed %d template%s\n", n, n == 1 ? "" : "s");
 	free(dir);
+	/* Staged copies of shared trees (staging/cache.c). */
+	if ((dir = util_cache_dir()) != NULL) {
+		n = staging_cache_cmd(dir, strcmp(cmd, "clear") == 0,
+		    only_stale);
+		if (strcmp(cmd, "clear") == 0)
+			printf("removed %d staged tree%s\n", n, n == 1 ? "" :
+			    "s");
+		free(dir);
+	}
 	return (0);
 }

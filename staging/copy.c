@@ -495,6 +495,9 @@ copy_entry(struct copy_ctx *c, int sdir, int ddir, const char *name,
 		c->st->skipped++;
 		return;
 	}
+	if (c->st->manifest != NULL && (S_ISREG(sb.st_mode) ||
+	    S_ISLNK(sb.st_mode) || S_ISDIR(sb.st_mode)))
+		staging_manifest_add(c->st->manifest, c->rel.data, &sb);
 	if (S_ISREG(sb.st_mode)) {
 		copy_file(c, sdir, name, ddir, name, &sb, 0);
 		return;
@@ -677,6 +680,8 @@ copy_root(struct copy_ctx *c, char **cause)
 		xasprintf(cause, "%s: %s", c->src, strerror(errno));
 		goto out;
 	}
+	if (c->st->manifest != NULL)
+		staging_manifest_add(c->st->manifest, ".", &sb);
 	copy_dir(c, sfd, dfd, 0);
 	copy_attrs(c, dfd, &sb);
 	rc = 0;

@@ -12,6 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct buf;
+struct stat;
+
 /* copy.c */
 #define STAGING_LINK	0x1	/* hard links allowed: dst is shared read-only */
 #define STAGING_XDEV	0x2	/* descend into other file systems too */
@@ -31,6 +34,8 @@ struct staging_stats {
 	uint64_t	 errors;	/* entries that could not be staged */
 	char		*first_mount;	/* the first mount point not entered */
 	char		*first_error;	/* the first error, naming its path */
+	struct buf	*manifest;	/* set by the caller: one line per
+					   source entry staged (cache.c) */
 };
 
 extern const char *const staging_default_skip[];
@@ -44,6 +49,15 @@ int		 staging_ignored(const char *const *, const char *, int);
 void		 staging_stats_free(struct staging_stats *);
 int		 staging_remove(const char *);
 int		 staging_on_overlay(const char *);
+
+/* cache.c */
+int		 staging_cache_stage(const char *, const char *, int,
+		     const char *const *, const char *const *, char **, int *,
+		     struct staging_stats *, char **);
+void		 staging_cache_release(int);
+int		 staging_cache_cmd(const char *, int, int);
+void		 staging_manifest_add(struct buf *, const char *,
+		     const struct stat *);
 
 /* ldd.c */
 enum staging_via {

@@ -177,10 +177,38 @@ test_staging_forced_on() {
 ./pkg/link.py
 ./pkg/mod.py
 code" "$out"
-	expect_match "said under -v" 'share .*tree: .* files shown through' "$(cat "$T_TMP/err")"
+	expect_match "said under -v" 'share .*tree: .*shown through' "$(cat "$T_TMP/err")"
 	out=$("$QSUP" run --profile "$T_TMP/st-off.lua" -- sh -c 'ls -a /t | tr "\n" " "')
 	expect_eq "not staged when off" ". .. .git .venv node_modules pkg " "$out"
 	expect_eq "host tree intact" "ref" "$(cat "$t/.git/HEAD")"
+}
+
+# Staged copies are kept between runs and used again only while their
+# source is unchanged.
+test_staged_copy_kept_while_unchanged() {
+	local t=$T_TMP/kept p=$T_TMP/kept.lua out
+	export XDG_CACHE_HOME=$T_TMP/kept-cache	# this test's cache alone
+	mkdir -p "$t/lib"
+	echo one >"$t/lib/a"
+	printf 'return { virtfs = "on", shares = { { host = "%s", guest = "/t", exec = true } } }\n' \
+	    "$t" >"$p"
+	out=$("$QSUP" run -v -p "$p" -- cat /t/lib/a 2>"$T_TMP/err")
+	expect_eq "first run" one "$out"
+	expect_match "made and kept" "files shown through .*/staged/.*kept for later runs" "$(cat "$T_TMP/err")"
+	out=$("$QSUP" run -v -p "$p" -- cat /t/lib/a 2>"$T_TMP/err")
+	expect_eq "second run" one "$out"
+	expect_match "used again" "kept from an earlier run" "$(cat "$T_TMP/err")"
+	sleep 0.05
+	echo two >"$t/lib/b"
+	rm "$t/lib/a"
+	out=$("$QSUP" run -v -p "$p" -- ls /t/lib 2>"$T_TMP/err")
+	expect_eq "the change is seen" b "$out"
+	expect_match "made again" "kept for later runs" "$(cat "$T_TMP/err")"
+	expect_match "listed" "staged [0-9a-f]{32}  $t " "$("$QSUP" cache ls)"
+	expect_match "cleared" "removed 1 staged tree" "$("$QSUP" cache clear)"
+	out=$("$QSUP" run --set virtfs_cache=false -p "$p" -- ls /t/lib)
+	expect_eq "without the cache" b "$out"
+	expect_eq "nothing kept" "" "$("$QSUP" cache ls | grep staged)"
 }
 
 # A share given to one run is not there for the next, warm or not.

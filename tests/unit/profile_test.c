@@ -27,7 +27,7 @@
 #include "qsup.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	28
+#define NSETTINGS	29
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];
@@ -1871,9 +1871,10 @@ Test(profile, help_lists_every_setting)
 	    "start_timeout", "timeout", "show_boot_console",
 	    "console_on_failure", "warm_start", "kernel", "initramfs", "image",
 	    "image_base_url", "images_dir", "env", "cwd", "shares", "virtfs",
-	    "virtfs_security_model", "ld_closure_libs", "ld_closure_extra",
-	    "network", "network_allow", "network_open_ack", "ports",
-	    "network_tcp", "network_rules", "guest_firewall", "extra_args" };
+	    "virtfs_security_model", "virtfs_cache", "ld_closure_libs",
+	    "ld_closure_extra", "network", "network_allow", "network_open_ack",
+	    "ports", "network_tcp", "network_rules", "guest_firewall",
+	    "extra_args" };
 	struct buf		 b = { 0 };
 	char			*want;
 	size_t			 i;
