@@ -128,7 +128,8 @@ test_cache_ls_clear() {
 	expect_eq "empty" "" "$("$QSUP" cache ls)"
 	"$QSUP" run -- true
 	expect_match "listed" '^[0-9a-f]{32} +[0-9.]+ MB' "$("$QSUP" cache ls)"
-	expect_eq "clear" "removed 1 template" "$("$QSUP" cache clear)"
+	expect_eq "clear" "removed 1 template
+removed 0 staged trees" "$("$QSUP" cache clear)"
 	expect_eq "empty again" "" "$("$QSUP" cache ls)"
 	"$QSUP" cache bogus 2>/dev/null
 	expect_eq "bad subcommand" 125 $?
