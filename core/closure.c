@@ -659,7 +659,7 @@ closure_prepare(const struct profile *p, struct share *sh, size_t *n,
 	struct closure_paths	 keep = { 0 };
 	struct staging_list	 all = { 0 };
 	struct buf		 what = { 0 };
-	size_t			 i, nlib = 0;
+	size_t			 i, j, nlib = 0;
 	int			 rc = -1;
 	double			 t0 = util_now();
 
@@ -717,10 +717,10 @@ closure_prepare(const struct profile *p, struct share *sh, size_t *n,
 	for (i = 0; i < *n; i++) {
 		if (sh[i].ld_paths == NULL)
 			continue;
-		for (nlib = 0; nlib < sh[i].nbinds; nlib++)
+		for (j = 0; j < sh[i].nbinds; j++)
 			log_debug("sparse: the guest binds %s%s on %s",
-			    CLOSURE_GUEST, sh[i].binds[nlib].src,
-			    sh[i].binds[nlib].dst);
+			    CLOSURE_GUEST, sh[i].binds[j].src,
+			    sh[i].binds[j].dst);
 	}
 	rc = 1;
 out:
