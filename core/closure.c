@@ -6,13 +6,17 @@
  * C-library directories (the real paths of /lib/TRIPLET, /usr/lib/TRIPLET,
  * /lib64 and /usr/lib64); a "parent share" is one that contains such a
  * directory (the system Python's /usr/lib). Under "full" they are shared as
- * they are. Under "sparse" each is shown through a staged copy in the run
- * directory that holds, of the library directories, only the closure: the
- * libraries what runs needs, found as glibc's loader finds them
- * (staging/ldd.c), the symlinks on the way included. A parent share's copy
- * has everything else of it too (hard links), so what it shows of a
- * library directory is the closure as well: sparse hides the rest wherever
- * the guest would see it.
+ * they are. Under "sparse" the closure, the libraries what runs needs,
+ * found as glibc's loader finds them (staging/ldd.c), the symlinks on the
+ * way included, is staged (hard links) in the run directory at its host
+ * paths and shared once, read-only, at CLOSURE_GUEST. Library shares go:
+ * the guest binds the closure's copy of each at its guest path instead.
+ * Parent shares are shared as they are, and the guest binds the closure's
+ * copy of each library directory inside them over it, after every mount
+ * (the seed's bind lines, guest/protocol.h): sparse hides the rest
+ * wherever the guest would see it, without copying the rest of a parent
+ * (60,000 files for /usr/lib: seconds to copy, as many to remove). The
+ * closure share takes a share slot; the library shares give theirs back.
  *
  * The closure's roots: the command (argv[0] found through the guest's PATH
  * on the shares), every ELF program and every *.so extension module in the
@@ -557,27 +561,110 @@ out:
 	return (rc);
 }
 
+/* Add a bind of the closure's src over dst, once per dst. */
+static void
+closure_bind(struct share *cl, const char *src, const char *dst)
+{
+	size_t	i;
+
+	for (i = 0; i < cl->nbinds; i++)
+		if (strcmp(cl->binds[i].dst, dst) == 0)
+			return;
+	cl->binds = xreallocarray(cl->binds, cl->nbinds + 1,
+	    sizeof *cl->binds);
+	cl->binds[cl->nbinds].src = xstrdup(src);
+	cl->binds[cl->nbinds++].dst = xstrdup(dst);
+}
+
 /*
- * Before the sandbox starts: check the guest's glibc when host library
- * directories are shared, and under "sparse" find the closure and mark the
- * library and parent shares to be shown through it (share_stage). Returns
- * 1 if the closure applies, 0 if not, -1 on error.
+ * Show the closure (keep: host paths) wherever the guest would see a
+ * library directory (dirs: their real host paths): a share of one goes,
+ * and the guest binds the closure's copy of it at its guest path; a share
+ * containing one stays as it is, and the guest binds the closure's copy
+ * over each inside it. The closure share, mounted at CLOSURE_GUEST, is
+ * added at sh[*n], for which sh has room, if any share needs it.
  */
 int
-closure_prepare(const struct profile *p, struct share *sh, size_t n,
+closure_rewrite(struct share *sh, size_t *n, char *const *dirs, size_t ndirs,
+    char *const *keep, size_t nkeep, char **cause)
+{
+	struct share	 cl;
+	size_t		 i, j, k, left = 0, len;
+	char		*dst;
+	int		 kind;
+
+	memset(&cl, 0, sizeof cl);
+	for (i = 0; i < *n; i++) {
+		kind = closure_kind(sh[i].host, dirs, ndirs);
+		if (kind == CLOSURE_LIB) {
+			closure_bind(&cl, sh[i].host, sh[i].guest);
+			share_free(&sh[i]);
+			continue;
+		}
+		if (kind == CLOSURE_PARENT) {
+			len = strcmp(sh[i].host, "/") == 0 ? 0 :
+			    strlen(sh[i].host);
+			sh[i].ld_hide = xcalloc(ndirs + 1,
+			    sizeof *sh[i].ld_hide);
+			for (j = k = 0; j < ndirs; j++) {
+				if (!closure_under(dirs[j], sh[i].host))
+					continue;
+				xasprintf(&dst, "%s%s", strcmp(sh[i].guest,
+				    "/") == 0 ? "" : sh[i].guest, dirs[j] + len);
+				closure_bind(&cl, dirs[j], dst);
+				free(dst);
+				sh[i].ld_hide[k++] = xstrdup(dirs[j] + len);
+			}
+		}
+		sh[left++] = sh[i];
+	}
+	for (i = left; i < *n; i++)
+		memset(&sh[i], 0, sizeof sh[i]);
+	*n = left;
+	if (cl.nbinds == 0)
+		return (0);
+	if (*n + 1 > SHARE_MAX) {
+		xasprintf(cause, "ld_closure_libs = \"sparse\" shows the "
+		    "library closure through a share of its own, and with it "
+		    "there would be %zu shares; a microVM has room for %d: "
+		    "share less, or use ld_closure_libs = \"full\"", *n + 1,
+		    SHARE_MAX);
+		for (i = 0; i < cl.nbinds; i++) {
+			free(cl.binds[i].src);
+			free(cl.binds[i].dst);
+		}
+		free(cl.binds);
+		return (-1);
+	}
+	cl.guest = xstrdup(CLOSURE_GUEST);
+	cl.readonly = 1;
+	cl.ld_paths = xcalloc(nkeep + 1, sizeof *cl.ld_paths);
+	for (i = 0; i < nkeep; i++)
+		cl.ld_paths[i] = xstrdup(keep[i]);
+	sh[(*n)++] = cl;
+	return (0);
+}
+
+/*
+ * Before the sandbox starts: check the guest's glibc when host library
+ * directories are shared, and under "sparse" find the closure and show it
+ * over them (closure_rewrite; *n changes, and sh has room for one more).
+ * Returns 1 if the closure applies, 0 if not, -1 on error.
+ */
+int
+closure_prepare(const struct profile *p, struct share *sh, size_t *n,
     char *const *argv, char *const *env, size_t nenv, char **cause)
 {
 	struct closure_dirs	 libs;
 	struct closure_paths	 keep = { 0 };
 	struct staging_list	 all = { 0 };
 	struct buf		 what = { 0 };
-	size_t			 i, j, k, nlib = 0;
-	int			 kind, rc = -1;
-	char			*rel;
+	size_t			 i, j, nlib = 0;
+	int			 rc = -1;
 	double			 t0 = util_now();
 
 	closure_libdirs(&libs);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < *n; i++) {
 		if (share_check(&sh[i], cause) == -1)
 			goto out;
 		if (closure_kind(sh[i].host, libs.dir, libs.n) == CLOSURE_NONE)
@@ -587,9 +674,10 @@ closure_prepare(const struct profile *p, struct share *sh, size_t n,
 		if (p->ld_closure_libs == PROFILE_LD_SPARSE &&
 		    !sh[i].readonly) {
 			xasprintf(cause, "share %s: ld_closure_libs = "
-			    "\"sparse\" shows it through hard links to the "
-			    "host's files, which a read-write share would let "
-			    "the guest change; make it read-only", sh[i].host);
+			    "\"sparse\" shows the host's library directories "
+			    "in it through hard links to the host's files, "
+			    "which a read-write share would let the guest "
+			    "reach; make it read-only", sh[i].host);
 			goto out;
 		}
 	}
@@ -606,7 +694,7 @@ closure_prepare(const struct profile *p, struct share *sh, size_t n,
 		rc = 0;
 		goto out;
 	}
-	if (closure_compute(p, sh, n, &libs, argv, env, nenv, &all,
+	if (closure_compute(p, sh, *n, &libs, argv, env, nenv, &all,
 	    cause) == -1)
 		goto out;
 	for (i = 0; i < all.nlibs; i++) {
@@ -623,23 +711,16 @@ closure_prepare(const struct profile *p, struct share *sh, size_t n,
 	log_debug("sparse: %zu libraries in the closure, %zu of them from "
 	    "the shared library directories (found in %.3f s)", all.nlibs,
 	    keep.n, util_now() - t0);
-	for (i = 0; i < n; i++) {
-		kind = closure_kind(sh[i].host, libs.dir, libs.n);
-		if (kind == CLOSURE_NONE)
+	if (closure_rewrite(sh, n, libs.dir, libs.n, keep.v, keep.n,
+	    cause) == -1)
+		goto out;
+	for (i = 0; i < *n; i++) {
+		if (sh[i].ld_paths == NULL)
 			continue;
-		sh[i].ld_paths = xcalloc(keep.n + 1, sizeof *sh[i].ld_paths);
-		for (j = 0; j < keep.n; j++)
-			sh[i].ld_paths[j] = xstrdup(keep.v[j]);
-		if (kind != CLOSURE_PARENT)
-			continue;
-		sh[i].ld_hide = xcalloc(libs.n + 1, sizeof *sh[i].ld_hide);
-		for (j = k = 0; j < libs.n; j++) {
-			if (!closure_under(libs.dir[j], sh[i].host))
-				continue;
-			rel = libs.dir[j] + (strcmp(sh[i].host, "/") == 0 ?
-			    0 : strlen(sh[i].host));
-			sh[i].ld_hide[k++] = xstrdup(rel);
-		}
+		for (j = 0; j < sh[i].nbinds; j++)
+			log_debug("sparse: the guest binds %s%s on %s",
+			    CLOSURE_GUEST, sh[i].binds[j].src,
+			    sh[i].binds[j].dst);
 	}
 	rc = 1;
 out:

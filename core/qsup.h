@@ -275,6 +275,12 @@ int		 kvm_choose(const struct profile *, const char *, const char *,
 const char	*accel_name(enum accel);
 
 /* share.c */
+#define SHARE_MAX	5	/* microvm's eight virtio-mmio slots: console
+				   ports, seed disk, network and these */
+struct share_bind {		/* a bind mount the guest makes of it */
+	char		*src;		/* inside the share, from its root */
+	char		*dst;		/* a guest path */
+};
 struct share {
 	char		*host;		/* absolute, resolved */
 	char		*guest;		/* absolute */
@@ -286,13 +292,16 @@ struct share {
 	int		 cache_fd;	/* > 0: host is a copy in the cache,
 					   this is its lock (staging/cache.c) */
 	char		*tag;		/* the 9p mount tag */
-	char		**ld_paths;	/* "sparse": the closure it shows of
-					   the host's library directories
-					   (closure.c), or NULL */
-	char		**ld_hide;	/* ... and, for a share containing
-					   library directories, their paths
-					   relative to it, hidden but for the
-					   closure */
+	char		**ld_paths;	/* "sparse": the closure share, which
+					   holds these host files (closure.c),
+					   or NULL */
+	struct share_bind *binds;	/* ... and is bound over the library
+					   directories the guest sees */
+	size_t		 nbinds;
+	char		**ld_hide;	/* a share containing library
+					   directories: their paths relative
+					   to it, which a staged copy leaves
+					   out (the closure covers them) */
 };
 int		 share_parse(const char *, struct share *, char **);
 int		 share_check(struct share *, char **);
@@ -304,9 +313,12 @@ void		 share_free(struct share *);
 #define CLOSURE_NONE	0
 #define CLOSURE_LIB	1	/* a host C-library directory */
 #define CLOSURE_PARENT	2	/* contains one */
-int		 closure_prepare(const struct profile *, struct share *, size_t,
-		     char *const *, char *const *, size_t, char **);
+#define CLOSURE_GUEST	"/run/qsup/ld"	/* where the guest mounts it */
+int		 closure_prepare(const struct profile *, struct share *,
+		     size_t *, char *const *, char *const *, size_t, char **);
 int		 closure_kind(const char *, char *const *, size_t);
+int		 closure_rewrite(struct share *, size_t *, char *const *,
+		     size_t, char *const *, size_t, char **);
 char		*closure_guest_to_host(const struct share *, size_t,
 		     const char *);
 char		*closure_missing_lib(const char *, size_t);

@@ -440,8 +440,11 @@ run_shares(struct run *r, char **cause)
 		}
 		n++;
 	}
-	/* Checks the guest's glibc too: before QEMU starts. */
-	if ((rc = closure_prepare(&r->profile, sh, n, r->opts->argv,
+	/*
+	 * Checks the guest's glibc too: before QEMU starts. Under "sparse"
+	 * it may add the closure share, in the one slot left for it.
+	 */
+	if ((rc = closure_prepare(&r->profile, sh, &n, r->opts->argv,
 	    r->opts->env, r->opts->nenv, cause)) == -1) {
 		while (n-- > 0)
 			share_free(&sh[n]);

@@ -257,8 +257,9 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 {
 	struct timespec	 ts;
 	struct buf	 rules = { 0 };
-	char		*entropy, *const *env;
-	size_t		 i;
+	struct share	*sh;
+	char		*entropy, *src, *const *env;
+	size_t		 i, j;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	entropy = token_hex(64);
@@ -295,6 +296,20 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 		buf_printf(cfg, "mount %s ", sb->shares[i].tag);
 		sandbox_seed_value(cfg, sb->shares[i].guest);
 		buf_printf(cfg, " %s\n", sb->shares[i].readonly ? "ro" : "rw");
+	}
+	/* After every mount: their sources lie in the shares. */
+	for (i = 0; i < sb->nshares; i++) {
+		sh = &sb->shares[i];
+		for (j = 0; j < sh->nbinds; j++) {
+			xasprintf(&src, "%s%s", strcmp(sh->guest, "/") == 0 ?
+			    "" : sh->guest, sh->binds[j].src);
+			buf_add(cfg, "bind ", 5);
+			sandbox_seed_value(cfg, src);
+			buf_add(cfg, " ", 1);
+			sandbox_seed_value(cfg, sh->binds[j].dst);
+			buf_printf(cfg, " %s\n", sh->readonly ? "ro" : "rw");
+			free(src);
+		}
 	}
 }
 

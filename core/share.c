@@ -17,9 +17,6 @@
 #include "qsup.h"
 #include "staging.h"
 
-/* microvm has eight virtio-mmio slots: console ports, seed disk, network. */
-#define SHARE_MAX	5
-
 /*
  * HOST[:GUEST][:ro|rw], the --share form. The guest path defaults to the
  * host's (resolved by share_check); the mode to read-only. A path
@@ -122,7 +119,8 @@ share_prepare(struct share *sh, size_t n, char **cause)
 		return (-1);
 	}
 	for (i = 0; i < n; i++) {
-		if (share_check(&sh[i], cause) == -1)
+		/* The closure share is made when staged. */
+		if (sh[i].ld_paths == NULL && share_check(&sh[i], cause) == -1)
 			return (-1);
 	}
 	qsort(sh, n, sizeof *sh, share_cmp);
@@ -187,126 +185,49 @@ share_mkdir_p(const char *dir)
 }
 
 /*
- * Whether a file of src can be hard-linked into dir: a parent share's
- * sparse copy is made of links, and a copy of, say, all of /usr/lib would
- * take gigabytes (links fail across file systems, and for files of another
- * user under fs.protected_hardlinks).
+ * "sparse" (closure.c): the closure share, staged in dst: each path of the
+ * closure (sh->ld_paths) at its own host path, with the symlinks on the
+ * way, so names resolve as on the host; and every directory a bind takes
+ * from it, even one the closure has nothing in, since the guest binds it
+ * over a library directory.
  */
 static int
-share_can_link(const char *src, const char *dir, char **why)
+share_stage_closure(struct share *sh, const char *dst, char **cause)
 {
-	struct dirent	*de;
-	struct stat	 sb;
-	DIR		*d;
-	char		*path = NULL, *probe;
-	int		 rc = -1;
+	struct staging_stats	 st;
+	char			*why = NULL, *dir;
+	size_t			 i;
+	int			 rc = -1;
+	double			 t0 = util_now();
 
-	if ((d = opendir(src)) == NULL) {
-		xasprintf(why, "%s: %s", src, strerror(errno));
-		return (-1);
-	}
-	while ((de = readdir(d)) != NULL) {
-		free(path);
-		xasprintf(&path, "%s/%s", src, de->d_name);
-		if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode))
-			break;
-	}
-	closedir(d);
-	if (de == NULL) {
-		free(path);
-		return (0);	/* no file at the top: let the copy tell */
-	}
-	xasprintf(&probe, "%s/.qsup-link-probe", dir);
-	if (link(path, probe) == 0) {
-		unlink(probe);
-		rc = 0;
-	} else
-		xasprintf(why, "cannot hard-link %s into %s: %s", path, dir,
-		    strerror(errno));
-	free(probe);
-	free(path);
-	return (rc);
-}
-
-/*
- * "sparse" (closure.c): show a library share, or a share containing library
- * directories, through a copy holding of those directories only the
- * closure (sh->ld_paths). Every such share is staged under one root beside
- * dst (RUNDIR/ld), each path at its own host path with the symlinks on the
- * way, so the names resolve as on the host; the share is then the root's
- * copy of its host directory. A containing share gets the rest of its tree
- * as hard links, its library directories (sh->ld_hide) left out but for
- * the closure.
- */
-static int
-share_stage_sparse(struct share *sh, const char *dst, const char *const *skip,
-    char **cause)
-{
-	struct staging_stats	  st;
-	char			 *root, *slash, *copy = NULL, *why = NULL;
-	char			**ign = NULL;
-	size_t			  n = 0, i;
-	int			  rc = -1;
-	double			  t0 = util_now();
-
-	root = xstrdup(dst);
-	if ((slash = strrchr(root, '/')) != NULL)
-		*slash = '\0';
-	xasprintf(&slash, "%s/ld", root);
-	free(root);
-	root = slash;
 	memset(&st, 0, sizeof st);
-	if (staging_copy_paths((const char *const *)sh->ld_paths, root,
+	if (staging_copy_paths((const char *const *)sh->ld_paths, dst,
 	    STAGING_LINK, &st, &why) == -1) {
-		xasprintf(cause, "share %s: the sparse library closure: %s",
-		    sh->host, why);
+		xasprintf(cause, "the sparse library closure: %s", why);
 		goto out;
 	}
-	xasprintf(&copy, "%s%s", root, strcmp(sh->host, "/") == 0 ? "" :
-	    sh->host);
-	if (share_mkdir_p(copy) == -1) {
-		xasprintf(cause, "%s: %s", copy, strerror(errno));
-		goto out;
-	}
-	if (sh->ld_hide != NULL) {
-		if (share_can_link(sh->host, copy, &why) == -1) {
-			xasprintf(cause, "share %s: ld_closure_libs = "
-			    "\"sparse\" hides the library directories inside "
-			    "it with a hard-linked copy of the rest, and %s; "
-			    "share less (not a directory that contains "
-			    "%s%s), or use ld_closure_libs = \"full\"",
-			    sh->host, why, sh->host, sh->ld_hide[0]);
+	for (i = 0; i < sh->nbinds; i++) {
+		xasprintf(&dir, "%s%s", dst, sh->binds[i].src);
+		if (share_mkdir_p(dir) == -1) {
+			xasprintf(cause, "%s: %s", dir, strerror(errno));
+			free(dir);
 			goto out;
 		}
-		ign = xcalloc(share_count(sh->ignore) +
-		    share_count(sh->ld_hide) + 1, sizeof *ign);
-		for (i = 0; sh->ignore != NULL && sh->ignore[i] != NULL; i++)
-			ign[n++] = sh->ignore[i];
-		for (i = 0; sh->ld_hide[i] != NULL; i++)
-			ign[n++] = sh->ld_hide[i];
-		if (staging_copy_tree(sh->host, copy, STAGING_LINK, skip,
-		    (const char *const *)ign, &st, &why) == -1) {
-			xasprintf(cause, "share %s: %s", sh->host, why);
-			goto out;
-		}
+		free(dir);
 	}
-	log_debug("share %s: sparse, shown through %s (%zu closure paths; "
-	    "staged now: %llu files, %llu symlinks, %llu linked, %llu copied, "
-	    "in %.3f s)", sh->host, copy, share_count(sh->ld_paths),
+	log_debug("sparse: the closure staged in %s (%zu paths: %llu files, "
+	    "%llu symlinks, %llu linked, %llu copied, in %.3f s), mounted at "
+	    "%s", dst, share_count(sh->ld_paths),
 	    (unsigned long long)st.files, (unsigned long long)st.symlinks,
 	    (unsigned long long)st.linked, (unsigned long long)st.copied,
-	    util_now() - t0);
+	    util_now() - t0, sh->guest);
 	free(sh->host);
-	sh->host = copy;
-	copy = NULL;
+	sh->host = xstrdup(dst);
 	sh->staged = 1;
 	rc = 0;
 out:
 	staging_stats_free(&st);
-	free(ign);
-	free(copy);
 	free(why);
-	free(root);
 	return (rc);
 }
 
@@ -326,14 +247,15 @@ share_stage(struct share *sh, const char *dst, int stage_exec, char **cause)
 {
 	struct staging_stats	  st;
 	const char *const	 *skip = NULL;
-	char			 *why = NULL, *cache, *path;
-	int			  ignore, rc;
+	char			 *why = NULL, **ign, *dir, *cache, *path = NULL;
+	size_t			  i, n = 0;
+	int			  ignore, rc = -1, kept = 1;
 
 	ignore = sh->ignore != NULL && sh->ignore[0] != NULL;
 	if (sh->exec && stage_exec)
 		skip = share_exec_skip;
 	if (sh->ld_paths != NULL)
-		return (share_stage_sparse(sh, dst, skip, cause));
+		return (share_stage_closure(sh, dst, cause));
 	if (!ignore && skip == NULL)
 		return (0);
 	if (!sh->readonly) {
@@ -346,52 +268,72 @@ share_stage(struct share *sh, const char *dst, int stage_exec, char **cause)
 		    "read-write share is the host tree itself)", sh->host);
 		return (-1);
 	}
+	/*
+	 * The library directories in it are covered by the closure: not
+	 * copied, but there, for the guest to bind over.
+	 */
+	ign = xcalloc(share_count(sh->ignore) + share_count(sh->ld_hide) + 1,
+	    sizeof *ign);
+	for (i = 0; i < share_count(sh->ignore); i++)
+		ign[n++] = sh->ignore[i];
+	for (i = 0; i < share_count(sh->ld_hide); i++)
+		ign[n++] = sh->ld_hide[i];
 	memset(&st, 0, sizeof st);
+	/* A copy kept from an earlier run, or made now and kept. */
 	if (sh->use_cache && (cache = util_cache_dir()) != NULL) {
-		rc = staging_cache_stage(cache, sh->host, STAGING_LINK, skip,
-		    (const char *const *)sh->ignore, &path, &sh->cache_fd,
-		    &st, &why);
+		kept = staging_cache_stage(cache, sh->host, STAGING_LINK, skip,
+		    (const char *const *)ign, &path, &sh->cache_fd, &st, &why);
 		free(cache);
-		if (rc == -1) {
+		if (kept == -1) {
 			xasprintf(cause, "share %s: %s", sh->host, why);
-			free(why);
-			staging_stats_free(&st);
-			return (-1);
+			goto out;
 		}
-		if (rc == 0) {
-			if (st.files + st.dirs > 0)
-				log_debug("share %s: %llu files shown through "
-				    "%s, kept for later runs (%llu linked)",
-				    sh->host, (unsigned long long)st.files,
-				    path, (unsigned long long)st.linked);
-			else
-				log_debug("share %s: shown through %s, kept "
-				    "from an earlier run (unchanged since)",
-				    sh->host, path);
+		if (kept == 0 && st.files + st.dirs == 0)
+			log_debug("share %s: shown through %s, kept from an "
+			    "earlier run (unchanged since)", sh->host, path);
+		else if (kept == 0)
+			log_debug("share %s: %llu files shown through %s, kept "
+			    "for later runs (%llu linked)", sh->host,
+			    (unsigned long long)st.files, path,
+			    (unsigned long long)st.linked);
+		else {
 			staging_stats_free(&st);
-			free(sh->host);
-			sh->host = path;
-			sh->staged = 1;
-			return (0);
+			memset(&st, 0, sizeof st);
 		}
-		staging_stats_free(&st);
-		memset(&st, 0, sizeof st);
 	}
-	if (staging_copy_tree(sh->host, dst, STAGING_LINK, skip,
-	    (const char *const *)sh->ignore, &st, &why) == -1) {
-		xasprintf(cause, "share %s: %s", sh->host, why);
-		free(why);
-		staging_stats_free(&st);
-		return (-1);
+	if (kept != 0) {
+		path = xstrdup(dst);
+		if (staging_copy_tree(sh->host, path, STAGING_LINK, skip,
+		    (const char *const *)ign, &st, &why) == -1) {
+			xasprintf(cause, "share %s: %s", sh->host, why);
+			goto out;
+		}
+		log_debug("share %s: %llu files shown through %s (%llu "
+		    "linked, %llu copied)", sh->host,
+		    (unsigned long long)st.files, path,
+		    (unsigned long long)st.linked,
+		    (unsigned long long)st.copied);
 	}
-	log_debug("share %s: %llu files shown through %s (%llu linked, "
-	    "%llu copied)", sh->host, (unsigned long long)st.files, dst,
-	    (unsigned long long)st.linked, (unsigned long long)st.copied);
-	staging_stats_free(&st);
+	for (i = 0; i < share_count(sh->ld_hide); i++) {
+		xasprintf(&dir, "%s%s", path, sh->ld_hide[i]);
+		if (share_mkdir_p(dir) == -1) {
+			xasprintf(cause, "%s: %s", dir, strerror(errno));
+			free(dir);
+			goto out;
+		}
+		free(dir);
+	}
 	free(sh->host);
-	sh->host = xstrdup(dst);
+	sh->host = path;
+	path = NULL;
 	sh->staged = 1;
-	return (0);
+	rc = 0;
+out:
+	free(path);
+	staging_stats_free(&st);
+	free(why);
+	free(ign);
+	return (rc);
 }
 
 void
@@ -408,6 +350,11 @@ share_free(struct share *sh)
 	for (i = 0; sh->ld_paths != NULL && sh->ld_paths[i] != NULL; i++)
 		free(sh->ld_paths[i]);
 	free(sh->ld_paths);
+	for (i = 0; i < sh->nbinds; i++) {
+		free(sh->binds[i].src);
+		free(sh->binds[i].dst);
+	}
+	free(sh->binds);
 	for (i = 0; sh->ld_hide != NULL && sh->ld_hide[i] != NULL; i++)
 		free(sh->ld_hide[i]);
 	free(sh->ld_hide);

@@ -38,6 +38,13 @@ struct agent_mount {
 	int	 ro;
 };
 
+/* A bind mount of one guest path over another, after the 9p mounts. */
+struct agent_bind {
+	char	*src;
+	char	*dst;
+	int	 ro;
+};
+
 /* What the seed says; a missing token means there was no seed at all. */
 struct agent_config {
 	char			*token;
@@ -51,6 +58,8 @@ struct agent_config {
 	char			*cwd;
 	struct agent_mount	*mounts;
 	size_t			 nmounts;
+	struct agent_bind	*binds;
+	size_t			 nbinds;
 	char			*firewall;	/* iptables-restore input */
 };
 

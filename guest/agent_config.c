@@ -142,7 +142,7 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 	    KEY("entropy") || KEY("env") || KEY("firewall")) {
 		if (config_fields(val, vlen, f, 1, cause) == -1)
 			return (-1);
-	} else if (KEY("mount")) {
+	} else if (KEY("mount") || KEY("bind")) {
 		if (config_fields(val, vlen, f, 3, cause) == -1)
 			return (-1);
 	} else
@@ -199,6 +199,22 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 		cfg->env = xreallocarray(cfg->env, cfg->nenv + 1,
 		    sizeof *cfg->env);
 		cfg->env[cfg->nenv++] = f[0];
+	} else if (KEY("bind")) {
+		if (f[0][0] != '/' || f[1][0] != '/') {
+			*cause = "bind paths must be absolute";
+			goto fail;
+		}
+		if (strcmp(f[2], "ro") != 0 && strcmp(f[2], "rw") != 0) {
+			*cause = "bind mode must be ro or rw";
+			goto fail;
+		}
+		cfg->binds = xreallocarray(cfg->binds, cfg->nbinds + 1,
+		    sizeof *cfg->binds);
+		cfg->binds[cfg->nbinds].src = f[0];
+		cfg->binds[cfg->nbinds].dst = f[1];
+		cfg->binds[cfg->nbinds].ro = strcmp(f[2], "ro") == 0;
+		cfg->nbinds++;
+		free(f[2]);
 	} else {
 		if (f[1][0] != '/') {
 			*cause = "mount path must be absolute";
@@ -286,6 +302,11 @@ config_free(struct agent_config *cfg)
 		free(cfg->mounts[i].path);
 	}
 	free(cfg->mounts);
+	for (i = 0; i < cfg->nbinds; i++) {
+		free(cfg->binds[i].src);
+		free(cfg->binds[i].dst);
+	}
+	free(cfg->binds);
 	free(cfg->firewall);
 	memset(cfg, 0, sizeof *cfg);
 }

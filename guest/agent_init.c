@@ -388,11 +388,17 @@ init_seed(void)
 	return (found && init_seed_ok ? 0 : -1);
 }
 
-/* Mount the seed's 9p shares; the first failure is the setup error. */
+/*
+ * Mount the seed's 9p shares, then its bind mounts in order (their sources
+ * lie in the shares: the sparse library closure over the library
+ * directories a share shows); the first failure is the setup error. A bind
+ * inherits its source's flags but read-only, which takes a remount.
+ */
 void
 init_mounts(void)
 {
 	struct agent_mount	*m;
+	struct agent_bind	*b;
 	unsigned long		 flags;
 	size_t			 i;
 
@@ -402,6 +408,18 @@ init_mounts(void)
 		if (util_mkdir_p(m->path, 0755) == -1 || mount(m->tag,
 		    m->path, "9p", flags, INIT_9P_OPTIONS) == -1) {
 			agent_set_error("mount %s on %s: %s", m->tag, m->path,
+			    strerror(errno));
+			return;
+		}
+	}
+	for (i = 0; i < agent_cfg.nbinds; i++) {
+		b = &agent_cfg.binds[i];
+		flags = MS_BIND | MS_REMOUNT | MS_NODEV |
+		    (b->ro ? MS_RDONLY : 0);
+		if (util_mkdir_p(b->dst, 0755) == -1 ||
+		    mount(b->src, b->dst, NULL, MS_BIND, NULL) == -1 ||
+		    mount(NULL, b->dst, NULL, flags, NULL) == -1) {
+			agent_set_error("bind %s on %s: %s", b->src, b->dst,
 			    strerror(errno));
 			return;
 		}

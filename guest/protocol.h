@@ -75,6 +75,9 @@
  *   cwd DIR             default working directory
  *   mount TAG PATH ro|rw   a 9p share to mount (repeatable); failure to
  *                       mount any of them is fatal (ping answers 503)
+ *   bind SRC DST ro|rw  bind-mount guest path SRC on DST, after every
+ *                       mount, in order (repeatable; DST is made if
+ *                       missing); failure is fatal as for mount
  * Unknown keys are ignored so older agents accept newer seeds.
  *
  * Kernel command line words the agent reads:

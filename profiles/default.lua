@@ -125,9 +125,9 @@ return {
 	-- closure of what can run, found as the dynamic loader would find it
 	-- (the command, the programs and *.so modules of exec = true trees,
 	-- a few libraries glibc opens itself), through a hard-linked copy in
-	-- the run directory. A share that contains such a directory (all of
-	-- /usr/lib) is copied too, so it shows no more of it. "minimal" and
-	-- "ldd" mean "sparse".
+	-- the run directory that the guest binds over those directories,
+	-- also where a share contains one (all of /usr/lib), which is shared
+	-- as it is. "minimal" and "ldd" mean "sparse".
 	ld_closure_libs = "full",
 
 	-- With "sparse": libraries to add to the closure, with what they

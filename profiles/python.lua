@@ -19,10 +19,11 @@
 -- ld_closure_libs = "sparse" (--set ld_closure_libs=sparse) shows, of the
 -- library directories, only what the interpreter and its C modules need
 -- (about 50 of the 1,300 files in /lib/TRIPLET for a pyenv build), through
--- hard links in the run directory. For the system Python, /usr/lib is
--- shared whole, so it is shown through a hard-linked copy too, with only
--- the closure in its /usr/lib/TRIPLET. A library the program opens itself
--- (ctypes.CDLL) goes in ld_closure_extra; qsup names it when it is
+-- hard links in the run directory, shared once and bound over the library
+-- directories in the guest. For the system Python, /usr/lib is shared as
+-- it is and the closure is bound over its /usr/lib/TRIPLET too, so the
+-- rest is hidden there as well, at no cost. A library the program opens
+-- itself (ctypes.CDLL) goes in ld_closure_extra; qsup names it when it is
 -- missing.
 --
 -- Not yet: a cloud image instead of the default guest (image).

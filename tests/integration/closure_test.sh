@@ -46,28 +46,61 @@ test_sparse_python_from_path() {
 	    fail "sparse should show far fewer files: $n_sparse against $n_full"
 }
 
-# The system's python3: /usr/lib is shared whole, so sparse hides the rest
-# of /usr/lib/TRIPLET inside it too.
+# The system's python3: /usr/lib is shared as it is (no copy) and the
+# guest binds the closure over /usr/lib/TRIPLET inside it, as over
+# /lib/TRIPLET: both show the closure, the rest of /usr/lib is there. On a
+# guest restored from a template (configured by POST /setup) and on one
+# booted cold with the seed.
 test_sparse_system_python() {
-	local out want n_lib n_usr n_host walk
+	local out want n_lib n_usr n_host walk warm
 	[ -x /usr/bin/python3 ] || { fail "no /usr/bin/python3 on this host"; return; }
 	want=$(/usr/bin/python3 -c 'import sys; print(sys.version)')
 	walk='def n(p): return sum(len(d) + len(f) for _, d, f in os.walk(p))'
-	out=$(cd "$T_TMP" && PATH=/usr/bin:/bin "$QSUP" $PY --set ld_closure_libs=sparse -- \
-	    python3 -c "import os, sys, ssl, json, sqlite3
+	n_host=$(find /usr/lib/$TRIPLET -mindepth 1 | wc -l)
+	# The first run builds the template, the second restores it.
+	for warm in true true false; do
+		out=$(cd "$T_TMP" && PATH=/usr/bin:/bin "$QSUP" -v $PY --set warm_start=$warm \
+		    --set ld_closure_libs=sparse -- python3 -c "import os, sys, ssl, json, sqlite3
 $walk
 print(sys.version)
 print(n('/lib/$TRIPLET'))
 print(n('/usr/lib/$TRIPLET'))
-print(os.path.isdir('/usr/lib/python3/dist-packages'))")
-	expect_eq "version" "$want" "$(head -1 <<<"$out")"
-	n_lib=$(sed -n 2p <<<"$out"); n_usr=$(sed -n 3p <<<"$out")
-	n_host=$(find /usr/lib/$TRIPLET -mindepth 1 | wc -l)
-	echo "    in the guest: /lib/$TRIPLET $n_lib entries in all, /usr/lib/$TRIPLET $n_usr; the host's: $n_host"
-	expect_eq "the same closure through /usr/lib" "$n_lib" "$n_usr"
-	[ -n "$n_lib" ] && [ "$n_lib" -gt 10 ] && [ $((n_lib * 10)) -lt "$n_host" ] ||
-	    fail "sparse should show far fewer files: $n_lib against $n_host"
-	expect_eq "the rest of /usr/lib is there" "True" "$(sed -n 4p <<<"$out")"
+print(os.path.isdir('/usr/lib/python3/dist-packages'))
+print(os.path.isdir('/usr/lib/python3.11'))" 2>"$T_TMP/err")
+		expect_eq "warm_start=$warm: version" "$want" "$(head -1 <<<"$out")"
+		n_lib=$(sed -n 2p <<<"$out"); n_usr=$(sed -n 3p <<<"$out")
+		echo "    warm_start=$warm, in the guest: /lib/$TRIPLET $n_lib entries in all, /usr/lib/$TRIPLET $n_usr; the host's: $n_host"
+		expect_eq "warm_start=$warm: the same closure through /usr/lib" "$n_lib" "$n_usr"
+		[ -n "$n_lib" ] && [ "$n_lib" -gt 10 ] && [ $((n_lib * 10)) -lt "$n_host" ] ||
+		    fail "warm_start=$warm: sparse should show far fewer files: $n_lib against $n_host"
+		expect_eq "warm_start=$warm: the rest of /usr/lib is there" "True
+True" "$(sed -n 4,5p <<<"$out")"
+		grep -q "shown through" "$T_TMP/err" &&
+		    fail "warm_start=$warm: a share was copied: $(grep "shown through" "$T_TMP/err")"
+	done
+}
+
+# A bind the guest cannot make (its mount point would be in a read-only
+# share, where nothing can be created) stops the start, naming both paths.
+test_sparse_bind_failure() {
+	local out err rc
+	mkdir -p "$T_TMP/ro"
+	cat >"$T_TMP/p.lua" <<EOF
+return {
+	shares = {
+		{ host = "$T_TMP/ro", guest = "/t" },
+		{ host = "/usr/lib/" .. qsup.triplet, guest = "/t/lib/" .. qsup.triplet },
+	},
+	virtfs_security_model = "none",
+	ld_closure_libs = "sparse",
+}
+EOF
+	out=$("$QSUP" run --profile "$T_TMP/p.lua" -- true 2>"$T_TMP/err")
+	rc=$?
+	err=$(cat "$T_TMP/err")
+	expect_eq "exit status" 125 "$rc"
+	expect_match "names both paths" \
+	    "bind /run/qsup/ld/usr/lib/$TRIPLET on /t/lib/$TRIPLET: Read-only file system" "$err"
 }
 
 # A library the command needs and the host lacks: named, with who needs
@@ -163,7 +196,7 @@ test_sparse_failed_start_leaves_nothing() {
 	(cd "$T_TMP" && QSUP_QEMU=/bin/false "$QSUP" -v --profile python --set ld_closure_libs=sparse -- python3 -c pass) 2>"$T_TMP/err"
 	rc=$?
 	expect_eq "exit status" 125 "$rc"
-	expect_match "the closure was staged first" "sparse, shown through $T_RUN/qsup/sb-" "$(cat "$T_TMP/err")"
+	expect_match "the closure was staged first" "sparse: the closure staged in $T_RUN/qsup/sb-" "$(cat "$T_TMP/err")"
 }
 
 for t in $(declare -F | awk '$3 ~ /^test_/ {print $3}'); do

@@ -1292,6 +1292,38 @@ Test(agent, mount_failure_is_a_setup_error)
 	free(body.data);
 }
 
+/* A bind whose source is missing is a setup error naming both paths. */
+Test(agent, bind_failure_is_a_setup_error)
+{
+	struct tbuf	body;
+	char		cfg[512], dst[256], want[600];
+
+	make_dir();
+	tmp_path(dst, sizeof dst, "bound");
+	snprintf(cfg, sizeof cfg, "token %s\nbind /nonexistent/qsup-ld %s "
+	    "ro\n", TOKEN, dst);
+	spawn_agent_with(1, "--config", "qsup-config", cfg, strlen(cfg),
+	    "--apply-mounts");
+	cr_assert_eq(request(&ag.c[0], "GET", "/ping", NULL, 0, &body), 503);
+	snprintf(want, sizeof want, "{\"error\":\"bind /nonexistent/qsup-ld "
+	    "on %s: No such file or directory", dst);
+	cr_assert_eq(strncmp(body.data, want, strlen(want)), 0, "%s",
+	    body.data);
+	free(body.data);
+}
+
+Test(agent, bad_bind_line_is_a_setup_error)
+{
+	struct tbuf	 body;
+	const char	*cfg = "token " TOKEN "\nbind relative /x ro\n";
+
+	spawn_agent_with(1, "--config", "qsup-config", cfg, strlen(cfg), NULL);
+	cr_assert_eq(request(&ag.c[0], "GET", "/ping", NULL, 0, &body), 503);
+	cr_assert_not_null(strstr(body.data, "line 2: bind: bind paths must "
+	    "be absolute"), "%s", body.data);
+	free(body.data);
+}
+
 Test(agent, bad_seed_config_is_a_setup_error)
 {
 	struct tbuf	 body;

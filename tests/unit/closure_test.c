@@ -66,6 +66,106 @@ Test(closure, guest_to_host)
 	free(p);
 }
 
+static struct share
+share_of(const char *host, const char *guest)
+{
+	struct share	sh;
+
+	memset(&sh, 0, sizeof sh);
+	sh.host = xstrdup(host);
+	sh.guest = xstrdup(guest);
+	sh.readonly = 1;
+	return (sh);
+}
+
+static const char *
+bound_on(const struct share *cl, const char *dst)
+{
+	size_t	i;
+
+	for (i = 0; i < cl->nbinds; i++)
+		if (strcmp(cl->binds[i].dst, dst) == 0)
+			return (cl->binds[i].src);
+	return (NULL);
+}
+
+/*
+ * The system Python's shares under "sparse": the library shares go, the
+ * parent stays as it is, and the closure share is bound over every place
+ * the guest would see a library directory, the parent's included.
+ */
+Test(closure, rewrite)
+{
+	char *const	 dirs[] = { "/usr/lib/x86_64-linux-gnu", "/usr/lib64" };
+	char *const	 keep[] = { "/usr/lib/x86_64-linux-gnu/libc.so.6" };
+	struct share	 sh[6], *cl;
+	size_t		 n = 0, i;
+	char		*cause = NULL;
+
+	memset(sh, 0, sizeof sh);
+	sh[n++] = share_of("/usr/lib", "/usr/lib");
+	sh[n++] = share_of("/usr/bin", "/usr/local/bin");
+	sh[n++] = share_of("/usr/lib/x86_64-linux-gnu",
+	    "/lib/x86_64-linux-gnu");
+	sh[n++] = share_of("/usr/lib64", "/lib64");
+	sh[n++] = share_of("/srv/app", "/app");
+	cr_assert_eq(closure_rewrite(sh, &n, dirs, 2, keep, 1, &cause), 0,
+	    "%s", cause);
+	cr_assert_eq(n, 4, "two library shares out, the closure in");
+	cr_assert_str_eq(sh[0].host, "/usr/lib", "shared as it is");
+	cr_assert_null(sh[0].ld_paths);
+	cr_assert_str_eq(sh[0].ld_hide[0], "/x86_64-linux-gnu");
+	cr_assert_null(sh[0].ld_hide[1], "/usr/lib64 is not in /usr/lib");
+	cr_assert_str_eq(sh[1].host, "/usr/bin");
+	cr_assert_str_eq(sh[2].host, "/srv/app");
+	cl = &sh[3];
+	cr_assert_null(cl->host, "made when staged");
+	cr_assert_str_eq(cl->guest, CLOSURE_GUEST);
+	cr_assert(cl->readonly);
+	cr_assert_str_eq(cl->ld_paths[0], keep[0]);
+	cr_assert_null(cl->ld_paths[1]);
+	cr_assert_eq(cl->nbinds, 3);
+	cr_assert_str_eq(bound_on(cl, "/usr/lib/x86_64-linux-gnu"),
+	    "/usr/lib/x86_64-linux-gnu", "hidden in the parent share too");
+	cr_assert_str_eq(bound_on(cl, "/lib/x86_64-linux-gnu"),
+	    "/usr/lib/x86_64-linux-gnu");
+	cr_assert_str_eq(bound_on(cl, "/lib64"), "/usr/lib64");
+	for (i = 0; i < n; i++)
+		share_free(&sh[i]);
+
+	/* A parent shared at /: its guest paths are the host's. */
+	n = 0;
+	sh[n++] = share_of("/", "/");
+	cr_assert_eq(closure_rewrite(sh, &n, dirs, 2, keep, 1, &cause), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(bound_on(&sh[1], "/usr/lib/x86_64-linux-gnu"),
+	    "/usr/lib/x86_64-linux-gnu");
+	cr_assert_str_eq(bound_on(&sh[1], "/usr/lib64"), "/usr/lib64");
+	for (i = 0; i < n; i++)
+		share_free(&sh[i]);
+
+	/* No library directory shared: nothing added. */
+	n = 0;
+	sh[n++] = share_of("/srv/app", "/app");
+	cr_assert_eq(closure_rewrite(sh, &n, dirs, 2, keep, 1, &cause), 0);
+	cr_assert_eq(n, 1);
+	share_free(&sh[0]);
+
+	/* The closure share counts against the limit. */
+	n = 0;
+	sh[n++] = share_of("/usr/lib", "/usr/lib");
+	sh[n++] = share_of("/a", "/a");
+	sh[n++] = share_of("/b", "/b");
+	sh[n++] = share_of("/c", "/c");
+	sh[n++] = share_of("/d", "/d");
+	cr_assert_eq(closure_rewrite(sh, &n, dirs, 2, keep, 1, &cause), -1);
+	cr_assert_not_null(strstr(cause, "6 shares; a microVM has room for "
+	    "5"), "%s", cause);
+	free(cause);
+	for (i = 0; i < n; i++)
+		share_free(&sh[i]);
+}
+
 static void
 missing_is(const char *err, const char *want)
 {

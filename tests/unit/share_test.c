@@ -154,22 +154,22 @@ exists(const char *dir, const char *name)
 }
 
 /*
- * "sparse" staging: a library share shows only its closure paths (the
- * symlinks on the way kept); a share containing a library directory shows
- * the rest of its tree, its ignore globs applied, and of the library
- * directory only the closure, all under one root in the run directory.
+ * "sparse" staging: the closure share holds only the closure's paths (the
+ * symlinks on the way kept) at their host paths, and every directory the
+ * guest binds from it, even one the closure has nothing in; a share
+ * containing a library directory is not copied for it.
  */
 Test(share, stage_sparse)
 {
-	struct share	 lib, parent;
+	struct share	 cl, parent;
 	char		 tmpl[] = "/tmp/qsup-share-test.XXXXXX";
 	char		*top, *src, *dst, *want, *cause = NULL, *cmd;
 
 	cr_assert_not_null(top = mkdtemp(tmpl));
 	xasprintf(&src, "%s/usr", top);
 	xasprintf(&dst, "%s/run/qsup0", top);
-	xasprintf(&cmd, "mkdir -p %s/lib/tri/sub %s/bin %s/run && "
-	    "ln -s libz.so.1.2 %s/lib/tri/libz.so.1", src, src, top, src);
+	xasprintf(&cmd, "mkdir -p %s/lib/tri/sub %s/lib64 %s/bin %s/run && "
+	    "ln -s libz.so.1.2 %s/lib/tri/libz.so.1", src, src, src, top, src);
 	cr_assert_eq(system(cmd), 0);
 	free(cmd);
 	xasprintf(&want, "%s/lib/tri", src);
@@ -178,51 +178,62 @@ Test(share, stage_sparse)
 	touch(want, "libbz2.so.1.0");
 	touch(src, "lib/tri/sub/gconv.so");
 	touch(src, "lib/keep.py");
-	touch(src, "lib/secret.pem");
 	touch(src, "bin/python3");
 	free(want);
 
-	memset(&lib, 0, sizeof lib);
-	xasprintf(&lib.host, "%s/lib/tri", src);
-	lib.guest = xstrdup("/lib/tri");
-	lib.readonly = 1;
-	lib.ld_paths = xcalloc(3, sizeof *lib.ld_paths);
-	xasprintf(&lib.ld_paths[0], "%s/lib/tri/libz.so.1", src);
-	xasprintf(&lib.ld_paths[1], "%s/lib/tri/libc.so.6", src);
-	parent = lib;
+	memset(&cl, 0, sizeof cl);
+	cl.guest = xstrdup(CLOSURE_GUEST);
+	cl.readonly = 1;
+	cl.ld_paths = xcalloc(3, sizeof *cl.ld_paths);
+	xasprintf(&cl.ld_paths[0], "%s/lib/tri/libz.so.1", src);
+	xasprintf(&cl.ld_paths[1], "%s/lib/tri/libc.so.6", src);
+	cl.binds = xcalloc(2, sizeof *cl.binds);
+	xasprintf(&cl.binds[0].src, "%s/lib/tri", src);
+	cl.binds[0].dst = xstrdup("/usr/lib/tri");
+	xasprintf(&cl.binds[1].src, "%s/lib64", src);
+	cl.binds[1].dst = xstrdup("/lib64");
+	cl.nbinds = 2;
+	memset(&parent, 0, sizeof parent);
 	parent.host = xstrdup(src);
 	parent.guest = xstrdup("/usr");
-	parent.ld_paths = xcalloc(3, sizeof *parent.ld_paths);
-	parent.ld_paths[0] = xstrdup(lib.ld_paths[0]);
-	parent.ld_paths[1] = xstrdup(lib.ld_paths[1]);
-	parent.ld_hide = xcalloc(2, sizeof *parent.ld_hide);
+	parent.readonly = 1;
+	parent.ld_hide = xcalloc(3, sizeof *parent.ld_hide);
 	parent.ld_hide[0] = xstrdup("/lib/tri");
-	parent.ignore = xcalloc(2, sizeof *parent.ignore);
-	parent.ignore[0] = xstrdup("*.pem");
+	parent.ld_hide[1] = xstrdup("/lib64");
 
-	cr_assert_eq(share_stage(&lib, dst, 0, &cause), 0, "%s", cause);
+	cr_assert_eq(share_stage(&cl, dst, 0, &cause), 0, "%s", cause);
+	cr_assert_str_eq(cl.host, dst);
+	cr_assert(cl.staged);
+	xasprintf(&want, "%s%s/lib/tri", dst, src);
+	cr_assert(exists(want, "libz.so.1"));
+	cr_assert(exists(want, "libz.so.1.2"), "the link's target");
+	cr_assert(exists(want, "libc.so.6"));
+	cr_assert(!exists(want, "libbz2.so.1.0"), "not in the closure");
+	cr_assert(!exists(want, "sub"), "not in the closure");
+	free(want);
+	xasprintf(&want, "%s%s", dst, src);
+	cr_assert(exists(want, "lib64"), "bound, though empty");
+	cr_assert(!exists(want, "bin"), "only the closure");
+	cr_assert(!exists(want, "lib/keep.py"));
+	free(want);
+
+	/* Not staged for the closure: shared as it is. */
 	cr_assert_eq(share_stage(&parent, dst, 0, &cause), 0, "%s", cause);
-	xasprintf(&want, "%s/run/ld%s/lib/tri", top, src);
-	cr_assert_str_eq(lib.host, want);
-	cr_assert(lib.staged);
-	cr_assert(exists(lib.host, "libz.so.1"));
-	cr_assert(exists(lib.host, "libz.so.1.2"), "the link's target");
-	cr_assert(exists(lib.host, "libc.so.6"));
-	cr_assert(!exists(lib.host, "libbz2.so.1.0"), "not in the closure");
-	cr_assert(!exists(lib.host, "sub"), "not in the closure");
-	free(want);
-	xasprintf(&want, "%s/run/ld%s", top, src);
-	cr_assert_str_eq(parent.host, want);
-	cr_assert(exists(parent.host, "bin/python3"), "the rest of the tree");
-	cr_assert(exists(parent.host, "lib/keep.py"));
-	cr_assert(!exists(parent.host, "lib/secret.pem"), "its ignore globs");
-	cr_assert(exists(parent.host, "lib/tri/libc.so.6"), "the closure");
-	cr_assert(!exists(parent.host, "lib/tri/libbz2.so.1.0"),
-	    "the rest of the library directory hidden");
-	cr_assert(!exists(parent.host, "lib/tri/sub"));
-	free(want);
+	cr_assert_str_eq(parent.host, src);
+	cr_assert(!parent.staged);
+	/* Staged as an execution tree: its library directories left out. */
+	parent.exec = 1;
+	free(dst);
+	xasprintf(&dst, "%s/run/qsup1", top);
+	cr_assert_eq(share_stage(&parent, dst, 1, &cause), 0, "%s", cause);
+	cr_assert_str_eq(parent.host, dst);
+	cr_assert(exists(dst, "bin/python3"), "the rest of the tree");
+	cr_assert(exists(dst, "lib/keep.py"));
+	cr_assert(exists(dst, "lib/tri"), "there to bind over");
+	cr_assert(!exists(dst, "lib/tri/libc.so.6"), "the closure covers it");
+	cr_assert(exists(dst, "lib64"));
 
-	share_free(&lib);
+	share_free(&cl);
 	share_free(&parent);
 	xasprintf(&cmd, "rm -rf %s", top);
 	cr_assert_eq(system(cmd), 0);
