@@ -284,11 +284,11 @@ static const struct profile_setting profile_schema[] = {
 	  "(copies use \"none\")" },
 	{ .name = "virtfs_cache", .type = PROFILE_T_BOOL,
 	  .offset = offsetof(struct profile, virtfs_cache),
-	  .def = "true",
+	  .def = "false",
 	  .help = "keep copied trees (hard links) in the cache directory "
 	  "between runs and use them again while their source is unchanged "
 	  "(checked entry by entry); false: a fresh copy in the run "
-	  "directory every run" },
+	  "directory every run, removed with the sandbox" },
 	{ .name = "ld_closure_libs", .type = PROFILE_T_CHOICE,
 	  .offset = offsetof(struct profile, ld_closure_libs),
 	  .choices = profile_ld_choices, .def = "\"full\"",

@@ -115,9 +115,10 @@ return {
 	-- hard links) and use them again while their source is unchanged:
 	-- every entry's inode, size and time is checked each run, any change
 	-- makes the copy again. Staging a 40,000-file interpreter then costs
-	-- a check, not seconds. false: a fresh copy in the run directory each
-	-- run, removed with the sandbox. "qsup cache clear" removes them.
-	virtfs_cache = true,
+	-- a check, not seconds. false (the default): a fresh copy in the run
+	-- directory each run, removed with the sandbox, so nothing of a run
+	-- stays behind. "qsup cache clear" removes kept copies.
+	virtfs_cache = false,
 
 	-- What the guest sees of the host's C-library directories when a
 	-- profile shares them (python.lua does): "full" shows all of

@@ -190,7 +190,7 @@ test_staged_copy_kept_while_unchanged() {
 	export XDG_CACHE_HOME=$T_TMP/kept-cache	# this test's cache alone
 	mkdir -p "$t/lib"
 	echo one >"$t/lib/a"
-	printf 'return { virtfs = "on", shares = { { host = "%s", guest = "/t", exec = true } } }\n' \
+	printf 'return { virtfs = "on", virtfs_cache = true, shares = { { host = "%s", guest = "/t", exec = true } } }\n' \
 	    "$t" >"$p"
 	out=$("$QSUP" run -v -p "$p" -- cat /t/lib/a 2>"$T_TMP/err")
 	expect_eq "first run" one "$out"
@@ -209,6 +209,12 @@ test_staged_copy_kept_while_unchanged() {
 	out=$("$QSUP" run --set virtfs_cache=false -p "$p" -- ls /t/lib)
 	expect_eq "without the cache" b "$out"
 	expect_eq "nothing kept" "" "$("$QSUP" cache ls | grep staged)"
+	# The default: nothing of a run stays behind.
+	printf 'return { virtfs = "on", shares = { { host = "%s", guest = "/t", exec = true } } }\n' \
+	    "$t" >"$p"
+	out=$("$QSUP" run -p "$p" -- ls /t/lib)
+	expect_eq "by default" b "$out"
+	expect_eq "nothing kept by default" "" "$("$QSUP" cache ls | grep staged)"
 }
 
 # A share given to one run is not there for the next, warm or not.
