@@ -31,6 +31,7 @@ int		 xasprintf(char **, const char *, ...)
 int		 xvasprintf(char **, const char *, va_list);
 double		 util_now(void);
 char		*util_cache_dir(void);
+int		 util_mkdir_p(const char *, mode_t);
 int		 util_set_nonblock(int);
 int		 util_set_cloexec(int, int);
 int		 util_rm_rf(const char *);

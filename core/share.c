@@ -158,32 +158,6 @@ share_count(char *const *v)
 	return (n);
 }
 
-/* mkdir -p, for a library directory the closure has nothing in. */
-static int
-share_mkdir_p(const char *dir)
-{
-	char	*p, *s;
-	int	 rc = 0;
-
-	p = xstrdup(dir);
-	for (s = p + 1; rc == 0; s++) {
-		if (*s != '/' && *s != '\0')
-			continue;
-		if (*s == '/') {
-			*s = '\0';
-			if (mkdir(p, 0755) == -1 && errno != EEXIST)
-				rc = -1;
-			*s = '/';
-		} else {
-			if (mkdir(p, 0755) == -1 && errno != EEXIST)
-				rc = -1;
-			break;
-		}
-	}
-	free(p);
-	return (rc);
-}
-
 /*
  * "sparse" (closure.c): the closure share, staged in dst: each path of the
  * closure (sh->ld_paths) at its own host path, with the symlinks on the
@@ -208,7 +182,7 @@ share_stage_closure(struct share *sh, const char *dst, char **cause)
 	}
 	for (i = 0; i < sh->nbinds; i++) {
 		xasprintf(&dir, "%s%s", dst, sh->binds[i].src);
-		if (share_mkdir_p(dir) == -1) {
+		if (util_mkdir_p(dir, 0755) == -1) {
 			xasprintf(cause, "%s: %s", dir, strerror(errno));
 			free(dir);
 			goto out;
@@ -316,7 +290,7 @@ share_stage(struct share *sh, const char *dst, int stage_exec, char **cause)
 	}
 	for (i = 0; i < share_count(sh->ld_hide); i++) {
 		xasprintf(&dir, "%s%s", path, sh->ld_hide[i]);
-		if (share_mkdir_p(dir) == -1) {
+		if (util_mkdir_p(dir, 0755) == -1) {
 			xasprintf(cause, "%s: %s", dir, strerror(errno));
 			free(dir);
 			goto out;

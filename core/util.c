@@ -107,7 +107,7 @@ char *
 util_cache_dir(void)
 {
 	const char	*base, *home;
-	char		*path, *slash;
+	char		*path;
 
 	if ((base = getenv("XDG_CACHE_HOME")) != NULL && *base == '/')
 		xasprintf(&path, "%s/qsup", base);
@@ -115,14 +115,33 @@ util_cache_dir(void)
 		xasprintf(&path, "%s/.cache/qsup", home);
 	else
 		return (NULL);
-	for (slash = strchr(path + 1, '/'); slash != NULL;
-	    slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		mkdir(path, 0700);
+	(void)util_mkdir_p(path, 0700);	/* its users say what fails */
+	return (path);
+}
+
+/* mkdir -p: path and its missing parents; 0, or -1 with errno. */
+int
+util_mkdir_p(const char *path, mode_t mode)
+{
+	char	*p, *slash;
+	int	 rc = 0, saved = 0;
+
+	p = xstrdup(path);
+	for (slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
+		if (slash != NULL)
+			*slash = '\0';
+		if (mkdir(p, mode) == -1 && errno != EEXIST && rc == 0) {
+			rc = -1;
+			saved = errno;
+		}
+		if (slash == NULL)
+			break;
 		*slash = '/';
 	}
-	mkdir(path, 0700);
-	return (path);
+	free(p);
+	if (rc == -1)
+		errno = saved;
+	return (rc);
 }
 
 /* Monotonic seconds, for phase timings and deadlines. */

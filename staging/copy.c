@@ -585,12 +585,9 @@ copy_mkdir_parents(const char *path)
 	int	 rc = 0;
 
 	p = xstrdup(path);
-	for (slash = strchr(p + 1, '/'); slash != NULL;
-	    slash = strchr(slash + 1, '/')) {
+	if ((slash = strrchr(p, '/')) != NULL && slash != p) {
 		*slash = '\0';
-		if (mkdir(p, 0700) == -1 && errno != EEXIST)
-			rc = -1;
-		*slash = '/';
+		rc = util_mkdir_p(p, 0700);
 	}
 	free(p);
 	return (rc);

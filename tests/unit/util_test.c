@@ -1,5 +1,6 @@
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,5 +80,29 @@ Test(util, rm_rf)
 	free(p);
 	cr_assert_eq(util_rm_rf(dir), 0);
 	cr_assert_eq(access(dir, F_OK), -1);
+	cr_assert_eq(util_rm_rf(dir), 0);
+}
+
+Test(util, mkdir_p)
+{
+	char		dir[] = "/tmp/qsup-mkdirp.XXXXXX", *p;
+	struct stat	sb;
+
+	cr_assert_not_null(mkdtemp(dir));
+	xasprintf(&p, "%s/a/b/c", dir);
+	cr_assert_eq(util_mkdir_p(p, 0750), 0);
+	cr_assert_eq(stat(p, &sb), 0);
+	cr_assert(S_ISDIR(sb.st_mode));
+	cr_assert_eq(sb.st_mode & 0777 & ~0750, 0, "mode %o", sb.st_mode);
+	cr_assert_eq(util_mkdir_p(p, 0750), 0, "existing is not an error");
+	free(p);
+	/* A file on the way: the first failure's errno. */
+	xasprintf(&p, "%s/a/f", dir);
+	cr_assert_eq(close(open(p, O_CREAT|O_WRONLY, 0600)), 0);
+	free(p);
+	xasprintf(&p, "%s/a/f/g/h", dir);
+	cr_assert_eq(util_mkdir_p(p, 0700), -1);
+	cr_assert_eq(errno, ENOTDIR);
+	free(p);
 	cr_assert_eq(util_rm_rf(dir), 0);
 }
