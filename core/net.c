@@ -46,7 +46,6 @@
 #define NET_OUT_MAX		(4 * 1024 * 1024)
 #define NET_DESTS_MAX		256
 #define NET_ACCEPT_EVERY	128		/* frames between accepts */
-#define NET_MAPS_MAX		100		/* 10.0.2.101 to .200 */
 #define NET_SOCKBUF		(1024 * 1024)
 
 /* One of slirp's sockets, watched for it. */
@@ -1050,7 +1049,8 @@ net_add_tcp_map(struct net *net, const char *name, int guest_port,
 			return (-1);
 		}
 		/* 10.0.2.101 for the first, and so on; .100 is the proxy's. */
-		addr.s_addr = htonl(0x0a000265 + (uint32_t)net->nmapaddrs++);
+		addr.s_addr = htonl(0x0a000200 + NET_MAP_FIRST +
+		    (uint32_t)net->nmapaddrs++);
 	}
 	if (net_map_add(net, name, addr, guest_port, host, port, cause) ==
 	    -1)

@@ -444,6 +444,8 @@ int		 run_main(struct run_options *);
 #define NET_DNS_ADDR	QSUP_NET_DNS	/* its resolver (net_dns.c) */
 #define NET_PROXY_ADDR	"10.0.2.100"	/* the allowlist's HTTP proxy */
 #define NET_PROXY_PORT	3128
+#define NET_MAP_FIRST	101		/* TCP maps: 10.0.2.101 and up, */
+#define NET_MAPS_MAX	100		/* to 10.0.2.200 */
 #define NET_GUEST_MAC	"52:54:00:12:34:56"
 #define NET_MTU		16384		/* the guest learns it (host_mtu) */
 struct net_config {

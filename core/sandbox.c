@@ -220,6 +220,15 @@ sandbox_seed_value(struct buf *b, const char *s)
 	}
 }
 
+/* "KEY VALUE\n", the value percent-encoded (guest/protocol.h). */
+static void
+sandbox_seed_line(struct buf *b, const char *key, const char *value)
+{
+	buf_printf(b, "%s ", key);
+	sandbox_seed_value(b, value);
+	buf_add(b, "\n", 1);
+}
+
 /*
  * The guest's own firewall (guest_firewall), as iptables-restore input:
  * out only to what qsup's network answers for this mode (its DNS, and in
@@ -242,9 +251,10 @@ sandbox_firewall(struct sandbox *sb, struct buf *b)
 	if (p->network == PROFILE_NET_ALLOWLIST)
 		buf_printf(b, "-A OUTPUT -d %s/32 -p tcp --dport %d -j ACCEPT\n",
 		    NET_PROXY_ADDR, NET_PROXY_PORT);
-	/* TCP maps: 10.0.2.101 and up (net_add_tcp_map). */
-	buf_puts(b, "-A OUTPUT -p tcp -m iprange --dst-range "
-	    "10.0.2.101-10.0.2.200 -j ACCEPT\n");
+	/* TCP maps (net_add_tcp_map). */
+	buf_printf(b, "-A OUTPUT -p tcp -m iprange --dst-range "
+	    "10.0.2.%d-10.0.2.%d -j ACCEPT\n", NET_MAP_FIRST,
+	    NET_MAP_FIRST + NET_MAPS_MAX - 1);
 	for (i = 0; i < p->nports; i++)
 		buf_printf(b, "-A INPUT -p tcp --dport %u -j ACCEPT\n",
 		    p->ports[i].guest);
@@ -270,28 +280,17 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 	free(entropy);
 	/* The proxy first: the profile's own env may override it. */
 	for (env = sb->net != NULL ? net_guest_env(sb->net) : NULL;
-	    env != NULL && *env != NULL; env++) {
-		buf_add(cfg, "env ", 4);
-		sandbox_seed_value(cfg, *env);
-		buf_add(cfg, "\n", 1);
-	}
-	for (i = 0; i < sb->profile->nenv; i++) {
-		buf_add(cfg, "env ", 4);
-		sandbox_seed_value(cfg, sb->profile->env[i]);
-		buf_add(cfg, "\n", 1);
-	}
+	    env != NULL && *env != NULL; env++)
+		sandbox_seed_line(cfg, "env", *env);
+	for (i = 0; i < sb->profile->nenv; i++)
+		sandbox_seed_line(cfg, "env", sb->profile->env[i]);
 	if (sb->profile->guest_firewall && sb->net != NULL) {
 		sandbox_firewall(sb, &rules);
-		buf_add(cfg, "firewall ", 9);
-		sandbox_seed_value(cfg, rules.data);
-		buf_add(cfg, "\n", 1);
+		sandbox_seed_line(cfg, "firewall", rules.data);
 		buf_free(&rules);
 	}
-	if (sb->profile->cwd != NULL) {
-		buf_add(cfg, "cwd ", 4);
-		sandbox_seed_value(cfg, sb->profile->cwd);
-		buf_add(cfg, "\n", 1);
-	}
+	if (sb->profile->cwd != NULL)
+		sandbox_seed_line(cfg, "cwd", sb->profile->cwd);
 	for (i = 0; i < sb->nshares; i++) {
 		buf_printf(cfg, "mount %s ", sb->shares[i].tag);
 		sandbox_seed_value(cfg, sb->shares[i].guest);

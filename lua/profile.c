@@ -63,8 +63,8 @@
 #define PROFILE_SETS_MAX	32	/* --set per load */
 #define PROFILE_DEPTH_MAX	16	/* include() within include() */
 #define PROFILE_LIST_MAX	1024	/* items of a list setting */
-#define PROFILE_TCP_MAX		100	/* network_tcp: the guest's addresses
-					   for maps, 10.0.2.101 to .200 */
+#define PROFILE_TCP_MAX		NET_MAPS_MAX /* network_tcp: the guest's
+					   addresses for maps */
 
 /*
  * Where something was written: a file of the load (ctx->files) and a line
