@@ -677,20 +677,27 @@ server_log(int logfd)
 	return (b.data);
 }
 
+/* A network of mode on the rules set, its sockets in the test's dir. */
 static struct net *
-net_allowlist(void)
+net_make(enum profile_net mode)
 {
 	struct net_config	 cfg = { 0 };
 	struct net		*net;
 	char			*cause = NULL;
 
-	cfg.mode = PROFILE_NET_ALLOWLIST;
+	cfg.mode = mode;
 	cfg.rules = rules;
 	cfg.nrules = nrules;
 	cfg.dir = dir;
 	net = net_new(loop, &cfg, &cause);
 	cr_assert_not_null(net, "net_new: %s", cause);
 	return (net);
+}
+
+static struct net *
+net_allowlist(void)
+{
+	return (net_make(PROFILE_NET_ALLOWLIST));
 }
 
 /* The destination log holds kind dest with this verdict and count. */
@@ -1392,16 +1399,9 @@ is_arp_or_ip(const unsigned char *f, size_t len, void *arg)
 static struct net *
 net_start(enum profile_net mode, int *qfd)
 {
-	struct net_config	 cfg = { 0 };
-	struct net		*net;
-	char			*cause = NULL;
+	struct net	*net;
 
-	cfg.mode = mode;
-	cfg.rules = rules;
-	cfg.nrules = nrules;
-	cfg.dir = dir;
-	net = net_new(loop, &cfg, &cause);
-	cr_assert_not_null(net, "%s", cause);
+	net = net_make(mode);
 	*qfd = net_qemu_fd(net);
 	cr_assert(*qfd != -1);
 	util_set_nonblock(*qfd);
