@@ -214,15 +214,12 @@ staging_cache_stage(const char *cache, const char *src, int flags,
 	if (!exclusive && flock(fd, LOCK_SH) == -1)
 		goto out;
 	manifest = util_read_file(mpath, NULL, CACHE_MANIFEST_MAX);
-	if (manifest != NULL && cache_fresh(src, manifest)) {
-		log_debug("staging %s: the copy in %s is current", src, dir);
+	/* The caller says which of the two it was (st is empty if kept). */
+	if (manifest != NULL && cache_fresh(src, manifest))
 		rc = 0;
-	} else if (exclusive) {
+	else if (exclusive)
 		rc = cache_build(src, dir, flags, skip, globs, st, cause);
-		if (rc == 0)
-			log_debug("staging %s: copied into %s, kept for the "
-			    "next run", src, dir);
-	} else
+	else
 		log_debug("staging %s: the copy in %s is stale and in use",
 		    src, dir);
 	free(manifest);
