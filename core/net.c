@@ -1068,22 +1068,6 @@ net_stats(struct net *net, struct net_stats *st)
 	st->ndests = net->ndests;
 }
 
-static const char *
-net_mode_name(enum profile_net mode)
-{
-	switch (mode) {
-	case PROFILE_NET_NONE:
-		return ("none");
-	case PROFILE_NET_RESTRICTED:
-		return ("restricted");
-	case PROFILE_NET_ALLOWLIST:
-		return ("allowlist");
-	case PROFILE_NET_OPEN:
-		return ("open");
-	}
-	return ("?");
-}
-
 /* A JSON object for the --json summary. */
 void
 net_stats_json(struct net *net, struct buf *b)
@@ -1094,7 +1078,7 @@ net_stats_json(struct net *net, struct buf *b)
 
 	buf_printf(b, "{\"mode\":\"%s\",\"allowed\":%llu,\"refused\":%llu,"
 	    "\"frames_in\":%llu,\"frames_out\":%llu,\"frames_dropped\":%llu,"
-	    "\"destinations\":[", net_mode_name(net->mode),
+	    "\"destinations\":[", profile_net_name(net->mode),
 	    net->stats.allowed, net->stats.refused, net->stats.frames_in,
 	    net->stats.frames_out, net->stats.frames_dropped);
 	for (i = 0; i < net->ndests; i++) {

@@ -211,6 +211,7 @@ char		*profile_find(const char *, char **);
 #define PROFILE_PRINT_BARE	0x2	/* values only, no origins */
 void		 profile_print(const struct profile *, int, struct buf *);
 const char	*profile_sm_name(enum profile_sm);
+const char	*profile_net_name(enum profile_net);
 void		 profile_free(struct profile *);
 void		 profile_help(struct buf *);
 

@@ -3884,7 +3884,7 @@ profile_choice_name(const struct profile_choice *c, int value,
 }
 
 /* The name of network mode m. */
-static const char *
+const char *
 profile_net_name(enum profile_net m)
 {
 	return (profile_choice_name(profile_net_choices, m, "?"));
