@@ -44,9 +44,6 @@
 
 #define CLOSURE_MAX_DIRS	4
 #define CLOSURE_MAX_DEPTH	64
-#define CLOSURE_GUEST_PATH \
-	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 struct closure_dirs {
 	char	*dir[CLOSURE_MAX_DIRS];
 	size_t	 n;
@@ -188,7 +185,7 @@ closure_guest_path(const struct profile *p, char *const *env, size_t nenv)
 	for (i = 0; path == NULL && i < p->nenv; i++)
 		if (strncmp(p->env[i], "PATH=", 5) == 0)
 			path = p->env[i] + 5;
-	return (path != NULL ? path : CLOSURE_GUEST_PATH);
+	return (path != NULL ? path : QSUP_GUEST_PATH);
 }
 
 /* The host file the guest runs as argv0, when it comes from a share. */

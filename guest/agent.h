@@ -21,8 +21,7 @@
 #define AGENT_IN_MAX		(64 * 1024)	/* unparsed input */
 #define AGENT_OUT_HIGH		(256 * 1024)	/* backpressure */
 #define AGENT_CONFIG_MAX	(1024 * 1024)	/* qsup-config */
-#define AGENT_PATH \
-	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define AGENT_PATH		QSUP_GUEST_PATH
 
 /* A byte buffer consumed from the front; data is NUL-terminated. */
 struct abuf {

@@ -97,6 +97,9 @@
 #define QSUP_SEED_CONFIG	"qsup-config"
 #define QSUP_CHUNK		32768
 #define QSUP_PROBE_MARK		"qsup-probe-ok"
+/* A command's PATH in the guest unless the profile or -e sets one. */
+#define QSUP_GUEST_PATH \
+	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /*
  * The guest's network card, when it has one (network other than "none"):
