@@ -309,6 +309,13 @@ int		 share_parse(const char *, struct share *, char **);
 int		 share_check(struct share *, char **);
 int		 share_prepare(struct share *, size_t, char **);
 int		 share_stage(struct share *, const char *, int, char **);
+enum profile_sm	 share_model(const struct share *, enum profile_sm);
+int		 share_check_model(const struct share *, size_t,
+		     enum profile_sm, char **);
+int		 share_confine_xattrs(const struct share *, size_t,
+		     enum profile_sm);
+int		 share_confine(const struct share *, size_t, enum profile_sm,
+		     const char **);
 void		 share_free(struct share *);
 
 /* closure.c: the sparse library closure and the guest's glibc */

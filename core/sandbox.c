@@ -444,10 +444,9 @@ sandbox_build_argv(struct sandbox *sb)
 	for (i = 0; i < (int)sb->nshares; i++) {
 		tmp = sandbox_qemu_escape(sb->shares[i].host);
 		sandbox_argv_add(&argv, &n, "-fsdev");
-		/* mapped-xattr breaks symlinks of a staged copy: none. */
 		sandbox_argv_add(&argv, &n, "local,id=fs%d,path=%s,"
-		    "security_model=%s%s", i, tmp, sb->shares[i].staged ?
-		    "none" : profile_sm_name(p->virtfs_security_model),
+		    "security_model=%s%s", i, tmp, profile_sm_name(
+		    share_model(&sb->shares[i], p->virtfs_security_model)),
 		    sb->shares[i].readonly ? ",readonly=on" : "");
 		free(tmp);
 		sandbox_argv_add(&argv, &n, "-device");
@@ -797,6 +796,7 @@ static int
 sandbox_spawn(struct sandbox *sb, char **cause)
 {
 	sigset_t	 all, old;
+	const char	*what;
 	int		 logp[2], devnull, i, sig;
 
 	if (pipe2(logp, O_CLOEXEC) == -1) {
@@ -827,6 +827,13 @@ sandbox_spawn(struct sandbox *sb, char **cause)
 			util_set_cloexec(sb->state_fd, 0);
 		if (sb->net != NULL && net_qemu_fd(sb->net) != -1)
 			util_set_cloexec(net_qemu_fd(sb->net), 0);
+		/* What the guest may do to the host's files through 9p. */
+		if (share_confine(sb->shares, sb->nshares,
+		    sb->profile->virtfs_security_model, &what) == -1) {
+			dprintf(STDERR_FILENO, "qsup: cannot confine QEMU "
+			    "(%s): %s\n", what, strerror(errno));
+			_exit(127);
+		}
 		execvp(sb->argv[0], sb->argv);
 		dprintf(STDERR_FILENO, "%s: %s\n", sb->argv[0],
 		    strerror(errno));
@@ -1185,7 +1192,9 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 		xasprintf(cause, "%s: %s", sb->rundir, strerror(errno));
 		return (-1);
 	}
-	if (share_prepare(sb->shares, sb->nshares, cause) == -1)
+	if (share_prepare(sb->shares, sb->nshares, cause) == -1 ||
+	    share_check_model(sb->shares, sb->nshares,
+	    sb->profile->virtfs_security_model, cause) == -1)
 		return (-1);
 	stage = sandbox_stage_exec(sb);
 	for (i = 0; i < sb->nshares; i++) {

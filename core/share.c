@@ -2,13 +2,24 @@
  * Host directories shared with the guest over virtio-9p. A share is a host
  * tree, the path where the guest sees it and whether it is read-only; the
  * read-only part is enforced by QEMU (readonly=on on the fsdev), not by the
- * guest, which mounts it read-only too only as a second line.
+ * guest, which mounts it read-only too only as a second line. What a
+ * read-write share lets the guest do to the host's files (no setuid or
+ * setgid bits, no owners, no device nodes, no extended attributes) is
+ * enforced on QEMU itself, by share_confine() before it runs.
  */
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +145,277 @@ share_prepare(struct share *sh, size_t n, char **cause)
 		xasprintf(&sh[i].tag, "qsup%zu", i);
 	}
 	return (0);
+}
+
+/*
+ * The 9p security model QEMU gets for a share. A read-only share, and a
+ * staged copy (read-only too), always get "none": nothing is written, and
+ * QEMU 7.2's mapped models read a host symlink by opening it as the file
+ * holding the link text, with O_NOFOLLOW, which fails with ELOOP, so every
+ * symlink of the tree would break. The profile's model is for read-write
+ * shares.
+ */
+enum profile_sm
+share_model(const struct share *sh, enum profile_sm sm)
+{
+	if (sh->readonly || sh->staged)
+		return (PROFILE_SM_NONE);
+	return (sm);
+}
+
+/*
+ * Refuse what no filter on QEMU can make safe: "passthrough" exists to
+ * give the guest's owners and modes to the host's files, and would fail
+ * every file the guest creates once chown is refused (share_confine).
+ */
+int
+share_check_model(const struct share *sh, size_t n, enum profile_sm sm,
+    char **cause)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (share_model(&sh[i], sm) != PROFILE_SM_PASSTHROUGH)
+			continue;
+		xasprintf(cause, "share %s: virtfs_security_model = "
+		    "\"passthrough\" would let the guest chown files and set "
+		    "setuid bits on the host through this read-write share; "
+		    "write \"none\" (the default) or \"mapped-xattr\"",
+		    sh[i].host);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * May QEMU set extended attributes? Only a read-write share under
+ * mapped-xattr needs them (the guest's owners and modes live there, and
+ * QEMU refuses the guest's own user.virtfs.* names). Under "none" and
+ * "mapped-file" QEMU would pass the guest's user.* names through, the
+ * user.virtfs.* ones a later mapped-xattr share trusts among them, and
+ * under "mapped-file" ACLs too.
+ */
+int
+share_confine_xattrs(const struct share *sh, size_t n, enum profile_sm sm)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (share_model(&sh[i], sm) == PROFILE_SM_MAPPED_XATTR)
+			return (1);
+	}
+	return (0);
+}
+
+#if defined(__x86_64__)
+#define SHARE_AUDIT_ARCH	AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define SHARE_AUDIT_ARCH	AUDIT_ARCH_AARCH64
+#endif
+/* Newer than Debian 12's headers; the numbers are the same on both. */
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2		452
+#endif
+#ifndef __NR_setxattrat
+#define __NR_setxattrat		463
+#endif
+#ifndef __NR_removexattrat
+#define __NR_removexattrat	466
+#endif
+
+#define SHARE_FILTER_MAX	128
+#define SHARE_SUGID		(S_ISUID | S_ISGID)
+#define SHARE_ARG(i)		(offsetof(struct seccomp_data, args) + \
+				    (i) * sizeof(__u64))	/* low half */
+#define SHARE_DENY		(SECCOMP_RET_ERRNO | (EPERM & \
+				    SECCOMP_RET_DATA))
+
+struct share_filter {
+	struct sock_filter	insn[SHARE_FILTER_MAX];
+	unsigned short		len;
+};
+
+static void
+share_filter_add(struct share_filter *f, __u16 code, __u8 jt, __u8 jf,
+    __u32 k)
+{
+	struct sock_filter	insn = BPF_JUMP(code, k, jt, jf);
+
+	/* The program is fixed; running past the array is a bug here. */
+	if (f->len < SHARE_FILTER_MAX)
+		f->insn[f->len] = insn;
+	f->len++;
+}
+
+/* nr fails with err. The accumulator holds the syscall number, and keeps it. */
+static void
+share_filter_deny(struct share_filter *f, int nr, int err)
+{
+	share_filter_add(f, BPF_JMP | BPF_JEQ | BPF_K, 0, 1, nr);
+	share_filter_add(f, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO |
+	    (err & SECCOMP_RET_DATA));
+}
+
+/* nr, which creates, is refused if its mode has a setuid or setgid bit. */
+static void
+share_filter_mode(struct share_filter *f, int nr, int arg)
+{
+	share_filter_add(f, BPF_JMP | BPF_JEQ | BPF_K, 0, 4, nr);
+	share_filter_add(f, BPF_LD | BPF_W | BPF_ABS, 0, 0, SHARE_ARG(arg));
+	share_filter_add(f, BPF_JMP | BPF_JSET | BPF_K, 0, 1, SHARE_SUGID);
+	share_filter_add(f, BPF_RET | BPF_K, 0, 0, SHARE_DENY);
+	share_filter_add(f, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+}
+
+/*
+ * chmod: refused with a setuid bit; with a setgid bit, done as if, but not.
+ * The guest kernel asks for the setgid bit on every directory it makes in
+ * a setgid directory, and QEMU's chmod after mkdir would fail the mkdir;
+ * the host kernel has set the bit already, as it does for every process.
+ */
+static void
+share_filter_chmod(struct share_filter *f, int nr, int arg)
+{
+	share_filter_add(f, BPF_JMP | BPF_JEQ | BPF_K, 0, 6, nr);
+	share_filter_add(f, BPF_LD | BPF_W | BPF_ABS, 0, 0, SHARE_ARG(arg));
+	share_filter_add(f, BPF_JMP | BPF_JSET | BPF_K, 2, 0, S_ISUID);
+	share_filter_add(f, BPF_JMP | BPF_JSET | BPF_K, 2, 0, S_ISGID);
+	share_filter_add(f, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+	share_filter_add(f, BPF_RET | BPF_K, 0, 0, SHARE_DENY);
+	share_filter_add(f, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO | 0);
+}
+
+/* ... and mknod also if it makes a character or block device. */
+static void
+share_filter_mknod(struct share_filter *f, int nr, int arg)
+{
+	share_filter_add(f, BPF_JMP | BPF_JEQ | BPF_K, 0, 7, nr);
+	share_filter_add(f, BPF_LD | BPF_W | BPF_ABS, 0, 0, SHARE_ARG(arg));
+	share_filter_add(f, BPF_JMP | BPF_JSET | BPF_K, 4, 0, SHARE_SUGID);
+	share_filter_add(f, BPF_ALU | BPF_AND | BPF_K, 0, 0, S_IFMT);
+	share_filter_add(f, BPF_JMP | BPF_JEQ | BPF_K, 2, 0, S_IFCHR);
+	share_filter_add(f, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, S_IFBLK);
+	share_filter_add(f, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+	share_filter_add(f, BPF_RET | BPF_K, 0, 0, SHARE_DENY);
+}
+
+#ifdef SHARE_AUDIT_ARCH
+/*
+ * The seccomp program: what QEMU's 9p code would do to a host file on the
+ * guest's behalf and must not. Calls are refused with EPERM, which QEMU
+ * hands to the guest; everything else is left to QEMU's own -sandbox.
+ */
+static void
+share_filter_build(struct share_filter *f, int xattrs)
+{
+	static const int	 deny_nr[] = {
+#ifdef __NR_chown
+		__NR_chown, __NR_lchown,
+#endif
+		__NR_fchown, __NR_fchownat,
+	};
+	static const int	 xattr_nr[] = {
+		__NR_setxattr, __NR_lsetxattr, __NR_fsetxattr,
+		__NR_removexattr, __NR_lremovexattr, __NR_fremovexattr,
+		__NR_setxattrat, __NR_removexattrat,
+	};
+	size_t			 i;
+
+	memset(f, 0, sizeof *f);
+	share_filter_add(f, BPF_LD | BPF_W | BPF_ABS, 0, 0,
+	    offsetof(struct seccomp_data, arch));
+	share_filter_add(f, BPF_JMP | BPF_JEQ | BPF_K, 1, 0,
+	    SHARE_AUDIT_ARCH);
+	share_filter_add(f, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_KILL_PROCESS);
+	share_filter_add(f, BPF_LD | BPF_W | BPF_ABS, 0, 0,
+	    offsetof(struct seccomp_data, nr));
+#ifdef __x86_64__
+	/* The x32 numbers of the same calls. */
+	share_filter_add(f, BPF_JMP | BPF_JGE | BPF_K, 0, 1, 0x40000000);
+	share_filter_add(f, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_KILL_PROCESS);
+#endif
+	for (i = 0; i < sizeof deny_nr / sizeof deny_nr[0]; i++)
+		share_filter_deny(f, deny_nr[i], EPERM);
+	for (i = 0; !xattrs && i < sizeof xattr_nr / sizeof xattr_nr[0]; i++)
+		share_filter_deny(f, xattr_nr[i], EPERM);
+	/* Its mode is out of reach behind a pointer: as if it did not exist. */
+	share_filter_deny(f, __NR_openat2, ENOSYS);
+#ifdef __NR_chmod	/* the old calls, not on aarch64 */
+	share_filter_chmod(f, __NR_chmod, 1);
+	share_filter_mode(f, __NR_open, 2);
+	share_filter_mode(f, __NR_creat, 1);
+	share_filter_mknod(f, __NR_mknod, 1);
+#endif
+	share_filter_chmod(f, __NR_fchmod, 1);
+	share_filter_chmod(f, __NR_fchmodat, 2);
+	share_filter_chmod(f, __NR_fchmodat2, 2);
+	share_filter_mode(f, __NR_openat, 3);
+	share_filter_mknod(f, __NR_mknodat, 2);
+	share_filter_add(f, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+}
+#endif
+
+/*
+ * Confine the process about to exec QEMU (called in the child, so it only
+ * makes system calls): no new privileges; without CAP_FSETID, CAP_CHOWN,
+ * CAP_MKNOD and CAP_SETFCAP if it has them (qsup as root: a write by QEMU
+ * then clears the setuid bit of a host file, as the kernel does for every
+ * unprivileged writer, instead of leaving a guest's program setuid root);
+ * and the seccomp program above. Returns -1 with errno set and *what naming
+ * the step that failed.
+ */
+int
+share_confine(const struct share *sh, size_t n, enum profile_sm sm,
+    const char **what)
+{
+#ifdef SHARE_AUDIT_ARCH
+	static const int			 drop[] = { CAP_CHOWN,
+	    CAP_FSETID, CAP_MKNOD, CAP_SETFCAP };
+	struct __user_cap_header_struct		 hdr;
+	struct __user_cap_data_struct		 data[2];
+	struct share_filter			 f;
+	struct sock_fprog			 prog;
+	size_t					 i;
+
+	*what = "PR_SET_NO_NEW_PRIVS";
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		return (-1);
+	for (i = 0; i < sizeof drop / sizeof drop[0]; i++) {
+		/* Needs CAP_SETPCAP; the capset below is what counts. */
+		(void)prctl(PR_CAPBSET_DROP, drop[i], 0, 0, 0);
+	}
+	memset(&hdr, 0, sizeof hdr);
+	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	*what = "capget";
+	if (syscall(SYS_capget, &hdr, data) == -1)
+		return (-1);
+	for (i = 0; i < sizeof drop / sizeof drop[0]; i++) {
+		data[drop[i] / 32].effective &= ~(1U << (drop[i] % 32));
+		data[drop[i] / 32].permitted &= ~(1U << (drop[i] % 32));
+		data[drop[i] / 32].inheritable &= ~(1U << (drop[i] % 32));
+	}
+	*what = "capset";
+	if (syscall(SYS_capset, &hdr, data) == -1)
+		return (-1);
+	share_filter_build(&f, share_confine_xattrs(sh, n, sm));
+	*what = "the seccomp filter";
+	if (f.len > SHARE_FILTER_MAX) {
+		errno = E2BIG;
+		return (-1);
+	}
+	prog.len = f.len;
+	prog.filter = f.insn;
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == -1)
+		return (-1);
+	return (0);
+#else
+	(void)sh;
+	(void)n;
+	(void)sm;
+	*what = "confining QEMU's 9p on this architecture";
+	errno = ENOSYS;
+	return (-1);
+#endif
 }
 
 /*

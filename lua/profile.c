@@ -164,13 +164,16 @@ static const struct profile_choice profile_virtfs_choices[] = {
 	{ NULL, 0, 0 }
 };
 
-/* QEMU's own names; the seed's "auto" is mapped-xattr (QEMU has none). */
+/*
+ * QEMU's own names; the seed's "auto" (QEMU has none) is qsup's choice,
+ * "none": the mapped models break every host symlink (core/share.c).
+ */
 static const struct profile_choice profile_sm_choices[] = {
+	{ "none", PROFILE_SM_NONE, 0 },
 	{ "mapped-xattr", PROFILE_SM_MAPPED_XATTR, 0 },
 	{ "mapped-file", PROFILE_SM_MAPPED_FILE, 0 },
 	{ "passthrough", PROFILE_SM_PASSTHROUGH, 0 },
-	{ "none", PROFILE_SM_NONE, 0 },
-	{ "auto", PROFILE_SM_MAPPED_XATTR, 1 },
+	{ "auto", PROFILE_SM_NONE, 1 },
 	{ NULL, 0, 0 }
 };
 
@@ -279,9 +282,12 @@ static const struct profile_setting profile_schema[] = {
 	  "\"auto\": when qsup runs in a container" },
 	{ .name = "virtfs_security_model", .type = PROFILE_T_CHOICE,
 	  .offset = offsetof(struct profile, virtfs_security_model),
-	  .choices = profile_sm_choices, .def = "\"mapped-xattr\"",
-	  .help = "QEMU's 9p security model for shares that are not copied "
-	  "(copies use \"none\")" },
+	  .choices = profile_sm_choices, .def = "\"none\"",
+	  .help = "QEMU's 9p security model for read-write shares (read-only "
+	  "ones and copies use \"none\"): \"none\", the host's files as "
+	  "they are; \"mapped-xattr\", the guest's owners and modes kept in "
+	  "xattrs, but no symlinks; never \"passthrough\" with a read-write "
+	  "share" },
 	{ .name = "virtfs_cache", .type = PROFILE_T_BOOL,
 	  .offset = offsetof(struct profile, virtfs_cache),
 	  .def = "false",
@@ -3926,6 +3932,32 @@ profile_cross_check_rules(struct profile_ctx *ctx, int loc)
 		    "still reaches nothing)", in);
 }
 
+/*
+ * "passthrough" gives the guest's owners and modes to the host's files: never
+ * with a read-write share (core/share.c checks --share ones at start).
+ */
+static void
+profile_cross_check_shares(struct profile_ctx *ctx, const int *bad)
+{
+	const struct profile	*p = ctx->p;
+	int			 sm =
+	    profile_setting_index("virtfs_security_model");
+	int			 shares = profile_setting_index("shares");
+	size_t			 i;
+
+	if (bad[sm] || bad[shares] ||
+	    p->virtfs_security_model != PROFILE_SM_PASSTHROUGH)
+		return;
+	for (i = 0; i < p->nshares && !p->shares[i].rw; i++)
+		;
+	if (i == p->nshares)
+		return;
+	profile_error(ctx, ctx->set_loc[sm], "virtfs_security_model: "
+	    "\"passthrough\" would let the guest chown files and set setuid "
+	    "bits on the host through the read-write share of %s; write "
+	    "\"none\" (the default) or \"mapped-xattr\"", p->shares[i].host);
+}
+
 /* Settings that only make sense together. */
 static void
 profile_cross_check(struct profile_ctx *ctx, const int *bad)
@@ -3941,6 +3973,7 @@ profile_cross_check(struct profile_ctx *ctx, const int *bad)
 	int			 fw = profile_setting_index("guest_firewall");
 	size_t			 i, nallow = 0, nwritten = 0, nports = 0;
 
+	profile_cross_check_shares(ctx, bad);
 	if (bad[net] || bad[allow] || bad[ack] || bad[ports] || bad[tcp] ||
 	    bad[rules] || bad[fw])
 		return;
@@ -4432,7 +4465,7 @@ profile_free(struct profile *p)
 const char *
 profile_sm_name(enum profile_sm sm)
 {
-	return (profile_choice_name(profile_sm_choices, sm, "mapped-xattr"));
+	return (profile_choice_name(profile_sm_choices, sm, "none"));
 }
 
 /* -------------------------------------------------------------------------

@@ -106,10 +106,17 @@ return {
 	-- crash it. "auto" copies when qsup runs in a container; "on", "off".
 	virtfs = "auto",
 
-	-- QEMU's 9p security model for shares that are not copied:
-	-- "mapped-xattr", "mapped-file", "passthrough" or "none" (copies use
-	-- "none"). The seed's "auto" means "mapped-xattr".
-	virtfs_security_model = "mapped-xattr",
+	-- QEMU's 9p security model for read-write shares; read-only ones
+	-- and copies always use "none". "none": the guest sees and makes the
+	-- host's own files, symlinks included; it cannot set setuid or setgid
+	-- bits, chown, make device nodes or set xattrs there (qsup confines
+	-- QEMU). "mapped-xattr": the guest's owners, modes, devices and
+	-- symlinks are kept in user.virtfs.* xattrs, the host's files stay
+	-- 0600/0700, but the host's symlinks read as ELOOP and the guest's
+	-- are plain files on the host. "mapped-file": the same in
+	-- .virtfs_metadata files. "passthrough" is refused with a read-write
+	-- share. The seed's "auto" means "none".
+	virtfs_security_model = "none",
 
 	-- Keep those copies in the cache directory (~/.cache/qsup/staged, as
 	-- hard links) and use them again while their source is unchanged:

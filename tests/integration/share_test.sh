@@ -8,6 +8,24 @@ HELPERS=$T_TMP/helpers
 mkdir -p "$HELPERS"
 musl-gcc -static -Os -o "$HELPERS/mmapwrite" tests/integration/helpers/mmapwrite.c ||
     { echo "cannot build the mmap helper"; exit 1; }
+# One file-system call made directly, as root in the guest.
+musl-gcc -static -Os -o "$HELPERS/sa" tests/integration/helpers/shareattack.c ||
+    { echo "cannot build the share attack helper"; exit 1; }
+
+# Every extended attribute under a tree, as "PATH NAME=VALUE" (getfattr is
+# not installed everywhere).
+xattrs() {
+	python3 - "$1" <<'EOF2'
+import os, sys
+top = sys.argv[1]
+for d, dirs, files in os.walk(top):
+    for n in sorted(dirs + files):
+        p = os.path.join(d, n)
+        for a in sorted(os.listxattr(p, follow_symlinks=False)):
+            v = os.getxattr(p, a, follow_symlinks=False)
+            print(os.path.relpath(p, top), a + "=" + v.hex())
+EOF2
+}
 
 # Digest, size, mode, mtime and ctime of every file under a tree.
 fingerprint() {
@@ -228,6 +246,199 @@ test_share_invisible_to_next_run() {
 	expect_match "no /data without the share" "No such file.*end" "$(tr '\n' ' ' <<<"$out")"
 	out=$("$QSUP" run --share "$b:/data:rw" -- sh -c 'ls /data')
 	expect_eq "another share at the same place" "p" "$out"
+}
+
+# Symlinks in a share work as on the host, read-only and read-write, made on
+# the host or by the guest; link text is resolved in the guest's namespace,
+# so no absolute or ../ chain reaches a host file outside the share.
+test_symlinks_work_and_stay_in_the_guest() {
+	local t=$T_TMP/links secret=$T_TMP/outside/secret out want up
+	mkdir -p "$t/sub/deeper" "$T_TMP/outside"
+	echo in-tree >"$t/sub/f"
+	echo HOST-SECRET >"$secret"
+	ln -s sub/f "$t/rel"
+	ln -s sub "$t/dirlink"
+	ln -s rel "$t/chain"
+	ln -s nowhere "$t/dangling"
+	ln -s "$secret" "$t/abs"
+	up=$(realpath --relative-to="$t/sub/deeper" "$secret")
+	ln -s "$up" "$t/sub/deeper/up"
+	ln -s ../../../../../../../../../../etc/shadow "$t/sub/deeper/shadow"
+	# Read-only at the host's own path, so the links' text names the same
+	# paths in the guest as on the host; read-write elsewhere.
+	out=$("$QSUP" run --share "$t" --share "$t:/w:rw" -- sh -c "
+	    rm -f /etc/shadow
+	    for m in $t /w; do
+	        cat \$m/rel \$m/chain; ls \$m/dirlink; cat \$m/dirlink/f
+	        readlink \$m/dangling; cat \$m/dangling 2>/dev/null || echo dangling
+	        [ -L \$m/abs ] && readlink \$m/abs
+	        cat \$m/abs 2>/dev/null || echo no-abs
+	        cat \$m/sub/deeper/up 2>/dev/null || echo no-up
+	        cat \$m/sub/deeper/shadow 2>/dev/null || echo no-shadow
+	    done
+	    # The same path in the guest: what the links reach there.
+	    mkdir -p $T_TMP/outside && echo GUEST-FILE > $secret
+	    cat $t/abs $t/sub/deeper/up
+	    cd /w && ln -s sub/f made-rel && ln -s sub made-dir &&
+	        ln -s /etc/hostname made-abs && ln -s gone made-dangling &&
+	        cat made-rel made-dir/f" 2>&1)
+	want="in-tree
+in-tree
+deeper
+f
+in-tree
+nowhere
+dangling
+$secret
+no-abs
+no-up
+no-shadow"
+	expect_eq "symlinks, both modes" "$want
+$want
+GUEST-FILE
+GUEST-FILE
+in-tree
+in-tree" "$out"
+	[ -L "$t/made-rel" ] && [ -L "$t/made-dir" ] && [ -L "$t/made-abs" ] &&
+	    [ -L "$t/made-dangling" ] || fail "the guest's links are not symlinks on the host"
+	expect_eq "the guest's links on the host" "sub/f sub /etc/hostname gone in-tree" \
+	    "$(readlink "$t/made-rel" "$t/made-dir" "$t/made-abs" "$t/made-dangling" | tr '\n' ' ')$(cat "$t/made-rel")"
+	expect_eq "host file outside untouched" HOST-SECRET "$(cat "$secret")"
+}
+
+# The attacks of a hostile guest root on a read-write share, under each
+# model qsup accepts there; checked on the host.
+attack_script() {
+	cat <<'EOF2'
+cd /w
+A=/h/sa
+$A creat 4755 c-suid
+$A creat 2755 c-sgid
+$A creat 0644 plain
+$A chmod 4755 plain
+$A chmod 6755 plain
+$A chmod 2755 plain
+$A chown 1234 5678 plain
+$A chown 0 0 plain
+$A mknod c 1 3 dev-chr
+$A mknod b 7 0 dev-blk
+$A mknod r 0 0 reg-suid
+$A mkdir 0755 dir
+$A chmod 4755 dir
+$A setxattr user.virtfs.mode planted plain
+$A setxattr user.virtfs.uid 0 plain
+$A setxattr user.other planted plain
+$A removexattr user.host-set host-xattr
+$A acl 1234 plain
+$A write payload suid-root
+$A write payload sgid
+echo done
+EOF2
+}
+
+rw_attacks() {
+	local model=$1 rw=$T_TMP/attack-$1 out err st bad
+	mkdir -p "$rw"
+	cp /bin/true "$rw/suid-root" && chmod 4755 "$rw/suid-root"
+	cp /bin/true "$rw/sgid" && chmod 2755 "$rw/sgid"
+	echo x >"$rw/host-xattr"
+	python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.host-set", b"1")' \
+	    "$rw/host-xattr" 2>/dev/null
+	attack_script >"$HELPERS/attack.sh"
+	out=$("$QSUP" run --set virtfs_security_model="$model" \
+	    --share "$rw:/w:rw" --share "$HELPERS:/h" -- sh /h/attack.sh 2>&1); st=$?
+	expect_eq "$model: the guest ran it" 0 $st
+	expect_match "$model: to the end" 'done' "$out"
+	# Under the mapped models a chmod only changes QEMU's record of it.
+	[ "$model" != none ] ||
+	    expect_match "$model: chmod u+s refused, said" 'chmod refused: Operation not permitted' "$out"
+	# A directory may carry a setgid bit its parent passed on, nothing else.
+	bad=$(find "$rw" \( -perm /4000 -o -perm /2000 ! -type d \) -printf '%m %p\n')
+	expect_eq "$model: no setuid or setgid file on the host" "" "$bad"
+	bad=$(find "$rw" \( -type b -o -type c \) -printf '%p\n')
+	expect_eq "$model: no device node on the host" "" "$bad"
+	bad=$(find "$rw" \( ! -user "$(id -u)" -o ! -group "$(id -g)" \) -printf '%u:%g %p\n')
+	expect_eq "$model: no owner changed on the host" "" "$bad"
+	bad=$(xattrs "$rw" | grep -v '^host-xattr user.host-set=31$')
+	if [ "$model" = mapped-xattr ]; then
+		# QEMU's own record of the guest's view (an ACL included, as
+		# data), and the guest's plain user.* names, which QEMU passes
+		# through as it passes file contents; nothing the guest wrote
+		# into user.virtfs.*.
+		bad=$(grep -v ' user\.virtfs\.\(uid\|gid\|mode\|rdev\|system\.posix_acl_access\)=\| user\.other=' <<<"$bad")
+		if xattrs "$rw" | grep -q "user.virtfs.*=$(printf planted | od -An -tx1 | tr -d ' \n')"; then
+			fail "$model: the guest planted user.virtfs.mode"
+		fi
+	fi
+	expect_eq "$model: no xattr or ACL from the guest on the host" "" "$bad"
+	[ "$model" = mapped-xattr ] && return
+	if command -v getfacl >/dev/null &&
+	    getfacl -cp "$rw/plain" 2>/dev/null | grep -q '^user:[0-9]'; then
+		fail "$model: an ACL reached the host"
+	fi
+	expect_eq "$model: the host's own xattr kept" "$(printf 1 | od -An -tx1 | tr -d ' \n')" \
+	    "$(xattrs "$rw" | sed -n 's/^host-xattr user.host-set=//p')"
+}
+
+test_rw_share_none_leaves_no_privilege() {
+	rw_attacks none
+}
+
+test_rw_share_mapped_xattr_leaves_no_privilege() {
+	rw_attacks mapped-xattr
+}
+
+test_rw_share_mapped_file_leaves_no_privilege() {
+	rw_attacks mapped-file
+}
+
+# "passthrough" gives the guest's owners and modes to the host: refused with
+# a read-write share, naming it; a read-only share does not care.
+test_passthrough_refused_with_rw_share() {
+	local rw=$T_TMP/pt err st out
+	mkdir -p "$rw"
+	err=$("$QSUP" run --set virtfs_security_model=passthrough --share "$rw:/w:rw" -- \
+	    touch /w/x 2>&1); st=$?
+	expect_eq "status" 125 $st
+	expect_match "names the share and the setting" \
+	    "share $rw: virtfs_security_model = \"passthrough\" would let the guest chown" "$err"
+	[ ! -e "$rw/x" ] || fail "the guest ran"
+	out=$("$QSUP" run --set virtfs_security_model=passthrough --share "$rw:/r" -- ls /r 2>&1)
+	expect_eq "read-only is fine" "" "$out"
+}
+
+# In a setgid directory the guest's mkdir works (the host kernel passes the
+# bit on, as for any process); chmod g+s does nothing, chmod u+s fails.
+test_rw_share_setgid_directory() {
+	local rw=$T_TMP/sgdir out
+	mkdir -p "$rw" && chmod 2775 "$rw"
+	out=$("$QSUP" run --share "$rw:/w:rw" --share "$HELPERS:/h" -- sh -c '
+	    mkdir /w/d && echo mkdir-ok; echo x > /w/f
+	    /h/sa chmod 2755 /w/f; /h/sa chmod 4755 /w/d' 2>&1)
+	expect_eq "guest" "mkdir-ok
+chmod ok
+chmod refused: Operation not permitted" "$out"
+	expect_eq "inherited, as on the host" 2 "$(stat -c %a "$rw/d" | cut -c1)"
+	expect_eq "no setgid file" "" "$(find "$rw" -type f -perm /6000)"
+}
+
+# A read-only share refuses xattrs too, even when a mapped-xattr share lets
+# QEMU set them.
+test_readonly_share_refuses_xattrs() {
+	local ro=$T_TMP/roxa rw=$T_TMP/roxa-rw out before
+	mkdir -p "$ro" "$rw"
+	echo x >"$ro/f"
+	before=$(xattrs "$ro")
+	out=$("$QSUP" run --set virtfs_security_model=mapped-xattr --share "$ro:/r" \
+	    --share "$rw:/w:rw" --share "$HELPERS:/h" -- sh -c '
+	    mount -o remount,rw /r 2>/dev/null
+	    /h/sa setxattr user.x y /r/f; /h/sa acl 1234 /r/f
+	    echo g > /w/g; /h/sa setxattr user.x y /w/g' 2>&1)
+	expect_eq "refused on the read-only share, allowed on the other" \
+	    "setxattr refused: Read-only file system
+acl refused: Read-only file system
+setxattr ok" "$out"
+	expect_eq "nothing on the host" "$before" "$(xattrs "$ro")"
 }
 
 for t in $(declare -F | awk '$3 ~ /^test_/ {print $3}'); do

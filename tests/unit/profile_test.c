@@ -176,7 +176,7 @@ assert_defaults(const struct profile *p)
 	cr_assert_str_eq(p->cwd, "/");
 	cr_assert_eq(p->nshares, 0);
 	cr_assert_eq(p->virtfs, PROFILE_VIRTFS_AUTO);
-	cr_assert_eq(p->virtfs_security_model, PROFILE_SM_MAPPED_XATTR);
+	cr_assert_eq(p->virtfs_security_model, PROFILE_SM_NONE);
 	cr_assert_eq(p->ld_closure_libs, PROFILE_LD_FULL);
 	cr_assert_eq(p->nld_closure_extra, 0);
 	cr_assert_eq(p->network, PROFILE_NET_RESTRICTED);
@@ -285,10 +285,9 @@ Test(profile, every_setting)
 	free(want);
 
 	cr_assert_eq(p.virtfs, PROFILE_VIRTFS_ON);
-	cr_assert_eq(p.virtfs_security_model, PROFILE_SM_MAPPED_XATTR,
-	    "the seed's auto is mapped-xattr");
-	cr_assert_str_eq(profile_sm_name(p.virtfs_security_model),
-	    "mapped-xattr");
+	cr_assert_eq(p.virtfs_security_model, PROFILE_SM_NONE,
+	    "the seed's auto is none");
+	cr_assert_str_eq(profile_sm_name(p.virtfs_security_model), "none");
 	cr_assert_eq(p.ld_closure_libs, PROFILE_LD_SPARSE, "ldd is sparse");
 	cr_assert_eq(p.nld_closure_extra, 2);
 	cr_assert_str_eq(p.ld_closure_extra[0], "libbz2.so.1.0");
@@ -583,7 +582,7 @@ Test(profile, choice_aliases)
 	    "\tvirtfs_security_model = \"auto\",\n"
 	    "\tld_closure_libs = \"minimal\",\n}\n");
 	load_ok(&p, path);
-	cr_assert_eq(p.virtfs_security_model, PROFILE_SM_MAPPED_XATTR);
+	cr_assert_eq(p.virtfs_security_model, PROFILE_SM_NONE);
 	cr_assert_eq(p.ld_closure_libs, PROFILE_LD_SPARSE);
 	line = show_line(&p, "ld_closure_libs");
 	cr_assert_eq(strncmp(line, "ld_closure_libs = \"sparse\",", 27), 0,
