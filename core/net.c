@@ -6,6 +6,20 @@
  * makes is queued back, at most NET_OUT_MAX bytes (beyond that frames are
  * dropped, and TCP in the guest retransmits).
  *
+ * What the guest can make qsup hold is bounded, each with its own limit:
+ *   frames to QEMU	NET_OUT_MAX queued, then dropped
+ *   frames from QEMU	NET_IN_SIZE read at a time; QEMU waits meanwhile
+ *   IPv4 fragments	dropped in restricted and allowlist modes; in open
+ *			mode libslirp reassembles, within NET_FRAG_HOLD_MAX
+ *			(net_fragment), and the rest are dropped
+ *   slirp's sockets	NET_SOCKETS_MAX (every guest connection, UDP flow
+ *			or ping slirp opens one for); past it new ones are
+ *			dropped: a SYN is sent again by the guest
+ *   proxy and maps	NET_CONNS_MAX connections in all (net_conn_open),
+ *			PX_BUF_MAX each way each (net_proxy.c)
+ *   DNS		DNS_PENDING_MAX lookups at once (net_dns.c)
+ *   the listing	NET_DESTS_MAX destinations, then only counted
+ *
  * The modes (profile "network"):
  *   none        no card; net_new makes nothing
  *   restricted  slirp restrict=on: the guest reaches nothing, not even the
@@ -47,6 +61,20 @@
 #define NET_DESTS_MAX		256
 #define NET_ACCEPT_EVERY	128		/* frames between accepts */
 #define NET_SOCKBUF		(1024 * 1024)
+#define NET_SOCKETS_MAX		384		/* slirp's, at once */
+#define NET_NOTE_LOG_MAX	5		/* -v lines per destination */
+/*
+ * libslirp keeps the fragments of a datagram until it is whole, or for
+ * IPFRAGTTL (60) of its slow ticks (two a second), with no limit of its
+ * own; each fragment costs it an mbuf of the MTU or more, and a first one
+ * another for the queue. qsup counts the same ticks (NET_FRAG_TICKS, with
+ * a margin) and lets through at most NET_FRAG_HOLD_MAX bytes of such
+ * costs within them.
+ */
+#define NET_FRAG_TICKS		64
+#define NET_FRAG_TICK_MS	500
+#define NET_FRAG_MBUF		(NET_MTU + 512)
+#define NET_FRAG_HOLD_MAX	(16 * 1024 * 1024)
 
 /* One of slirp's sockets, watched for it. */
 struct net_pollfd {
@@ -55,6 +83,7 @@ struct net_pollfd {
 	int		 events;	/* EV_READ|EV_WRITE, as last asked */
 	int		 revents;	/* SLIRP_POLL_*, since the last poll */
 	unsigned int	 gen;		/* the fill that last asked for it */
+	int		 registered;	/* slirp has it open (nsockets) */
 };
 
 struct net_timer {
@@ -104,6 +133,15 @@ struct net {
 	struct net_pollfd	**pfds;		/* by fd */
 	size_t			 npfds;
 	unsigned int		 gen;
+	int			 nsockets;	/* slirp's open sockets */
+
+	/* What libslirp may hold of fragments, by tick (open mode). */
+	size_t			 frag_cost[NET_FRAG_TICKS];
+	size_t			 frag_held;
+	unsigned int		 frag_tick;
+	int64_t			 frag_tick_ms;
+
+	int			 nconns;	/* net_conn_open() */
 
 	char			*dir;		/* the unix sockets */
 	int			 own_dir;
@@ -243,11 +281,35 @@ net_pollfd_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 		p->revents |= SLIRP_POLL_OUT;
 }
 
+static struct net_pollfd *
+net_pollfd_make(struct net *net, int fd)
+{
+	struct net_pollfd	*p;
+
+	if ((p = net_pollfd(net, fd)) == NULL) {
+		p = xcalloc(1, sizeof *p);
+		p->net = net;
+		ev_io_init(&p->io, net_pollfd_io_cb, fd, 0);
+		p->io.data = p;
+		net->pfds[fd] = p;
+	}
+	return (p);
+}
+
+/* slirp opened fd for one of its sockets: count it (NET_SOCKETS_MAX). */
 static void
 net_register_poll_fd_cb(int fd, void *arg)
 {
-	(void)fd;
-	(void)arg;
+	struct net		*net = arg;
+	struct net_pollfd	*p;
+
+	if (fd < 0)
+		return;
+	p = net_pollfd_make(net, fd);
+	if (!p->registered) {
+		p->registered = 1;
+		net->nsockets++;
+	}
 }
 
 /* slirp is done with fd (and may close it now): stop watching it. */
@@ -261,6 +323,10 @@ net_unregister_poll_fd_cb(int fd, void *arg)
 		return;
 	ev_io_stop(net->loop, &p->io);
 	p->events = p->revents = 0;
+	if (p->registered) {
+		p->registered = 0;
+		net->nsockets--;
+	}
 }
 
 static void
@@ -293,13 +359,7 @@ net_add_poll_cb(int fd, int events, void *arg)
 		want |= EV_READ;
 	if (events & SLIRP_POLL_OUT)
 		want |= EV_WRITE;
-	if ((p = net_pollfd(net, fd)) == NULL) {
-		p = xcalloc(1, sizeof *p);
-		p->net = net;
-		ev_io_init(&p->io, net_pollfd_io_cb, fd, 0);
-		p->io.data = p;
-		net->pfds[fd] = p;
-	}
+	p = net_pollfd_make(net, fd);
 	p->gen = net->gen;
 	if (want != p->events || (want != 0) != ev_is_active(&p->io)) {
 		ev_io_stop(net->loop, &p->io);
@@ -352,6 +412,25 @@ net_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	net_flush(net);
 }
 
+/*
+ * Right after slirp_pollfds_poll, where slirp counts its slow ticks, and
+ * at most as often: what came NET_FRAG_TICKS ticks ago slirp has let go.
+ */
+static void
+net_frag_tick(struct net *net)
+{
+	int64_t		 now = net_clock_get_ns_cb(net) / 1000000;
+	unsigned int	 slot;
+
+	if (now - net->frag_tick_ms < NET_FRAG_TICK_MS)
+		return;
+	net->frag_tick_ms = now;
+	net->frag_tick++;
+	slot = net->frag_tick % NET_FRAG_TICKS;
+	net->frag_held -= net->frag_cost[slot];
+	net->frag_cost[slot] = 0;
+}
+
 static void
 net_check_cb(struct ev_loop *loop, ev_check *w, int revents)
 {
@@ -360,6 +439,7 @@ net_check_cb(struct ev_loop *loop, ev_check *w, int revents)
 	(void)loop;
 	(void)revents;
 	slirp_pollfds_poll(net->slirp, 0, net_get_revents_cb, net);
+	net_frag_tick(net);
 }
 
 /* Only wakes the loop, so that slirp's timers run in net_check_cb. */
@@ -498,14 +578,111 @@ net_watch_frame(struct net *net, const unsigned char *f, size_t len)
 	return (ip[9] != IPPROTO_TCP);
 }
 
+/* The IPv4 header of frame f, or NULL; *ihl is its length. */
+static const unsigned char *
+net_ipv4(const unsigned char *f, size_t len, size_t *ihl)
+{
+	const unsigned char	*ip = f + 14;
+
+	if (len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00)
+		return (NULL);
+	*ihl = (size_t)(ip[0] & 0x0f) * 4;
+	if ((ip[0] >> 4) != 4 || *ihl < 20 || 14 + *ihl > len)
+		return (NULL);
+	return (ip);
+}
+
+/*
+ * A fragment of an IPv4 datagram: 1 if it is to be dropped. libslirp
+ * would keep it until its datagram is whole, for up to 30 s, with no
+ * limit. Restricted and allowlist modes have no use for fragments (qsup's
+ * own DNS and the proxy's TCP never need them): every one is dropped. In
+ * open mode slirp gets them within the budget NET_FRAG_HOLD_MAX.
+ */
+static int
+net_fragment(struct net *net, const unsigned char *f, size_t len)
+{
+	const unsigned char	*ip;
+	const char		*why;
+	char			 dest[INET_ADDRSTRLEN];
+	size_t			 ihl, cost;
+
+	if ((ip = net_ipv4(f, len, &ihl)) == NULL ||
+	    (((ip[6] << 8) | ip[7]) & 0x3fff) == 0)
+		return (0);		/* not a fragment */
+	if (net->mode == PROFILE_NET_OPEN) {
+		/* Its own mbuf, maybe a new queue's; larger frames more. */
+		cost = 2 * NET_FRAG_MBUF + len;
+		if (net->frag_held + cost <= NET_FRAG_HOLD_MAX) {
+			net->frag_held += cost;
+			net->frag_cost[net->frag_tick % NET_FRAG_TICKS] += cost;
+			return (0);
+		}
+		why = "more IPv4 fragments at once than qsup lets libslirp "
+		    "hold";
+	} else
+		why = "IPv4 fragments are dropped in this mode";
+	net->stats.fragments_dropped++;
+	snprintf(dest, sizeof dest, "%u.%u.%u.%u", ip[16], ip[17], ip[18],
+	    ip[19]);
+	net_note(net, "fragment", dest, 0, why);
+	return (1);
+}
+
+/*
+ * Would slirp open a socket for this frame while it has NET_SOCKETS_MAX
+ * already? Then 1: it is dropped (a TCP SYN comes again, slowing the
+ * guest down; a UDP datagram or a ping is lost). DHCP needs none.
+ */
+static int
+net_sockets_full(struct net *net, const unsigned char *f, size_t len)
+{
+	const unsigned char	*ip, *l4;
+	const char		*kind;
+	char			 dest[64];
+	size_t			 ihl;
+
+	if (net->nsockets < NET_SOCKETS_MAX ||
+	    (ip = net_ipv4(f, len, &ihl)) == NULL || 14 + ihl + 14 > len)
+		return (0);
+	l4 = ip + ihl;
+	switch (ip[9]) {
+	case IPPROTO_TCP:
+		if ((l4[13] & 0x12) != 0x02)
+			return (0);		/* not a SYN */
+		kind = "tcp";
+		break;
+	case IPPROTO_UDP:
+		if (l4[2] == 0 && l4[3] == 67)
+			return (0);
+		kind = "udp";
+		break;
+	case IPPROTO_ICMP:
+		if (l4[0] != 8)
+			return (0);
+		kind = "icmp";
+		break;
+	default:
+		return (0);
+	}
+	snprintf(dest, sizeof dest, "%u.%u.%u.%u", ip[16], ip[17], ip[18],
+	    ip[19]);
+	net_note(net, kind, dest, 0, "too many connections at once");
+	return (1);
+}
+
 /* One frame from the guest. */
 static void
 net_frame(struct net *net, const unsigned char *frame, size_t len)
 {
 	net->stats.frames_in++;
+	if (net_fragment(net, frame, len))
+		return;
 	if (net->dns != NULL && net_dns_frame(net->dns, frame, len))
 		return;
 	if (net->mode != PROFILE_NET_OPEN && net_watch_frame(net, frame, len))
+		return;
+	if (net_sockets_full(net, frame, len))
 		return;
 	slirp_input(net->slirp, frame, (int)len);
 }
@@ -564,7 +741,19 @@ net_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
-/* Count and remember one attempt of the guest's, for -v and --json. */
+static void
+net_note_log(const char *kind, const char *dest, int allowed, const char *why)
+{
+	if (allowed)
+		log_debug("net: %s %s", kind, dest);
+	else
+		log_debug("net: refused %s %s: %s", kind, dest, why);
+}
+
+/*
+ * Count and remember one attempt of the guest's, for -v and --json; -v
+ * says the first few of each as they come.
+ */
 void
 net_note(struct net *net, const char *kind, const char *dest, int allowed,
     const char *why)
@@ -576,22 +765,22 @@ net_note(struct net *net, const char *kind, const char *dest, int allowed,
 		net->stats.allowed++;
 	else
 		net->stats.refused++;
-	if (allowed)
-		log_debug("net: %s %s", kind, dest);
-	else
-		log_debug("net: refused %s %s: %s", kind, dest, why);
 	for (i = 0; i < net->ndests; i++) {
 		d = &net->dests[i];
 		if (d->allowed == allowed && strcmp(d->kind, kind) == 0 &&
 		    strcmp(d->dest, dest) == 0) {
-			d->count++;
+			/* A flood says so at the end, with its count. */
+			if (d->count++ < NET_NOTE_LOG_MAX)
+				net_note_log(kind, dest, allowed, why);
 			return;
 		}
 	}
 	if (net->ndests == NET_DESTS_MAX) {
-		net->stats.dests_dropped++;
+		if (net->stats.dests_dropped++ < NET_NOTE_LOG_MAX)
+			net_note_log(kind, dest, allowed, why);
 		return;
 	}
+	net_note_log(kind, dest, allowed, why);
 	net->dests = xreallocarray(net->dests, net->ndests + 1,
 	    sizeof *net->dests);
 	d = &net->dests[net->ndests++];
@@ -602,6 +791,26 @@ net_note(struct net *net, const char *kind, const char *dest, int allowed,
 	d->count = 1;
 	net->stats.dests = net->dests;
 	net->stats.ndests = net->ndests;
+}
+
+/*
+ * One more connection through the proxy or a TCP map, if there is room
+ * (NET_CONNS_MAX for all listeners together: each holds two descriptors
+ * and two buffers); -1 if not. net_conn_close gives it back.
+ */
+int
+net_conn_open(struct net *net)
+{
+	if (net->nconns >= NET_CONNS_MAX)
+		return (-1);
+	net->nconns++;
+	return (0);
+}
+
+void
+net_conn_close(struct net *net)
+{
+	net->nconns--;
 }
 
 const struct profile_net_rule *
@@ -1078,9 +1287,10 @@ net_stats_json(struct net *net, struct buf *b)
 
 	buf_printf(b, "{\"mode\":\"%s\",\"allowed\":%llu,\"refused\":%llu,"
 	    "\"frames_in\":%llu,\"frames_out\":%llu,\"frames_dropped\":%llu,"
-	    "\"destinations\":[", profile_net_name(net->mode),
-	    net->stats.allowed, net->stats.refused, net->stats.frames_in,
-	    net->stats.frames_out, net->stats.frames_dropped);
+	    "\"fragments_dropped\":%llu,\"destinations\":[",
+	    profile_net_name(net->mode), net->stats.allowed,
+	    net->stats.refused, net->stats.frames_in, net->stats.frames_out,
+	    net->stats.frames_dropped, net->stats.fragments_dropped);
 	for (i = 0; i < net->ndests; i++) {
 		d = &net->dests[i];
 		buf_printf(b, "%s{\"kind\":\"%s\",\"dest\":", i > 0 ? "," : "",
