@@ -293,7 +293,7 @@ test_fragment_flood_keeps_qsup_small() {
 	cat >"$p" <<-EOF
 	return { network = "allowlist", network_allow = { "example.org" } }
 	EOF
-	flood restricted --share "$HELPERS:/h" -- sh -c \
+	flood restricted -v --share "$HELPERS:/h" -- sh -c \
 	    '/h/fragflood udp 10.0.2.3 9 20000 60000; echo flood-done'
 	flood allowlist -p "$p" --share "$HELPERS:/h" -- sh -c \
 	    '/h/fragflood udp 10.0.2.3 53 20000 60000; echo flood-done'
@@ -308,6 +308,12 @@ flood-done" "$(cat "$T_TMP/$mode.out")"
 		expect_eq "$mode: listed as refused" True \
 		    "$(json_net "$T_TMP/$mode.err" "any(d['kind'] == 'fragment' and d['dest'] == '10.0.2.3' and d['count'] >= 60000 and not d['allowed'] for d in n['destinations'])")"
 	done
+	# -v: the first few as they come, then the count at the end.
+	expect_match "-v lists the fragments" \
+	    "refused fragment 10\.0\.2\.3 \([0-9]{5,} times\): IPv4 fragments are dropped" \
+	    "$(cat "$T_TMP/restricted.err")"
+	expect_eq "-v stays short" 6 \
+	    "$(grep -c 'refused fragment' "$T_TMP/restricted.err")"
 }
 
 # Open mode passes fragments to libslirp, within a budget: lone middle
