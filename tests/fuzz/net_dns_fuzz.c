@@ -29,12 +29,6 @@ static const char *const	 dns_rule_text[] = { "localhost",
 static struct profile_net_rule	 dns_rules[2];
 
 static void
-dns_cleanup(void)
-{
-	rmdir(dns_dir);
-}
-
-static void
 dns_init(void)
 {
 	char	*why;
@@ -47,10 +41,8 @@ dns_init(void)
 			abort();
 	}
 	dns_loop = ev_loop_new(EVFLAG_AUTO);
-	snprintf(dns_dir, sizeof dns_dir, "/tmp/qsup-dns-fuzz.XXXXXX");
-	if (dns_loop == NULL || mkdtemp(dns_dir) == NULL)
+	if (dns_loop == NULL)
 		abort();
-	atexit(dns_cleanup);
 }
 
 static uint32_t
@@ -139,6 +131,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > DNS_FUZZ_MAX)
 		size = DNS_FUZZ_MAX;
 	dns_init();
+	/* Its unix sockets: a directory per input, gone after it. */
+	snprintf(dns_dir, sizeof dns_dir, "/tmp/qsup-dns-fuzz.XXXXXX");
+	if (mkdtemp(dns_dir) == NULL)
+		abort();
 	memset(&cfg, 0, sizeof cfg);
 	cfg.mode = PROFILE_NET_ALLOWLIST;
 	cfg.rules = dns_rules;
@@ -176,6 +172,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (answers > 1 || in.len != 0)
 		abort();
 	net_free(net);
+	if (rmdir(dns_dir) == -1)
+		abort();		/* something of the input left behind */
 	close(qfd);
 	buf_free(&in);
 	return (0);

@@ -34,12 +34,6 @@ static const char *const	 frame_rule_text[] = { "localhost:9",
 static struct profile_net_rule	 frame_rules[2];
 
 static void
-frame_cleanup(void)
-{
-	rmdir(frame_dir);
-}
-
-static void
 frame_init(void)
 {
 	char	*why;
@@ -53,10 +47,8 @@ frame_init(void)
 			abort();
 	}
 	frame_loop = ev_loop_new(EVFLAG_AUTO);
-	snprintf(frame_dir, sizeof frame_dir, "/tmp/qsup-frame-fuzz.XXXXXX");
-	if (frame_loop == NULL || mkdtemp(frame_dir) == NULL)
+	if (frame_loop == NULL)
 		abort();
-	atexit(frame_cleanup);
 }
 
 /* Write what we can; a full socket is QEMU's backpressure, not ours. */
@@ -134,6 +126,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > FRAME_FUZZ_MAX)
 		size = FRAME_FUZZ_MAX;
 	frame_init();
+	/* Its unix sockets: a directory per input, gone after it. */
+	snprintf(frame_dir, sizeof frame_dir, "/tmp/qsup-frame-fuzz.XXXXXX");
+	if (mkdtemp(frame_dir) == NULL)
+		abort();
 	memset(&cfg, 0, sizeof cfg);
 	cfg.mode = (data[0] & 1) ? PROFILE_NET_ALLOWLIST :
 	    PROFILE_NET_RESTRICTED;
@@ -170,6 +166,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		frame_drain(qfd, &in);
 	}
 	net_free(net);
+	if (rmdir(frame_dir) == -1)
+		abort();		/* something of the input left behind */
 	close(qfd);
 	buf_free(&in);
 	return (0);

@@ -36,12 +36,6 @@ static const char *const	 proxy_rule_text[] = { "127.0.0.1:9",
 static struct profile_net_rule	 proxy_rules[PROXY_NRULES];
 
 static void
-proxy_cleanup(void)
-{
-	rmdir(proxy_dir);
-}
-
-static void
 proxy_init(void)
 {
 	char	*why;
@@ -55,10 +49,8 @@ proxy_init(void)
 			abort();
 	}
 	proxy_loop = ev_loop_new(EVFLAG_AUTO);
-	snprintf(proxy_dir, sizeof proxy_dir, "/tmp/qsup-proxy-fuzz.XXXXXX");
-	if (proxy_loop == NULL || mkdtemp(proxy_dir) == NULL)
+	if (proxy_loop == NULL)
 		abort();
-	atexit(proxy_cleanup);
 }
 
 static int
@@ -111,6 +103,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > PROXY_FUZZ_MAX)
 		size = PROXY_FUZZ_MAX;
 	proxy_init();
+	/* Its unix sockets: a directory per input, gone after it. */
+	snprintf(proxy_dir, sizeof proxy_dir, "/tmp/qsup-proxy-fuzz.XXXXXX");
+	if (mkdtemp(proxy_dir) == NULL)
+		abort();
 	memset(&cfg, 0, sizeof cfg);
 	cfg.mode = PROFILE_NET_ALLOWLIST;
 	cfg.rules = proxy_rules;
@@ -143,6 +139,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	proxy_check(&b);
 	close(fd);
 	net_free(net);
+	if (rmdir(proxy_dir) == -1)
+		abort();		/* something of the input left behind */
 	buf_free(&b);
 	return (0);
 }
