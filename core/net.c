@@ -6,6 +6,18 @@
  * makes is queued back, at most NET_OUT_MAX bytes (beyond that frames are
  * dropped, and TCP in the guest retransmits).
  *
+ * What the guest can make qsup hold is bounded, each with its own limit:
+ *   frames to QEMU	NET_OUT_MAX queued, then dropped
+ *   frames from QEMU	NET_IN_SIZE read at a time; QEMU waits meanwhile
+ *   IPv4 fragments	none: every one is dropped (net_fragment)
+ *   slirp's sockets	NET_SOCKETS_MAX (every guest connection, UDP flow
+ *			or ping slirp opens one for); past it new ones are
+ *			dropped: a SYN is sent again by the guest
+ *   proxy and maps	NET_CONNS_MAX connections in all (net_conn_open),
+ *			PX_BUF_MAX each way each (net_proxy.c)
+ *   DNS		DNS_PENDING_MAX lookups at once (net_dns.c)
+ *   the listing	NET_DESTS_MAX destinations, then only counted
+ *
  * The modes (profile "network"):
  *   none        no card; net_new makes nothing
  *   restricted  slirp restrict=on: the guest reaches nothing, not even the
@@ -47,6 +59,8 @@
 #define NET_DESTS_MAX		256
 #define NET_ACCEPT_EVERY	128		/* frames between accepts */
 #define NET_SOCKBUF		(1024 * 1024)
+#define NET_SOCKETS_MAX		384		/* slirp's, at once */
+#define NET_NOTE_LOG_MAX	5		/* -v lines per destination */
 
 /* One of slirp's sockets, watched for it. */
 struct net_pollfd {
@@ -55,6 +69,7 @@ struct net_pollfd {
 	int		 events;	/* EV_READ|EV_WRITE, as last asked */
 	int		 revents;	/* SLIRP_POLL_*, since the last poll */
 	unsigned int	 gen;		/* the fill that last asked for it */
+	int		 registered;	/* slirp has it open (nsockets) */
 };
 
 struct net_timer {
@@ -104,6 +119,9 @@ struct net {
 	struct net_pollfd	**pfds;		/* by fd */
 	size_t			 npfds;
 	unsigned int		 gen;
+	int			 nsockets;	/* slirp's open sockets */
+
+	int			 nconns;	/* net_conn_open() */
 
 	char			*dir;		/* the unix sockets */
 	int			 own_dir;
@@ -243,11 +261,35 @@ net_pollfd_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 		p->revents |= SLIRP_POLL_OUT;
 }
 
+static struct net_pollfd *
+net_pollfd_make(struct net *net, int fd)
+{
+	struct net_pollfd	*p;
+
+	if ((p = net_pollfd(net, fd)) == NULL) {
+		p = xcalloc(1, sizeof *p);
+		p->net = net;
+		ev_io_init(&p->io, net_pollfd_io_cb, fd, 0);
+		p->io.data = p;
+		net->pfds[fd] = p;
+	}
+	return (p);
+}
+
+/* slirp opened fd for one of its sockets: count it (NET_SOCKETS_MAX). */
 static void
 net_register_poll_fd_cb(int fd, void *arg)
 {
-	(void)fd;
-	(void)arg;
+	struct net		*net = arg;
+	struct net_pollfd	*p;
+
+	if (fd < 0)
+		return;
+	p = net_pollfd_make(net, fd);
+	if (!p->registered) {
+		p->registered = 1;
+		net->nsockets++;
+	}
 }
 
 /* slirp is done with fd (and may close it now): stop watching it. */
@@ -261,6 +303,10 @@ net_unregister_poll_fd_cb(int fd, void *arg)
 		return;
 	ev_io_stop(net->loop, &p->io);
 	p->events = p->revents = 0;
+	if (p->registered) {
+		p->registered = 0;
+		net->nsockets--;
+	}
 }
 
 static void
@@ -293,13 +339,7 @@ net_add_poll_cb(int fd, int events, void *arg)
 		want |= EV_READ;
 	if (events & SLIRP_POLL_OUT)
 		want |= EV_WRITE;
-	if ((p = net_pollfd(net, fd)) == NULL) {
-		p = xcalloc(1, sizeof *p);
-		p->net = net;
-		ev_io_init(&p->io, net_pollfd_io_cb, fd, 0);
-		p->io.data = p;
-		net->pfds[fd] = p;
-	}
+	p = net_pollfd_make(net, fd);
 	p->gen = net->gen;
 	if (want != p->events || (want != 0) != ev_is_active(&p->io)) {
 		ev_io_stop(net->loop, &p->io);
@@ -498,14 +538,100 @@ net_watch_frame(struct net *net, const unsigned char *f, size_t len)
 	return (ip[9] != IPPROTO_TCP);
 }
 
+/* The IPv4 header of frame f, or NULL; *ihl is its length. */
+static const unsigned char *
+net_ipv4(const unsigned char *f, size_t len, size_t *ihl)
+{
+	const unsigned char	*ip = f + 14;
+
+	if (len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00)
+		return (NULL);
+	*ihl = (size_t)(ip[0] & 0x0f) * 4;
+	if ((ip[0] >> 4) != 4 || *ihl < 20 || 14 + *ihl > len)
+		return (NULL);
+	return (ip);
+}
+
+/*
+ * A fragment of an IPv4 datagram: 1, it is dropped, in every mode. The
+ * libslirp qsup is built with (4.7) keeps every fragment until its
+ * datagram is whole, for up to 30 s and with no limit (20,000 datagrams of
+ * 60 KB took qsup to 1 GB), and it crashes on a last fragment that comes
+ * before any other of its datagram; neither can be told to it. qsup's own
+ * DNS and the proxy's TCP never need fragments; in open mode a datagram
+ * larger than the guest's MTU (16 KiB) does not get through.
+ */
+static int
+net_fragment(struct net *net, const unsigned char *f, size_t len)
+{
+	const unsigned char	*ip;
+	char			 dest[INET_ADDRSTRLEN];
+	size_t			 ihl;
+
+	if ((ip = net_ipv4(f, len, &ihl)) == NULL ||
+	    (((ip[6] << 8) | ip[7]) & 0x3fff) == 0)
+		return (0);		/* not a fragment */
+	net->stats.fragments_dropped++;
+	snprintf(dest, sizeof dest, "%u.%u.%u.%u", ip[16], ip[17], ip[18],
+	    ip[19]);
+	net_note(net, "fragment", dest, 0, "IPv4 fragments are dropped");
+	return (1);
+}
+
+/*
+ * Would slirp open a socket for this frame while it has NET_SOCKETS_MAX
+ * already? Then 1: it is dropped (a TCP SYN comes again, slowing the
+ * guest down; a UDP datagram or a ping is lost). DHCP needs none.
+ */
+static int
+net_sockets_full(struct net *net, const unsigned char *f, size_t len)
+{
+	const unsigned char	*ip, *l4;
+	const char		*kind;
+	char			 dest[64];
+	size_t			 ihl;
+
+	if (net->nsockets < NET_SOCKETS_MAX ||
+	    (ip = net_ipv4(f, len, &ihl)) == NULL || 14 + ihl + 14 > len)
+		return (0);
+	l4 = ip + ihl;
+	switch (ip[9]) {
+	case IPPROTO_TCP:
+		if ((l4[13] & 0x12) != 0x02)
+			return (0);		/* not a SYN */
+		kind = "tcp";
+		break;
+	case IPPROTO_UDP:
+		if (l4[2] == 0 && l4[3] == 67)
+			return (0);
+		kind = "udp";
+		break;
+	case IPPROTO_ICMP:
+		if (l4[0] != 8)
+			return (0);
+		kind = "icmp";
+		break;
+	default:
+		return (0);
+	}
+	snprintf(dest, sizeof dest, "%u.%u.%u.%u", ip[16], ip[17], ip[18],
+	    ip[19]);
+	net_note(net, kind, dest, 0, "too many connections at once");
+	return (1);
+}
+
 /* One frame from the guest. */
 static void
 net_frame(struct net *net, const unsigned char *frame, size_t len)
 {
 	net->stats.frames_in++;
+	if (net_fragment(net, frame, len))
+		return;
 	if (net->dns != NULL && net_dns_frame(net->dns, frame, len))
 		return;
 	if (net->mode != PROFILE_NET_OPEN && net_watch_frame(net, frame, len))
+		return;
+	if (net_sockets_full(net, frame, len))
 		return;
 	slirp_input(net->slirp, frame, (int)len);
 }
@@ -564,7 +690,19 @@ net_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
-/* Count and remember one attempt of the guest's, for -v and --json. */
+static void
+net_note_log(const char *kind, const char *dest, int allowed, const char *why)
+{
+	if (allowed)
+		log_debug("net: %s %s", kind, dest);
+	else
+		log_debug("net: refused %s %s: %s", kind, dest, why);
+}
+
+/*
+ * Count and remember one attempt of the guest's, for -v and --json; -v
+ * says the first few of each as they come.
+ */
 void
 net_note(struct net *net, const char *kind, const char *dest, int allowed,
     const char *why)
@@ -576,22 +714,22 @@ net_note(struct net *net, const char *kind, const char *dest, int allowed,
 		net->stats.allowed++;
 	else
 		net->stats.refused++;
-	if (allowed)
-		log_debug("net: %s %s", kind, dest);
-	else
-		log_debug("net: refused %s %s: %s", kind, dest, why);
 	for (i = 0; i < net->ndests; i++) {
 		d = &net->dests[i];
 		if (d->allowed == allowed && strcmp(d->kind, kind) == 0 &&
 		    strcmp(d->dest, dest) == 0) {
-			d->count++;
+			/* A flood says so at the end, with its count. */
+			if (d->count++ < NET_NOTE_LOG_MAX)
+				net_note_log(kind, dest, allowed, why);
 			return;
 		}
 	}
 	if (net->ndests == NET_DESTS_MAX) {
-		net->stats.dests_dropped++;
+		if (net->stats.dests_dropped++ < NET_NOTE_LOG_MAX)
+			net_note_log(kind, dest, allowed, why);
 		return;
 	}
+	net_note_log(kind, dest, allowed, why);
 	net->dests = xreallocarray(net->dests, net->ndests + 1,
 	    sizeof *net->dests);
 	d = &net->dests[net->ndests++];
@@ -602,6 +740,26 @@ net_note(struct net *net, const char *kind, const char *dest, int allowed,
 	d->count = 1;
 	net->stats.dests = net->dests;
 	net->stats.ndests = net->ndests;
+}
+
+/*
+ * One more connection through the proxy or a TCP map, if there is room
+ * (NET_CONNS_MAX for all listeners together: each holds two descriptors
+ * and two buffers); -1 if not. net_conn_close gives it back.
+ */
+int
+net_conn_open(struct net *net)
+{
+	if (net->nconns >= NET_CONNS_MAX)
+		return (-1);
+	net->nconns++;
+	return (0);
+}
+
+void
+net_conn_close(struct net *net)
+{
+	net->nconns--;
 }
 
 const struct profile_net_rule *
@@ -1078,9 +1236,10 @@ net_stats_json(struct net *net, struct buf *b)
 
 	buf_printf(b, "{\"mode\":\"%s\",\"allowed\":%llu,\"refused\":%llu,"
 	    "\"frames_in\":%llu,\"frames_out\":%llu,\"frames_dropped\":%llu,"
-	    "\"destinations\":[", profile_net_name(net->mode),
-	    net->stats.allowed, net->stats.refused, net->stats.frames_in,
-	    net->stats.frames_out, net->stats.frames_dropped);
+	    "\"fragments_dropped\":%llu,\"destinations\":[",
+	    profile_net_name(net->mode), net->stats.allowed,
+	    net->stats.refused, net->stats.frames_in, net->stats.frames_out,
+	    net->stats.frames_dropped, net->stats.fragments_dropped);
 	for (i = 0; i < net->ndests; i++) {
 		d = &net->dests[i];
 		buf_printf(b, "%s{\"kind\":\"%s\",\"dest\":", i > 0 ? "," : "",

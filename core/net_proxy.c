@@ -5,7 +5,12 @@
  * its unix socket; here it is accepted, judged, connected to its
  * destination without blocking, and bytes are copied both ways through
  * bounded buffers: a side whose buffer is full is no longer read, so TCP
- * slows the sender down, and memory stays bounded.
+ * slows the sender down, and memory stays bounded. At most NET_CONNS_MAX
+ * connections are open at once, over all listeners together; one more is
+ * closed as soon as it is accepted (and counted as refused). A request
+ * head is at most PX_HEAD_MAX bytes (431 past it), each way holds at most
+ * PX_BUF_MAX bytes, and a connection not yet connected is given up after
+ * PX_HEAD_TIMEOUT or PX_CONNECT_TIMEOUT.
  *
  * The proxy takes one request per connection:
  *   CONNECT host:port HTTP/1.x	the name (or address) checked against the
@@ -47,7 +52,6 @@
 #define PX_HEAD_MAX		16384	/* a request's line and headers */
 #define PX_BUF_MAX		(128 * 1024)	/* each way */
 #define PX_READ			65536
-#define PX_CONNS_MAX		256	/* per listener */
 #define PX_ADDRS_MAX		8	/* tried in turn */
 #define PX_HEAD_TIMEOUT		30.
 #define PX_CONNECT_TIMEOUT	15.
@@ -114,6 +118,13 @@ pxb_len(const struct px_buf *q)
 	return (q->b.len - q->off);
 }
 
+/* What may still be read into q: it holds PX_BUF_MAX at most. */
+static size_t
+pxb_room(const struct px_buf *q)
+{
+	return (pxb_len(q) < PX_BUF_MAX ? PX_BUF_MAX - pxb_len(q) : 0);
+}
+
 static void
 pxb_consume(struct px_buf *q, size_t n)
 {
@@ -163,6 +174,7 @@ px_conn_free(struct px_conn *c)
 
 	TAILQ_REMOVE(&px->conns, c, entry);
 	px->nconns--;
+	net_conn_close(px->net);
 	net_lookup_cancel(c->lookup);
 	ev_io_stop(px->loop, &c->crd);
 	ev_io_stop(px->loop, &c->cwr);
@@ -653,6 +665,8 @@ px_read(int fd, struct buf *b, size_t room)
 	char	chunk[PX_READ];
 	ssize_t	n;
 
+	if (room == 0)
+		return (-1);		/* full: read again once drained */
 	if (room > sizeof chunk)
 		room = sizeof chunk;
 	n = recv(fd, chunk, room, MSG_DONTWAIT);
@@ -705,7 +719,7 @@ px_client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 			c->c_eof = 1;
 		break;
 	default:
-		if (px_read(c->cfd, &c->to_s.b, PX_BUF_MAX) == 0)
+		if (px_read(c->cfd, &c->to_s.b, pxb_room(&c->to_s)) == 0)
 			c->c_eof = 1;
 		break;
 	}
@@ -734,7 +748,7 @@ px_server_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (px_read(c->sfd, &c->to_c.b, PX_BUF_MAX) == 0)
+	if (px_read(c->sfd, &c->to_c.b, pxb_room(&c->to_c)) == 0)
 		c->s_eof = 1;
 	px_update(c);
 }
@@ -892,7 +906,7 @@ net_proxy_accept(struct net_proxy *px)
 				continue;
 			return;
 		}
-		if (px->nconns >= PX_CONNS_MAX) {
+		if (net_conn_open(px->net) == -1) {
 			net_note(px->net, px->host != NULL ? "tcp" : "http",
 			    "(any)", 0, "too many connections at once");
 			close(fd);

@@ -5,9 +5,14 @@
  * started cannot be stopped, so the shared part stays alive until the last
  * one finishes, even after net_resolver_free: the loop never waits for DNS.
  * Nothing else of qsup is touched from those threads.
+ *
+ * "localhost" and every name under it are loopback (RFC 6761, 6.3): they
+ * are answered here, 127.0.0.1 and ::1, never from /etc/hosts or DNS.
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
+
+#include <netinet/in.h>
 
 #include <errno.h>
 #include <netdb.h>
@@ -16,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <ev.h>
 
@@ -31,6 +37,10 @@ struct net_lookup {
 	char			 service[8];
 	net_lookup_cb		 cb;		/* NULL once cancelled */
 	void			*arg;
+	int			 loopback;	/* answered by qsup itself */
+	struct addrinfo		 lo[2];
+	struct sockaddr_in	 lo4;
+	struct sockaddr_in6	 lo6;
 	TAILQ_ENTRY(net_lookup)	 entry;
 };
 TAILQ_HEAD(net_lookups, net_lookup);
@@ -100,7 +110,9 @@ net_resolver_async_cb(struct ev_loop *loop, ev_async *w, int revents)
 		pthread_mutex_lock(&r->mu);
 		r->refs--;
 		pthread_mutex_unlock(&r->mu);
-		if (l->cb != NULL) {
+		if (l->cb != NULL && l->loopback)
+			l->cb(l->lo, 0, l->arg);
+		else if (l->cb != NULL) {
 			err = gai_error(&l->gai);
 			l->cb(err == 0 ? l->gai.ar_result : NULL, err, l->arg);
 		}
@@ -122,6 +134,54 @@ net_resolver_new(struct ev_loop *loop)
 	r->async.data = r;
 	ev_async_start(loop, &r->async);
 	return (r);
+}
+
+/* "localhost", "LocalHost.", "a.b.localhost": loopback by definition. */
+int
+net_name_loopback(const char *name)
+{
+	size_t	len = strlen(name);
+
+	if (len > 0 && name[len - 1] == '.')
+		len--;
+	if (len < 9 || strncasecmp(name + len - 9, "localhost", 9) != 0)
+		return (0);
+	return (len == 9 || name[len - 10] == '.');
+}
+
+/* The answer for a loopback name: 127.0.0.1 first, then ::1. */
+static void
+net_lookup_loopback(struct net_lookup *l, int port, int family)
+{
+	struct addrinfo	*ai, *prev = NULL;
+	size_t		 n = 0;
+
+	l->loopback = 1;
+	l->lo4.sin_family = AF_INET;
+	l->lo4.sin_port = htons((uint16_t)port);
+	l->lo4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l->lo6.sin6_family = AF_INET6;
+	l->lo6.sin6_port = htons((uint16_t)port);
+	l->lo6.sin6_addr = in6addr_loopback;
+	if (family == AF_INET || family == AF_UNSPEC) {
+		ai = &l->lo[n++];
+		ai->ai_family = AF_INET;
+		ai->ai_addr = (struct sockaddr *)&l->lo4;
+		ai->ai_addrlen = sizeof l->lo4;
+		prev = ai;
+	}
+	if (family == AF_INET6 || family == AF_UNSPEC) {
+		ai = &l->lo[n++];
+		ai->ai_family = AF_INET6;
+		ai->ai_addr = (struct sockaddr *)&l->lo6;
+		ai->ai_addrlen = sizeof l->lo6;
+		if (prev != NULL)
+			prev->ai_next = ai;
+	}
+	for (ai = l->lo; ai < l->lo + n; ai++) {
+		ai->ai_socktype = SOCK_STREAM;
+		ai->ai_protocol = IPPROTO_TCP;
+	}
 }
 
 /*
@@ -153,6 +213,16 @@ net_lookup_start(struct net_resolver *r, const char *name, int port,
 	l->sev.sigev_notify_function = net_lookup_notify;
 	l->cb = cb;
 	l->arg = arg;
+	if (net_name_loopback(name)) {
+		/* Still later, from the loop, as every answer. */
+		net_lookup_loopback(l, port, family);
+		pthread_mutex_lock(&r->mu);
+		r->refs++;
+		TAILQ_INSERT_TAIL(&r->done, l, entry);
+		ev_async_send(r->loop, &r->async);
+		pthread_mutex_unlock(&r->mu);
+		return (l);
+	}
 	pthread_mutex_lock(&r->mu);
 	r->refs++;
 	pthread_mutex_unlock(&r->mu);

@@ -341,7 +341,7 @@ net_rule_addr_local(const struct sockaddr *sa)
  * May the guest reach addr, which host (a name that name_rule allowed)
  * resolved to? Not if a deny rule names the address; ordinary addresses
  * yes; special ones and the host's own only when an address rule names
- * them, or loopback when the rule is for "localhost" itself.
+ * them, or loopback when the rule is for "localhost" or names under it.
  */
 int
 net_rule_addr_allowed(const struct profile_net_rule *rules, size_t n,
@@ -356,6 +356,6 @@ net_rule_addr_allowed(const struct profile_net_rule *rules, size_t n,
 		return (0);
 	if (!net_rule_addr_special(addr) && !net_rule_addr_local(addr))
 		return (1);
-	return (strcmp(name_rule->host, "localhost") == 0 &&
+	return (net_name_loopback(name_rule->host) &&
 	    net_rule_addr_loopback(addr));
 }

@@ -456,6 +456,7 @@ int		 run_main(struct run_options *);
 #define NET_MAPS_MAX	100		/* to 10.0.2.200 */
 #define NET_GUEST_MAC	"52:54:00:12:34:56"
 #define NET_MTU		16384		/* the guest learns it (host_mtu) */
+#define NET_CONNS_MAX	128		/* through the proxy and maps, at once */
 struct net_config {
 	enum profile_net		 mode;
 	const struct profile_net_rule	*rules;	/* for "allowlist" */
@@ -465,7 +466,8 @@ struct net_config {
 						   NULL: a private one */
 };
 struct net_dest {
-	const char	*kind;		/* "connect", "http", "tcp", "dns" */
+	const char	*kind;		/* "connect", "http", "tcp", "dns",
+					   "udp", "icmp", "fragment" */
 	char		*dest;		/* "example.org:443" */
 	int		 allowed;
 	char		*why;		/* why refused; NULL when allowed */
@@ -477,6 +479,8 @@ struct net_stats {
 	unsigned long long	 frames_in;	/* from the guest */
 	unsigned long long	 frames_out;	/* to the guest */
 	unsigned long long	 frames_dropped; /* QEMU did not keep up */
+	unsigned long long	 fragments_dropped; /* IPv4 fragments (also
+						   counted in refused) */
 	const struct net_dest	*dests;		/* each distinct attempt;
 						   valid until net is used */
 	size_t			 ndests;
@@ -508,6 +512,8 @@ void		 net_send_frame(struct net *, const void *, size_t);
 void		 net_note(struct net *, const char *, const char *, int,
 		     const char *);
 const struct profile_net_rule *net_rules(struct net *, size_t *);
+int		 net_conn_open(struct net *);
+void		 net_conn_close(struct net *);
 enum profile_net net_mode(struct net *);
 struct net_resolver *net_resolver(struct net *);
 struct ev_loop	*net_loop(struct net *);
@@ -531,6 +537,7 @@ struct net_resolver *net_resolver_new(struct ev_loop *);
 struct net_lookup *net_lookup_start(struct net_resolver *, const char *, int,
 		     int, net_lookup_cb, void *, int *);
 void		 net_lookup_cancel(struct net_lookup *);
+int		 net_name_loopback(const char *);
 void		 net_resolver_free(struct net_resolver *);
 /* net_proxy.c: the HTTP proxy and TCP maps, one unix listener each */
 struct net_proxy *net_proxy_new(struct net *, const char *, const char *, int,

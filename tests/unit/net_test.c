@@ -944,13 +944,15 @@ Test(net_proxy, names_and_the_host_loopback)
 Test(net_proxy, deny_rules_refuse)
 {
 	struct net	*net;
-	char		 r1[64], r2[64], req[128], dest[64], *ans;
+	char		 r1[64], r2[64], r3[64], req[128], dest[64], *ans;
 	int		 port;
 
 	port = server(SERVER_ECHO, NULL);
 	snprintf(r1, sizeof r1, "localhost:%d", port);
 	snprintf(r2, sizeof r2, "DENY|TCP|127.0.0.1|%d|OUT", port);
-	rules_set("127.0.0.0/8", r1, r2, NULL);
+	/* localhost is both loopbacks, whatever /etc/hosts says. */
+	snprintf(r3, sizeof r3, "DENY|TCP|::1|%d|OUT", port);
+	rules_set("127.0.0.0/8", r1, r2, r3, NULL);
 	net = net_allowlist();
 	snprintf(req, sizeof req, "CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n",
 	    port);
@@ -1255,6 +1257,55 @@ Test(net_proxy, tcp_map)
 	cr_assert(net_add_tcp_map(net, "bad name", 1, "127.0.0.1", port, NULL,
 	    &cause) == -1);
 	free(cause);
+	net_free(net);
+}
+
+/*
+ * NET_CONNS_MAX connections at once over the proxy and the maps together;
+ * one more is closed at once and counted; once one ends there is room.
+ */
+Test(net_proxy, connections_capped_over_all_listeners)
+{
+	struct net	*net;
+	struct buf	 b = { 0 };
+	char		*cause = NULL;
+	int		 fd[NET_CONNS_MAX], extra, i, port;
+
+	port = server(SERVER_ECHO, NULL);
+	rules_set("example.org", NULL);
+	net = net_allowlist();
+	cr_assert(net_add_tcp_map(net, "db", 5432, "127.0.0.1", port, NULL,
+	    &cause) == 0, "%s", cause);
+	/* Half waiting to say their request, half on the map. */
+	for (i = 0; i < NET_CONNS_MAX; i++) {
+		fd[i] = guest_connect(i % 2 == 0 ? "net0.sock" : "net1.sock");
+		spin(-1, 0);
+	}
+	spin_for(0.2);
+	extra = guest_connect("net0.sock");
+	recv_some(extra, &b, 0, 10);
+	cr_assert_eq(b.len, 0, "a connection past the limit was served");
+	close(extra);
+	extra = guest_connect("net1.sock");
+	recv_some(extra, &b, 0, 10);
+	cr_assert_eq(b.len, 0, "a map connection past the limit was served");
+	close(extra);
+	assert_dest(net, "http", "(any)", 0, 1);
+	assert_dest(net, "tcp", "(any)", 0, 1);
+	/* The ones inside still work. */
+	send_all(fd[1], "x", 1);
+	recv_some(fd[1], &b, 1, 10);
+	cr_assert_eq(b.data[0], 'x');
+	for (i = 0; i < NET_CONNS_MAX; i++)
+		close(fd[i]);
+	spin_for(0.2);
+	extra = guest_connect("net1.sock");
+	send_all(extra, "y", 1);
+	buf_consume(&b, b.len);
+	recv_some(extra, &b, 1, 10);
+	cr_assert_eq(b.data[0], 'y');
+	close(extra);
+	buf_free(&b);
 	net_free(net);
 }
 
@@ -1827,6 +1878,275 @@ Test(net_slirp, bad_framing_closes_the_link)
 
 #define FUZZ_REQUESTS	1500
 #define FUZZ_FRAMES	4000
+
+/*
+ * A fragment of an IPv4 datagram of the guest's, at byte offset off (a
+ * multiple of 8), more to come or not; frame f, its length returned.
+ */
+static size_t
+ip_fragment(unsigned char *f, const char *dst, int proto, unsigned int id,
+    size_t off, int more, const unsigned char *data, size_t len)
+{
+	unsigned char	*ip = f + 14;
+
+	memcpy(f, "\x52\x55\x0a\x00\x02\x02", 6);
+	memcpy(f + 6, guest_mac, 6);
+	put16(f + 12, 0x0800);
+	memset(ip, 0, 20);
+	ip[0] = 0x45;
+	put16(ip + 2, (unsigned int)(20 + len));
+	put16(ip + 4, id);
+	put16(ip + 6, (more ? 0x2000 : 0) | (unsigned int)(off / 8));
+	ip[8] = 64;
+	ip[9] = (unsigned char)proto;
+	inet_pton(AF_INET, NET_GUEST_ADDR, ip + 12);
+	inet_pton(AF_INET, dst, ip + 16);
+	put16(ip + 10, fold(sum16(ip, 20, 0)));
+	memcpy(ip + 20, data, len);
+	return (14 + 20 + len);
+}
+
+/* An echo request of 2000 bytes to the gateway in two fragments. */
+static size_t
+guest_ping_fragmented(int qfd, unsigned char *r, unsigned int id, int secs)
+{
+	unsigned char	 icmp[2000], f[2100];
+	int		 proto = IPPROTO_ICMP;
+
+	memset(icmp, 'p', sizeof icmp);
+	icmp[0] = 8;
+	icmp[1] = 0;
+	put16(icmp + 2, 0);
+	put16(icmp + 4, 0x4321);
+	put16(icmp + 6, id);
+	put16(icmp + 2, fold(sum16(icmp, sizeof icmp, 0)));
+	qemu_send(qfd, f, ip_fragment(f, NET_HOST_ADDR, IPPROTO_ICMP, id, 0, 1,
+	    icmp, 1000));
+	qemu_send(qfd, f, ip_fragment(f, NET_HOST_ADDR, IPPROTO_ICMP, id,
+	    1000, 0, icmp + 1000, 1000));
+	return (qemu_recv(qfd, r, is_proto, &proto, secs));
+}
+
+/*
+ * restricted and allowlist: every IPv4 fragment is dropped before slirp
+ * (which would hold it for 30 s) or qsup's DNS see it, and counted.
+ */
+Test(net_slirp, restricted_drops_fragments)
+{
+	static const unsigned char query[] = "\x82\x35\x00\x35\x00\x23\x00\x00"
+	    "\xbe\xef\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
+	    "\x09localhost\x00\x00\x01\x00\x01";
+	struct net		*net;
+	struct net_stats	 st;
+	unsigned char		 f[256], r[65536];
+	char			 addr[16];
+	int			 qfd, an, proto = IPPROTO_UDP;
+
+	rules_set("localhost", NULL);
+	net = net_start(PROFILE_NET_ALLOWLIST, &qfd);
+	/* A whole DNS query, cut in two. */
+	qemu_send(qfd, f, ip_fragment(f, NET_DNS_ADDR, IPPROTO_UDP, 7, 0, 1,
+	    query, 16));
+	qemu_send(qfd, f, ip_fragment(f, NET_DNS_ADDR, IPPROTO_UDP, 7, 16, 0,
+	    query + 16, sizeof query - 1 - 16));
+	cr_assert_eq(qemu_recv(qfd, r, is_proto, &proto, 1), 0,
+	    "a fragmented query was answered");
+	net_stats(net, &st);
+	cr_assert_eq(st.fragments_dropped, 2);
+	assert_dest(net, "fragment", NET_DNS_ADDR, 0, 2);
+	/* Whole, it is answered. */
+	cr_assert_eq(guest_dns(qfd, "localhost", 1, addr, &an), 0);
+	cr_assert_str_eq(addr, "127.0.0.1");
+	net_free(net);
+
+	net = net_start(PROFILE_NET_RESTRICTED, &qfd);
+	guest_arp(qfd);
+	cr_assert_eq(guest_ping_fragmented(qfd, r, 1, 1), 0);
+	net_stats(net, &st);
+	cr_assert_eq(st.fragments_dropped, 2);
+	assert_dest(net, "fragment", NET_HOST_ADDR, 0, 2);
+	net_free(net);
+}
+
+/*
+ * open: fragments are dropped too. libslirp 4.7 would keep them without
+ * limit, and a last fragment that comes first (a lone one, or one ahead
+ * of its datagram's others) crashes it, and qsup with it.
+ */
+Test(net_slirp, open_drops_fragments)
+{
+	struct net		*net;
+	struct net_stats	 st;
+	unsigned char		 f[2048], data[1400], r[65536];
+	unsigned int		 i;
+	int			 qfd;
+
+	net = net_start(PROFILE_NET_OPEN, &qfd);
+	guest_arp(qfd);
+	cr_assert_eq(guest_ping_fragmented(qfd, r, 1, 1), 0);
+	memset(data, 'f', sizeof data);
+	/* Middle pieces of datagrams that never complete, ... */
+	for (i = 0; i < 1000; i++) {
+		qemu_send(qfd, f, ip_fragment(f, NET_HOST_ADDR, IPPROTO_UDP,
+		    1000 + i, 8, 1, data, sizeof data));
+		if (i % 64 == 0)
+			spin(-1, 0);
+	}
+	/* ... and last pieces, first of their datagrams. */
+	qemu_send(qfd, f, ip_fragment(f, NET_HOST_ADDR, IPPROTO_UDP, 3000, 8,
+	    0, data, 100));
+	qemu_send(qfd, f, ip_fragment(f, NET_HOST_ADDR, IPPROTO_ICMP, 3001,
+	    1000, 0, data, 100));
+	spin_for(0.2);
+	net_stats(net, &st);
+	cr_assert_eq(st.fragments_dropped, 2 + 1000 + 2);
+	assert_dest(net, "fragment", NET_HOST_ADDR, 0, 2 + 1000 + 2);
+	/* Still alive, still answering what is whole. */
+	buf_consume(&qin, qin.len);
+	cr_assert_gt(guest_ping(qfd, r, 5), 0, "no answer to a plain ping");
+	net_free(net);
+}
+
+/*
+ * slirp opens a socket for each UDP flow (each ping, each connection) of
+ * the guest; past NET_SOCKETS_MAX (384) new ones are dropped and counted.
+ */
+Test(net_slirp, open_caps_slirps_sockets)
+{
+	struct net		*net;
+	struct sockaddr_in	 sin;
+	socklen_t		 slen = sizeof sin;
+	unsigned char		 udp[16], f[128], r[64];
+	int			 qfd, sink, i, got = 0;
+
+	sink = socket(AF_INET, SOCK_DGRAM|SOCK_CLOEXEC|SOCK_NONBLOCK, 0);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(bind(sink, (struct sockaddr *)&sin, sizeof sin) == 0);
+	cr_assert(getsockname(sink, (struct sockaddr *)&sin, &slen) == 0);
+	net = net_start(PROFILE_NET_OPEN, &qfd);
+	guest_arp(qfd);
+	for (i = 0; i < 400; i++) {
+		memset(udp, 'u', sizeof udp);
+		put16(udp, (unsigned int)(20000 + i));	/* a flow each */
+		memcpy(udp + 2, &sin.sin_port, 2);
+		put16(udp + 4, sizeof udp);
+		qemu_send(qfd, f, ip_frame(f, NET_HOST_ADDR, IPPROTO_UDP, udp,
+		    sizeof udp));
+		if (i % 32 == 0) {
+			spin(-1, 0);
+			while (recv(sink, r, sizeof r, 0) > 0)
+				got++;
+		}
+	}
+	spin_for(0.3);
+	while (recv(sink, r, sizeof r, 0) > 0)
+		got++;
+	cr_assert_eq(got, 384, "%d datagrams reached the host", got);
+	assert_dest(net, "udp", NET_HOST_ADDR, 0, 16);
+	net_free(net);
+	close(sink);
+}
+
+/* --- The resolver ------------------------------------------------------- */
+
+struct lookup_result {
+	int	done;
+	int	err;
+	char	addrs[4][INET6_ADDRSTRLEN + 8];
+	int	naddrs;
+};
+
+static void
+lookup_cb(const struct addrinfo *res, int err, void *arg)
+{
+	struct lookup_result	*lr = arg;
+	const struct addrinfo	*ai;
+	char			 a[INET6_ADDRSTRLEN];
+	int			 port;
+
+	lr->done = 1;
+	lr->err = err;
+	for (ai = res; ai != NULL && lr->naddrs < 4; ai = ai->ai_next) {
+		if (ai->ai_family == AF_INET) {
+			const struct sockaddr_in *sin = (const void *)ai->ai_addr;
+
+			inet_ntop(AF_INET, &sin->sin_addr, a, sizeof a);
+			port = ntohs(sin->sin_port);
+		} else {
+			const struct sockaddr_in6 *sin6 =
+			    (const void *)ai->ai_addr;
+
+			inet_ntop(AF_INET6, &sin6->sin6_addr, a, sizeof a);
+			port = ntohs(sin6->sin6_port);
+		}
+		snprintf(lr->addrs[lr->naddrs++], sizeof lr->addrs[0], "%s %d",
+		    a, port);
+	}
+}
+
+static void
+lookup(struct net_resolver *r, const char *name, int family,
+    struct lookup_result *lr)
+{
+	double	end = util_now() + 10;
+	int	err;
+
+	memset(lr, 0, sizeof *lr);
+	cr_assert_not_null(net_lookup_start(r, name, 8080, family, lookup_cb,
+	    lr, &err), "%s: %s", name, gai_strerror(err));
+	cr_assert_eq(lr->done, 0, "the answer came before the lookup returned");
+	while (!lr->done) {
+		cr_assert(util_now() < end, "no answer for %s", name);
+		spin(-1, 0);
+	}
+}
+
+TestSuite(net_resolve, .init = setup, .fini = teardown, .timeout = 30);
+
+/*
+ * localhost and the names under it are loopback (RFC 6761), answered by
+ * qsup itself: the same on every host, whatever /etc/hosts or DNS say
+ * (glibc resolves no "*.localhost" of its own).
+ */
+Test(net_resolve, localhost_is_loopback)
+{
+	static const char *const names[] = { "localhost", "LocalHost.",
+	    "db.localhost", "a.b.LOCALHOST" };
+	struct net_resolver	*r;
+	struct lookup_result	 lr;
+	size_t			 i;
+	int			 err;
+
+	r = net_resolver_new(loop);
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		lookup(r, names[i], AF_UNSPEC, &lr);
+		cr_assert_eq(lr.err, 0, "%s", names[i]);
+		cr_assert_eq(lr.naddrs, 2, "%s", names[i]);
+		cr_assert_str_eq(lr.addrs[0], "127.0.0.1 8080");
+		cr_assert_str_eq(lr.addrs[1], "::1 8080");
+		lookup(r, names[i], AF_INET, &lr);
+		cr_assert_eq(lr.naddrs, 1, "%s", names[i]);
+		cr_assert_str_eq(lr.addrs[0], "127.0.0.1 8080");
+		lookup(r, names[i], AF_INET6, &lr);
+		cr_assert_eq(lr.naddrs, 1, "%s", names[i]);
+		cr_assert_str_eq(lr.addrs[0], "::1 8080");
+	}
+	cr_assert(!net_name_loopback("notlocalhost"));
+	cr_assert(!net_name_loopback("localhost.example.org"));
+	cr_assert(net_name_loopback("x.localhost."));
+	/* Cancelled, or the resolver freed first: no answer, no leak. */
+	memset(&lr, 0, sizeof lr);
+	net_lookup_cancel(net_lookup_start(r, "localhost", 1, AF_UNSPEC,
+	    lookup_cb, &lr, &err));
+	spin_for(0.1);
+	cr_assert_eq(lr.done, 0);
+	net_lookup_start(r, "localhost", 1, AF_UNSPEC, lookup_cb, &lr, &err);
+	net_resolver_free(r);
+	spin_for(0.1);
+	cr_assert_eq(lr.done, 0);
+}
 
 static void
 fuzz_mutate(unsigned char *buf, size_t *len, size_t max)
