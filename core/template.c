@@ -278,6 +278,16 @@ fail:
 	return (-1);
 }
 
+/* A save given up: its half-written state goes at once. */
+void
+template_abandon(struct template *t)
+{
+	if (t->tmp != NULL)
+		unlink(t->tmp);
+	free(t->tmp);
+	t->tmp = NULL;
+}
+
 /* A template that would not restore: gone, so the next run rebuilds it. */
 void
 template_discard(struct template *t)
@@ -295,9 +305,7 @@ void
 template_free(struct template *t)
 {
 	template_unlock(t);
-	if (t->tmp != NULL)
-		unlink(t->tmp);
-	free(t->tmp);
+	template_abandon(t);
 	free(t->dir);
 	free(t->key);
 	free(t->state);
