@@ -354,6 +354,7 @@ int		 template_commit(struct template *, int, char **);
 void		 template_abandon(struct template *);
 void		 template_discard(struct template *);
 void		 template_free(struct template *);
+int		 template_sweep(const char *);
 int		 template_cmd(int, char **);
 
 /* guest.c */

@@ -135,6 +135,41 @@ removed 0 staged trees" "$("$QSUP" cache clear)"
 	expect_eq "bad subcommand" 125 $?
 }
 
+# kill -9 of qsup while it saves a template leaves KEY.state.PID: listed by
+# "cache ls", removed by the next run and by "cache clear" once its writer
+# is gone, never while it is alive.
+test_half_written_template_swept() {
+	local pid tpl part st
+	fresh_cache halfwritten
+	tpl=$XDG_CACHE_HOME/qsup/templates
+	"$QSUP" run -- true 2>/dev/null &
+	pid=$!
+	for _ in $(seq 1 1200); do
+		ls "$tpl"/*.state.* >/dev/null 2>&1 && break
+		sleep 0.05
+	done
+	kill -9 $pid
+	wait $pid 2>/dev/null
+	part=$(ls "$tpl" | grep '\.state\.[0-9]*$')
+	[ -n "$part" ] || { fail "no half-written template seen"; return; }
+	expect_match "listed" "^$part +[0-9.]+ MB +half-written by process $pid, gone" \
+	    "$("$QSUP" cache ls)"
+	# A live writer's (ours) stays.
+	: >"$tpl/0123456789abcdef0123456789abcdef.state.$$"
+	expect_match "cleared" 'removed 1 half-written file' "$("$QSUP" cache clear)"
+	[ ! -e "$tpl/$part" ] || fail "cache clear left $part"
+	[ -e "$tpl/0123456789abcdef0123456789abcdef.state.$$" ] ||
+	    fail "cache clear removed a live writer's file"
+	rm -f "$tpl/0123456789abcdef0123456789abcdef.state.$$"
+	# And a run sweeps what a killed qsup left.
+	: >"$tpl/$part"
+	"$QSUP" run -- true; st=$?
+	expect_eq "status" 0 $st
+	[ ! -e "$tpl/$part" ] || fail "the next run left $part"
+	# The QEMU of the killed qsup died with it; its run directory is the
+	# next run's to sweep (run_test.sh test_stale_run_dirs_swept).
+}
+
 test_warm_start_off() {
 	fresh_cache off
 	printf 'return { warm_start = false }\n' >"$T_TMP/off.lua"
