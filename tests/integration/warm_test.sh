@@ -170,6 +170,54 @@ test_half_written_template_swept() {
 	# next run's to sweep (run_test.sh test_stale_run_dirs_swept).
 }
 
+# A remembered "kvm" verdict is not trusted forever: when QEMU then does
+# not boot under KVM, the verdict is dropped and the run boots under TCG.
+# This host's KVM (nested, kvm_pvm) hangs a guest, which makes the case:
+# elsewhere the test says it cannot run.
+test_kvm_verdict_remeasured() {
+	local v=$T_TMP/kvm-cache/qsup/kvm-verdict out st
+	export XDG_CACHE_HOME=$T_TMP/kvm-cache
+	rm -rf "$XDG_CACHE_HOME"
+	if [ ! -c /dev/kvm ]; then
+		echo "    (no /dev/kvm: cannot make KVM fail here; skipped)"
+		return
+	fi
+	QSUP_KVM_FORCE_PROBE=1 "$QSUP" run -- true
+	if [ "$(sed -n 2p "$v")" != tcg ]; then
+		echo "    (KVM works on this host: skipped)"
+		return
+	fi
+	# As if KVM had worked when it was measured.
+	sed -i '2s/.*/kvm/; 3s/.*/a probe guest booted under KVM/' "$v"
+	out=$(QSUP_KVM_FORCE_PROBE=1 "$QSUP" run -v --json \
+	    --set start_timeout=10 -- echo fine 2>"$T_TMP/err"); st=$?
+	expect_eq "status" 0 $st
+	expect_eq "output" fine "$out"
+	expect_match "said under -v" 'QEMU failed under KVM .*remembered to work: the verdict is dropped; booting again under TCG' \
+	    "$(cat "$T_TMP/err")"
+	expect_eq "accelerator" '"tcg"' "$(json_field accelerator "$T_TMP/err")"
+	[ ! -e "$v" ] || fail "the verdict is still there: $(cat "$v")"
+}
+
+# Every QEMU qsup starts is confined with -sandbox: the KVM probe's too.
+test_every_qemu_sandboxed() {
+	local n
+	fresh_cache sandboxed
+	cat >"$T_TMP/qemu" <<-EOF
+	#!/bin/bash
+	echo "\$*" >>"$T_TMP/qemu.log"
+	exec qemu-system-x86_64 "\$@"
+	EOF
+	chmod +x "$T_TMP/qemu"
+	QSUP_QEMU=$T_TMP/qemu QSUP_KVM_FORCE_PROBE=1 "$QSUP" run -- true
+	expect_eq "status" 0 $?
+	if [ -c /dev/kvm ]; then
+		expect_match "the probe ran" 'qsup\.probe=1' "$(cat "$T_TMP/qemu.log")"
+	fi
+	n=$(grep -vc -- '-sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny' "$T_TMP/qemu.log")
+	expect_eq "QEMUs without -sandbox" 0 "$n"
+}
+
 test_warm_start_off() {
 	fresh_cache off
 	printf 'return { warm_start = false }\n' >"$T_TMP/off.lua"
