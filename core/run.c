@@ -92,6 +92,7 @@ run_set_error(struct run *r, const char *msg)
 
 static void
 run_ready_cb(struct sandbox *sb, void *arg);
+
 /*
  * QEMU did not boot under KVM although a remembered verdict said KVM
  * works here: the verdict no longer holds. It is dropped, so the next run
@@ -661,6 +662,7 @@ run_log_timings(struct run *r)
 	    r->t_exit > 0 ? r->t_exit - r->t_ready : 0,
 	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
 }
+
 /* A sandbox for the command, started. */
 static int
 run_boot(struct run *r, char **cause)
@@ -763,8 +765,13 @@ run_main(struct run_options *opts)
 			goto fail;
 		/* A signal that came meanwhile is waiting in sigasync. */
 		ev_run(r.loop, 0);
-		if (!r.retry || r.hard_stop || run_nsignals > 0)
+		if (!r.retry)
 			break;
+		if (run_nsignals > 0) {
+			/* Came as the loop ended: no new boot. */
+			run_note_signal(&r);
+			break;
+		}
 		/* run_kvm_failed: again, under TCG. */
 		r.retry = 0;
 		sandbox_free(r.sb);
