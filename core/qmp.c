@@ -48,8 +48,12 @@ qmp_read_line(struct qmp *q, double deadline, char **cause)
 		}
 		pfd.fd = q->fd;
 		pfd.events = POLLIN;
-		/* A signal or the deadline: look again before reading. */
-		if ((rc = poll(&pfd, 1, (int)(left * 1000) + 1)) == -1 &&
+		/*
+		 * A signal or the deadline: look again before reading. In
+		 * short steps, for a signal that lands just before poll().
+		 */
+		if ((rc = poll(&pfd, 1, left > 0.1 ? 100 :
+		    (int)(left * 1000) + 1)) == -1 &&
 		    errno != EINTR) {
 			xasprintf(cause, "QMP: poll: %s", strerror(errno));
 			return (NULL);

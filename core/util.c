@@ -300,7 +300,9 @@ util_run_capture(char *const argv[], int with_stderr, double seconds,
 			*timed_out = 1;
 			break;
 		}
-		if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
+		/* In short steps: util_stop_now is looked at in between. */
+		if (poll(&pfd, 1, left > 0.1 ? 100 :
+		    (int)(left * 1000) + 1) <= 0)
 			continue;
 		if ((n = read(p[0], chunk, sizeof chunk)) <= 0)
 			break;
