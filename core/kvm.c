@@ -90,6 +90,7 @@ kvm_cache_read(const char *key, struct accel_choice *c)
 		*nl = '\0';
 	c->accel = strcmp(verdict, "kvm") == 0 ? ACCEL_KVM : ACCEL_TCG;
 	xasprintf(&c->why, "%s (remembered)", why);
+	c->remembered = 1;
 	rc = 0;
 out:
 	free(text);
@@ -117,6 +118,22 @@ kvm_cache_write(const char *key, const struct accel_choice *c)
 }
 
 /*
+ * The remembered verdict no longer holds (run.c: QEMU failed under KVM
+ * after a "kvm" verdict): the next run measures again.
+ */
+void
+kvm_forget(void)
+{
+	char	*path;
+
+	if ((path = kvm_cache_path()) == NULL)
+		return;
+	if (unlink(path) == -1 && errno != ENOENT)
+		log_warn("%s", path);
+	free(path);
+}
+
+/*
  * Boot the guest kernel under KVM with qsup.probe=1: the agent prints a
  * mark and powers off at once. A working KVM does that in well under a
  * second; a broken one hangs or makes QEMU abort.
@@ -128,7 +145,8 @@ kvm_probe(const char *qemu, const char *kernel, const char *initramfs,
 	char		*argv[] = { (char *)(uintptr_t)qemu, "-M", "microvm",
 	    "-accel", "kvm", "-cpu", "host", "-m", "128", "-smp", "1",
 	    "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-	    "-serial", "stdio", "-kernel", (char *)(uintptr_t)kernel,
+	    "-sandbox", QSUP_QEMU_SANDBOX, "-serial", "stdio",
+	    "-kernel", (char *)(uintptr_t)kernel,
 	    "-initrd", (char *)(uintptr_t)initramfs, "-append",
 	    "console=ttyS0 quiet panic=-1 pci=off qsup.probe=1", NULL };
 	struct buf	 out = { 0 };
@@ -187,6 +205,12 @@ kvm_choose(const struct profile *p, const char *qemu, const char *kernel,
 				c->accel = ACCEL_KVM;
 			c->why = why;
 			why = NULL;
+			/* A probe cut short by a signal measured nothing. */
+			if (util_stop_now) {
+				free(key);
+				*cause = xstrdup("interrupted");
+				return (-1);
+			}
 			kvm_cache_write(key, c);
 		}
 		free(key);

@@ -8,15 +8,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <ev.h>
 
 #include "qsup.h"
+
+#define OUTQ_POLL_MS	100	/* outq_flush_blocking looks at the stop flag */
 
 struct outq {
 	struct ev_loop	*loop;
@@ -129,28 +131,38 @@ outq_set_drain_cb(struct outq *q, void (*cb)(void *), void *arg)
 	q->drain_arg = arg;
 }
 
-/* At exit: write what is left, waiting if need be. */
+/*
+ * At exit: write what is left, waiting for the reader as long as it takes,
+ * but not once qsup must stop at once (util_stop_now: a second signal);
+ * what is left then is dropped. Polls in short steps so that a signal
+ * landing just before the wait cannot make it block for good.
+ */
 int
 outq_flush_blocking(struct outq *q)
 {
-	ssize_t	n;
-	int	flags;
+	struct pollfd	pfd;
+	ssize_t		n;
 
-	if ((flags = fcntl(q->fd, F_GETFL)) != -1 && q->owned)
-		fcntl(q->fd, F_SETFL, flags & ~O_NONBLOCK);
+	pfd.fd = q->fd;
+	pfd.events = POLLOUT;
 	while (q->buf.len > 0 && !q->failed) {
+		if (util_stop_now) {
+			buf_consume(&q->buf, q->buf.len);
+			return (-1);
+		}
 		if (q->is_socket)
-			n = send(q->fd, q->buf.data, q->buf.len, MSG_NOSIGNAL);
+			n = send(q->fd, q->buf.data, q->buf.len,
+			    MSG_DONTWAIT|MSG_NOSIGNAL);
 		else
 			n = write(q->fd, q->buf.data, q->buf.len);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN) {
-				struct timespec ts = { 0, 1000000 };
-				nanosleep(&ts, NULL);
+				poll(&pfd, 1, OUTQ_POLL_MS);
 				continue;
 			}
+			q->failed = 1;
 			return (-1);
 		}
 		buf_consume(&q->buf, n);

@@ -25,6 +25,7 @@ qmp_read_line(struct qmp *q, double deadline, char **cause)
 	char		 chunk[4096], *nl, *line;
 	ssize_t		 n;
 	double		 left;
+	int		 rc;
 
 	for (;;) {
 		if (q->in.len > 0 &&
@@ -41,13 +42,24 @@ qmp_read_line(struct qmp *q, double deadline, char **cause)
 			xasprintf(cause, "QMP: no reply in time");
 			return (NULL);
 		}
+		if (util_stop_now) {
+			xasprintf(cause, "QMP: interrupted");
+			return (NULL);
+		}
 		pfd.fd = q->fd;
 		pfd.events = POLLIN;
-		if (poll(&pfd, 1, (int)(left * 1000) + 1) == -1 &&
+		/*
+		 * A signal or the deadline: look again before reading. In
+		 * short steps, for a signal that lands just before poll().
+		 */
+		if ((rc = poll(&pfd, 1, left > 0.1 ? 100 :
+		    (int)(left * 1000) + 1)) == -1 &&
 		    errno != EINTR) {
 			xasprintf(cause, "QMP: poll: %s", strerror(errno));
 			return (NULL);
 		}
+		if (rc <= 0)
+			continue;
 		n = read(q->fd, chunk, sizeof chunk);
 		if (n == -1 && (errno == EAGAIN || errno == EINTR))
 			continue;
@@ -73,6 +85,10 @@ qmp_send(struct qmp *q, const char *json, int passfd, char **cause)
 	ssize_t		 n;
 
 	while (off < len) {
+		if (util_stop_now) {
+			xasprintf(cause, "QMP: interrupted");
+			return (-1);
+		}
 		memset(&msg, 0, sizeof msg);
 		iov.iov_base = (char *)(uintptr_t)(json + off);
 		iov.iov_len = len - off;

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,8 +19,13 @@
 #define QSUP_EXIT_NOEXEC	126	/* command found but not executable */
 #define QSUP_EXIT_NOTFOUND	127	/* command not found in the guest */
 
+/* QEMU's seccomp filter (-sandbox), for every QEMU qsup starts. */
+#define QSUP_QEMU_SANDBOX	"on,obsolete=deny,elevateprivileges=deny," \
+				"spawn=deny,resourcecontrol=deny"
+
 /* util.c */
 struct buf;
+extern volatile sig_atomic_t util_stop_now;	/* give up waiting, now */
 void		*xmalloc(size_t);
 void		*xcalloc(size_t, size_t);
 void		*xrealloc(void *, size_t);
@@ -271,9 +277,11 @@ enum accel {
 struct accel_choice {
 	enum accel	 accel;
 	char		*why;		/* for -v and --json */
+	int		 remembered;	/* from the cache, not measured now */
 };
 int		 kvm_choose(const struct profile *, const char *, const char *,
 		     const char *, struct accel_choice *, char **);
+void		 kvm_forget(void);
 const char	*accel_name(enum accel);
 
 /* share.c */
@@ -350,8 +358,10 @@ int		 template_lock(struct template *);
 void		 template_unlock(struct template *);
 int		 template_open_tmp(struct template *, char **);
 int		 template_commit(struct template *, int, char **);
+void		 template_abandon(struct template *);
 void		 template_discard(struct template *);
 void		 template_free(struct template *);
+int		 template_sweep(const char *);
 int		 template_cmd(int, char **);
 
 /* guest.c */

@@ -44,9 +44,9 @@ struct run {
 	ev_io			 in;
 	int			 in_eof;
 
-	ev_signal		 sigint;
-	ev_signal		 sigterm;
-	ev_signal		 sighup;
+	ev_async		 sigasync;	/* run_sig_handler's news */
+	int			 hard_stop;	/* a second signal came */
+	int			 retry;		/* boot again (run_kvm_failed) */
 	ev_timer		 timeout;
 	ev_timer		 grace;
 
@@ -72,6 +72,17 @@ struct run {
 static void	run_teardown(struct run *, const char *);
 static void	run_stdin_read_cb(struct ev_loop *, ev_io *, int);
 
+/*
+ * SIGINT, SIGTERM and SIGHUP, counted by a handler of our own rather than
+ * ev_signal: a second one must also reach waits outside the loop (the
+ * KVM probe, a template save, the last flush of our output), which look
+ * at util_stop_now. The loop hears of them through run_sig_async.
+ */
+static volatile sig_atomic_t	 run_nsignals;
+static volatile sig_atomic_t	 run_first_signal;
+static struct ev_loop		*run_sig_loop;
+static ev_async			*run_sig_async;
+
 static void
 run_set_error(struct run *r, const char *msg)
 {
@@ -81,12 +92,44 @@ run_set_error(struct run *r, const char *msg)
 
 static void
 run_ready_cb(struct sandbox *sb, void *arg);
+
+/*
+ * QEMU did not boot under KVM although a remembered verdict said KVM
+ * works here: the verdict no longer holds. It is dropped, so the next run
+ * measures again, and this run boots again under TCG (unless the profile
+ * insists on KVM). 1 when the run goes on.
+ */
+static int
+run_kvm_failed(struct run *r, struct sandbox *sb, const char *msg)
+{
+	if (r->accel.accel != ACCEL_KVM || !r->accel.remembered ||
+	    sandbox_state(sb) >= SB_READY || r->interrupted || r->timed_out)
+		return (0);
+	kvm_forget();
+	r->accel.remembered = 0;
+	if (r->profile.use_kvm == PROFILE_KVM_ON) {
+		log_debug("QEMU failed under KVM although KVM was remembered "
+		    "to work: the verdict is dropped");
+		return (0);
+	}
+	log_debug("QEMU failed under KVM (%s) although KVM was remembered to "
+	    "work: the verdict is dropped; booting again under TCG", msg);
+	free(r->accel.why);
+	xasprintf(&r->accel.why, "KVM failed although remembered to work: %s",
+	    msg);
+	r->accel.accel = ACCEL_TCG;
+	r->retry = 1;
+	return (1);
+}
+
 static void
 run_failed_cb(struct sandbox *sb, const char *msg, void *arg)
 {
 	struct run	*r = arg;
 	struct buf	 tail = { 0 };
 
+	if (run_kvm_failed(r, sb, msg))
+		return;
 	run_set_error(r, msg);
 	r->status = QSUP_EXIT_ERROR;
 	log_warnx("%s", msg);
@@ -352,6 +395,11 @@ run_ready_cb(struct sandbox *sb, void *arg)
 static void
 run_teardown(struct run *r, const char *why)
 {
+	/* Stopped before its exit event: its figures are those of now. */
+	if (r->t_ready > 0 && r->t_exit == 0 && r->sb != NULL) {
+		r->t_exit = util_now();
+		r->qemu_rss_kb = sandbox_qemu_rss_kb(r->sb);
+	}
 	ev_timer_stop(r->loop, &r->grace);
 	ev_timer_stop(r->loop, &r->timeout);
 	ev_io_stop(r->loop, &r->in);
@@ -385,26 +433,84 @@ run_grace_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 static void
-run_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+run_sig_handler(int sig)
+{
+	int	saved = errno;
+
+	if (run_nsignals == 0)
+		run_first_signal = sig;
+	if (run_nsignals < 2)
+		run_nsignals++;
+	/* Before the loop, nothing is polite: the first one will do. */
+	if (run_nsignals >= 2 || run_sig_loop == NULL)
+		util_stop_now = 1;
+	if (run_sig_loop != NULL)
+		ev_async_send(run_sig_loop, run_sig_async);
+	errno = saved;
+}
+
+static void
+run_sig_install(void)
+{
+	struct sigaction	sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = run_sig_handler;
+	sigfillset(&sa.sa_mask);
+	/* poll() is interrupted all the same; other calls go on. */
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* The first signal: qsup's status says so, unless the command has one. */
+static void
+run_note_signal(struct run *r)
+{
+	if (r->interrupted)
+		return;
+	r->interrupted = run_first_signal;
+	if (!r->exited)
+		r->status = 128 + r->interrupted;
+	log_debug("got signal %d; stopping the command", r->interrupted);
+}
+
+/*
+ * A second signal: no more patience, whatever the phase. The loop ends
+ * now; sandbox_free kills QEMU with SIGKILL, removes the run directory
+ * and any half-written template, and the output left is dropped.
+ */
+static void
+run_hard_stop(struct run *r)
+{
+	log_debug("second signal: stopping at once");
+	r->hard_stop = 1;
+	run_teardown(r, "second signal");
+	r->t_end = util_now();
+	ev_break(r->loop, EVBREAK_ALL);
+}
+
+static void
+run_signal_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	struct run	*r = w->data;
 
 	(void)revents;
-	if (r->interrupted) {
-		/* A second signal: no more patience. */
-		run_teardown(r, "second signal");
+	if (run_nsignals == 0 || r->hard_stop)
 		return;
+	if (!r->interrupted) {
+		run_note_signal(r);
+		if (sandbox_state(r->sb) == SB_READY && !r->exited) {
+			/* The command gets the signal and a second to end. */
+			run_send_signal(r, r->interrupted);
+			ev_timer_set(&r->grace, RUN_SIGNAL_GRACE, 0);
+			ev_timer_start(loop, &r->grace);
+		} else if (sandbox_state(r->sb) != SB_READY)
+			run_teardown(r, "interrupted while booting");
 	}
-	r->interrupted = w->signum;
-	r->status = 128 + w->signum;
-	log_debug("got signal %d; stopping the command", w->signum);
-	if (sandbox_state(r->sb) == SB_READY && r->exec_id >= 0 &&
-	    !r->exited) {
-		run_send_signal(r, w->signum);
-		ev_timer_set(&r->grace, RUN_SIGNAL_GRACE, 0);
-		ev_timer_start(loop, &r->grace);
-	} else if (sandbox_state(r->sb) != SB_READY)
-		run_teardown(r, "interrupted while booting");
+	if (run_nsignals >= 2)
+		run_hard_stop(r);
 }
 
 /* The shares of this run: the profile's, then the --share options. */
@@ -514,7 +620,12 @@ run_json_summary(struct run *r)
 	    r->t_ready > 0 ? r->t_ready - r->t_spawn : 0,
 	    r->t_exit > 0 ? r->t_exit - r->t_ready : 0,
 	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
-	fputs(b.data, stderr);
+	/* Through our queue: a stderr nobody reads holds it, not qsup. */
+	if (r->err != NULL) {
+		outq_write(r->err, b.data, b.len);
+		outq_flush_blocking(r->err);
+	} else
+		fputs(b.data, stderr);
 	buf_free(&b);
 }
 
@@ -552,11 +663,40 @@ run_log_timings(struct run *r)
 	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
 }
 
+/* A sandbox for the command, started. */
+static int
+run_boot(struct run *r, char **cause)
+{
+	struct sandbox_cbs	cbs;
+
+	memset(&cbs, 0, sizeof cbs);
+	cbs.ready = run_ready_cb;
+	cbs.failed = run_failed_cb;
+	cbs.dead = run_dead_cb;
+	cbs.arg = r;
+	r->sb = sandbox_new(r->loop, &r->profile, &cbs);
+	r->t_end = 0;
+	if (run_shares(r, cause) == -1)
+		goto fail;
+	if (run_nsignals > 0) {
+		*cause = xstrdup("interrupted");
+		goto fail;
+	}
+	r->t_spawn = util_now();
+	if (sandbox_start(r->sb, &r->accel, cause) == -1)
+		goto fail;
+	r->t_spawn = util_now();
+	return (0);
+fail:
+	sandbox_free(r->sb);
+	r->sb = NULL;
+	return (-1);
+}
+
 int
 run_main(struct run_options *opts)
 {
 	struct run		 r;
-	struct sandbox_cbs	 cbs;
 	struct guest		 g;
 	char			*cause = NULL;
 
@@ -565,9 +705,16 @@ run_main(struct run_options *opts)
 	r.exec_id = -1;
 	r.in_fd = -1;
 	r.t_start = util_now();
+	/* From the start: a signal while preparing stops the run too. */
+	run_sig_install();
 
 	if (profile_load_set(&r.profile, opts->profile, opts->sets,
 	    opts->nsets, &cause) == -1) {
+		if (run_nsignals > 0) {
+			free(cause);
+			run_note_signal(&r);
+			return (r.status);
+		}
 		fprintf(stderr, "%s\n", cause);
 		free(cause);
 		return (QSUP_EXIT_ERROR);
@@ -578,6 +725,8 @@ run_main(struct run_options *opts)
 		r.profile.show_boot_console = 1;
 	log_debug("profile: %s (memory %llu MiB, cpus %d)", r.profile.path,
 	    (unsigned long long)r.profile.memory_mib, r.profile.cpus);
+	if (run_nsignals > 0)
+		goto interrupted;
 	if (guest_resolve(&r.profile, &g, &cause) == -1)
 		goto fail;
 	/* Before the loop exists: the KVM probe reaps its own child. */
@@ -589,6 +738,8 @@ run_main(struct run_options *opts)
 	guest_free(&g);
 	log_debug("accelerator: %s (%s)", accel_name(r.accel.accel),
 	    r.accel.why);
+	if (run_nsignals > 0)
+		goto interrupted;
 
 	signal(SIGPIPE, SIG_IGN);
 	r.loop = ev_default_loop(EVFLAG_AUTO);
@@ -599,47 +750,52 @@ run_main(struct run_options *opts)
 	r.in_fd = outq_reopen_nonblock(STDIN_FILENO, O_RDONLY);
 	ev_io_init(&r.in, run_stdin_read_cb, r.in_fd, EV_READ);
 	r.in.data = &r;
-	ev_signal_init(&r.sigint, run_signal_cb, SIGINT);
-	ev_signal_init(&r.sigterm, run_signal_cb, SIGTERM);
-	ev_signal_init(&r.sighup, run_signal_cb, SIGHUP);
-	r.sigint.data = r.sigterm.data = r.sighup.data = &r;
-	ev_signal_start(r.loop, &r.sigint);
-	ev_signal_start(r.loop, &r.sigterm);
-	ev_signal_start(r.loop, &r.sighup);
+	ev_async_init(&r.sigasync, run_signal_cb);
+	r.sigasync.data = &r;
+	ev_async_start(r.loop, &r.sigasync);
+	run_sig_async = &r.sigasync;
+	run_sig_loop = r.loop;
 	ev_init(&r.timeout, run_timeout_cb);
 	r.timeout.data = &r;
 	ev_init(&r.grace, run_grace_cb);
 	r.grace.data = &r;
 
-	memset(&cbs, 0, sizeof cbs);
-	cbs.ready = run_ready_cb;
-	cbs.failed = run_failed_cb;
-	cbs.dead = run_dead_cb;
-	cbs.arg = &r;
-	r.sb = sandbox_new(r.loop, &r.profile, &cbs);
-	if (run_shares(&r, &cause) == -1) {
+	for (;;) {
+		if (run_boot(&r, &cause) == -1)
+			goto fail;
+		/* A signal that came meanwhile is waiting in sigasync. */
+		ev_run(r.loop, 0);
+		if (!r.retry)
+			break;
+		if (run_nsignals > 0) {
+			/* Came as the loop ended: no new boot. */
+			run_note_signal(&r);
+			break;
+		}
+		/* run_kvm_failed: again, under TCG. */
+		r.retry = 0;
 		sandbox_free(r.sb);
 		r.sb = NULL;
-		goto fail;
 	}
-	r.t_spawn = util_now();
-	if (sandbox_start(r.sb, &r.accel, &cause) == -1) {
-		sandbox_free(r.sb);
-		r.sb = NULL;
-		goto fail;
-	}
-	r.t_spawn = util_now();
-	ev_run(r.loop, 0);
 
-	outq_flush_blocking(r.out);
-	outq_flush_blocking(r.err);
+	if (!r.hard_stop) {
+		outq_flush_blocking(r.out);
+		outq_flush_blocking(r.err);
+	}
 	goto done;
 
 fail:
+	if (run_nsignals > 0) {
+		free(cause);
+		goto interrupted;
+	}
 	log_warnx("%s", cause);
 	run_set_error(&r, cause);
 	free(cause);
 	r.status = QSUP_EXIT_ERROR;
+	goto done;
+interrupted:
+	run_note_signal(&r);
 done:
 	run_log_timings(&r);
 	run_log_net(&r);
@@ -647,9 +803,8 @@ done:
 		run_json_summary(&r);
 	sandbox_free(r.sb);
 	if (r.loop != NULL) {
-		ev_signal_stop(r.loop, &r.sigint);
-		ev_signal_stop(r.loop, &r.sigterm);
-		ev_signal_stop(r.loop, &r.sighup);
+		run_sig_loop = NULL;
+		ev_async_stop(r.loop, &r.sigasync);
 		outq_free(r.out);
 		outq_free(r.err);
 	}

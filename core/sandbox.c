@@ -419,8 +419,7 @@ sandbox_build_argv(struct sandbox *sb)
 	sandbox_argv_add(&argv, &n, "none");
 	sandbox_argv_add(&argv, &n, "-no-reboot");
 	sandbox_argv_add(&argv, &n, "-sandbox");
-	sandbox_argv_add(&argv, &n, "on,obsolete=deny,elevateprivileges=deny,"
-	    "spawn=deny,resourcecontrol=deny");
+	sandbox_argv_add(&argv, &n, "%s", QSUP_QEMU_SANDBOX);
 	sandbox_argv_add(&argv, &n, "-kernel");
 	sandbox_argv_add(&argv, &n, "%s", kernel);
 	sandbox_argv_add(&argv, &n, "-initrd");
@@ -764,6 +763,8 @@ out:
 	}
 	qmp_close(&q);
 	close(fd);
+	if (rc == -1)
+		template_abandon(&sb->tpl);
 	sb->save_seconds = util_now() - t0;
 	return (rc);
 }
@@ -779,8 +780,11 @@ sandbox_ping_cb(int status, const char *body, size_t len, void *arg)
 	if (sb->mode == SB_BUILD && status == 200) {
 		sandbox_set_state(sb, SB_SAVING);
 		if (sandbox_save(sb, &cause) == -1) {
-			/* The run goes on without a template. */
-			log_warnx("cannot save a template: %s", cause);
+			/* The run goes on without a template, or stops now. */
+			if (util_stop_now)
+				log_debug("template save given up: %s", cause);
+			else
+				log_warnx("cannot save a template: %s", cause);
 			free(cause);
 		} else
 			log_debug("saved template %s in %.3f s", sb->tpl.key,

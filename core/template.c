@@ -10,7 +10,9 @@
  *				a state changed since is not used
  *	templates/KEY.lock	held by the one process building KEY
  * The state file is renamed into place last, so a template exists only
- * once it is whole.
+ * once it is whole. Until then it is KEY.state.PID (and the others
+ * KEY.meta.PID, KEY.shape.PID), PID its writer's: a qsup killed outright
+ * leaves them, and template_sweep removes those whose writer is gone.
  */
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -90,6 +92,72 @@ template_arg(struct buf *b, const char *arg)
 	buf_add(b, "\n", 1);
 }
 
+/*
+ * Is name a half-written file, KEY.{state,meta,shape}.PID? Then *pid is
+ * its writer's and the return the length of its KEY.
+ */
+static size_t
+template_partial(const char *name, long *pid)
+{
+	static const char *const kinds[] = { ".state.", ".meta.", ".shape." };
+	const char	*dot, *p;
+	size_t		 i, n, end;
+
+	if ((dot = strrchr(name, '.')) == NULL || dot[1] == '\0')
+		return (0);
+	for (p = dot + 1; *p != '\0'; p++) {
+		if (!isdigit((unsigned char)*p))
+			return (0);
+	}
+	end = dot + 1 - name;		/* KEY.kind. */
+	for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		n = strlen(kinds[i]);
+		if (end > n && strncmp(name + end - n, kinds[i], n) == 0) {
+			*pid = strtol(dot + 1, NULL, 10);
+			return (*pid > 0 ? end - n : 0);
+		}
+	}
+	return (0);
+}
+
+/* Is the process that writes a half-written file still there? */
+static int
+template_writer_alive(long pid)
+{
+	return (kill((pid_t)pid, 0) == 0 || errno != ESRCH);
+}
+
+/*
+ * Remove the half-written files of templates/ whose writer is gone (a
+ * qsup killed outright while it saved one); never one whose writer is
+ * alive. Returns how many went.
+ */
+int
+template_sweep(const char *dir)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		*path;
+	long		 pid;
+	int		 n = 0;
+
+	if ((d = opendir(dir)) == NULL)
+		return (0);
+	while ((de = readdir(d)) != NULL) {
+		if (template_partial(de->d_name, &pid) == 0 ||
+		    template_writer_alive(pid))
+			continue;
+		xasprintf(&path, "%s/%s", dir, de->d_name);
+		if (unlink(path) == 0) {
+			log_debug("removed %s, left by process %ld", path, pid);
+			n++;
+		}
+		free(path);
+	}
+	closedir(d);
+	return (n);
+}
+
 int
 template_init(struct template *t, char **argv, const char *kernel,
     const char *initramfs)
@@ -103,6 +171,7 @@ template_init(struct template *t, char **argv, const char *kernel,
 	t->lock_fd = -1;
 	if ((t->dir = template_dir()) == NULL)
 		return (-1);
+	template_sweep(t->dir);
 	buf_printf(&b, "qsup-template %d protocol %d\n", TEMPLATE_VERSION,
 	    QSUP_PROTOCOL_VERSION);
 	qemu = util_which(argv[0]);
@@ -278,6 +347,16 @@ fail:
 	return (-1);
 }
 
+/* A save given up: its half-written state goes at once. */
+void
+template_abandon(struct template *t)
+{
+	if (t->tmp != NULL)
+		unlink(t->tmp);
+	free(t->tmp);
+	t->tmp = NULL;
+}
+
 /* A template that would not restore: gone, so the next run rebuilds it. */
 void
 template_discard(struct template *t)
@@ -295,9 +374,7 @@ void
 template_free(struct template *t)
 {
 	template_unlock(t);
-	if (t->tmp != NULL)
-		unlink(t->tmp);
-	free(t->tmp);
+	template_abandon(t);
 	free(t->dir);
 	free(t->key);
 	free(t->state);
@@ -341,6 +418,7 @@ template_cmd(int argc, char **argv)
 	DIR		*d;
 	char		*dir, *path, *shape, *dot, when[32];
 	const char	*cmd = argc > 1 ? argv[1] : "ls";
+	long		 pid;
 	int		 only_stale, n = 0, stale;
 
 	only_stale = argc > 2 && strcmp(argv[2], "--stale") == 0;
@@ -359,6 +437,18 @@ template_cmd(int argc, char **argv)
 		return (QSUP_EXIT_ERROR);
 	}
 	while ((de = readdir(d)) != NULL) {
+		/* A save under way, or left by a qsup killed outright. */
+		if (template_partial(de->d_name, &pid) > 0 &&
+		    strcmp(cmd, "ls") == 0) {
+			xasprintf(&path, "%s/%s", dir, de->d_name);
+			if (stat(path, &st) == -1)
+				memset(&st, 0, sizeof st);
+			free(path);
+			printf("%s  %6.1f MB  half-written by process %ld, "
+			    "%s\n", de->d_name, st.st_size / 1e6, pid,
+			    template_writer_alive(pid) ? "still writing" :
+			    "gone");
+		}
 		if ((dot = strstr(de->d_name, ".shape")) == NULL ||
 		    dot[6] != '\0')
 			continue;
@@ -390,8 +480,13 @@ template_cmd(int argc, char **argv)
 		free(shape);
 	}
 	closedir(d);
-	if (strcmp(cmd, "clear") == 0)
+	if (strcmp(cmd, "clear") == 0) {
 		printf("removed %d template%s\n", n, n == 1 ? "" : "s");
+		/* Those of a live writer stay: it is still saving. */
+		if ((n = template_sweep(dir)) > 0)
+			printf("removed %d half-written file%s\n", n,
+			    n == 1 ? "" : "s");
+	}
 	free(dir);
 	/* Staged copies of shared trees (staging/cache.c). */
 	if ((dir = util_cache_dir()) != NULL) {

@@ -1,6 +1,7 @@
 /*
  * Small helpers: allocation that never fails, time, fds, files.
  */
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -144,6 +145,12 @@ util_mkdir_p(const char *path, mode_t mode)
 	return (rc);
 }
 
+/*
+ * Set from a signal handler when qsup must stop at once (run.c: a second
+ * signal). Waits that block outside the loop look at it and give up.
+ */
+volatile sig_atomic_t	 util_stop_now;
+
 /* Monotonic seconds, for phase timings and deadlines. */
 double
 util_now(void)
@@ -254,11 +261,12 @@ util_run_capture(char *const argv[], int with_stderr, double seconds,
 	struct pollfd	pfd;
 	char		chunk[4096];
 	double		deadline, left;
-	pid_t		pid;
+	pid_t		pid, parent;
 	ssize_t		n;
 	int		p[2], status, devnull;
 
 	*timed_out = 0;
+	parent = getpid();
 	if (pipe2(p, O_CLOEXEC) == -1)
 		return (-1);
 	if ((pid = fork()) == -1) {
@@ -267,6 +275,10 @@ util_run_capture(char *const argv[], int with_stderr, double seconds,
 		return (-1);
 	}
 	if (pid == 0) {
+		/* Not outliving qsup, even one killed outright. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
 		if ((devnull = open("/dev/null", O_RDWR)) != -1) {
 			dup2(devnull, STDIN_FILENO);
 			dup2(devnull, STDERR_FILENO);
@@ -282,11 +294,15 @@ util_run_capture(char *const argv[], int with_stderr, double seconds,
 	pfd.fd = p[0];
 	pfd.events = POLLIN;
 	for (;;) {
+		if (util_stop_now)
+			break;
 		if ((left = deadline - util_now()) <= 0) {
 			*timed_out = 1;
 			break;
 		}
-		if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
+		/* In short steps: util_stop_now is looked at in between. */
+		if (poll(&pfd, 1, left > 0.1 ? 100 :
+		    (int)(left * 1000) + 1) <= 0)
 			continue;
 		if ((n = read(p[0], chunk, sizeof chunk)) <= 0)
 			break;

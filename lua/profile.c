@@ -32,6 +32,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -50,6 +51,7 @@
 
 #define PROFILE_BUILTIN		"builtin:default"
 #define PROFILE_FILE_MAX	(1024 * 1024)
+#define PROFILE_PRINT_MAX	(16 * 1024)	/* print() per load, in bytes */
 #define PROFILE_MEMORY_LIMIT	((size_t)64 << 20)
 #define PROFILE_TIME_LIMIT	1		/* seconds */
 #define PROFILE_HARD_GRACE	0.25	/* then the watchdog, seconds */
@@ -446,6 +448,7 @@ struct profile_ctx {
 
 	int			 kvm_done;
 	int			 python_done;
+	size_t			 printed;	/* by print(), of PROFILE_PRINT_MAX */
 
 	/* Per setting: where it was set and by what. */
 	int			 set_loc[PROFILE_NSETTINGS];
@@ -1195,14 +1198,23 @@ profile_watch_pause(void)
  * The environment a profile runs in.
  */
 
-/* print(): to qsup's log, with the line, never to stdout. */
+/*
+ * print(): to qsup's log, with the line, never to stdout. A budget of
+ * PROFILE_PRINT_MAX bytes per load, then one line saying the rest was
+ * cut: a loop of print() must not flood the terminal within its second.
+ */
 static int
 profile_print_cb(lua_State *L)
 {
 	struct profile_ctx	*ctx = profile_ctx(L);
 	luaL_Buffer		 b;
+	const char		*text;
 	char			*where;
+	size_t			 len, left;
 	int			 i, n = lua_gettop(L);
+
+	if (ctx->printed > PROFILE_PRINT_MAX)
+		return (0);
 
 	luaL_buffinit(L, &b);
 	for (i = 1; i <= n; i++) {
@@ -1212,8 +1224,19 @@ profile_print_cb(lua_State *L)
 		luaL_addvalue(&b);
 	}
 	luaL_pushresult(&b);
+	text = lua_tolstring(L, -1, &len);
 	where = profile_loc_text(ctx, ctx->loc);
-	log_info("%s: %s", where, lua_tostring(L, -1));
+	left = PROFILE_PRINT_MAX - ctx->printed;
+	/* Each line counts whole: print("") in a loop floods as well. */
+	if (len + strlen(where) + 3 <= left) {
+		log_info("%s: %s", where, text);
+		ctx->printed += len + strlen(where) + 3;
+	} else {
+		log_info("%s: %.*s", where, (int)left, text);
+		log_info("%s: print(): output cut after %d bytes", where,
+		    PROFILE_PRINT_MAX);
+		ctx->printed = PROFILE_PRINT_MAX + 1;
+	}
 	free(where);
 	return (0);
 }
@@ -1396,6 +1419,59 @@ profile_builtin_names(struct buf *b)
 }
 
 /*
+ * A profile file's text, or NULL and *cause ("PATH: why"). Opened without
+ * waiting and checked on the descriptor itself: a FIFO, a device or a
+ * directory would block open() or read() for good, or mean nothing.
+ */
+static char *
+profile_read_file(const char *path, size_t *lenp, char **cause)
+{
+	struct stat	 st;
+	char		*buf = NULL;
+	size_t		 len = 0, size = 0;
+	ssize_t		 n;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		return (NULL);
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		xasprintf(cause, "%s: not a regular file", path);
+		goto fail;
+	}
+	for (;;) {
+		if (size - len < 4096) {
+			size = size == 0 ? 8192 : size * 2;
+			buf = xrealloc(buf, size + 1);
+		}
+		if ((n = read(fd, buf + len, size - len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			xasprintf(cause, "%s: %s", path, strerror(errno));
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		if ((len += n) > PROFILE_FILE_MAX) {
+			xasprintf(cause, "%s: larger than %d KiB", path,
+			    PROFILE_FILE_MAX / 1024);
+			goto fail;
+		}
+	}
+	close(fd);
+	if (buf == NULL)
+		buf = xmalloc(1);
+	buf[len] = '\0';
+	*lenp = len;
+	return (buf);
+fail:
+	close(fd);
+	free(buf);
+	return (NULL);
+}
+
+/*
  * Find what include(name) in file `from` means and read it: a file of the
  * same tree, or a built-in profile. Returns its index and text (to free),
  * or -1 and *cause.
@@ -1406,7 +1482,7 @@ profile_include_open(struct profile_ctx *ctx, int from, const char *name,
 {
 	struct profile_file	*ff = &ctx->files[from];
 	struct buf		 b = { 0 };
-	struct stat		 sb;
+	char			*why;
 	const char		*builtin, *asked = name;
 	char			*path = NULL, *real = NULL, *key = NULL;
 	char			*shown = NULL;
@@ -1466,15 +1542,9 @@ profile_include_open(struct profile_ctx *ctx, int from, const char *name,
 			    ctx->files[0].dir);
 			goto fail;
 		}
-		if (stat(real, &sb) == -1 || !S_ISREG(sb.st_mode)) {
-			xasprintf(cause, "include(\"%s\"): %s: not a regular "
-			    "file", name, path);
-			goto fail;
-		}
-		if ((*text = util_read_file(real, len, PROFILE_FILE_MAX)) ==
-		    NULL) {
-			xasprintf(cause, "include(\"%s\"): %s: %s", name, path,
-			    errno == EFBIG ? "too large" : strerror(errno));
+		if ((*text = profile_read_file(real, len, &why)) == NULL) {
+			xasprintf(cause, "include(\"%s\"): %s", name, why);
+			free(why);
 			goto fail;
 		}
 		key = real;
@@ -4362,12 +4432,7 @@ profile_load_set(struct profile *p, const char *file, char *const *sets,
 		free(path);
 		return (rc);
 	}
-	if ((src = util_read_file(path, &len, PROFILE_FILE_MAX)) == NULL) {
-		if (errno == EFBIG)
-			xasprintf(cause, "%s: larger than %d KiB", path,
-			    PROFILE_FILE_MAX / 1024);
-		else
-			xasprintf(cause, "%s: %s", path, strerror(errno));
+	if ((src = profile_read_file(path, &len, cause)) == NULL) {
 		free(path);
 		return (-1);
 	}

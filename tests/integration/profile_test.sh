@@ -84,6 +84,21 @@ EOF
 	expect_eq "one line each" 9 "$(wc -l <<<"$err")"
 }
 
+# A FIFO as the profile (a process substitution is one) is refused at
+# once, named; so are directories and devices. print() is capped.
+test_not_a_regular_file() {
+	local err st
+	mkfifo "$T_TMP/p.lua"
+	err=$(timeout 10 "$QSUP" run --profile "$T_TMP/p.lua" -- true 2>&1); st=$?
+	expect_eq "status" 125 $st
+	expect_eq "message" "$T_TMP/p.lua: not a regular file" "$err"
+	err=$(timeout 10 "$QSUP" profile check /dev/null 2>&1); st=$?
+	expect_eq "device" "125 /dev/null: not a regular file" "$st $err"
+	printf 'for i = 1, 1e8 do print("flood", i) end\nreturn {}\n' >"$T_TMP/flood.lua"
+	err=$("$QSUP" profile check "$T_TMP/flood.lua" 2>&1 | wc -c)
+	[ "$err" -lt 65536 ] || fail "print() wrote $err bytes"
+}
+
 test_show() {
 	local out
 	out=$("$QSUP" profile show ci)

@@ -135,6 +135,89 @@ removed 0 staged trees" "$("$QSUP" cache clear)"
 	expect_eq "bad subcommand" 125 $?
 }
 
+# kill -9 of qsup while it saves a template leaves KEY.state.PID: listed by
+# "cache ls", removed by the next run and by "cache clear" once its writer
+# is gone, never while it is alive.
+test_half_written_template_swept() {
+	local pid tpl part st
+	fresh_cache halfwritten
+	tpl=$XDG_CACHE_HOME/qsup/templates
+	"$QSUP" run -- true 2>/dev/null &
+	pid=$!
+	for _ in $(seq 1 1200); do
+		ls "$tpl"/*.state.* >/dev/null 2>&1 && break
+		sleep 0.05
+	done
+	kill -9 $pid
+	wait $pid 2>/dev/null
+	part=$(ls "$tpl" | grep '\.state\.[0-9]*$')
+	[ -n "$part" ] || { fail "no half-written template seen"; return; }
+	expect_match "listed" "^$part +[0-9.]+ MB +half-written by process $pid, gone" \
+	    "$("$QSUP" cache ls)"
+	# A live writer's (ours) stays.
+	: >"$tpl/0123456789abcdef0123456789abcdef.state.$$"
+	expect_match "cleared" 'removed 1 half-written file' "$("$QSUP" cache clear)"
+	[ ! -e "$tpl/$part" ] || fail "cache clear left $part"
+	[ -e "$tpl/0123456789abcdef0123456789abcdef.state.$$" ] ||
+	    fail "cache clear removed a live writer's file"
+	rm -f "$tpl/0123456789abcdef0123456789abcdef.state.$$"
+	# And a run sweeps what a killed qsup left.
+	: >"$tpl/$part"
+	"$QSUP" run -- true; st=$?
+	expect_eq "status" 0 $st
+	[ ! -e "$tpl/$part" ] || fail "the next run left $part"
+	# The QEMU of the killed qsup died with it; its run directory is the
+	# next run's to sweep (run_test.sh test_stale_run_dirs_swept).
+}
+
+# A remembered "kvm" verdict is not trusted forever: when QEMU then does
+# not boot under KVM, the verdict is dropped and the run boots under TCG.
+# This host's KVM (nested, kvm_pvm) hangs a guest, which makes the case:
+# elsewhere the test says it cannot run.
+test_kvm_verdict_remeasured() {
+	local v=$T_TMP/kvm-cache/qsup/kvm-verdict out st
+	export XDG_CACHE_HOME=$T_TMP/kvm-cache
+	rm -rf "$XDG_CACHE_HOME"
+	if [ ! -c /dev/kvm ]; then
+		echo "    (no /dev/kvm: cannot make KVM fail here; skipped)"
+		return
+	fi
+	QSUP_KVM_FORCE_PROBE=1 "$QSUP" run -- true
+	if [ "$(sed -n 2p "$v")" != tcg ]; then
+		echo "    (KVM works on this host: skipped)"
+		return
+	fi
+	# As if KVM had worked when it was measured.
+	sed -i '2s/.*/kvm/; 3s/.*/a probe guest booted under KVM/' "$v"
+	out=$(QSUP_KVM_FORCE_PROBE=1 "$QSUP" run -v --json \
+	    --set start_timeout=10 -- echo fine 2>"$T_TMP/err"); st=$?
+	expect_eq "status" 0 $st
+	expect_eq "output" fine "$out"
+	expect_match "said under -v" 'QEMU failed under KVM .*remembered to work: the verdict is dropped; booting again under TCG' \
+	    "$(cat "$T_TMP/err")"
+	expect_eq "accelerator" '"tcg"' "$(json_field accelerator "$T_TMP/err")"
+	[ ! -e "$v" ] || fail "the verdict is still there: $(cat "$v")"
+}
+
+# Every QEMU qsup starts is confined with -sandbox: the KVM probe's too.
+test_every_qemu_sandboxed() {
+	local n
+	fresh_cache sandboxed
+	cat >"$T_TMP/qemu" <<-EOF
+	#!/bin/bash
+	echo "\$*" >>"$T_TMP/qemu.log"
+	exec qemu-system-x86_64 "\$@"
+	EOF
+	chmod +x "$T_TMP/qemu"
+	QSUP_QEMU=$T_TMP/qemu QSUP_KVM_FORCE_PROBE=1 "$QSUP" run -- true
+	expect_eq "status" 0 $?
+	if [ -c /dev/kvm ]; then
+		expect_match "the probe ran" 'qsup\.probe=1' "$(cat "$T_TMP/qemu.log")"
+	fi
+	n=$(grep -vc -- '-sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny' "$T_TMP/qemu.log")
+	expect_eq "QEMUs without -sandbox" 0 "$n"
+}
+
 test_warm_start_off() {
 	fresh_cache off
 	printf 'return { warm_start = false }\n' >"$T_TMP/off.lua"

@@ -636,6 +636,43 @@ Test(profile, missing_file)
 	free(cause);
 }
 
+/*
+ * A FIFO, a directory or a device is refused, named, without blocking
+ * (a FIFO nobody writes would block open() for good).
+ */
+Test(profile, non_regular_file_refused, .timeout = 10)
+{
+	char	*fifo, *cause, *want, *path;
+
+	xasprintf(&fifo, "%s/fifo.lua", tmpdir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cause = load_fails(fifo);
+	xasprintf(&want, "%s: not a regular file", fifo);
+	cr_assert_str_eq(cause, want);
+	free(want);
+	free(cause);
+
+	cause = load_fails(tmpdir);
+	xasprintf(&want, "%s: not a regular file", tmpdir);
+	cr_assert_str_eq(cause, want);
+	free(want);
+	free(cause);
+
+	cause = load_fails("/dev/zero");
+	cr_assert_str_eq(cause, "/dev/zero: not a regular file");
+	free(cause);
+
+	/* Nor through include(). */
+	path = write_profile("inc-fifo.lua", "include(\"fifo\")\nreturn {}\n");
+	cause = load_fails(path);
+	cr_assert_not_null(strstr(cause, "include(\"fifo\"): "), "%s", cause);
+	cr_assert_not_null(strstr(cause, "fifo.lua: not a regular file"),
+	    "%s", cause);
+	free(cause);
+	free(path);
+	free(fifo);
+}
+
 /* Long paths are shortened in Lua's own messages; ours keep them whole. */
 Test(profile, long_path_in_lua_errors)
 {
@@ -1861,6 +1898,32 @@ Test(profile, print_goes_to_stderr, .init = capture_output)
 	xasprintf(&want, "qsup: %s:1: memory is\t1024\n", path);
 	cr_assert_stderr_eq_str(want);
 	free(want);
+	free(path);
+}
+
+/* A print() loop cannot flood stderr: a budget, then one line. */
+Test(profile, print_is_capped, .init = capture_output)
+{
+	struct profile	 p;
+	char		*path, buf[4096];
+	FILE		*f;
+	size_t		 n, total = 0;
+	int		 cut = 0;
+
+	path = write_profile("flood.lua", "for i = 1, 100000 do "
+	    "print(string.rep(\"x\", 640)) end\nreturn {}\n");
+	load_ok(&p, path);
+	profile_free(&p);
+	fflush(stderr);
+	f = cr_get_redirected_stderr();
+	while (fgets(buf, sizeof buf, f) != NULL) {
+		n = strlen(buf);
+		total += n;
+		if (strstr(buf, "print(): output cut after") != NULL)
+			cut++;
+	}
+	cr_assert_eq(cut, 1, "no single line saying output was cut");
+	cr_assert_lt(total, 64 * 1024, "%zu bytes printed", total);
 	free(path);
 }
 

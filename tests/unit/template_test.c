@@ -1,6 +1,9 @@
-#include <stdlib.h>
+#include <sys/wait.h>
+
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -99,4 +102,82 @@ Test(template, lock_is_exclusive_and_commit_is_whole)
 	cr_assert_eq(access(t1.state, F_OK), -1);
 	template_free(&t1);
 	template_free(&t2);
+}
+
+static void
+touch(const char *tdir, const char *name)
+{
+	char	*path;
+	int	 fd;
+
+	xasprintf(&path, "%s/%s", tdir, name);
+	cr_assert_neq(fd = open(path, O_WRONLY|O_CREAT|O_TRUNC, 0600), -1);
+	close(fd);
+	free(path);
+}
+
+static int
+exists(const char *tdir, const char *name)
+{
+	char	*path;
+	int	 rc;
+
+	xasprintf(&path, "%s/%s", tdir, name);
+	rc = access(path, F_OK) == 0;
+	free(path);
+	return (rc);
+}
+
+/* A pid that no process has now: a child that has been reaped. */
+static long
+dead_pid(void)
+{
+	pid_t	pid;
+
+	cr_assert_neq(pid = fork(), -1);
+	if (pid == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	return ((long)pid);
+}
+
+Test(template, sweep_removes_half_written_files_of_dead_writers)
+{
+	const char	*key = "0123456789abcdef0123456789abcdef";
+	char		*tdir, name[128];
+	long		 dead = dead_pid(), live = (long)getpid();
+	struct template	 t;
+	const char	*argv[] = { "qemu-system-x86_64", NULL };
+
+	xasprintf(&tdir, "%s/qsup/templates", dir);
+	cr_assert_eq(util_mkdir_p(tdir, 0700), 0);
+	snprintf(name, sizeof name, "%s.state.%ld", key, dead);
+	touch(tdir, name);
+	snprintf(name, sizeof name, "%s.meta.%ld", key, dead);
+	touch(tdir, name);
+	snprintf(name, sizeof name, "%s.shape.%ld", key, dead);
+	touch(tdir, name);
+	snprintf(name, sizeof name, "%s.state.%ld", key, live);
+	touch(tdir, name);
+	touch(tdir, "0123456789abcdef0123456789abcdef.state");
+	touch(tdir, "0123456789abcdef0123456789abcdef.lock");
+	touch(tdir, "other.1");
+
+	/* Every start with warm start sweeps. */
+	cr_assert_eq(template_init(&t, (char **)(uintptr_t)argv, "/bin/sh",
+	    "/bin/ls"), 0);
+	template_free(&t);
+	snprintf(name, sizeof name, "%s.state.%ld", key, dead);
+	cr_assert(!exists(tdir, name), "a dead writer's state was left");
+	snprintf(name, sizeof name, "%s.meta.%ld", key, dead);
+	cr_assert(!exists(tdir, name));
+	snprintf(name, sizeof name, "%s.shape.%ld", key, dead);
+	cr_assert(!exists(tdir, name));
+	snprintf(name, sizeof name, "%s.state.%ld", key, live);
+	cr_assert(exists(tdir, name), "a live writer's state was removed");
+	cr_assert(exists(tdir, "0123456789abcdef0123456789abcdef.state"));
+	cr_assert(exists(tdir, "0123456789abcdef0123456789abcdef.lock"));
+	cr_assert(exists(tdir, "other.1"));
+	cr_assert_eq(template_sweep(tdir), 0);
+	free(tdir);
 }
