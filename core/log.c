@@ -11,6 +11,7 @@
 
 int		 log_verbose;
 static const char *log_name = "qsup";
+static struct outq *log_queue;	/* stderr's queue while the loop runs */
 
 void
 log_init(const char *name)
@@ -18,16 +19,35 @@ log_init(const char *name)
 	log_name = name;
 }
 
+/*
+ * While set, messages go through q (the non-blocking queue in front of
+ * stderr) rather than stdio: a stderr nobody reads then holds them, not
+ * qsup, and they keep their order with the command's own stderr.
+ */
+void
+log_set_queue(struct outq *q)
+{
+	log_queue = q;
+}
+
 static void
 log_vwrite(const char *fmt, va_list ap, const char *suffix)
 {
 	char	*msg;
 
+	char	*line;
+	int	 n;
+
 	xvasprintf(&msg, fmt, ap);
 	if (suffix != NULL)
-		fprintf(stderr, "%s: %s: %s\n", log_name, msg, suffix);
+		n = xasprintf(&line, "%s: %s: %s\n", log_name, msg, suffix);
 	else
-		fprintf(stderr, "%s: %s\n", log_name, msg);
+		n = xasprintf(&line, "%s: %s\n", log_name, msg);
+	if (log_queue != NULL)
+		outq_write(log_queue, line, n);
+	else
+		fputs(line, stderr);
+	free(line);
 	free(msg);
 }
 

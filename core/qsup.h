@@ -72,6 +72,8 @@ char		*token_hex(size_t);
 /* log.c */
 extern int	 log_verbose;
 void		 log_init(const char *);
+struct outq;
+void		 log_set_queue(struct outq *);
 void		 log_debug(const char *, ...)
 		     __attribute__((format(printf, 1, 2)));
 void		 log_info(const char *, ...)

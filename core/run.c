@@ -154,11 +154,14 @@ run_dead_cb(struct sandbox *sb, void *arg)
 static void
 run_drain_cb(void *arg)
 {
-	struct run	*r = arg;
+	struct run		*r = arg;
+	struct agent_conn	*c;
 
-	if (r->sb != NULL && outq_pending(r->out) + outq_pending(r->err) <
-	    RUN_OUT_HIGH)
-		agent_conn_pause(sandbox_port(r->sb, RUN_PORT_EXEC), 0);
+	/* Also called for qsup's own messages, before the agent exists. */
+	if (r->sb == NULL || (c = sandbox_port(r->sb, RUN_PORT_EXEC)) == NULL)
+		return;
+	if (outq_pending(r->out) + outq_pending(r->err) < RUN_OUT_HIGH)
+		agent_conn_pause(c, 0);
 }
 
 /* Keep the last bytes of the command's stderr, for run_exit_hint. */
@@ -745,6 +748,7 @@ run_main(struct run_options *opts)
 	r.loop = ev_default_loop(EVFLAG_AUTO);
 	r.out = outq_new(r.loop, STDOUT_FILENO);
 	r.err = outq_new(r.loop, STDERR_FILENO);
+	log_set_queue(r.err);
 	outq_set_drain_cb(r.out, run_drain_cb, &r);
 	outq_set_drain_cb(r.err, run_drain_cb, &r);
 	r.in_fd = outq_reopen_nonblock(STDIN_FILENO, O_RDONLY);
@@ -805,6 +809,9 @@ done:
 	if (r.loop != NULL) {
 		run_sig_loop = NULL;
 		ev_async_stop(r.loop, &r.sigasync);
+		/* What was said since the last flush (a second signal: no). */
+		outq_flush_blocking(r.err);
+		log_set_queue(NULL);
 		outq_free(r.out);
 		outq_free(r.err);
 	}

@@ -81,7 +81,7 @@ static int
 copy_errno_fatal(int e)
 {
 	return (e == ENOSPC || e == EDQUOT || e == EROFS || e == EMFILE ||
-	    e == ENFILE || e == ENOMEM);
+	    e == ENFILE || e == ENOMEM || e == ECANCELED);
 }
 
 /* An error on one entry: fatal when the destination is unusable, else
@@ -307,6 +307,10 @@ copy_data(struct copy_ctx *c, int sfd, int dfd, const struct stat *sb)
 	}
 	/* read/write from where copy_file_range stopped (file offsets). */
 	for (;;) {
+		if (util_stop_now) {
+			errno = ECANCELED;
+			return (-1);
+		}
 		n = read(sfd, c->buf, COPY_BUFSIZE);
 		if (n == -1 && errno == EINTR)
 			continue;
@@ -561,6 +565,11 @@ copy_dir(struct copy_ctx *c, int sdir, int ddir, int depth)
 		return;
 	}
 	for (i = 0; i < n && c->fatal == NULL; i++) {
+		/* A second signal: a large copy must not keep qsup. */
+		if (util_stop_now) {
+			copy_error(c, ECANCELED, 1, "stopped by a signal");
+			break;
+		}
 		if (copy_skipped_name(c, names[i])) {
 			c->st->skipped++;
 			continue;

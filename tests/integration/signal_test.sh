@@ -215,6 +215,34 @@ test_two_signals_in_teardown() {
 
 # --timeout ends the command: --json still says how long it ran and how
 # large QEMU was.
+# stderr is a FIFO read only until the command starts: under -v qsup's own
+# messages (the first signal's "stopping the command") meet a full pipe.
+# They wait in qsup's queue, not in a write, so the second signal still
+# stops it at once.
+test_blocked_stderr_verbose_two_sigterms() {
+	local pid t0 st ms
+	rm -f "$T_TMP/fifo"; mkfifo "$T_TMP/fifo"
+	exec 3<>"$T_TMP/fifo"
+	"$QSUP" run -v --set warm_start=false -- sh -c 'cat /dev/zero >&2' \
+	    >/dev/null 2>"$T_TMP/fifo" &
+	pid=$!
+	timeout 60 grep -q -a -m 1 'command started' <&3 ||
+	    fail "the command never started"
+	sleep 1		# the pipe and qsup's queue fill up
+	kill -TERM $pid
+	sleep 0.5
+	kill -0 $pid 2>/dev/null || fail "qsup exited before its stderr was read"
+	t0=$(date +%s%N)
+	kill -TERM $pid
+	wait_gone $pid 10 || fail "a second SIGTERM did not stop qsup"
+	ms=$(ms_since $t0)
+	echo "    stopped $ms ms after the signal"
+	wait $pid; st=$?
+	exec 3<&-
+	expect_eq "status" 143 $st
+	[ $ms -le 2500 ] || fail "took $ms ms after the second SIGTERM"
+}
+
 test_timeout_json_figures() {
 	local exec_s rss
 	"$QSUP" run --json --timeout 2 -- sleep 60 2>"$T_TMP/err"

@@ -1365,3 +1365,21 @@ Test(staging, container_signs)
 	    access("/.containerenv", F_OK) == 0);
 	free(root);
 }
+
+/* A second signal (util_stop_now) stops a copy at the next entry. */
+Test(staging, copy_stops_at_a_second_signal)
+{
+	struct staging_stats	 st = { 0 };
+	char			*cause = NULL;
+
+	make_tree();
+	util_stop_now = 1;
+	cr_assert_eq(staging_copy_tree(src, dst, 0, NULL, NULL, &st, &cause),
+	    -1);
+	util_stop_now = 0;
+	cr_assert_not_null(cause);
+	cr_assert(strstr(cause, "stopped by a signal") != NULL, "%s", cause);
+	cr_assert_eq(st.files, 0);
+	free(cause);
+	staging_stats_free(&st);
+}
