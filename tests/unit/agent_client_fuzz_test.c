@@ -42,13 +42,26 @@ response_cb(int status, const char *body, size_t len, void *arg)
 	nresponses++;
 }
 
-static void
-event_cb(const char *event, const char *data, size_t len, void *arg)
+static int
+event_cb(const char *event, const char *data, size_t len, void *arg,
+    char **cause)
 {
+	struct agent_exit	x;
+
 	(void)arg;
-	cr_assert(strlen(event) < 300000);
+	/* The client's bounds hold whatever the guest sends. */
+	cr_assert(strlen(event) <= 32);
+	cr_assert(len <= 256 * 1024);
+	if (strcmp(event, "exit") == 0) {
+		if (agent_parse_exit(data, len, &x, cause) == -1)
+			return (-1);
+		cr_assert(x.status >= 0 && x.status <= 255);
+		cr_assert(x.signal >= 0 && x.signal <= AGENT_SIGNAL_MAX);
+		free(x.error);
+	}
 	while (len-- > 0)
 		nresponses += data[len] == '\0';
+	return (0);
 }
 
 static void
