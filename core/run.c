@@ -366,6 +366,8 @@ run_exec_done_cb(int status, const char *body, size_t len, void *arg)
 	if (status == AGENT_CLOSED) {
 		/* QEMU is going: sandbox_child_cb will say why. */
 		log_debug("the exec port closed (%.*s)", (int)len, body);
+		if (sandbox_state(r->sb) >= SB_STOPPING)
+			return;		/* and we knew */
 		ev_timer_set(&r->lost, RUN_LOST_GRACE, 0);
 		ev_timer_start(r->loop, &r->lost);
 		return;
