@@ -244,8 +244,6 @@ run_exit_event(struct run *r, const char *data, size_t len, char **cause)
 	if (agent_parse_exit(data, len, &r->exit, cause) == -1)
 		return (-1);
 	r->exit_seen = 1;
-	r->t_exit = util_now();
-	r->qemu_rss_kb = sandbox_qemu_rss_kb(r->sb);
 	return (0);
 }
 
@@ -258,6 +256,8 @@ run_exited(struct run *r)
 	int			 status;
 
 	r->exited = 1;
+	r->t_exit = util_now();
+	r->qemu_rss_kb = sandbox_qemu_rss_kb(r->sb);
 	ev_timer_stop(r->loop, &r->timeout);
 	ev_io_stop(r->loop, &r->in);
 	if (x->signal > 0) {
