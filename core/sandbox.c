@@ -740,7 +740,8 @@ sandbox_console_mark_cb(void *arg, const char *line)
 {
 	struct sandbox	*sb = arg;
 
-	if (sb->state == SB_READY && !sb->relaunch &&
+	/* Once QEMU is reaped, sandbox_death tells it all. */
+	if (sb->state == SB_READY && !sb->relaunch && !sb->reaped &&
 	    strstr(line, "reboot: System halted") != NULL)
 		sandbox_fail(sb, "the guest halted");
 }
