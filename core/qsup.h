@@ -382,6 +382,10 @@ struct serial	*serial_new(struct ev_loop *, int, const char *, int);
 void		 serial_tail(struct serial *, int, struct buf *);
 int		 serial_closed(struct serial *);
 void		 serial_set_close_cb(struct serial *, void (*)(void *), void *);
+void		 serial_set_mark_cb(struct serial *,
+		     void (*)(void *, const char *), void *);
+char		*serial_find(struct serial *, const char *);
+void		 serial_drain(struct serial *);
 void		 serial_free(struct serial *);
 
 /* outq.c: a bounded, non-blocking queue onto one of qsup's own fds */
@@ -397,8 +401,24 @@ int		 outq_reopen_nonblock(int, int);
 /* agent_client.c: HTTP/1.1 + SSE to the agent over one virtio-serial port */
 struct agent_conn;
 struct agent_req;
+/*
+ * A response's status is the HTTP status, or AGENT_CLOSED (the port went
+ * away: QEMU is exiting) or AGENT_BROKEN (the agent broke the protocol);
+ * then the body says what happened. An event callback returns -1 with a
+ * cause when the event itself breaks the protocol.
+ */
+#define AGENT_CLOSED		(-1)
+#define AGENT_BROKEN		(-2)
+#define AGENT_SIGNAL_MAX	64	/* Linux's SIGRTMAX */
+#define AGENT_ERROR_MAX		512	/* of the agent's error text, shown */
 typedef void	(*agent_response_cb)(int, const char *, size_t, void *);
-typedef void	(*agent_event_cb)(const char *, const char *, size_t, void *);
+typedef int	(*agent_event_cb)(const char *, const char *, size_t, void *,
+		     char **);
+struct agent_exit {
+	int	 status;
+	int	 signal;	/* 0 or the signal that ended the command */
+	char	*error;		/* NULL, or the agent's text, escaped */
+};
 struct agent_conn *agent_conn_new(struct ev_loop *, int, const char *);
 void		 agent_request(struct agent_conn *, const char *, const char *,
 		     const void *, size_t, agent_response_cb, agent_event_cb,
@@ -406,6 +426,9 @@ void		 agent_request(struct agent_conn *, const char *, const char *,
 void		 agent_conn_pause(struct agent_conn *, int);
 int		 agent_conn_busy(struct agent_conn *);
 void		 agent_conn_free(struct agent_conn *);
+int		 agent_parse_exit(const char *, size_t, struct agent_exit *,
+		     char **);
+void		 agent_escape(struct buf *, const char *, size_t, size_t);
 
 /* sandbox.c */
 enum sandbox_state {
@@ -439,6 +462,7 @@ double		 sandbox_save_seconds(struct sandbox *);
 long		 sandbox_qemu_rss_kb(struct sandbox *);
 struct net	*sandbox_net_of(struct sandbox *);
 void		 sandbox_console_tail(struct sandbox *, int, struct buf *);
+char		*sandbox_console_oom(struct sandbox *);
 void		 sandbox_free(struct sandbox *);
 
 /* run.c: the "run" command */

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@
 #define RUN_OUT_HIGH		(1024 * 1024)	/* pause the guest's output */
 #define RUN_STDIN_CHUNK		65536
 #define RUN_SIGNAL_GRACE	1.0	/* after SIGINT, before teardown */
-#define RUN_TAIL_LINES		20
+#define RUN_LOST_GRACE		3.0	/* exec port gone, QEMU not yet reaped */
 #define RUN_ERR_TAIL		2048	/* stderr kept for closure_hint() */
 
 struct run {
@@ -49,9 +50,12 @@ struct run {
 	int			 retry;		/* boot again (run_kvm_failed) */
 	ev_timer		 timeout;
 	ev_timer		 grace;
+	ev_timer		 lost;
 
 	long long		 exec_id;	/* -1 until "start" */
-	int			 exited;	/* the exit event arrived */
+	int			 exit_seen;	/* the exit event arrived */
+	struct agent_exit	 exit;		/* what it said */
+	int			 exited;	/* and its stream ended well */
 	int			 status;	/* qsup's exit status */
 	long long		 exit_signal;	/* 0 or the signal */
 	int			 interrupted;	/* the signal we got */
@@ -133,8 +137,10 @@ run_failed_cb(struct sandbox *sb, const char *msg, void *arg)
 	run_set_error(r, msg);
 	r->status = QSUP_EXIT_ERROR;
 	log_warnx("%s", msg);
-	sandbox_console_tail(sb, RUN_TAIL_LINES, &tail);
-	if (tail.len > 0 && sandbox_state(sb) < SB_READY)
+	/* Whether it failed to start or died mid-command (console_on_failure). */
+	if (r->profile.console_on_failure > 0)
+		sandbox_console_tail(sb, r->profile.console_on_failure, &tail);
+	if (tail.len > 0)
 		fprintf(stderr, "qsup: last lines of the console:\n%s\n",
 		    tail.data);
 	buf_free(&tail);
@@ -147,6 +153,7 @@ run_dead_cb(struct sandbox *sb, void *arg)
 
 	(void)sb;
 	r->t_end = util_now();
+	ev_timer_stop(r->loop, &r->lost);
 	ev_break(r->loop, EVBREAK_ALL);
 }
 
@@ -272,51 +279,74 @@ run_send_signal(struct run *r, int sig)
 	    body, strlen(body), NULL, NULL, r);
 }
 
-static void
-run_exit_event(struct run *r, const char *data)
+/*
+ * The exit event: checked, and kept until the stream ends well. Until then
+ * it is only the guest's word: the timeout, signals and the start of the
+ * next phase do not depend on it (a guest can forge one).
+ */
+static int
+run_exit_event(struct run *r, const char *data, size_t len, char **cause)
 {
-	long long	 v;
-	char		*err;
-	int		 status;
+	if (agent_parse_exit(data, len, &r->exit, cause) == -1)
+		return (-1);
+	r->exit_seen = 1;
+	return (0);
+}
+
+/* The exec stream ended after its exit event: the command is done. */
+static void
+run_exited(struct run *r)
+{
+	struct agent_exit	*x = &r->exit;
+	char			*oom;
+	int			 status;
 
 	r->exited = 1;
 	r->t_exit = util_now();
 	r->qemu_rss_kb = sandbox_qemu_rss_kb(r->sb);
 	ev_timer_stop(r->loop, &r->timeout);
 	ev_io_stop(r->loop, &r->in);
-	if (util_json_int(data, "signal", &v) == 0) {
-		r->exit_signal = v;
-		status = 128 + (int)v;
-	} else if (util_json_int(data, "status", &v) == 0)
-		status = (int)v;
-	else {
-		run_set_error(r, "the agent sent an exit event without status");
-		status = QSUP_EXIT_ERROR;
-	}
+	if (x->signal > 0) {
+		r->exit_signal = x->signal;
+		status = 128 + x->signal;
+		/* Killed for want of memory: say so, not just "137". */
+		if (x->signal == SIGKILL &&
+		    (oom = sandbox_console_oom(r->sb)) != NULL) {
+			log_warnx("the command was killed: the guest ran out "
+			    "of memory (console: %s)", oom);
+			free(oom);
+		}
+	} else
+		status = x->status;
 	/* After our own signal or timeout, qsup's status says so. */
 	if (!r->interrupted && !r->timed_out)
 		r->status = status;
 	run_exit_hint(r, status);
-	if ((err = util_json_str(data, "error")) != NULL) {
-		log_warnx("%s", err);
-		run_set_error(r, err);
-		free(err);
+	if (x->error != NULL) {
+		log_warnx("%s", x->error);
+		run_set_error(r, x->error);
 	}
 }
 
-static void
-run_event_cb(const char *event, const char *data, size_t len, void *arg)
+/* One event of the exec stream; -1 if it breaks the protocol. */
+static int
+run_event_cb(const char *event, const char *data, size_t len, void *arg,
+    char **cause)
 {
 	struct run	*r = arg;
+	struct buf	 name = { 0 };
 	long long	 id;
 
-	if (strcmp(event, QSUP_EVENT_STDOUT) == 0)
-		run_output(r, r->out, data, len);
-	else if (strcmp(event, QSUP_EVENT_STDERR) == 0)
-		run_output(r, r->err, data, len);
-	else if (strcmp(event, QSUP_EVENT_START) == 0) {
-		if (util_json_int(data, "id", &id) == -1)
-			return;
+	if (r->exit_seen) {
+		xasprintf(cause, "an event after the exit event");
+		return (-1);
+	}
+	if (strcmp(event, QSUP_EVENT_START) == 0) {
+		if (r->exec_id >= 0 || util_json_int(data, "id", &id) == -1 ||
+		    id < 0 || id > INT_MAX) {
+			xasprintf(cause, "a bad start event");
+			return (-1);
+		}
 		r->exec_id = id;
 		log_debug("command started in the guest (exec %lld)", id);
 		if (r->interrupted)
@@ -327,30 +357,83 @@ run_event_cb(const char *event, const char *data, size_t len, void *arg)
 			r->in_eof = 1;
 			run_stdin_read_cb(r->loop, &r->in, 0);
 		}
-	} else if (strcmp(event, QSUP_EVENT_EXIT) == 0)
-		run_exit_event(r, data);
+		return (0);
+	}
+	if (r->exec_id < 0) {
+		xasprintf(cause, "an event before the start event");
+		return (-1);
+	}
+	if (strcmp(event, QSUP_EVENT_STDOUT) == 0)
+		run_output(r, r->out, data, len);
+	else if (strcmp(event, QSUP_EVENT_STDERR) == 0)
+		run_output(r, r->err, data, len);
+	else if (strcmp(event, QSUP_EVENT_EXIT) == 0)
+		return (run_exit_event(r, data, len, cause));
+	else {
+		agent_escape(&name, event, strlen(event), 32);
+		xasprintf(cause, "an unknown event \"%s\"", name.data);
+		buf_free(&name);
+		return (-1);
+	}
+	return (0);
 }
 
+/* QEMU closed the exec port but has not been reaped: do not wait forever. */
+static void
+run_lost_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct run	*r = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (!r->interrupted && !r->timed_out) {
+		log_warnx("lost the connection to the agent");
+		r->status = QSUP_EXIT_ERROR;
+	}
+	run_set_error(r, "lost the connection to the agent");
+	run_teardown(r, "lost the connection to the agent");
+}
+
+/*
+ * The exec response ended. Only a complete, well-formed stream that
+ * carried an exit event ends the command; anything else is qsup's error.
+ */
 static void
 run_exec_done_cb(int status, const char *body, size_t len, void *arg)
 {
 	struct run	*r = arg;
-	char		*msg;
+	struct buf	 b = { 0 };
 
-	if (!r->exited) {
-		if (status == -1)
-			xasprintf(&msg, "lost the connection to the agent");
-		else
-			xasprintf(&msg, "the agent refused the command (%d): "
-			    "%.*s", status, (int)len, body);
-		if (!r->interrupted && !r->timed_out) {
-			log_warnx("%s", msg);
-			r->status = QSUP_EXIT_ERROR;
-		}
-		run_set_error(r, msg);
-		free(msg);
+	if (status == 200 && r->exit_seen) {
+		run_exited(r);
+		run_teardown(r, "the command finished");
+		return;
 	}
-	run_teardown(r, "the command finished");
+	if (status == AGENT_CLOSED) {
+		/* QEMU is going: sandbox_child_cb will say why. */
+		log_debug("the exec port closed (%.*s)", (int)len, body);
+		if (sandbox_state(r->sb) >= SB_STOPPING)
+			return;		/* and we knew */
+		ev_timer_set(&r->lost, RUN_LOST_GRACE, 0);
+		ev_timer_start(r->loop, &r->lost);
+		return;
+	}
+	if (status == 200)
+		buf_puts(&b, "the agent broke the protocol: the command's "
+		    "stream ended without an exit event");
+	else if (status == AGENT_BROKEN)
+		buf_add(&b, body, len);
+	else {
+		buf_printf(&b, "the agent refused the command (%d): ", status);
+		agent_escape(&b, body, len, AGENT_ERROR_MAX);
+	}
+	if (!r->interrupted && !r->timed_out) {
+		log_warnx("%s", b.data);
+		r->status = QSUP_EXIT_ERROR;
+	}
+	run_set_error(r, b.data);
+	run_teardown(r, b.data);
+	buf_free(&b);
 }
 
 static void
@@ -763,6 +846,8 @@ run_main(struct run_options *opts)
 	r.timeout.data = &r;
 	ev_init(&r.grace, run_grace_cb);
 	r.grace.data = &r;
+	ev_init(&r.lost, run_lost_cb);
+	r.lost.data = &r;
 
 	for (;;) {
 		if (run_boot(&r, &cause) == -1)
@@ -819,6 +904,7 @@ done:
 		close(r.in_fd);
 	free(r.accel.why);
 	free(r.error);
+	free(r.exit.error);
 	profile_free(&r.profile);
 	return (r.status);
 }

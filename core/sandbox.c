@@ -31,6 +31,16 @@
 #define SANDBOX_QEMU_LOG_MAX	16384
 #define SANDBOX_RESTORE_MAX	10.0	/* a restore slower than this failed */
 #define SANDBOX_SAVE_MAX	60.0	/* writing a template */
+/*
+ * Liveness: once ready, the guest's agent is pinged on a port of its own
+ * every SANDBOX_PING_EVERY s; a guest that leaves one unanswered this
+ * long has stopped (halted, wedged, paused). Under TCG a loaded host can
+ * slow the guest down a lot, so it gets more time.
+ */
+#define SANDBOX_PING_PORT	(QSUP_PORT_COUNT - 1)
+#define SANDBOX_PING_EVERY	2.0
+#define SANDBOX_PING_MAX_KVM	10.0
+#define SANDBOX_PING_MAX_TCG	20.0
 
 enum sandbox_mode {
 	SB_COLD,	/* boot; the seed ISO configures the guest */
@@ -76,6 +86,11 @@ struct sandbox {
 
 	ev_timer		 deadline;
 	ev_timer		 kill_timer;
+	ev_timer		 live;		/* liveness pings, once ready */
+	double			 ping_sent;	/* 0: none unanswered */
+	double			 live_tick;	/* the last live timer run */
+	double			 ping_slowest;	/* the slowest answer, for -v */
+	unsigned		 pings;
 	double			 t_spawn;
 	double			 t_ready;
 	double			 save_seconds;
@@ -541,6 +556,55 @@ sandbox_restore_failed(struct sandbox *sb, const char *why)
 		kill(sb->pid, SIGKILL);
 }
 
+/*
+ * Why QEMU exited on its own: its status, and what the console says the
+ * guest did (QEMU runs with -no-reboot and the kernel with panic=-1, so a
+ * panic, a reboot and a poweroff all end QEMU). The console is read to
+ * its end first: QEMU wrote its last lines before it exited.
+ */
+static char *
+sandbox_death(struct sandbox *sb)
+{
+	static const struct {
+		const char	*line;
+		const char	*what;
+	} deaths[] = {
+		{ "Kernel panic - ", "the guest kernel panicked" },
+		{ "reboot: Power down", "the guest powered off" },
+		{ "reboot: Restarting system", "the guest rebooted" },
+		{ "reboot: System halted", "the guest halted" },
+	};
+	char		*qemu, *line = NULL, *msg, *p;
+	size_t		 i;
+
+	if (WIFSIGNALED(sb->wstatus))
+		xasprintf(&qemu, "QEMU was killed by signal %d",
+		    WTERMSIG(sb->wstatus));
+	else
+		xasprintf(&qemu, "QEMU exited with status %d",
+		    WEXITSTATUS(sb->wstatus));
+	if (sb->console == NULL)
+		return (qemu);
+	serial_drain(sb->console);
+	for (i = 0; i < sizeof deaths / sizeof deaths[0]; i++) {
+		if ((line = serial_find(sb->console, deaths[i].line)) != NULL)
+			break;
+	}
+	if (line == NULL)
+		return (qemu);
+	if (i == 0) {
+		/* "Kernel panic - not syncing: WHY": say WHY. */
+		p = strstr(line, deaths[i].line) + strlen(deaths[i].line);
+		if (strncmp(p, "not syncing: ", 13) == 0)
+			p += 13;
+		xasprintf(&msg, "%s: %s (%s)", deaths[i].what, p, qemu);
+	} else
+		xasprintf(&msg, "%s (%s)", deaths[i].what, qemu);
+	free(line);
+	free(qemu);
+	return (msg);
+}
+
 static void
 sandbox_child_cb(struct ev_loop *loop, ev_child *w, int revents)
 {
@@ -569,13 +633,9 @@ sandbox_child_cb(struct ev_loop *loop, ev_child *w, int revents)
 		return;
 	}
 	ev_timer_stop(loop, &sb->deadline);
+	ev_timer_stop(loop, &sb->live);
 	if (sb->state < SB_STOPPING) {
-		if (WIFSIGNALED(sb->wstatus))
-			xasprintf(&msg, "QEMU was killed by signal %d",
-			    WTERMSIG(sb->wstatus));
-		else
-			xasprintf(&msg, "QEMU exited with status %d",
-			    WEXITSTATUS(sb->wstatus));
+		msg = sandbox_death(sb);
 		sandbox_fail(sb, msg);
 		free(msg);
 	}
@@ -669,6 +729,78 @@ sandbox_share_named(struct sandbox *sb, const char *body)
 	return ("");
 }
 
+/*
+ * An important console line. A halted guest never ends QEMU, so the
+ * kernel's last word ends the run at once (a later ping would too).
+ */
+static void
+sandbox_console_mark_cb(void *arg, const char *line)
+{
+	struct sandbox	*sb = arg;
+
+	/* Once QEMU is reaped, sandbox_death tells it all. */
+	if (sb->state == SB_READY && !sb->relaunch && !sb->reaped &&
+	    strstr(line, "reboot: System halted") != NULL)
+		sandbox_fail(sb, "the guest halted");
+}
+
+static void
+sandbox_pong_cb(int status, const char *body, size_t len, void *arg)
+{
+	struct sandbox	*sb = arg;
+	char		*msg;
+
+	if (sb->state != SB_READY || status == AGENT_CLOSED)
+		return;		/* QEMU is going; sandbox_child_cb says why */
+	if (status == AGENT_BROKEN) {
+		xasprintf(&msg, "%.*s", (int)len, body);
+		sandbox_fail(sb, msg);
+		free(msg);
+		return;
+	}
+	/* Any answer: the agent runs. */
+	if (util_now() - sb->ping_sent > sb->ping_slowest)
+		sb->ping_slowest = util_now() - sb->ping_sent;
+	sb->pings++;
+	sb->ping_sent = 0;
+}
+
+static double
+sandbox_ping_max(struct sandbox *sb)
+{
+	return (sb->accel.accel == ACCEL_KVM ? SANDBOX_PING_MAX_KVM :
+	    SANDBOX_PING_MAX_TCG);
+}
+
+static void
+sandbox_live_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct sandbox	*sb = w->data;
+	double		 now = util_now();
+	char		*msg;
+
+	(void)loop;
+	(void)revents;
+	if (sb->state != SB_READY)
+		return;
+	/* qsup itself did not run (stopped, suspended): not the guest's fault. */
+	if (now - sb->live_tick > 3 * SANDBOX_PING_EVERY && sb->ping_sent > 0)
+		sb->ping_sent = now;
+	sb->live_tick = now;
+	if (sb->ping_sent > 0) {
+		if (now - sb->ping_sent < sandbox_ping_max(sb))
+			return;
+		xasprintf(&msg, "the guest stopped answering for %.0f s",
+		    now - sb->ping_sent);
+		sandbox_fail(sb, msg);
+		free(msg);
+		return;
+	}
+	sb->ping_sent = now;
+	agent_request(sb->ports[SANDBOX_PING_PORT], "GET", "/ping", NULL, 0,
+	    sandbox_pong_cb, NULL, sb);
+}
+
 static void
 sandbox_setup_cb(int status, const char *body, size_t len, void *arg)
 {
@@ -681,13 +813,22 @@ sandbox_setup_cb(int status, const char *body, size_t len, void *arg)
 		sb->t_ready = util_now();
 		ev_timer_stop(sb->loop, &sb->deadline);
 		sandbox_set_state(sb, SB_READY);
+		sb->live_tick = sb->t_ready;
+		ev_timer_set(&sb->live, SANDBOX_PING_EVERY, SANDBOX_PING_EVERY);
+		ev_timer_start(sb->loop, &sb->live);
 		log_debug("agent ready: %.*s", (int)len, body);
 		if (sb->cbs.ready != NULL)
 			sb->cbs.ready(sb, sb->cbs.arg);
 		return;
 	}
-	if (status == -1)
+	if (status == AGENT_CLOSED)
 		return;		/* QEMU is gone; sandbox_child_cb says why */
+	if (status == AGENT_BROKEN) {
+		xasprintf(&msg, "%.*s", (int)len, body);
+		sandbox_fail(sb, msg);
+		free(msg);
+		return;
+	}
 	if (sb->mode == SB_RESTORE && status != 503) {
 		/* A template of another agent would answer so. */
 		sandbox_restore_failed(sb, "the restored agent refused setup");
@@ -934,6 +1075,7 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	    sb->profile->show_boot_console);
 	free(path);
 	serial_set_close_cb(sb->console, sandbox_console_closed_cb, sb);
+	serial_set_mark_cb(sb->console, sandbox_console_mark_cb, sb);
 	for (i = 0; i < QSUP_PORT_COUNT; i++) {
 		if (sandbox_socketpair(&fd, &sb->port_guest_fd[i], cause) == -1)
 			return (-1);
@@ -1216,6 +1358,8 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 	sb->deadline.data = sb;
 	ev_init(&sb->kill_timer, sandbox_kill_cb);
 	sb->kill_timer.data = sb;
+	ev_init(&sb->live, sandbox_live_cb);
+	sb->live.data = sb;
 
 	sandbox_choose_mode(sb);
 	if (sandbox_launch(sb, cause) == -1)
@@ -1249,6 +1393,10 @@ sandbox_stop(struct sandbox *sb, const char *why)
 	}
 	sandbox_set_state(sb, SB_STOPPING);
 	ev_timer_stop(sb->loop, &sb->deadline);
+	ev_timer_stop(sb->loop, &sb->live);
+	if (sb->pings > 0)
+		log_debug("liveness: %u pings answered, the slowest in %.3f s",
+		    sb->pings, sb->ping_slowest);
 	sb->relaunch = 0;
 	if (!sb->reaped) {
 		kill(sb->pid, SIGTERM);
@@ -1338,6 +1486,15 @@ sandbox_qemu_rss_kb(struct sandbox *sb)
 	return (kb);
 }
 
+/* The console's last OOM-killer line, or NULL; the caller frees it. */
+char *
+sandbox_console_oom(struct sandbox *sb)
+{
+	if (sb->console == NULL)
+		return (NULL);
+	return (serial_find(sb->console, "Out of memory"));
+}
+
 /* The last lines of the console and of QEMU's own messages. */
 void
 sandbox_console_tail(struct sandbox *sb, int nlines, struct buf *out)
@@ -1362,6 +1519,7 @@ sandbox_free(struct sandbox *sb)
 	sandbox_launch_free(sb);
 	ev_timer_stop(sb->loop, &sb->deadline);
 	ev_timer_stop(sb->loop, &sb->kill_timer);
+	ev_timer_stop(sb->loop, &sb->live);
 	buf_free(&sb->qemu_log_buf);
 	net_free(sb->net);
 	/* Staged copies may hold directories not even we can write to. */

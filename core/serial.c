@@ -3,7 +3,10 @@
  * never read by lines, so a guest that floods it or never ends a line
  * cannot stall qsup. The bytes go to console.log in the run directory (up
  * to a cap) and a ring of the last SERIAL_TAIL bytes is kept for error
- * messages; with --console they are also shown live on stderr.
+ * messages; with --console they are also shown live on stderr. Lines that
+ * say why a guest died (a panic, the OOM killer, a halt) are also kept on
+ * their own, the first few and the last few of the whole run, so that a
+ * panic that scrolled out of the ring still gets shown.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +23,22 @@
 #define SERIAL_LOG_MAX	(64 * 1024 * 1024)
 #define SERIAL_READ	65536
 #define SERIAL_LIVE_MAX	(1024 * 1024)
+#define SERIAL_MARK_LEN	200	/* of an important line, kept */
+#define SERIAL_MARK_FIRST 4	/* the first important lines, kept for good */
+#define SERIAL_MARK_LAST 4	/* and a ring of the last ones */
+
+/* What makes a console line important (the kernel's own wording). */
+static const char *serial_marks[] = {
+	"Kernel panic",
+	"Out of memory",
+	"invoked oom-killer",
+	"BUG:",
+	"Oops",
+	"general protection fault",
+	"self-detected stall",
+	"reboot: ",
+	NULL
+};
 
 struct serial {
 	struct ev_loop	*loop;
@@ -34,7 +53,57 @@ struct serial {
 	int		 closed;
 	void		(*close_cb)(void *);
 	void		*close_arg;
+	void		(*mark_cb)(void *, const char *);
+	void		*mark_arg;
+
+	char		 cur[SERIAL_MARK_LEN + 1];	/* the line so far */
+	size_t		 cur_len;
+	char		 first[SERIAL_MARK_FIRST][SERIAL_MARK_LEN + 1];
+	int		 nfirst;
+	char		 last[SERIAL_MARK_LAST][SERIAL_MARK_LEN + 1];
+	int		 nlast;		/* how many ever went into last */
 };
+
+/* A whole console line (its first SERIAL_MARK_LEN bytes): keep it? */
+static void
+serial_line(struct serial *s)
+{
+	const char	**m;
+	char		 *line;
+
+	s->cur[s->cur_len] = '\0';
+	for (m = serial_marks; *m != NULL; m++) {
+		if (strstr(s->cur, *m) != NULL)
+			break;
+	}
+	if (*m == NULL)
+		return;
+	if (s->nfirst < SERIAL_MARK_FIRST)
+		line = s->first[s->nfirst++];
+	else
+		line = s->last[s->nlast++ % SERIAL_MARK_LAST];
+	memcpy(line, s->cur, s->cur_len + 1);
+	if (s->mark_cb != NULL)
+		s->mark_cb(s->mark_arg, line);
+}
+
+/* Cut the bytes into lines for serial_line; control bytes become '?'. */
+static void
+serial_scan(struct serial *s, const char *data, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++) {
+		if (data[i] == '\n') {
+			serial_line(s);
+			s->cur_len = 0;
+		} else if (data[i] == '\r')
+			continue;
+		else if (s->cur_len < SERIAL_MARK_LEN)
+			s->cur[s->cur_len++] = (unsigned char)data[i] < 0x20 ||
+			    data[i] == 0x7f ? '?' : data[i];
+	}
+}
 
 static void
 serial_keep(struct serial *s, const char *data, size_t len)
@@ -59,33 +128,34 @@ serial_keep(struct serial *s, const char *data, size_t len)
 	}
 }
 
-static void
-serial_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+/* Read what there is, at most rounds times; 0 once drained or closed. */
+static int
+serial_read(struct serial *s, int rounds)
 {
-	struct serial	*s = w->data;
 	char		 chunk[SERIAL_READ];
 	ssize_t		 n;
-	int		 rounds;
 
-	(void)revents;
-	/* Bounded work per wakeup so other watchers get their turn. */
-	for (rounds = 0; rounds < 16; rounds++) {
+	while (rounds-- > 0) {
 		n = read(s->fd, chunk, sizeof chunk);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN)
-				return;
+				return (0);
 			n = 0;
 		}
 		if (n == 0) {
-			ev_io_stop(loop, w);
+			ev_io_stop(s->loop, &s->rd);
 			s->closed = 1;
+			if (s->cur_len > 0)
+				serial_line(s);
+			s->cur_len = 0;
 			if (s->close_cb != NULL)
 				s->close_cb(s->close_arg);
-			return;
+			return (0);
 		}
 		serial_keep(s, chunk, n);
+		serial_scan(s, chunk, n);
 		if (s->log_fd != -1 && s->logged < SERIAL_LOG_MAX) {
 			if (write(s->log_fd, chunk, n) == n)
 				s->logged += n;
@@ -94,6 +164,29 @@ serial_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (s->live != NULL && outq_pending(s->live) < SERIAL_LIVE_MAX)
 			outq_write(s->live, chunk, n);
 	}
+	return (1);
+}
+
+static void
+serial_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	/* Bounded work per wakeup so other watchers get their turn. */
+	serial_read(w->data, 16);
+}
+
+/*
+ * Read what QEMU left in the console before it exited (it writes no more,
+ * so this ends), to say why the guest died. Bounded all the same.
+ */
+void
+serial_drain(struct serial *s)
+{
+	int	rounds = 64;
+
+	while (!s->closed && rounds-- > 0 && serial_read(s, 1) == 1)
+		;
 }
 
 /* Take over fd (the host end of the console); log to path if not NULL. */
@@ -125,19 +218,62 @@ serial_set_close_cb(struct serial *s, void (*cb)(void *), void *arg)
 	s->close_arg = arg;
 }
 
+/* Call cb with each important line as it is seen. */
+void
+serial_set_mark_cb(struct serial *s, void (*cb)(void *, const char *),
+    void *arg)
+{
+	s->mark_cb = cb;
+	s->mark_arg = arg;
+}
+
+/* The last important line that holds what, or NULL; the caller frees it. */
+char *
+serial_find(struct serial *s, const char *what)
+{
+	int	i, n;
+
+	n = s->nlast < SERIAL_MARK_LAST ? s->nlast : SERIAL_MARK_LAST;
+	for (i = 1; i <= n; i++) {
+		if (strstr(s->last[(s->nlast - i) % SERIAL_MARK_LAST], what) !=
+		    NULL)
+			return (xstrdup(s->last[(s->nlast - i) %
+			    SERIAL_MARK_LAST]));
+	}
+	for (i = s->nfirst - 1; i >= 0; i--) {
+		if (strstr(s->first[i], what) != NULL)
+			return (xstrdup(s->first[i]));
+	}
+	return (NULL);
+}
+
 int
 serial_closed(struct serial *s)
 {
 	return (s->closed);
 }
 
-/* Append the last lines (at most nlines) of the console to out. */
+static void
+serial_tail_mark(const char *line, const char *shown, struct buf *out,
+    int *marks)
+{
+	if (*line == '\0' || strstr(shown, line) != NULL)
+		return;
+	buf_puts(out, line);
+	buf_add(out, "\n", 1);
+	(*marks)++;
+}
+
+/*
+ * Append the last lines (at most nlines) of the console to out, after the
+ * important lines (serial_marks) that are no longer among them.
+ */
 void
 serial_tail(struct serial *s, int nlines, struct buf *out)
 {
 	char	*flat, *p;
-	size_t	 start, i, len;
-	int	 seen = 0;
+	size_t	 start, i, len, n;
+	int	 seen = 0, marks = 0;
 
 	len = s->ring_len;
 	flat = xmalloc(len + 1);
@@ -153,6 +289,16 @@ serial_tail(struct serial *s, int nlines, struct buf *out)
 			break;
 		p--;
 	}
+	/* The important lines that scrolled out of what is shown, first. */
+	flat[len] = '\0';
+	for (i = 0; i < (size_t)s->nfirst; i++)
+		serial_tail_mark(s->first[i], p, out, &marks);
+	n = s->nlast < SERIAL_MARK_LAST ? s->nlast : SERIAL_MARK_LAST;
+	for (i = n; i > 0; i--)
+		serial_tail_mark(s->last[(s->nlast - i) % SERIAL_MARK_LAST], p,
+		    out, &marks);
+	if (marks > 0)
+		buf_puts(out, "...\n");
 	/* Control bytes other than newline and tab are not shown raw. */
 	for (; p < flat + len; p++) {
 		if (*p == '\r')

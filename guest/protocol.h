@@ -48,6 +48,16 @@
  * "template":true, no token needed: there is none yet) and POST /setup;
  * anything else gets 503.
  *
+ * Liveness: once the guest is ready, qsup sends GET /ping on the last port
+ * every few seconds and ends the run when one stays unanswered too long.
+ *
+ * qsup holds the agent to this protocol strictly: a response head over
+ * 16 KiB, a body or chunk over 1 MiB, an event over 256 KiB, chunk sizes
+ * other than bare hex, trailers, SSE fields other than event and data,
+ * events after "exit", bytes after the last response, or an exit event
+ * that is not exactly one of the forms below (status 0-255, signal 1-64)
+ * is a protocol error and ends the run.
+ *
  * Other errors: 413 for a body over 1 MiB, 431 for a head over 16 KiB.
  * If qsup's end of a port goes away, the command streaming on it is killed
  * (its whole process group).
