@@ -140,9 +140,8 @@ run_failed_cb(struct sandbox *sb, const char *msg, void *arg)
 	/* Whether it failed to start or died mid-command (console_on_failure). */
 	if (r->profile.console_on_failure > 0)
 		sandbox_console_tail(sb, r->profile.console_on_failure, &tail);
-	if (tail.len > 0)
-		fprintf(stderr, "qsup: last lines of the console:\n%s\n",
-		    tail.data);
+	if (tail.len > 0)	/* after the message, in the same queue */
+		log_info("last lines of the console:\n%s", tail.data);
 	buf_free(&tail);
 }
 
