@@ -39,6 +39,13 @@ event_cb(const char *event, const char *data, size_t len, void *arg)
 	buf_add(&s->events, ";", 1);
 }
 
+static void
+seen_free(struct seen *s)
+{
+	buf_free(&s->bodies);
+	buf_free(&s->events);
+}
+
 static struct ev_loop	*loop;
 static int		 peer;
 static struct agent_conn *conn;
@@ -110,6 +117,7 @@ Test(agent_client, pipelined_responses_in_order)
 	cr_assert_eq(s.statuses[0], 200);
 	cr_assert_eq(s.statuses[1], 401);
 	cr_assert_str_eq(s.bodies.data, "hello||");
+	seen_free(&s);
 }
 
 static void
@@ -149,8 +157,7 @@ Test(agent_client, sse_over_chunks_split_anywhere)
 		cr_assert_eq(s.nstatus, 2);
 		cr_assert_eq(s.statuses[0], 200);
 		cr_assert_eq(s.statuses[1], 204);
-		buf_free(&s.events);
-		buf_free(&s.bodies);
+		seen_free(&s);
 	}
 	buf_free(&resp);
 }
@@ -169,6 +176,7 @@ Test(agent_client, garbage_fails_pending_requests)
 	agent_request(conn, "GET", "/ping", NULL, 0, response_cb, NULL, &s);
 	cr_assert_eq(s.nstatus, 3);
 	cr_assert_eq(s.statuses[2], -1);
+	seen_free(&s);
 }
 
 Test(agent_client, eof_fails_pending_requests)
@@ -181,6 +189,7 @@ Test(agent_client, eof_fails_pending_requests)
 	ev_run(loop, EVRUN_NOWAIT);
 	cr_assert_eq(s.nstatus, 1);
 	cr_assert_eq(s.statuses[0], -1);
+	seen_free(&s);
 }
 
 Test(agent_client, oversized_header_is_refused)
@@ -196,4 +205,5 @@ Test(agent_client, oversized_header_is_refused)
 	free(big);
 	cr_assert_eq(s.nstatus, 1);
 	cr_assert_eq(s.statuses[0], -1);
+	seen_free(&s);
 }
