@@ -242,7 +242,12 @@ agent_parse(struct agent_conn *c)
 		}
 		switch (c->state) {
 		case AP_STATUS:
-			if (strncmp(line, "HTTP/1.1 ", 9) != 0)
+			/* Three digits, 100-599: -1 means a dead connection. */
+			if (strncmp(line, "HTTP/1.1 ", 9) != 0 ||
+			    line[9] < '1' || line[9] > '5' ||
+			    line[10] < '0' || line[10] > '9' ||
+			    line[11] < '0' || line[11] > '9' ||
+			    (line[12] != ' ' && line[12] != '\0'))
 				return (-1);
 			c->status = atoi(line + 9);
 			c->chunked = c->sse = 0;

@@ -207,3 +207,26 @@ Test(agent_client, oversized_header_is_refused)
 	cr_assert_eq(s.statuses[0], -1);
 	seen_free(&s);
 }
+
+/* A status that is not three digits, 100-599, is a malformed response. */
+Test(agent_client, status_out_of_range_is_refused)
+{
+	static const char	*bad[] = { "HTTP/1.1 2048 OK\r\n",
+	    "HTTP/1.1 -1 X\r\n", "HTTP/1.1 099 X\r\n", "HTTP/1.1 20 X\r\n" };
+	struct seen		 s = { 0 };
+	size_t			 i;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		teardown();
+		setup();
+		memset(&s.statuses, 0, sizeof s.statuses);
+		s.nstatus = 0;
+		agent_request(conn, "GET", "/ping", NULL, 0, response_cb, NULL,
+		    &s);
+		feed(bad[i], 64);
+		feed("Content-Length: 0\r\n\r\n", 64);
+		cr_assert_eq(s.nstatus, 1, "%s", bad[i]);
+		cr_assert_eq(s.statuses[0], -1, "%s", bad[i]);
+	}
+	seen_free(&s);
+}
