@@ -6,8 +6,9 @@ WARN		 = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 		   -Wpointer-arith -Wcast-qual
 CFLAGS		?= -O2 -g
 PKGS		 = lua5.4 libiso9660 libcdio libcurl
-QSUP_CFLAGS	 = $(CFLAGS) $(WARN) $(WERROR) -std=gnu11 -D_GNU_SOURCE \
+QSUP_DEFS	 = $(WARN) $(WERROR) -std=gnu11 -D_GNU_SOURCE \
 		   -Icore -Iguest -Ilua -Istaging $(shell pkg-config --cflags $(PKGS))
+QSUP_CFLAGS	 = $(CFLAGS) $(QSUP_DEFS)
 # libslirp's .pc wants glib's headers for nothing we use: linked by name.
 QSUP_LIBS	 = -lev $(shell pkg-config --libs $(PKGS)) -lslirp -lanl \
 		   -lmbedcrypto -lm
@@ -24,9 +25,35 @@ UNIT_BIN	 = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 
 GUEST		 = $(B)/guest/vmlinux $(B)/guest/initramfs.cpio
 
+# The unit suites again, and the fuzz targets, under AddressSanitizer and
+# UndefinedBehaviorSanitizer: their own object tree, so the normal build
+# is untouched. Any UBSan finding ends the process, so a test fails.
+SAN		 = -fsanitize=address,undefined -fno-sanitize-recover=all \
+		   -fno-omit-frame-pointer
+ASAN_CFLAGS	 = -O1 -g $(SAN) $(QSUP_DEFS)
+ASAN_LIB_OBJ	 = $(patsubst $(B)/obj/%,$(B)/asan/obj/%,$(filter-out \
+		   $(B)/obj/lua/builtin.o,$(LIB_OBJ))) $(B)/obj/lua/builtin.o
+ASAN_UNIT_BIN	 = $(patsubst tests/unit/%.c,$(B)/asan/tests/%,$(UNIT_SRC))
+
+# Fuzz targets: tests/fuzz/NAME_fuzz.c, each with tests/fuzz/corpus/NAME/.
+# Those named agent_* link the guest agent's sources (all but agent.c, the
+# one with main(), whose globals agent_stubs.c gives); the others link
+# qsup's core. $(B)/fuzz/NAME_fuzz runs the corpus and a bounded number of
+# mutations (tests/fuzz/driver.c); $(B)/libfuzzer/NAME_fuzz is the same
+# target for clang's libFuzzer (./build.sh fuzz NAME), built on demand.
+FUZZ_SRC	 = $(wildcard tests/fuzz/*_fuzz.c)
+FUZZ_BIN	 = $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
+AGENT_LIB_SRC	 = $(filter-out guest/agent.c,$(AGENT_SRC)) \
+		   tests/fuzz/agent_stubs.c
+CLANG		?= clang
+LF_SAN		 = -fsanitize=address,undefined -fno-sanitize-recover=all
+LF_CFLAGS	 = -O1 -g $(LF_SAN) -fsanitize=fuzzer-no-link $(QSUP_DEFS)
+LF_LIB_OBJ	 = $(patsubst $(B)/asan/%,$(B)/libfuzzer/%,$(filter-out \
+		   $(B)/obj/lua/builtin.o,$(ASAN_LIB_OBJ))) $(B)/obj/lua/builtin.o
+
 .PHONY: all tests clean
 all: $(B)/qsup $(B)/qsup-agent $(GUEST)
-tests: all $(UNIT_BIN)
+tests: all $(UNIT_BIN) $(ASAN_UNIT_BIN) $(FUZZ_BIN)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -49,6 +76,54 @@ $(B)/tests/%_test: tests/unit/%_test.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(QSUP_CFLAGS) -o $@ $< $(LIB_OBJ) $(QSUP_LIBS) -lcriterion
 
+$(B)/asan/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -MMD -MP -c $< -o $@
+
+# A target's prototypes come from fuzz.h, so it need not declare them.
+$(B)/asan/obj/tests/fuzz/%.o $(B)/libfuzzer/obj/tests/fuzz/%.o: \
+	QSUP_DEFS += -include tests/fuzz/fuzz.h
+
+# leak_check.c makes a leak fail the test that leaked (its header says how).
+$(B)/asan/tests/%_test: tests/unit/%_test.c $(ASAN_LIB_OBJ) \
+		$(B)/asan/obj/tests/unit/leak_check.o
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -o $@ $< $(B)/asan/obj/tests/unit/leak_check.o \
+	    $(ASAN_LIB_OBJ) $(QSUP_LIBS) -lcriterion \
+	    -Wl,--wrap=criterion_internal_test_main
+
+# An archive: a target takes only the agent's files it needs, and may
+# define what agent_stubs.c gives (weak) itself.
+$(B)/asan/agent.a: $(patsubst %.c,$(B)/asan/obj/%.o,$(AGENT_LIB_SRC))
+	rm -f $@
+	ar rcs $@ $^
+
+# The shorter stem wins: agent_NAME_fuzz takes the first rule.
+$(B)/fuzz/agent_%_fuzz: $(B)/asan/obj/tests/fuzz/agent_%_fuzz.o \
+		$(B)/asan/obj/tests/fuzz/driver.o $(B)/asan/agent.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -o $@ $^
+
+$(B)/fuzz/%_fuzz: $(B)/asan/obj/tests/fuzz/%_fuzz.o \
+		$(B)/asan/obj/tests/fuzz/driver.o $(ASAN_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -o $@ $^ $(QSUP_LIBS)
+
+$(B)/libfuzzer/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CLANG) $(LF_CFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/libfuzzer/agent.a: $(patsubst %.c,$(B)/libfuzzer/obj/%.o,$(AGENT_LIB_SRC))
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/libfuzzer/agent_%_fuzz: $(B)/libfuzzer/obj/tests/fuzz/agent_%_fuzz.o \
+		$(B)/libfuzzer/agent.a
+	$(CLANG) $(LF_CFLAGS) -fsanitize=fuzzer -o $@ $^
+
+$(B)/libfuzzer/%_fuzz: $(B)/libfuzzer/obj/tests/fuzz/%_fuzz.o $(LF_LIB_OBJ)
+	$(CLANG) $(LF_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(QSUP_LIBS)
+
 # The default guest: kernel and modules from Debian's linux-image-amd64,
 # busybox, and the agent as PID 1 (guest/build-image.sh says how).
 $(GUEST) &: guest/build-image.sh guest/modules.txt $(B)/qsup-agent $(B)/mkcpio
@@ -61,4 +136,6 @@ $(B)/mkcpio: guest/mkcpio.c
 clean:
 	rm -rf $(B)
 
--include $(CORE_OBJ:.o=.d)
+-include $(CORE_OBJ:.o=.d) $(wildcard $(B)/asan/obj/*/*.d \
+	   $(B)/asan/obj/*/*/*.d $(B)/libfuzzer/obj/*/*.d \
+	   $(B)/libfuzzer/obj/*/*/*.d)

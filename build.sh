@@ -2,7 +2,12 @@
 # Build qsup, its guest agent and the default guest; install the Debian
 # packages they need first.
 #   ./build.sh          build everything
-#   ./build.sh test     build, then run every test
+#   ./build.sh test     build, then run every test (with the unit suites and
+#                       fuzz targets again under ASan and UBSan)
+#   ./build.sh fuzz NAME [SECONDS]
+#                       run tests/fuzz/NAME_fuzz.c under clang's libFuzzer
+#                       (default 300 s), from its corpus; findings go to
+#                       build/libfuzzer/NAME/
 #   ./build.sh bench    build, then run the benchmarks
 #   ./build.sh clean    remove build/
 set -euo pipefail
@@ -14,6 +19,7 @@ PACKAGES=(
 	libcdio-dev libiso9660-dev libcriterion-dev libslirp-dev
 	qemu-system-x86 qemu-utils
 	busybox-static kmod xz-utils cpio procps python3 iproute2
+	clang libclang-rt-14-dev
 )
 
 ensure_packages() {
@@ -45,6 +51,20 @@ test)
 	make -s -j"$jobs" WERROR=-Werror tests
 	exec tests/run.sh
 	;;
+fuzz)
+	[ $# -ge 2 ] && [ -f "tests/fuzz/$2_fuzz.c" ] || {
+		echo "usage: ./build.sh fuzz NAME [SECONDS]; NAME is one of:" \
+		    $(basename -s _fuzz.c tests/fuzz/*_fuzz.c) >&2
+		exit 2
+	}
+	ensure_packages
+	make -s -j"$jobs" "build/libfuzzer/$2_fuzz"
+	# New inputs go to a corpus of their own; the checked-in one is read.
+	mkdir -p "build/libfuzzer/$2/corpus"
+	cd "build/libfuzzer/$2"
+	exec "../$2_fuzz" -max_total_time="${3:-300}" -timeout=10 \
+	    -print_final_stats=1 corpus "../../../tests/fuzz/corpus/$2"
+	;;
 bench)
 	ensure_packages
 	make -s -j"$jobs" all
@@ -54,7 +74,7 @@ clean)
 	rm -rf build
 	;;
 *)
-	echo "usage: ./build.sh [all|test|bench|clean]" >&2
+	echo "usage: ./build.sh [all|test|fuzz NAME [SECONDS]|bench|clean]" >&2
 	exit 2
 	;;
 esac

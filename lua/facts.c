@@ -23,16 +23,19 @@
 #endif
 
 #include "qsup.h"
+#include "staging.h"
 
 #define FACTS_PYTHON_SECONDS	2.0
 #define FACTS_MIB		((uint64_t)1 << 20)
 
-/* The seed's three signs: /.dockerenv, /.containerenv, $container. */
+/*
+ * The seed's three signs, /.dockerenv, /.containerenv, $container, or
+ * $QSUP_IN_CONTAINER: staging's answer, so a profile and staging agree.
+ */
 int
 facts_in_container(void)
 {
-	return (access("/.dockerenv", F_OK) == 0 ||
-	    access("/.containerenv", F_OK) == 0 || getenv("container") != NULL);
+	return (staging_in_container());
 }
 
 /* The machine, as uname -m says: "x86_64", "aarch64". */

@@ -12,12 +12,19 @@ fake_python() {
 	echo "$T_TMP/py/bin:$PATH"
 }
 
+# Checked as in a container and as on a plain host, whatever this machine
+# is: only nested-container.lua speaks, and only outside a container.
 test_check_shipped() {
 	local out st
-	out=$(PATH=$(fake_python) "$QSUP" profile check profiles/*.lua 2>&1)
+	out=$(PATH=$(fake_python) QSUP_IN_CONTAINER=1 "$QSUP" profile check \
+	    profiles/*.lua 2>&1)
 	st=$?
 	expect_eq "status" 0 $st
 	expect_eq "output" "" "$out"
+	out=$(PATH=$(fake_python) QSUP_IN_CONTAINER=0 "$QSUP" profile check \
+	    profiles/*.lua 2>&1)
+	expect_eq "status on a plain host" 0 $?
+	expect_eq "output on a plain host" "qsup: profiles/nested-container.lua:18: nested-container.lua: this host does not look like a container (no /.dockerenv, /.containerenv or \$container)" "$out"
 	# By name too: the built-in copies.
 	out=$(PATH=$(fake_python) "$QSUP" profile check -v default ci dev \
 	    python nested-container 2>&1)
@@ -268,7 +275,9 @@ test_facts() {
 	expect_match "kvm" '^qsup.kvm = (true|false)$' "$out"
 	expect_match "python" '^qsup.python.version = "3.12"$' "$out"
 	expect_match "python prefix" "^qsup.python.prefix = \"$T_TMP/py\"$" "$out"
-	out=$(container=podman "$QSUP" profile facts --json)
+	out=$(QSUP_IN_CONTAINER=0 "$QSUP" profile facts)
+	expect_match "forced plain host" '^qsup.in_container = false$' "$out"
+	out=$(env -u QSUP_IN_CONTAINER container=podman "$QSUP" profile facts --json)
 	expect_match "json" '^\{"arch":' "$out"
 	expect_match "container" '"in_container":true' "$out"
 	if command -v python3 >/dev/null; then

@@ -46,6 +46,13 @@ event_cb(const char *event, const char *data, size_t len, void *arg,
 	return (0);
 }
 
+static void
+seen_free(struct seen *s)
+{
+	buf_free(&s->bodies);
+	buf_free(&s->events);
+}
+
 static struct ev_loop	*loop;
 static int		 peer;
 static struct agent_conn *conn;
@@ -123,6 +130,7 @@ Test(agent_client, pipelined_responses_in_order)
 	cr_assert_eq(s.statuses[0], 200);
 	cr_assert_eq(s.statuses[1], 401);
 	cr_assert_str_eq(s.bodies.data, "hello||");
+	seen_free(&s);
 }
 
 static void
@@ -162,8 +170,7 @@ Test(agent_client, sse_over_chunks_split_anywhere)
 		cr_assert_eq(s.nstatus, 2);
 		cr_assert_eq(s.statuses[0], 200);
 		cr_assert_eq(s.statuses[1], 204);
-		buf_free(&s.events);
-		buf_free(&s.bodies);
+		seen_free(&s);
 	}
 	buf_free(&resp);
 }
@@ -184,6 +191,7 @@ Test(agent_client, garbage_fails_pending_requests)
 	agent_request(conn, "GET", "/ping", NULL, 0, response_cb, NULL, &s);
 	cr_assert_eq(s.nstatus, 3);
 	cr_assert_eq(s.statuses[2], AGENT_CLOSED);
+	seen_free(&s);
 }
 
 Test(agent_client, eof_fails_pending_requests)
@@ -196,6 +204,7 @@ Test(agent_client, eof_fails_pending_requests)
 	ev_run(loop, EVRUN_NOWAIT);
 	cr_assert_eq(s.nstatus, 1);
 	cr_assert_eq(s.statuses[0], AGENT_CLOSED);
+	seen_free(&s);
 }
 
 Test(agent_client, oversized_header_is_refused)
@@ -211,6 +220,7 @@ Test(agent_client, oversized_header_is_refused)
 	free(big);
 	cr_assert_eq(s.nstatus, 1);
 	cr_assert_eq(s.statuses[0], AGENT_BROKEN);
+	seen_free(&s);
 }
 
 static const char sse_head[] = "HTTP/1.1 200 OK\r\nContent-Type: "
@@ -242,6 +252,7 @@ Test(agent_client, exit_event_alone_does_not_end_the_response)
 	cr_assert_eq(s.nstatus, 1);
 	cr_assert_eq(s.statuses[0], 200);
 	buf_free(&b);
+	seen_free(&s);
 }
 
 /* Each of these breaks the protocol and fails the request, named. */
@@ -367,16 +378,19 @@ Test(agent_client, bad_heads_are_refused)
 	cr_assert_eq(s.statuses[0], AGENT_BROKEN);
 	cr_assert(strstr(s.bodies.data, "Content-Length") != NULL);
 	teardown(); setup();
+	seen_free(&s);
 	memset(&s, 0, sizeof s);
 	agent_request(conn, "GET", "/ping", NULL, 0, response_cb, NULL, &s);
 	feed("HTTP/1.1 2000 OK\r\n\r\n", 64);
 	cr_assert_eq(s.statuses[0], AGENT_BROKEN);
 	teardown(); setup();
+	seen_free(&s);
 	memset(&s, 0, sizeof s);
 	agent_request(conn, "GET", "/ping", NULL, 0, response_cb, NULL, &s);
 	feed("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
 	    "Transfer-Encoding: chunked\r\n\r\n", 64);
 	cr_assert_eq(s.statuses[0], AGENT_BROKEN);
+	seen_free(&s);
 }
 
 /* Many short header lines add up to the head's bound too. */
@@ -391,6 +405,7 @@ Test(agent_client, endless_headers_are_refused)
 		feed("X-Junk: 0123456789\r\n", 64);
 	cr_assert_eq(s.nstatus, 1);
 	cr_assert_eq(s.statuses[0], AGENT_BROKEN);
+	seen_free(&s);
 }
 
 static void
@@ -480,4 +495,27 @@ Test(agent_client_exit, error_text_is_escaped_and_bounded)
 	cr_assert(strcmp(x.error + AGENT_ERROR_MAX, "...") == 0);
 	free(x.error);
 	buf_free(&b);
+}
+
+/* A status that is not three digits, 100-599, is a malformed response. */
+Test(agent_client, status_out_of_range_is_refused)
+{
+	static const char	*bad[] = { "HTTP/1.1 2048 OK\r\n",
+	    "HTTP/1.1 -1 X\r\n", "HTTP/1.1 099 X\r\n", "HTTP/1.1 20 X\r\n" };
+	struct seen		 s = { 0 };
+	size_t			 i;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		teardown();
+		setup();
+		memset(&s.statuses, 0, sizeof s.statuses);
+		s.nstatus = 0;
+		agent_request(conn, "GET", "/ping", NULL, 0, response_cb, NULL,
+		    &s);
+		feed(bad[i], 64);
+		feed("Content-Length: 0\r\n\r\n", 64);
+		cr_assert_eq(s.nstatus, 1, "%s", bad[i]);
+		cr_assert_eq(s.statuses[0], AGENT_BROKEN, "%s", bad[i]);
+	}
+	seen_free(&s);
 }

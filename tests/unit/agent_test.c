@@ -1385,7 +1385,8 @@ dirrec(unsigned char *p, unsigned lba, unsigned size, int flags,
 	both16(p + 28, 1);
 	p[32] = nlen;
 	memcpy(p + 33, name, nlen);
-	memcpy(p + 33 + nlen + (nlen % 2 == 0 ? 1 : 0), su, sulen);
+	if (sulen > 0)
+		memcpy(p + 33 + nlen + (nlen % 2 == 0 ? 1 : 0), su, sulen);
 	return (len);
 }
 

@@ -10,16 +10,9 @@
  * more "FILE[:LINE]: message" lines and leaves nothing behind, or gives
  * settings within the schema's ranges that show and load back the same.
  *
- * Built with -DQSUP_LIBFUZZER, the same checks are a libFuzzer target:
- *
- *	clang -g -O1 -fsanitize=fuzzer,address,undefined -DQSUP_LIBFUZZER \
- *	    -std=gnu11 -D_GNU_SOURCE -Icore -Iguest -Ilua \
- *	    $(pkg-config --cflags lua5.4) tests/unit/profile_fuzz_test.c \
- *	    lua/profile.c lua/facts.c lua/netrule.c lua/extra_args.c \
- *	    lua/builtin.S core/util.c core/log.c core/kvm.c core/guest.c \
- *	    $(pkg-config --libs lua5.4) -lm \
- *	    -o build/tests/profile_fuzz
- *	build/tests/profile_fuzz -max_total_time=60 -timeout=5 tests/profiles
+ * tests/fuzz/profile_fuzz.c builds this file with -DQSUP_LIBFUZZER: the same
+ * checks and the same mutator, as a fuzz target of tests/fuzz/ (run from
+ * its corpus by ./build.sh test, and by ./build.sh fuzz profile).
  */
 #include <sys/stat.h>
 
@@ -243,24 +236,6 @@ fuzz_one(const char *data, size_t len, char *const *sets, size_t nsets)
 		fuzz_stats.slow++;
 }
 
-#ifdef QSUP_LIBFUZZER
-int	LLVMFuzzerTestOneInput(const unsigned char *, size_t);
-
-int
-LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
-{
-	static char	*sets[] = { "memory=1G", "env={A=\"b\"}" };
-
-	if (fuzz_dir == NULL)
-		fuzz_init();
-	/* The first byte picks whether --set values come along. */
-	if (size > 0 && data[0] == '#')
-		fuzz_one((const char *)data, size, sets, 2);
-	else
-		fuzz_one((const char *)data, size, NULL, 0);
-	return (0);
-}
-#else
 
 /* xorshift64*: the same inputs on every run. */
 static uint64_t	fuzz_state = 0x9e3779b97f4a7c15ULL;
@@ -388,6 +363,62 @@ fuzz_mutate(struct buf *b, const struct buf *other)
 	}
 }
 
+static void
+fuzz_fini(void)
+{
+	util_rm_rf(fuzz_dir);
+	free(fuzz_dir);
+	free(fuzz_name);
+}
+
+#ifdef QSUP_LIBFUZZER
+static char	*fuzz_sets[] = { "memory=1G", "env={A=\"b\"}" };
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	fuzz_init();
+	atexit(fuzz_fini);
+	/* print() in a profile, not the sanitizers (they write to fd 2). */
+	if ((stderr = fopen("/dev/null", "w")) == NULL)
+		abort();
+	return (0);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* The first byte picks whether --set values come along. */
+	if (size > 0 && data[0] == '#')
+		fuzz_one((const char *)data, size, fuzz_sets, 2);
+	else
+		fuzz_one((const char *)data, size, NULL, 0);
+	return (0);
+}
+
+/* Profile-shaped mutations: Lua tokens, names of settings, splices. */
+size_t
+LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max,
+    unsigned int seed)
+{
+	static const struct buf	 other = { "return { memory = \"2G\" }", 24,
+	    25 };
+	struct buf		 b = { 0 };
+
+	fuzz_state = seed | 1;
+	buf_add(&b, data, size);
+	fuzz_mutate(&b, &other);
+	if (b.len > max)
+		b.len = max;
+	memcpy(data, b.data, b.len);
+	size = b.len;
+	buf_free(&b);
+	return (size);
+}
+#else
+
 /* Profiles of the tree that do not spend their second on purpose. */
 static size_t
 fuzz_seeds(struct buf **seeds)
@@ -427,14 +458,6 @@ fuzz_seeds(struct buf **seeds)
 		closedir(d);
 	}
 	return (n);
-}
-
-static void
-fuzz_fini(void)
-{
-	util_rm_rf(fuzz_dir);
-	free(fuzz_dir);
-	free(fuzz_name);
 }
 
 TestSuite(profile_fuzz, .init = fuzz_init, .fini = fuzz_fini);

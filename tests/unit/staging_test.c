@@ -1360,9 +1360,20 @@ Test(staging, container_signs)
 	cr_assert_eq(staging_in_container(), 1);
 	unsetenv("container");
 	/* The real root, as it is on this host. */
+	unsetenv("QSUP_IN_CONTAINER");
 	cr_assert_eq(staging_in_container(),
 	    access("/.dockerenv", F_OK) == 0 ||
 	    access("/.containerenv", F_OK) == 0);
+	/* Both answers forced, whatever the host's signs say. */
+	cr_assert_eq(setenv("QSUP_IN_CONTAINER", "0", 1), 0);
+	cr_assert_eq(setenv("container", "podman", 1), 0);
+	cr_assert_eq(staging_in_container(), 0);
+	cr_assert_eq(facts_in_container(), 0);
+	unsetenv("container");
+	cr_assert_eq(setenv("QSUP_IN_CONTAINER", "1", 1), 0);
+	cr_assert_eq(staging_in_container(), 1);
+	cr_assert_eq(facts_in_container(), 1);
+	unsetenv("QSUP_IN_CONTAINER");
 	free(root);
 }
 

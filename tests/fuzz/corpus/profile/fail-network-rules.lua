@@ -1,0 +1,26 @@
+-- network_rules: the seed's socket rules, and what is refused.
+return {
+	network = "allowlist",
+	network_allow = { "pypi.org:443" },
+	ports = { 8001 },
+	network_rules = {
+		"ALLOW|TCP|deb.debian.org|443",
+		"PERMIT|TCP|deb.debian.org|443|OUT",
+		"ALLOW|UDP|deb.debian.org|53|OUT",
+		"ALLOW|ICMP|deb.debian.org|*|OUT",
+		"ALLOW|TCP|deb.debian.org|443|BOTH",
+		"DENY|TCP|127.0.0.1|22|IN",
+		"ALLOW|TCP|*|443|OUT",
+		"ALLOW|TCP|deb..debian.org|443|OUT",
+		"ALLOW|TCP|deb.debian.org:80|443|OUT",
+		"ALLOW|TCP|10.0.0.1/8|443|OUT",
+		"ALLOW|TCP|deb.debian.org|80,,443|OUT",
+		"ALLOW|TCP|deb.debian.org|0|OUT",
+		"ALLOW|TCP|deb.debian.org|90-80|OUT",
+		"ALLOW|TCP|127.0.0.1|*|IN",
+		"ALLOW|TCP|127.0.0.1|8000-9000|IN",
+		"ALLOW|TCP|127.0.0.1|8000-8001|IN",
+		"ALLOW|TCP||443|OUT",
+		42,
+	},
+}

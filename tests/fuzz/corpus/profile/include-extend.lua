@@ -1,0 +1,5 @@
+-- Built on include/base.lua, with two changes.
+return extend("include/base", {
+	cpus = 3,
+	timeout = 60,
+})
