@@ -19,31 +19,14 @@
 #include <ev.h>
 
 #include "qsup.h"
+#include "net_fuzz.h"
 
 #define DNS_FUZZ_MAX	1472		/* a datagram within an MTU of 1500 */
 
-static struct ev_loop		*dns_loop;
-static char			 dns_dir[64];
 static const char *const	 dns_rule_text[] = { "localhost",
 				    "*.localhost:80" };
-static struct profile_net_rule	 dns_rules[2];
-
-static void
-dns_init(void)
-{
-	char	*why;
-	size_t	 i;
-
-	if (dns_loop != NULL)
-		return;
-	for (i = 0; i < 2; i++) {
-		if (netrule_parse(dns_rule_text[i], &dns_rules[i], &why) == -1)
-			abort();
-	}
-	dns_loop = ev_loop_new(EVFLAG_AUTO);
-	if (dns_loop == NULL)
-		abort();
-}
+static struct net_fuzz		 dns_fuzz = { .name = "dns",
+				    .text = dns_rule_text, .nrules = 2 };
 
 static uint32_t
 dns_sum(const unsigned char *p, size_t len, uint32_t sum)
@@ -118,7 +101,6 @@ dns_check(const unsigned char *f, size_t len, const uint8_t *q, size_t qlen)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct net_config	 cfg;
 	struct net		*net;
 	struct buf		 in = { 0 };
 	unsigned char		 f[14 + 20 + 8 + DNS_FUZZ_MAX], hdr[4];
@@ -130,18 +112,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > DNS_FUZZ_MAX)
 		size = DNS_FUZZ_MAX;
-	dns_init();
-	/* Its unix sockets: a directory per input, gone after it. */
-	snprintf(dns_dir, sizeof dns_dir, "/tmp/qsup-dns-fuzz.XXXXXX");
-	if (mkdtemp(dns_dir) == NULL)
-		abort();
-	memset(&cfg, 0, sizeof cfg);
-	cfg.mode = PROFILE_NET_ALLOWLIST;
-	cfg.rules = dns_rules;
-	cfg.nrules = 2;
-	cfg.dir = dns_dir;
-	if ((net = net_new(dns_loop, &cfg, &cause)) == NULL)
-		abort();
+	net = net_fuzz_new(&dns_fuzz, PROFILE_NET_ALLOWLIST);
 	if (net_add_tcp_map(net, "db.internal", 5432, "127.0.0.1", 9, NULL,
 	    &cause) == -1)
 		abort();
@@ -157,7 +128,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	/* The answer now, or once qsup's resolver has run in the loop. */
 	for (i = 0; i < 4; i++) {
-		ev_run(dns_loop, EVRUN_NOWAIT);
+		ev_run(dns_fuzz.loop, EVRUN_NOWAIT);
 		while ((n = recv(qfd, chunk, sizeof chunk, MSG_DONTWAIT)) > 0)
 			buf_add(&in, chunk, (size_t)n);
 	}
@@ -171,9 +142,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (answers > 1 || in.len != 0)
 		abort();
-	net_free(net);
-	if (rmdir(dns_dir) == -1)
-		abort();		/* something of the input left behind */
+	net_fuzz_free(&dns_fuzz, net);
 	close(qfd);
 	buf_free(&in);
 	return (0);

@@ -23,33 +23,15 @@
 #include <ev.h>
 
 #include "qsup.h"
+#include "net_fuzz.h"
 
 #define FRAME_FUZZ_MAX	(128 * 1024)	/* of an input, the rest ignored */
 
-static struct ev_loop		*frame_loop;
-static char			 frame_dir[64];
 /* Names under localhost only: resolved by qsup, never by DNS. */
 static const char *const	 frame_rule_text[] = { "localhost:9",
 				    "*.localhost:9" };
-static struct profile_net_rule	 frame_rules[2];
-
-static void
-frame_init(void)
-{
-	char	*why;
-	size_t	 i;
-
-	if (frame_loop != NULL)
-		return;
-	for (i = 0; i < 2; i++) {
-		if (netrule_parse(frame_rule_text[i], &frame_rules[i],
-		    &why) == -1)
-			abort();
-	}
-	frame_loop = ev_loop_new(EVFLAG_AUTO);
-	if (frame_loop == NULL)
-		abort();
-}
+static struct net_fuzz		 frame_fuzz = { .name = "frame",
+				    .text = frame_rule_text, .nrules = 2 };
 
 /* Write what we can; a full socket is QEMU's backpressure, not ours. */
 static void
@@ -61,7 +43,7 @@ frame_write(int fd, const void *p, size_t len)
 		n = send(fd, p, len, MSG_DONTWAIT|MSG_NOSIGNAL);
 		if (n <= 0) {
 			if (n == -1 && errno == EAGAIN) {
-				ev_run(frame_loop, EVRUN_NOWAIT);
+				ev_run(frame_fuzz.loop, EVRUN_NOWAIT);
 				continue;
 			}
 			return;
@@ -124,7 +106,6 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct net_config		 cfg;
 	struct net			*net;
 	struct buf			 in = { 0 };
 	unsigned char			 hdr[4];
@@ -136,19 +117,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return (0);
 	if (size > FRAME_FUZZ_MAX)
 		size = FRAME_FUZZ_MAX;
-	frame_init();
-	/* Its unix sockets: a directory per input, gone after it. */
-	snprintf(frame_dir, sizeof frame_dir, "/tmp/qsup-frame-fuzz.XXXXXX");
-	if (mkdtemp(frame_dir) == NULL)
-		abort();
-	memset(&cfg, 0, sizeof cfg);
-	cfg.mode = (data[0] & 1) ? PROFILE_NET_ALLOWLIST :
-	    PROFILE_NET_RESTRICTED;
-	cfg.rules = frame_rules;
-	cfg.nrules = 2;
-	cfg.dir = frame_dir;
-	if ((net = net_new(frame_loop, &cfg, &cause)) == NULL)
-		abort();
+	net = net_fuzz_new(&frame_fuzz, (data[0] & 1) ?
+	    PROFILE_NET_ALLOWLIST : PROFILE_NET_RESTRICTED);
 	/* A map to the discard port: whatever the guest sends is lost. */
 	if (net_add_tcp_map(net, "db.internal", 5432, "127.0.0.1", 9, NULL,
 	    &cause) == -1)
@@ -173,12 +143,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	for (i = 0; i < 4; i++) {
-		ev_run(frame_loop, EVRUN_NOWAIT);
+		ev_run(frame_fuzz.loop, EVRUN_NOWAIT);
 		frame_drain(qfd, &in);
 	}
-	net_free(net);
-	if (rmdir(frame_dir) == -1)
-		abort();		/* something of the input left behind */
+	net_fuzz_free(&frame_fuzz, net);
 	close(qfd);
 	buf_free(&in);
 	return (0);

@@ -23,35 +23,18 @@
 #include <ev.h>
 
 #include "qsup.h"
+#include "net_fuzz.h"
 
 #define PROXY_FUZZ_MAX		(64 * 1024)	/* of an input */
 #define PROXY_FUZZ_ROUNDS	64		/* of the loop, at most */
 
-static struct ev_loop		*proxy_loop;
-static char			 proxy_dir[64];
 static const char *const	 proxy_rule_text[] = { "127.0.0.1:9",
 				    "[::1]:9", "localhost:9",
 				    "*.localhost:9" };
-#define PROXY_NRULES	(sizeof proxy_rule_text / sizeof proxy_rule_text[0])
-static struct profile_net_rule	 proxy_rules[PROXY_NRULES];
-
-static void
-proxy_init(void)
-{
-	char	*why;
-	size_t	 i;
-
-	if (proxy_loop != NULL)
-		return;
-	for (i = 0; i < PROXY_NRULES; i++) {
-		if (netrule_parse(proxy_rule_text[i], &proxy_rules[i],
-		    &why) == -1)
-			abort();
-	}
-	proxy_loop = ev_loop_new(EVFLAG_AUTO);
-	if (proxy_loop == NULL)
-		abort();
-}
+static struct net_fuzz		 proxy_fuzz = { .name = "proxy",
+				    .text = proxy_rule_text, .nrules =
+				    sizeof proxy_rule_text /
+				    sizeof proxy_rule_text[0] };
 
 static int
 proxy_connect(void)
@@ -62,7 +45,7 @@ proxy_connect(void)
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
 	snprintf(sun.sun_path, sizeof sun.sun_path, "%s/net0.sock",
-	    proxy_dir);
+	    proxy_fuzz.dir);
 	fd = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK, 0);
 	if (fd == -1 || connect(fd, (struct sockaddr *)&sun, sizeof sun) ==
 	    -1)
@@ -91,29 +74,17 @@ proxy_check(struct buf *b)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct net_config	 cfg;
 	struct net		*net;
 	struct buf		 b = { 0 };
 	struct pollfd		 pfd;
-	char			 chunk[65536], *cause = NULL;
+	char			 chunk[65536];
 	size_t			 off = 0;
 	ssize_t			 n;
 	int			 fd, i, eof = 0;
 
 	if (size > PROXY_FUZZ_MAX)
 		size = PROXY_FUZZ_MAX;
-	proxy_init();
-	/* Its unix sockets: a directory per input, gone after it. */
-	snprintf(proxy_dir, sizeof proxy_dir, "/tmp/qsup-proxy-fuzz.XXXXXX");
-	if (mkdtemp(proxy_dir) == NULL)
-		abort();
-	memset(&cfg, 0, sizeof cfg);
-	cfg.mode = PROFILE_NET_ALLOWLIST;
-	cfg.rules = proxy_rules;
-	cfg.nrules = PROXY_NRULES;
-	cfg.dir = proxy_dir;
-	if ((net = net_new(proxy_loop, &cfg, &cause)) == NULL)
-		abort();
+	net = net_fuzz_new(&proxy_fuzz, PROFILE_NET_ALLOWLIST);
 	fd = proxy_connect();
 	for (i = 0; i < PROXY_FUZZ_ROUNDS && !eof; i++) {
 		while (off < size) {
@@ -126,7 +97,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			shutdown(fd, SHUT_WR);
 			off++;
 		}
-		ev_run(proxy_loop, EVRUN_NOWAIT);
+		ev_run(proxy_fuzz.loop, EVRUN_NOWAIT);
 		/* A refused connect to the loopback is quick, not instant. */
 		pfd.fd = fd;
 		pfd.events = POLLIN;
@@ -138,9 +109,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	proxy_check(&b);
 	close(fd);
-	net_free(net);
-	if (rmdir(proxy_dir) == -1)
-		abort();		/* something of the input left behind */
+	net_fuzz_free(&proxy_fuzz, net);
 	buf_free(&b);
 	return (0);
 }
