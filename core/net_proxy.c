@@ -56,6 +56,7 @@
 #define PX_HEAD_TIMEOUT		30.
 #define PX_CONNECT_TIMEOUT	15.
 #define PX_LINGER		5.	/* after an error reply */
+#define PX_BACKOFF		0.1	/* out of descriptors, before accepting again */
 
 enum px_state {
 	PX_HEAD,	/* reading the request */
@@ -104,6 +105,7 @@ struct net_proxy {
 	char			*path;
 	int			 fd;
 	ev_io			 accept;
+	ev_timer		 backoff;	/* out of descriptors: wait */
 	char			*host;		/* a map's; NULL: the proxy */
 	int			 port;
 	struct px_conns		 conns;
@@ -904,6 +906,20 @@ net_proxy_accept(struct net_proxy *px)
 		if (fd == -1) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			/*
+			 * Out of descriptors: the listener stays readable,
+			 * so watching it now would spin the loop. Wait,
+			 * leaving the connection in the backlog.
+			 */
+			if ((errno == EMFILE || errno == ENFILE) &&
+			    !ev_is_active(&px->backoff)) {
+				net_note(px->net, px->host != NULL ? "tcp" :
+				    "http", "(any)", 0, "qsup is out of file "
+				    "descriptors");
+				ev_io_stop(px->loop, &px->accept);
+				ev_timer_set(&px->backoff, PX_BACKOFF, 0);
+				ev_timer_start(px->loop, &px->backoff);
+			}
 			return;
 		}
 		if (net_conn_open(px->net) == -1) {
@@ -922,6 +938,16 @@ px_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	net_proxy_accept(w->data);
+}
+
+static void
+px_backoff_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct net_proxy	*px = w->data;
+
+	(void)revents;
+	ev_io_start(loop, &px->accept);
+	net_proxy_accept(px);
 }
 
 /*
@@ -963,6 +989,8 @@ net_proxy_new(struct net *net, const char *path, const char *host, int port,
 	ev_io_init(&px->accept, px_accept_cb, px->fd, EV_READ);
 	px->accept.data = px;
 	ev_io_start(px->loop, &px->accept);
+	ev_init(&px->backoff, px_backoff_cb);
+	px->backoff.data = px;
 	return (px);
 fail:
 	net_proxy_free(px);
@@ -979,6 +1007,7 @@ net_proxy_free(struct net_proxy *px)
 	while ((c = TAILQ_FIRST(&px->conns)) != NULL)
 		px_conn_free(c);
 	ev_io_stop(px->loop, &px->accept);
+	ev_timer_stop(px->loop, &px->backoff);
 	if (px->fd != -1) {
 		close(px->fd);
 		px->fd = -1;

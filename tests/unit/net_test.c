@@ -4,6 +4,7 @@
  * real servers on 127.0.0.1; and slirp driven with hand-made Ethernet
  * frames on the socket QEMU would hold.
  */
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -2339,5 +2340,70 @@ Test(net_fuzz, guest_frames)
 	/* Still framing, still answering. */
 	cr_assert_eq(guest_dns(qfd, "localhost", 1, addr, &an), 0);
 	cr_assert_str_eq(addr, "127.0.0.1");
+	net_free(net);
+}
+
+static void
+break_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	ev_break(l, EVBREAK_ONE);
+}
+
+/*
+ * With qsup out of file descriptors, a connection waiting at the proxy
+ * must not spin the loop (the listener stays readable while accept fails
+ * with EMFILE); once descriptors are free again it is served.
+ */
+Test(net_proxy, out_of_descriptors_does_not_spin)
+{
+	struct net		*net;
+	struct net_stats	 st;
+	struct rlimit		 rl;
+	ev_timer		 stop;
+	unsigned int		 before;
+	int			 fd, spare[64], n = 0, i;
+
+	rules_set("example.org", NULL);
+	net = net_allowlist();
+	fd = guest_connect("net0.sock");
+	cr_assert(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	/* This test's process only: Criterion forks each test. */
+	rl.rlim_cur = 256;
+	cr_assert(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	while (n < 64 && (spare[n] = dup(0)) != -1)
+		n++;
+	while (dup(0) != -1)
+		;
+	cr_assert_eq(errno, EMFILE);
+	/* The loop left to itself for 0.5 s: it sleeps, or it spins. */
+	ev_timer_init(&stop, break_cb, 0.5, 0);
+	ev_timer_start(loop, &stop);
+	before = ev_iteration(loop);
+	ev_run(loop, 0);
+	cr_assert_lt(ev_iteration(loop) - before, 100,
+	    "%u loop iterations in 0.5 s: the loop spins",
+	    ev_iteration(loop) - before);
+	net_stats(net, &st);
+	for (i = 0; i < (int)st.ndests; i++) {
+		if (strcmp(st.dests[i].kind, "http") == 0 &&
+		    strstr(st.dests[i].why, "file descriptors") != NULL)
+			break;
+	}
+	cr_assert_lt(i, (int)st.ndests, "no refusal for want of descriptors");
+	/* Descriptors again: the waiting connection is taken and served. */
+	for (i = 0; i < n; i++)
+		close(spare[i]);
+	send_all(fd, "GET http://example.net/ HTTP/1.1\r\n\r\n", 36);
+	{
+		struct buf	b = { 0 };
+
+		recv_some(fd, &b, 12, 10);
+		cr_assert(b.len >= 12 && strncmp(b.data, "HTTP/1.1 403", 12) == 0,
+		    "%.*s", (int)b.len, b.data);
+		buf_free(&b);
+	}
+	close(fd);
 	net_free(net);
 }
