@@ -477,67 +477,6 @@ net_map_at(struct net *net, const unsigned char *addr, int port)
 	return (0);
 }
 
-/*
- * Count what restricted slirp is about to refuse: a new TCP connection,
- * a UDP datagram or a ping to anywhere but our listeners (DNS and DHCP
- * are answered). A TCP SYN still goes to slirp, which answers with a
- * reset (the guest's connect fails at once rather than time out); UDP and
- * pings are dropped here: slirp answers pings to its own addresses, and a
- * reply from 10.0.2.2 would look like the host being reachable. Returns
- * 1 when the frame is to be dropped.
- */
-static int
-net_watch_frame(struct net *net, const unsigned char *f, size_t len)
-{
-	const unsigned char	*ip, *l4;
-	const char		*kind;
-	char			 dest[64];
-	size_t			 ihl;
-	int			 port = 0;
-
-	if (len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00)
-		return (0);
-	ip = f + 14;
-	ihl = (size_t)(ip[0] & 0x0f) * 4;
-	if ((ip[0] >> 4) != 4 || ihl < 20 || 14 + ihl + 8 > len ||
-	    (((ip[6] << 8) | ip[7]) & 0x1fff) != 0)
-		return (0);
-	l4 = ip + ihl;
-	switch (ip[9]) {
-	case IPPROTO_TCP:
-		if (14 + ihl + 14 > len || (l4[13] & 0x12) != 0x02)
-			return (0);		/* not a SYN */
-		kind = "tcp";
-		port = (l4[2] << 8) | l4[3];
-		if (net_map_at(net, ip + 16, port))
-			return (0);
-		break;
-	case IPPROTO_UDP:
-		kind = "udp";
-		port = (l4[2] << 8) | l4[3];
-		if (port == 67)
-			return (0);		/* DHCP, answered by slirp */
-		break;
-	case IPPROTO_ICMP:
-		if (l4[0] != 8)
-			return (0);		/* not an echo request */
-		kind = "icmp";
-		break;
-	default:
-		return (0);
-	}
-	if (port != 0)
-		snprintf(dest, sizeof dest, "%u.%u.%u.%u:%d", ip[16], ip[17],
-		    ip[18], ip[19], port);
-	else
-		snprintf(dest, sizeof dest, "%u.%u.%u.%u", ip[16], ip[17],
-		    ip[18], ip[19]);
-	net_note(net, kind, dest, 0, net->mode == PROFILE_NET_ALLOWLIST ?
-	    "the guest reaches out only through the proxy at "
-	    NET_PROXY_ADDR " and the TCP maps" : "the network is restricted");
-	return (ip[9] != IPPROTO_TCP);
-}
-
 /* The IPv4 header of frame f, or NULL; *ihl is its length. */
 static const unsigned char *
 net_ipv4(const unsigned char *f, size_t len, size_t *ihl)
@@ -550,6 +489,82 @@ net_ipv4(const unsigned char *f, size_t len, size_t *ihl)
 	if ((ip[0] >> 4) != 4 || *ihl < 20 || 14 + *ihl > len)
 		return (NULL);
 	return (ip);
+}
+
+/* The IPv4 destination of ip, with port unless it is 0. */
+static void
+net_dest(char *dest, size_t size, const unsigned char *ip, int port)
+{
+	if (port != 0)
+		snprintf(dest, size, "%u.%u.%u.%u:%d", ip[16], ip[17], ip[18],
+		    ip[19], port);
+	else
+		snprintf(dest, size, "%u.%u.%u.%u", ip[16], ip[17], ip[18],
+		    ip[19]);
+}
+
+/*
+ * Would slirp open a flow of its own for this frame: a TCP SYN, a UDP
+ * datagram (but DHCP, which slirp answers itself) or a ping? Then 1, with
+ * its IPv4 header, its kind and its destination port (0 for a ping).
+ */
+static int
+net_new_flow(const unsigned char *f, size_t len, const unsigned char **ipp,
+    const char **kind, int *port)
+{
+	const unsigned char	*ip, *l4;
+	size_t			 ihl;
+
+	if ((ip = net_ipv4(f, len, &ihl)) == NULL || 14 + ihl + 8 > len ||
+	    (((ip[6] << 8) | ip[7]) & 0x1fff) != 0)
+		return (0);
+	l4 = ip + ihl;
+	*ipp = ip;
+	*port = 0;
+	switch (ip[9]) {
+	case IPPROTO_TCP:
+		if (14 + ihl + 14 > len || (l4[13] & 0x12) != 0x02)
+			return (0);		/* not a SYN */
+		*kind = "tcp";
+		*port = (l4[2] << 8) | l4[3];
+		return (1);
+	case IPPROTO_UDP:
+		*kind = "udp";
+		*port = (l4[2] << 8) | l4[3];
+		return (*port != 67);		/* DHCP, answered by slirp */
+	case IPPROTO_ICMP:
+		*kind = "icmp";
+		return (l4[0] == 8);		/* an echo request */
+	default:
+		return (0);
+	}
+}
+
+/*
+ * Count what restricted slirp is about to refuse: a new TCP connection,
+ * a UDP datagram or a ping to anywhere but our listeners (DNS and DHCP
+ * are answered). A TCP SYN still goes to slirp, which answers with a
+ * reset (the guest's connect fails at once rather than time out); UDP and
+ * pings are dropped here: slirp answers pings to its own addresses, and a
+ * reply from 10.0.2.2 would look like the host being reachable. Returns
+ * 1 when the frame is to be dropped.
+ */
+static int
+net_watch_frame(struct net *net, const unsigned char *f, size_t len)
+{
+	const unsigned char	*ip;
+	const char		*kind;
+	char			 dest[64];
+	int			 port;
+
+	if (!net_new_flow(f, len, &ip, &kind, &port) ||
+	    (ip[9] == IPPROTO_TCP && net_map_at(net, ip + 16, port)))
+		return (0);
+	net_dest(dest, sizeof dest, ip, port);
+	net_note(net, kind, dest, 0, net->mode == PROFILE_NET_ALLOWLIST ?
+	    "the guest reaches out only through the proxy at "
+	    NET_PROXY_ADDR " and the TCP maps" : "the network is restricted");
+	return (ip[9] != IPPROTO_TCP);
 }
 
 /*
@@ -572,8 +587,7 @@ net_fragment(struct net *net, const unsigned char *f, size_t len)
 	    (((ip[6] << 8) | ip[7]) & 0x3fff) == 0)
 		return (0);		/* not a fragment */
 	net->stats.fragments_dropped++;
-	snprintf(dest, sizeof dest, "%u.%u.%u.%u", ip[16], ip[17], ip[18],
-	    ip[19]);
+	net_dest(dest, sizeof dest, ip, 0);
 	net_note(net, "fragment", dest, 0, "IPv4 fragments are dropped");
 	return (1);
 }
@@ -581,41 +595,20 @@ net_fragment(struct net *net, const unsigned char *f, size_t len)
 /*
  * Would slirp open a socket for this frame while it has NET_SOCKETS_MAX
  * already? Then 1: it is dropped (a TCP SYN comes again, slowing the
- * guest down; a UDP datagram or a ping is lost). DHCP needs none.
+ * guest down; a UDP datagram or a ping is lost).
  */
 static int
 net_sockets_full(struct net *net, const unsigned char *f, size_t len)
 {
-	const unsigned char	*ip, *l4;
+	const unsigned char	*ip;
 	const char		*kind;
 	char			 dest[64];
-	size_t			 ihl;
+	int			 port;
 
 	if (net->nsockets < NET_SOCKETS_MAX ||
-	    (ip = net_ipv4(f, len, &ihl)) == NULL || 14 + ihl + 14 > len)
+	    !net_new_flow(f, len, &ip, &kind, &port))
 		return (0);
-	l4 = ip + ihl;
-	switch (ip[9]) {
-	case IPPROTO_TCP:
-		if ((l4[13] & 0x12) != 0x02)
-			return (0);		/* not a SYN */
-		kind = "tcp";
-		break;
-	case IPPROTO_UDP:
-		if (l4[2] == 0 && l4[3] == 67)
-			return (0);
-		kind = "udp";
-		break;
-	case IPPROTO_ICMP:
-		if (l4[0] != 8)
-			return (0);
-		kind = "icmp";
-		break;
-	default:
-		return (0);
-	}
-	snprintf(dest, sizeof dest, "%u.%u.%u.%u", ip[16], ip[17], ip[18],
-	    ip[19]);
+	net_dest(dest, sizeof dest, ip, 0);
 	net_note(net, kind, dest, 0, "too many connections at once");
 	return (1);
 }
