@@ -227,18 +227,29 @@ serial_set_mark_cb(struct serial *s, void (*cb)(void *, const char *),
 	s->mark_arg = arg;
 }
 
+/* How many lines the ring of the last important ones holds. */
+static int
+serial_nlast(const struct serial *s)
+{
+	return (s->nlast < SERIAL_MARK_LAST ? s->nlast : SERIAL_MARK_LAST);
+}
+
+/* The i-th newest of them, 1 the newest. */
+static const char *
+serial_last(const struct serial *s, int i)
+{
+	return (s->last[(s->nlast - i) % SERIAL_MARK_LAST]);
+}
+
 /* The last important line that holds what, or NULL; the caller frees it. */
 char *
 serial_find(struct serial *s, const char *what)
 {
-	int	i, n;
+	int	i;
 
-	n = s->nlast < SERIAL_MARK_LAST ? s->nlast : SERIAL_MARK_LAST;
-	for (i = 1; i <= n; i++) {
-		if (strstr(s->last[(s->nlast - i) % SERIAL_MARK_LAST], what) !=
-		    NULL)
-			return (xstrdup(s->last[(s->nlast - i) %
-			    SERIAL_MARK_LAST]));
+	for (i = 1; i <= serial_nlast(s); i++) {
+		if (strstr(serial_last(s, i), what) != NULL)
+			return (xstrdup(serial_last(s, i)));
 	}
 	for (i = s->nfirst - 1; i >= 0; i--) {
 		if (strstr(s->first[i], what) != NULL)
@@ -272,8 +283,8 @@ void
 serial_tail(struct serial *s, int nlines, struct buf *out)
 {
 	char	*flat, *p;
-	size_t	 start, i, len, n;
-	int	 seen = 0, marks = 0;
+	size_t	 start, i, len;
+	int	 seen = 0, marks = 0, n;
 
 	len = s->ring_len;
 	flat = xmalloc(len + 1);
@@ -293,10 +304,8 @@ serial_tail(struct serial *s, int nlines, struct buf *out)
 	flat[len] = '\0';
 	for (i = 0; i < (size_t)s->nfirst; i++)
 		serial_tail_mark(s->first[i], p, out, &marks);
-	n = s->nlast < SERIAL_MARK_LAST ? s->nlast : SERIAL_MARK_LAST;
-	for (i = n; i > 0; i--)
-		serial_tail_mark(s->last[(s->nlast - i) % SERIAL_MARK_LAST], p,
-		    out, &marks);
+	for (n = serial_nlast(s); n > 0; n--)
+		serial_tail_mark(serial_last(s, n), p, out, &marks);
 	if (marks > 0)
 		buf_puts(out, "...\n");
 	/* Control bytes other than newline and tab are not shown raw. */
