@@ -744,18 +744,26 @@ sandbox_console_mark_cb(void *arg, const char *line)
 		sandbox_fail(sb, "the guest halted");
 }
 
+/* The agent broke the protocol: fail with the client's account of it. */
+static void
+sandbox_broken(struct sandbox *sb, const char *why, size_t len)
+{
+	char	*msg;
+
+	xasprintf(&msg, "%.*s", (int)len, why);
+	sandbox_fail(sb, msg);
+	free(msg);
+}
+
 static void
 sandbox_pong_cb(int status, const char *body, size_t len, void *arg)
 {
 	struct sandbox	*sb = arg;
-	char		*msg;
 
 	if (sb->state != SB_READY || status == AGENT_CLOSED)
 		return;		/* QEMU is going; sandbox_child_cb says why */
 	if (status == AGENT_BROKEN) {
-		xasprintf(&msg, "%.*s", (int)len, body);
-		sandbox_fail(sb, msg);
-		free(msg);
+		sandbox_broken(sb, body, len);
 		return;
 	}
 	/* Any answer: the agent runs. */
@@ -824,9 +832,7 @@ sandbox_setup_cb(int status, const char *body, size_t len, void *arg)
 	if (status == AGENT_CLOSED)
 		return;		/* QEMU is gone; sandbox_child_cb says why */
 	if (status == AGENT_BROKEN) {
-		xasprintf(&msg, "%.*s", (int)len, body);
-		sandbox_fail(sb, msg);
-		free(msg);
+		sandbox_broken(sb, body, len);
 		return;
 	}
 	if (sb->mode == SB_RESTORE && status != 503) {
