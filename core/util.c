@@ -359,17 +359,30 @@ util_which(const char *name)
 	return (xstrdup(name));
 }
 
-/* Read a whole file of at most max bytes, NUL-terminated. */
+/*
+ * Read a whole regular file of at most max bytes, NUL-terminated; errno
+ * EFBIG if it is larger, EINVAL if it is not a regular file. Opened
+ * without waiting and checked on the descriptor itself: a FIFO or a
+ * device put where a file should be would block open() or read() for
+ * good.
+ */
 char *
 util_read_file(const char *path, size_t *lenp, size_t max)
 {
-	char	*buf = NULL;
-	size_t	 len = 0, size = 0;
-	ssize_t	 n;
-	int	 fd;
+	struct stat	 st;
+	char		*buf = NULL;
+	size_t		 len = 0, size = 0;
+	ssize_t		 n;
+	int		 fd;
 
-	if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1)
+	if ((fd = open(path, O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC)) == -1)
 		return (NULL);
+	if (fstat(fd, &st) == -1)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
 	for (;;) {
 		if (size - len < 4096) {
 			size = size == 0 ? 8192 : size * 2;

@@ -32,7 +32,6 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -1418,56 +1417,21 @@ profile_builtin_names(struct buf *b)
 		    profile_builtins[i].name);
 }
 
-/*
- * A profile file's text, or NULL and *cause ("PATH: why"). Opened without
- * waiting and checked on the descriptor itself: a FIFO, a device or a
- * directory would block open() or read() for good, or mean nothing.
- */
+/* A profile file's text, or NULL and *cause ("PATH: why"). */
 static char *
 profile_read_file(const char *path, size_t *lenp, char **cause)
 {
-	struct stat	 st;
-	char		*buf = NULL;
-	size_t		 len = 0, size = 0;
-	ssize_t		 n;
-	int		 fd;
+	char	*text;
 
-	if ((fd = open(path, O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC)) == -1) {
-		xasprintf(cause, "%s: %s", path, strerror(errno));
-		return (NULL);
-	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+	if ((text = util_read_file(path, lenp, PROFILE_FILE_MAX)) != NULL)
+		return (text);
+	if (errno == EFBIG)
+		xasprintf(cause, "%s: larger than %d KiB", path,
+		    PROFILE_FILE_MAX / 1024);
+	else if (errno == EINVAL)
 		xasprintf(cause, "%s: not a regular file", path);
-		goto fail;
-	}
-	for (;;) {
-		if (size - len < 4096) {
-			size = size == 0 ? 8192 : size * 2;
-			buf = xrealloc(buf, size + 1);
-		}
-		if ((n = read(fd, buf + len, size - len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			xasprintf(cause, "%s: %s", path, strerror(errno));
-			goto fail;
-		}
-		if (n == 0)
-			break;
-		if ((len += n) > PROFILE_FILE_MAX) {
-			xasprintf(cause, "%s: larger than %d KiB", path,
-			    PROFILE_FILE_MAX / 1024);
-			goto fail;
-		}
-	}
-	close(fd);
-	if (buf == NULL)
-		buf = xmalloc(1);
-	buf[len] = '\0';
-	*lenp = len;
-	return (buf);
-fail:
-	close(fd);
-	free(buf);
+	else
+		xasprintf(cause, "%s: %s", path, strerror(errno));
 	return (NULL);
 }
 
