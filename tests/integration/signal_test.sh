@@ -29,6 +29,25 @@ ms_since() {
 	echo $((($(date +%s%N) - $1) / 1000000))
 }
 
+# expect_stopped PID T0 SECONDS STATUS MAX_MS WHAT: PID (a qsup of ours)
+# ends within SECONDS (else it is killed) with STATUS, at most MAX_MS
+# after T0 (date +%s%N), when WHAT (the signals) was sent.
+expect_stopped() {
+	local ms st
+	wait_gone "$1" "$3" || fail "$6 did not stop qsup within $3 s"
+	ms=$(ms_since "$2")
+	echo "    stopped $ms ms after the signal"
+	wait "$1"; st=$?
+	expect_eq "status" "$4" $st
+	[ $ms -le "$5" ] || fail "took $ms ms after $6"
+}
+
+# A FIFO held open on fd 3 and never read, unless a test reads it.
+held_fifo() {
+	rm -f "$T_TMP/fifo"; mkfifo "$T_TMP/fifo"
+	exec 3<>"$T_TMP/fifo"
+}
+
 json_field() {	# json_field NAME FILE: the value of "NAME": in the last line
 	tail -n 1 "$2" | sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p"
 }
@@ -60,9 +79,8 @@ slow_qemu() {
 # The first SIGTERM stops the command and QEMU, then qsup waits to write
 # what it holds; the second makes it give that up and exit at once.
 test_blocked_stdout_two_sigterms() {
-	local pid t0 st ms
-	rm -f "$T_TMP/fifo"; mkfifo "$T_TMP/fifo"
-	exec 3<>"$T_TMP/fifo"
+	local pid t0
+	held_fifo
 	"$QSUP" run -v --set warm_start=false -- cat /dev/zero \
 	    >"$T_TMP/fifo" 2>"$T_TMP/err" &
 	pid=$!
@@ -76,21 +94,15 @@ test_blocked_stdout_two_sigterms() {
 	kill -0 $pid 2>/dev/null || fail "qsup exited before its output was read"
 	t0=$(date +%s%N)
 	kill -TERM $pid
-	wait_gone $pid 10 || fail "a second SIGTERM did not stop qsup"
-	ms=$(ms_since $t0)
-	echo "    stopped $ms ms after the signal"
-	wait $pid; st=$?
+	expect_stopped $pid $t0 10 143 2000 "the second SIGTERM"
 	exec 3<&-
-	expect_eq "status" 143 $st
-	[ $ms -le 2000 ] || fail "took $ms ms after the second SIGTERM"
 }
 
 # The same with the second SIGTERM while the command still runs: QEMU is
 # killed outright, no waiting for it or for the output.
 test_blocked_stdout_second_sigterm_running() {
-	local pid t0 st ms
-	rm -f "$T_TMP/fifo"; mkfifo "$T_TMP/fifo"
-	exec 3<>"$T_TMP/fifo"
+	local pid t0
+	held_fifo
 	"$QSUP" run -v --set warm_start=false -- cat /dev/zero \
 	    >"$T_TMP/fifo" 2>"$T_TMP/err" &
 	pid=$!
@@ -100,19 +112,14 @@ test_blocked_stdout_second_sigterm_running() {
 	kill -TERM $pid
 	sleep 0.2	# two signals, not one pending twice
 	kill -TERM $pid
-	wait_gone $pid 10 || fail "two SIGTERMs did not stop qsup"
-	ms=$(ms_since $t0)
-	echo "    stopped $ms ms after the signal"
-	wait $pid; st=$?
+	expect_stopped $pid $t0 10 143 2500 "two SIGTERMs"
 	exec 3<&-
-	expect_eq "status" 143 $st
-	[ $ms -le 2500 ] || fail "took $ms ms after two SIGTERMs"
 }
 
 # The first run of a shape saves a template. Two SIGINTs during the save:
 # exit 130 at once, QEMU gone, no half-written state file left.
 test_sigint_during_template_save() {
-	local pid t0 st ms tpl
+	local pid t0 tpl
 	export XDG_CACHE_HOME=$T_TMP/save-cache
 	tpl=$XDG_CACHE_HOME/qsup/templates
 	rm -rf "$XDG_CACHE_HOME"
@@ -130,12 +137,7 @@ test_sigint_during_template_save() {
 	kill -INT $pid
 	sleep 0.1
 	kill -INT $pid
-	wait_gone $pid 20 || fail "two SIGINTs did not stop the save"
-	ms=$(ms_since $t0)
-	echo "    stopped $ms ms after the signal"
-	wait $pid; st=$?
-	expect_eq "status" 130 $st
-	[ $ms -le 1500 ] || fail "took $ms ms after two SIGINTs during the save"
+	expect_stopped $pid $t0 20 130 1500 "two SIGINTs during the save"
 	expect_eq "partial template" "" "$(ls "$tpl" | grep '\.state\.')"
 	# Cut short, not waited for: no template either.
 	expect_eq "template" "" "$(ls "$tpl" | grep '\.state$')"
@@ -145,7 +147,7 @@ test_sigint_during_template_save() {
 # One SIGINT while the KVM probe runs (before anything else): exit 130
 # at once, the probe's QEMU gone, nothing remembered of a cut probe.
 test_sigint_during_kvm_probe() {
-	local pid t0 st ms q
+	local pid t0 q
 	[ -c /dev/kvm ] || { echo "    (no /dev/kvm: skipped)"; return; }
 	log_qemu
 	QSUP_QEMU=$T_TMP/qemu QSUP_KVM_FORCE_PROBE=1 \
@@ -160,12 +162,7 @@ test_sigint_during_kvm_probe() {
 	fi
 	t0=$(date +%s%N)
 	kill -INT $pid
-	wait_gone $pid 10 || fail "SIGINT did not stop the probe"
-	ms=$(ms_since $t0)
-	echo "    stopped $ms ms after the signal"
-	wait $pid; st=$?
-	expect_eq "status" 130 $st
-	[ $ms -le 1500 ] || fail "took $ms ms after SIGINT during the probe"
+	expect_stopped $pid $t0 10 130 1500 "SIGINT during the probe"
 	q=$(awk '{print $1}' "$T_TMP/qemu.log" | head -n 1)
 	sleep 0.2
 	kill -0 "$q" 2>/dev/null && fail "the probe's QEMU $q is still running"
@@ -191,7 +188,7 @@ test_signal_in_teardown_keeps_status() {
 
 # ... and a second signal then still stops it at once, status kept.
 test_two_signals_in_teardown() {
-	local pid st t0 ms
+	local pid t0
 	slow_qemu
 	STOP_DELAY=1.5 QSUP_QEMU=$T_TMP/qemu "$QSUP" run -v \
 	    --set warm_start=false -- sh -c 'exit 5' 2>"$T_TMP/err" &
@@ -201,28 +198,20 @@ test_two_signals_in_teardown() {
 	kill -INT $pid
 	sleep 0.1
 	kill -TERM $pid
-	wait_gone $pid 20 || fail "qsup did not stop"
-	ms=$(ms_since $t0)
-	echo "    stopped $ms ms after the signal"
-	wait $pid; st=$?
-	expect_eq "status" 5 $st
-	[ $ms -le 1000 ] || fail "took $ms ms after two signals in teardown"
+	expect_stopped $pid $t0 20 5 1000 "two signals in teardown"
 	# qsup killed the script it started; the script's own QEMU (which
 	# qsup never saw) is this test's to end.
 	sleep 0.2
 	pkill -9 -f "qemu-system.*$T_RUN" 2>/dev/null
 }
 
-# --timeout ends the command: --json still says how long it ran and how
-# large QEMU was.
 # stderr is a FIFO read only until the command starts: under -v qsup's own
 # messages (the first signal's "stopping the command") meet a full pipe.
 # They wait in qsup's queue, not in a write, so the second signal still
 # stops it at once.
 test_blocked_stderr_verbose_two_sigterms() {
-	local pid t0 st ms
-	rm -f "$T_TMP/fifo"; mkfifo "$T_TMP/fifo"
-	exec 3<>"$T_TMP/fifo"
+	local pid t0
+	held_fifo
 	"$QSUP" run -v --set warm_start=false -- sh -c 'cat /dev/zero >&2' \
 	    >/dev/null 2>"$T_TMP/fifo" &
 	pid=$!
@@ -234,15 +223,12 @@ test_blocked_stderr_verbose_two_sigterms() {
 	kill -0 $pid 2>/dev/null || fail "qsup exited before its stderr was read"
 	t0=$(date +%s%N)
 	kill -TERM $pid
-	wait_gone $pid 10 || fail "a second SIGTERM did not stop qsup"
-	ms=$(ms_since $t0)
-	echo "    stopped $ms ms after the signal"
-	wait $pid; st=$?
+	expect_stopped $pid $t0 10 143 2500 "the second SIGTERM"
 	exec 3<&-
-	expect_eq "status" 143 $st
-	[ $ms -le 2500 ] || fail "took $ms ms after the second SIGTERM"
 }
 
+# --timeout ends the command: --json still says how long it ran and how
+# large QEMU was.
 test_timeout_json_figures() {
 	local exec_s rss
 	"$QSUP" run --json --timeout 2 -- sleep 60 2>"$T_TMP/err"
