@@ -6,19 +6,32 @@ WARN		 = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 		   -Wpointer-arith -Wcast-qual
 CFLAGS		?= -O2 -g
 PKGS		 = lua5.4 libiso9660 libcdio libcurl
+# One folder a layer, each with its own header; a file sees the headers of
+# its own layer and those below it, nothing above (tests/layers.sh checks
+# the same of every #include, and of guest/):
+#   core/wire <- core/base <- staging, core/net <- lua <- core/vm <- core/cmd
+I_WIRE		 = -Icore/wire
+I_BASE		 = $(I_WIRE) -Icore/base
+I_STAGING	 = $(I_BASE) -Istaging
+I_NET		 = $(I_BASE) -Icore/net
+I_LUA		 = $(I_NET) -Istaging -Ilua
+I_VM		 = $(I_LUA) -Icore/vm
+I_CMD		 = $(I_VM) -Icore/cmd
+INC		 = $(I_CMD) -Iguest # tests see every layer, and the agent
 QSUP_DEFS	 = $(WARN) $(WERROR) -std=gnu11 -D_GNU_SOURCE \
-		   -Icore -Iguest -Ilua -Istaging $(shell pkg-config --cflags $(PKGS))
+		   $(INC) $(shell pkg-config --cflags $(PKGS))
 QSUP_CFLAGS	 = $(CFLAGS) $(QSUP_DEFS)
 # libslirp's .pc wants glib's headers for nothing we use: linked by name.
 QSUP_LIBS	 = -lev $(shell pkg-config --libs $(PKGS)) -lslirp -lanl \
 		   -lmbedcrypto -lm
 
-CORE_SRC	 = $(wildcard core/*.c) $(wildcard lua/*.c) $(wildcard staging/*.c)
+CORE_SRC	 = $(wildcard core/*/*.c) $(wildcard lua/*.c) $(wildcard staging/*.c)
 CORE_OBJ	 = $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/lua/builtin.o
-LIB_OBJ		 = $(filter-out $(B)/obj/core/main.o,$(CORE_OBJ))
+LIB_OBJ		 = $(filter-out $(B)/obj/core/cmd/main.o,$(CORE_OBJ))
 
 AGENT_SRC	 = $(wildcard guest/agent*.c)
-AGENT_CFLAGS	 = -Os -static -std=gnu11 -D_GNU_SOURCE $(WARN) $(WERROR) -Iguest
+AGENT_CFLAGS	 = -Os -static -std=gnu11 -D_GNU_SOURCE $(WARN) $(WERROR) -Iguest \
+		   $(I_WIRE)
 
 UNIT_SRC	 = $(wildcard tests/unit/*_test.c)
 UNIT_BIN	 = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
@@ -51,6 +64,17 @@ LF_CFLAGS	 = -O1 -g $(LF_SAN) -fsanitize=fuzzer-no-link $(QSUP_DEFS)
 LF_LIB_OBJ	 = $(patsubst $(B)/asan/%,$(B)/libfuzzer/%,$(filter-out \
 		   $(B)/obj/lua/builtin.o,$(ASAN_LIB_OBJ))) $(B)/obj/lua/builtin.o
 
+# Each layer's objects, in every object tree, with that layer's -I only.
+define layer_inc
+$(1)/obj/core/base/%.o: INC = $$(I_BASE)
+$(1)/obj/staging/%.o: INC = $$(I_STAGING)
+$(1)/obj/core/net/%.o: INC = $$(I_NET)
+$(1)/obj/lua/%.o: INC = $$(I_LUA)
+$(1)/obj/core/vm/%.o: INC = $$(I_VM)
+$(1)/obj/core/cmd/%.o: INC = $$(I_CMD)
+endef
+$(foreach t,$(B) $(B)/asan $(B)/libfuzzer,$(eval $(call layer_inc,$(t))))
+
 .PHONY: all tests clean
 all: $(B)/qsup $(B)/qsup-agent $(GUEST)
 tests: all $(UNIT_BIN) $(ASAN_UNIT_BIN) $(FUZZ_BIN)
@@ -67,7 +91,7 @@ $(B)/obj/lua/builtin.o: lua/builtin.S $(wildcard profiles/*.lua)
 $(B)/qsup: $(CORE_OBJ)
 	$(CC) $(QSUP_CFLAGS) -o $@ $(CORE_OBJ) $(QSUP_LIBS)
 
-$(B)/qsup-agent: $(AGENT_SRC) $(wildcard guest/*.h)
+$(B)/qsup-agent: $(AGENT_SRC) $(wildcard guest/*.h) $(wildcard core/wire/*)
 	@mkdir -p $(B)
 	$(MUSL_CC) $(AGENT_CFLAGS) -o $@ $(AGENT_SRC)
 	strip $@

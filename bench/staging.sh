@@ -17,8 +17,9 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 runs=3
 bin=build/staging_bench
 mkdir -p build
-cc -std=gnu11 -D_GNU_SOURCE -O2 -Wall -Wextra -Icore -Istaging \
-    bench/staging_bench.c staging/*.c core/util.c core/log.c -o "$bin"
+cc -std=gnu11 -D_GNU_SOURCE -O2 -Wall -Wextra -Icore/wire -Icore/base -Istaging \
+    bench/staging_bench.c staging/*.c core/base/util.c core/base/log.c \
+    core/base/outq.c -lev -lmbedcrypto -o "$bin"
 
 tmp=$(mktemp -d /tmp/qsup-staging-bench.XXXXXX)
 shm=

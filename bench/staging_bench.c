@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qsup.h"
+#include "base.h"
 #include "staging.h"
 
 static const char *const via_names[] = {

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "protocol.h"
+#include "wire.h"
 
 /* Bounds on what a port holds; the host is not trusted to be sane. */
 #define AGENT_HEAD_MAX		(16 * 1024)	/* head */

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qsup.h"
+#include "profile.h"
 
 enum extra_args_kind {
 	EA_REFUSE,	/* whatever its value */

@@ -22,7 +22,7 @@
 #include <gnu/libc-version.h>
 #endif
 
-#include "qsup.h"
+#include "profile.h"
 #include "staging.h"
 
 #define FACTS_PYTHON_SECONDS	2.0
@@ -190,39 +190,6 @@ facts_memory_mib(void)
 		bytes = v;
 	free(text);
 	return (bytes / FACTS_MIB);
-}
-
-/*
- * The measured KVM verdict, as qsup run would find it with use_kvm =
- * "auto" and the default guest: kvm.c's checks, remembered verdict and,
- * the first time, its probe boot. Returns 1 if KVM works.
- */
-int
-facts_kvm(char **why)
-{
-	struct profile		p;
-	struct guest		g;
-	struct accel_choice	c;
-	char			*cause = NULL;
-	int			 ok;
-
-	memset(&p, 0, sizeof p);
-	p.use_kvm = PROFILE_KVM_AUTO;
-	if (guest_resolve(&p, &g, &cause) == -1) {
-		xasprintf(why, "not measured: %s", cause);
-		free(cause);
-		return (0);
-	}
-	if (kvm_choose(&p, guest_qemu_binary(), g.kernel, g.initramfs, &c,
-	    &cause) == -1) {
-		*why = cause;
-		guest_free(&g);
-		return (0);
-	}
-	guest_free(&g);
-	ok = c.accel == ACCEL_KVM;
-	*why = c.why;
-	return (ok);
 }
 
 /* ------------------------------------------------------------------------

@@ -46,7 +46,7 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "qsup.h"
+#include "profile.h"
 
 #define PROFILE_BUILTIN		"builtin:default"
 #define PROFILE_FILE_MAX	(1024 * 1024)
@@ -148,7 +148,7 @@ _Static_assert(sizeof(enum profile_kvm) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum profile_virtfs) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum profile_sm) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum profile_ld) == sizeof(int), "enum size");
-_Static_assert(sizeof(enum profile_net) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum net_mode) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum profile_image) == sizeof(int), "enum size");
 
 static const struct profile_choice profile_kvm_choices[] = {
@@ -187,10 +187,10 @@ static const struct profile_choice profile_ld_choices[] = {
 };
 
 static const struct profile_choice profile_net_choices[] = {
-	{ "none", PROFILE_NET_NONE, 0 },
-	{ "restricted", PROFILE_NET_RESTRICTED, 0 },
-	{ "allowlist", PROFILE_NET_ALLOWLIST, 0 },
-	{ "open", PROFILE_NET_OPEN, 0 },
+	{ "none", NET_MODE_NONE, 0 },
+	{ "restricted", NET_MODE_RESTRICTED, 0 },
+	{ "allowlist", NET_MODE_ALLOWLIST, 0 },
+	{ "open", NET_MODE_OPEN, 0 },
 	{ NULL, 0, 0 }
 };
 
@@ -1688,6 +1688,18 @@ profile_set_string(lua_State *L, const char *name, const char *value)
 }
 
 /*
+ * The KVM verdict is the supervisor's to measure (a probe boot): its
+ * caller hands the profile engine the function that does it.
+ */
+static profile_kvm_fact	 profile_kvm_fact_fn;
+
+void
+profile_set_kvm_fact(profile_kvm_fact fn)
+{
+	profile_kvm_fact_fn = fn;
+}
+
+/*
  * The facts that cost something, computed when a profile first reads them:
  * qsup.kvm and qsup.kvm_why (a probe boot, the first time on a host) and
  * qsup.python. The time they take is not the profile's.
@@ -1708,7 +1720,12 @@ profile_qsup_index_cb(lua_State *L)
 	if ((strcmp(key, "kvm") == 0 || strcmp(key, "kvm_why") == 0) &&
 	    !ctx->kvm_done) {
 		ctx->kvm_done = 1;
-		ok = facts_kvm(&why);
+		if (profile_kvm_fact_fn != NULL)
+			ok = profile_kvm_fact_fn(&why);
+		else {
+			ok = 0;
+			why = xstrdup("not measured: nothing here measures it");
+		}
 		lua_pushboolean(L, ok);
 		lua_setfield(L, 1, "kvm");
 		lua_pushstring(L, why != NULL ? why : "");
@@ -3142,7 +3159,7 @@ static void
 profile_convert_allow(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
-	struct profile_net_rule	*v = NULL, r;
+	struct net_rule	*v = NULL, r;
 	struct buf		 w = { 0 };
 	char			 what[64], *why;
 	size_t			 nv = 0, i, len;
@@ -3158,7 +3175,7 @@ profile_convert_allow(struct profile_ctx *ctx, lua_State *L, int idx,
 			profile_bad_as(ctx, L, -1, what, tloc, "is not valid",
 			    PROFILE_ACCEPTS_RULE);
 			bad = 1;
-		} else if (netrule_parse(lua_tostring(L, -1), &r, &why) == -1) {
+		} else if (net_rule_parse(lua_tostring(L, -1), &r, &why) == -1) {
 			buf_consume(&w, w.len);
 			profile_show(&w, L, -1);
 			profile_error(ctx, tloc, "%s: %s %s", what, w.data,
@@ -3174,11 +3191,11 @@ profile_convert_allow(struct profile_ctx *ctx, lua_State *L, int idx,
 	buf_free(&w);
 	if (bad) {
 		for (i = 0; i < nv; i++)
-			netrule_free(&v[i]);
+			net_rule_free(&v[i]);
 		free(v);
 		return;
 	}
-	*PROFILE_FIELD(ctx->p, s, struct profile_net_rule *) = v;
+	*PROFILE_FIELD(ctx->p, s, struct net_rule *) = v;
 	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
 }
 
@@ -3187,7 +3204,7 @@ static int
 profile_port(struct profile_ctx *ctx, lua_State *L, int e, int k, int tloc,
     void *item)
 {
-	struct profile_port	*pt = item;
+	struct net_port	*pt = item;
 	static const char	*fields[] = { "guest", "host", "address" };
 	unsigned char		 addr[16];
 	const char		*why, *v;
@@ -3269,7 +3286,7 @@ static int
 profile_port_twice(struct profile_ctx *ctx, lua_State *L, int tloc, int k,
     const void *item, const void *prev, int from)
 {
-	const struct profile_port	*pt = item, *o = prev;
+	const struct net_port	*pt = item, *o = prev;
 
 	if (pt->host == 0 || o->host != pt->host ||
 	    strcmp(o->address, pt->address) != 0)
@@ -3283,7 +3300,7 @@ profile_port_twice(struct profile_ctx *ctx, lua_State *L, int tloc, int k,
 static void
 profile_port_free_item(void *item)
 {
-	struct profile_port	*pt = item;
+	struct net_port	*pt = item;
 
 	free(pt->address);
 }
@@ -3293,7 +3310,7 @@ profile_convert_ports(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
 	static const struct profile_items it = {
-		.size = sizeof (struct profile_port),
+		.size = sizeof (struct net_port),
 		.read = profile_port,
 		.twice = profile_port_twice,
 		.free = profile_port_free_item
@@ -3326,16 +3343,16 @@ profile_tcp_host(struct profile_ctx *ctx, lua_State *L, int e, int k,
 	floc = profile_field_loc(L, e, key, eloc);
 	lua_getfield(L, e, key);
 	if (lua_isnil(L, -1)) {
-		if (flags & NETRULE_HOST_ADDR) {
+		if (flags & NET_RULE_HOST_ADDR) {
 			profile_error(ctx, eloc, "network_tcp[%d]: has no "
 			    "host; write host = \"127.0.0.1\" or a host name",
 			    k);
 			rc = -1;
 		}
 	} else if ((v = profile_plain_string(L, -1)) == NULL ||
-	    netrule_host(v, flags, out, &why) == -1) {
+	    net_rule_parse_host(v, flags, out, &why) == -1) {
 		profile_bad_as(ctx, L, -1, what, floc, why != NULL ? why :
-		    "is not valid", (flags & NETRULE_HOST_ADDR) ? "a host name "
+		    "is not valid", (flags & NET_RULE_HOST_ADDR) ? "a host name "
 		    "or an address on the host's side (\"127.0.0.1\", "
 		    "\"db.example.org\")" : "a host name for the guest to "
 		    "resolve (\"db\", \"db.internal\")");
@@ -3394,7 +3411,7 @@ profile_tcp_map(struct profile_ctx *ctx, lua_State *L, int e, int k,
 	}
 	eloc = profile_item_loc(L, e, tloc);
 	bad = profile_fields(ctx, L, e, what, fields, 4, eloc);
-	if (profile_tcp_host(ctx, L, e, k, eloc, "host", NETRULE_HOST_ADDR,
+	if (profile_tcp_host(ctx, L, e, k, eloc, "host", NET_RULE_HOST_ADDR,
 	    &m->host) == -1)
 		bad = 1;
 	if (profile_tcp_port(ctx, L, e, k, eloc, "port", &m->port) == -1)
@@ -3451,7 +3468,7 @@ profile_convert_tcp(struct profile_ctx *ctx, lua_State *L, int idx,
 static int
 profile_rule_port_twice(struct profile_ctx *ctx, int tloc, int k, size_t i)
 {
-	const struct profile_port	*pt = &ctx->p->ports[i], *o;
+	const struct net_port	*pt = &ctx->p->ports[i], *o;
 	size_t				 j;
 
 	for (j = 0; j < i; j++) {
@@ -3506,7 +3523,7 @@ profile_convert_rules(struct profile_ctx *ctx, lua_State *L, int idx,
 			profile_bad_as(ctx, L, -1, what, tloc, "is not valid",
 			    PROFILE_ACCEPTS_SOCKET);
 			bad = 1;
-		} else if (netrule_compile(lua_tostring(L, -1), k,
+		} else if (net_rule_compile(lua_tostring(L, -1), k,
 		    &p->network_allow, &p->nnetwork_allow, &p->ports,
 		    &p->nports, &why) == -1) {
 			buf_consume(&w, w.len);
@@ -3923,24 +3940,17 @@ profile_choice_name(const struct profile_choice *c, int value,
 	return (otherwise);
 }
 
-/* The name of network mode m. */
-const char *
-profile_net_name(enum profile_net m)
-{
-	return (profile_choice_name(profile_net_choices, m, "?"));
-}
-
 /* What network_rules compiled into, against the network mode. */
 static void
 profile_cross_check_rules(struct profile_ctx *ctx, int loc)
 {
 	const struct profile			*p = ctx->p;
-	const struct profile_net_rule		*r;
+	const struct net_rule		*r;
 	const char				*mode;
 	size_t					 i;
 	int					 out = 0, deny = 0, in = 0;
 
-	mode = profile_net_name(p->network);
+	mode = net_mode_name(p->network);
 	for (i = 0; i < p->nnetwork_allow; i++) {
 		r = &p->network_allow[i];
 		if (r->from_rule != 0 && !r->deny && out == 0)
@@ -3950,16 +3960,16 @@ profile_cross_check_rules(struct profile_ctx *ctx, int loc)
 	}
 	for (i = 0; i < p->nports && in == 0; i++)
 		in = p->ports[i].from_rule;
-	if (out != 0 && p->network != PROFILE_NET_ALLOWLIST)
+	if (out != 0 && p->network != NET_MODE_ALLOWLIST)
 		profile_error(ctx, loc, "network_rules[%d]: ALLOW ... OUT "
 		    "needs network = \"allowlist\", and network is \"%s\"; "
 		    "write network = \"allowlist\" for qsup to let the rules "
 		    "through", out, mode);
-	if (deny != 0 && p->network == PROFILE_NET_OPEN)
+	if (deny != 0 && p->network == NET_MODE_OPEN)
 		profile_error(ctx, loc, "network_rules[%d]: DENY ... OUT is "
 		    "enforced with network = \"allowlist\" only, and "
 		    "network = \"open\" lets everything through", deny);
-	if (in != 0 && p->network == PROFILE_NET_NONE)
+	if (in != 0 && p->network == NET_MODE_NONE)
 		profile_error(ctx, loc, "network_rules[%d]: ALLOW ... IN "
 		    "forwards ports, which needs a network card, and network "
 		    "is \"none\"; write network = \"restricted\" (the guest "
@@ -4017,38 +4027,38 @@ profile_cross_check(struct profile_ctx *ctx, const int *bad)
 	}
 	for (i = 0; i < p->nports; i++)
 		nports += p->ports[i].from_rule == 0;
-	if (p->network == PROFILE_NET_OPEN && !p->network_open_ack)
+	if (p->network == NET_MODE_OPEN && !p->network_open_ack)
 		profile_error(ctx, ctx->set_loc[net], "network: \"open\" lets "
 		    "the guest reach the internet and every service listening "
 		    "on the host's 127.0.0.1 (as 10.0.2.2); to accept that, "
 		    "also write network_open_ack = true, or list what it needs "
 		    "with network = \"allowlist\" and network_allow");
-	if (p->network == PROFILE_NET_ALLOWLIST && nallow == 0)
+	if (p->network == NET_MODE_ALLOWLIST && nallow == 0)
 		profile_error(ctx, ctx->set_loc[net], "network: \"allowlist\" "
 		    "with an empty network_allow lets nothing through; list "
 		    "what the guest may reach in network_allow, or write "
 		    "network = \"restricted\"");
-	if (p->network != PROFILE_NET_ALLOWLIST && nwritten > 0)
+	if (p->network != NET_MODE_ALLOWLIST && nwritten > 0)
 		profile_error(ctx, ctx->set_loc[allow], "network_allow: has "
 		    "no effect unless network = \"allowlist\"");
-	if (p->network == PROFILE_NET_NONE && nports > 0)
+	if (p->network == NET_MODE_NONE && nports > 0)
 		profile_error(ctx, ctx->set_loc[ports], "ports: forwarding "
 		    "needs a network card, and network is \"none\"; write "
 		    "network = \"restricted\" (the guest still reaches "
 		    "nothing)");
-	if ((p->network == PROFILE_NET_NONE ||
-	    p->network == PROFILE_NET_OPEN) && p->nnetwork_tcp > 0)
+	if ((p->network == NET_MODE_NONE ||
+	    p->network == NET_MODE_OPEN) && p->nnetwork_tcp > 0)
 		profile_error(ctx, ctx->set_loc[tcp], "network_tcp: maps need "
 		    "network = \"restricted\" or \"allowlist\", and network "
-		    "is \"%s\"%s", profile_net_name(p->network),
-		    p->network == PROFILE_NET_NONE ? " (no network card)" :
+		    "is \"%s\"%s", net_mode_name(p->network),
+		    p->network == NET_MODE_NONE ? " (no network card)" :
 		    " (the guest reaches everything without them)");
-	if (p->guest_firewall && (p->network == PROFILE_NET_NONE ||
-	    p->network == PROFILE_NET_OPEN))
+	if (p->guest_firewall && (p->network == NET_MODE_NONE ||
+	    p->network == NET_MODE_OPEN))
 		profile_error(ctx, ctx->set_loc[fw], "guest_firewall: needs "
 		    "network = \"restricted\" or \"allowlist\", and network "
-		    "is \"%s\"%s", profile_net_name(p->network),
-		    p->network == PROFILE_NET_NONE ? " (no network card to "
+		    "is \"%s\"%s", net_mode_name(p->network),
+		    p->network == NET_MODE_NONE ? " (no network card to "
 		    "guard)" : " (it would let everything through)");
 	profile_cross_check_rules(ctx, ctx->set_loc[rules]);
 }
@@ -4453,7 +4463,7 @@ profile_free(struct profile *p)
 	p->shares = NULL;
 	p->nshares = 0;
 	for (i = 0; i < p->nnetwork_allow; i++)
-		netrule_free(&p->network_allow[i]);
+		net_rule_free(&p->network_allow[i]);
 	free(p->network_allow);
 	p->network_allow = NULL;
 	p->nnetwork_allow = 0;
@@ -4590,7 +4600,7 @@ profile_put_shares(struct buf *b, const struct profile *p, int json)
 }
 
 static void
-profile_put_port(struct buf *b, const struct profile_port *pt, int json)
+profile_put_port(struct buf *b, const struct net_port *pt, int json)
 {
 	buf_printf(b, json ? "{" : "{ ");
 	profile_put_key(b, "guest", json);
@@ -4659,7 +4669,7 @@ static void
 profile_put_compiled(struct buf *b, const struct profile *p,
     const struct profile_setting *s, const char *at)
 {
-	const struct profile_net_rule	*r;
+	const struct net_rule	*r;
 	size_t				 i, start;
 	int				 from;
 
@@ -4694,7 +4704,7 @@ profile_put_compiled(struct buf *b, const struct profile *p,
 static void
 profile_put_compiled_json(struct buf *b, const struct profile *p)
 {
-	const struct profile_net_rule	*r;
+	const struct net_rule	*r;
 	size_t				 i, n = 0;
 
 	buf_printf(b, ",\"compiled\":[");

@@ -30,7 +30,7 @@
 
 #include <mbedtls/sha256.h>
 
-#include "qsup.h"
+#include "base.h"
 #include "staging.h"
 
 #define CACHE_MAGIC	"qsup-staged 1"

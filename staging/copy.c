@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qsup.h"
+#include "base.h"
 #include "staging.h"
 
 #ifndef FICLONE

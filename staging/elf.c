@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qsup.h"
+#include "base.h"
 #include "staging.h"
 
 /* A bounded view of the file and its byte order. */

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qsup.h"
+#include "base.h"
 #include "staging.h"
 
 /* The triplet Debian's gcc -print-multiarch gives for this build. */

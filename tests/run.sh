@@ -19,6 +19,8 @@ run_suite() {
 	fi
 }
 
+run_suite "layers: include direction" tests/layers.sh
+run_suite "layers: the check catches planted includes" tests/layers.sh --self-test
 for t in build/tests/*_test; do
 	[ -x "$t" ] || continue
 	run_suite "unit: $(basename "$t")" "$t" --jobs 1

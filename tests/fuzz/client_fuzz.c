@@ -16,7 +16,7 @@
 
 #include <ev.h>
 
-#include "qsup.h"
+#include "cmd.h"
 
 static struct ev_loop	*fuzz_loop;
 static size_t		 fuzz_seen;

@@ -18,7 +18,8 @@
 
 #include <ev.h>
 
-#include "qsup.h"
+#include "cmd.h"
+#include "net_int.h"
 #include "net_fuzz.h"
 
 #define DNS_FUZZ_MAX	1472		/* a datagram within an MTU of 1500 */
@@ -112,7 +113,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > DNS_FUZZ_MAX)
 		size = DNS_FUZZ_MAX;
-	net = net_fuzz_new(&dns_fuzz, PROFILE_NET_ALLOWLIST);
+	net = net_fuzz_new(&dns_fuzz, NET_MODE_ALLOWLIST);
 	if (net_add_tcp_map(net, "db.internal", 5432, "127.0.0.1", 9, NULL,
 	    &cause) == -1)
 		abort();

@@ -22,7 +22,8 @@
 
 #include <ev.h>
 
-#include "qsup.h"
+#include "cmd.h"
+#include "net_int.h"
 #include "net_fuzz.h"
 
 #define FRAME_FUZZ_MAX	(128 * 1024)	/* of an input, the rest ignored */
@@ -118,7 +119,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > FRAME_FUZZ_MAX)
 		size = FRAME_FUZZ_MAX;
 	net = net_fuzz_new(&frame_fuzz, (data[0] & 1) ?
-	    PROFILE_NET_ALLOWLIST : PROFILE_NET_RESTRICTED);
+	    NET_MODE_ALLOWLIST : NET_MODE_RESTRICTED);
 	/* A map to the discard port: whatever the guest sends is lost. */
 	if (net_add_tcp_map(net, "db.internal", 5432, "127.0.0.1", 9, NULL,
 	    &cause) == -1)

@@ -14,7 +14,8 @@
 
 #include <ev.h>
 
-#include "qsup.h"
+#include "cmd.h"
+#include "net_int.h"
 
 #define NET_FUZZ_RULES_MAX	8
 
@@ -22,14 +23,14 @@ struct net_fuzz {
 	const char		*name;		/* of the socket directory */
 	const char *const	*text;		/* the rules, as written */
 	size_t			 nrules;
-	struct profile_net_rule	 rules[NET_FUZZ_RULES_MAX];
+	struct net_rule	 rules[NET_FUZZ_RULES_MAX];
 	struct ev_loop		*loop;
 	char			 dir[64];
 };
 
 /* A network in mode for this input, in a fresh socket directory. */
 static struct net *
-net_fuzz_new(struct net_fuzz *f, enum profile_net mode)
+net_fuzz_new(struct net_fuzz *f, enum net_mode mode)
 {
 	struct net_config	 cfg;
 	struct net		*net;
@@ -40,7 +41,7 @@ net_fuzz_new(struct net_fuzz *f, enum profile_net mode)
 		if (f->nrules > NET_FUZZ_RULES_MAX)
 			abort();
 		for (i = 0; i < f->nrules; i++) {
-			if (netrule_parse(f->text[i], &f->rules[i],
+			if (net_rule_parse(f->text[i], &f->rules[i],
 			    &cause) == -1)
 				abort();
 		}

@@ -22,7 +22,8 @@
 
 #include <ev.h>
 
-#include "qsup.h"
+#include "cmd.h"
+#include "net_int.h"
 #include "net_fuzz.h"
 
 #define PROXY_FUZZ_MAX		(64 * 1024)	/* of an input */
@@ -84,7 +85,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > PROXY_FUZZ_MAX)
 		size = PROXY_FUZZ_MAX;
-	net = net_fuzz_new(&proxy_fuzz, PROFILE_NET_ALLOWLIST);
+	net = net_fuzz_new(&proxy_fuzz, NET_MODE_ALLOWLIST);
 	fd = proxy_connect();
 	for (i = 0; i < PROXY_FUZZ_ROUNDS && !eof; i++) {
 		while (off < size) {

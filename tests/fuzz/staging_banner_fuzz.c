@@ -4,7 +4,7 @@
  */
 #include <stdlib.h>
 
-#include "qsup.h"
+#include "cmd.h"
 #include "staging.h"
 
 int

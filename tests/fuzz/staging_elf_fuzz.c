@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 
-#include "qsup.h"
+#include "cmd.h"
 #include "staging.h"
 
 int

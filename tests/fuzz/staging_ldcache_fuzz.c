@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qsup.h"
+#include "cmd.h"
 #include "staging.h"
 
 static int

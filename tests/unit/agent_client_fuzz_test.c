@@ -13,7 +13,7 @@
 #include <criterion/redirect.h>
 #include <ev.h>
 
-#include "qsup.h"
+#include "cmd.h"
 
 #define FUZZ_ROUNDS	3000
 

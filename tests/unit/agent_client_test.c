@@ -11,7 +11,7 @@
 #include <criterion/criterion.h>
 #include <ev.h>
 
-#include "qsup.h"
+#include "cmd.h"
 
 struct seen {
 	int		 statuses[8];

@@ -23,7 +23,7 @@
 
 #include <criterion/criterion.h>
 
-#include "protocol.h"
+#include "wire.h"
 
 #define TOKEN		"t0k3n-Secret_42"
 #define IO_TIMEOUT_MS	15000

@@ -11,7 +11,7 @@
 
 #include <criterion/criterion.h>
 
-#include "qsup.h"
+#include "cmd.h"
 #include "staging.h"
 
 Test(closure, kind)

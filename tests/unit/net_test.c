@@ -26,13 +26,14 @@
 #include <criterion/redirect.h>
 #include <ev.h>
 
-#include "qsup.h"
+#include "cmd.h"
+#include "net_int.h"
 
 /* --- Rules -------------------------------------------------------------- */
 
 #define RULES_MAX	16
 
-static struct profile_net_rule	rules[RULES_MAX];
+static struct net_rule	rules[RULES_MAX];
 static size_t			nrules;
 
 /* Rules as network_allow writes them, or socket rules (with '|'). */
@@ -42,26 +43,26 @@ rules_set(const char *first, ...)
 	va_list			 ap;
 	const char		*text;
 	char			*why;
-	struct profile_net_rule	*v;
-	struct profile_port	*pt = NULL;
+	struct net_rule	*v;
+	struct net_port	*pt = NULL;
 	size_t			 nv, npt = 0, i;
 
 	while (nrules > 0)
-		netrule_free(&rules[--nrules]);
+		net_rule_free(&rules[--nrules]);
 	if (first == NULL)
 		return;
 	va_start(ap, first);
 	for (text = first; text != NULL; text = va_arg(ap, const char *)) {
 		cr_assert(nrules < RULES_MAX);
 		if (strchr(text, '|') == NULL) {
-			if (netrule_parse(text, &rules[nrules], &why) == -1)
+			if (net_rule_parse(text, &rules[nrules], &why) == -1)
 				cr_assert_fail("%s: %s", text, why);
 			nrules++;
 			continue;
 		}
 		v = NULL;
 		nv = 0;
-		if (netrule_compile(text, 1, &v, &nv, &pt, &npt, &why) == -1)
+		if (net_rule_compile(text, 1, &v, &nv, &pt, &npt, &why) == -1)
 			cr_assert_fail("%s: %s", text, why);
 		cr_assert_eq(npt, 0, "%s: an inbound rule", text);
 		for (i = 0; i < nv; i++) {
@@ -94,7 +95,7 @@ sa(const char *text)
 static const char *
 match(const char *host, const char *addr, int port)
 {
-	const struct profile_net_rule	*r;
+	const struct net_rule	*r;
 
 	r = net_rule_match(rules, nrules, host, addr != NULL ? sa(addr) :
 	    NULL, port);
@@ -201,7 +202,7 @@ Test(net_rule, ipv6)
 
 Test(net_rule, special_addresses)
 {
-	const struct profile_net_rule	*name;
+	const struct net_rule	*name;
 
 	cr_assert(net_rule_addr_special(sa("127.0.0.1")));
 	cr_assert(net_rule_addr_special(sa("127.1.2.3")));
@@ -252,7 +253,7 @@ Test(net_rule, special_addresses)
 /* A DENY of network_rules wins over every allow rule, wherever it is. */
 Test(net_rule, deny_wins)
 {
-	const struct profile_net_rule	*r;
+	const struct net_rule	*r;
 
 	rules_set("*.example.org", "DENY|TCP|secret.example.org|*|OUT",
 	    "DENY|TCP|*.example.org|22|OUT", "10.0.0.0/8",
@@ -326,7 +327,7 @@ Test(net_rule, deny_any_port)
 /* A name that is allowed does not lead into a network that is denied. */
 Test(net_rule, deny_addresses_of_names)
 {
-	const struct profile_net_rule	*name;
+	const struct net_rule	*name;
 
 	rules_set("*.example.org:443", "DENY|TCP|10.0.0.0/8|*|OUT", NULL);
 	name = net_rule_match(rules, nrules, "a.example.org", NULL, 443);
@@ -373,7 +374,7 @@ host_address(void)
 
 Test(net_rule, local_addresses)
 {
-	const struct profile_net_rule	*name;
+	const struct net_rule	*name;
 	const char			*mine = host_address();
 
 	cr_assert(net_rule_addr_local(sa("127.0.0.1")));
@@ -680,7 +681,7 @@ server_log(int logfd)
 
 /* A network of mode on the rules set, its sockets in the test's dir. */
 static struct net *
-net_make(enum profile_net mode)
+net_make(enum net_mode mode)
 {
 	struct net_config	 cfg = { 0 };
 	struct net		*net;
@@ -698,7 +699,7 @@ net_make(enum profile_net mode)
 static struct net *
 net_allowlist(void)
 {
-	return (net_make(PROFILE_NET_ALLOWLIST));
+	return (net_make(NET_MODE_ALLOWLIST));
 }
 
 /* The destination log holds kind dest with this verdict and count. */
@@ -1449,7 +1450,7 @@ is_arp_or_ip(const unsigned char *f, size_t len, void *arg)
 }
 
 static struct net *
-net_start(enum profile_net mode, int *qfd)
+net_start(enum net_mode mode, int *qfd)
 {
 	struct net	*net;
 
@@ -1498,7 +1499,7 @@ Test(net_slirp, qemu_args_and_none)
 	char *const		*a;
 	int			 bound;
 
-	cfg.mode = PROFILE_NET_NONE;
+	cfg.mode = NET_MODE_NONE;
 	net = net_new(loop, &cfg, &cause);
 	cr_assert_not_null(net);
 	cr_assert_eq(net_qemu_fd(net), -1);
@@ -1508,7 +1509,7 @@ Test(net_slirp, qemu_args_and_none)
 	free(cause);
 	net_free(net);
 
-	cfg.mode = PROFILE_NET_RESTRICTED;
+	cfg.mode = NET_MODE_RESTRICTED;
 	cfg.dir = dir;
 	net = net_new(loop, &cfg, &cause);
 	cr_assert_not_null(net, "%s", cause);
@@ -1525,7 +1526,7 @@ Test(net_slirp, qemu_args_and_none)
 	cr_assert_null(net_guest_env(net)[0]);
 	net_free(net);
 
-	cfg.mode = PROFILE_NET_ALLOWLIST;
+	cfg.mode = NET_MODE_ALLOWLIST;
 	net = net_new(loop, &cfg, &cause);
 	cr_assert_not_null(net, "%s", cause);
 	cr_assert_str_eq(net_guest_env(net)[0],
@@ -1559,7 +1560,7 @@ Test(net_slirp, arp_and_ping_the_gateway)
 	size_t		 len;
 	int		 qfd;
 
-	net = net_start(PROFILE_NET_OPEN, &qfd);
+	net = net_start(NET_MODE_OPEN, &qfd);
 	guest_arp(qfd);
 	len = guest_ping(qfd, r, 5);
 	cr_assert(len > 0, "no ICMP answer");
@@ -1578,7 +1579,7 @@ Test(net_slirp, restricted_drops_pings)
 	unsigned char	 r[65536];
 	int		 qfd;
 
-	net = net_start(PROFILE_NET_RESTRICTED, &qfd);
+	net = net_start(NET_MODE_RESTRICTED, &qfd);
 	guest_arp(qfd);
 	cr_assert_eq(guest_ping(qfd, r, 1), 0, "a ping was answered");
 	assert_dest(net, "icmp", NET_HOST_ADDR, 0, 1);
@@ -1616,7 +1617,7 @@ Test(net_slirp, restricted_keeps_the_host_loopback_out)
 
 	port = server(SERVER_ECHO, NULL);
 	/* restricted: 10.0.2.2 is not the host's 127.0.0.1; RST. */
-	net = net_start(PROFILE_NET_RESTRICTED, &qfd);
+	net = net_start(NET_MODE_RESTRICTED, &qfd);
 	guest_arp(qfd);
 	flags = guest_syn(qfd, NET_HOST_ADDR, port);
 	cr_assert(flags != -1 && (flags & 0x04), "flags %#x: not a reset",
@@ -1632,14 +1633,14 @@ Test(net_slirp, restricted_keeps_the_host_loopback_out)
 	/* allowlist: the same, whatever the rules say about addresses. */
 	snprintf(dest, sizeof dest, "127.0.0.1:%d", port);
 	rules_set(dest, NULL);
-	net = net_start(PROFILE_NET_ALLOWLIST, &qfd);
+	net = net_start(NET_MODE_ALLOWLIST, &qfd);
 	guest_arp(qfd);
 	flags = guest_syn(qfd, NET_HOST_ADDR, port);
 	cr_assert(flags != -1 && (flags & 0x04), "flags %#x", flags);
 	net_free(net);
 
 	/* open: it is, as documented (SYN|ACK from the host's server). */
-	net = net_start(PROFILE_NET_OPEN, &qfd);
+	net = net_start(NET_MODE_OPEN, &qfd);
 	guest_arp(qfd);
 	flags = guest_syn(qfd, NET_HOST_ADDR, port);
 	cr_assert(flags != -1 && (flags & 0x12) == 0x12, "flags %#x: not "
@@ -1709,7 +1710,7 @@ Test(net_slirp, dns_answers_allowed_names_only)
 	int			 qfd, an, rc;
 
 	rules_set("localhost:8080", "*.example.org", NULL);
-	net = net_start(PROFILE_NET_ALLOWLIST, &qfd);
+	net = net_start(NET_MODE_ALLOWLIST, &qfd);
 	cr_assert(net_add_tcp_map(net, "db.internal", 5432, "127.0.0.1", 5432,
 	    &ga, &cause) == 0, "%s", cause);
 
@@ -1743,7 +1744,7 @@ Test(net_slirp, dns_answers_allowed_names_only)
 	net_free(net);
 
 	/* restricted: nothing resolves. */
-	net = net_start(PROFILE_NET_RESTRICTED, &qfd);
+	net = net_start(NET_MODE_RESTRICTED, &qfd);
 	rc = guest_dns(qfd, "localhost", 1, addr, &an);
 	cr_assert_eq(rc, 3);
 	assert_dest(net, "dns", "localhost", 0, 1);
@@ -1772,7 +1773,7 @@ Test(net_slirp, dns_malformed)
 	char		 addr[16];
 
 	rules_set("localhost", NULL);
-	net = net_start(PROFILE_NET_ALLOWLIST, &qfd);
+	net = net_start(NET_MODE_ALLOWLIST, &qfd);
 	for (i = 0; i < sizeof junk / sizeof junk[0]; i++) {
 		memset(udp, 0, sizeof udp);
 		put16(udp, 33333);
@@ -1810,7 +1811,7 @@ Test(net_slirp, hostfwd_reaches_the_guest)
 	int			 qfd, bound = 0, fixed, fd, proto = IPPROTO_TCP;
 	size_t			 len;
 
-	net = net_start(PROFILE_NET_RESTRICTED, &qfd);
+	net = net_start(NET_MODE_RESTRICTED, &qfd);
 	guest_arp(qfd);
 	cr_assert(net_add_hostfwd(net, "127.0.0.1", 0, 22, &bound,
 	    &cause) == 0, "%s", cause);
@@ -1857,7 +1858,7 @@ Test(net_slirp, bad_framing_closes_the_link)
 	int			 qfd;
 
 	cr_redirect_stderr();
-	net = net_start(PROFILE_NET_RESTRICTED, &qfd);
+	net = net_start(NET_MODE_RESTRICTED, &qfd);
 	/* Tiny frames are ignored, a huge length ends it all. */
 	send_all(qfd, "\0\0\0\3abc", 7);
 	send_all(qfd, "\x7f\xff\xff\xff", 4);
@@ -1944,7 +1945,7 @@ Test(net_slirp, restricted_drops_fragments)
 	int			 qfd, an, proto = IPPROTO_UDP;
 
 	rules_set("localhost", NULL);
-	net = net_start(PROFILE_NET_ALLOWLIST, &qfd);
+	net = net_start(NET_MODE_ALLOWLIST, &qfd);
 	/* A whole DNS query, cut in two. */
 	qemu_send(qfd, f, ip_fragment(f, NET_DNS_ADDR, IPPROTO_UDP, 7, 0, 1,
 	    query, 16));
@@ -1960,7 +1961,7 @@ Test(net_slirp, restricted_drops_fragments)
 	cr_assert_str_eq(addr, "127.0.0.1");
 	net_free(net);
 
-	net = net_start(PROFILE_NET_RESTRICTED, &qfd);
+	net = net_start(NET_MODE_RESTRICTED, &qfd);
 	guest_arp(qfd);
 	cr_assert_eq(guest_ping_fragmented(qfd, r, 1, 1), 0);
 	net_stats(net, &st);
@@ -1982,7 +1983,7 @@ Test(net_slirp, open_drops_fragments)
 	unsigned int		 i;
 	int			 qfd;
 
-	net = net_start(PROFILE_NET_OPEN, &qfd);
+	net = net_start(NET_MODE_OPEN, &qfd);
 	guest_arp(qfd);
 	cr_assert_eq(guest_ping_fragmented(qfd, r, 1, 1), 0);
 	memset(data, 'f', sizeof data);
@@ -2026,7 +2027,7 @@ Test(net_slirp, open_caps_slirps_sockets)
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	cr_assert(bind(sink, (struct sockaddr *)&sin, sizeof sin) == 0);
 	cr_assert(getsockname(sink, (struct sockaddr *)&sin, &slen) == 0);
-	net = net_start(PROFILE_NET_OPEN, &qfd);
+	net = net_start(NET_MODE_OPEN, &qfd);
 	guest_arp(qfd);
 	for (i = 0; i < 400; i++) {
 		memset(udp, 'u', sizeof udp);
@@ -2284,7 +2285,7 @@ Test(net_fuzz, guest_frames)
 	cr_redirect_stderr();
 	srand(20261131);
 	rules_set("localhost", "127.0.0.1:1-1024", NULL);
-	net = net_start(PROFILE_NET_ALLOWLIST, &qfd);
+	net = net_start(NET_MODE_ALLOWLIST, &qfd);
 
 	/* A DNS query for localhost, a SYN to the proxy, one to 10.0.2.2. */
 	memset(udp, 0, sizeof udp);

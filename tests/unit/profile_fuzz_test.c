@@ -37,7 +37,7 @@
 } while (0)
 #endif
 
-#include "qsup.h"
+#include "cmd.h"
 
 #define FUZZ_ROUNDS	10000
 #define FUZZ_SECONDS	20.0
@@ -158,9 +158,9 @@ fuzz_check_profile(const struct profile *p)
 	}
 	for (i = 0; i < p->nnetwork_allow; i++)
 		FUZZ_ASSERT(p->network_allow[i].text != NULL, "rule text");
-	FUZZ_ASSERT(p->network != PROFILE_NET_OPEN || p->network_open_ack,
+	FUZZ_ASSERT(p->network != NET_MODE_OPEN || p->network_open_ack,
 	    "open without its acknowledgement");
-	FUZZ_ASSERT(p->network != PROFILE_NET_ALLOWLIST ||
+	FUZZ_ASSERT(p->network != NET_MODE_ALLOWLIST ||
 	    p->nnetwork_allow > 0, "an empty allowlist");
 	for (i = 0; i < p->nports; i++) {
 		FUZZ_ASSERT(p->ports[i].guest != 0 && p->ports[i].address !=
@@ -168,7 +168,7 @@ fuzz_check_profile(const struct profile *p)
 		FUZZ_ASSERT(p->ports[i].from_rule >= 0 &&
 		    (size_t)p->ports[i].from_rule <= p->nnetwork_rules,
 		    "a forward from no rule");
-		FUZZ_ASSERT(p->network != PROFILE_NET_NONE, "a forward "
+		FUZZ_ASSERT(p->network != NET_MODE_NONE, "a forward "
 		    "without a network card");
 	}
 	for (i = 0; i < p->nnetwork_allow; i++) {
@@ -179,7 +179,7 @@ fuzz_check_profile(const struct profile *p)
 		    p->network_allow[i].from_rule != 0, "a deny rule not "
 		    "from network_rules");
 		FUZZ_ASSERT(p->network_allow[i].deny ||
-		    p->network == PROFILE_NET_ALLOWLIST, "an allow rule "
+		    p->network == NET_MODE_ALLOWLIST, "an allow rule "
 		    "without the allowlist");
 	}
 	FUZZ_ASSERT(p->nnetwork_tcp <= 100, "too many TCP maps");
@@ -187,8 +187,8 @@ fuzz_check_profile(const struct profile *p)
 		FUZZ_ASSERT(p->network_tcp[i].host != NULL &&
 		    p->network_tcp[i].port != 0 &&
 		    p->network_tcp[i].guest_port != 0, "TCP map");
-		FUZZ_ASSERT(p->network == PROFILE_NET_RESTRICTED ||
-		    p->network == PROFILE_NET_ALLOWLIST, "TCP maps in mode %d",
+		FUZZ_ASSERT(p->network == NET_MODE_RESTRICTED ||
+		    p->network == NET_MODE_ALLOWLIST, "TCP maps in mode %d",
 		    p->network);
 	}
 	for (i = 0; i < p->nextra_args; ) {

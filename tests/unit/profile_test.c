@@ -24,7 +24,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "qsup.h"
+#include "cmd.h"
 
 #define FIXTURES	"tests/profiles"
 #define NSETTINGS	29
@@ -179,7 +179,7 @@ assert_defaults(const struct profile *p)
 	cr_assert_eq(p->virtfs_security_model, PROFILE_SM_NONE);
 	cr_assert_eq(p->ld_closure_libs, PROFILE_LD_FULL);
 	cr_assert_eq(p->nld_closure_extra, 0);
-	cr_assert_eq(p->network, PROFILE_NET_RESTRICTED);
+	cr_assert_eq(p->network, NET_MODE_RESTRICTED);
 	cr_assert_eq(p->nnetwork_allow, 0);
 	cr_assert_eq(p->network_open_ack, 0);
 	cr_assert_eq(p->nports, 0);
@@ -293,7 +293,7 @@ Test(profile, every_setting)
 	cr_assert_str_eq(p.ld_closure_extra[0], "libbz2.so.1.0");
 	cr_assert_str_eq(p.ld_closure_extra[1], "/usr/lib/x86_64-linux-gnu/gconv");
 
-	cr_assert_eq(p.network, PROFILE_NET_ALLOWLIST);
+	cr_assert_eq(p.network, NET_MODE_ALLOWLIST);
 	/* Then network_rules' OUT, marked with where they came from. */
 	cr_assert_eq(p.nnetwork_allow, 8);
 	for (i = 0; i < 5; i++) {
@@ -729,7 +729,7 @@ Test(profile, extend_replaces_settings)
 	cr_assert_eq(p.memory_mib, 1024);
 	cr_assert_eq(p.cpus, 3);
 	cr_assert_float_eq(p.timeout, 60, 1e-9);
-	cr_assert_eq(p.network, PROFILE_NET_NONE);
+	cr_assert_eq(p.network, NET_MODE_NONE);
 	/* Each setting is placed in the file that set it. */
 	line = show_line(&p, "memory");
 	assert_contains(line, "-- profile, " FIXTURES "/include/base.lua:3");
@@ -870,7 +870,7 @@ Test(profile, set_overrides)
 	cr_assert_str_eq(p.env[1], "FOO=bar");
 	cr_assert_eq(p.nextra_args, 1, "a plain string is a list of one");
 	cr_assert_str_eq(p.extra_args[0], "-no-hpet");
-	cr_assert_eq(p.network, PROFILE_NET_ALLOWLIST);
+	cr_assert_eq(p.network, NET_MODE_ALLOWLIST);
 	cr_assert_eq(p.nnetwork_allow, 1);
 	cr_assert_float_eq(p.timeout, 2.5, 1e-9);
 	cr_assert_eq(p.show_boot_console, 1);
@@ -1099,7 +1099,7 @@ Test(profile, set_network_rules)
 	one[0] = "network_rules={\"DENY|TCP|*|25|OUT\", "
 	    "\"ALLOW|TCP|*|22|IN\"}";
 	load_ok_set(&p, FIXTURES "/empty.lua", one, 1);
-	cr_assert_eq(p.network, PROFILE_NET_RESTRICTED);
+	cr_assert_eq(p.network, NET_MODE_RESTRICTED);
 	cr_assert_eq(p.nnetwork_allow, 1);
 	cr_assert(p.network_allow[0].deny);
 	cr_assert_eq(p.nports, 1);
@@ -1457,7 +1457,7 @@ Test(profile, extra_args_refused)
 
 Test(profile, network_rules)
 {
-	struct profile_net_rule	r;
+	struct net_rule	r;
 	char			*why;
 	static const char	*bad[] = {
 		"", "a b", "*", "*.", "foo.*.org", "-a.org", "a-.org", "1.2.3",
@@ -1467,57 +1467,57 @@ Test(profile, network_rules)
 	};
 	size_t			 i;
 
-	cr_assert_eq(netrule_parse("Deb.Debian.ORG", &r, &why), 0);
+	cr_assert_eq(net_rule_parse("Deb.Debian.ORG", &r, &why), 0);
 	cr_assert_str_eq(r.host, "deb.debian.org");
 	cr_assert_str_eq(r.text, "Deb.Debian.ORG");
 	cr_assert_eq(r.port_min, 0);
-	netrule_free(&r);
-	cr_assert_eq(netrule_parse("*.pypi.org:443", &r, &why), 0);
+	net_rule_free(&r);
+	cr_assert_eq(net_rule_parse("*.pypi.org:443", &r, &why), 0);
 	cr_assert_str_eq(r.host, "*.pypi.org");
 	cr_assert_eq(r.port_min, 443);
 	cr_assert_eq(r.port_max, 443);
-	netrule_free(&r);
-	cr_assert_eq(netrule_parse("192.0.2.7", &r, &why), 0);
+	net_rule_free(&r);
+	cr_assert_eq(net_rule_parse("192.0.2.7", &r, &why), 0);
 	cr_assert_null(r.host);
 	cr_assert_eq(r.family, AF_INET);
 	cr_assert_eq(r.prefix, 32);
 	cr_assert_eq(r.addr[3], 7);
-	netrule_free(&r);
-	cr_assert_eq(netrule_parse("[2001:db8::/32]:1-1024", &r, &why), 0);
+	net_rule_free(&r);
+	cr_assert_eq(net_rule_parse("[2001:db8::/32]:1-1024", &r, &why), 0);
 	cr_assert_eq(r.family, AF_INET6);
 	cr_assert_eq(r.prefix, 32);
 	cr_assert_eq(r.port_max, 1024);
-	netrule_free(&r);
-	cr_assert_eq(netrule_parse("::1", &r, &why), 0);
+	net_rule_free(&r);
+	cr_assert_eq(net_rule_parse("::1", &r, &why), 0);
 	cr_assert_eq(r.family, AF_INET6);
-	netrule_free(&r);
+	net_rule_free(&r);
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		cr_assert_eq(netrule_parse(bad[i], &r, &why), -1, "%s", bad[i]);
+		cr_assert_eq(net_rule_parse(bad[i], &r, &why), -1, "%s", bad[i]);
 		cr_assert_not_null(why);
 		cr_assert_null(r.text);
 		free(why);
 	}
 }
 
-/* Compile one socket rule into fresh lists; returns netrule_compile's. */
+/* Compile one socket rule into fresh lists; returns net_rule_compile's. */
 static int
-compile(const char *text, struct profile_net_rule **v, size_t *nv,
-    struct profile_port **pt, size_t *npt, char **why)
+compile(const char *text, struct net_rule **v, size_t *nv,
+    struct net_port **pt, size_t *npt, char **why)
 {
 	*v = NULL;
 	*pt = NULL;
 	*nv = *npt = 0;
-	return (netrule_compile(text, 3, v, nv, pt, npt, why));
+	return (net_rule_compile(text, 3, v, nv, pt, npt, why));
 }
 
 static void
-compiled_free(struct profile_net_rule *v, size_t nv, struct profile_port *pt,
+compiled_free(struct net_rule *v, size_t nv, struct net_port *pt,
     size_t npt)
 {
 	size_t	i;
 
 	for (i = 0; i < nv; i++)
-		netrule_free(&v[i]);
+		net_rule_free(&v[i]);
 	free(v);
 	for (i = 0; i < npt; i++)
 		free(pt[i].address);
@@ -1581,8 +1581,8 @@ Test(profile, socket_rules_compile)
 		"37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,"
 		"57,58,59,60,61,62,63,64,65|OUT",
 	};
-	struct profile_net_rule	*v;
-	struct profile_port	*pt;
+	struct net_rule	*v;
+	struct net_port	*pt;
 	struct buf		 b = { 0 };
 	char			*why;
 	size_t			 nv, npt, i, j;
@@ -1643,7 +1643,7 @@ Test(profile, socket_rules_compile)
 
 	/* Refused: why, and nothing added to what was there. */
 	v = xcalloc(1, sizeof *v);
-	cr_assert_eq(netrule_parse("kept.example", &v[0], &why), 0);
+	cr_assert_eq(net_rule_parse("kept.example", &v[0], &why), 0);
 	nv = 1;
 	pt = xcalloc(1, sizeof *pt);
 	pt[0].guest = 80;
@@ -1651,7 +1651,7 @@ Test(profile, socket_rules_compile)
 	npt = 1;
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		why = NULL;
-		cr_assert_eq(netrule_compile(bad[i], 1, &v, &nv, &pt, &npt,
+		cr_assert_eq(net_rule_compile(bad[i], 1, &v, &nv, &pt, &npt,
 		    &why), -1, "%s", bad[i]);
 		cr_assert_not_null(why, "%s", bad[i]);
 		cr_assert_eq(nv, 1, "%s", bad[i]);
@@ -1682,28 +1682,28 @@ Test(profile, tcp_hosts)
 	size_t			 i;
 
 	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
-		cr_assert_eq(netrule_host(names[i], 0, &out, &why), 0, "%s",
+		cr_assert_eq(net_rule_parse_host(names[i], 0, &out, &why), 0, "%s",
 		    names[i]);
 		cr_assert_eq(strcasecmp(out, names[i]), 0);
 		cr_assert_eq(strpbrk(out, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"), NULL,
 		    "lower case");
 		free(out);
-		cr_assert_eq(netrule_host(names[i], NETRULE_HOST_ADDR, &out,
+		cr_assert_eq(net_rule_parse_host(names[i], NET_RULE_HOST_ADDR, &out,
 		    &why), 0, "%s", names[i]);
 		free(out);
 	}
 	for (i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
-		cr_assert_eq(netrule_host(addrs[i], NETRULE_HOST_ADDR, &out,
+		cr_assert_eq(net_rule_parse_host(addrs[i], NET_RULE_HOST_ADDR, &out,
 		    &why), 0, "%s", addrs[i]);
 		cr_assert_str_eq(out, addrs[i]);
 		free(out);
-		cr_assert_eq(netrule_host(addrs[i], 0, &out, &why), -1,
+		cr_assert_eq(net_rule_parse_host(addrs[i], 0, &out, &why), -1,
 		    "%s is not a name", addrs[i]);
 		cr_assert_null(out);
 		free(why);
 	}
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		cr_assert_eq(netrule_host(bad[i], NETRULE_HOST_ADDR, &out,
+		cr_assert_eq(net_rule_parse_host(bad[i], NET_RULE_HOST_ADDR, &out,
 		    &why), -1, "%s", bad[i]);
 		cr_assert_null(out);
 		cr_assert_not_null(why);

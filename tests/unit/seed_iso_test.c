@@ -15,7 +15,7 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 
-#include "qsup.h"
+#include "cmd.h"
 
 #define SECTOR	2048
 

@@ -12,7 +12,7 @@
 #include <criterion/criterion.h>
 #include <ev.h>
 
-#include "qsup.h"
+#include "cmd.h"
 
 static struct ev_loop	*loop;
 static int		 peer;

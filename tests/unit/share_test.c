@@ -12,7 +12,7 @@
 
 #include <criterion/criterion.h>
 
-#include "qsup.h"
+#include "cmd.h"
 
 static struct share
 parse_ok(const char *spec)

@@ -16,7 +16,7 @@
 
 #include <criterion/criterion.h>
 
-#include "qsup.h"
+#include "cmd.h"
 #include "staging.h"
 
 static char	*dir;		/* the test's own temp directory */

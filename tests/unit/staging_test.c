@@ -28,7 +28,7 @@
 
 #include <criterion/criterion.h>
 
-#include "qsup.h"
+#include "cmd.h"
 #include "staging.h"
 
 #define NOBODY	65534

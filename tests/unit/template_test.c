@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "qsup.h"
+#include "cmd.h"
 
 static char	dir[] = "/tmp/qsup-tpl.XXXXXX";
 

@@ -8,7 +8,7 @@
 
 #include <criterion/criterion.h>
 
-#include "qsup.h"
+#include "cmd.h"
 
 Test(util, base64_decode)
 {

@@ -16,7 +16,7 @@
 
 #include <ev.h>
 
-#include "qsup.h"
+#include "vm.h"
 
 /*
  * Bounds on what one response may hold. The head and every SSE event are

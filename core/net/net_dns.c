@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qsup.h"
+#include "net_int.h"
 
 #define DNS_PENDING_MAX		64	/* lookups on the host at once */
 #define DNS_ANSWERS_MAX		8
@@ -228,7 +228,7 @@ net_dns_query(struct net_dns *dns, struct net_dns_query *q,
     const unsigned char *msg, size_t mlen)
 {
 	struct net			*net = dns->net;
-	const struct profile_net_rule	*rules;
+	const struct net_rule	*rules;
 	struct net_dns_query		*pq;
 	struct in_addr			 a;
 	unsigned char			 addr[1][4];
@@ -266,9 +266,9 @@ net_dns_query(struct net_dns *dns, struct net_dns_query *q,
 		return;
 	}
 	rules = net_rules(net, &nrules);
-	if (net_mode(net) != PROFILE_NET_ALLOWLIST ||
+	if (net_mode(net) != NET_MODE_ALLOWLIST ||
 	    net_rule_match(rules, nrules, q->name, NULL, 0) == NULL) {
-		why = net_mode(net) != PROFILE_NET_ALLOWLIST ?
+		why = net_mode(net) != NET_MODE_ALLOWLIST ?
 		    xstrdup("the network is restricted") : net_rule_why(rules,
 		    nrules, q->name, NULL, 0, "no rule allows the name");
 		net_note(net, "dns", q->name, 0, why);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qsup.h"
+#include "base.h"
 
 int		 log_verbose;
 static const char *log_name = "qsup";

@@ -16,7 +16,7 @@
 
 #include <ev.h>
 
-#include "qsup.h"
+#include "base.h"
 
 #define OUTQ_POLL_MS	100	/* outq_flush_blocking looks at the stop flag */
 

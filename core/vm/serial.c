@@ -17,7 +17,7 @@
 
 #include <ev.h>
 
-#include "qsup.h"
+#include "vm.h"
 
 #define SERIAL_TAIL	16384
 #define SERIAL_LOG_MAX	(64 * 1024 * 1024)

@@ -29,9 +29,9 @@
 
 #include <mbedtls/sha256.h>
 
-#include "qsup.h"
+#include "vm.h"
 #include "staging.h"
-#include "protocol.h"
+#include "wire.h"
 
 #define TEMPLATE_VERSION	1
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qsup.h"
+#include "vm.h"
 
 #define QMP_LINE_MAX	(1024 * 1024)
 

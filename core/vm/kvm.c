@@ -17,8 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qsup.h"
-#include "protocol.h"
+#include "vm.h"
+#include "wire.h"
 
 #define KVM_PROBE_SECONDS	5.0
 
@@ -227,4 +227,38 @@ kvm_choose(const struct profile *p, const char *qemu, const char *kernel,
 	xasprintf(&c->why, "KVM unusable: %s", why);
 	free(why);
 	return (0);
+}
+
+/*
+ * The measured KVM verdict, as qsup run would find it with use_kvm =
+ * "auto" and the default guest: kvm.c's checks, remembered verdict and,
+ * the first time, its probe boot. Returns 1 if KVM works. The profile engine is
+ * handed this (profile_set_kvm_fact) to answer qsup.kvm.
+ */
+int
+kvm_verdict(char **why)
+{
+	struct profile		p;
+	struct guest		g;
+	struct accel_choice	c;
+	char			*cause = NULL;
+	int			 ok;
+
+	memset(&p, 0, sizeof p);
+	p.use_kvm = PROFILE_KVM_AUTO;
+	if (guest_resolve(&p, &g, &cause) == -1) {
+		xasprintf(why, "not measured: %s", cause);
+		free(cause);
+		return (0);
+	}
+	if (kvm_choose(&p, guest_qemu_binary(), g.kernel, g.initramfs, &c,
+	    &cause) == -1) {
+		*why = cause;
+		guest_free(&g);
+		return (0);
+	}
+	guest_free(&g);
+	ok = c.accel == ACCEL_KVM;
+	*why = c.why;
+	return (ok);
 }

@@ -47,7 +47,7 @@
 
 #include <ev.h>
 
-#include "qsup.h"
+#include "net_int.h"
 
 #define PX_HEAD_MAX		16384	/* a request's line and headers */
 #define PX_BUF_MAX		(128 * 1024)	/* each way */
@@ -89,7 +89,7 @@ struct px_conn {
 	char			*host;
 	int			 port;
 	char			*what;		/* "host:port", for notes */
-	const struct profile_net_rule *name_rule;
+	const struct net_rule *name_rule;
 	struct sockaddr_storage	 addrs[PX_ADDRS_MAX];
 	socklen_t		 alens[PX_ADDRS_MAX];
 	size_t			 naddrs;
@@ -306,7 +306,7 @@ static void
 px_lookup_cb(const struct addrinfo *res, int err, void *arg)
 {
 	struct px_conn			*c = arg;
-	const struct profile_net_rule	*rules;
+	const struct net_rule	*rules;
 	const struct addrinfo		*ai;
 	size_t				 nrules, seen = 0;
 	char				*why = NULL;
@@ -352,7 +352,7 @@ px_lookup_cb(const struct addrinfo *res, int err, void *arg)
 static void
 px_start(struct px_conn *c)
 {
-	const struct profile_net_rule	*rules;
+	const struct net_rule	*rules;
 	struct sockaddr_storage		 ss;
 	struct sockaddr_in		*sin = (struct sockaddr_in *)(void *)&ss;
 	struct sockaddr_in6		*sin6 = (struct sockaddr_in6 *)(void *)&ss;

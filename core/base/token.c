@@ -8,7 +8,7 @@
 #include <mbedtls/ctr_drbg.h>
 #include <mbedtls/entropy.h>
 
-#include "qsup.h"
+#include "base.h"
 
 static mbedtls_entropy_context	token_entropy;
 static mbedtls_ctr_drbg_context	token_drbg;

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "qsup.h"
+#include "base.h"
 
 void *
 xmalloc(size_t size)

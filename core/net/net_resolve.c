@@ -25,7 +25,7 @@
 
 #include <ev.h>
 
-#include "qsup.h"
+#include "net_int.h"
 
 struct net_lookup {
 	struct net_resolver	*r;

@@ -30,7 +30,7 @@
 #include <cdio/iso9660.h>
 #include <cdio/xa.h>
 
-#include "qsup.h"
+#include "vm.h"
 
 #define SEED_ISO_NAME_MAX	64	/* records stay under 255 bytes */
 #define SEED_ISO_PVD		16

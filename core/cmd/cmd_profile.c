@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qsup.h"
+#include "cmd.h"
 
 #define CMD_PROFILE_SET	0x100	/* --set, which has no short form */
 
@@ -207,7 +207,7 @@ cmd_profile_facts(int argc, char **argv)
 	cwd = getcwd(NULL, 0);
 	cmd_profile_fact(&b, json, &n, "cwd", cwd);
 	free(cwd);
-	kvm = facts_kvm(&why);
+	kvm = kvm_verdict(&why);
 	cmd_profile_fact_raw(&b, json, &n, "kvm", kvm ? "true" : "false");
 	cmd_profile_fact(&b, json, &n, "kvm_why", why);
 	free(why);

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qsup.h"
+#include "vm.h"
 
 /* The default guest lives in guest/ beside the qsup binary (build/). */
 static char *

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qsup.h"
-#include "protocol.h"
+#include "cmd.h"
+#include "wire.h"
 
 #define QSUP_VERSION	"0.1.0"
 
@@ -172,6 +172,7 @@ int
 main(int argc, char **argv)
 {
 	log_init("qsup");
+	profile_set_kvm_fact(kvm_verdict);
 	if (argc < 2) {
 		usage(stderr);
 		return (QSUP_EXIT_ERROR);

@@ -39,7 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qsup.h"
+#include "vm.h"
 #include "staging.h"
 
 #define CLOSURE_MAX_DIRS	4

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qsup.h"
+#include "vm.h"
 #include "staging.h"
 
 /*

@@ -19,8 +19,8 @@
 
 #include <ev.h>
 
-#include "qsup.h"
-#include "protocol.h"
+#include "cmd.h"
+#include "wire.h"
 
 #define RUN_PORT_EXEC		0
 #define RUN_PORT_STDIN		1
@@ -692,7 +692,7 @@ run_json_summary(struct run *r)
 		net_stats_json(sandbox_net_of(r->sb), &b);
 	else {
 		buf_puts(&b, "{\"mode\":");
-		buf_json_string(&b, r->profile.network == PROFILE_NET_NONE ?
+		buf_json_string(&b, r->profile.network == NET_MODE_NONE ?
 		    "none" : "not started");
 		buf_puts(&b, "}");
 	}

@@ -23,8 +23,8 @@
 
 #include <ev.h>
 
-#include "qsup.h"
-#include "protocol.h"
+#include "vm.h"
+#include "wire.h"
 #include "staging.h"
 
 #define SANDBOX_KILL_GRACE	2.0	/* SIGTERM to SIGKILL */
@@ -263,7 +263,7 @@ sandbox_firewall(struct sandbox *sb, struct buf *b)
 	    "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n");
 	buf_printf(b, "-A OUTPUT -d %s/32 -p udp --dport 53 -j ACCEPT\n",
 	    NET_DNS_ADDR);
-	if (p->network == PROFILE_NET_ALLOWLIST)
+	if (p->network == NET_MODE_ALLOWLIST)
 		buf_printf(b, "-A OUTPUT -d %s/32 -p tcp --dport %d -j ACCEPT\n",
 		    NET_PROXY_ADDR, NET_PROXY_PORT);
 	/* TCP maps (net_add_tcp_map). */
@@ -1212,14 +1212,14 @@ static int
 sandbox_net(struct sandbox *sb, char **cause)
 {
 	const struct profile	*p = sb->profile;
-	const struct profile_port *pt;
+	const struct net_port *pt;
 	const struct profile_tcp_map *tm;
 	struct net_config	 cfg;
 	size_t			 i;
 	int			 bound;
 	char			*why = NULL, *addr;
 
-	if (p->network == PROFILE_NET_NONE)
+	if (p->network == NET_MODE_NONE)
 		return (0);
 	memset(&cfg, 0, sizeof cfg);
 	cfg.mode = p->network;
@@ -1231,7 +1231,7 @@ sandbox_net(struct sandbox *sb, char **cause)
 		free(why);
 		return (-1);
 	}
-	if (p->network == PROFILE_NET_OPEN)
+	if (p->network == NET_MODE_OPEN)
 		log_warnx("network = \"open\": the guest reaches everything "
 		    "this host reaches, this host's own 127.0.0.1 services "
 		    "included (as %s)", NET_HOST_ADDR);

@@ -51,7 +51,7 @@
 #include <ev.h>
 #include <slirp/libslirp.h>
 
-#include "qsup.h"
+#include "net_int.h"
 
 #define NET_FRAME_MAX		(65535 + 14)	/* the largest MTU, framed */
 #define NET_IN_SIZE		(256 * 1024)	/* > a frame and its length */
@@ -98,8 +98,8 @@ struct net_fwd {
 
 struct net {
 	struct ev_loop		*loop;
-	enum profile_net	 mode;
-	struct profile_net_rule	*rules;
+	enum net_mode	 mode;
+	struct net_rule	*rules;
 	size_t			 nrules;
 
 	Slirp			*slirp;
@@ -561,7 +561,7 @@ net_watch_frame(struct net *net, const unsigned char *f, size_t len)
 	    (ip[9] == IPPROTO_TCP && net_map_at(net, ip + 16, port)))
 		return (0);
 	net_dest(dest, sizeof dest, ip, port);
-	net_note(net, kind, dest, 0, net->mode == PROFILE_NET_ALLOWLIST ?
+	net_note(net, kind, dest, 0, net->mode == NET_MODE_ALLOWLIST ?
 	    "the guest reaches out only through the proxy at "
 	    NET_PROXY_ADDR " and the TCP maps" : "the network is restricted");
 	return (ip[9] != IPPROTO_TCP);
@@ -622,7 +622,7 @@ net_frame(struct net *net, const unsigned char *frame, size_t len)
 		return;
 	if (net->dns != NULL && net_dns_frame(net->dns, frame, len))
 		return;
-	if (net->mode != PROFILE_NET_OPEN && net_watch_frame(net, frame, len))
+	if (net->mode != NET_MODE_OPEN && net_watch_frame(net, frame, len))
 		return;
 	if (net_sockets_full(net, frame, len))
 		return;
@@ -755,14 +755,14 @@ net_conn_close(struct net *net)
 	net->nconns--;
 }
 
-const struct profile_net_rule *
+const struct net_rule *
 net_rules(struct net *net, size_t *n)
 {
 	*n = net->nrules;
 	return (net->rules);
 }
 
-enum profile_net
+enum net_mode
 net_mode(struct net *net)
 {
 	return (net->mode);
@@ -858,7 +858,7 @@ net_make_dir(struct net *net, const char *dir, char **cause)
 static void
 net_copy_rules(struct net *net, const struct net_config *cfg)
 {
-	struct profile_net_rule	*r;
+	struct net_rule	*r;
 	size_t			 i;
 
 	if (cfg->nrules == 0)
@@ -882,7 +882,7 @@ net_start_slirp(struct net *net, char **cause)
 
 	memset(&cfg, 0, sizeof cfg);
 	cfg.version = 4;
-	cfg.restricted = net->mode != PROFILE_NET_OPEN;
+	cfg.restricted = net->mode != NET_MODE_OPEN;
 	cfg.in_enabled = true;
 	inet_pton(AF_INET, "10.0.2.0", &cfg.vnetwork);
 	inet_pton(AF_INET, "255.255.255.0", &cfg.vnetmask);
@@ -995,7 +995,7 @@ net_new(struct ev_loop *loop, const struct net_config *cfg, char **cause)
 	net->fd = net->qemu_fd = -1;
 	TAILQ_INIT(&net->maps);
 	net_copy_rules(net, cfg);
-	if (net->mode == PROFILE_NET_NONE)
+	if (net->mode == NET_MODE_NONE)
 		return (net);
 
 	net->resolver = net_resolver_new(loop);
@@ -1003,9 +1003,9 @@ net_new(struct ev_loop *loop, const struct net_config *cfg, char **cause)
 		goto fail;
 	if (net_start_slirp(net, cause) == -1)
 		goto fail;
-	if (net->mode != PROFILE_NET_OPEN)
+	if (net->mode != NET_MODE_OPEN)
 		net->dns = net_dns_new(net);
-	if (net->mode == PROFILE_NET_ALLOWLIST) {
+	if (net->mode == NET_MODE_ALLOWLIST) {
 		inet_pton(AF_INET, NET_PROXY_ADDR, &addr);
 		if (net_map_add(net, NULL, addr, NET_PROXY_PORT, NULL, 0,
 		    cause) == -1)
@@ -1178,7 +1178,7 @@ net_add_tcp_map(struct net *net, const char *name, int guest_port,
 {
 	struct in_addr	addr;
 
-	if (net->slirp == NULL || net->mode == PROFILE_NET_OPEN) {
+	if (net->slirp == NULL || net->mode == NET_MODE_OPEN) {
 		xasprintf(cause, "TCP maps need network = \"restricted\" or "
 		    "\"allowlist\"");
 		return (-1);
@@ -1230,7 +1230,7 @@ net_stats_json(struct net *net, struct buf *b)
 	buf_printf(b, "{\"mode\":\"%s\",\"allowed\":%llu,\"refused\":%llu,"
 	    "\"frames_in\":%llu,\"frames_out\":%llu,\"frames_dropped\":%llu,"
 	    "\"fragments_dropped\":%llu,\"destinations\":[",
-	    profile_net_name(net->mode), net->stats.allowed,
+	    net_mode_name(net->mode), net->stats.allowed,
 	    net->stats.refused, net->stats.frames_in, net->stats.frames_out,
 	    net->stats.frames_dropped, net->stats.fragments_dropped);
 	for (i = 0; i < net->ndests; i++) {
@@ -1268,7 +1268,7 @@ net_stats_json(struct net *net, struct buf *b)
 		buf_puts(b, "}");
 	}
 	buf_puts(b, "]");
-	if (net->mode == PROFILE_NET_ALLOWLIST)
+	if (net->mode == NET_MODE_ALLOWLIST)
 		buf_printf(b, ",\"proxy\":\"%s:%d\"", NET_PROXY_ADDR,
 		    NET_PROXY_PORT);
 	buf_puts(b, "}");
@@ -1333,4 +1333,21 @@ net_free(struct net *net)
 	for (i = 0; i < sizeof net->env / sizeof net->env[0]; i++)
 		free(net->env[i]);
 	free(net);
+}
+
+/* The name of network mode m, as profiles write it. */
+const char *
+net_mode_name(enum net_mode m)
+{
+	switch (m) {
+	case NET_MODE_RESTRICTED:
+		return ("restricted");
+	case NET_MODE_NONE:
+		return ("none");
+	case NET_MODE_ALLOWLIST:
+		return ("allowlist");
+	case NET_MODE_OPEN:
+		return ("open");
+	}
+	return ("?");
 }

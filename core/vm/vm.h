@@ -1,0 +1,233 @@
+/*
+ * core/vm: one sandbox: its guest files, its QEMU (command line, QMP,
+ * console, KVM choice), its shares and library closure, its warm-start
+ * templates and the client of its agent. It uses every layer below it:
+ * base, wire, staging, net and the profile engine.
+ */
+#ifndef QSUP_VM_H
+#define QSUP_VM_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base.h"
+#include "net.h"
+#include "profile.h"
+
+/* QEMU's seccomp filter (-sandbox), for every QEMU qsup starts. */
+#define QSUP_QEMU_SANDBOX	"on,obsolete=deny,elevateprivileges=deny," \
+				"spawn=deny,resourcecontrol=deny"
+
+/* seed_iso.c */
+struct seed_file {
+	const char	*name;		/* lower-case, e.g. "meta-data" */
+	const void	*data;
+	size_t		 len;
+};
+int		 seed_iso_write(const char *, const struct seed_file *, size_t,
+		     char **);
+
+struct ev_loop;
+
+/* qmp.c: blocking QMP, for when QEMU is paused and qsup waits anyway */
+struct qmp {
+	int		 fd;
+	struct buf	 in;
+	struct buf	 events;
+};
+int		 qmp_open(struct qmp *, int, double, char **);
+int		 qmp_command(struct qmp *, const char *, int, double, char **,
+		     char **);
+int		 qmp_wait_event(struct qmp *, const char *, const char *,
+		     const char *, double, char **);
+void		 qmp_close(struct qmp *);
+
+/* kvm.c */
+enum accel {
+	ACCEL_TCG,
+	ACCEL_KVM
+};
+struct accel_choice {
+	enum accel	 accel;
+	char		*why;		/* for -v and --json */
+	int		 remembered;	/* from the cache, not measured now */
+};
+int		 kvm_choose(const struct profile *, const char *, const char *,
+		     const char *, struct accel_choice *, char **);
+void		 kvm_forget(void);
+int		 kvm_verdict(char **);
+const char	*accel_name(enum accel);
+
+/* share.c */
+#define SHARE_MAX	5	/* microvm's eight virtio-mmio slots: console
+				   ports, seed disk, network and these */
+struct share_bind {		/* a bind mount the guest makes of it */
+	char		*src;		/* inside the share, from its root */
+	char		*dst;		/* a guest path */
+};
+struct share {
+	char		*host;		/* absolute, resolved */
+	char		*guest;		/* absolute */
+	int		 readonly;
+	char		**ignore;	/* globs hidden from the guest, or NULL */
+	int		 exec;		/* an execution tree (staged in containers) */
+	int		 staged;	/* host is a copy in the run directory */
+	int		 use_cache;	/* a copy may come from the cache */
+	int		 cache_fd;	/* > 0: host is a copy in the cache,
+					   this is its lock (staging/cache.c) */
+	char		*tag;		/* the 9p mount tag */
+	char		**ld_paths;	/* "sparse": the closure share, which
+					   holds these host files (closure.c),
+					   or NULL */
+	struct share_bind *binds;	/* ... and is bound over the library
+					   directories the guest sees */
+	size_t		 nbinds;
+	char		**ld_hide;	/* a share containing library
+					   directories: their paths relative
+					   to it, which a staged copy leaves
+					   out (the closure covers them) */
+};
+int		 share_parse(const char *, struct share *, char **);
+int		 share_check(struct share *, char **);
+int		 share_prepare(struct share *, size_t, char **);
+int		 share_stage(struct share *, const char *, int, char **);
+enum profile_sm	 share_model(const struct share *, enum profile_sm);
+int		 share_check_model(const struct share *, size_t,
+		     enum profile_sm, char **);
+int		 share_confine_xattrs(const struct share *, size_t,
+		     enum profile_sm);
+int		 share_confine(const struct share *, size_t, enum profile_sm,
+		     const char **);
+void		 share_free(struct share *);
+
+/* closure.c: the sparse library closure and the guest's glibc */
+#define CLOSURE_NONE	0
+#define CLOSURE_LIB	1	/* a host C-library directory */
+#define CLOSURE_PARENT	2	/* contains one */
+#define CLOSURE_GUEST	"/run/qsup/ld"	/* where the guest mounts it */
+int		 closure_prepare(const struct profile *, struct share *,
+		     size_t *, char *const *, char *const *, size_t, char **);
+int		 closure_kind(const char *, char *const *, size_t);
+int		 closure_rewrite(struct share *, size_t *, char *const *,
+		     size_t, char *const *, size_t, char **);
+char		*closure_guest_to_host(const struct share *, size_t,
+		     const char *);
+char		*closure_missing_lib(const char *, size_t);
+char		*closure_hint(const char *, size_t);
+
+/* template.c */
+struct template {
+	char		*dir;
+	char		*key;
+	char		*shape;
+	char		*state;
+	char		*shape_path;
+	char		*tmp;
+	int		 lock_fd;
+};
+int		 template_init(struct template *, char **, const char *,
+		     const char *);
+int		 template_exists(struct template *);
+int		 template_lock(struct template *);
+void		 template_unlock(struct template *);
+int		 template_open_tmp(struct template *, char **);
+int		 template_commit(struct template *, int, char **);
+void		 template_abandon(struct template *);
+void		 template_discard(struct template *);
+void		 template_free(struct template *);
+int		 template_sweep(const char *);
+int		 template_cmd(int, char **);
+
+/* guest.c */
+struct guest {
+	char		*kernel;
+	char		*initramfs;
+};
+int		 guest_resolve(const struct profile *, struct guest *, char **);
+void		 guest_free(struct guest *);
+const char	*guest_qemu_binary(void);
+unsigned long	 guest_tsc_khz(void);
+
+/* serial.c: the guest's console, drained without ever blocking */
+struct serial;
+struct serial	*serial_new(struct ev_loop *, int, const char *, int);
+void		 serial_tail(struct serial *, int, struct buf *);
+int		 serial_closed(struct serial *);
+void		 serial_set_close_cb(struct serial *, void (*)(void *), void *);
+void		 serial_set_mark_cb(struct serial *,
+		     void (*)(void *, const char *), void *);
+char		*serial_find(struct serial *, const char *);
+void		 serial_drain(struct serial *);
+void		 serial_free(struct serial *);
+
+/* agent_client.c: HTTP/1.1 + SSE to the agent over one virtio-serial port */
+struct agent_conn;
+struct agent_req;
+/*
+ * A response's status is the HTTP status, or AGENT_CLOSED (the port went
+ * away: QEMU is exiting) or AGENT_BROKEN (the agent broke the protocol);
+ * then the body says what happened. An event callback returns -1 with a
+ * cause when the event itself breaks the protocol.
+ */
+#define AGENT_CLOSED		(-1)
+#define AGENT_BROKEN		(-2)
+#define AGENT_SIGNAL_MAX	64	/* Linux's SIGRTMAX */
+#define AGENT_ERROR_MAX		512	/* of the agent's error text, shown */
+typedef void	(*agent_response_cb)(int, const char *, size_t, void *);
+typedef int	(*agent_event_cb)(const char *, const char *, size_t, void *,
+		     char **);
+struct agent_exit {
+	int	 status;
+	int	 signal;	/* 0 or the signal that ended the command */
+	char	*error;		/* NULL, or the agent's text, escaped */
+};
+struct agent_conn *agent_conn_new(struct ev_loop *, int, const char *);
+void		 agent_request(struct agent_conn *, const char *, const char *,
+		     const void *, size_t, agent_response_cb, agent_event_cb,
+		     void *);
+void		 agent_conn_pause(struct agent_conn *, int);
+int		 agent_conn_busy(struct agent_conn *);
+void		 agent_conn_free(struct agent_conn *);
+int		 agent_parse_exit(const char *, size_t, struct agent_exit *,
+		     char **);
+void		 agent_escape(struct buf *, const char *, size_t, size_t);
+
+/* sandbox.c */
+enum sandbox_state {
+	SB_NEW,
+	SB_BOOTING,	/* QEMU started, waiting for the agent */
+	SB_SAVING,	/* writing a template of the booted guest */
+	SB_READY,	/* the agent answered with this sandbox's token */
+	SB_STOPPING,	/* QEMU asked to stop, waiting for it to be reaped */
+	SB_DEAD		/* reaped and its console closed */
+};
+struct sandbox;
+struct sandbox_cbs {
+	void	(*ready)(struct sandbox *, void *);
+	void	(*failed)(struct sandbox *, const char *, void *);
+	void	(*dead)(struct sandbox *, void *);
+	void	*arg;
+};
+struct sandbox	*sandbox_new(struct ev_loop *, const struct profile *,
+		     const struct sandbox_cbs *);
+void		 sandbox_set_shares(struct sandbox *, struct share *, size_t);
+int		 sandbox_start(struct sandbox *, const struct accel_choice *,
+		     char **);
+void		 sandbox_stop(struct sandbox *, const char *);
+enum sandbox_state sandbox_state(struct sandbox *);
+struct agent_conn *sandbox_port(struct sandbox *, int);
+const struct accel_choice *sandbox_accel(struct sandbox *);
+double		 sandbox_boot_seconds(struct sandbox *);
+const char	*sandbox_start_kind(struct sandbox *);
+const char	*sandbox_fallback(struct sandbox *);
+double		 sandbox_save_seconds(struct sandbox *);
+long		 sandbox_qemu_rss_kb(struct sandbox *);
+struct net	*sandbox_net_of(struct sandbox *);
+void		 sandbox_console_tail(struct sandbox *, int, struct buf *);
+char		*sandbox_console_oom(struct sandbox *);
+void		 sandbox_free(struct sandbox *);
+
+
+#endif

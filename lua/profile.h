@@ -1,0 +1,139 @@
+/*
+ * lua/: the profile engine. A profile is Lua, run in a sandboxed state,
+ * whose result is checked into a struct profile. It uses the base, net
+ * and staging layers; host facts only the supervisor can measure (the
+ * KVM verdict) are handed to it by its caller.
+ */
+#ifndef QSUP_PROFILE_H
+#define QSUP_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base.h"
+#include "net.h"
+
+/* profile.c (lua/) */
+enum profile_kvm {
+	PROFILE_KVM_AUTO,	/* use KVM when it is measured to work */
+	PROFILE_KVM_ON,		/* KVM or fail */
+	PROFILE_KVM_OFF		/* never KVM */
+};
+enum profile_virtfs {		/* copying shared trees before sharing */
+	PROFILE_VIRTFS_AUTO,	/* when qsup runs in a container */
+	PROFILE_VIRTFS_ON,
+	PROFILE_VIRTFS_OFF
+};
+enum profile_sm {		/* 9p security_model; profile_sm_name() */
+	PROFILE_SM_MAPPED_XATTR,
+	PROFILE_SM_MAPPED_FILE,
+	PROFILE_SM_PASSTHROUGH,
+	PROFILE_SM_NONE
+};
+enum profile_ld {		/* glibc closure copied with shares */
+	PROFILE_LD_FULL,	/* all of /lib/TRIPLET, /usr/lib/TRIPLET */
+	PROFILE_LD_SPARSE	/* the ldd closure only */
+};
+enum profile_image {
+	PROFILE_IMAGE_NONE,	/* the built-in guest */
+	PROFILE_IMAGE_NAME,	/* "debian-12": from image_base_url */
+	PROFILE_IMAGE_URL,	/* http(s) */
+	PROFILE_IMAGE_FILE	/* an absolute path, checked to exist */
+};
+struct profile_share {
+	char		*host;		/* absolute, real, a directory */
+	char		*guest;		/* absolute, normalized */
+	int		 rw;		/* 0: read-only */
+	char		**ignore;	/* fnmatch(3) globs, left out */
+	size_t		 nignore;
+	int		 exec;		/* an execution tree: staged when
+					   virtfs says so */
+};
+struct profile_tcp_map {
+	char		*name;		/* resolved in the guest, or NULL */
+	uint16_t	 guest_port;
+	char		*host;		/* the host-side destination */
+	uint16_t	 port;
+};
+struct profile_origin;
+struct profile {
+	char		*path;		/* the file, or "builtin:NAME" */
+	enum profile_kvm use_kvm;
+	uint64_t	 memory_mib;
+	int		 cpus;
+	double		 start_timeout;	/* seconds; 0: by accelerator */
+	double		 timeout;	/* seconds per command; 0: none */
+	int		 show_boot_console;
+	int		 console_on_failure; /* console lines shown; 0: none */
+	int		 warm_start;	/* restore from a saved VM template */
+	char		*kernel;	/* NULL: the default guest's */
+	char		*initramfs;	/* NULL: the default guest's */
+	char		*image;		/* NULL: the built-in guest */
+	enum profile_image image_kind;
+	char		*image_base_url; /* NULL: qsup's catalog */
+	char		*images_dir;	/* NULL: $XDG_DATA_HOME/qsup/images */
+	char		**env;		/* "NAME=VALUE", for every command */
+	size_t		 nenv;
+	char		*cwd;		/* NULL: "/" */
+	struct profile_share *shares;
+	size_t		 nshares;
+	enum profile_virtfs virtfs;
+	enum profile_sm	 virtfs_security_model;
+	enum profile_ld	 ld_closure_libs;
+	char		**ld_closure_extra; /* sonames or paths, for "sparse" */
+	size_t		 nld_closure_extra;
+	enum net_mode network;
+	struct net_rule *network_allow; /* + network_rules' OUT */
+	size_t		 nnetwork_allow;
+	int		 network_open_ack;
+	int		 guest_firewall; /* the guest loads one too */
+	int		 virtfs_cache;	/* keep staged trees between runs */
+	struct net_port *ports;	/* + network_rules' IN */
+	size_t		 nports;
+	struct profile_tcp_map *network_tcp;
+	size_t		 nnetwork_tcp;
+	char		**network_rules; /* as written; compiled into
+					   network_allow and ports */
+	size_t		 nnetwork_rules;
+	char		**extra_args;	/* checked by extra_args_next() */
+	size_t		 nextra_args;
+	struct profile_origin *origins;	/* for profile_print() */
+};
+int		 profile_load(struct profile *, const char *, char **);
+int		 profile_load_set(struct profile *, const char *,
+		     char *const *, size_t, char **);
+int		 profile_load_buffer(struct profile *, const char *,
+		     const char *, size_t, char *const *, size_t, char **);
+char		*profile_find(const char *, char **);
+#define PROFILE_PRINT_JSON	0x1
+#define PROFILE_PRINT_BARE	0x2	/* values only, no origins */
+void		 profile_print(const struct profile *, int, struct buf *);
+const char	*profile_sm_name(enum profile_sm);
+void		 profile_free(struct profile *);
+void		 profile_help(struct buf *);
+/* Measures qsup.kvm when a profile first reads it; sets *why. */
+typedef int	(*profile_kvm_fact)(char **);
+void		 profile_set_kvm_fact(profile_kvm_fact);
+
+/* extra_args.c (lua/): QEMU flags a profile may not add */
+int		 extra_args_next(char *const *, size_t, size_t *, char **);
+
+/* facts.c (lua/): what profiles know of the host */
+struct facts_python {
+	char		*path;		/* the python3 found on PATH */
+	char		*executable;	/* what it runs, links and shims followed */
+	char		*version;	/* "3.11" */
+	char		*prefix;	/* the executable's ../.. */
+	char		*venv;		/* the virtual environment, or NULL */
+};
+int		 facts_in_container(void);
+const char	*facts_arch(void);
+const char	*facts_triplet(void);
+const char	*facts_glibc(void);
+long		 facts_cpus(void);
+uint64_t	 facts_memory_mib(void);
+int		 facts_python(struct facts_python *);
+void		 facts_python_free(struct facts_python *);
+
+
+#endif

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The layers' include rule, checked over every #include "..." in the tree:
+#
+#   core/wire <- core/base <- staging, core/net <- lua <- core/vm <- core/cmd
+#
+# A file may include headers of its own folder and of the layers below it;
+# staging and core/net are peers and include neither each other. guest/
+# (the static in-guest agent) may include its own headers and the wire
+# layer's, nothing else, and no host layer includes guest/'s.
+#
+#   tests/layers.sh [ROOT]      check ROOT (default: this tree)
+#   tests/layers.sh --self-test check that the check fails on planted
+#                               upward includes, and passes without them
+set -u
+here=$(dirname "$(readlink -f "$0")")
+
+# folder rank; guest is ranked apart
+declare -A rank=(
+	[core/wire]=0 [core/base]=1 [staging]=2 [core/net]=2 [lua]=3
+	[core/vm]=4 [core/cmd]=5 [guest]=-1
+)
+
+check() {
+	local root=$1 bad=0 files=0 dir f line n hdr where
+	declare -A home=()
+	for dir in "${!rank[@]}"; do
+		for f in "$root/$dir"/*.h; do
+			[ -f "$f" ] || continue
+			hdr=${f##*/}
+			if [ -n "${home[$hdr]:-}" ]; then
+				echo "$dir/$hdr: a header of that name is in" \
+				    "${home[$hdr]} too"
+				bad=$((bad + 1))
+			fi
+			home[$hdr]=$dir
+		done
+	done
+	for dir in "${!rank[@]}"; do
+		for f in "$root/$dir"/*.[ch]; do
+			[ -f "$f" ] || continue
+			files=$((files + 1))
+			while IFS=: read -r n line; do
+				hdr=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' \
+				    <<<"$line")
+				[ -n "$hdr" ] || continue
+				where=${home[$hdr]:-}
+				if [ -z "$where" ]; then
+					echo "$dir/${f##*/}:$n: includes \"$hdr\"," \
+					    "which is no layer's header"
+				elif [ "$where" = "$dir" ]; then
+					continue
+				elif [ "$dir" = guest ]; then
+					[ "$where" = core/wire ] && continue
+					echo "$dir/${f##*/}:$n: includes \"$hdr\"" \
+					    "($where); guest/ may use only the" \
+					    "wire layer"
+				elif [ "$where" = guest ]; then
+					echo "$dir/${f##*/}:$n: includes \"$hdr\"" \
+					    "(guest); only the agent uses" \
+					    "guest/'s headers"
+				elif [ "${rank[$where]}" -lt "${rank[$dir]}" ]; then
+					continue
+				else
+					echo "$dir/${f##*/}:$n: includes \"$hdr\"" \
+					    "($where), which is not below $dir"
+				fi
+				bad=$((bad + 1))
+			done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f")
+		done
+	done
+	echo "layers: $files files checked, $bad bad includes"
+	[ "$bad" -eq 0 ]
+}
+
+self_test() {
+	local tmp out pass=0 fail=0
+	tmp=$(mktemp -d /tmp/qsup-layers.XXXXXX)
+	trap 'rm -rf "$tmp"' RETURN
+	for dir in "${!rank[@]}"; do
+		mkdir -p "$tmp/$dir"
+		cp "$here/../$dir"/*.[ch] "$tmp/$dir/" 2>/dev/null
+	done
+	if check "$tmp" >/dev/null; then
+		pass=$((pass + 1))
+	else
+		echo "FAIL: the unchanged tree does not pass"
+		fail=$((fail + 1))
+	fi
+	# Upward, peer to peer, guest into a host layer, host into guest.
+	local plant
+	for plant in "core/base/util.c:vm.h:is not below core/base" \
+	    "core/net/net.c:staging.h:is not below core/net" \
+	    "lua/facts.c:vm.h:is not below lua" \
+	    "guest/agent.c:base.h:guest/ may use only the wire layer" \
+	    "core/vm/kvm.c:agent.h:only the agent uses" \
+	    "core/wire/wire.h:base.h:is not below core/wire"; do
+		IFS=: read -r f hdr why <<<"$plant"
+		cp "$tmp/$f" "$tmp/$f.orig"
+		echo "#include \"$hdr\"" >>"$tmp/$f"
+		if out=$(check "$tmp"); then
+			echo "FAIL: $f including $hdr was let through"
+			fail=$((fail + 1))
+		elif ! grep -q "$why" <<<"$out"; then
+			echo "FAIL: $f including $hdr: no \"$why\" in: $out"
+			fail=$((fail + 1))
+		else
+			pass=$((pass + 1))
+		fi
+		mv "$tmp/$f.orig" "$tmp/$f"
+	done
+	echo "$pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+}
+
+case "${1:-}" in
+--self-test) self_test ;;
+*) check "${1:-$here/..}" ;;
+esac
