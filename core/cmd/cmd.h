@@ -18,8 +18,8 @@
 struct cmd_entry {
 	const char		 *name;
 	const char		 *alias[CMD_ALIASES];	/* or NULL */
-	const char		 *usage;	/* after "qsup ", a form a line;
-						   NULL: the subcommands' */
+	const char		 *usage;	/* its forms, one a line, after
+						   "qsup "; NULL: its subs' */
 	const char		 *summary;	/* one line, for "qsup help" */
 	const char		 *help;		/* the rest of --help, or NULL */
 	const struct cmd_entry	*const *subs;	/* NULL-ended, or NULL */
