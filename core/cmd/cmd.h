@@ -4,12 +4,42 @@
 #ifndef QSUP_CMD_H
 #define QSUP_CMD_H
 
+#include <stdio.h>
+
 #include "vm.h"
 
-/* cmd_profile.c: "qsup profile check|show|settings|facts" */
-int		 cmd_profile(int, char **);
+/*
+ * cmd.c: the command table. A command is one entry, in a file of its own
+ * (cmd_NAME.c); one with subcommands has a table of them (subs), and its
+ * exec is called only when none of them is named. exec gets the command's
+ * arguments from its own name on (argv[0]) and returns qsup's exit status.
+ */
+#define CMD_ALIASES	2
+struct cmd_entry {
+	const char		 *name;
+	const char		 *alias[CMD_ALIASES];	/* or NULL */
+	const char		 *usage;	/* its forms, one a line, after
+						   "qsup "; NULL: its subs' */
+	const char		 *summary;	/* one line, for "qsup help" */
+	const char		 *help;		/* the rest of --help, or NULL */
+	const struct cmd_entry	*const *subs;	/* NULL-ended, or NULL */
+	int			(*exec)(const struct cmd_entry *, int, char **);
+};
+extern const struct cmd_entry	*const cmd_table[];
+const struct cmd_entry *cmd_find(const struct cmd_entry *const *,
+		     const char *);
+int		 cmd_exec(const struct cmd_entry *, int, char **);
+void		 cmd_usage(const struct cmd_entry *, FILE *);
+void		 cmd_usage_all(FILE *);
 
-/* run.c: the "run" command */
+/* The commands, one file each. */
+extern const struct cmd_entry	 cmd_run_entry;		/* cmd_run.c */
+extern const struct cmd_entry	 cmd_cache_entry;	/* cmd_cache.c */
+extern const struct cmd_entry	 cmd_profile_entry;	/* cmd_profile.c */
+extern const struct cmd_entry	 cmd_version_entry;	/* cmd_version.c */
+extern const struct cmd_entry	 cmd_help_entry;	/* cmd_help.c */
+
+/* run.c: what "qsup run" does, once cmd_run.c has read its options */
 struct run_options {
 	const char	*profile;
 	char		**argv;

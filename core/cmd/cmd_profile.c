@@ -13,30 +13,84 @@
 
 #define CMD_PROFILE_SET	0x100	/* --set, which has no short form */
 
-static void
-cmd_profile_usage(FILE *f)
-{
-	fprintf(f,
-"usage: qsup profile check [-v] PROFILE...\n"
-"       qsup profile show [--json] [--set NAME=VALUE]... [PROFILE]\n"
-"       qsup profile settings\n"
-"       qsup profile facts [--json]\n"
-"\n"
-"check     load and check each profile; print its mistakes as FILE:LINE:\n"
-"          lines and exit 125 if there are any (-v: say how long each took)\n"
-"show      every setting as qsup run would use it, and where it came from:\n"
-"          the default, the profile (FILE:LINE) or the command line;\n"
-"          without PROFILE, the built-in default\n"
-"settings  every setting, its default, what it accepts\n"
-"facts     what profiles know of this host: the qsup table\n"
-"\n"
-"PROFILE is a path, or a name looked up as ./NAME.lua,\n"
-"$XDG_CONFIG_HOME/qsup/profiles/NAME.lua, then among the built-in ones\n"
-"(builtin:NAME names one outright).\n");
-}
+#define CMD_PROFILE_NAMES \
+"PROFILE is a path, or a name looked up as ./NAME.lua,\n" \
+"$XDG_CONFIG_HOME/qsup/profiles/NAME.lua, then among the built-in ones\n" \
+"(builtin:NAME names one outright).\n"
 
+static int	cmd_profile_exec(const struct cmd_entry *, int, char **);
+static int	cmd_profile_check(const struct cmd_entry *, int, char **);
+static int	cmd_profile_show(const struct cmd_entry *, int, char **);
+static int	cmd_profile_settings(const struct cmd_entry *, int, char **);
+static int	cmd_profile_facts(const struct cmd_entry *, int, char **);
+
+static const struct cmd_entry cmd_profile_check_entry = {
+	.name = "check",
+	.usage = "profile check [-v] PROFILE...",
+	.summary = "load and check each profile; print its mistakes",
+	.help =
+"Load and check each profile; print its mistakes as FILE:LINE: lines\n"
+"and exit 125 if there are any.\n"
+"\n"
+"  -v, --verbose  say how long each took\n"
+"\n"
+CMD_PROFILE_NAMES,
+	.exec = cmd_profile_check
+};
+
+static const struct cmd_entry cmd_profile_show_entry = {
+	.name = "show",
+	.usage = "profile show [--json] [--set NAME=VALUE]... [PROFILE]",
+	.summary = "each setting as run would use it, and where it came from",
+	.help =
+"Every setting as qsup run would use it, and where it came from: the\n"
+"default, the profile (FILE:LINE) or the command line; without PROFILE,\n"
+"the built-in default.\n"
+"\n"
+"      --json            as JSON\n"
+"      --set NAME=VALUE  override a setting, as qsup run --set does\n"
+"\n"
+CMD_PROFILE_NAMES,
+	.exec = cmd_profile_show
+};
+
+static const struct cmd_entry cmd_profile_settings_entry = {
+	.name = "settings",
+	.usage = "profile settings",
+	.summary = "every setting, its default, what it accepts",
+	.exec = cmd_profile_settings
+};
+
+static const struct cmd_entry cmd_profile_facts_entry = {
+	.name = "facts",
+	.usage = "profile facts [--json]",
+	.summary = "what profiles know of this host: the qsup table",
+	.help =
+"What profiles know of this host: the qsup table, as a profile reads it\n"
+"or, with --json, as JSON. Finding out whether KVM works may boot a\n"
+"probe VM, once per host.\n",
+	.exec = cmd_profile_facts
+};
+
+static const struct cmd_entry *const cmd_profile_subs[] = {
+	&cmd_profile_check_entry,
+	&cmd_profile_show_entry,
+	&cmd_profile_settings_entry,
+	&cmd_profile_facts_entry,
+	NULL
+};
+
+const struct cmd_entry cmd_profile_entry = {
+	.name = "profile",
+	.summary = "check profiles; show settings and host facts",
+	.help = CMD_PROFILE_NAMES,
+	.subs = cmd_profile_subs,
+	.exec = cmd_profile_exec
+};
+
+/* Load each profile named; its mistakes on stderr. */
 static int
-cmd_profile_check(int argc, char **argv)
+cmd_profile_check(const struct cmd_entry *self, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "verbose",	no_argument,	NULL, 'v' },
@@ -56,7 +110,7 @@ cmd_profile_check(int argc, char **argv)
 			verbose = 1;
 			break;
 		case 'h':
-			cmd_profile_usage(stdout);
+			cmd_usage(self, stdout);
 			return (0);
 		default:
 			log_warnx("profile check: %s: unknown option",
@@ -86,8 +140,9 @@ cmd_profile_check(int argc, char **argv)
 	return (rc);
 }
 
+/* Print one profile's settings, and where each came from. */
 static int
-cmd_profile_show(int argc, char **argv)
+cmd_profile_show(const struct cmd_entry *self, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json",	no_argument,		NULL, 'J' },
@@ -113,7 +168,7 @@ cmd_profile_show(int argc, char **argv)
 			sets[nsets++] = optarg;
 			break;
 		case 'h':
-			cmd_profile_usage(stdout);
+			cmd_usage(self, stdout);
 			free(sets);
 			return (0);
 		default:
@@ -176,8 +231,9 @@ cmd_profile_fact_raw(struct buf *b, int json, int *n, const char *name,
 		buf_printf(b, "qsup.%s = %s\n", name, value);
 }
 
+/* Print the facts a profile sees as the qsup table. */
 static int
-cmd_profile_facts(int argc, char **argv)
+cmd_profile_facts(const struct cmd_entry *self, int argc, char **argv)
 {
 	struct facts_python	 py;
 	struct buf		 b = { 0 };
@@ -187,7 +243,11 @@ cmd_profile_facts(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0)
 			json = 1;
-		else {
+		else if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0) {
+			cmd_usage(self, stdout);
+			return (0);
+		} else {
 			log_warnx("profile facts: %s: unknown option", argv[i]);
 			return (QSUP_EXIT_ERROR);
 		}
@@ -229,31 +289,28 @@ cmd_profile_facts(int argc, char **argv)
 	return (0);
 }
 
-int
-cmd_profile(int argc, char **argv)
+/* Every setting, its default and what it accepts. */
+static int
+cmd_profile_settings(const struct cmd_entry *self, int argc, char **argv)
 {
 	struct buf	b = { 0 };
 
+	(void)self;
+	(void)argc;
+	(void)argv;
+	profile_help(&b);
+	fputs(b.data, stdout);
+	buf_free(&b);
+	return (0);
+}
+
+/* "qsup profile" naming none of its subcommands. */
+static int
+cmd_profile_exec(const struct cmd_entry *self, int argc, char **argv)
+{
 	if (argc < 2) {
-		cmd_profile_usage(stderr);
+		cmd_usage(self, stderr);
 		return (QSUP_EXIT_ERROR);
-	}
-	if (strcmp(argv[1], "check") == 0)
-		return (cmd_profile_check(argc - 1, argv + 1));
-	if (strcmp(argv[1], "show") == 0)
-		return (cmd_profile_show(argc - 1, argv + 1));
-	if (strcmp(argv[1], "facts") == 0)
-		return (cmd_profile_facts(argc - 1, argv + 1));
-	if (strcmp(argv[1], "settings") == 0) {
-		profile_help(&b);
-		fputs(b.data, stdout);
-		buf_free(&b);
-		return (0);
-	}
-	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "--help") == 0) {
-		cmd_profile_usage(stdout);
-		return (0);
 	}
 	log_warnx("profile: unknown command '%s'; try 'qsup profile help'",
 	    argv[1]);

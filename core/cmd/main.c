@@ -1,202 +1,29 @@
 /*
  * qsup: run untrusted commands inside disposable QEMU microVMs.
  */
-#include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "cmd.h"
-#include "wire.h"
 
-#define QSUP_VERSION	"0.1.0"
-
-static void
-usage(FILE *f)
-{
-	fprintf(f,
-"usage: qsup run [--profile FILE] [options] [--] CMD [ARG...]\n"
-"       qsup [--profile FILE] [options] -- CMD [ARG...]\n"
-"       qsup cache ls | clear [--stale]\n"
-"       qsup profile check|show|settings|facts ...   (qsup profile help)\n"
-"       qsup version\n"
-"\n"
-"options:\n"
-"  -p, --profile FILE   the Lua profile: a path, or a name looked up as\n"
-"                       ./NAME.lua, $XDG_CONFIG_HOME/qsup/profiles/NAME.lua\n"
-"                       and the built-in ones (default: builtin:default)\n"
-"      --set NAME=VALUE override a profile setting (repeatable; checked\n"
-"                       like the profile: qsup profile settings)\n"
-"  -e NAME=VALUE        set an environment variable for CMD\n"
-"  -w DIR               CMD's working directory in the guest\n"
-"      --share HOST[:GUEST][:ro|rw]\n"
-"                       share a host directory (default: read-only, at\n"
-"                       the same path in the guest)\n"
-"      --timeout SECS   kill CMD after SECS seconds and exit 124\n"
-"      --console        show the guest's console live on stderr\n"
-"      --json           print a JSON summary on stderr at the end\n"
-"  -v, --verbose        say what qsup is doing\n"
-"  -h, --help           this help\n"
-"\n"
-"exit status: CMD's own; 124 timeout; 125 qsup error; 126 CMD not\n"
-"executable; 127 CMD not found; 128+N CMD killed by signal N.\n");
-}
-
-static int
-valid_env(const char *s)
-{
-	const char	*p;
-
-	if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-	    *s == '_'))
-		return (0);
-	for (p = s + 1; *p != '=' ; p++) {
-		if (*p == '\0')
-			return (0);
-		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		    (*p >= '0' && *p <= '9') || *p == '_'))
-			return (0);
-	}
-	return (1);
-}
-
-static int
-cmd_run(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "profile",	required_argument,	NULL, 'p' },
-		{ "timeout",	required_argument,	NULL, 'T' },
-		{ "console",	no_argument,		NULL, 'C' },
-		{ "json",	no_argument,		NULL, 'J' },
-		{ "share",	required_argument,	NULL, 'S' },
-		{ "set",	required_argument,	NULL, 0x100 },
-		{ "verbose",	no_argument,		NULL, 'v' },
-		{ "help",	no_argument,		NULL, 'h' },
-		{ NULL,		0,			NULL, 0 }
-	};
-	struct run_options	 opts;
-	char			*end;
-	int			 ch, rc;
-
-	memset(&opts, 0, sizeof opts);
-	optind = 1;
-	opterr = 0;
-	/* '+': stop at the command, whose own flags are not ours. */
-	while ((ch = getopt_long(argc, argv, "+p:e:w:vh", longopts,
-	    NULL)) != -1) {
-		switch (ch) {
-		case 'p':
-			opts.profile = optarg;
-			break;
-		case 'e':
-			if (!valid_env(optarg)) {
-				log_warnx("-e %s: expected NAME=VALUE with NAME "
-				    "made of letters, digits and _", optarg);
-				return (QSUP_EXIT_ERROR);
-			}
-			opts.env = xreallocarray(opts.env, opts.nenv + 1,
-			    sizeof *opts.env);
-			opts.env[opts.nenv++] = optarg;
-			break;
-		case 'w':
-			if (*optarg != '/') {
-				log_warnx("-w %s: the working directory must be "
-				    "an absolute path in the guest", optarg);
-				return (QSUP_EXIT_ERROR);
-			}
-			opts.cwd = optarg;
-			break;
-		case 'T':
-			opts.timeout = strtod(optarg, &end);
-			if (end == optarg || *end != '\0' ||
-			    !(opts.timeout > 0) || opts.timeout > 1e9) {
-				log_warnx("--timeout %s: expected a positive "
-				    "number of seconds", optarg);
-				return (QSUP_EXIT_ERROR);
-			}
-			break;
-		case 'C':
-			opts.console = 1;
-			break;
-		case 'S':
-			opts.shares = xreallocarray(opts.shares,
-			    opts.nshares + 1, sizeof *opts.shares);
-			opts.shares[opts.nshares++] = optarg;
-			break;
-		case 'J':
-			opts.json = 1;
-			break;
-		case 0x100:	/* --set: checked with the profile */
-			if (strchr(optarg, '=') == NULL || *optarg == '=') {
-				log_warnx("--set %s: expected NAME=VALUE",
-				    optarg);
-				return (QSUP_EXIT_ERROR);
-			}
-			opts.sets = xreallocarray(opts.sets, opts.nsets + 1,
-			    sizeof *opts.sets);
-			opts.sets[opts.nsets++] = optarg;
-			break;
-		case 'v':
-			log_verbose = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return (0);
-		default:
-			if (optopt != 0 && optopt != '?')
-				log_warnx("option -%c: %s", optopt,
-				    strchr("pew", optopt) != NULL ?
-				    "needs a value" : "unknown");
-			else
-				log_warnx("%s: unknown option or missing value",
-				    argv[optind - 1]);
-			fprintf(stderr, "try 'qsup --help'\n");
-			return (QSUP_EXIT_ERROR);
-		}
-	}
-	if (optind >= argc) {
-		log_warnx("no command given: qsup run [options] -- CMD "
-		    "[ARG...]");
-		return (QSUP_EXIT_ERROR);
-	}
-	opts.argv = argv + optind;
-	rc = run_main(&opts);
-	free(opts.env);
-	free(opts.shares);
-	free(opts.sets);
-	return (rc);
-}
-
+/*
+ * The command named by the first argument, from the table (cmd.c); an
+ * option there starts the short form of run, qsup --profile FILE -- CMD.
+ */
 int
 main(int argc, char **argv)
 {
+	const struct cmd_entry	*e;
+
 	log_init("qsup");
 	profile_set_kvm_fact(kvm_verdict);
 	if (argc < 2) {
-		usage(stderr);
+		cmd_usage_all(stderr);
 		return (QSUP_EXIT_ERROR);
 	}
-	if (strcmp(argv[1], "run") == 0)
-		return (cmd_run(argc - 1, argv + 1));
-	if (strcmp(argv[1], "profile") == 0)
-		return (cmd_profile(argc - 1, argv + 1));
-	if (strcmp(argv[1], "cache") == 0)
-		return (template_cmd(argc - 1, argv + 1));
-	if (strcmp(argv[1], "version") == 0 ||
-	    strcmp(argv[1], "--version") == 0) {
-		printf("qsup %s (agent protocol %d)\n", QSUP_VERSION,
-		    QSUP_PROTOCOL_VERSION);
-		return (0);
-	}
-	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "--help") == 0) {
-		usage(stdout);
-		return (0);
-	}
-	/* The short form: qsup --profile FILE -- CMD. */
+	if ((e = cmd_find(cmd_table, argv[1])) != NULL)
+		return (cmd_exec(e, argc - 1, argv + 1));
 	if (argv[1][0] == '-')
-		return (cmd_run(argc, argv));
+		return (cmd_exec(&cmd_run_entry, argc, argv));
 	log_warnx("unknown command '%s'; try 'qsup --help'", argv[1]);
 	return (QSUP_EXIT_ERROR);
 }

@@ -778,6 +778,41 @@ fail:
 	return (-1);
 }
 
+/*
+ * The loop, and what the run watches in it: our stdio (stdout and stderr
+ * queued, so a slow reader never blocks the loop), the signals, timers.
+ */
+static void
+run_loop_init(struct run *r)
+{
+	signal(SIGPIPE, SIG_IGN);
+	r->loop = ev_default_loop(EVFLAG_AUTO);
+	r->out = outq_new(r->loop, STDOUT_FILENO);
+	r->err = outq_new(r->loop, STDERR_FILENO);
+	log_set_queue(r->err);
+	outq_set_drain_cb(r->out, run_drain_cb, r);
+	outq_set_drain_cb(r->err, run_drain_cb, r);
+	r->in_fd = outq_reopen_nonblock(STDIN_FILENO, O_RDONLY);
+	ev_io_init(&r->in, run_stdin_read_cb, r->in_fd, EV_READ);
+	r->in.data = r;
+	ev_async_init(&r->sigasync, run_signal_cb);
+	r->sigasync.data = r;
+	ev_async_start(r->loop, &r->sigasync);
+	run_sig_async = &r->sigasync;
+	run_sig_loop = r->loop;
+	ev_init(&r->timeout, run_timeout_cb);
+	r->timeout.data = r;
+	ev_init(&r->grace, run_grace_cb);
+	r->grace.data = r;
+	ev_init(&r->lost, run_lost_cb);
+	r->lost.data = r;
+}
+
+/*
+ * Run opts->argv in a sandbox of opts->profile: load the profile, choose
+ * the accelerator, then boot and run in the loop (once more under TCG if
+ * KVM failed, see run_kvm_failed). Returns qsup's exit status.
+ */
 int
 run_main(struct run_options *opts)
 {
@@ -826,28 +861,7 @@ run_main(struct run_options *opts)
 	if (run_nsignals > 0)
 		goto interrupted;
 
-	signal(SIGPIPE, SIG_IGN);
-	r.loop = ev_default_loop(EVFLAG_AUTO);
-	r.out = outq_new(r.loop, STDOUT_FILENO);
-	r.err = outq_new(r.loop, STDERR_FILENO);
-	log_set_queue(r.err);
-	outq_set_drain_cb(r.out, run_drain_cb, &r);
-	outq_set_drain_cb(r.err, run_drain_cb, &r);
-	r.in_fd = outq_reopen_nonblock(STDIN_FILENO, O_RDONLY);
-	ev_io_init(&r.in, run_stdin_read_cb, r.in_fd, EV_READ);
-	r.in.data = &r;
-	ev_async_init(&r.sigasync, run_signal_cb);
-	r.sigasync.data = &r;
-	ev_async_start(r.loop, &r.sigasync);
-	run_sig_async = &r.sigasync;
-	run_sig_loop = r.loop;
-	ev_init(&r.timeout, run_timeout_cb);
-	r.timeout.data = &r;
-	ev_init(&r.grace, run_grace_cb);
-	r.grace.data = &r;
-	ev_init(&r.lost, run_lost_cb);
-	r.lost.data = &r;
-
+	run_loop_init(&r);
 	for (;;) {
 		if (run_boot(&r, &cause) == -1)
 			goto fail;

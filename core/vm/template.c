@@ -24,18 +24,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <mbedtls/sha256.h>
 
 #include "vm.h"
-#include "staging.h"
 #include "wire.h"
 
 #define TEMPLATE_VERSION	1
 
-static char *
+/* The templates directory of the cache, made if need be; NULL: none. */
+char *
 template_dir(void)
 {
 	char	*cache, *dir;
@@ -409,45 +408,39 @@ template_stale(const char *shape)
 	return (stale);
 }
 
-/* qsup cache ls | clear [--stale] */
+/*
+ * Call cb, in the directory's order, for each template in dir and each
+ * half-written file (writer set): what "qsup cache" lists and clears. cb
+ * may remove the template it is given. -1 (errno set): dir cannot be read.
+ */
 int
-template_cmd(int argc, char **argv)
+template_each(const char *dir, void (*cb)(const struct template_info *,
+    void *), void *arg)
 {
-	struct dirent	*de;
-	struct stat	 st;
-	DIR		*d;
-	char		*dir, *path, *shape, *dot, when[32];
-	const char	*cmd = argc > 1 ? argv[1] : "ls";
-	long		 pid;
-	int		 only_stale, n = 0, stale;
+	struct template_info	 ti;
+	struct dirent		*de;
+	struct stat		 st;
+	DIR			*d;
+	char			*path, *shape, *dot;
+	long			 pid;
 
-	only_stale = argc > 2 && strcmp(argv[2], "--stale") == 0;
-	if ((strcmp(cmd, "ls") != 0 && strcmp(cmd, "clear") != 0) ||
-	    argc > 3 || (argc == 3 && !only_stale)) {
-		log_warnx("usage: qsup cache ls | clear [--stale]");
-		return (QSUP_EXIT_ERROR);
-	}
-	if ((dir = template_dir()) == NULL) {
-		log_warnx("no cache directory (set XDG_CACHE_HOME or HOME)");
-		return (QSUP_EXIT_ERROR);
-	}
-	if ((d = opendir(dir)) == NULL) {
-		log_warn("%s", dir);
-		free(dir);
-		return (QSUP_EXIT_ERROR);
-	}
+	if ((d = opendir(dir)) == NULL)
+		return (-1);
 	while ((de = readdir(d)) != NULL) {
+		memset(&ti, 0, sizeof ti);
+		ti.name = de->d_name;
 		/* A save under way, or left by a qsup killed outright. */
-		if (template_partial(de->d_name, &pid) > 0 &&
-		    strcmp(cmd, "ls") == 0) {
+		if (template_partial(de->d_name, &pid) > 0) {
 			xasprintf(&path, "%s/%s", dir, de->d_name);
 			if (stat(path, &st) == -1)
 				memset(&st, 0, sizeof st);
 			free(path);
-			printf("%s  %6.1f MB  half-written by process %ld, "
-			    "%s\n", de->d_name, st.st_size / 1e6, pid,
-			    template_writer_alive(pid) ? "still writing" :
-			    "gone");
+			ti.size = st.st_size;
+			ti.mtime = st.st_mtime;
+			ti.writer = pid;
+			ti.writer_alive = template_writer_alive(pid);
+			cb(&ti, arg);
+			continue;
 		}
 		if ((dot = strstr(de->d_name, ".shape")) == NULL ||
 		    dot[6] != '\0')
@@ -456,46 +449,33 @@ template_cmd(int argc, char **argv)
 		xasprintf(&path, "%s/%s.shape", dir, de->d_name);
 		shape = util_read_file(path, NULL, 1 << 20);
 		free(path);
-		stale = shape == NULL || template_stale(shape);
+		ti.stale = shape == NULL || template_stale(shape);
+		free(shape);
 		xasprintf(&path, "%s/%s.state", dir, de->d_name);
 		if (stat(path, &st) == -1)
 			memset(&st, 0, sizeof st);
-		if (strcmp(cmd, "ls") == 0) {
-			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S",
-			    localtime(&st.st_mtime));
-			printf("%s  %6.1f MB  %s%s\n", de->d_name,
-			    st.st_size / 1e6, st.st_mtime != 0 ? when :
-			    "(incomplete)", stale ? "  stale" : "");
-		} else if (!only_stale || stale) {
-			unlink(path);
-			free(path);
-			xasprintf(&path, "%s/%s.meta", dir, de->d_name);
-			unlink(path);
-			free(path);
-			xasprintf(&path, "%s/%s.shape", dir, de->d_name);
-			unlink(path);
-			n++;
-		}
 		free(path);
-		free(shape);
+		ti.size = st.st_size;
+		ti.mtime = st.st_mtime;
+		cb(&ti, arg);
 	}
 	closedir(d);
-	if (strcmp(cmd, "clear") == 0) {
-		printf("removed %d template%s\n", n, n == 1 ? "" : "s");
-		/* Those of a live writer stay: it is still saving. */
-		if ((n = template_sweep(dir)) > 0)
-			printf("removed %d half-written file%s\n", n,
-			    n == 1 ? "" : "s");
-	}
-	free(dir);
-	/* Staged copies of shared trees (staging/cache.c). */
-	if ((dir = util_cache_dir()) != NULL) {
-		n = staging_cache_cmd(dir, strcmp(cmd, "clear") == 0,
-		    only_stale);
-		if (strcmp(cmd, "clear") == 0)
-			printf("removed %d staged tree%s\n", n, n == 1 ? "" :
-			    "s");
-		free(dir);
-	}
 	return (0);
+}
+
+/* Remove the template KEY of dir: its state, meta and shape files. */
+void
+template_remove(const char *dir, const char *key)
+{
+	char	*path;
+
+	xasprintf(&path, "%s/%s.state", dir, key);
+	unlink(path);
+	free(path);
+	xasprintf(&path, "%s/%s.meta", dir, key);
+	unlink(path);
+	free(path);
+	xasprintf(&path, "%s/%s.shape", dir, key);
+	unlink(path);
+	free(path);
 }

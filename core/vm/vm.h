@@ -138,7 +138,19 @@ void		 template_abandon(struct template *);
 void		 template_discard(struct template *);
 void		 template_free(struct template *);
 int		 template_sweep(const char *);
-int		 template_cmd(int, char **);
+/* What "qsup cache" lists and clears (core/cmd/cmd_cache.c). */
+struct template_info {
+	const char	*name;		/* KEY, or a half-written file's name */
+	off_t		 size;		/* of the state, or of that file */
+	time_t		 mtime;		/* 0: no state file */
+	int		 stale;		/* its QEMU, kernel or initramfs changed */
+	long		 writer;	/* a half-written file's writer, else 0 */
+	int		 writer_alive;
+};
+char		*template_dir(void);
+int		 template_each(const char *,
+		     void (*)(const struct template_info *, void *), void *);
+void		 template_remove(const char *, const char *);
 
 /* guest.c */
 struct guest {

@@ -181,3 +181,118 @@ Test(template, sweep_removes_half_written_files_of_dead_writers)
 	cr_assert_eq(template_sweep(tdir), 0);
 	free(tdir);
 }
+
+/* A whole template of argv, its kernel kernel: its key. */
+static char *
+saved(const char *const *argv, const char *kernel)
+{
+	struct template	 t;
+	char		*cause = NULL, *key;
+	int		 fd;
+
+	cr_assert_eq(template_init(&t, (char **)(uintptr_t)argv, kernel,
+	    "/bin/ls"), 0);
+	cr_assert_eq(template_lock(&t), 0);
+	fd = template_open_tmp(&t, &cause);
+	cr_assert(fd != -1, "%s", cause);
+	cr_assert_eq(write(fd, "state", 5), 5);
+	cr_assert_eq(template_commit(&t, fd, &cause), 0, "%s", cause);
+	close(fd);
+	key = xstrdup(t.key);
+	template_free(&t);
+	return (key);
+}
+
+struct seen {
+	char			*name[8];
+	struct template_info	 ti[8];
+	int			 n;
+};
+
+static void
+seen_cb(const struct template_info *ti, void *arg)
+{
+	struct seen	*s = arg;
+
+	cr_assert_lt(s->n, 8);
+	s->ti[s->n] = *ti;
+	s->name[s->n] = xstrdup(ti->name);	/* ti->name is readdir's */
+	s->ti[s->n].name = s->name[s->n];
+	s->n++;
+}
+
+static const struct template_info *
+seen_find(struct seen *s, const char *name)
+{
+	int	i;
+
+	for (i = 0; i < s->n; i++) {
+		if (strcmp(s->name[i], name) == 0)
+			return (&s->ti[i]);
+	}
+	cr_assert_fail("%s not listed", name);
+	return (NULL);
+}
+
+static void
+seen_free(struct seen *s)
+{
+	int	i;
+
+	for (i = 0; i < s->n; i++)
+		free(s->name[i]);
+	memset(s, 0, sizeof *s);
+}
+
+/* What qsup cache lists and clears (core/cmd/cmd_cache.c). */
+Test(template, each_lists_whole_stale_and_half_written_and_remove_clears)
+{
+	const char	*a[] = { "qemu-system-x86_64", "-m", "64", NULL };
+	const char	*b[] = { "qemu-system-x86_64", "-m", "128", NULL };
+	const struct template_info *ti;
+	struct seen	 s = { 0 };
+	char		*tdir, *kernel, *ka, *kb, name[128];
+	FILE		*f;
+
+	cr_assert_not_null(tdir = template_dir());
+	xasprintf(&kernel, "%s/vmlinux", dir);
+	cr_assert_not_null(f = fopen(kernel, "w"));
+	fclose(f);
+	ka = saved(a, "/bin/sh");
+	kb = saved(b, kernel);
+	/* b's kernel changes: b is stale. */
+	cr_assert_not_null(f = fopen(kernel, "w"));
+	fputs("new", f);
+	fclose(f);
+	snprintf(name, sizeof name, "%s.state.%ld", ka, (long)getpid());
+	touch(tdir, name);
+
+	cr_assert_eq(template_each(tdir, seen_cb, &s), 0);
+	cr_assert_eq(s.n, 3);
+	ti = seen_find(&s, ka);
+	cr_assert(!ti->stale && ti->writer == 0 && ti->size == 5 &&
+	    ti->mtime != 0);
+	ti = seen_find(&s, kb);
+	cr_assert(ti->stale && ti->writer == 0);
+	ti = seen_find(&s, name);
+	cr_assert(ti->writer == (long)getpid() && ti->writer_alive);
+	seen_free(&s);
+
+	template_remove(tdir, kb);
+	snprintf(name, sizeof name, "%s.state", kb);
+	cr_assert(!exists(tdir, name));
+	snprintf(name, sizeof name, "%s.shape", kb);
+	cr_assert(!exists(tdir, name));
+	snprintf(name, sizeof name, "%s.meta", kb);
+	cr_assert(!exists(tdir, name));
+	snprintf(name, sizeof name, "%s.state", ka);
+	cr_assert(exists(tdir, name), "another template was removed");
+	cr_assert_eq(template_each(tdir, seen_cb, &s), 0);
+	cr_assert_eq(s.n, 2);
+	seen_free(&s);
+	cr_assert_eq(template_each("/nonexistent/qsup", seen_cb, &s), -1);
+	free(ka);
+	free(kb);
+	free(kernel);
+	free(tdir);
+}

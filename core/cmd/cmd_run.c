@@ -1,0 +1,170 @@
+/*
+ * "qsup run" and its short form "qsup [options] -- CMD": its entry and its
+ * options. What a run does is run.c's.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+
+static int	cmd_run_exec(const struct cmd_entry *, int, char **);
+
+const struct cmd_entry cmd_run_entry = {
+	.name = "run",
+	.usage = "run [--profile FILE] [options] [--] CMD [ARG...]\n"
+	    "[--profile FILE] [options] -- CMD [ARG...]",
+	.summary = "run CMD in a disposable microVM; exit with its status",
+	.help =
+"options:\n"
+"  -p, --profile FILE   the Lua profile: a path, or a name looked up as\n"
+"                       ./NAME.lua, $XDG_CONFIG_HOME/qsup/profiles/NAME.lua\n"
+"                       and the built-in ones (default: builtin:default)\n"
+"      --set NAME=VALUE override a profile setting (repeatable; checked\n"
+"                       like the profile: qsup profile settings)\n"
+"  -e NAME=VALUE        set an environment variable for CMD\n"
+"  -w DIR               CMD's working directory in the guest\n"
+"      --share HOST[:GUEST][:ro|rw]\n"
+"                       share a host directory (default: read-only, at\n"
+"                       the same path in the guest)\n"
+"      --timeout SECS   kill CMD after SECS seconds and exit 124\n"
+"      --console        show the guest's console live on stderr\n"
+"      --json           print a JSON summary on stderr at the end\n"
+"  -v, --verbose        say what qsup is doing\n"
+"  -h, --help           this help\n"
+"\n"
+"exit status: CMD's own; 124 timeout; 125 qsup error; 126 CMD not\n"
+"executable; 127 CMD not found; 128+N CMD killed by signal N.\n",
+	.exec = cmd_run_exec
+};
+
+/* -e's NAME=VALUE: NAME a shell variable's name. */
+static int
+cmd_run_valid_env(const char *s)
+{
+	const char	*p;
+
+	if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+	    *s == '_'))
+		return (0);
+	for (p = s + 1; *p != '=' ; p++) {
+		if (*p == '\0')
+			return (0);
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		    (*p >= '0' && *p <= '9') || *p == '_'))
+			return (0);
+	}
+	return (1);
+}
+
+/*
+ * Read run's options into a struct run_options and run. argv[0] is "run",
+ * or "qsup" in the short form; the first argument not an option is CMD.
+ */
+static int
+cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "profile",	required_argument,	NULL, 'p' },
+		{ "timeout",	required_argument,	NULL, 'T' },
+		{ "console",	no_argument,		NULL, 'C' },
+		{ "json",	no_argument,		NULL, 'J' },
+		{ "share",	required_argument,	NULL, 'S' },
+		{ "set",	required_argument,	NULL, 0x100 },
+		{ "verbose",	no_argument,		NULL, 'v' },
+		{ "help",	no_argument,		NULL, 'h' },
+		{ NULL,		0,			NULL, 0 }
+	};
+	struct run_options	 opts;
+	char			*end;
+	int			 ch, rc;
+
+	memset(&opts, 0, sizeof opts);
+	optind = 1;
+	opterr = 0;
+	/* '+': stop at the command, whose own flags are not ours. */
+	while ((ch = getopt_long(argc, argv, "+p:e:w:vh", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			opts.profile = optarg;
+			break;
+		case 'e':
+			if (!cmd_run_valid_env(optarg)) {
+				log_warnx("-e %s: expected NAME=VALUE with NAME "
+				    "made of letters, digits and _", optarg);
+				return (QSUP_EXIT_ERROR);
+			}
+			opts.env = xreallocarray(opts.env, opts.nenv + 1,
+			    sizeof *opts.env);
+			opts.env[opts.nenv++] = optarg;
+			break;
+		case 'w':
+			if (*optarg != '/') {
+				log_warnx("-w %s: the working directory must be "
+				    "an absolute path in the guest", optarg);
+				return (QSUP_EXIT_ERROR);
+			}
+			opts.cwd = optarg;
+			break;
+		case 'T':
+			opts.timeout = strtod(optarg, &end);
+			if (end == optarg || *end != '\0' ||
+			    !(opts.timeout > 0) || opts.timeout > 1e9) {
+				log_warnx("--timeout %s: expected a positive "
+				    "number of seconds", optarg);
+				return (QSUP_EXIT_ERROR);
+			}
+			break;
+		case 'C':
+			opts.console = 1;
+			break;
+		case 'S':
+			opts.shares = xreallocarray(opts.shares,
+			    opts.nshares + 1, sizeof *opts.shares);
+			opts.shares[opts.nshares++] = optarg;
+			break;
+		case 'J':
+			opts.json = 1;
+			break;
+		case 0x100:	/* --set: checked with the profile */
+			if (strchr(optarg, '=') == NULL || *optarg == '=') {
+				log_warnx("--set %s: expected NAME=VALUE",
+				    optarg);
+				return (QSUP_EXIT_ERROR);
+			}
+			opts.sets = xreallocarray(opts.sets, opts.nsets + 1,
+			    sizeof *opts.sets);
+			opts.sets[opts.nsets++] = optarg;
+			break;
+		case 'v':
+			log_verbose = 1;
+			break;
+		case 'h':
+			cmd_usage(self, stdout);
+			return (0);
+		default:
+			if (optopt != 0 && optopt != '?')
+				log_warnx("option -%c: %s", optopt,
+				    strchr("pew", optopt) != NULL ?
+				    "needs a value" : "unknown");
+			else
+				log_warnx("%s: unknown option or missing value",
+				    argv[optind - 1]);
+			fprintf(stderr, "try 'qsup --help'\n");
+			return (QSUP_EXIT_ERROR);
+		}
+	}
+	if (optind >= argc) {
+		log_warnx("no command given: qsup run [options] -- CMD "
+		    "[ARG...]");
+		return (QSUP_EXIT_ERROR);
+	}
+	opts.argv = argv + optind;
+	rc = run_main(&opts);
+	free(opts.env);
+	free(opts.shares);
+	free(opts.sets);
+	return (rc);
+}
