@@ -34,7 +34,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +55,7 @@
 #define PROFILE_PRINT_MAX	(16 * 1024)	/* print() per load, in bytes */
 #define PROFILE_MEMORY_LIMIT	((size_t)64 << 20)
 #define PROFILE_TIME_LIMIT	1		/* seconds */
-#define PROFILE_HARD_GRACE	0.25	/* then the watchdog, seconds */
+#define PROFILE_ALARM_EVERY	0.05	/* seconds, once past the limit */
 #define PROFILE_HOOK_COUNT	1000
 #define PROFILE_ALLOC_CHECK	((size_t)4 << 20) /* clock read per bytes */
 #define PROFILE_TRACK_KEYS	256	/* keys followed per table */
@@ -417,6 +419,19 @@ struct profile_origin {
 	char			*at;	/* "FILE:LINE" or "--set K=V" */
 };
 
+/*
+ * Every block a state allocates is on a list, so that a state abandoned
+ * in the middle of a library call (see profile_alarm_cb) can be freed
+ * without lua_close.
+ */
+union profile_block {
+	struct {
+		union profile_block	*prev;
+		union profile_block	*next;
+	}			 link;
+	max_align_t		 align;
+};
+
 /* One profile being loaded; reached from Lua as the allocator's ud. */
 struct profile_ctx {
 	struct profile		*p;
@@ -437,10 +452,18 @@ struct profile_ctx {
 	size_t			 mem_peak;
 	size_t			 mem_since;	/* allocated since a clock read */
 	int			 mem_failed;
+	union profile_block	*blocks;
 	double			 deadline;
 	unsigned long		 insns;
 	int			 timed_out;
 	int			 timeout_loc;
+
+	/* The alarm's: see profile_alarm_cb. */
+	volatile sig_atomic_t	 in_lib;	/* in a guarded library call */
+	volatile sig_atomic_t	 in_alloc;	/* in malloc(3) and friends */
+	volatile sig_atomic_t	 expired;	/* jump once out of them */
+	int			 abandoned;
+	sigjmp_buf		 abandon;
 
 	int			 loc;		/* line running now */
 	char			*traceback;	/* of the last error */
@@ -491,6 +514,57 @@ profile_set_timed_out(struct profile_ctx *ctx)
 	lua_sethook(ctx->L, profile_hook_cb, LUA_MASKCOUNT, 1);
 }
 
+static void
+profile_block_link(struct profile_ctx *ctx, union profile_block *bl)
+{
+	bl->link.prev = NULL;
+	bl->link.next = ctx->blocks;
+	if (ctx->blocks != NULL)
+		ctx->blocks->link.prev = bl;
+	ctx->blocks = bl;
+}
+
+static void
+profile_block_unlink(struct profile_ctx *ctx, union profile_block *bl)
+{
+	if (bl->link.prev != NULL)
+		bl->link.prev->link.next = bl->link.next;
+	else
+		ctx->blocks = bl->link.next;
+	if (bl->link.next != NULL)
+		bl->link.next->link.prev = bl->link.prev;
+}
+
+/* What an abandoned state (or a closed one) still holds. */
+static void
+profile_blocks_free(struct profile_ctx *ctx)
+{
+	union profile_block	*bl;
+
+	while ((bl = ctx->blocks) != NULL) {
+		ctx->blocks = bl->link.next;
+		free(bl);
+	}
+}
+
+/* Into malloc(3), where the alarm must not jump from. */
+static void
+profile_alloc_enter(struct profile_ctx *ctx)
+{
+	ctx->in_alloc = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* Out of it: the jump the alarm held back, if it did. */
+static void
+profile_alloc_leave(struct profile_ctx *ctx)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	ctx->in_alloc = 0;
+	if (ctx->expired && ctx->in_lib)
+		siglongjmp(ctx->abandon, 1);
+}
+
 /*
  * The allocator: counts every byte, refuses to grow past the limit. It
  * reads the clock too, every few MiB: one instruction that copies big
@@ -500,13 +574,20 @@ static void *
 profile_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
 	struct profile_ctx	*ctx = ud;
-	void			*np;
+	union profile_block	*bl = NULL, *nb;
 
 	if (ptr == NULL)
 		osize = 0;	/* then it is a type tag, not a size */
+	else
+		bl = (union profile_block *)ptr - 1;
 	if (nsize == 0) {
-		free(ptr);
-		ctx->mem_used -= osize;
+		if (bl != NULL) {
+			profile_alloc_enter(ctx);
+			profile_block_unlink(ctx, bl);
+			free(bl);
+			ctx->mem_used -= osize;
+			profile_alloc_leave(ctx);
+		}
 		return (NULL);
 	}
 	if (nsize > osize &&
@@ -522,12 +603,21 @@ profile_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 			return (NULL);
 		}
 	}
-	if ((np = realloc(ptr, nsize)) == NULL)
+	profile_alloc_enter(ctx);
+	if (bl != NULL)
+		profile_block_unlink(ctx, bl);
+	if ((nb = realloc(bl, sizeof *nb + nsize)) == NULL) {
+		if (bl != NULL)
+			profile_block_link(ctx, bl);
+		profile_alloc_leave(ctx);
 		return (NULL);
+	}
+	profile_block_link(ctx, nb);
 	ctx->mem_used = ctx->mem_used - osize + nsize;
 	if (ctx->mem_used > ctx->mem_peak)
 		ctx->mem_peak = ctx->mem_used;
-	return (np);
+	profile_alloc_leave(ctx);
+	return (nb + 1);
 }
 
 /* "FILE:LINE", "FILE" or "--set K=V" for a location. */
@@ -1013,9 +1103,10 @@ static int
 profile_msgh_cb(lua_State *L)
 {
 	struct profile_ctx	*ctx = profile_ctx(L);
-	const char		*msg = lua_tostring(L, 1);
+	const char		*msg;
 
-	if (msg != NULL) {
+	ctx->in_lib = 0;	/* an error out of a guarded call: it is over */
+	if ((msg = lua_tostring(L, 1)) != NULL) {
 		luaL_traceback(L, L, msg, 1);
 		free(ctx->traceback);
 		ctx->traceback = xstrdup(lua_tostring(L, -1));
@@ -1095,64 +1186,53 @@ profile_lua_error(struct profile_ctx *ctx, lua_State *L, int status)
 }
 
 /* -------------------------------------------------------------------------
- * The last resort. A C function that never returns to Lua (string.find
- * with a pattern that backtracks over a long string) cannot be stopped by
- * a hook. Past the time limit and a grace period, SIGALRM ends qsup with
- * the profile's FILE:LINE: nothing has been started yet when a profile is
- * loaded. (A long-lived process should load untrusted profiles in a child.)
+ * Library calls that run long in C. string.find with a pattern that
+ * backtracks over a long string never returns to Lua, where the hook
+ * would stop it; so the pattern functions are guarded: while one runs,
+ * ctx->in_lib is set, and SIGALRM, past the time limit, jumps out of it
+ * to profile_pcall, which abandons the state. Such a call runs only
+ * Lua's own code and the allocator (gsub's replacement functions and
+ * tables are called with in_lib clear), so nothing else is left half
+ * done; the allocator holds the jump back while in malloc(3), and every
+ * block of the state is freed from ctx->blocks, without lua_close. The
+ * process lives on, and the error is the profile's like any other.
  */
 
 static struct profile_ctx *volatile	profile_watched;
 static struct sigaction			profile_watch_old_sa;
 static struct itimerval			profile_watch_old_it;
 
-static size_t
-profile_watch_add(char *buf, size_t len, size_t size, const char *s)
-{
-	while (*s != '\0' && len < size)
-		buf[len++] = *s++;
-	return (len);
-}
+/* The pattern functions, as the string library has them. */
+static lua_CFunction	profile_lib_find;
+static lua_CFunction	profile_lib_match;
+static lua_CFunction	profile_lib_gmatch;
+static lua_CFunction	profile_lib_gmatch_aux;
+static lua_CFunction	profile_lib_gsub;
+static lua_CFunction	profile_lib_pcall;
 
-/* Async-signal-safe: write(2) and _exit(2) only. */
+/* Past the limit, out of a guarded call, or once it leaves malloc(3). */
 static void
-profile_watchdog_cb(int sig)
+profile_alarm_cb(int sig)
 {
 	struct profile_ctx	*ctx = profile_watched;
-	char			 msg[512], num[16];
-	size_t			 len = 0, i = sizeof num;
-	int			 f, line;
+	int			 saved_errno = errno;
 
 	(void)sig;
-	if (ctx == NULL)
-		_exit(QSUP_EXIT_ERROR);
-	f = PROFILE_LOC_FILE(ctx->loc);
-	line = PROFILE_LOC_LINE(ctx->loc);
-	len = profile_watch_add(msg, len, sizeof msg, f < ctx->nfiles ?
-	    ctx->files[f].name : ctx->path);
-	if (line > 0) {
-		num[--i] = '\0';
-		do
-			num[--i] = (char)('0' + line % 10);
-		while ((line /= 10) > 0 && i > 0);
-		len = profile_watch_add(msg, len, sizeof msg, ":");
-		len = profile_watch_add(msg, len, sizeof msg, num + i);
+	if (ctx != NULL && ctx->in_lib && util_now() > ctx->deadline) {
+		if (!ctx->in_alloc)
+			siglongjmp(ctx->abandon, 1);
+		ctx->expired = 1;
 	}
-	len = profile_watch_add(msg, len, sizeof msg, ": profile ran for "
-	    "more than 1 s, stuck in a library function (a string pattern "
-	    "that backtracks?); qsup stops\n");
-	(void)!write(STDERR_FILENO, msg, len);
-	_exit(QSUP_EXIT_ERROR);
+	errno = saved_errno;
 }
 
-/* Arm the watchdog for what is left of the time limit, and the grace. */
+/* Arm the alarm for what is left of the time limit, then again and again. */
 static void
 profile_watch(struct profile_ctx *ctx)
 {
 	struct sigaction	sa;
 	struct itimerval	it;
-	double			left = ctx->deadline - util_now() +
-	    PROFILE_HARD_GRACE;
+	double			left = ctx->deadline - util_now();
 
 	if (left < 0.01)
 		left = 0.01;
@@ -1160,9 +1240,11 @@ profile_watch(struct profile_ctx *ctx)
 	it.it_value.tv_sec = (time_t)left;
 	it.it_value.tv_usec = (suseconds_t)((left - (double)(time_t)left) *
 	    1e6);
+	it.it_interval.tv_usec = (suseconds_t)(PROFILE_ALARM_EVERY * 1e6);
 	if (profile_watched == NULL) {
 		memset(&sa, 0, sizeof sa);
-		sa.sa_handler = profile_watchdog_cb;
+		sa.sa_handler = profile_alarm_cb;
+		sa.sa_flags = SA_RESTART;
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGALRM, &sa, &profile_watch_old_sa);
 		profile_watched = ctx;
@@ -1267,13 +1349,15 @@ profile_load_cb(lua_State *L)
 static int
 profile_xpcall_cb(lua_State *L)
 {
-	int	n = lua_gettop(L), status;
+	struct profile_ctx	*ctx = profile_ctx(L);
+	int			 n = lua_gettop(L), status;
 
 	luaL_checktype(L, 2, LUA_TFUNCTION);
 	lua_pushvalue(L, 1);		/* f, msgh, args..., f */
 	lua_remove(L, 1);		/* msgh, args..., f */
 	lua_insert(L, 2);		/* msgh, f, args... */
 	status = lua_pcall(L, n - 2, LUA_MULTRET, 0);
+	ctx->in_lib = 0;
 	if (status == LUA_OK) {
 		lua_pushboolean(L, 1);
 		lua_replace(L, 1);
@@ -1283,6 +1367,7 @@ profile_xpcall_cb(lua_State *L)
 		lua_pushvalue(L, 1);
 		lua_insert(L, -2);
 		lua_pcall(L, 1, 1, 0);
+		ctx->in_lib = 0;
 	}
 	lua_pushboolean(L, 0);
 	lua_insert(L, -2);
@@ -1305,6 +1390,131 @@ profile_setmetatable_cb(lua_State *L)
 	lua_insert(L, 1);
 	lua_call(L, 2, 1);
 	return (1);
+}
+
+/* Run a library function with the alarm allowed to abandon the state. */
+static int
+profile_guard(lua_State *L, lua_CFunction fn)
+{
+	struct profile_ctx	*ctx = profile_ctx(L);
+	int			 n;
+
+	ctx->in_lib = 1;
+	n = fn(L);
+	ctx->in_lib = 0;
+	return (n);
+}
+
+static int
+profile_find_cb(lua_State *L)
+{
+	return (profile_guard(L, profile_lib_find));
+}
+
+static int
+profile_match_cb(lua_State *L)
+{
+	return (profile_guard(L, profile_lib_match));
+}
+
+/* gmatch's iterator, with the upvalues of the library's own. */
+static int
+profile_gmatch_aux_cb(lua_State *L)
+{
+	return (profile_guard(L, profile_lib_gmatch_aux));
+}
+
+/* gmatch(): its iterator, guarded as it matches. */
+static int
+profile_gmatch_cb(lua_State *L)
+{
+	int	it, n;
+
+	(void)profile_lib_gmatch(L);
+	it = lua_gettop(L);
+	profile_lib_gmatch_aux = lua_tocfunction(L, it);
+	for (n = 0; lua_getupvalue(L, it, n + 1) != NULL; n++)
+		;
+	lua_pushcclosure(L, profile_gmatch_aux_cb, n);
+	return (1);
+}
+
+/* A replacement function or table of gsub: Lua runs, out of the guard. */
+static int
+profile_gsub_repl_cb(lua_State *L)
+{
+	struct profile_ctx	*ctx = profile_ctx(L);
+
+	ctx->in_lib = 0;
+	lua_pushvalue(L, lua_upvalueindex(1));
+	if (lua_type(L, -1) == LUA_TTABLE) {
+		lua_pushvalue(L, 1);
+		lua_gettable(L, -2);
+	} else {
+		lua_insert(L, 1);
+		lua_call(L, lua_gettop(L) - 1, 1);
+	}
+	ctx->in_lib = 1;
+	return (1);
+}
+
+/*
+ * gsub(s, pattern, repl): a table repl is looked up with the whole match
+ * or first capture, which is what a function repl gets first.
+ */
+static int
+profile_gsub_cb(lua_State *L)
+{
+	if (lua_type(L, 3) == LUA_TFUNCTION || lua_type(L, 3) == LUA_TTABLE) {
+		lua_pushvalue(L, 3);
+		lua_pushcclosure(L, profile_gsub_repl_cb, 1);
+		lua_replace(L, 3);
+	}
+	return (profile_guard(L, profile_lib_gsub));
+}
+
+/* pcall(): an error out of a guarded call ends the guard. */
+static int
+profile_pcall_cb(lua_State *L)
+{
+	struct profile_ctx	*ctx = profile_ctx(L);
+	int			 n;
+
+	n = profile_lib_pcall(L);
+	ctx->in_lib = 0;
+	return (n);
+}
+
+/* Put the guarded versions of the pattern functions and pcall in place. */
+static void
+profile_guard_libs(lua_State *L)
+{
+	static const struct {
+		const char	 *name;
+		lua_CFunction	 *lib;
+		lua_CFunction	  fn;
+	} guarded[] = {
+		{ "find", &profile_lib_find, profile_find_cb },
+		{ "match", &profile_lib_match, profile_match_cb },
+		{ "gmatch", &profile_lib_gmatch, profile_gmatch_cb },
+		{ "gsub", &profile_lib_gsub, profile_gsub_cb },
+	};
+	size_t	i;
+
+	lua_getglobal(L, LUA_STRLIBNAME);
+	for (i = 0; i < sizeof guarded / sizeof guarded[0]; i++) {
+		lua_getfield(L, -1, guarded[i].name);
+		*guarded[i].lib = lua_tocfunction(L, -1);
+		lua_pop(L, 1);
+		lua_pushcfunction(L, guarded[i].fn);
+		lua_setfield(L, -2, guarded[i].name);
+	}
+	lua_pop(L, 1);
+	lua_getglobal(L, "pcall");
+	profile_lib_pcall = lua_tocfunction(L, -1);
+	lua_pop(L, 1);
+	lua_pushcfunction(L, profile_pcall_cb);
+	lua_setglobal(L, "pcall");
 }
 
 /*
@@ -1590,6 +1800,7 @@ profile_include(lua_State *L, struct profile_ctx *ctx, const char *name)
 	ctx->stack[ctx->depth++] = fi;
 	saved_loc = ctx->loc;
 	status = lua_pcall(L, 0, 1, 0);
+	ctx->in_lib = 0;
 	ctx->depth--;
 	ctx->loc = saved_loc;
 
@@ -1818,6 +2029,7 @@ profile_setup_cb(lua_State *L)
 	lua_setfield(L, -2, "move");
 	lua_pop(L, 1);
 
+	profile_guard_libs(L);
 	lua_pushcfunction(L, profile_print_cb);
 	lua_setglobal(L, "print");
 	lua_getglobal(L, "load");
@@ -3844,6 +4056,7 @@ profile_set_value(struct profile_ctx *ctx, lua_State *L, int fi,
 			lua_newtable(L);
 			lua_setupvalue(L, -2, 1);
 			status = lua_pcall(L, 0, 1, 0);
+			ctx->in_lib = 0;
 		}
 		if (status != LUA_OK) {
 			if (ctx->timed_out || status == LUA_ERRMEM)
@@ -4274,6 +4487,26 @@ found:
 	return (path);
 }
 
+/*
+ * lua_pcall with the message handler at 1, unless the alarm abandons the
+ * state stuck in a library call (profile_alarm_cb): then LUA_ERRRUN and
+ * ctx->abandoned, and the state is not to be touched again.
+ */
+static int
+profile_pcall(struct profile_ctx *ctx, int nargs, int nresults)
+{
+	int	status;
+
+	if (sigsetjmp(ctx->abandon, 1) != 0) {
+		ctx->in_lib = 0;
+		ctx->abandoned = 1;
+		return (LUA_ERRRUN);
+	}
+	status = lua_pcall(ctx->L, nargs, nresults, 1);
+	ctx->in_lib = 0;
+	return (status);
+}
+
 /* Run a profile's text and check it; the common part of the loaders. */
 static int
 profile_run(struct profile *p, enum profile_file_kind kind, const char *name,
@@ -4335,22 +4568,26 @@ profile_run(struct profile *p, enum profile_file_kind kind, const char *name,
 	profile_watch(&ctx);
 	lua_sethook(L, profile_hook_cb, LUA_MASKCOUNT|LUA_MASKLINE|LUA_MASKRET,
 	    PROFILE_HOOK_COUNT);
-	status = lua_pcall(L, 0, 1, 1);
+	status = profile_pcall(&ctx, 0, 1);
+	if (status == LUA_OK && !ctx.timed_out) {
+		/* --set values run under the same limits. */
+		lua_pushcfunction(L, profile_apply_cb);
+		lua_insert(L, -2);
+		status = profile_pcall(&ctx, 1, 0);
+	}
+	profile_unwatch();
+	if (ctx.abandoned) {
+		profile_error(&ctx, ctx.loc, "profile ran for more than %d s, "
+		    "stuck in a library function (a string pattern that "
+		    "backtracks?)", PROFILE_TIME_LIMIT);
+		L = NULL;
+		goto out;
+	}
+	lua_sethook(L, NULL, 0, 0);
 	if (status != LUA_OK || ctx.timed_out) {
-		lua_sethook(L, NULL, 0, 0);
-		profile_unwatch();
 		profile_lua_error(&ctx, L, status);
 		goto out;
 	}
-
-	/* --set values run under the same limits. */
-	lua_pushcfunction(L, profile_apply_cb);
-	lua_insert(L, -2);
-	status = lua_pcall(L, 1, 0, 1);
-	lua_sethook(L, NULL, 0, 0);
-	profile_unwatch();
-	if (status != LUA_OK)
-		profile_lua_error(&ctx, L, status);
 	if (ctx.nerrs == 0) {
 		profile_set_origins(&ctx);
 		rc = 0;
@@ -4362,6 +4599,7 @@ out:
 	    ctx.mem_peak >> 10);
 	if (L != NULL)
 		lua_close(L);
+	profile_blocks_free(&ctx);
 	if (ctx.nerrs > 0) {
 		qsort(ctx.errs, ctx.nerrs, sizeof *ctx.errs, profile_error_cmp);
 		for (i = 0; i < ctx.nerrs; i++) {
