@@ -1,0 +1,1259 @@
+/*
+ * The setting types: how a value of each is checked and converted into
+ * struct profile, what it accepts (for messages and help), what to write
+ * instead of a near miss, how it is shown, and how it is freed. The
+ * helpers every type uses to report a bad value are here too.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "profile_int.h"
+
+/* "16M", "2G", "1T": a MiB count in the largest exact unit. */
+static void
+profile_show_mib(struct buf *b, uint64_t mib)
+{
+	if (mib != 0 && mib % (1024 * 1024) == 0)
+		buf_printf(b, "%lluT", (unsigned long long)(mib >> 20));
+	else if (mib != 0 && mib % 1024 == 0)
+		buf_printf(b, "%lluG", (unsigned long long)(mib >> 10));
+	else
+		buf_printf(b, "%lluM", (unsigned long long)mib);
+}
+
+/* What a setting accepts, for messages and help. */
+void
+profile_accepts(struct buf *b, const struct profile_setting *s)
+{
+	const struct profile_choice	*c, *a;
+	int				 n = 0, i = 0;
+
+	switch (s->type) {
+	case PROFILE_T_BOOL:
+		buf_printf(b, "true or false");
+		break;
+	case PROFILE_T_CHOICE:
+		for (c = s->choices; c->name != NULL; c++)
+			n += !c->alias;
+		for (c = s->choices; c->name != NULL; c++) {
+			if (c->alias)
+				continue;
+			if (i > 0)
+				buf_printf(b, "%s", i == n - 1 ? " or " : ", ");
+			i++;
+			if (strcmp(c->name, "true") == 0 ||
+			    strcmp(c->name, "false") == 0)
+				buf_printf(b, "%s", c->name);
+			else
+				buf_printf(b, "\"%s\"", c->name);
+		}
+		for (a = s->choices; a->name != NULL; a++) {
+			if (!a->alias)
+				continue;
+			for (c = s->choices; c->alias || c->value != a->value;
+			    c++)
+				;
+			buf_printf(b, "; \"%s\" means \"%s\"", a->name,
+			    c->name);
+		}
+		break;
+	case PROFILE_T_SIZE:
+		buf_printf(b, "MiB as a whole number (1024) or a string with "
+		    "one suffix k, M, G or T (\"512M\", \"2G\"), from ");
+		profile_show_mib(b, (uint64_t)s->min);
+		buf_printf(b, " to ");
+		profile_show_mib(b, (uint64_t)s->max);
+		break;
+	case PROFILE_T_INT:
+		buf_printf(b, "a whole number from %.0f to %.0f", s->min,
+		    s->max);
+		break;
+	case PROFILE_T_SECONDS:
+		buf_printf(b, "a number of seconds from %g to %g", s->min,
+		    s->max);
+		break;
+	case PROFILE_T_PATH:
+		buf_printf(b, "the path of a file, absolute or relative to "
+		    "the profile's directory");
+		break;
+	case PROFILE_T_GUEST_PATH:
+		buf_printf(b, "an absolute path in the guest");
+		break;
+	case PROFILE_T_ENV:
+		buf_printf(b, "a table of \"NAME=VALUE\" strings or of "
+		    "NAME = \"VALUE\" fields");
+		break;
+	case PROFILE_T_IMAGE:
+		buf_printf(b, "an image name (\"debian-12\"), an http(s) URL, "
+		    "or the path of an image file (with a /: "
+		    "\"./disk.qcow2\")");
+		break;
+	case PROFILE_T_URL:
+		buf_printf(b, "an http:// or https:// URL");
+		break;
+	case PROFILE_T_DIR:
+		buf_printf(b, "the path of a directory, absolute or relative "
+		    "to the profile's directory");
+		break;
+	case PROFILE_T_SHARES:
+		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_SHARE);
+		break;
+	case PROFILE_T_ALLOW:
+		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_RULE);
+		break;
+	case PROFILE_T_PORTS:
+		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_PORT);
+		break;
+	case PROFILE_T_TCP:
+		buf_printf(b, "a list of at most %d %s", PROFILE_TCP_MAX,
+		    PROFILE_ACCEPTS_TCP);
+		break;
+	case PROFILE_T_RULES:
+		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_SOCKET);
+		break;
+	case PROFILE_T_ARGS:
+		buf_printf(b, "a list of strings, QEMU's flags and their "
+		    "values: { \"-device\", \"virtio-rng-device\" }");
+		break;
+	case PROFILE_T_LIBS:
+		buf_printf(b, "a list of library names (\"libbz2.so.1.0\") "
+		    "or absolute host paths");
+		break;
+	}
+}
+
+/* A value as a message shows it: quoted and cut short if a string. */
+void
+profile_show(struct buf *b, lua_State *L, int idx)
+{
+	const unsigned char	*s;
+	size_t			 len, i;
+
+	switch (lua_type(L, idx)) {
+	case LUA_TSTRING:
+		s = (const unsigned char *)lua_tolstring(L, idx, &len);
+		buf_add(b, "\"", 1);
+		for (i = 0; i < len && i < PROFILE_SHOW_MAX; i++) {
+			if (s[i] == '"' || s[i] == '\\')
+				buf_printf(b, "\\%c", s[i]);
+			else if (s[i] < 0x20 || s[i] == 0x7f)
+				buf_printf(b, "\\%u", s[i]);
+			else
+				buf_add(b, &s[i], 1);
+		}
+		buf_add(b, len > PROFILE_SHOW_MAX ? "\"..." : "\"",
+		    len > PROFILE_SHOW_MAX ? 4 : 1);
+		break;
+	case LUA_TNUMBER:
+		if (lua_isinteger(L, idx))
+			buf_printf(b, "%lld", (long long)lua_tointeger(L, idx));
+		else if (isnan(lua_tonumber(L, idx)))
+			buf_printf(b, "nan");
+		else
+			buf_printf(b, "%.14g", (double)lua_tonumber(L, idx));
+		break;
+	case LUA_TBOOLEAN:
+		buf_printf(b, "%s", lua_toboolean(L, idx) ? "true" : "false");
+		break;
+	case LUA_TNIL:
+		buf_printf(b, "nil");
+		break;
+	default:
+		buf_printf(b, "a %s", luaL_typename(L, idx));
+		break;
+	}
+}
+
+/* "NAME: VALUE WHY; expected ACCEPTS" */
+void
+profile_bad_as(struct profile_ctx *ctx, lua_State *L, int idx,
+    const char *name, int loc, const char *why, const char *accepts)
+{
+	struct buf	shown = { 0 };
+
+	profile_show(&shown, L, idx);
+	profile_error(ctx, loc, "%s: %s %s; expected %s", name, shown.data,
+	    why, accepts);
+	buf_free(&shown);
+}
+
+/* Is s one of "true", "yes", ... (1) or "false", "no", ... (0)? -1: no. */
+static int
+profile_truthy(const char *s)
+{
+	static const char	*yes[] = { "true", "yes", "on", "1", NULL };
+	static const char	*no[] = { "false", "no", "off", "0", NULL };
+	size_t			 i;
+
+	for (i = 0; yes[i] != NULL; i++) {
+		if (strcasecmp(s, yes[i]) == 0)
+			return (1);
+	}
+	for (i = 0; no[i] != NULL; i++) {
+		if (strcasecmp(s, no[i]) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+/* "2GB", "2 GiB": the size the author meant, "2G"; or NULL. */
+static char *
+profile_size_hint(const char *s)
+{
+	const char	*p = s;
+	size_t		 n;
+	char		 unit, *h;
+
+	while (isdigit((unsigned char)*p) || *p == '.')
+		p++;
+	n = p - s;
+	if (n == 0)
+		return (NULL);
+	while (*p == ' ')
+		p++;
+	if (*p == '\0' || strchr("kKmMgGtT", *p) == NULL)
+		return (NULL);
+	unit = (char)toupper((unsigned char)*p++);
+	if (unit == 'K')
+		unit = 'k';
+	if (*p != '\0' && strcasecmp(p, "B") != 0 && strcasecmp(p, "iB") != 0)
+		return (NULL);
+	xasprintf(&h, "%.*s%c", (int)n, s, unit);
+	if (strcmp(h, s) == 0) {
+		free(h);
+		return (NULL);
+	}
+	return (h);
+}
+
+/*
+ * What to write instead, when a wrong value is a near miss: a quoted
+ * number or boolean, a unit with a B, a choice in the wrong case.
+ */
+static char *
+profile_hint(lua_State *L, int idx, const struct profile_setting *s)
+{
+	const struct profile_choice	*c;
+	const char			*v, *names[16];
+	const char			*best;
+	char				*h = NULL, *end, *size;
+	size_t				 n = 0;
+	int				 t;
+
+	if (lua_type(L, idx) != LUA_TSTRING)
+		return (NULL);
+	v = lua_tostring(L, idx);
+	switch (s->type) {
+	case PROFILE_T_BOOL:
+		if ((t = profile_truthy(v)) != -1)
+			xasprintf(&h, "write %s, without quotes",
+			    t ? "true" : "false");
+		break;
+	case PROFILE_T_CHOICE:
+		for (c = s->choices; c->name != NULL && n < 16; c++) {
+			if (strcasecmp(c->name, v) == 0 &&
+			    (strcmp(c->name, "true") == 0 ||
+			    strcmp(c->name, "false") == 0)) {
+				xasprintf(&h, "write %s, without quotes",
+				    c->name);
+				return (h);
+			}
+			if (strcasecmp(c->name, v) == 0) {
+				xasprintf(&h, "write \"%s\"", c->name);
+				return (h);
+			}
+			names[n++] = c->name;
+		}
+		if (s->choices == profile_kvm_choices &&
+		    (t = profile_truthy(v)) != -1) {
+			xasprintf(&h, "write %s, without quotes",
+			    t ? "true" : "false");
+			return (h);
+		}
+		if ((best = profile_closest(v, names, n)) != NULL) {
+			if (strcmp(best, "true") == 0 ||
+			    strcmp(best, "false") == 0)
+				xasprintf(&h, "write %s", best);
+			else
+				xasprintf(&h, "write \"%s\"", best);
+		}
+		break;
+	case PROFILE_T_SIZE:
+		if ((size = profile_size_hint(v)) != NULL) {
+			xasprintf(&h, "write \"%s\"", size);
+			free(size);
+		}
+		break;
+	case PROFILE_T_INT:
+	case PROFILE_T_SECONDS:
+		(void)strtod(v, &end);
+		if (end != v && *end == '\0')
+			xasprintf(&h, "write %s, without quotes", v);
+		else if (end != v && strcmp(end, "s") == 0)
+			xasprintf(&h, "write %.*s", (int)(end - v), v);
+		break;
+	default:
+		break;
+	}
+	return (h);
+}
+
+/* "memory: "2GB" is not a size (write "2G"); expected ..." */
+static void
+profile_bad(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc, const char *why)
+{
+	struct buf	 accepts = { 0 }, w = { 0 };
+	char		*hint;
+
+	profile_accepts(&accepts, s);
+	buf_printf(&w, "%s", why);
+	if ((hint = profile_hint(L, idx, s)) != NULL) {
+		buf_printf(&w, " (%s)", hint);
+		free(hint);
+	}
+	profile_bad_as(ctx, L, idx, s->name, loc, w.data, accepts.data);
+	buf_free(&accepts);
+	buf_free(&w);
+}
+
+enum profile_size {
+	PROFILE_SIZE_OK,
+	PROFILE_SIZE_SYNTAX,	/* not a size at all */
+	PROFILE_SIZE_PART,	/* not a whole number of MiB */
+	PROFILE_SIZE_BIG	/* does not fit */
+};
+
+/* "2G", "512M", "1.5G", "2048k", "1024" (MiB): a size in MiB. */
+static enum profile_size
+profile_parse_size(const char *s, uint64_t *mib)
+{
+	uint64_t	whole = 0, frac = 0, scale = 1, unit, bytes;
+	const char	*p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return (PROFILE_SIZE_SYNTAX);
+	for (; isdigit((unsigned char)*p); p++) {
+		if (whole > (UINT64_MAX - 9) / 10)
+			return (PROFILE_SIZE_BIG);
+		whole = whole * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.') {
+		if (!isdigit((unsigned char)*++p))
+			return (PROFILE_SIZE_SYNTAX);
+		for (; isdigit((unsigned char)*p); p++) {
+			if (scale == 1000000)	/* frac * unit < 2^64 */
+				return (PROFILE_SIZE_PART);
+			frac = frac * 10 + (uint64_t)(*p - '0');
+			scale *= 10;
+		}
+	}
+	switch (*p) {
+	case 'k':
+	case 'K':
+		unit = (uint64_t)1 << 10;
+		break;
+	case 'm':
+	case 'M':
+	case '\0':
+		unit = (uint64_t)1 << 20;
+		break;
+	case 'g':
+	case 'G':
+		unit = (uint64_t)1 << 30;
+		break;
+	case 't':
+	case 'T':
+		unit = (uint64_t)1 << 40;
+		break;
+	default:
+		return (PROFILE_SIZE_SYNTAX);
+	}
+	if (*p != '\0' && *++p != '\0')		/* "2GB", "2GiB" */
+		return (PROFILE_SIZE_SYNTAX);
+	if (whole > UINT64_MAX / unit)
+		return (PROFILE_SIZE_BIG);
+	if (frac * unit % scale != 0)
+		return (PROFILE_SIZE_PART);
+	bytes = whole * unit;
+	if (bytes > UINT64_MAX - frac * unit / scale)
+		return (PROFILE_SIZE_BIG);
+	bytes += frac * unit / scale;
+	if (bytes % PROFILE_MIB != 0)
+		return (PROFILE_SIZE_PART);
+	*mib = bytes / PROFILE_MIB;
+	return (PROFILE_SIZE_OK);
+}
+
+/*
+ * A whole number in [min, max] from an integer, or a float with an integral
+ * value. Returns 0, or a reason.
+ */
+const char *
+profile_whole(lua_State *L, int idx, double min, double max, long long *v)
+{
+	lua_Number	f;
+
+	if (lua_type(L, idx) != LUA_TNUMBER)
+		return ("is not valid");
+	if (lua_isinteger(L, idx)) {
+		*v = lua_tointeger(L, idx);
+		if ((double)*v < min || (double)*v > max)
+			return ("is out of range");
+		return (NULL);
+	}
+	f = lua_tonumber(L, idx);
+	if (isnan(f) || f != floor(f))
+		return ("is not a whole number");
+	if (f < min || f > max)
+		return ("is out of range");
+	*v = (long long)f;
+	return (NULL);
+}
+
+static void
+profile_convert_size(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*why = NULL;
+	long long	 v;
+	uint64_t	 mib = 0;
+
+	if (lua_type(L, idx) == LUA_TSTRING) {
+		switch (profile_parse_size(lua_tostring(L, idx), &mib)) {
+		case PROFILE_SIZE_OK:
+			if ((double)mib < s->min || (double)mib > s->max)
+				why = "is out of range";
+			break;
+		case PROFILE_SIZE_SYNTAX:
+			why = "is not a size";
+			break;
+		case PROFILE_SIZE_PART:
+			why = "is not a whole number of MiB";
+			break;
+		case PROFILE_SIZE_BIG:
+			why = "is out of range";
+			break;
+		}
+	} else if ((why = profile_whole(L, idx, s->min, s->max, &v)) == NULL)
+		mib = (uint64_t)v;
+	else if (strcmp(why, "is not a whole number") == 0)
+		why = "is not a whole number of MiB";
+	if (why != NULL) {
+		profile_bad(ctx, L, idx, s, loc, why);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, uint64_t) = mib;
+}
+
+/* The directory relative paths written at loc are relative to. */
+static const char *
+profile_loc_dir(struct profile_ctx *ctx, int loc)
+{
+	int	f = PROFILE_LOC_FILE(loc);
+
+	if (f >= ctx->nfiles || ctx->files[f].kind != PROFILE_FILE_DISK)
+		return (NULL);
+	return (ctx->files[f].dir);
+}
+
+/* A host path as written at loc, joined to its file's directory. */
+char *
+profile_host_path(struct profile_ctx *ctx, int loc, const char *value)
+{
+	const char	*dir = profile_loc_dir(ctx, loc);
+	char		*path;
+
+	if (value[0] == '/' || dir == NULL)
+		return (xstrdup(value));
+	xasprintf(&path, "%s%s%s", dir,
+	    dir[strlen(dir) - 1] == '/' ? "" : "/", value);
+	return (path);
+}
+
+/* An absolute path on the host: real if it exists, else normalized. */
+char *
+profile_absolute(const char *path)
+{
+	char	cwd[PATH_MAX], *real, *full, *norm;
+
+	if ((real = realpath(path, NULL)) != NULL)
+		return (real);
+	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+		return (util_path_normalize(path));
+	xasprintf(&full, "%s/%s", cwd, path);
+	norm = util_path_normalize(full);
+	free(full);
+	return (norm);
+}
+
+/* Is the string at idx free of NUL bytes? Its length in *len. */
+int
+profile_string_ok(lua_State *L, int idx, size_t *len)
+{
+	const char	*s = lua_tolstring(L, idx, len);
+
+	return (s != NULL && strlen(s) == *len);
+}
+
+/* A string without NUL bytes, shorter than PATH_MAX: its text, or NULL. */
+const char *
+profile_plain_string(lua_State *L, int idx)
+{
+	const char	*value;
+	size_t		 len;
+
+	if (lua_type(L, idx) != LUA_TSTRING)
+		return (NULL);
+	value = lua_tolstring(L, idx, &len);
+	if (len == 0 || strlen(value) != len || len >= PATH_MAX)
+		return (NULL);
+	return (value);
+}
+
+static void
+profile_convert_path(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*value;
+	struct stat	 sb;
+	char		*path, *abs;
+
+	if ((value = profile_plain_string(L, idx)) == NULL) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	if (s->type == PROFILE_T_GUEST_PATH) {
+		if (value[0] != '/') {
+			profile_bad(ctx, L, idx, s, loc, "is not absolute");
+			return;
+		}
+		abs = xstrdup(value);
+	} else {
+		path = profile_host_path(ctx, loc, value);
+		if (stat(path, &sb) == -1) {
+			profile_error(ctx, loc, "%s: %s: %s", s->name, path,
+			    strerror(errno));
+			free(path);
+			return;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			profile_error(ctx, loc, "%s: %s: not a regular file",
+			    s->name, path);
+			free(path);
+			return;
+		}
+		abs = profile_absolute(path);
+		free(path);
+	}
+	free(*PROFILE_FIELD(ctx->p, s, char *));
+	*PROFILE_FIELD(ctx->p, s, char *) = abs;
+}
+
+/* A host directory that need not exist yet (it is made when needed). */
+static void
+profile_convert_dir(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*value;
+	struct stat	 sb;
+	char		*path;
+
+	if ((value = profile_plain_string(L, idx)) == NULL) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	path = profile_host_path(ctx, loc, value);
+	if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+		profile_error(ctx, loc, "%s: %s: not a directory", s->name,
+		    path);
+		free(path);
+		return;
+	}
+	free(*PROFILE_FIELD(ctx->p, s, char *));
+	*PROFILE_FIELD(ctx->p, s, char *) = profile_absolute(path);
+	free(path);
+}
+
+/* "http://host/..." or "https://host/...", printable, no spaces. */
+static int
+profile_url_ok(const char *v)
+{
+	const char	*p;
+
+	if (strncasecmp(v, "http://", 7) == 0)
+		p = v + 7;
+	else if (strncasecmp(v, "https://", 8) == 0)
+		p = v + 8;
+	else
+		return (0);
+	if (*p == '\0' || *p == '/')
+		return (0);
+	for (; *v != '\0'; v++) {
+		if ((unsigned char)*v <= ' ' || *v == 0x7f)
+			return (0);
+	}
+	return (1);
+}
+
+static void
+profile_convert_url(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*value;
+
+	if ((value = profile_plain_string(L, idx)) == NULL ||
+	    !profile_url_ok(value)) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	free(*PROFILE_FIELD(ctx->p, s, char *));
+	*PROFILE_FIELD(ctx->p, s, char *) = xstrdup(value);
+}
+
+/* A name, a URL or a file: which one is told by its form. */
+static void
+profile_convert_image(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char		*value, *p;
+	enum profile_image	 kind;
+	struct stat		 sb;
+	char			*path, *v;
+
+	if ((value = profile_plain_string(L, idx)) == NULL) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	if (strstr(value, "://") != NULL) {
+		if (!profile_url_ok(value)) {
+			profile_bad(ctx, L, idx, s, loc, "is not an http(s) "
+			    "URL");
+			return;
+		}
+		kind = PROFILE_IMAGE_URL;
+		v = xstrdup(value);
+	} else if (strchr(value, '/') != NULL) {
+		path = profile_host_path(ctx, loc, value);
+		if (stat(path, &sb) == -1) {
+			profile_error(ctx, loc, "%s: %s: %s", s->name, path,
+			    strerror(errno));
+			free(path);
+			return;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			profile_error(ctx, loc, "%s: %s: not a regular file",
+			    s->name, path);
+			free(path);
+			return;
+		}
+		kind = PROFILE_IMAGE_FILE;
+		v = profile_absolute(path);
+		free(path);
+	} else {
+		for (p = value; *p != '\0'; p++) {
+			if (!isalnum((unsigned char)*p) &&
+			    strchr("._+-", *p) == NULL)
+				break;
+		}
+		if (*p != '\0' || !isalnum((unsigned char)value[0]) ||
+		    strlen(value) > 128) {
+			profile_bad(ctx, L, idx, s, loc, "is not valid");
+			return;
+		}
+		kind = PROFILE_IMAGE_NAME;
+		v = xstrdup(value);
+	}
+	free(*PROFILE_FIELD(ctx->p, s, char *));
+	*PROFILE_FIELD(ctx->p, s, char *) = v;
+	memcpy((char *)ctx->p + s->offset_n, &kind, sizeof kind);
+}
+
+static int
+profile_env_name_ok(const char *name, size_t len)
+{
+	size_t	i;
+
+	if (len == 0 || isdigit((unsigned char)name[0]))
+		return (0);
+	for (i = 0; i < len; i++) {
+		if (!isalnum((unsigned char)name[i]) && name[i] != '_')
+			return (0);
+	}
+	return (1);
+}
+
+static int
+profile_env_cmp(const void *a, const void *b)
+{
+	return (strcmp(*(char *const *)a, *(char *const *)b));
+}
+
+/* env = {"NAME=VALUE", ...} or {NAME = "VALUE", ...}, or both mixed. */
+static void
+profile_convert_env(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	struct buf	  shown = { 0 };
+	char		**v = NULL;
+	const char	 *key, *item, *value, *eq;
+	size_t		  n = 0, i, klen, ilen, vlen;
+	int		  tloc, eloc, bad = 0;
+
+	if (lua_type(L, idx) != LUA_TTABLE) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	if ((tloc = profile_table_loc(L, idx)) == 0 ||
+	    PROFILE_LOC_FILE(loc) != PROFILE_LOC_FILE(tloc))
+		tloc = loc;
+	lua_pushnil(L);
+	while (lua_next(L, idx) != 0) {
+		buf_consume(&shown, shown.len);
+		if (lua_type(L, -2) == LUA_TSTRING) {
+			key = lua_tolstring(L, -2, &klen);
+			if ((eloc = profile_key_loc(L, idx, key)) == 0)
+				eloc = tloc;
+			if (!profile_env_name_ok(key, klen)) {
+				profile_show(&shown, L, -2);
+				profile_error(ctx, eloc, "env: %s is not a "
+				    "variable name (letters, digits and _, not "
+				    "starting with a digit)", shown.data);
+				bad = 1;
+			} else if (lua_type(L, -1) != LUA_TSTRING &&
+			    lua_type(L, -1) != LUA_TNUMBER) {
+				profile_show(&shown, L, -1);
+				profile_error(ctx, eloc, "env: %s is %s, not "
+				    "a string", key, shown.data);
+				bad = 1;
+			} else {
+				lua_pushvalue(L, -1);	/* for tolstring */
+				value = lua_tolstring(L, -1, &vlen);
+				if (strlen(value) != vlen) {
+					profile_error(ctx, eloc, "env: %s "
+					    "holds a NUL byte", key);
+					bad = 1;
+				} else {
+					v = xreallocarray(v, n + 1, sizeof *v);
+					xasprintf(&v[n++], "%s=%s", key, value);
+				}
+				lua_pop(L, 1);
+			}
+		} else if (lua_type(L, -2) == LUA_TNUMBER &&
+		    lua_type(L, -1) == LUA_TSTRING) {
+			item = lua_tolstring(L, -1, &ilen);
+			eq = memchr(item, '=', ilen);
+			profile_show(&shown, L, -1);
+			if (eq == NULL) {
+				profile_error(ctx, tloc, "env: %s is not "
+				    "\"NAME=VALUE\"", shown.data);
+				bad = 1;
+			} else if (!profile_env_name_ok(item, eq - item)) {
+				profile_error(ctx, tloc, "env: %s: the name "
+				    "is not a variable name (letters, digits "
+				    "and _, not starting with a digit)",
+				    shown.data);
+				bad = 1;
+			} else if (strlen(item) != ilen) {
+				profile_error(ctx, tloc, "env: %s holds a NUL "
+				    "byte", shown.data);
+				bad = 1;
+			} else {
+				v = xreallocarray(v, n + 1, sizeof *v);
+				v[n++] = xstrdup(item);
+			}
+		} else {
+			profile_show(&shown, L, -1);
+			profile_error(ctx, tloc, "env: %s is not "
+			    "\"NAME=VALUE\" or NAME = \"VALUE\"", shown.data);
+			bad = 1;
+		}
+		lua_pop(L, 1);
+	}
+	buf_free(&shown);
+
+	/* Sorted, a name given twice ends up next to itself. */
+	if (n > 0)
+		qsort(v, n, sizeof *v, profile_env_cmp);
+	for (i = 1; i < n; i++) {
+		klen = strcspn(v[i], "=");
+		if (strncmp(v[i - 1], v[i], klen + 1) == 0) {
+			profile_error(ctx, tloc, "env: %.*s is set twice",
+			    (int)klen, v[i]);
+			bad = 1;
+		}
+	}
+	if (bad) {
+		for (i = 0; i < n; i++)
+			free(v[i]);
+		free(v);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, char **) = v;
+	memcpy((char *)ctx->p + s->offset_n, &n, sizeof n);
+}
+
+/*
+ * A list setting: a table whose keys are 1..n. Returns n, or -1 once the
+ * mistake is reported. *tloc: where the list was written.
+ */
+int
+profile_list(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc, int *tloc)
+{
+	struct buf	b = { 0 };
+	lua_Integer	n, k;
+
+	*tloc = loc;
+	if (lua_type(L, idx) != LUA_TTABLE) {
+		profile_bad(ctx, L, idx, s, loc, "is not a list");
+		return (-1);
+	}
+	if ((*tloc = profile_table_loc(L, idx)) == 0 ||
+	    PROFILE_LOC_FILE(loc) != PROFILE_LOC_FILE(*tloc))
+		*tloc = loc;
+	n = (lua_Integer)lua_rawlen(L, idx);
+	lua_pushnil(L);
+	while (lua_next(L, idx) != 0) {
+		lua_pop(L, 1);
+		if (lua_isinteger(L, -1) && (k = lua_tointeger(L, -1)) >= 1 &&
+		    k <= n)
+			continue;
+		profile_show(&b, L, -1);
+		profile_error(ctx, *tloc, "%s: has a field %s; expected %s",
+		    s->name, b.data, s->type == PROFILE_T_SHARES ||
+		    s->type == PROFILE_T_TCP ?
+		    "a list: { { host = ... }, ... }" : "a list: { ..., ... }");
+		buf_free(&b);
+		lua_pop(L, 1);
+		return (-1);
+	}
+	if (n > PROFILE_LIST_MAX) {
+		profile_error(ctx, *tloc, "%s: more than %d items", s->name,
+		    PROFILE_LIST_MAX);
+		return (-1);
+	}
+	return ((int)n);
+}
+
+/* Unknown fields of an item table: reported, with the closest known one. */
+int
+profile_fields(struct profile_ctx *ctx, lua_State *L, int idx,
+    const char *what, const char *const *fields, size_t nfields, int tloc)
+{
+	struct buf	 b = { 0 };
+	const char	*hint;
+	size_t		 i;
+	int		 bad = 0, loc;
+
+	lua_pushnil(L);
+	while (lua_next(L, idx) != 0) {
+		lua_pop(L, 1);
+		if (lua_type(L, -1) == LUA_TSTRING) {
+			for (i = 0; i < nfields; i++) {
+				if (strcmp(fields[i], lua_tostring(L, -1)) == 0)
+					break;
+			}
+			if (i < nfields)
+				continue;
+		}
+		buf_consume(&b, b.len);
+		profile_show(&b, L, -1);
+		loc = lua_type(L, -1) == LUA_TSTRING ?
+		    profile_key_loc(L, idx, lua_tostring(L, -1)) : 0;
+		hint = lua_type(L, -1) == LUA_TSTRING ? profile_closest(
+		    lua_tostring(L, -1), fields, nfields) : NULL;
+		if (hint != NULL)
+			profile_error(ctx, loc != 0 ? loc : tloc, "%s: unknown "
+			    "field %s (did you mean \"%s\"?)", what, b.data,
+			    hint);
+		else {
+			buf_printf(&b, "; the fields are");
+			for (i = 0; i < nfields; i++)
+				buf_printf(&b, "%s %s", i == 0 ? "" : ",",
+				    fields[i]);
+			profile_error(ctx, loc != 0 ? loc : tloc, "%s: unknown "
+			    "field %s", what, b.data);
+		}
+		bad = 1;
+	}
+	buf_free(&b);
+	return (bad);
+}
+
+/* Where field key of the item table at idx was written. */
+int
+profile_field_loc(lua_State *L, int idx, const char *key, int tloc)
+{
+	int	loc = profile_key_loc(L, idx, key);
+
+	return (loc != 0 ? loc : tloc);
+}
+
+/* A list of tables, each item read, checked against the earlier ones. */
+void
+profile_convert_items(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc, const struct profile_items *it)
+{
+	char	*v = NULL, *item;
+	size_t	 nv = 0, i, j;
+	int	 n, k, tloc, bad = 0, *from = NULL;
+
+	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
+		return;
+	if (it->max > 0 && n > it->max) {
+		profile_error(ctx, tloc, it->max_why, it->max, it->max);
+		return;
+	}
+	item = xmalloc(it->size);
+	for (k = 1; k <= n; k++) {
+		lua_rawgeti(L, idx, k);
+		if (it->read(ctx, L, lua_gettop(L), k, tloc, item) == 0) {
+			for (j = 0; j < nv; j++) {
+				if (it->twice(ctx, L, tloc, k, item,
+				    v + j * it->size, from[j]))
+					break;
+			}
+			if (j < nv) {
+				it->free(item);
+				bad = 1;
+			} else {
+				v = xreallocarray(v, nv + 1, it->size);
+				from = xreallocarray(from, nv + 1,
+				    sizeof *from);
+				from[nv] = k;
+				memcpy(v + nv++ * it->size, item, it->size);
+			}
+		} else
+			bad = 1;
+		lua_pop(L, 1);
+	}
+	free(item);
+	free(from);
+	if (bad) {
+		for (i = 0; i < nv; i++)
+			it->free(v + i * it->size);
+		free(v);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, void *) = v;
+	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+}
+
+static void
+profile_convert_args(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	struct buf	  w = { 0 };
+	char		**v = NULL, what[64], *why;
+	size_t		  nv = 0, i, j, len;
+	int		  n, k, tloc, bad = 0, refused = 0;
+
+	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
+		return;
+	for (k = 1; k <= n; k++) {
+		lua_rawgeti(L, idx, k);
+		snprintf(what, sizeof what, "extra_args[%d]", k);
+		if (lua_type(L, -1) != LUA_TSTRING ||
+		    !profile_string_ok(L, -1, &len) || len == 0) {
+			profile_bad_as(ctx, L, -1, what, tloc, "is not valid",
+			    "a non-empty string");
+			bad = 1;
+		} else {
+			v = xreallocarray(v, nv + 1, sizeof *v);
+			v[nv++] = xstrdup(lua_tostring(L, -1));
+		}
+		lua_pop(L, 1);
+	}
+	for (i = 0; bad == 0 && i < nv; ) {
+		j = i;
+		if (extra_args_next(v, nv, &i, &why) == 0)
+			continue;
+		buf_consume(&w, w.len);
+		buf_printf(&w, "extra_args[%zu]: ", j + 1);
+		for (; j < i; j++) {
+			lua_pushstring(L, v[j]);
+			if (w.data[w.len - 1] != ' ')
+				buf_printf(&w, " ");
+			profile_show(&w, L, -1);
+			lua_pop(L, 1);
+		}
+		profile_error(ctx, tloc, "%s is refused: %s", w.data, why);
+		free(why);
+		refused = 1;
+	}
+	buf_free(&w);
+	if (bad || refused) {
+		for (i = 0; i < nv; i++)
+			free(v[i]);
+		free(v);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, char **) = v;
+	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+}
+
+/* Check the value at idx against setting s and store it in the profile. */
+void
+profile_convert(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const struct profile_choice	*c;
+	const char			*why;
+	long long			 v;
+	lua_Number			 f;
+	int				 b;
+
+	if (lua_isnil(L, idx))
+		return;		/* stays NULL: the built-in choice */
+	switch (s->type) {
+	case PROFILE_T_BOOL:
+		if (!lua_isboolean(L, idx)) {
+			profile_bad(ctx, L, idx, s, loc, "is not valid");
+			return;
+		}
+		*PROFILE_FIELD(ctx->p, s, int) = lua_toboolean(L, idx);
+		return;
+	case PROFILE_T_CHOICE:
+		for (c = s->choices; c->name != NULL; c++) {
+			b = strcmp(c->name, "true") == 0 ||
+			    strcmp(c->name, "false") == 0;
+			if (b && lua_isboolean(L, idx) &&
+			    lua_toboolean(L, idx) == (c->name[0] == 't'))
+				break;
+			if (!b && lua_type(L, idx) == LUA_TSTRING &&
+			    strcmp(lua_tostring(L, idx), c->name) == 0)
+				break;
+		}
+		if (c->name == NULL) {
+			profile_bad(ctx, L, idx, s, loc, "is not valid");
+			return;
+		}
+		memcpy(PROFILE_FIELD(ctx->p, s, int), &c->value, sizeof (int));
+		return;
+	case PROFILE_T_SIZE:
+		profile_convert_size(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_INT:
+		if ((why = profile_whole(L, idx, s->min, s->max, &v)) != NULL) {
+			profile_bad(ctx, L, idx, s, loc, why);
+			return;
+		}
+		*PROFILE_FIELD(ctx->p, s, int) = (int)v;
+		return;
+	case PROFILE_T_SECONDS:
+		if (lua_type(L, idx) != LUA_TNUMBER) {
+			profile_bad(ctx, L, idx, s, loc, "is not valid");
+			return;
+		}
+		f = lua_tonumber(L, idx);
+		if (isnan(f) || f < s->min || f > s->max) {
+			profile_bad(ctx, L, idx, s, loc, "is out of range");
+			return;
+		}
+		*PROFILE_FIELD(ctx->p, s, double) = (double)f;
+		return;
+	case PROFILE_T_PATH:
+	case PROFILE_T_GUEST_PATH:
+		profile_convert_path(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_ENV:
+		profile_convert_env(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_IMAGE:
+		profile_convert_image(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_URL:
+		profile_convert_url(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_DIR:
+		profile_convert_dir(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_SHARES:
+		profile_convert_shares(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_ALLOW:
+		profile_convert_allow(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_PORTS:
+		profile_convert_ports(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_TCP:
+		profile_convert_tcp(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_RULES:
+		profile_convert_rules(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_ARGS:
+		profile_convert_args(ctx, L, idx, s, loc);
+		return;
+	case PROFILE_T_LIBS:
+		profile_convert_libs(ctx, L, idx, s, loc);
+		return;
+	}
+}
+
+
+
+void
+profile_put_string(struct buf *b, const char *s, int json)
+{
+	const unsigned char	*u;
+
+	if (s == NULL) {
+		buf_printf(b, json ? "null" : "nil");
+		return;
+	}
+	if (json) {
+		buf_json_string(b, s);
+		return;
+	}
+	buf_add(b, "\"", 1);
+	for (u = (const unsigned char *)s; *u != '\0'; u++) {
+		if (*u == '"' || *u == '\\')
+			buf_printf(b, "\\%c", *u);
+		else if (*u == '\n')
+			buf_printf(b, "\\n");
+		else if (*u < 0x20 || *u == 0x7f)
+			buf_printf(b, "\\%03u", *u);
+		else
+			buf_add(b, u, 1);
+	}
+	buf_add(b, "\"", 1);
+}
+
+void
+profile_put_list(struct buf *b, char *const *v, size_t n, int json)
+{
+	size_t	i;
+
+	if (n == 0) {
+		buf_printf(b, json ? "[]" : "{}");
+		return;
+	}
+	buf_printf(b, json ? "[" : "{ ");
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			buf_printf(b, ", ");
+		profile_put_string(b, v[i], json);
+	}
+	buf_printf(b, json ? "]" : " }");
+}
+
+/* "key = " in Lua, "\"key\":" in JSON. */
+void
+profile_put_key(struct buf *b, const char *key, int json)
+{
+	if (json)
+		buf_printf(b, "\"%s\":", key);
+	else
+		buf_printf(b, "%s = ", key);
+}
+
+/* The value of setting s in p. */
+void
+profile_put(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	const struct profile_choice	*c;
+	const char			*name = "?";
+	char				**rules;
+	uint64_t			 mib;
+	size_t				 i, n;
+	int				 v;
+
+	switch (s->type) {
+	case PROFILE_T_BOOL:
+		v = *PROFILE_CFIELD(p, s, int);
+		buf_printf(b, "%s", v ? "true" : "false");
+		break;
+	case PROFILE_T_CHOICE:
+		memcpy(&v, (const char *)p + s->offset, sizeof v);
+		for (c = s->choices; c->name != NULL; c++) {
+			if (!c->alias && c->value == v) {
+				name = c->name;
+				break;
+			}
+		}
+		if (strcmp(name, "true") == 0 || strcmp(name, "false") == 0)
+			buf_printf(b, "%s", name);
+		else
+			profile_put_string(b, name, json);
+		break;
+	case PROFILE_T_SIZE:
+		mib = *PROFILE_CFIELD(p, s, uint64_t);
+		if (json)
+			buf_printf(b, "%llu", (unsigned long long)mib);
+		else {
+			buf_add(b, "\"", 1);
+			profile_show_mib(b, mib);
+			buf_add(b, "\"", 1);
+		}
+		break;
+	case PROFILE_T_INT:
+		buf_printf(b, "%d", *PROFILE_CFIELD(p, s, int));
+		break;
+	case PROFILE_T_SECONDS:
+		buf_printf(b, "%.17g", *PROFILE_CFIELD(p, s, double));
+		break;
+	case PROFILE_T_PATH:
+	case PROFILE_T_GUEST_PATH:
+	case PROFILE_T_IMAGE:
+	case PROFILE_T_URL:
+	case PROFILE_T_DIR:
+		profile_put_string(b, *PROFILE_CFIELD(p, s, profile_str), json);
+		break;
+	case PROFILE_T_ENV:
+		profile_put_list(b, p->env, p->nenv, json);
+		break;
+	case PROFILE_T_SHARES:
+		profile_put_shares(b, p, json);
+		break;
+	case PROFILE_T_ALLOW:
+		/* As written; network_rules' are shown apart. */
+		rules = xcalloc(p->nnetwork_allow + 1, sizeof *rules);
+		for (i = n = 0; i < p->nnetwork_allow; i++) {
+			if (p->network_allow[i].from_rule == 0)
+				rules[n++] = p->network_allow[i].text;
+		}
+		profile_put_list(b, rules, n, json);
+		free(rules);
+		break;
+	case PROFILE_T_PORTS:
+		profile_put_ports(b, p, json);
+		break;
+	case PROFILE_T_TCP:
+		profile_put_tcp(b, p, json);
+		break;
+	case PROFILE_T_RULES:
+		profile_put_list(b, p->network_rules, p->nnetwork_rules, json);
+		break;
+	case PROFILE_T_ARGS:
+		profile_put_list(b, p->extra_args, p->nextra_args, json);
+		break;
+	case PROFILE_T_LIBS:
+		profile_put_list(b, p->ld_closure_extra, p->nld_closure_extra,
+		    json);
+		break;
+	}
+}
