@@ -352,9 +352,7 @@ profile_set_value(struct profile_ctx *ctx, lua_State *L, int fi,
 		return (0);
 	}
 	lua_pushstring(L, value);
-	if (s->type == PROFILE_T_ENV || s->type == PROFILE_T_ALLOW ||
-	    s->type == PROFILE_T_RULES || s->type == PROFILE_T_ARGS ||
-	    s->type == PROFILE_T_LIBS) {
+	if (profile_types[s->type].set_list) {
 		lua_createtable(L, 1, 0);
 		lua_insert(L, -2);
 		lua_rawseti(L, -2, 1);
@@ -808,62 +806,16 @@ profile_load_buffer(struct profile *p, const char *name, const char *text,
 void
 profile_free(struct profile *p)
 {
-	size_t	i;
+	const struct profile_setting	*s;
+	size_t				 i;
 
 	free(p->path);
 	p->path = NULL;
-	free(p->kernel);
-	p->kernel = NULL;
-	free(p->initramfs);
-	p->initramfs = NULL;
-	free(p->image);
-	p->image = NULL;
-	free(p->image_base_url);
-	p->image_base_url = NULL;
-	free(p->images_dir);
-	p->images_dir = NULL;
-	for (i = 0; i < p->nenv; i++)
-		free(p->env[i]);
-	free(p->env);
-	p->env = NULL;
-	p->nenv = 0;
-	free(p->cwd);
-	p->cwd = NULL;
-	for (i = 0; i < p->nshares; i++)
-		profile_share_free(&p->shares[i]);
-	free(p->shares);
-	p->shares = NULL;
-	p->nshares = 0;
-	for (i = 0; i < p->nnetwork_allow; i++)
-		net_rule_free(&p->network_allow[i]);
-	free(p->network_allow);
-	p->network_allow = NULL;
-	p->nnetwork_allow = 0;
-	for (i = 0; i < p->nports; i++)
-		free(p->ports[i].address);
-	free(p->ports);
-	p->ports = NULL;
-	p->nports = 0;
-	for (i = 0; i < p->nnetwork_tcp; i++)
-		profile_tcp_map_free(&p->network_tcp[i]);
-	free(p->network_tcp);
-	p->network_tcp = NULL;
-	p->nnetwork_tcp = 0;
-	for (i = 0; i < p->nnetwork_rules; i++)
-		free(p->network_rules[i]);
-	free(p->network_rules);
-	p->network_rules = NULL;
-	p->nnetwork_rules = 0;
-	for (i = 0; i < p->nextra_args; i++)
-		free(p->extra_args[i]);
-	free(p->extra_args);
-	p->extra_args = NULL;
-	p->nextra_args = 0;
-	for (i = 0; i < p->nld_closure_extra; i++)
-		free(p->ld_closure_extra[i]);
-	free(p->ld_closure_extra);
-	p->ld_closure_extra = NULL;
-	p->nld_closure_extra = 0;
+	for (i = 0; i < PROFILE_NSETTINGS; i++) {
+		s = &profile_schema[i];
+		if (profile_types[s->type].free != NULL)
+			profile_types[s->type].free(p, s);
+	}
 	if (p->origins != NULL) {
 		for (i = 0; i < PROFILE_NSETTINGS; i++)
 			free(p->origins[i].at);

@@ -100,6 +100,34 @@ struct profile_setting {
 };
 
 
+/*
+ * What a setting type does: one row of profile_types (profile_type.c)
+ * per PROFILE_T_*, as tmux's options table. convert checks the value at
+ * idx (never nil) against setting s and stores it in ctx->p, or reports
+ * why not at loc; accepts says what the type takes, for messages and
+ * help; hint, for a string that was refused, what to write instead (or
+ * NULL); put shows the stored value, as Lua or as JSON; notes adds Lua
+ * comment lines after the setting's own (given where network_rules was
+ * written); json_more adds fields to the setting's JSON object; free
+ * frees what convert stored. A NULL operation does nothing.
+ */
+struct profile_ctx;
+struct profile_type_ops {
+	void	(*convert)(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+	void	(*accepts)(struct buf *, const struct profile_setting *);
+	char	*(*hint)(const char *, const struct profile_setting *);
+	void	(*put)(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+	void	(*notes)(struct buf *, const struct profile *,
+		    const struct profile_setting *, const char *);
+	void	(*json_more)(struct buf *, const struct profile *);
+	void	(*free)(struct profile *, const struct profile_setting *);
+	int	  set_list;	/* --set NAME=VALUE gives { VALUE } */
+	const char *list_form;	/* expected, for a list with other keys */
+};
+extern const struct profile_type_ops profile_types[];
+
 /* The schema (profile_schema.c): one row per setting. */
 #define PROFILE_NSETTINGS	29
 extern const struct profile_setting profile_schema[PROFILE_NSETTINGS];
@@ -109,6 +137,7 @@ extern const struct profile_choice profile_sm_choices[];
 #define PROFILE_FIELD(p, s, type) \
 	((type *)(void *)((char *)(p) + (s)->offset))
 typedef char *profile_str;	/* so that a const one is "char *const" */
+typedef char **profile_strv;
 #define PROFILE_CFIELD(p, s, type) \
 	((const type *)(const void *)((const char *)(p) + (s)->offset))
 
@@ -316,6 +345,8 @@ void	 profile_put_list(struct buf *, char *const *, size_t, int);
 void	 profile_put_key(struct buf *, const char *, int);
 void	 profile_put(struct buf *, const struct profile *,
 		    const struct profile_setting *, int);
+void	 profile_free_str(struct profile *, const struct profile_setting *);
+void	 profile_free_strs(struct profile *, const struct profile_setting *);
 
 /* profile_net.c */
 void	 profile_convert_allow(struct profile_ctx *, lua_State *, int,
@@ -328,8 +359,19 @@ void	 profile_convert_tcp(struct profile_ctx *, lua_State *, int,
 void	 profile_convert_rules(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
 void	 profile_cross_check_net(struct profile_ctx *, const int *);
-void	 profile_put_ports(struct buf *, const struct profile *, int);
-void	 profile_put_tcp(struct buf *, const struct profile *, int);
+void	 profile_put_ports(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_put_tcp(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_put_allow(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_free_allow(struct profile *, const struct profile_setting *);
+void	 profile_free_ports(struct profile *, const struct profile_setting *);
+void	 profile_free_tcp(struct profile *, const struct profile_setting *);
+void	 profile_accepts_allow(struct buf *, const struct profile_setting *);
+void	 profile_accepts_ports(struct buf *, const struct profile_setting *);
+void	 profile_accepts_tcp(struct buf *, const struct profile_setting *);
+void	 profile_accepts_rules(struct buf *, const struct profile_setting *);
 void	 profile_put_compiled(struct buf *, const struct profile *,
 		    const struct profile_setting *, const char *);
 void	 profile_put_compiled_json(struct buf *, const struct profile *);
@@ -341,6 +383,10 @@ void	 profile_convert_shares(struct profile_ctx *, lua_State *, int,
 void	 profile_convert_libs(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
 void	 profile_cross_check_shares(struct profile_ctx *, const int *);
-void	 profile_put_shares(struct buf *, const struct profile *, int);
+void	 profile_put_shares(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_free_shares(struct profile *, const struct profile_setting *);
+void	 profile_accepts_shares(struct buf *, const struct profile_setting *);
+void	 profile_accepts_libs(struct buf *, const struct profile_setting *);
 
 #endif

@@ -545,10 +545,12 @@ profile_put_port(struct buf *b, const struct net_port *pt, int json)
 
 /* The ports written as such; network_rules' are shown apart. */
 void
-profile_put_ports(struct buf *b, const struct profile *p, int json)
+profile_put_ports(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
 {
 	size_t	i, n = 0;
 
+	(void)s;
 	for (i = 0; i < p->nports; i++) {
 		if (p->ports[i].from_rule != 0)
 			continue;
@@ -562,11 +564,13 @@ profile_put_ports(struct buf *b, const struct profile *p, int json)
 }
 
 void
-profile_put_tcp(struct buf *b, const struct profile *p, int json)
+profile_put_tcp(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
 {
 	const struct profile_tcp_map	*m;
 	size_t				 i;
 
+	(void)s;
 	if (p->nnetwork_tcp == 0) {
 		buf_printf(b, json ? "[]" : "{}");
 		return;
@@ -657,4 +661,90 @@ profile_put_compiled_json(struct buf *b, const struct profile *p)
 		buf_printf(b, "}");
 	}
 	buf_printf(b, "]");
+}
+
+/* network_allow as written; network_rules' are shown apart. */
+void
+profile_put_allow(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	char	**rules;
+	size_t	  i, n;
+
+	(void)s;
+	rules = xcalloc(p->nnetwork_allow + 1, sizeof *rules);
+	for (i = n = 0; i < p->nnetwork_allow; i++) {
+		if (p->network_allow[i].from_rule == 0)
+			rules[n++] = p->network_allow[i].text;
+	}
+	profile_put_list(b, rules, n, json);
+	free(rules);
+}
+
+void
+profile_free_allow(struct profile *p, const struct profile_setting *s)
+{
+	size_t	i;
+
+	(void)s;
+	for (i = 0; i < p->nnetwork_allow; i++)
+		net_rule_free(&p->network_allow[i]);
+	free(p->network_allow);
+	p->network_allow = NULL;
+	p->nnetwork_allow = 0;
+}
+
+void
+profile_free_ports(struct profile *p, const struct profile_setting *s)
+{
+	size_t	i;
+
+	(void)s;
+	for (i = 0; i < p->nports; i++)
+		free(p->ports[i].address);
+	free(p->ports);
+	p->ports = NULL;
+	p->nports = 0;
+}
+
+void
+profile_free_tcp(struct profile *p, const struct profile_setting *s)
+{
+	size_t	i;
+
+	(void)s;
+	for (i = 0; i < p->nnetwork_tcp; i++)
+		profile_tcp_map_free(&p->network_tcp[i]);
+	free(p->network_tcp);
+	p->network_tcp = NULL;
+	p->nnetwork_tcp = 0;
+}
+
+void
+profile_accepts_allow(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "a list of %s", PROFILE_ACCEPTS_RULE);
+}
+
+void
+profile_accepts_ports(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "a list of %s", PROFILE_ACCEPTS_PORT);
+}
+
+void
+profile_accepts_tcp(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "a list of at most %d %s", PROFILE_TCP_MAX,
+	    PROFILE_ACCEPTS_TCP);
+}
+
+void
+profile_accepts_rules(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "a list of %s", PROFILE_ACCEPTS_SOCKET);
 }

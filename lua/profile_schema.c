@@ -432,8 +432,8 @@ profile_print(const struct profile *p, int flags, struct buf *b)
 				buf_printf(b, ",\"at\":");
 				buf_json_string(b, o->at);
 			}
-			if (s->type == PROFILE_T_RULES)
-				profile_put_compiled_json(b, p);
+			if (profile_types[s->type].json_more != NULL)
+				profile_types[s->type].json_more(b, p);
 			buf_printf(b, "}");
 			continue;
 		}
@@ -448,7 +448,8 @@ profile_print(const struct profile *p, int flags, struct buf *b)
 		if (o != NULL && o->at != NULL)
 			buf_printf(b, ", %s", o->at);
 		buf_printf(b, "\n");
-		profile_put_compiled(b, p, s, rules_at);
+		if (profile_types[s->type].notes != NULL)
+			profile_types[s->type].notes(b, p, s, rules_at);
 	}
 	buf_printf(b, json ? "}}\n" : "}\n");
 }

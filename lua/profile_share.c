@@ -339,11 +339,13 @@ profile_cross_check_shares(struct profile_ctx *ctx, const int *bad)
 }
 
 void
-profile_put_shares(struct buf *b, const struct profile *p, int json)
+profile_put_shares(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
 {
 	const struct profile_share	*sh;
 	size_t				 i;
 
+	(void)s;
 	if (p->nshares == 0) {
 		buf_printf(b, json ? "[]" : "{}");
 		return;
@@ -369,4 +371,32 @@ profile_put_shares(struct buf *b, const struct profile *p, int json)
 		buf_printf(b, json ? "}" : " }");
 	}
 	buf_printf(b, json ? "]" : " }");
+}
+
+void
+profile_free_shares(struct profile *p, const struct profile_setting *s)
+{
+	size_t	i;
+
+	(void)s;
+	for (i = 0; i < p->nshares; i++)
+		profile_share_free(&p->shares[i]);
+	free(p->shares);
+	p->shares = NULL;
+	p->nshares = 0;
+}
+
+void
+profile_accepts_shares(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "a list of %s", PROFILE_ACCEPTS_SHARE);
+}
+
+void
+profile_accepts_libs(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "a list of library names (\"libbz2.so.1.0\") "
+	    "or absolute host paths");
 }

@@ -45,101 +45,124 @@ profile_show_mib(struct buf *b, uint64_t mib)
 void
 profile_accepts(struct buf *b, const struct profile_setting *s)
 {
+	profile_types[s->type].accepts(b, s);
+}
+
+static void
+profile_accepts_bool(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "true or false");
+}
+
+static void
+profile_accepts_choice(struct buf *b, const struct profile_setting *s)
+{
 	const struct profile_choice	*c, *a;
 	int				 n = 0, i = 0;
 
-	switch (s->type) {
-	case PROFILE_T_BOOL:
-		buf_printf(b, "true or false");
-		break;
-	case PROFILE_T_CHOICE:
-		for (c = s->choices; c->name != NULL; c++)
-			n += !c->alias;
-		for (c = s->choices; c->name != NULL; c++) {
-			if (c->alias)
-				continue;
-			if (i > 0)
-				buf_printf(b, "%s", i == n - 1 ? " or " : ", ");
-			i++;
-			if (strcmp(c->name, "true") == 0 ||
-			    strcmp(c->name, "false") == 0)
-				buf_printf(b, "%s", c->name);
-			else
-				buf_printf(b, "\"%s\"", c->name);
-		}
-		for (a = s->choices; a->name != NULL; a++) {
-			if (!a->alias)
-				continue;
-			for (c = s->choices; c->alias || c->value != a->value;
-			    c++)
-				;
-			buf_printf(b, "; \"%s\" means \"%s\"", a->name,
-			    c->name);
-		}
-		break;
-	case PROFILE_T_SIZE:
-		buf_printf(b, "MiB as a whole number (1024) or a string with "
-		    "one suffix k, M, G or T (\"512M\", \"2G\"), from ");
-		profile_show_mib(b, (uint64_t)s->min);
-		buf_printf(b, " to ");
-		profile_show_mib(b, (uint64_t)s->max);
-		break;
-	case PROFILE_T_INT:
-		buf_printf(b, "a whole number from %.0f to %.0f", s->min,
-		    s->max);
-		break;
-	case PROFILE_T_SECONDS:
-		buf_printf(b, "a number of seconds from %g to %g", s->min,
-		    s->max);
-		break;
-	case PROFILE_T_PATH:
-		buf_printf(b, "the path of a file, absolute or relative to "
-		    "the profile's directory");
-		break;
-	case PROFILE_T_GUEST_PATH:
-		buf_printf(b, "an absolute path in the guest");
-		break;
-	case PROFILE_T_ENV:
-		buf_printf(b, "a table of \"NAME=VALUE\" strings or of "
-		    "NAME = \"VALUE\" fields");
-		break;
-	case PROFILE_T_IMAGE:
-		buf_printf(b, "an image name (\"debian-12\"), an http(s) URL, "
-		    "or the path of an image file (with a /: "
-		    "\"./disk.qcow2\")");
-		break;
-	case PROFILE_T_URL:
-		buf_printf(b, "an http:// or https:// URL");
-		break;
-	case PROFILE_T_DIR:
-		buf_printf(b, "the path of a directory, absolute or relative "
-		    "to the profile's directory");
-		break;
-	case PROFILE_T_SHARES:
-		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_SHARE);
-		break;
-	case PROFILE_T_ALLOW:
-		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_RULE);
-		break;
-	case PROFILE_T_PORTS:
-		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_PORT);
-		break;
-	case PROFILE_T_TCP:
-		buf_printf(b, "a list of at most %d %s", PROFILE_TCP_MAX,
-		    PROFILE_ACCEPTS_TCP);
-		break;
-	case PROFILE_T_RULES:
-		buf_printf(b, "a list of %s", PROFILE_ACCEPTS_SOCKET);
-		break;
-	case PROFILE_T_ARGS:
-		buf_printf(b, "a list of strings, QEMU's flags and their "
-		    "values: { \"-device\", \"virtio-rng-device\" }");
-		break;
-	case PROFILE_T_LIBS:
-		buf_printf(b, "a list of library names (\"libbz2.so.1.0\") "
-		    "or absolute host paths");
-		break;
+	for (c = s->choices; c->name != NULL; c++)
+		n += !c->alias;
+	for (c = s->choices; c->name != NULL; c++) {
+		if (c->alias)
+			continue;
+		if (i > 0)
+			buf_printf(b, "%s", i == n - 1 ? " or " : ", ");
+		i++;
+		if (strcmp(c->name, "true") == 0 ||
+		    strcmp(c->name, "false") == 0)
+			buf_printf(b, "%s", c->name);
+		else
+			buf_printf(b, "\"%s\"", c->name);
 	}
+	for (a = s->choices; a->name != NULL; a++) {
+		if (!a->alias)
+			continue;
+		for (c = s->choices; c->alias || c->value != a->value;
+		    c++)
+			;
+		buf_printf(b, "; \"%s\" means \"%s\"", a->name,
+		    c->name);
+	}
+}
+
+static void
+profile_accepts_size(struct buf *b, const struct profile_setting *s)
+{
+	buf_printf(b, "MiB as a whole number (1024) or a string with "
+	    "one suffix k, M, G or T (\"512M\", \"2G\"), from ");
+	profile_show_mib(b, (uint64_t)s->min);
+	buf_printf(b, " to ");
+	profile_show_mib(b, (uint64_t)s->max);
+}
+
+static void
+profile_accepts_int(struct buf *b, const struct profile_setting *s)
+{
+	buf_printf(b, "a whole number from %.0f to %.0f", s->min,
+	    s->max);
+}
+
+static void
+profile_accepts_seconds(struct buf *b, const struct profile_setting *s)
+{
+	buf_printf(b, "a number of seconds from %g to %g", s->min,
+	    s->max);
+}
+
+static void
+profile_accepts_path(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "the path of a file, absolute or relative to "
+	    "the profile's directory");
+}
+
+static void
+profile_accepts_guest_path(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "an absolute path in the guest");
+}
+
+static void
+profile_accepts_env(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "a table of \"NAME=VALUE\" strings or of "
+	    "NAME = \"VALUE\" fields");
+}
+
+static void
+profile_accepts_image(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "an image name (\"debian-12\"), an http(s) URL, "
+	    "or the path of an image file (with a /: "
+	    "\"./disk.qcow2\")");
+}
+
+static void
+profile_accepts_url(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "an http:// or https:// URL");
+}
+
+static void
+profile_accepts_dir(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "the path of a directory, absolute or relative "
+	    "to the profile's directory");
+}
+
+static void
+profile_accepts_args(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "a list of strings, QEMU's flags and their "
+	    "values: { \"-device\", \"virtio-rng-device\" }");
 }
 
 /* A value as a message shows it: quoted and cut short if a string. */
@@ -253,68 +276,92 @@ profile_size_hint(const char *s)
 static char *
 profile_hint(lua_State *L, int idx, const struct profile_setting *s)
 {
+	char	*(*hint)(const char *, const struct profile_setting *);
+
+	if (lua_type(L, idx) != LUA_TSTRING ||
+	    (hint = profile_types[s->type].hint) == NULL)
+		return (NULL);
+	return (hint(lua_tostring(L, idx), s));
+}
+
+static char *
+profile_hint_bool(const char *v, const struct profile_setting *s)
+{
+	char	*h = NULL;
+	int	 t;
+
+	(void)s;
+	if ((t = profile_truthy(v)) != -1)
+		xasprintf(&h, "write %s, without quotes",
+		    t ? "true" : "false");
+	return (h);
+}
+
+static char *
+profile_hint_choice(const char *v, const struct profile_setting *s)
+{
 	const struct profile_choice	*c;
-	const char			*v, *names[16];
+	const char			*names[16];
 	const char			*best;
-	char				*h = NULL, *end, *size;
+	char				*h = NULL;
 	size_t				 n = 0;
 	int				 t;
 
-	if (lua_type(L, idx) != LUA_TSTRING)
-		return (NULL);
-	v = lua_tostring(L, idx);
-	switch (s->type) {
-	case PROFILE_T_BOOL:
-		if ((t = profile_truthy(v)) != -1)
+	for (c = s->choices; c->name != NULL && n < 16; c++) {
+		if (strcasecmp(c->name, v) == 0 &&
+		    (strcmp(c->name, "true") == 0 ||
+		    strcmp(c->name, "false") == 0)) {
 			xasprintf(&h, "write %s, without quotes",
-			    t ? "true" : "false");
-		break;
-	case PROFILE_T_CHOICE:
-		for (c = s->choices; c->name != NULL && n < 16; c++) {
-			if (strcasecmp(c->name, v) == 0 &&
-			    (strcmp(c->name, "true") == 0 ||
-			    strcmp(c->name, "false") == 0)) {
-				xasprintf(&h, "write %s, without quotes",
-				    c->name);
-				return (h);
-			}
-			if (strcasecmp(c->name, v) == 0) {
-				xasprintf(&h, "write \"%s\"", c->name);
-				return (h);
-			}
-			names[n++] = c->name;
-		}
-		if (s->choices == profile_kvm_choices &&
-		    (t = profile_truthy(v)) != -1) {
-			xasprintf(&h, "write %s, without quotes",
-			    t ? "true" : "false");
+			    c->name);
 			return (h);
 		}
-		if ((best = profile_closest(v, names, n)) != NULL) {
-			if (strcmp(best, "true") == 0 ||
-			    strcmp(best, "false") == 0)
-				xasprintf(&h, "write %s", best);
-			else
-				xasprintf(&h, "write \"%s\"", best);
+		if (strcasecmp(c->name, v) == 0) {
+			xasprintf(&h, "write \"%s\"", c->name);
+			return (h);
 		}
-		break;
-	case PROFILE_T_SIZE:
-		if ((size = profile_size_hint(v)) != NULL) {
-			xasprintf(&h, "write \"%s\"", size);
-			free(size);
-		}
-		break;
-	case PROFILE_T_INT:
-	case PROFILE_T_SECONDS:
-		(void)strtod(v, &end);
-		if (end != v && *end == '\0')
-			xasprintf(&h, "write %s, without quotes", v);
-		else if (end != v && strcmp(end, "s") == 0)
-			xasprintf(&h, "write %.*s", (int)(end - v), v);
-		break;
-	default:
-		break;
+		names[n++] = c->name;
 	}
+	if (s->choices == profile_kvm_choices &&
+	    (t = profile_truthy(v)) != -1) {
+		xasprintf(&h, "write %s, without quotes",
+		    t ? "true" : "false");
+		return (h);
+	}
+	if ((best = profile_closest(v, names, n)) != NULL) {
+		if (strcmp(best, "true") == 0 ||
+		    strcmp(best, "false") == 0)
+			xasprintf(&h, "write %s", best);
+		else
+			xasprintf(&h, "write \"%s\"", best);
+	}
+	return (h);
+}
+
+static char *
+profile_hint_size(const char *v, const struct profile_setting *s)
+{
+	char	*h = NULL, *size;
+
+	(void)s;
+	if ((size = profile_size_hint(v)) != NULL) {
+		xasprintf(&h, "write \"%s\"", size);
+		free(size);
+	}
+	return (h);
+}
+
+/* For PROFILE_T_INT and PROFILE_T_SECONDS. */
+static char *
+profile_hint_number(const char *v, const struct profile_setting *s)
+{
+	char	*h = NULL, *end;
+
+	(void)s;
+	(void)strtod(v, &end);
+	if (end != v && *end == '\0')
+		xasprintf(&h, "write %s, without quotes", v);
+	else if (end != v && strcmp(end, "s") == 0)
+		xasprintf(&h, "write %.*s", (int)(end - v), v);
 	return (h);
 }
 
@@ -841,9 +888,8 @@ profile_list(struct profile_ctx *ctx, lua_State *L, int idx,
 			continue;
 		profile_show(&b, L, -1);
 		profile_error(ctx, *tloc, "%s: has a field %s; expected %s",
-		    s->name, b.data, s->type == PROFILE_T_SHARES ||
-		    s->type == PROFILE_T_TCP ?
-		    "a list: { { host = ... }, ... }" : "a list: { ..., ... }");
+		    s->name, b.data, profile_types[s->type].list_form != NULL ?
+		    profile_types[s->type].list_form : "a list: { ..., ... }");
 		buf_free(&b);
 		lua_pop(L, 1);
 		return (-1);
@@ -1013,104 +1059,81 @@ profile_convert_args(struct profile_ctx *ctx, lua_State *L, int idx,
 	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
 }
 
+static void
+profile_convert_bool(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	if (!lua_isboolean(L, idx)) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, int) = lua_toboolean(L, idx);
+}
+
+static void
+profile_convert_choice(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const struct profile_choice	*c;
+	int				 b;
+
+	for (c = s->choices; c->name != NULL; c++) {
+		b = strcmp(c->name, "true") == 0 ||
+		    strcmp(c->name, "false") == 0;
+		if (b && lua_isboolean(L, idx) &&
+		    lua_toboolean(L, idx) == (c->name[0] == 't'))
+			break;
+		if (!b && lua_type(L, idx) == LUA_TSTRING &&
+		    strcmp(lua_tostring(L, idx), c->name) == 0)
+			break;
+	}
+	if (c->name == NULL) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	memcpy(PROFILE_FIELD(ctx->p, s, int), &c->value, sizeof (int));
+}
+
+static void
+profile_convert_int(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*why;
+	long long	 v;
+
+	if ((why = profile_whole(L, idx, s->min, s->max, &v)) != NULL) {
+		profile_bad(ctx, L, idx, s, loc, why);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, int) = (int)v;
+}
+
+static void
+profile_convert_seconds(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	lua_Number	f;
+
+	if (lua_type(L, idx) != LUA_TNUMBER) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	f = lua_tonumber(L, idx);
+	if (isnan(f) || f < s->min || f > s->max) {
+		profile_bad(ctx, L, idx, s, loc, "is out of range");
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, double) = (double)f;
+}
+
 /* Check the value at idx against setting s and store it in the profile. */
 void
 profile_convert(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
-	const struct profile_choice	*c;
-	const char			*why;
-	long long			 v;
-	lua_Number			 f;
-	int				 b;
-
 	if (lua_isnil(L, idx))
 		return;		/* stays NULL: the built-in choice */
-	switch (s->type) {
-	case PROFILE_T_BOOL:
-		if (!lua_isboolean(L, idx)) {
-			profile_bad(ctx, L, idx, s, loc, "is not valid");
-			return;
-		}
-		*PROFILE_FIELD(ctx->p, s, int) = lua_toboolean(L, idx);
-		return;
-	case PROFILE_T_CHOICE:
-		for (c = s->choices; c->name != NULL; c++) {
-			b = strcmp(c->name, "true") == 0 ||
-			    strcmp(c->name, "false") == 0;
-			if (b && lua_isboolean(L, idx) &&
-			    lua_toboolean(L, idx) == (c->name[0] == 't'))
-				break;
-			if (!b && lua_type(L, idx) == LUA_TSTRING &&
-			    strcmp(lua_tostring(L, idx), c->name) == 0)
-				break;
-		}
-		if (c->name == NULL) {
-			profile_bad(ctx, L, idx, s, loc, "is not valid");
-			return;
-		}
-		memcpy(PROFILE_FIELD(ctx->p, s, int), &c->value, sizeof (int));
-		return;
-	case PROFILE_T_SIZE:
-		profile_convert_size(ctx, L, idx, s, loc);
-		return;
-	case PROFILE_T_INT:
-		if ((why = profile_whole(L, idx, s->min, s->max, &v)) != NULL) {
-			profile_bad(ctx, L, idx, s, loc, why);
-			return;
-		}
-		*PROFILE_FIELD(ctx->p, s, int) = (int)v;
-		return;
-	case PROFILE_T_SECONDS:
-		if (lua_type(L, idx) != LUA_TNUMBER) {
-			profile_bad(ctx, L, idx, s, loc, "is not valid");
-			return;
-		}
-		f = lua_tonumber(L, idx);
-		if (isnan(f) || f < s->min || f > s->max) {
-			profile_bad(ctx, L, idx, s, loc, "is out of range");
-			return;
-		}
-		*PROFILE_FIELD(ctx->p, s, double) = (double)f;
-		return;
-	case PROFILE_T_PATH:
-	case PROFILE_T_GUEST_PATH:
-		profile_convert_path(ctx, L, idx, s, loc);
-		return;
-	case PROFILE_T_ENV:
-		profile_convert_env(ctx, L, idx, s, loc);
-		return;
-	case PROFILE_T_IMAGE:
-		profile_convert_image(ctx, L, idx, s, loc);
-		return;
-	case PROFILE_T_URL:
-		profile_convert_url(ctx, L, idx, s, loc);
-		return;
-	case PROFILE_T_DIR:
-		profile_convert_dir(ctx, L, idx, s, loc);
-		return;
-	case PROFILE_T_SHARES:
-		profile_convert_shares(ctx, L, idx, s, loc);
-		return;
-	case PROFILE_T_ALLOW:
-		profile_convert_allow(ctx, L, idx, s, loc);
-		return;
-	case PROFILE_T_PORTS:
-		profile_convert_ports(ctx, L, idx, s, loc);
-		return;
-	case PROFILE_T_TCP:
-		profile_convert_tcp(ctx, L, idx, s, loc);
-		return;
-	case PROFILE_T_RULES:
-		profile_convert_rules(ctx, L, idx, s, loc);
-		return;
-	case PROFILE_T_ARGS:
-		profile_convert_args(ctx, L, idx, s, loc);
-		return;
-	case PROFILE_T_LIBS:
-		profile_convert_libs(ctx, L, idx, s, loc);
-		return;
-	}
+	profile_types[s->type].convert(ctx, L, idx, s, loc);
 }
 
 
@@ -1175,85 +1198,174 @@ void
 profile_put(struct buf *b, const struct profile *p,
     const struct profile_setting *s, int json)
 {
+	profile_types[s->type].put(b, p, s, json);
+}
+
+static void
+profile_put_bool(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	(void)json;
+	buf_printf(b, "%s", *PROFILE_CFIELD(p, s, int) ? "true" : "false");
+}
+
+static void
+profile_put_choice(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
 	const struct profile_choice	*c;
 	const char			*name = "?";
-	char				**rules;
-	uint64_t			 mib;
-	size_t				 i, n;
 	int				 v;
 
-	switch (s->type) {
-	case PROFILE_T_BOOL:
-		v = *PROFILE_CFIELD(p, s, int);
-		buf_printf(b, "%s", v ? "true" : "false");
-		break;
-	case PROFILE_T_CHOICE:
-		memcpy(&v, (const char *)p + s->offset, sizeof v);
-		for (c = s->choices; c->name != NULL; c++) {
-			if (!c->alias && c->value == v) {
-				name = c->name;
-				break;
-			}
+	memcpy(&v, (const char *)p + s->offset, sizeof v);
+	for (c = s->choices; c->name != NULL; c++) {
+		if (!c->alias && c->value == v) {
+			name = c->name;
+			break;
 		}
-		if (strcmp(name, "true") == 0 || strcmp(name, "false") == 0)
-			buf_printf(b, "%s", name);
-		else
-			profile_put_string(b, name, json);
-		break;
-	case PROFILE_T_SIZE:
-		mib = *PROFILE_CFIELD(p, s, uint64_t);
-		if (json)
-			buf_printf(b, "%llu", (unsigned long long)mib);
-		else {
-			buf_add(b, "\"", 1);
-			profile_show_mib(b, mib);
-			buf_add(b, "\"", 1);
-		}
-		break;
-	case PROFILE_T_INT:
-		buf_printf(b, "%d", *PROFILE_CFIELD(p, s, int));
-		break;
-	case PROFILE_T_SECONDS:
-		buf_printf(b, "%.17g", *PROFILE_CFIELD(p, s, double));
-		break;
-	case PROFILE_T_PATH:
-	case PROFILE_T_GUEST_PATH:
-	case PROFILE_T_IMAGE:
-	case PROFILE_T_URL:
-	case PROFILE_T_DIR:
-		profile_put_string(b, *PROFILE_CFIELD(p, s, profile_str), json);
-		break;
-	case PROFILE_T_ENV:
-		profile_put_list(b, p->env, p->nenv, json);
-		break;
-	case PROFILE_T_SHARES:
-		profile_put_shares(b, p, json);
-		break;
-	case PROFILE_T_ALLOW:
-		/* As written; network_rules' are shown apart. */
-		rules = xcalloc(p->nnetwork_allow + 1, sizeof *rules);
-		for (i = n = 0; i < p->nnetwork_allow; i++) {
-			if (p->network_allow[i].from_rule == 0)
-				rules[n++] = p->network_allow[i].text;
-		}
-		profile_put_list(b, rules, n, json);
-		free(rules);
-		break;
-	case PROFILE_T_PORTS:
-		profile_put_ports(b, p, json);
-		break;
-	case PROFILE_T_TCP:
-		profile_put_tcp(b, p, json);
-		break;
-	case PROFILE_T_RULES:
-		profile_put_list(b, p->network_rules, p->nnetwork_rules, json);
-		break;
-	case PROFILE_T_ARGS:
-		profile_put_list(b, p->extra_args, p->nextra_args, json);
-		break;
-	case PROFILE_T_LIBS:
-		profile_put_list(b, p->ld_closure_extra, p->nld_closure_extra,
-		    json);
-		break;
+	}
+	if (strcmp(name, "true") == 0 || strcmp(name, "false") == 0)
+		buf_printf(b, "%s", name);
+	else
+		profile_put_string(b, name, json);
+}
+
+static void
+profile_put_size(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	uint64_t	mib = *PROFILE_CFIELD(p, s, uint64_t);
+
+	if (json)
+		buf_printf(b, "%llu", (unsigned long long)mib);
+	else {
+		buf_add(b, "\"", 1);
+		profile_show_mib(b, mib);
+		buf_add(b, "\"", 1);
 	}
 }
+
+static void
+profile_put_int(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	(void)json;
+	buf_printf(b, "%d", *PROFILE_CFIELD(p, s, int));
+}
+
+static void
+profile_put_seconds(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	(void)json;
+	buf_printf(b, "%.17g", *PROFILE_CFIELD(p, s, double));
+}
+
+/* A string setting: a path, an image, a URL. */
+static void
+profile_put_str(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	profile_put_string(b, *PROFILE_CFIELD(p, s, profile_str), json);
+}
+
+/* A list of strings, its count at offset_n. */
+static void
+profile_put_strs(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	size_t	n;
+
+	memcpy(&n, (const char *)p + s->offset_n, sizeof n);
+	profile_put_list(b, *PROFILE_CFIELD(p, s, profile_strv), n, json);
+}
+
+void
+profile_free_str(struct profile *p, const struct profile_setting *s)
+{
+	free(*PROFILE_FIELD(p, s, char *));
+	*PROFILE_FIELD(p, s, char *) = NULL;
+}
+
+void
+profile_free_strs(struct profile *p, const struct profile_setting *s)
+{
+	char	**v = *PROFILE_FIELD(p, s, char **);
+	size_t	  i, n;
+
+	memcpy(&n, (char *)p + s->offset_n, sizeof n);
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	*PROFILE_FIELD(p, s, char **) = NULL;
+	n = 0;
+	memcpy((char *)p + s->offset_n, &n, sizeof n);
+}
+
+#define PROFILE_ITEM_TABLES	"a list: { { host = ... }, ... }"
+
+/*
+ * Every setting type: one row of operations each (struct
+ * profile_type_ops in profile_int.h). The settings themselves are rows
+ * of profile_schema.
+ */
+const struct profile_type_ops profile_types[] = {
+	[PROFILE_T_BOOL] = { .convert = profile_convert_bool,
+	    .accepts = profile_accepts_bool, .hint = profile_hint_bool,
+	    .put = profile_put_bool },
+	[PROFILE_T_CHOICE] = { .convert = profile_convert_choice,
+	    .accepts = profile_accepts_choice, .hint = profile_hint_choice,
+	    .put = profile_put_choice },
+	[PROFILE_T_SIZE] = { .convert = profile_convert_size,
+	    .accepts = profile_accepts_size, .hint = profile_hint_size,
+	    .put = profile_put_size },
+	[PROFILE_T_INT] = { .convert = profile_convert_int,
+	    .accepts = profile_accepts_int, .hint = profile_hint_number,
+	    .put = profile_put_int },
+	[PROFILE_T_SECONDS] = { .convert = profile_convert_seconds,
+	    .accepts = profile_accepts_seconds, .hint = profile_hint_number,
+	    .put = profile_put_seconds },
+	[PROFILE_T_PATH] = { .convert = profile_convert_path,
+	    .accepts = profile_accepts_path, .put = profile_put_str,
+	    .free = profile_free_str },
+	[PROFILE_T_GUEST_PATH] = { .convert = profile_convert_path,
+	    .accepts = profile_accepts_guest_path, .put = profile_put_str,
+	    .free = profile_free_str },
+	[PROFILE_T_ENV] = { .convert = profile_convert_env,
+	    .accepts = profile_accepts_env, .put = profile_put_strs,
+	    .free = profile_free_strs, .set_list = 1 },
+	[PROFILE_T_IMAGE] = { .convert = profile_convert_image,
+	    .accepts = profile_accepts_image, .put = profile_put_str,
+	    .free = profile_free_str },
+	[PROFILE_T_URL] = { .convert = profile_convert_url,
+	    .accepts = profile_accepts_url, .put = profile_put_str,
+	    .free = profile_free_str },
+	[PROFILE_T_DIR] = { .convert = profile_convert_dir,
+	    .accepts = profile_accepts_dir, .put = profile_put_str,
+	    .free = profile_free_str },
+	[PROFILE_T_SHARES] = { .convert = profile_convert_shares,
+	    .accepts = profile_accepts_shares, .put = profile_put_shares,
+	    .free = profile_free_shares, .list_form = PROFILE_ITEM_TABLES },
+	[PROFILE_T_ALLOW] = { .convert = profile_convert_allow,
+	    .accepts = profile_accepts_allow, .put = profile_put_allow,
+	    .notes = profile_put_compiled, .free = profile_free_allow,
+	    .set_list = 1 },
+	[PROFILE_T_PORTS] = { .convert = profile_convert_ports,
+	    .accepts = profile_accepts_ports, .put = profile_put_ports,
+	    .notes = profile_put_compiled, .free = profile_free_ports },
+	[PROFILE_T_TCP] = { .convert = profile_convert_tcp,
+	    .accepts = profile_accepts_tcp, .put = profile_put_tcp,
+	    .free = profile_free_tcp, .list_form = PROFILE_ITEM_TABLES },
+	[PROFILE_T_RULES] = { .convert = profile_convert_rules,
+	    .accepts = profile_accepts_rules, .put = profile_put_strs,
+	    .json_more = profile_put_compiled_json, .free = profile_free_strs,
+	    .set_list = 1 },
+	[PROFILE_T_ARGS] = { .convert = profile_convert_args,
+	    .accepts = profile_accepts_args, .put = profile_put_strs,
+	    .free = profile_free_strs, .set_list = 1 },
+	[PROFILE_T_LIBS] = { .convert = profile_convert_libs,
+	    .accepts = profile_accepts_libs, .put = profile_put_strs,
+	    .free = profile_free_strs, .set_list = 1 },
+};
+_Static_assert(sizeof profile_types / sizeof profile_types[0] ==
+    PROFILE_T_LIBS + 1, "a row per type");
