@@ -325,28 +325,18 @@ void	 profile_accepts(struct buf *, const struct profile_setting *);
 void	 profile_show(struct buf *, lua_State *, int);
 void	 profile_bad_as(struct profile_ctx *, lua_State *, int, const char *,
 		    int, const char *, const char *);
+void	 profile_bad(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int, const char *);
 const char	*profile_whole(lua_State *, int, double, double, long long *);
 char	*profile_host_path(struct profile_ctx *, int, const char *);
 char	*profile_absolute(const char *);
 int	 profile_string_ok(lua_State *, int, size_t *);
 const char	*profile_plain_string(lua_State *, int);
-int	 profile_list(struct profile_ctx *, lua_State *, int,
-		    const struct profile_setting *, int, int *);
-int	 profile_fields(struct profile_ctx *, lua_State *, int, const char *,
-		    const char *const *, size_t, int);
-int	 profile_field_loc(lua_State *, int, const char *, int);
-void	 profile_convert_items(struct profile_ctx *, lua_State *, int,
-		    const struct profile_setting *, int,
-		    const struct profile_items *);
 void	 profile_convert(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
-void	 profile_put_string(struct buf *, const char *, int);
-void	 profile_put_list(struct buf *, char *const *, size_t, int);
-void	 profile_put_key(struct buf *, const char *, int);
 void	 profile_put(struct buf *, const struct profile *,
 		    const struct profile_setting *, int);
 void	 profile_free_str(struct profile *, const struct profile_setting *);
-void	 profile_free_strs(struct profile *, const struct profile_setting *);
 
 /* profile_net.c */
 void	 profile_convert_allow(struct profile_ctx *, lua_State *, int,
@@ -375,6 +365,28 @@ void	 profile_accepts_rules(struct buf *, const struct profile_setting *);
 void	 profile_put_compiled(struct buf *, const struct profile *,
 		    const struct profile_setting *, const char *);
 void	 profile_put_compiled_json(struct buf *, const struct profile *);
+
+/* profile_list.c */
+int	 profile_list(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int, int *);
+int	 profile_fields(struct profile_ctx *, lua_State *, int, const char *,
+		    const char *const *, size_t, int);
+int	 profile_field_loc(lua_State *, int, const char *, int);
+void	 profile_convert_items(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int,
+		    const struct profile_items *);
+void	 profile_put_string(struct buf *, const char *, int);
+void	 profile_put_list(struct buf *, char *const *, size_t, int);
+void	 profile_put_key(struct buf *, const char *, int);
+void	 profile_free_strs(struct profile *, const struct profile_setting *);
+void	 profile_convert_env(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_convert_args(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_accepts_env(struct buf *, const struct profile_setting *);
+void	 profile_accepts_args(struct buf *, const struct profile_setting *);
+void	 profile_put_strs(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
 
 /* profile_share.c */
 void	 profile_share_free(void *);

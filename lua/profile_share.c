@@ -95,29 +95,15 @@ profile_guest_reserved(const char *path)
 	return (0);
 }
 
-/* One item of shares; returns 0 and fills sh, or -1 (reported). */
+/* shares[k].host: an existing directory; 0, or -1 (reported). */
 static int
-profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
-    int tloc, void *item)
+profile_share_host(struct profile_ctx *ctx, lua_State *L, int e, int k,
+    int eloc, struct profile_share *sh)
 {
-	struct profile_share	*sh = item;
-	static const char	*fields[] = { "host", "guest", "mode",
-	    "ignore", "exec" };
-	struct stat		 sb;
-	const char		*v, *why;
-	char			 what[64], *path;
-	size_t			 len;
-	int			 eloc, floc, bad, i, n;
-
-	memset(sh, 0, sizeof *sh);
-	snprintf(what, sizeof what, "shares[%d]", k);
-	if (lua_type(L, e) != LUA_TTABLE) {
-		profile_bad_as(ctx, L, e, what, tloc, "is not valid",
-		    PROFILE_ACCEPTS_SHARE);
-		return (-1);
-	}
-	eloc = profile_item_loc(L, e, tloc);
-	bad = profile_fields(ctx, L, e, what, fields, 5, eloc);
+	struct stat	 sb;
+	const char	*v;
+	char		 what[64], *path;
+	int		 floc, bad = 0;
 
 	snprintf(what, sizeof what, "shares[%d].host", k);
 	floc = profile_field_loc(L, e, "host", eloc);
@@ -145,6 +131,17 @@ profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
 		free(path);
 	}
 	lua_pop(L, 1);
+	return (bad ? -1 : 0);
+}
+
+/* shares[k].guest: absolute, not the guest system's; 0, or -1. */
+static int
+profile_share_guest(struct profile_ctx *ctx, lua_State *L, int e, int k,
+    int eloc, struct profile_share *sh)
+{
+	const char	*v;
+	char		 what[64];
+	int		 floc, bad = 0;
 
 	snprintf(what, sizeof what, "shares[%d].guest", k);
 	floc = profile_field_loc(L, e, "guest", eloc);
@@ -166,35 +163,18 @@ profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
 		bad = 1;
 	}
 	lua_pop(L, 1);
+	return (bad ? -1 : 0);
+}
 
-	snprintf(what, sizeof what, "shares[%d].mode", k);
-	floc = profile_field_loc(L, e, "mode", eloc);
-	lua_getfield(L, e, "mode");
-	if (lua_isnil(L, -1) || (lua_type(L, -1) == LUA_TSTRING &&
-	    strcmp(lua_tostring(L, -1), "ro") == 0))
-		sh->rw = 0;
-	else if (lua_type(L, -1) == LUA_TSTRING &&
-	    strcmp(lua_tostring(L, -1), "rw") == 0)
-		sh->rw = 1;
-	else {
-		profile_bad_as(ctx, L, -1, what, floc, "is not valid",
-		    "\"ro\" (read-only) or \"rw\"");
-		bad = 1;
-	}
-	lua_pop(L, 1);
-
-	snprintf(what, sizeof what, "shares[%d].exec", k);
-	floc = profile_field_loc(L, e, "exec", eloc);
-	lua_getfield(L, e, "exec");
-	if (lua_type(L, -1) == LUA_TBOOLEAN)
-		sh->exec = lua_toboolean(L, -1);
-	else if (!lua_isnil(L, -1)) {
-		profile_bad_as(ctx, L, -1, what, floc, "is not valid",
-		    "true (an execution tree, staged in nested containers) or "
-		    "false");
-		bad = 1;
-	}
-	lua_pop(L, 1);
+/* shares[k].ignore: a list of globs; 0, or -1 (reported). */
+static int
+profile_share_ignore(struct profile_ctx *ctx, lua_State *L, int e, int k,
+    int eloc, struct profile_share *sh)
+{
+	const char	*v, *why;
+	char		 what[64];
+	size_t		 len;
+	int		 floc, bad = 0, i, n;
 
 	snprintf(what, sizeof what, "shares[%d].ignore", k);
 	floc = profile_field_loc(L, e, "ignore", eloc);
@@ -230,6 +210,65 @@ profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
 		}
 	}
 	lua_pop(L, 1);
+	return (bad ? -1 : 0);
+}
+
+/* One item of shares; returns 0 and fills sh, or -1 (reported). */
+static int
+profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
+    int tloc, void *item)
+{
+	struct profile_share	*sh = item;
+	static const char	*fields[] = { "host", "guest", "mode",
+	    "ignore", "exec" };
+	char			 what[64];
+	int			 eloc, floc, bad;
+
+	memset(sh, 0, sizeof *sh);
+	snprintf(what, sizeof what, "shares[%d]", k);
+	if (lua_type(L, e) != LUA_TTABLE) {
+		profile_bad_as(ctx, L, e, what, tloc, "is not valid",
+		    PROFILE_ACCEPTS_SHARE);
+		return (-1);
+	}
+	eloc = profile_item_loc(L, e, tloc);
+	bad = profile_fields(ctx, L, e, what, fields, 5, eloc);
+	if (profile_share_host(ctx, L, e, k, eloc, sh) == -1)
+		bad = 1;
+	if (profile_share_guest(ctx, L, e, k, eloc, sh) == -1)
+		bad = 1;
+
+	snprintf(what, sizeof what, "shares[%d].mode", k);
+	floc = profile_field_loc(L, e, "mode", eloc);
+	lua_getfield(L, e, "mode");
+	if (lua_isnil(L, -1) || (lua_type(L, -1) == LUA_TSTRING &&
+	    strcmp(lua_tostring(L, -1), "ro") == 0))
+		sh->rw = 0;
+	else if (lua_type(L, -1) == LUA_TSTRING &&
+	    strcmp(lua_tostring(L, -1), "rw") == 0)
+		sh->rw = 1;
+	else {
+		profile_bad_as(ctx, L, -1, what, floc, "is not valid",
+		    "\"ro\" (read-only) or \"rw\"");
+		bad = 1;
+	}
+	lua_pop(L, 1);
+
+	snprintf(what, sizeof what, "shares[%d].exec", k);
+	floc = profile_field_loc(L, e, "exec", eloc);
+	lua_getfield(L, e, "exec");
+	if (lua_type(L, -1) == LUA_TBOOLEAN)
+		sh->exec = lua_toboolean(L, -1);
+	else if (!lua_isnil(L, -1)) {
+		profile_bad_as(ctx, L, -1, what, floc, "is not valid",
+		    "true (an execution tree, staged in nested containers) or "
+		    "false");
+		bad = 1;
+	}
+	lua_pop(L, 1);
+
+	if (profile_share_ignore(ctx, L, e, k, eloc, sh) == -1)
+		bad = 1;
 	if (bad) {
 		profile_share_free(sh);
 		return (-1);
