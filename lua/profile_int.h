@@ -28,6 +28,7 @@
 #define PROFILE_PRINT_MAX	(16 * 1024)	/* print() per load, in bytes */
 #define PROFILE_MEMORY_LIMIT	((size_t)64 << 20)
 #define PROFILE_TIME_LIMIT	1		/* seconds */
+#define PROFILE_HARD_GRACE	0.25	/* then the alarm, seconds */
 #define PROFILE_ALARM_EVERY	0.05	/* seconds, once past the limit */
 #define PROFILE_HOOK_COUNT	1000
 #define PROFILE_ALLOC_CHECK	((size_t)4 << 20) /* clock read per bytes */

@@ -310,8 +310,9 @@ profile_lua_error(struct profile_ctx *ctx, lua_State *L, int status)
  * Library calls that run long in C. string.find with a pattern that
  * backtracks over a long string never returns to Lua, where the hook
  * would stop it; so the pattern functions are guarded: while one runs,
- * ctx->in_lib is set, and SIGALRM, past the time limit, jumps out of it
- * to profile_pcall, which abandons the state. Such a call runs only
+ * ctx->in_lib is set, and SIGALRM, past the time limit and a grace,
+ * jumps out of it to profile_pcall, which abandons the state (the hook
+ * stops what returns to Lua within the grace). Such a call runs only
  * Lua's own code and the allocator (gsub's replacement functions and
  * tables are called with in_lib clear), so nothing else is left half
  * done; the allocator holds the jump back while in malloc(3), and every
@@ -331,7 +332,10 @@ static lua_CFunction	profile_lib_gmatch_aux;
 static lua_CFunction	profile_lib_gsub;
 static lua_CFunction	profile_lib_pcall;
 
-/* Past the limit, out of a guarded call, or once it leaves malloc(3). */
+/*
+ * Past the limit and a grace (the hook's turn, if Lua runs at all), out of
+ * a guarded call, or once it leaves malloc(3).
+ */
 static void
 profile_alarm_cb(int sig)
 {
@@ -339,7 +343,8 @@ profile_alarm_cb(int sig)
 	int			 saved_errno = errno;
 
 	(void)sig;
-	if (ctx != NULL && ctx->in_lib && util_now() > ctx->deadline) {
+	if (ctx != NULL && ctx->in_lib &&
+	    util_now() > ctx->deadline + PROFILE_HARD_GRACE) {
 		if (!ctx->in_alloc)
 			siglongjmp(ctx->abandon, 1);
 		ctx->expired = 1;
@@ -347,13 +352,14 @@ profile_alarm_cb(int sig)
 	errno = saved_errno;
 }
 
-/* Arm the alarm for what is left of the time limit, then again and again. */
+/* Arm the alarm for what is left of the limit and the grace, then again. */
 void
 profile_watch(struct profile_ctx *ctx)
 {
 	struct sigaction	sa;
 	struct itimerval	it;
-	double			left = ctx->deadline - util_now();
+	double			left = ctx->deadline - util_now() +
+	    PROFILE_HARD_GRACE;
 
 	if (left < 0.01)
 		left = 0.01;
