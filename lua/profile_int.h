@@ -178,14 +178,17 @@ struct profile_origin {
 /*
  * Every block a state allocates is on a list, so that a state abandoned
  * in the middle of a library call (see profile_alarm_cb) can be freed
- * without lua_close.
+ * without lua_close. The header keeps what follows aligned as Lua needs
+ * (LUAI_MAXALIGN: numbers and pointers), in 16 bytes on 64-bit hosts.
  */
 union profile_block {
 	struct {
 		union profile_block	*prev;
 		union profile_block	*next;
 	}			 link;
-	max_align_t		 align;
+	lua_Number		 align_n;
+	lua_Integer		 align_i;
+	void			*align_p;
 };
 
 /* One profile being loaded; reached from Lua as the allocator's ud. */
