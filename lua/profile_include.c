@@ -4,28 +4,14 @@
  * Each file keeps its own line numbers in messages; a cycle is refused,
  * and so is a file outside the tree of the profile loaded.
  */
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/time.h>
 
-#include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lua.h>
-#include <lualib.h>
 
 #include "profile_int.h"
 

@@ -3,28 +3,14 @@
  * item tables, profile_fields and profile_convert_items), the string lists
  * env and extra_args, and showing strings and lists, as Lua or JSON.
  */
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/time.h>
 
-#include <arpa/inet.h>
 #include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lua.h>
-#include <lualib.h>
 
 #include "profile_int.h"
 

@@ -15,23 +15,16 @@
  * backtracks), freeing its memory block by block. Either way the
  * process lives on and the load fails with the profile's FILE:LINE.
  */
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include <lauxlib.h>

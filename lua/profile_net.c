@@ -3,28 +3,16 @@
  * network_rules (the seed's socket rules, compiled into network_allow and
  * ports), how they are shown, and their checks against network.
  */
+
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/time.h>
 
 #include <arpa/inet.h>
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lua.h>
-#include <lualib.h>
 
 #include "profile_int.h"
 

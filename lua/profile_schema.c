@@ -5,28 +5,11 @@
  * loads back to the same settings or as JSON, each setting with where it
  * came from.
  */
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/time.h>
 
-#include <arpa/inet.h>
 #include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <unistd.h>
-
-#include <lauxlib.h>
-#include <lua.h>
-#include <lualib.h>
 
 #include "profile_int.h"
 

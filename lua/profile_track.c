@@ -29,28 +29,10 @@
  * watching is bounded (PROFILE_TRACK_KEYS keys per table, PROFILE_TRACK_LEVELS
  * frames) and is paid for by the same time limit as the profile.
  */
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/time.h>
 
-#include <arpa/inet.h>
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
 #include <math.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <unistd.h>
 
-#include <lauxlib.h>
 #include <lua.h>
-#include <lualib.h>
 
 #include "profile_int.h"
 

@@ -4,20 +4,12 @@
  * instead of a near miss, how it is shown, and how it is freed. The
  * helpers every type uses to report a bad value are here too.
  */
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -25,7 +17,6 @@
 
 #include <lauxlib.h>
 #include <lua.h>
-#include <lualib.h>
 
 #include "profile_int.h"
 
@@ -796,8 +787,6 @@ profile_convert(struct profile_ctx *ctx, lua_State *L, int idx,
 		return;		/* stays NULL: the built-in choice */
 	profile_types[s->type].convert(ctx, L, idx, s, loc);
 }
-
-
 
 /* The value of setting s in p. */
 void
