@@ -9,6 +9,7 @@
  *   profile_track.c    where each setting was written
  *   profile_schema.c   the settings table, names, show and help
  *   profile_type.c     the setting types: one row of operations each
+ *   profile_list.c     what list settings share; env, extra_args
  *   profile_net.c      network, network_allow, ports, network_tcp, rules
  *   profile_share.c    shares, ld_closure_extra, their cross check
  */
@@ -100,7 +101,6 @@ struct profile_setting {
 	const char			*help;
 };
 
-
 /*
  * What a setting type does: one row of profile_types (profile_type.c)
  * per PROFILE_T_*, as tmux's options table. convert checks the value at
@@ -110,7 +110,8 @@ struct profile_setting {
  * NULL); put shows the stored value, as Lua or as JSON; notes adds Lua
  * comment lines after the setting's own (given where network_rules was
  * written); json_more adds fields to the setting's JSON object; free
- * frees what convert stored. A NULL operation does nothing.
+ * frees what convert stored. Every type has convert, accepts and put; a
+ * NULL hint, notes, json_more or free does nothing.
  */
 struct profile_ctx;
 struct profile_type_ops {
