@@ -1,0 +1,454 @@
+/*
+ * The schema: every setting, its type, range or choices, default and
+ * help, in one table (what "qsup profile settings" prints), with the names
+ * a profile may write for one; and showing a loaded profile, as Lua that
+ * loads back to the same settings or as JSON, each setting with where it
+ * came from.
+ */
+
+#include <ctype.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile_int.h"
+
+_Static_assert(sizeof(enum profile_kvm) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum profile_virtfs) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum profile_sm) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum profile_ld) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum net_mode) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum profile_image) == sizeof(int), "enum size");
+
+const struct profile_choice profile_kvm_choices[] = {
+	{ "true", PROFILE_KVM_ON, 0 },
+	{ "false", PROFILE_KVM_OFF, 0 },
+	{ "auto", PROFILE_KVM_AUTO, 0 },
+	{ NULL, 0, 0 }
+};
+
+static const struct profile_choice profile_virtfs_choices[] = {
+	{ "auto", PROFILE_VIRTFS_AUTO, 0 },
+	{ "on", PROFILE_VIRTFS_ON, 0 },
+	{ "off", PROFILE_VIRTFS_OFF, 0 },
+	{ NULL, 0, 0 }
+};
+
+/*
+ * QEMU's own names; the seed's "auto" (QEMU has none) is qsup's choice,
+ * "none": the mapped models break every host symlink (core/share.c).
+ */
+const struct profile_choice profile_sm_choices[] = {
+	{ "none", PROFILE_SM_NONE, 0 },
+	{ "mapped-xattr", PROFILE_SM_MAPPED_XATTR, 0 },
+	{ "mapped-file", PROFILE_SM_MAPPED_FILE, 0 },
+	{ "passthrough", PROFILE_SM_PASSTHROUGH, 0 },
+	{ "auto", PROFILE_SM_NONE, 1 },
+	{ NULL, 0, 0 }
+};
+
+static const struct profile_choice profile_ld_choices[] = {
+	{ "full", PROFILE_LD_FULL, 0 },
+	{ "sparse", PROFILE_LD_SPARSE, 0 },
+	{ "minimal", PROFILE_LD_SPARSE, 1 },
+	{ "ldd", PROFILE_LD_SPARSE, 1 },
+	{ NULL, 0, 0 }
+};
+
+static const struct profile_choice profile_net_choices[] = {
+	{ "none", NET_MODE_NONE, 0 },
+	{ "restricted", NET_MODE_RESTRICTED, 0 },
+	{ "allowlist", NET_MODE_ALLOWLIST, 0 },
+	{ "open", NET_MODE_OPEN, 0 },
+	{ NULL, 0, 0 }
+};
+
+/*
+ * Every setting. The defaults here and in profiles/default.lua must agree
+ * (a test loads both).
+ */
+const struct profile_setting profile_schema[] = {
+	{ .name = "use_kvm", .type = PROFILE_T_CHOICE,
+	  .offset = offsetof(struct profile, use_kvm),
+	  .choices = profile_kvm_choices, .def = "\"auto\"",
+	  .help = "true: KVM or fail; false: never KVM; \"auto\": KVM when "
+	  "it is measured to work, emulation otherwise" },
+	{ .name = "memory", .type = PROFILE_T_SIZE,
+	  .offset = offsetof(struct profile, memory_mib),
+	  .min = 16, .max = 1024 * 1024, .def = "512",
+	  .help = "guest RAM" },
+	{ .name = "cpus", .type = PROFILE_T_INT,
+	  .offset = offsetof(struct profile, cpus),
+	  .min = 1, .max = 64, .def = "1",
+	  .help = "virtual CPUs" },
+	{ .name = "start_timeout", .type = PROFILE_T_SECONDS,
+	  .offset = offsetof(struct profile, start_timeout),
+	  .min = 0, .max = 3600, .def = "0",
+	  .help = "seconds the guest has to answer, boot included; 0: by "
+	  "accelerator (short with KVM, long when emulated)" },
+	{ .name = "timeout", .type = PROFILE_T_SECONDS,
+	  .offset = offsetof(struct profile, timeout),
+	  .min = 0, .max = 7 * 86400, .def = "0",
+	  .help = "seconds a command may run before it is killed and qsup "
+	  "exits 124; 0: no limit; --timeout overrides it" },
+	{ .name = "show_boot_console", .type = PROFILE_T_BOOL,
+	  .offset = offsetof(struct profile, show_boot_console),
+	  .def = "false",
+	  .help = "copy the guest's console (kernel, boot) to stderr" },
+	{ .name = "console_on_failure", .type = PROFILE_T_INT,
+	  .offset = offsetof(struct profile, console_on_failure),
+	  .min = 0, .max = 100000, .def = "20",
+	  .help = "lines of the guest's console shown when the sandbox "
+	  "fails (it does not start, QEMU dies); 0: none" },
+	{ .name = "warm_start", .type = PROFILE_T_BOOL,
+	  .offset = offsetof(struct profile, warm_start),
+	  .def = "true",
+	  .help = "start from a saved VM state (a template) of this guest "
+	  "shape instead of booting, when one exists; the first run of a "
+	  "shape boots and saves it" },
+	{ .name = "kernel", .type = PROFILE_T_PATH,
+	  .offset = offsetof(struct profile, kernel),
+	  .help = "guest kernel image; nil: the built-in guest's" },
+	{ .name = "initramfs", .type = PROFILE_T_PATH,
+	  .offset = offsetof(struct profile, initramfs),
+	  .help = "guest initramfs; nil: the built-in guest's" },
+	{ .name = "image", .type = PROFILE_T_IMAGE,
+	  .offset = offsetof(struct profile, image),
+	  .offset_n = offsetof(struct profile, image_kind),
+	  .def = "qsup.env(\"QSUP_IMAGE\") or "
+	  "qsup.env(\"PYSANDBOXES_QEMU_IMAGE_URL\")",
+	  .help = "the guest's disk image: a name, an http(s) URL or a file; "
+	  "nil: the built-in guest, which needs none" },
+	{ .name = "image_base_url", .type = PROFILE_T_URL,
+	  .offset = offsetof(struct profile, image_base_url),
+	  .def = "qsup.env(\"QSUP_IMAGE_BASE_URL\") or "
+	  "qsup.env(\"PYSANDBOXES_QEMU_IMAGE_BASE_URL\")",
+	  .help = "where image names are downloaded from; nil: qsup's "
+	  "catalog" },
+	{ .name = "images_dir", .type = PROFILE_T_DIR,
+	  .offset = offsetof(struct profile, images_dir),
+	  .def = "qsup.env(\"QSUP_IMAGES_DIR\") or "
+	  "qsup.env(\"PYSANDBOXES_VM_IMAGES_DIR\")",
+	  .help = "where downloaded images are kept; nil: "
+	  "$XDG_DATA_HOME/qsup/images" },
+	{ .name = "env", .type = PROFILE_T_ENV,
+	  .offset = offsetof(struct profile, env),
+	  .offset_n = offsetof(struct profile, nenv), .def = "{}",
+	  .help = "environment of every command in the guest" },
+	{ .name = "cwd", .type = PROFILE_T_GUEST_PATH,
+	  .offset = offsetof(struct profile, cwd), .def = "\"/\"",
+	  .help = "working directory of commands in the guest" },
+	{ .name = "shares", .type = PROFILE_T_SHARES,
+	  .offset = offsetof(struct profile, shares),
+	  .offset_n = offsetof(struct profile, nshares), .def = "{}",
+	  .help = "host directories the guest sees (virtio-9p): read-only "
+	  "unless mode = \"rw\"; at the same path unless guest = ...; names "
+	  "matching an ignore glob left out" },
+	{ .name = "virtfs", .type = PROFILE_T_CHOICE,
+	  .offset = offsetof(struct profile, virtfs),
+	  .choices = profile_virtfs_choices, .def = "\"auto\"",
+	  .help = "copy shared trees to a temporary directory before sharing "
+	  "them (against overlayfs + mmap crashes in nested containers); "
+	  "\"auto\": when qsup runs in a container" },
+	{ .name = "virtfs_security_model", .type = PROFILE_T_CHOICE,
+	  .offset = offsetof(struct profile, virtfs_security_model),
+	  .choices = profile_sm_choices, .def = "\"none\"",
+	  .help = "QEMU's 9p security model for read-write shares (read-only "
+	  "ones and copies use \"none\"): \"none\", the host's files as "
+	  "they are; \"mapped-xattr\", the guest's owners and modes kept in "
+	  "xattrs, but no symlinks; never \"passthrough\" with a read-write "
+	  "share" },
+	{ .name = "virtfs_cache", .type = PROFILE_T_BOOL,
+	  .offset = offsetof(struct profile, virtfs_cache),
+	  .def = "false",
+	  .help = "keep copied trees (hard links) in the cache directory "
+	  "between runs and use them again while their source is unchanged "
+	  "(checked entry by entry); false: a fresh copy in the run "
+	  "directory every run, removed with the sandbox" },
+	{ .name = "ld_closure_libs", .type = PROFILE_T_CHOICE,
+	  .offset = offsetof(struct profile, ld_closure_libs),
+	  .choices = profile_ld_choices, .def = "\"full\"",
+	  .help = "what shares of the host's C-library directories show: "
+	  "\"full\" all of them, \"sparse\" only the closure of what can "
+	  "run, found as the loader would (smaller; may miss what a program "
+	  "dlopens: see ld_closure_extra)" },
+	{ .name = "ld_closure_extra", .type = PROFILE_T_LIBS,
+	  .offset = offsetof(struct profile, ld_closure_extra),
+	  .offset_n = offsetof(struct profile, nld_closure_extra),
+	  .def = "{}",
+	  .help = "libraries added to the \"sparse\" closure, with what "
+	  "they need: sonames searched as the loader does (\"libbz2.so.1.0\", "
+	  "for what a program dlopens) or absolute host paths" },
+	{ .name = "network", .type = PROFILE_T_CHOICE,
+	  .offset = offsetof(struct profile, network),
+	  .choices = profile_net_choices, .def = "\"restricted\"",
+	  .help = "\"none\": no network card; \"restricted\": the guest "
+	  "reaches nothing, ports still forwarded in; \"allowlist\": only "
+	  "network_allow; \"open\": everything, the host's 127.0.0.1 "
+	  "included (needs network_open_ack = true)" },
+	{ .name = "network_allow", .type = PROFILE_T_ALLOW,
+	  .offset = offsetof(struct profile, network_allow),
+	  .offset_n = offsetof(struct profile, nnetwork_allow), .def = "{}",
+	  .help = "what the guest may reach with network = \"allowlist\"" },
+	{ .name = "network_open_ack", .type = PROFILE_T_BOOL,
+	  .offset = offsetof(struct profile, network_open_ack),
+	  .def = "false",
+	  .help = "true accepts that network = \"open\" lets the guest reach "
+	  "services listening on the host's 127.0.0.1 (as 10.0.2.2)" },
+	{ .name = "ports", .type = PROFILE_T_PORTS,
+	  .offset = offsetof(struct profile, ports),
+	  .offset_n = offsetof(struct profile, nports), .def = "{}",
+	  .help = "guest ports forwarded from the host" },
+	{ .name = "network_tcp", .type = PROFILE_T_TCP,
+	  .offset = offsetof(struct profile, network_tcp),
+	  .offset_n = offsetof(struct profile, nnetwork_tcp), .def = "{}",
+	  .help = "plain TCP destinations on the host's side (a database), "
+	  "each mapped to an address and port of the guest's network, found "
+	  "in the guest by name when one is given; with network = "
+	  "\"restricted\" or \"allowlist\"" },
+	{ .name = "network_rules", .type = PROFILE_T_RULES,
+	  .offset = offsetof(struct profile, network_rules),
+	  .offset_n = offsetof(struct profile, nnetwork_rules), .def = "{}",
+	  .help = "the seed's socket rules, compiled into network_allow and "
+	  "ports: ALLOW ... OUT allows (with network = \"allowlist\"), DENY "
+	  "... OUT refuses whatever else allows, ALLOW ... IN forwards each "
+	  "port from a free host port on 127.0.0.1: inbound never binds "
+	  "beyond loopback unless HOST names an address" },
+	{ .name = "guest_firewall", .type = PROFILE_T_BOOL,
+	  .offset = offsetof(struct profile, guest_firewall),
+	  .def = "false",
+	  .help = "the guest loads a firewall of its own too (iptables-restore "
+	  "in the guest, or the sandbox does not start): defence in depth "
+	  "only, the policy is enforced on the host either way; with "
+	  "network = \"restricted\" or \"allowlist\"" },
+	{ .name = "extra_args", .type = PROFILE_T_ARGS,
+	  .offset = offsetof(struct profile, extra_args),
+	  .offset_n = offsetof(struct profile, nextra_args), .def = "{}",
+	  .help = "raw QEMU flags added to its command line; flags that "
+	  "weaken isolation or that qsup manages are refused" },
+};
+_Static_assert(sizeof profile_schema / sizeof profile_schema[0] ==
+    PROFILE_NSETTINGS, "PROFILE_NSETTINGS");
+
+/* Seed and other names a profile may write for a setting. */
+static const struct {
+	const char	*from;
+	const char	*to;
+} profile_aliases[] = {
+	{ "virtfs_stage", "virtfs" },
+	{ "kvm", "use_kvm" },
+	{ "mem", "memory" },
+	{ "ram", "memory" },
+	{ "smp", "cpus" },
+	{ "environment", "env" },
+	{ "workdir", "cwd" },
+	{ "net", "network" },
+	{ "allow", "network_allow" },
+	{ "forwards", "ports" },
+	{ "qemu_args", "extra_args" },
+};
+
+const struct profile_setting *
+profile_setting_find(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < PROFILE_NSETTINGS; i++) {
+		if (strcmp(profile_schema[i].name, name) == 0)
+			return (&profile_schema[i]);
+	}
+	return (NULL);
+}
+
+/* Edit distance, case-blind, with transpositions (optimal string alignment). */
+static size_t
+profile_distance(const char *a, const char *b)
+{
+	size_t	la = strlen(a), lb = strlen(b), w = lb + 1;
+	size_t	i, j, best, *d;
+	int	ca, cb;
+
+	if (la > 64 || lb > 64)
+		return (SIZE_MAX);
+	d = xcalloc((la + 1) * w, sizeof *d);
+	for (i = 0; i <= la; i++)
+		d[i * w] = i;
+	for (j = 0; j <= lb; j++)
+		d[j] = j;
+	for (i = 1; i <= la; i++) {
+		for (j = 1; j <= lb; j++) {
+			ca = tolower((unsigned char)a[i - 1]);
+			cb = tolower((unsigned char)b[j - 1]);
+			best = d[(i - 1) * w + j - 1] + (ca != cb);
+			if (d[(i - 1) * w + j] + 1 < best)
+				best = d[(i - 1) * w + j] + 1;
+			if (d[i * w + j - 1] + 1 < best)
+				best = d[i * w + j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] &&
+			    d[(i - 2) * w + j - 2] + 1 < best)
+				best = d[(i - 2) * w + j - 2] + 1;
+			d[i * w + j] = best;
+		}
+	}
+	best = d[la * w + lb];
+	free(d);
+	return (best);
+}
+
+/* The name in names[] a misspelt one probably meant, or NULL. */
+const char *
+profile_closest(const char *name, const char *const *names, size_t n)
+{
+	const char	*best = NULL;
+	size_t		 i, d, best_d = SIZE_MAX, len = strlen(name);
+
+	for (i = 0; i < n; i++) {
+		d = profile_distance(name, names[i]);
+		if (d < best_d) {
+			best_d = d;
+			best = names[i];
+		}
+	}
+	if (best_d <= 2 && best_d < len)
+		return (best);
+	/* "mem" for "memory". */
+	for (i = 0; i < n; i++) {
+		if (len >= 3 && strncmp(names[i], name, len) == 0)
+			return (names[i]);
+	}
+	return (NULL);
+}
+
+/* The setting a misspelt name probably meant, or NULL. */
+const char *
+profile_suggest(const char *name)
+{
+	const char	*names[PROFILE_NSETTINGS];
+	size_t		 i;
+
+	/* The seed's "qemu.memory". */
+	if (strncmp(name, "qemu.", 5) == 0 && name[5] != '\0')
+		name += 5;
+	if (profile_setting_find(name) != NULL)
+		return (profile_setting_find(name)->name);
+	for (i = 0; i < sizeof profile_aliases / sizeof profile_aliases[0];
+	    i++) {
+		if (strcmp(profile_aliases[i].from, name) == 0)
+			return (profile_aliases[i].to);
+	}
+	for (i = 0; i < PROFILE_NSETTINGS; i++)
+		names[i] = profile_schema[i].name;
+	return (profile_closest(name, names, PROFILE_NSETTINGS));
+}
+
+/* The name of value in a table of choices, aliases aside. */
+static const char *
+profile_choice_name(const struct profile_choice *c, int value,
+    const char *otherwise)
+{
+	for (; c->name != NULL; c++) {
+		if (!c->alias && c->value == value)
+			return (c->name);
+	}
+	return (otherwise);
+}
+
+/* The name QEMU's -virtfs security_model= wants. */
+const char *
+profile_sm_name(enum profile_sm sm)
+{
+	return (profile_choice_name(profile_sm_choices, sm, "none"));
+}
+
+/* -------------------------------------------------------------------------
+ * Showing a profile: as Lua that loads back to the same settings, or JSON.
+ */
+
+/*
+ * Every setting of a loaded profile and where it came from: as a Lua
+ * profile (it loads back to the same settings), as one JSON object
+ * (PROFILE_PRINT_JSON), or as Lua without comments (PROFILE_PRINT_BARE).
+ */
+void
+profile_print(const struct profile *p, int flags, struct buf *b)
+{
+	static const char		*from[] = { "default", "profile",
+	    "command line" };
+	const struct profile_setting	*s;
+	const struct profile_origin	*o;
+	const char			*rules_at = NULL;
+	size_t				 i, start;
+	int				 json = flags & PROFILE_PRINT_JSON;
+
+	if (flags & PROFILE_PRINT_BARE) {
+		buf_printf(b, "return {\n");
+		for (i = 0; i < PROFILE_NSETTINGS; i++) {
+			buf_printf(b, "\t%s = ", profile_schema[i].name);
+			profile_put(b, p, &profile_schema[i], 0);
+			buf_printf(b, ",\n");
+		}
+		buf_printf(b, "}\n");
+		return;
+	}
+	for (i = 0; i < PROFILE_NSETTINGS && p->origins != NULL; i++) {
+		if (profile_schema[i].type == PROFILE_T_RULES)
+			rules_at = p->origins[i].at;
+	}
+	if (json) {
+		buf_printf(b, "{\"profile\":");
+		buf_json_string(b, p->path != NULL ? p->path : "");
+		buf_printf(b, ",\"settings\":{");
+	} else
+		buf_printf(b, "-- %s, as qsup will use it; after each setting, "
+		    "where it came from\nreturn {\n", p->path);
+	for (i = 0; i < PROFILE_NSETTINGS; i++) {
+		s = &profile_schema[i];
+		o = p->origins != NULL ? &p->origins[i] : NULL;
+		if (json) {
+			buf_printf(b, "%s\"%s\":{\"value\":", i == 0 ? "" : ",",
+			    s->name);
+			profile_put(b, p, s, 1);
+			buf_printf(b, ",\"from\":\"%s\"", from[o == NULL ?
+			    0 : o->from]);
+			if (o != NULL && o->at != NULL) {
+				buf_printf(b, ",\"at\":");
+				buf_json_string(b, o->at);
+			}
+			if (profile_types[s->type].json_more != NULL)
+				profile_types[s->type].json_more(b, p);
+			buf_printf(b, "}");
+			continue;
+		}
+		start = b->len;
+		buf_printf(b, "\t%s = ", s->name);
+		profile_put(b, p, s, 0);
+		buf_printf(b, ",");
+		do
+			buf_add(b, " ", 1);
+		while (b->len - start < 44);
+		buf_printf(b, "-- %s", from[o == NULL ? 0 : o->from]);
+		if (o != NULL && o->at != NULL)
+			buf_printf(b, ", %s", o->at);
+		buf_printf(b, "\n");
+		if (profile_types[s->type].notes != NULL)
+			profile_types[s->type].notes(b, p, s, rules_at);
+	}
+	buf_printf(b, json ? "}}\n" : "}\n");
+}
+
+/* Every setting with its default, what it accepts and what it does. */
+void
+profile_help(struct buf *b)
+{
+	const struct profile_setting	*s;
+	size_t				 i;
+
+	for (i = 0; i < PROFILE_NSETTINGS; i++) {
+		s = &profile_schema[i];
+		buf_printf(b, "%s = %s\n\t%s\n\t(", s->name,
+		    s->def == NULL ? "nil" : s->def, s->help);
+		profile_accepts(b, s);
+		buf_printf(b, ")\n");
+	}
+}

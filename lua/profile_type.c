@@ -1,0 +1,940 @@
+/*
+ * The setting types: how a value of each is checked and converted into
+ * struct profile, what it accepts (for messages and help), what to write
+ * instead of a near miss, how it is shown, and how it is freed. The
+ * helpers every type uses to report a bad value are here too.
+ */
+#include <sys/stat.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "profile_int.h"
+
+/* "16M", "2G", "1T": a MiB count in the largest exact unit. */
+static void
+profile_show_mib(struct buf *b, uint64_t mib)
+{
+	if (mib != 0 && mib % (1024 * 1024) == 0)
+		buf_printf(b, "%lluT", (unsigned long long)(mib >> 20));
+	else if (mib != 0 && mib % 1024 == 0)
+		buf_printf(b, "%lluG", (unsigned long long)(mib >> 10));
+	else
+		buf_printf(b, "%lluM", (unsigned long long)mib);
+}
+
+/* What a setting accepts, for messages and help. */
+void
+profile_accepts(struct buf *b, const struct profile_setting *s)
+{
+	profile_types[s->type].accepts(b, s);
+}
+
+static void
+profile_accepts_bool(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "true or false");
+}
+
+static void
+profile_accepts_choice(struct buf *b, const struct profile_setting *s)
+{
+	const struct profile_choice	*c, *a;
+	int				 n = 0, i = 0;
+
+	for (c = s->choices; c->name != NULL; c++)
+		n += !c->alias;
+	for (c = s->choices; c->name != NULL; c++) {
+		if (c->alias)
+			continue;
+		if (i > 0)
+			buf_printf(b, "%s", i == n - 1 ? " or " : ", ");
+		i++;
+		if (strcmp(c->name, "true") == 0 ||
+		    strcmp(c->name, "false") == 0)
+			buf_printf(b, "%s", c->name);
+		else
+			buf_printf(b, "\"%s\"", c->name);
+	}
+	for (a = s->choices; a->name != NULL; a++) {
+		if (!a->alias)
+			continue;
+		for (c = s->choices; c->alias || c->value != a->value;
+		    c++)
+			;
+		buf_printf(b, "; \"%s\" means \"%s\"", a->name,
+		    c->name);
+	}
+}
+
+static void
+profile_accepts_size(struct buf *b, const struct profile_setting *s)
+{
+	buf_printf(b, "MiB as a whole number (1024) or a string with "
+	    "one suffix k, M, G or T (\"512M\", \"2G\"), from ");
+	profile_show_mib(b, (uint64_t)s->min);
+	buf_printf(b, " to ");
+	profile_show_mib(b, (uint64_t)s->max);
+}
+
+static void
+profile_accepts_int(struct buf *b, const struct profile_setting *s)
+{
+	buf_printf(b, "a whole number from %.0f to %.0f", s->min,
+	    s->max);
+}
+
+static void
+profile_accepts_seconds(struct buf *b, const struct profile_setting *s)
+{
+	buf_printf(b, "a number of seconds from %g to %g", s->min,
+	    s->max);
+}
+
+static void
+profile_accepts_path(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "the path of a file, absolute or relative to "
+	    "the profile's directory");
+}
+
+static void
+profile_accepts_guest_path(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "an absolute path in the guest");
+}
+
+static void
+profile_accepts_image(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "an image name (\"debian-12\"), an http(s) URL, "
+	    "or the path of an image file (with a /: "
+	    "\"./disk.qcow2\")");
+}
+
+static void
+profile_accepts_url(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "an http:// or https:// URL");
+}
+
+static void
+profile_accepts_dir(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "the path of a directory, absolute or relative "
+	    "to the profile's directory");
+}
+
+/* A value as a message shows it: quoted and cut short if a string. */
+void
+profile_show(struct buf *b, lua_State *L, int idx)
+{
+	const unsigned char	*s;
+	size_t			 len, i;
+
+	switch (lua_type(L, idx)) {
+	case LUA_TSTRING:
+		s = (const unsigned char *)lua_tolstring(L, idx, &len);
+		buf_add(b, "\"", 1);
+		for (i = 0; i < len && i < PROFILE_SHOW_MAX; i++) {
+			if (s[i] == '"' || s[i] == '\\')
+				buf_printf(b, "\\%c", s[i]);
+			else if (s[i] < 0x20 || s[i] == 0x7f)
+				buf_printf(b, "\\%u", s[i]);
+			else
+				buf_add(b, &s[i], 1);
+		}
+		buf_add(b, len > PROFILE_SHOW_MAX ? "\"..." : "\"",
+		    len > PROFILE_SHOW_MAX ? 4 : 1);
+		break;
+	case LUA_TNUMBER:
+		if (lua_isinteger(L, idx))
+			buf_printf(b, "%lld", (long long)lua_tointeger(L, idx));
+		else if (isnan(lua_tonumber(L, idx)))
+			buf_printf(b, "nan");
+		else
+			buf_printf(b, "%.14g", (double)lua_tonumber(L, idx));
+		break;
+	case LUA_TBOOLEAN:
+		buf_printf(b, "%s", lua_toboolean(L, idx) ? "true" : "false");
+		break;
+	case LUA_TNIL:
+		buf_printf(b, "nil");
+		break;
+	default:
+		buf_printf(b, "a %s", luaL_typename(L, idx));
+		break;
+	}
+}
+
+/* "NAME: VALUE WHY; expected ACCEPTS" */
+void
+profile_bad_as(struct profile_ctx *ctx, lua_State *L, int idx,
+    const char *name, int loc, const char *why, const char *accepts)
+{
+	struct buf	shown = { 0 };
+
+	profile_show(&shown, L, idx);
+	profile_error(ctx, loc, "%s: %s %s; expected %s", name, shown.data,
+	    why, accepts);
+	buf_free(&shown);
+}
+
+/* Is s one of "true", "yes", ... (1) or "false", "no", ... (0)? -1: no. */
+static int
+profile_truthy(const char *s)
+{
+	static const char	*yes[] = { "true", "yes", "on", "1", NULL };
+	static const char	*no[] = { "false", "no", "off", "0", NULL };
+	size_t			 i;
+
+	for (i = 0; yes[i] != NULL; i++) {
+		if (strcasecmp(s, yes[i]) == 0)
+			return (1);
+	}
+	for (i = 0; no[i] != NULL; i++) {
+		if (strcasecmp(s, no[i]) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+/* "2GB", "2 GiB": the size the author meant, "2G"; or NULL. */
+static char *
+profile_size_hint(const char *s)
+{
+	const char	*p = s;
+	size_t		 n;
+	char		 unit, *h;
+
+	while (isdigit((unsigned char)*p) || *p == '.')
+		p++;
+	n = p - s;
+	if (n == 0)
+		return (NULL);
+	while (*p == ' ')
+		p++;
+	if (*p == '\0' || strchr("kKmMgGtT", *p) == NULL)
+		return (NULL);
+	unit = (char)toupper((unsigned char)*p++);
+	if (unit == 'K')
+		unit = 'k';
+	if (*p != '\0' && strcasecmp(p, "B") != 0 && strcasecmp(p, "iB") != 0)
+		return (NULL);
+	xasprintf(&h, "%.*s%c", (int)n, s, unit);
+	if (strcmp(h, s) == 0) {
+		free(h);
+		return (NULL);
+	}
+	return (h);
+}
+
+/*
+ * What to write instead, when a wrong value is a near miss: a quoted
+ * number or boolean, a unit with a B, a choice in the wrong case.
+ */
+static char *
+profile_hint(lua_State *L, int idx, const struct profile_setting *s)
+{
+	char	*(*hint)(const char *, const struct profile_setting *);
+
+	if (lua_type(L, idx) != LUA_TSTRING ||
+	    (hint = profile_types[s->type].hint) == NULL)
+		return (NULL);
+	return (hint(lua_tostring(L, idx), s));
+}
+
+static char *
+profile_hint_bool(const char *v, const struct profile_setting *s)
+{
+	char	*h = NULL;
+	int	 t;
+
+	(void)s;
+	if ((t = profile_truthy(v)) != -1)
+		xasprintf(&h, "write %s, without quotes",
+		    t ? "true" : "false");
+	return (h);
+}
+
+static char *
+profile_hint_choice(const char *v, const struct profile_setting *s)
+{
+	const struct profile_choice	*c;
+	const char			*names[16];
+	const char			*best;
+	char				*h = NULL;
+	size_t				 n = 0;
+	int				 t;
+
+	for (c = s->choices; c->name != NULL && n < 16; c++) {
+		if (strcasecmp(c->name, v) == 0 &&
+		    (strcmp(c->name, "true") == 0 ||
+		    strcmp(c->name, "false") == 0)) {
+			xasprintf(&h, "write %s, without quotes",
+			    c->name);
+			return (h);
+		}
+		if (strcasecmp(c->name, v) == 0) {
+			xasprintf(&h, "write \"%s\"", c->name);
+			return (h);
+		}
+		names[n++] = c->name;
+	}
+	if (s->choices == profile_kvm_choices &&
+	    (t = profile_truthy(v)) != -1) {
+		xasprintf(&h, "write %s, without quotes",
+		    t ? "true" : "false");
+		return (h);
+	}
+	if ((best = profile_closest(v, names, n)) != NULL) {
+		if (strcmp(best, "true") == 0 ||
+		    strcmp(best, "false") == 0)
+			xasprintf(&h, "write %s", best);
+		else
+			xasprintf(&h, "write \"%s\"", best);
+	}
+	return (h);
+}
+
+static char *
+profile_hint_size(const char *v, const struct profile_setting *s)
+{
+	char	*h = NULL, *size;
+
+	(void)s;
+	if ((size = profile_size_hint(v)) != NULL) {
+		xasprintf(&h, "write \"%s\"", size);
+		free(size);
+	}
+	return (h);
+}
+
+/* For PROFILE_T_INT and PROFILE_T_SECONDS. */
+static char *
+profile_hint_number(const char *v, const struct profile_setting *s)
+{
+	char	*h = NULL, *end;
+
+	(void)s;
+	(void)strtod(v, &end);
+	if (end != v && *end == '\0')
+		xasprintf(&h, "write %s, without quotes", v);
+	else if (end != v && strcmp(end, "s") == 0)
+		xasprintf(&h, "write %.*s", (int)(end - v), v);
+	return (h);
+}
+
+/* "memory: "2GB" is not a size (write "2G"); expected ..." */
+void
+profile_bad(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc, const char *why)
+{
+	struct buf	 accepts = { 0 }, w = { 0 };
+	char		*hint;
+
+	profile_accepts(&accepts, s);
+	buf_printf(&w, "%s", why);
+	if ((hint = profile_hint(L, idx, s)) != NULL) {
+		buf_printf(&w, " (%s)", hint);
+		free(hint);
+	}
+	profile_bad_as(ctx, L, idx, s->name, loc, w.data, accepts.data);
+	buf_free(&accepts);
+	buf_free(&w);
+}
+
+enum profile_size {
+	PROFILE_SIZE_OK,
+	PROFILE_SIZE_SYNTAX,	/* not a size at all */
+	PROFILE_SIZE_PART,	/* not a whole number of MiB */
+	PROFILE_SIZE_BIG	/* does not fit */
+};
+
+/* "2G", "512M", "1.5G", "2048k", "1024" (MiB): a size in MiB. */
+static enum profile_size
+profile_parse_size(const char *s, uint64_t *mib)
+{
+	uint64_t	whole = 0, frac = 0, scale = 1, unit, bytes;
+	const char	*p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return (PROFILE_SIZE_SYNTAX);
+	for (; isdigit((unsigned char)*p); p++) {
+		if (whole > (UINT64_MAX - 9) / 10)
+			return (PROFILE_SIZE_BIG);
+		whole = whole * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.') {
+		if (!isdigit((unsigned char)*++p))
+			return (PROFILE_SIZE_SYNTAX);
+		for (; isdigit((unsigned char)*p); p++) {
+			if (scale == 1000000)	/* frac * unit < 2^64 */
+				return (PROFILE_SIZE_PART);
+			frac = frac * 10 + (uint64_t)(*p - '0');
+			scale *= 10;
+		}
+	}
+	switch (*p) {
+	case 'k':
+	case 'K':
+		unit = (uint64_t)1 << 10;
+		break;
+	case 'm':
+	case 'M':
+	case '\0':
+		unit = (uint64_t)1 << 20;
+		break;
+	case 'g':
+	case 'G':
+		unit = (uint64_t)1 << 30;
+		break;
+	case 't':
+	case 'T':
+		unit = (uint64_t)1 << 40;
+		break;
+	default:
+		return (PROFILE_SIZE_SYNTAX);
+	}
+	if (*p != '\0' && *++p != '\0')		/* "2GB", "2GiB" */
+		return (PROFILE_SIZE_SYNTAX);
+	if (whole > UINT64_MAX / unit)
+		return (PROFILE_SIZE_BIG);
+	if (frac * unit % scale != 0)
+		return (PROFILE_SIZE_PART);
+	bytes = whole * unit;
+	if (bytes > UINT64_MAX - frac * unit / scale)
+		return (PROFILE_SIZE_BIG);
+	bytes += frac * unit / scale;
+	if (bytes % PROFILE_MIB != 0)
+		return (PROFILE_SIZE_PART);
+	*mib = bytes / PROFILE_MIB;
+	return (PROFILE_SIZE_OK);
+}
+
+/*
+ * A whole number in [min, max] from an integer, or a float with an integral
+ * value. Returns 0, or a reason.
+ */
+const char *
+profile_whole(lua_State *L, int idx, double min, double max, long long *v)
+{
+	lua_Number	f;
+
+	if (lua_type(L, idx) != LUA_TNUMBER)
+		return ("is not valid");
+	if (lua_isinteger(L, idx)) {
+		*v = lua_tointeger(L, idx);
+		if ((double)*v < min || (double)*v > max)
+			return ("is out of range");
+		return (NULL);
+	}
+	f = lua_tonumber(L, idx);
+	if (isnan(f) || f != floor(f))
+		return ("is not a whole number");
+	if (f < min || f > max)
+		return ("is out of range");
+	*v = (long long)f;
+	return (NULL);
+}
+
+static void
+profile_convert_size(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*why = NULL;
+	long long	 v;
+	uint64_t	 mib = 0;
+
+	if (lua_type(L, idx) == LUA_TSTRING) {
+		switch (profile_parse_size(lua_tostring(L, idx), &mib)) {
+		case PROFILE_SIZE_OK:
+			if ((double)mib < s->min || (double)mib > s->max)
+				why = "is out of range";
+			break;
+		case PROFILE_SIZE_SYNTAX:
+			why = "is not a size";
+			break;
+		case PROFILE_SIZE_PART:
+			why = "is not a whole number of MiB";
+			break;
+		case PROFILE_SIZE_BIG:
+			why = "is out of range";
+			break;
+		}
+	} else if ((why = profile_whole(L, idx, s->min, s->max, &v)) == NULL)
+		mib = (uint64_t)v;
+	else if (strcmp(why, "is not a whole number") == 0)
+		why = "is not a whole number of MiB";
+	if (why != NULL) {
+		profile_bad(ctx, L, idx, s, loc, why);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, uint64_t) = mib;
+}
+
+/* The directory relative paths written at loc are relative to. */
+static const char *
+profile_loc_dir(struct profile_ctx *ctx, int loc)
+{
+	int	f = PROFILE_LOC_FILE(loc);
+
+	if (f >= ctx->nfiles || ctx->files[f].kind != PROFILE_FILE_DISK)
+		return (NULL);
+	return (ctx->files[f].dir);
+}
+
+/* A host path as written at loc, joined to its file's directory. */
+char *
+profile_host_path(struct profile_ctx *ctx, int loc, const char *value)
+{
+	const char	*dir = profile_loc_dir(ctx, loc);
+	char		*path;
+
+	if (value[0] == '/' || dir == NULL)
+		return (xstrdup(value));
+	xasprintf(&path, "%s%s%s", dir,
+	    dir[strlen(dir) - 1] == '/' ? "" : "/", value);
+	return (path);
+}
+
+/* An absolute path on the host: real if it exists, else normalized. */
+char *
+profile_absolute(const char *path)
+{
+	char	cwd[PATH_MAX], *real, *full, *norm;
+
+	if ((real = realpath(path, NULL)) != NULL)
+		return (real);
+	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+		return (util_path_normalize(path));
+	xasprintf(&full, "%s/%s", cwd, path);
+	norm = util_path_normalize(full);
+	free(full);
+	return (norm);
+}
+
+/* Is the string at idx free of NUL bytes? Its length in *len. */
+int
+profile_string_ok(lua_State *L, int idx, size_t *len)
+{
+	const char	*s = lua_tolstring(L, idx, len);
+
+	return (s != NULL && strlen(s) == *len);
+}
+
+/* A string without NUL bytes, shorter than PATH_MAX: its text, or NULL. */
+const char *
+profile_plain_string(lua_State *L, int idx)
+{
+	const char	*value;
+	size_t		 len;
+
+	if (lua_type(L, idx) != LUA_TSTRING)
+		return (NULL);
+	value = lua_tolstring(L, idx, &len);
+	if (len == 0 || strlen(value) != len || len >= PATH_MAX)
+		return (NULL);
+	return (value);
+}
+
+static void
+profile_convert_path(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*value;
+	struct stat	 sb;
+	char		*path, *abs;
+
+	if ((value = profile_plain_string(L, idx)) == NULL) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	if (s->type == PROFILE_T_GUEST_PATH) {
+		if (value[0] != '/') {
+			profile_bad(ctx, L, idx, s, loc, "is not absolute");
+			return;
+		}
+		abs = xstrdup(value);
+	} else {
+		path = profile_host_path(ctx, loc, value);
+		if (stat(path, &sb) == -1) {
+			profile_error(ctx, loc, "%s: %s: %s", s->name, path,
+			    strerror(errno));
+			free(path);
+			return;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			profile_error(ctx, loc, "%s: %s: not a regular file",
+			    s->name, path);
+			free(path);
+			return;
+		}
+		abs = profile_absolute(path);
+		free(path);
+	}
+	free(*PROFILE_FIELD(ctx->p, s, char *));
+	*PROFILE_FIELD(ctx->p, s, char *) = abs;
+}
+
+/* A host directory that need not exist yet (it is made when needed). */
+static void
+profile_convert_dir(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*value;
+	struct stat	 sb;
+	char		*path;
+
+	if ((value = profile_plain_string(L, idx)) == NULL) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	path = profile_host_path(ctx, loc, value);
+	if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+		profile_error(ctx, loc, "%s: %s: not a directory", s->name,
+		    path);
+		free(path);
+		return;
+	}
+	free(*PROFILE_FIELD(ctx->p, s, char *));
+	*PROFILE_FIELD(ctx->p, s, char *) = profile_absolute(path);
+	free(path);
+}
+
+/* "http://host/..." or "https://host/...", printable, no spaces. */
+static int
+profile_url_ok(const char *v)
+{
+	const char	*p;
+
+	if (strncasecmp(v, "http://", 7) == 0)
+		p = v + 7;
+	else if (strncasecmp(v, "https://", 8) == 0)
+		p = v + 8;
+	else
+		return (0);
+	if (*p == '\0' || *p == '/')
+		return (0);
+	for (; *v != '\0'; v++) {
+		if ((unsigned char)*v <= ' ' || *v == 0x7f)
+			return (0);
+	}
+	return (1);
+}
+
+static void
+profile_convert_url(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*value;
+
+	if ((value = profile_plain_string(L, idx)) == NULL ||
+	    !profile_url_ok(value)) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	free(*PROFILE_FIELD(ctx->p, s, char *));
+	*PROFILE_FIELD(ctx->p, s, char *) = xstrdup(value);
+}
+
+/* A name, a URL or a file: which one is told by its form. */
+static void
+profile_convert_image(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char		*value, *p;
+	enum profile_image	 kind;
+	struct stat		 sb;
+	char			*path, *v;
+
+	if ((value = profile_plain_string(L, idx)) == NULL) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	if (strstr(value, "://") != NULL) {
+		if (!profile_url_ok(value)) {
+			profile_bad(ctx, L, idx, s, loc, "is not an http(s) "
+			    "URL");
+			return;
+		}
+		kind = PROFILE_IMAGE_URL;
+		v = xstrdup(value);
+	} else if (strchr(value, '/') != NULL) {
+		path = profile_host_path(ctx, loc, value);
+		if (stat(path, &sb) == -1) {
+			profile_error(ctx, loc, "%s: %s: %s", s->name, path,
+			    strerror(errno));
+			free(path);
+			return;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			profile_error(ctx, loc, "%s: %s: not a regular file",
+			    s->name, path);
+			free(path);
+			return;
+		}
+		kind = PROFILE_IMAGE_FILE;
+		v = profile_absolute(path);
+		free(path);
+	} else {
+		for (p = value; *p != '\0'; p++) {
+			if (!isalnum((unsigned char)*p) &&
+			    strchr("._+-", *p) == NULL)
+				break;
+		}
+		if (*p != '\0' || !isalnum((unsigned char)value[0]) ||
+		    strlen(value) > 128) {
+			profile_bad(ctx, L, idx, s, loc, "is not valid");
+			return;
+		}
+		kind = PROFILE_IMAGE_NAME;
+		v = xstrdup(value);
+	}
+	free(*PROFILE_FIELD(ctx->p, s, char *));
+	*PROFILE_FIELD(ctx->p, s, char *) = v;
+	memcpy((char *)ctx->p + s->offset_n, &kind, sizeof kind);
+}
+
+static void
+profile_convert_bool(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	if (!lua_isboolean(L, idx)) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, int) = lua_toboolean(L, idx);
+}
+
+static void
+profile_convert_choice(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const struct profile_choice	*c;
+	int				 b;
+
+	for (c = s->choices; c->name != NULL; c++) {
+		b = strcmp(c->name, "true") == 0 ||
+		    strcmp(c->name, "false") == 0;
+		if (b && lua_isboolean(L, idx) &&
+		    lua_toboolean(L, idx) == (c->name[0] == 't'))
+			break;
+		if (!b && lua_type(L, idx) == LUA_TSTRING &&
+		    strcmp(lua_tostring(L, idx), c->name) == 0)
+			break;
+	}
+	if (c->name == NULL) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	memcpy(PROFILE_FIELD(ctx->p, s, int), &c->value, sizeof (int));
+}
+
+static void
+profile_convert_int(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*why;
+	long long	 v;
+
+	if ((why = profile_whole(L, idx, s->min, s->max, &v)) != NULL) {
+		profile_bad(ctx, L, idx, s, loc, why);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, int) = (int)v;
+}
+
+static void
+profile_convert_seconds(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	lua_Number	f;
+
+	if (lua_type(L, idx) != LUA_TNUMBER) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	f = lua_tonumber(L, idx);
+	if (isnan(f) || f < s->min || f > s->max) {
+		profile_bad(ctx, L, idx, s, loc, "is out of range");
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, double) = (double)f;
+}
+
+/* Check the value at idx against setting s and store it in the profile. */
+void
+profile_convert(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	if (lua_isnil(L, idx))
+		return;		/* stays NULL: the built-in choice */
+	profile_types[s->type].convert(ctx, L, idx, s, loc);
+}
+
+/* The value of setting s in p. */
+void
+profile_put(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	profile_types[s->type].put(b, p, s, json);
+}
+
+static void
+profile_put_bool(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	(void)json;
+	buf_printf(b, "%s", *PROFILE_CFIELD(p, s, int) ? "true" : "false");
+}
+
+static void
+profile_put_choice(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	const struct profile_choice	*c;
+	const char			*name = "?";
+	int				 v;
+
+	memcpy(&v, (const char *)p + s->offset, sizeof v);
+	for (c = s->choices; c->name != NULL; c++) {
+		if (!c->alias && c->value == v) {
+			name = c->name;
+			break;
+		}
+	}
+	if (strcmp(name, "true") == 0 || strcmp(name, "false") == 0)
+		buf_printf(b, "%s", name);
+	else
+		profile_put_string(b, name, json);
+}
+
+static void
+profile_put_size(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	uint64_t	mib = *PROFILE_CFIELD(p, s, uint64_t);
+
+	if (json)
+		buf_printf(b, "%llu", (unsigned long long)mib);
+	else {
+		buf_add(b, "\"", 1);
+		profile_show_mib(b, mib);
+		buf_add(b, "\"", 1);
+	}
+}
+
+static void
+profile_put_int(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	(void)json;
+	buf_printf(b, "%d", *PROFILE_CFIELD(p, s, int));
+}
+
+static void
+profile_put_seconds(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	(void)json;
+	buf_printf(b, "%.17g", *PROFILE_CFIELD(p, s, double));
+}
+
+/* A string setting: a path, an image, a URL. */
+static void
+profile_put_str(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	profile_put_string(b, *PROFILE_CFIELD(p, s, profile_str), json);
+}
+
+void
+profile_free_str(struct profile *p, const struct profile_setting *s)
+{
+	free(*PROFILE_FIELD(p, s, char *));
+	*PROFILE_FIELD(p, s, char *) = NULL;
+}
+
+#define PROFILE_ITEM_TABLES	"a list: { { host = ... }, ... }"
+
+/*
+ * Every setting type: one row of operations each (struct
+ * profile_type_ops in profile_int.h). The settings themselves are rows
+ * of profile_schema.
+ */
+const struct profile_type_ops profile_types[] = {
+	[PROFILE_T_BOOL] = { .convert = profile_convert_bool,
+	    .accepts = profile_accepts_bool, .hint = profile_hint_bool,
+	    .put = profile_put_bool },
+	[PROFILE_T_CHOICE] = { .convert = profile_convert_choice,
+	    .accepts = profile_accepts_choice, .hint = profile_hint_choice,
+	    .put = profile_put_choice },
+	[PROFILE_T_SIZE] = { .convert = profile_convert_size,
+	    .accepts = profile_accepts_size, .hint = profile_hint_size,
+	    .put = profile_put_size },
+	[PROFILE_T_INT] = { .convert = profile_convert_int,
+	    .accepts = profile_accepts_int, .hint = profile_hint_number,
+	    .put = profile_put_int },
+	[PROFILE_T_SECONDS] = { .convert = profile_convert_seconds,
+	    .accepts = profile_accepts_seconds, .hint = profile_hint_number,
+	    .put = profile_put_seconds },
+	[PROFILE_T_PATH] = { .convert = profile_convert_path,
+	    .accepts = profile_accepts_path, .put = profile_put_str,
+	    .free = profile_free_str },
+	[PROFILE_T_GUEST_PATH] = { .convert = profile_convert_path,
+	    .accepts = profile_accepts_guest_path, .put = profile_put_str,
+	    .free = profile_free_str },
+	[PROFILE_T_ENV] = { .convert = profile_convert_env,
+	    .accepts = profile_accepts_env, .put = profile_put_strs,
+	    .free = profile_free_strs, .set_list = 1 },
+	[PROFILE_T_IMAGE] = { .convert = profile_convert_image,
+	    .accepts = profile_accepts_image, .put = profile_put_str,
+	    .free = profile_free_str },
+	[PROFILE_T_URL] = { .convert = profile_convert_url,
+	    .accepts = profile_accepts_url, .put = profile_put_str,
+	    .free = profile_free_str },
+	[PROFILE_T_DIR] = { .convert = profile_convert_dir,
+	    .accepts = profile_accepts_dir, .put = profile_put_str,
+	    .free = profile_free_str },
+	[PROFILE_T_SHARES] = { .convert = profile_convert_shares,
+	    .accepts = profile_accepts_shares, .put = profile_put_shares,
+	    .free = profile_free_shares, .list_form = PROFILE_ITEM_TABLES },
+	[PROFILE_T_ALLOW] = { .convert = profile_convert_allow,
+	    .accepts = profile_accepts_allow, .put = profile_put_allow,
+	    .notes = profile_put_compiled, .free = profile_free_allow,
+	    .set_list = 1 },
+	[PROFILE_T_PORTS] = { .convert = profile_convert_ports,
+	    .accepts = profile_accepts_ports, .put = profile_put_ports,
+	    .notes = profile_put_compiled, .free = profile_free_ports },
+	[PROFILE_T_TCP] = { .convert = profile_convert_tcp,
+	    .accepts = profile_accepts_tcp, .put = profile_put_tcp,
+	    .free = profile_free_tcp, .list_form = PROFILE_ITEM_TABLES },
+	[PROFILE_T_RULES] = { .convert = profile_convert_rules,
+	    .accepts = profile_accepts_rules, .put = profile_put_strs,
+	    .json_more = profile_put_compiled_json, .free = profile_free_strs,
+	    .set_list = 1 },
+	[PROFILE_T_ARGS] = { .convert = profile_convert_args,
+	    .accepts = profile_accepts_args, .put = profile_put_strs,
+	    .free = profile_free_strs, .set_list = 1 },
+	[PROFILE_T_LIBS] = { .convert = profile_convert_libs,
+	    .accepts = profile_accepts_libs, .put = profile_put_strs,
+	    .free = profile_free_strs, .set_list = 1 },
+};
+_Static_assert(sizeof profile_types / sizeof profile_types[0] ==
+    PROFILE_T_LIBS + 1, "a row per type");
