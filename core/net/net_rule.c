@@ -800,7 +800,8 @@ net_rule_match(const struct net_rule *rules, size_t n,
 	size_t				 i;
 
 	net_rule_match_target(&host, &addr, &ss);
-	if (port != 0 && net_rule_match_deny(rules, n, host, addr, port) != NULL)
+	if (port != 0 &&
+	    net_rule_match_deny(rules, n, host, addr, port) != NULL)
 		return (NULL);
 	for (i = 0; i < n; i++) {
 		r = &rules[i];
