@@ -70,12 +70,14 @@ net_conn_open(struct net *net)
 	return (0);
 }
 
+/* A connection of net_conn_open() is closed. */
 void
 net_conn_close(struct net *net)
 {
 	net->nconns--;
 }
 
+/* The allowlist, for the proxy and DNS; *n rules. */
 const struct net_rule *
 net_rules(struct net *net, size_t *n)
 {
@@ -83,24 +85,28 @@ net_rules(struct net *net, size_t *n)
 	return (net->rules);
 }
 
+/* The mode net was made for. */
 enum net_mode
 net_mode(struct net *net)
 {
 	return (net->mode);
 }
 
+/* The host lookups of the proxy and DNS, shared. */
 struct net_resolver *
 net_resolver(struct net *net)
 {
 	return (net->resolver);
 }
 
+/* The loop net runs in. */
 struct ev_loop *
 net_loop(struct net *net)
 {
 	return (net->loop);
 }
 
+/* The directory of the unix sockets: the caller's, or one of our own. */
 static int
 net_make_dir(struct net *net, const char *dir, char **cause)
 {
@@ -121,6 +127,7 @@ net_make_dir(struct net *net, const char *dir, char **cause)
 	return (0);
 }
 
+/* net keeps its own copy of the rules: the profile may go first. */
 static void
 net_copy_rules(struct net *net, const struct net_config *cfg)
 {

@@ -93,6 +93,7 @@ net_link_flush(struct net *net)
 	ev_io_stop(net->loop, &net->wr);
 }
 
+/* QEMU's socket has room again. */
 static void
 net_link_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {

@@ -45,6 +45,7 @@ net_slirp_send_cb(const void *buf, size_t len, void *arg)
 	return ((ssize_t)len);
 }
 
+/* slirp found the guest's packets wrong: for -v only. */
 static void
 net_slirp_guest_error_cb(const char *msg, void *arg)
 {
@@ -52,6 +53,7 @@ net_slirp_guest_error_cb(const char *msg, void *arg)
 	log_debug("net: the guest's network misbehaves: %s", msg);
 }
 
+/* slirp's clock, in nanoseconds: monotonic. */
 static int64_t
 net_slirp_clock_cb(void *arg)
 {
@@ -62,6 +64,7 @@ net_slirp_clock_cb(void *arg)
 	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 }
 
+/* One of slirp's timers is due. */
 static void
 net_slirp_timer_fire_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -72,6 +75,7 @@ net_slirp_timer_fire_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	t->cb(t->arg);
 }
 
+/* slirp wants a timer, an ev_timer not yet started. */
 static void *
 net_slirp_timer_new_cb(SlirpTimerCb cb, void *cb_arg, void *arg)
 {
@@ -86,6 +90,7 @@ net_slirp_timer_new_cb(SlirpTimerCb cb, void *cb_arg, void *arg)
 	return (t);
 }
 
+/* slirp is done with a timer. */
 static void
 net_slirp_timer_free_cb(void *timer, void *arg)
 {
@@ -109,6 +114,7 @@ net_slirp_timer_mod_cb(void *timer, int64_t expire, void *arg)
 	ev_timer_start(t->net->loop, &t->t);
 }
 
+/* The watcher of slirp's fd, or NULL; the table grows to hold fd. */
 static struct net_slirp_fd *
 net_slirp_fd(struct net *net, int fd)
 {
@@ -124,6 +130,7 @@ net_slirp_fd(struct net *net, int fd)
 	return (net->pfds[fd]);
 }
 
+/* What the loop saw on one of slirp's sockets, kept for the poll. */
 static void
 net_slirp_fd_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -136,6 +143,7 @@ net_slirp_fd_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 		p->revents |= SLIRP_POLL_OUT;
 }
 
+/* The watcher of slirp's fd, made if it is new. */
 static struct net_slirp_fd *
 net_slirp_fd_make(struct net *net, int fd)
 {
@@ -184,6 +192,7 @@ net_slirp_unregister_cb(int fd, void *arg)
 	}
 }
 
+/* slirp would wake its I/O thread: there is none, the next ev_prepare asks. */
 static void
 net_slirp_notify_cb(void *arg)
 {
@@ -241,6 +250,11 @@ net_slirp_revents_cb(int idx, void *arg)
 	return (revents);
 }
 
+/*
+ * Before the loop sleeps: slirp says which sockets to watch (those it no
+ * longer names are stopped) and when it wants to be woken; what it queued
+ * for QEMU is written.
+ */
 static void
 net_slirp_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
@@ -267,6 +281,7 @@ net_slirp_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	net_link_flush(net);
 }
 
+/* After the loop woke, all ev_io seen: slirp acts on them and its timers. */
 static void
 net_slirp_check_cb(struct ev_loop *loop, ev_check *w, int revents)
 {
