@@ -74,6 +74,8 @@ static int		 parse_ulong(const char *, int, unsigned long,
 static int		 parse_path(size_t, const char *, char **);
 static int		 parse_owner(size_t, char **, unsigned long *,
 			     unsigned long *, unsigned long *);
+static int		 parse_file(size_t, char **, struct mkcpio_entry *);
+static int		 parse_nod(size_t, char **, struct mkcpio_entry *);
 static int		 parse_line(size_t, char *);
 static void		 add_entry(struct mkcpio_entry *);
 static void		 out_write(const void *, size_t);
@@ -213,6 +215,67 @@ parse_owner(size_t line, char **f, unsigned long *mode, unsigned long *uid,
 	return (0);
 }
 
+/* "file PATH HOSTPATH MODE UID GID": HOSTPATH a regular file, newc-sized. */
+static int
+parse_file(size_t line, char **f, struct mkcpio_entry *e)
+{
+	struct stat	sb;
+	int		fd;
+
+	if (parse_owner(line, f + 3, &e->mode, &e->uid, &e->gid) != 0)
+		return (-1);
+	e->mode |= S_IFREG;
+	/* Checked now so a missing file fails before any output. */
+	if ((fd = open(f[2], O_RDONLY|O_CLOEXEC)) == -1) {
+		spec_error(line, "%s: %s", f[2], strerror(errno));
+		return (-1);
+	}
+	if (fstat(fd, &sb) != 0) {
+		spec_error(line, "%s: %s", f[2], strerror(errno));
+		close(fd);
+		return (-1);
+	}
+	close(fd);
+	if (!S_ISREG(sb.st_mode)) {
+		spec_error(line, "%s: not a regular file", f[2]);
+		return (-1);
+	}
+	if ((unsigned long long)sb.st_size > MKCPIO_MAXSIZE) {
+		spec_error(line, "%s: too large for newc (4 GiB)", f[2]);
+		return (-1);
+	}
+	e->size = sb.st_size;
+	if ((e->src = strdup(f[2])) == NULL)
+		err(1, NULL);
+	return (0);
+}
+
+/* "nod PATH MODE UID GID c|b MAJ MIN". */
+static int
+parse_nod(size_t line, char **f, struct mkcpio_entry *e)
+{
+	if (parse_owner(line, f + 2, &e->mode, &e->uid, &e->gid) != 0)
+		return (-1);
+	if (strcmp(f[5], "c") == 0)
+		e->mode |= S_IFCHR;
+	else if (strcmp(f[5], "b") == 0)
+		e->mode |= S_IFBLK;
+	else {
+		spec_error(line, "%s: device type is not c or b", f[5]);
+		return (-1);
+	}
+	/* The kernel's dev_t: 12 bits of major, 20 of minor. */
+	if (parse_ulong(f[6], 10, 4095, &e->rmajor) != 0) {
+		spec_error(line, "%s: bad major (0 to 4095)", f[6]);
+		return (-1);
+	}
+	if (parse_ulong(f[7], 10, 1048575, &e->rminor) != 0) {
+		spec_error(line, "%s: bad minor (0 to 1048575)", f[7]);
+		return (-1);
+	}
+	return (0);
+}
+
 /* Parse one spec line into an entry; comments and blank lines are skipped. */
 static int
 parse_line(size_t line, char *buf)
@@ -229,9 +292,8 @@ parse_line(size_t line, char *buf)
 		{ "slink", MKCPIO_SLINK, 6, "slink PATH TARGET MODE UID GID" },
 	};
 	struct mkcpio_entry	*e;
-	struct stat		 sb;
 	char			*f[MKCPIO_MAXFIELDS], *p, *last;
-	int			 n, fd;
+	int			 n;
 	size_t			 i;
 
 	n = 0;
@@ -275,53 +337,12 @@ parse_line(size_t line, char *buf)
 		e->mode |= S_IFDIR;
 		break;
 	case MKCPIO_FILE:
-		if (parse_owner(line, f + 3, &e->mode, &e->uid, &e->gid) != 0)
+		if (parse_file(line, f, e) != 0)
 			goto fail;
-		e->mode |= S_IFREG;
-		/* Checked now so a missing file fails before any output. */
-		if ((fd = open(f[2], O_RDONLY|O_CLOEXEC)) == -1) {
-			spec_error(line, "%s: %s", f[2], strerror(errno));
-			goto fail;
-		}
-		if (fstat(fd, &sb) != 0) {
-			spec_error(line, "%s: %s", f[2], strerror(errno));
-			close(fd);
-			goto fail;
-		}
-		close(fd);
-		if (!S_ISREG(sb.st_mode)) {
-			spec_error(line, "%s: not a regular file", f[2]);
-			goto fail;
-		}
-		if ((unsigned long long)sb.st_size > MKCPIO_MAXSIZE) {
-			spec_error(line, "%s: too large for newc (4 GiB)",
-			    f[2]);
-			goto fail;
-		}
-		e->size = sb.st_size;
-		if ((e->src = strdup(f[2])) == NULL)
-			err(1, NULL);
 		break;
 	case MKCPIO_NOD:
-		if (parse_owner(line, f + 2, &e->mode, &e->uid, &e->gid) != 0)
+		if (parse_nod(line, f, e) != 0)
 			goto fail;
-		if (strcmp(f[5], "c") == 0)
-			e->mode |= S_IFCHR;
-		else if (strcmp(f[5], "b") == 0)
-			e->mode |= S_IFBLK;
-		else {
-			spec_error(line, "%s: device type is not c or b", f[5]);
-			goto fail;
-		}
-		/* The kernel's dev_t: 12 bits of major, 20 of minor. */
-		if (parse_ulong(f[6], 10, 4095, &e->rmajor) != 0) {
-			spec_error(line, "%s: bad major (0 to 4095)", f[6]);
-			goto fail;
-		}
-		if (parse_ulong(f[7], 10, 1048575, &e->rminor) != 0) {
-			spec_error(line, "%s: bad minor (0 to 1048575)", f[7]);
-			goto fail;
-		}
 		break;
 	case MKCPIO_SLINK:
 		if (parse_owner(line, f + 3, &e->mode, &e->uid, &e->gid) != 0)

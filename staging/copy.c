@@ -720,6 +720,95 @@ staging_copy_tree(const char *src, const char *dst, int flags,
 	return (rc);
 }
 
+/*
+ * Take the next component off rest, "" for an empty one; *last says
+ * whether it was the final one. The caller frees it.
+ */
+static char *
+copy_mirror_next(struct buf *rest, int *last)
+{
+	char	*comp, *at, *next;
+	size_t	 len;
+
+	at = rest->data + strspn(rest->data, "/");
+	len = strcspn(at, "/");
+	comp = xstrndup(at, len);
+	at += len;
+	at += strspn(at, "/");
+	*last = *at == '\0';
+	next = xstrdup(at);
+	buf_free(rest);
+	buf_puts(rest, next);
+	free(next);
+	return (comp);
+}
+
+/*
+ * cur is a symlink: recreate it at dst, then go on from its target,
+ * relative to cur's parent (or to / if it is absolute): cur becomes that
+ * parent and the target goes in front of rest.
+ */
+static int
+copy_mirror_link(struct copy_ctx *c, struct buf *cur, struct buf *rest,
+    const char *dst, char **cause)
+{
+	char	 target[PATH_MAX], *at, *next;
+	ssize_t	 n;
+
+	if ((n = readlink(cur->data, target, sizeof target - 1)) == -1) {
+		xasprintf(cause, "%s: %s", cur->data, strerror(errno));
+		return (-1);
+	}
+	target[n] = '\0';
+	if (symlink(target, dst) == 0)
+		c->st->symlinks++;
+	else if (errno != EEXIST) {
+		xasprintf(cause, "%s: %s", dst, strerror(errno));
+		return (-1);
+	}
+	at = strrchr(cur->data, '/');
+	cur->len = at - cur->data;
+	*at = '\0';
+	if (*target == '/') {
+		cur->len = 0;
+		*cur->data = '\0';
+	}
+	xasprintf(&next, "%s/%s", target, rest->data);
+	buf_free(rest);
+	buf_puts(rest, next);
+	free(next);
+	return (0);
+}
+
+/* The path's last component, not a directory: a file is copied to dst. */
+static int
+copy_mirror_file(struct copy_ctx *c, const char *src, const char *dst,
+    const struct stat *sb, char **cause)
+{
+	int	flags;
+
+	if (!S_ISREG(sb->st_mode)) {
+		c->st->special++;
+		return (0);
+	}
+	if (access(dst, F_OK) == 0)
+		return (0);		/* staged already */
+	c->src = src;
+	c->dst = dst;
+	flags = c->flags;
+	if (staging_on_overlay(src) == 1)
+		c->flags &= ~STAGING_LINK;	/* see copy_root */
+	copy_file(c, AT_FDCWD, src, AT_FDCWD, dst, sb, 0);
+	c->flags = flags;
+	c->src = c->dst = NULL;
+	if (c->fatal != NULL) {
+		*cause = c->fatal;
+		c->fatal = NULL;
+		return (-1);
+	}
+	return (0);
+}
+
 /* Mirror one host path under root, symlinks along the way included. */
 static int
 copy_mirror(struct copy_ctx *c, const char *root, const char *path,
@@ -727,10 +816,8 @@ copy_mirror(struct copy_ctx *c, const char *root, const char *path,
 {
 	struct stat	 sb;
 	struct buf	 cur = { 0 }, rest = { 0 };
-	char		*comp, *at, *dst = NULL, *next, target[PATH_MAX];
-	size_t		 len;
-	ssize_t		 n;
-	int		 hops = 0, rc = -1, last, flags;
+	char		*comp, *at, *dst = NULL;
+	int		 hops = 0, rc = -1, last;
 
 	if (*path != '/') {
 		xasprintf(cause, "%s: not an absolute path", path);
@@ -739,17 +826,7 @@ copy_mirror(struct copy_ctx *c, const char *root, const char *path,
 	buf_puts(&rest, path);
 	buf_add(&cur, "", 0);
 	while (rest.len != 0) {
-		/* Take the next component off rest. */
-		at = rest.data + strspn(rest.data, "/");
-		len = strcspn(at, "/");
-		comp = xstrndup(at, len);
-		at += len;
-		at += strspn(at, "/");
-		last = *at == '\0';
-		next = xstrdup(at);
-		buf_free(&rest);
-		buf_puts(&rest, next);
-		free(next);
+		comp = copy_mirror_next(&rest, &last);
 		if (*comp == '\0' || strcmp(comp, ".") == 0) {
 			free(comp);
 			continue;
@@ -777,32 +854,8 @@ copy_mirror(struct copy_ctx *c, const char *root, const char *path,
 				    strerror(ELOOP));
 				goto out;
 			}
-			if ((n = readlink(cur.data, target,
-			    sizeof target - 1)) == -1) {
-				xasprintf(cause, "%s: %s", cur.data,
-				    strerror(errno));
+			if (copy_mirror_link(c, &cur, &rest, dst, cause) == -1)
 				goto out;
-			}
-			target[n] = '\0';
-			if (symlink(target, dst) == 0)
-				c->st->symlinks++;
-			else if (errno != EEXIST) {
-				xasprintf(cause, "%s: %s", dst,
-				    strerror(errno));
-				goto out;
-			}
-			/* Go on from the target, relative to cur's parent. */
-			at = strrchr(cur.data, '/');
-			cur.len = at - cur.data;
-			*at = '\0';
-			if (*target == '/') {
-				cur.len = 0;
-				*cur.data = '\0';
-			}
-			xasprintf(&next, "%s/%s", target, rest.data);
-			buf_free(&rest);
-			buf_puts(&rest, next);
-			free(next);
 			continue;
 		}
 		if (S_ISDIR(sb.st_mode) && last) {
@@ -825,24 +878,8 @@ copy_mirror(struct copy_ctx *c, const char *root, const char *path,
 			xasprintf(cause, "%s: %s", cur.data, strerror(ENOTDIR));
 			goto out;
 		}
-		if (S_ISREG(sb.st_mode)) {
-			if (access(dst, F_OK) == 0)
-				break;		/* staged already */
-			c->src = cur.data;
-			c->dst = dst;
-			flags = c->flags;
-			if (staging_on_overlay(cur.data) == 1)
-				c->flags &= ~STAGING_LINK;	/* see copy_root */
-			copy_file(c, AT_FDCWD, cur.data, AT_FDCWD, dst, &sb, 0);
-			c->flags = flags;
-			c->src = c->dst = NULL;
-			if (c->fatal != NULL) {
-				*cause = c->fatal;
-				c->fatal = NULL;
-				goto out;
-			}
-		} else
-			c->st->special++;
+		if (copy_mirror_file(c, cur.data, dst, &sb, cause) == -1)
+			goto out;
 		break;
 	}
 	rc = 0;

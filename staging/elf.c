@@ -168,6 +168,222 @@ elf_read_verdef(const struct elf_view *v, struct staging_elf *e,
 	}
 }
 
+/* What staging_elf_parse has read so far, between its steps. */
+struct elf_parse {
+	struct elf_view		 v;
+	uint64_t		 phoff;
+	uint64_t		 phentsize;
+	uint64_t		 phnum;
+	struct elf_load		*loads;		/* PT_LOAD, phnum + 1 */
+	size_t			 nloads;
+	int			 have_dyn;	/* PT_DYNAMIC */
+	uint64_t		 dyn_off;
+	uint64_t		 dyn_size;
+	uint64_t		*needed;	/* DT_NEEDED string offsets */
+	size_t			 nneeded;
+	uint64_t		 strtab;
+	uint64_t		 strsz;
+	uint64_t		 soname;	/* UINT64_MAX: none */
+	uint64_t		 rpath;
+	uint64_t		 runpath;
+	uint64_t		 verdef;	/* 0: none */
+	uint64_t		 verdefnum;
+};
+
+/* The one message for headers that point outside the file. */
+static int
+elf_truncated(char **cause)
+{
+	xasprintf(cause, "truncated or corrupt ELF headers");
+	return (-1);
+}
+
+/* e_ident, e_type, e_machine and where the program headers are. */
+static int
+elf_parse_header(struct elf_parse *ep, struct staging_elf *e, char **cause)
+{
+	struct elf_view	*v = &ep->v;
+	uint64_t	 type, machine;
+
+	if (v->len < EI_NIDENT || memcmp(v->p, ELFMAG, SELFMAG) != 0) {
+		xasprintf(cause, "not an ELF file");
+		return (-1);
+	}
+	if ((v->p[EI_CLASS] != ELFCLASS32 && v->p[EI_CLASS] != ELFCLASS64) ||
+	    (v->p[EI_DATA] != ELFDATA2LSB && v->p[EI_DATA] != ELFDATA2MSB)) {
+		xasprintf(cause, "unknown ELF class or byte order");
+		return (-1);
+	}
+	v->is64 = v->p[EI_CLASS] == ELFCLASS64;
+	v->msb = v->p[EI_DATA] == ELFDATA2MSB;
+	e->elfclass = v->p[EI_CLASS];
+
+	if (elf_u16(v, 16, &type) == -1 || elf_u16(v, 18, &machine) == -1)
+		return (elf_truncated(cause));
+	e->type = (int)type;
+	e->machine = (int)machine;
+	if (v->is64) {
+		if (elf_u64(v, 32, &ep->phoff) == -1 ||
+		    elf_u16(v, 54, &ep->phentsize) == -1 ||
+		    elf_u16(v, 56, &ep->phnum) == -1)
+			return (elf_truncated(cause));
+	} else {
+		if (elf_u32(v, 28, &ep->phoff) == -1 ||
+		    elf_u16(v, 42, &ep->phentsize) == -1 ||
+		    elf_u16(v, 44, &ep->phnum) == -1)
+			return (elf_truncated(cause));
+	}
+	if (ep->phnum > ELF_MAX_PHNUM ||
+	    (ep->phnum != 0 && ep->phentsize < (v->is64 ? 56u : 32u))) {
+		xasprintf(cause, "bad program header table");
+		return (-1);
+	}
+	return (0);
+}
+
+/* The program headers: PT_LOAD's mappings, PT_INTERP, PT_DYNAMIC. */
+static int
+elf_parse_phdrs(struct elf_parse *ep, struct staging_elf *e, char **cause)
+{
+	const struct elf_view	*v = &ep->v;
+	uint64_t		 p_type, p_offset, p_vaddr, p_filesz, i, off;
+
+	ep->loads = xreallocarray(NULL, ep->phnum + 1, sizeof *ep->loads);
+	for (i = 0; i < ep->phnum; i++) {
+		off = ep->phoff + i * ep->phentsize;
+		if (off < ep->phoff)
+			return (elf_truncated(cause));
+		if (v->is64) {
+			if (elf_u32(v, off, &p_type) == -1 ||
+			    elf_u64(v, off + 8, &p_offset) == -1 ||
+			    elf_u64(v, off + 16, &p_vaddr) == -1 ||
+			    elf_u64(v, off + 32, &p_filesz) == -1)
+				return (elf_truncated(cause));
+		} else {
+			if (elf_u32(v, off, &p_type) == -1 ||
+			    elf_u32(v, off + 4, &p_offset) == -1 ||
+			    elf_u32(v, off + 8, &p_vaddr) == -1 ||
+			    elf_u32(v, off + 16, &p_filesz) == -1)
+				return (elf_truncated(cause));
+		}
+		switch (p_type) {
+		case PT_LOAD:
+			ep->loads[ep->nloads].vaddr = p_vaddr;
+			ep->loads[ep->nloads].offset = p_offset;
+			ep->loads[ep->nloads].filesz = p_filesz;
+			ep->nloads++;
+			break;
+		case PT_INTERP:
+			if (e->interp != NULL || p_offset > v->len ||
+			    p_filesz > v->len - p_offset ||
+			    (e->interp = elf_string(v, p_offset,
+			    p_offset + p_filesz)) == NULL) {
+				xasprintf(cause, "bad PT_INTERP");
+				return (-1);
+			}
+			break;
+		case PT_DYNAMIC:
+			ep->dyn_off = p_offset;
+			ep->dyn_size = p_filesz;
+			ep->have_dyn = 1;
+			break;
+		}
+	}
+	return (0);
+}
+
+/* The dynamic section's entries: where the names are, not yet the names. */
+static int
+elf_parse_dynamic(struct elf_parse *ep, struct staging_elf *e, char **cause)
+{
+	const struct elf_view	*v = &ep->v;
+	uint64_t		 dynent, tag, val, i, off;
+
+	dynent = v->is64 ? 16 : 8;
+	if (ep->dyn_off > v->len || ep->dyn_size > v->len - ep->dyn_off)
+		return (elf_truncated(cause));
+	for (i = 0; i < ep->dyn_size / dynent && i < ELF_MAX_DYN; i++) {
+		off = ep->dyn_off + i * dynent;
+		if (elf_word(v, off, &tag) == -1 ||
+		    elf_word(v, off + dynent / 2, &val) == -1)
+			return (elf_truncated(cause));
+		if (tag == DT_NULL)
+			break;
+		switch (tag) {
+		case DT_NEEDED:
+			ep->needed = xreallocarray(ep->needed, ep->nneeded + 1,
+			    sizeof *ep->needed);
+			ep->needed[ep->nneeded++] = val;
+			break;
+		case DT_STRTAB:
+			ep->strtab = val;
+			break;
+		case DT_STRSZ:
+			ep->strsz = val;
+			break;
+		case DT_SONAME:
+			ep->soname = val;
+			break;
+		case DT_RPATH:
+			ep->rpath = val;
+			break;
+		case DT_RUNPATH:
+			ep->runpath = val;
+			break;
+		case DT_FLAGS_1:
+			if (val & DF_1_NODEFLIB)
+				e->nodeflib = 1;
+			break;
+		case DT_VERDEF:
+			ep->verdef = val;
+			break;
+		case DT_VERDEFNUM:
+			ep->verdefnum = val;
+			break;
+		}
+	}
+	return (0);
+}
+
+/* The names the dynamic section points at, in DT_STRTAB, and DT_VERDEF. */
+static int
+elf_parse_names(struct elf_parse *ep, struct staging_elf *e, char **cause)
+{
+	const struct elf_view	*v = &ep->v;
+	uint64_t		 stroff, avail, strlimit, voff, vavail;
+	size_t			 i;
+	char			*s;
+
+	if (elf_vaddr_to_offset(ep->loads, ep->nloads, ep->strtab, &stroff,
+	    &avail) == -1) {
+		xasprintf(cause, "DT_STRTAB outside the file");
+		return (-1);
+	}
+	strlimit = stroff + (ep->strsz < avail ? ep->strsz : avail);
+
+	e->needed = xreallocarray(NULL, ep->nneeded + 1, sizeof *e->needed);
+	for (i = 0; i < ep->nneeded; i++) {
+		if ((s = elf_string(v, stroff + ep->needed[i], strlimit)) ==
+		    NULL || *s == '\0') {
+			free(s);
+			xasprintf(cause, "bad DT_NEEDED string");
+			return (-1);
+		}
+		e->needed[e->nneeded++] = s;
+	}
+	e->needed[e->nneeded] = NULL;
+	if (ep->soname != UINT64_MAX)
+		e->soname = elf_string(v, stroff + ep->soname, strlimit);
+	if (ep->rpath != UINT64_MAX)
+		e->rpath = elf_string(v, stroff + ep->rpath, strlimit);
+	if (ep->runpath != UINT64_MAX)
+		e->runpath = elf_string(v, stroff + ep->runpath, strlimit);
+	if (ep->verdef != 0 && elf_vaddr_to_offset(ep->loads, ep->nloads,
+	    ep->verdef, &voff, &vavail) == 0)
+		elf_read_verdef(v, e, voff, ep->verdefnum, stroff, strlimit);
+	return (0);
+}
+
 /*
  * Parse what the dynamic loader reads: the program headers (PT_INTERP,
  * PT_LOAD, PT_DYNAMIC) and the dynamic section. Section headers are not
@@ -177,186 +393,35 @@ int
 staging_elf_parse(const void *buf, size_t len, struct staging_elf *e,
     char **cause)
 {
-	struct elf_view		 v = { buf, len, 0, 0 };
-	struct elf_load		*loads = NULL;
-	size_t			 nloads = 0;
-	uint64_t		 phoff, phentsize, phnum, type, machine;
-	uint64_t		 p_type, p_offset, p_vaddr, p_filesz;
-	uint64_t		 dyn_off = 0, dyn_size = 0, i, off;
-	uint64_t		 tag, val, strtab = 0, strsz = 0, stroff, avail;
-	uint64_t		 verdef = 0, verdefnum = 0, voff, vavail;
-	uint64_t		 strlimit, dynent;
-	uint64_t		*needed = NULL, soname = UINT64_MAX;
-	uint64_t		 rpath = UINT64_MAX, runpath = UINT64_MAX;
-	size_t			 nneeded = 0;
-	int			 have_dyn = 0, rc = -1;
-	char			*s;
+	struct elf_parse	ep;
+	int			rc = -1;
 
 	memset(e, 0, sizeof *e);
-	v.p = buf;
-	if (len < EI_NIDENT || memcmp(v.p, ELFMAG, SELFMAG) != 0) {
-		xasprintf(cause, "not an ELF file");
+	memset(&ep, 0, sizeof ep);
+	ep.v.p = buf;
+	ep.v.len = len;
+	ep.soname = ep.rpath = ep.runpath = UINT64_MAX;
+	if (elf_parse_header(&ep, e, cause) == -1 ||
+	    elf_parse_phdrs(&ep, e, cause) == -1)
 		goto out;
-	}
-	if ((v.p[EI_CLASS] != ELFCLASS32 && v.p[EI_CLASS] != ELFCLASS64) ||
-	    (v.p[EI_DATA] != ELFDATA2LSB && v.p[EI_DATA] != ELFDATA2MSB)) {
-		xasprintf(cause, "unknown ELF class or byte order");
-		goto out;
-	}
-	v.is64 = v.p[EI_CLASS] == ELFCLASS64;
-	v.msb = v.p[EI_DATA] == ELFDATA2MSB;
-	e->elfclass = v.p[EI_CLASS];
-
-	if (elf_u16(&v, 16, &type) == -1 || elf_u16(&v, 18, &machine) == -1)
-		goto truncated;
-	e->type = (int)type;
-	e->machine = (int)machine;
-	if (v.is64) {
-		if (elf_u64(&v, 32, &phoff) == -1 ||
-		    elf_u16(&v, 54, &phentsize) == -1 ||
-		    elf_u16(&v, 56, &phnum) == -1)
-			goto truncated;
-	} else {
-		if (elf_u32(&v, 28, &phoff) == -1 ||
-		    elf_u16(&v, 42, &phentsize) == -1 ||
-		    elf_u16(&v, 44, &phnum) == -1)
-			goto truncated;
-	}
-	if (phnum > ELF_MAX_PHNUM ||
-	    (phnum != 0 && phentsize < (v.is64 ? 56u : 32u))) {
-		xasprintf(cause, "bad program header table");
-		goto out;
-	}
-
-	loads = xreallocarray(NULL, phnum + 1, sizeof *loads);
-	for (i = 0; i < phnum; i++) {
-		off = phoff + i * phentsize;
-		if (off < phoff)
-			goto truncated;
-		if (v.is64) {
-			if (elf_u32(&v, off, &p_type) == -1 ||
-			    elf_u64(&v, off + 8, &p_offset) == -1 ||
-			    elf_u64(&v, off + 16, &p_vaddr) == -1 ||
-			    elf_u64(&v, off + 32, &p_filesz) == -1)
-				goto truncated;
-		} else {
-			if (elf_u32(&v, off, &p_type) == -1 ||
-			    elf_u32(&v, off + 4, &p_offset) == -1 ||
-			    elf_u32(&v, off + 8, &p_vaddr) == -1 ||
-			    elf_u32(&v, off + 16, &p_filesz) == -1)
-				goto truncated;
-		}
-		switch (p_type) {
-		case PT_LOAD:
-			loads[nloads].vaddr = p_vaddr;
-			loads[nloads].offset = p_offset;
-			loads[nloads].filesz = p_filesz;
-			nloads++;
-			break;
-		case PT_INTERP:
-			if (e->interp != NULL || p_offset > len ||
-			    p_filesz > len - p_offset ||
-			    (e->interp = elf_string(&v, p_offset,
-			    p_offset + p_filesz)) == NULL) {
-				xasprintf(cause, "bad PT_INTERP");
-				goto out;
-			}
-			break;
-		case PT_DYNAMIC:
-			dyn_off = p_offset;
-			dyn_size = p_filesz;
-			have_dyn = 1;
-			break;
-		}
-	}
-	if (!have_dyn) {
+	if (!ep.have_dyn) {
 		rc = 0;		/* static: needs nothing */
 		goto out;
 	}
-
-	/* First pass: the tables the names live in. */
-	dynent = v.is64 ? 16 : 8;
-	if (dyn_off > len || dyn_size > len - dyn_off)
-		goto truncated;
-	for (i = 0; i < dyn_size / dynent && i < ELF_MAX_DYN; i++) {
-		off = dyn_off + i * dynent;
-		if (elf_word(&v, off, &tag) == -1 ||
-		    elf_word(&v, off + dynent / 2, &val) == -1)
-			goto truncated;
-		if (tag == DT_NULL)
-			break;
-		switch (tag) {
-		case DT_NEEDED:
-			needed = xreallocarray(needed, nneeded + 1,
-			    sizeof *needed);
-			needed[nneeded++] = val;
-			break;
-		case DT_STRTAB:
-			strtab = val;
-			break;
-		case DT_STRSZ:
-			strsz = val;
-			break;
-		case DT_SONAME:
-			soname = val;
-			break;
-		case DT_RPATH:
-			rpath = val;
-			break;
-		case DT_RUNPATH:
-			runpath = val;
-			break;
-		case DT_FLAGS_1:
-			if (val & DF_1_NODEFLIB)
-				e->nodeflib = 1;
-			break;
-		case DT_VERDEF:
-			verdef = val;
-			break;
-		case DT_VERDEFNUM:
-			verdefnum = val;
-			break;
-		}
-	}
-	if (nneeded == 0 && soname == UINT64_MAX && rpath == UINT64_MAX &&
-	    runpath == UINT64_MAX && verdef == 0) {
+	if (elf_parse_dynamic(&ep, e, cause) == -1)
+		goto out;
+	if (ep.nneeded == 0 && ep.soname == UINT64_MAX &&
+	    ep.rpath == UINT64_MAX && ep.runpath == UINT64_MAX &&
+	    ep.verdef == 0) {
 		rc = 0;
 		goto out;
 	}
-	if (elf_vaddr_to_offset(loads, nloads, strtab, &stroff, &avail) == -1) {
-		xasprintf(cause, "DT_STRTAB outside the file");
+	if (elf_parse_names(&ep, e, cause) == -1)
 		goto out;
-	}
-	strlimit = stroff + (strsz < avail ? strsz : avail);
-
-	e->needed = xreallocarray(NULL, nneeded + 1, sizeof *e->needed);
-	for (i = 0; i < nneeded; i++) {
-		if ((s = elf_string(&v, stroff + needed[i], strlimit)) ==
-		    NULL || *s == '\0') {
-			free(s);
-			xasprintf(cause, "bad DT_NEEDED string");
-			goto out;
-		}
-		e->needed[e->nneeded++] = s;
-	}
-	e->needed[e->nneeded] = NULL;
-	if (soname != UINT64_MAX)
-		e->soname = elf_string(&v, stroff + soname, strlimit);
-	if (rpath != UINT64_MAX)
-		e->rpath = elf_string(&v, stroff + rpath, strlimit);
-	if (runpath != UINT64_MAX)
-		e->runpath = elf_string(&v, stroff + runpath, strlimit);
-	if (verdef != 0 && elf_vaddr_to_offset(loads, nloads, verdef, &voff,
-	    &vavail) == 0)
-		elf_read_verdef(&v, e, voff, verdefnum, stroff, strlimit);
 	rc = 0;
-	goto out;
-
-truncated:
-	xasprintf(cause, "truncated or corrupt ELF headers");
 out:
-	free(loads);
-	free(needed);
+	free(ep.loads);
+	free(ep.needed);
 	if (rc == -1)
 		staging_elf_free(e);
 	return (rc);

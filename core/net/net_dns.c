@@ -150,7 +150,7 @@ net_dns_reply(struct net_dns *dns, const struct net_dns_query *q, int rcode,
 	memcpy(f + 6, q->our_mac, 6);
 	f[12] = 0x08;
 	f[13] = 0x00;
-	net_send_frame(dns->net, f, 14 + 20 + 8 + mlen);
+	net_link_send(dns->net, f, 14 + 20 + 8 + mlen);
 }
 
 static void

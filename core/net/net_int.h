@@ -5,25 +5,110 @@
 #ifndef QSUP_NET_INT_H
 #define QSUP_NET_INT_H
 
+#include <sys/queue.h>
+
+#include <netinet/in.h>
+
+#include <ev.h>
+
 #include "net.h"
 
-struct in_addr;
 struct sockaddr;
 struct addrinfo;
 struct net_resolver;
 struct net_lookup;
 struct net_proxy;
 struct net_dns;
-void		 net_send_frame(struct net *, const void *, size_t);
-void		 net_note(struct net *, const char *, const char *, int,
-		     const char *);
+struct net_slirp_fd;
+struct Slirp;
+
+/* A guest address:port that leads into one of our listeners (net_map.c). */
+struct net_map {
+	struct net_proxy	*px;
+	char			*name;		/* answered by DNS, or NULL */
+	struct in_addr		 addr;
+	int			 port;
+	char			*to;		/* "host:port"; NULL: the proxy */
+	TAILQ_ENTRY(net_map)	 entry;
+};
+TAILQ_HEAD(net_maps, net_map);
+
+/* A host port forwarded to the guest (net_add_hostfwd). */
+struct net_fwd {
+	char		*addr;
+	int		 host_port;
+	int		 guest_port;
+};
+
+/* One guest's network; its parts are in net_*.c, each named below. */
+struct net {
+	struct ev_loop		*loop;
+	enum net_mode	 mode;
+	struct net_rule	*rules;
+	size_t			 nrules;
+
+	struct Slirp		*slirp;
+	int			 fd;		/* ours */
+	int			 qemu_fd;	/* QEMU's, until it has it */
+	int			 link_dead;
+	ev_io			 rd;
+	ev_io			 wr;
+	ev_prepare		 prepare;
+	ev_check		 check;
+	ev_timer		 tick;
+	unsigned char		*in;
+	size_t			 inlen;
+	struct buf		 out;
+	size_t			 outoff;	/* written from out */
+
+	struct net_slirp_fd	**pfds;		/* by fd */
+	size_t			 npfds;
+	unsigned int		 gen;
+	int			 nsockets;	/* slirp's open sockets */
+
+	int			 nconns;	/* net_conn_open() */
+
+	char			*dir;		/* the unix sockets */
+	int			 own_dir;
+	int			 nsock;
+	struct net_maps		 maps;
+	int			 nmapaddrs;	/* guest addresses of TCP maps */
+	struct net_resolver	*resolver;
+	struct net_dns		*dns;
+	struct net_fwd		*fwds;
+	size_t			 nfwds;
+	char			*args[5];
+	char			*env[7];
+
+	struct net_stats	 stats;
+	struct net_dest		*dests;
+	size_t			 ndests;
+};
+
+/* net.c: the network's life, and what its other files ask of it */
 const struct net_rule *net_rules(struct net *, size_t *);
 int		 net_conn_open(struct net *);
 void		 net_conn_close(struct net *);
 enum net_mode net_mode(struct net *);
 struct net_resolver *net_resolver(struct net *);
 struct ev_loop	*net_loop(struct net *);
+/* net_slirp.c: libslirp driven by the loop */
+int		 net_slirp_start(struct net *, char **);
+void		 net_slirp_free(struct net *);
+/* net_link.c: the socketpair to QEMU, a frame at a time */
+void		 net_link_start(struct net *);
+void		 net_link_send(struct net *, const void *, size_t);
+void		 net_link_flush(struct net *);
+/* net_frame.c: what each frame from the guest goes through */
+void		 net_frame(struct net *, const unsigned char *, size_t);
+/* net_map.c: TCP maps into our listeners, host ports forwarded */
+int		 net_map_add(struct net *, const char *, struct in_addr, int,
+		     const char *, int, char **);
+int		 net_map_at(struct net *, const unsigned char *, int);
 int		 net_map_find(struct net *, const char *, struct in_addr *);
+/* net_stats.c: what the guest tried, counted and listed */
+void		 net_note(struct net *, const char *, const char *, int,
+		     const char *);
 /* net_rule.c */
 int		 net_host_valid(const char *);
 const struct net_rule *net_rule_match(const struct net_rule *,

@@ -40,7 +40,7 @@
 
 /* One label of a host name: letters, digits, inner hyphens. */
 static int
-net_rule_label_ok(const char *s, size_t len)
+net_rule_parse_label(const char *s, size_t len)
 {
 	size_t	i;
 
@@ -56,7 +56,7 @@ net_rule_label_ok(const char *s, size_t len)
 
 /* "example.org", "*.example.org"; lower-cased into *out. */
 static int
-net_rule_name(const char *s, char **out, char **why)
+net_rule_parse_name(const char *s, char **out, char **why)
 {
 	const char	*p, *dot, *last = s;
 	size_t		 i, len = strlen(s);
@@ -77,7 +77,7 @@ net_rule_name(const char *s, char **out, char **why)
 	}
 	for (;;) {
 		dot = strchr(p, '.');
-		if (!net_rule_label_ok(p, dot == NULL ? strlen(p) :
+		if (!net_rule_parse_label(p, dot == NULL ? strlen(p) :
 		    (size_t)(dot - p))) {
 			*why = xstrdup("is not a host name (labels of letters, "
 			    "digits and inner hyphens, separated by dots)");
@@ -104,7 +104,7 @@ net_rule_name(const char *s, char **out, char **why)
 
 /* "80" or "8000-8099". */
 static int
-net_rule_ports(const char *s, struct net_rule *r, char **why)
+net_rule_parse_ports(const char *s, struct net_rule *r, char **why)
 {
 	char	*end;
 	long	 lo, hi;
@@ -242,10 +242,10 @@ net_rule_parse(const char *text, struct net_rule *r, char **why)
 		} else if (strchr(host, '/') != NULL) {
 			*why = xstrdup("has a prefix length after a host name");
 			goto out;
-		} else if (net_rule_name(host, &r->host, why) == -1)
+		} else if (net_rule_parse_name(host, &r->host, why) == -1)
 			goto out;
 	}
-	if (port != NULL && net_rule_ports(port, r, why) == -1)
+	if (port != NULL && net_rule_parse_ports(port, r, why) == -1)
 		goto out;
 	r->text = xstrdup(text);
 	rc = 0;
@@ -296,12 +296,12 @@ net_rule_parse_host(const char *s, int flags, char **out, char **why)
 		    "is not a host name");
 		return (-1);
 	}
-	return (net_rule_name(s, out, why));
+	return (net_rule_parse_name(s, out, why));
 }
 
 /* Cut s at each sep into at most max fields, spaces around each taken off. */
 static size_t
-net_rule_split(char *s, int sep, char **fields, size_t max)
+net_rule_compile_split(char *s, int sep, char **fields, size_t max)
 {
 	char	*p, *end;
 	size_t	 n = 0;
@@ -326,7 +326,7 @@ net_rule_split(char *s, int sep, char **fields, size_t max)
 
 /* A rule that denies every host: no name, no address, only ports. */
 static void
-net_rule_any(const char *port, const struct net_rule *ports,
+net_rule_compile_any(const char *port, const struct net_rule *ports,
     struct net_rule *r)
 {
 	memset(r, 0, sizeof *r);
@@ -337,6 +337,200 @@ net_rule_any(const char *port, const struct net_rule *ports,
 		xasprintf(&r->text, "*:%s", port);
 	else
 		r->text = xstrdup("*");
+}
+
+/* One socket rule of network_rules, as net_rule_compile reads it. */
+struct net_rule_socket {
+	int		 deny;		/* DENY, else ALLOW */
+	int		 in;		/* IN, else OUT */
+	int		 any;		/* HOST is "*" */
+	int		 v6;		/* HOST is an IPv6 address */
+	char		*h;		/* HOST, without [] */
+	struct net_rule	 host;		/* HOST parsed, unless any */
+	char		*items[NET_RULE_ITEMS_MAX]; /* PORTS; none for "*" */
+	size_t		 nitems;
+};
+
+/* ACTION, PROTOCOL and DIRECTION: ALLOW or DENY, TCP, OUT or IN. */
+static int
+net_rule_compile_kind(char **f, struct net_rule_socket *sk, char **why)
+{
+	if (strcasecmp(f[0], "allow") == 0)
+		sk->deny = 0;
+	else if (strcasecmp(f[0], "deny") == 0)
+		sk->deny = 1;
+	else {
+		*why = xstrdup("does not start with ALLOW or DENY");
+		return (-1);
+	}
+	if (strcasecmp(f[1], "udp") == 0) {
+		*why = xstrdup("is a UDP rule, and the guest's network carries "
+		    "no UDP: qsup answers DNS itself (for the names the rules "
+		    "allow), and no other UDP leaves the guest");
+		return (-1);
+	}
+	if (strcasecmp(f[1], "tcp") != 0) {
+		*why = xstrdup("has a protocol other than TCP in its second "
+		    "field");
+		return (-1);
+	}
+	if (strcasecmp(f[4], "out") == 0)
+		sk->in = 0;
+	else if (strcasecmp(f[4], "in") == 0)
+		sk->in = 1;
+	else {
+		*why = xstrdup("does not end with OUT or IN");
+		return (-1);
+	}
+	if (sk->deny && sk->in) {
+		*why = xstrdup("is DENY ... IN, which has nothing to close: "
+		    "inbound is closed by default, and only ALLOW ... IN rules "
+		    "forward ports in");
+		return (-1);
+	}
+	return (0);
+}
+
+/* HOST: "*", or what network_allow takes, IPv6 with or without []. */
+static int
+net_rule_compile_host(char *h, struct net_rule_socket *sk, char **why)
+{
+	char	*rt;
+
+	if (*h == '[' && h[strlen(h) - 1] == ']') {
+		h[strlen(h) - 1] = '\0';
+		h++;
+	}
+	sk->h = h;
+	sk->any = strcmp(h, "*") == 0;
+	if (sk->any && !sk->deny && !sk->in) {
+		*why = xstrdup("allows every host (*), which is network = "
+		    "\"open\"; name the hosts or networks");
+		return (-1);
+	}
+	if (!sk->any && (*h == '\0' ||
+	    net_rule_parse(h, &sk->host, &rt) == -1)) {
+		xasprintf(why, "has a host that %s", *h == '\0' ? "is empty" :
+		    rt);
+		if (*h != '\0')
+			free(rt);
+		return (-1);
+	}
+	if (sk->host.port_min != 0) {
+		*why = xstrdup("has a port in its host field; ports go in the "
+		    "fourth field");
+		return (-1);
+	}
+	sk->v6 = strchr(h, ':') != NULL;
+	return (0);
+}
+
+/* PORTS: "*", or ports and ranges separated by commas. */
+static int
+net_rule_compile_ports(char *ports, struct net_rule_socket *sk, char **why)
+{
+	struct net_rule	 pr;
+	char		*rt;
+	size_t		 i;
+
+	if (strcmp(ports, "*") == 0) {
+		if (!sk->in)
+			return (0);
+		xasprintf(why, "forwards every port (*); name the ports, in "
+		    "ranges of at most %d", NET_RULE_IN_MAX);
+		return (-1);
+	}
+	sk->nitems = net_rule_compile_split(ports, ',', sk->items,
+	    NET_RULE_ITEMS_MAX);
+	if (sk->nitems > NET_RULE_ITEMS_MAX) {
+		xasprintf(why, "has more than %d ports and ranges",
+		    NET_RULE_ITEMS_MAX);
+		return (-1);
+	}
+	for (i = 0; i < sk->nitems; i++) {
+		if (net_rule_parse_ports(sk->items[i], &pr, &rt) == -1) {
+			free(rt);
+			*why = xstrdup("has ports that are not ports from 1 to "
+			    "65535 or ranges low-high, separated by commas "
+			    "(\"80,443,8000-8010\"), nor * for any");
+			return (-1);
+		}
+		if (sk->in && pr.port_max - pr.port_min >= NET_RULE_IN_MAX) {
+			xasprintf(why, "forwards the range %s, more than %d "
+			    "ports", sk->items[i], NET_RULE_IN_MAX);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
+/*
+ * An ALLOW ... IN rule: each port of each range forwarded, on loopback
+ * unless the rule names an address to listen on.
+ */
+static void
+net_rule_compile_in(const struct net_rule_socket *sk, int k,
+    struct net_port **ports, size_t *nports)
+{
+	struct net_rule	 pr;
+	char		*address, *rt;
+	size_t		 i;
+	int		 p;
+
+	if (!sk->any && sk->host.host == NULL && strchr(sk->h, '/') == NULL)
+		address = xstrdup(sk->h);
+	else
+		address = xstrdup("127.0.0.1");
+	for (i = 0; i < sk->nitems; i++) {
+		net_rule_parse_ports(sk->items[i], &pr, &rt);
+		for (p = pr.port_min; p <= pr.port_max; p++) {
+			*ports = xreallocarray(*ports, *nports + 1,
+			    sizeof **ports);
+			(*ports)[*nports].guest = (uint16_t)p;
+			(*ports)[*nports].host = 0;
+			(*ports)[*nports].address = xstrdup(address);
+			(*ports)[*nports].from_rule = k;
+			(*nports)++;
+		}
+	}
+	free(address);
+}
+
+/* An OUT rule: one allowlist rule (deny set for DENY) for each item. */
+static int
+net_rule_compile_out(const struct net_rule_socket *sk, int k,
+    struct net_rule **rules, size_t *nrules, char **why)
+{
+	struct net_rule	 pr, *r;
+	char		*rt;
+	size_t		 i;
+	int		 ok;
+
+	for (i = 0; i < (sk->nitems == 0 ? 1 : sk->nitems); i++) {
+		*rules = xreallocarray(*rules, *nrules + 1, sizeof **rules);
+		r = &(*rules)[*nrules];
+		if (sk->any) {
+			pr.port_min = pr.port_max = 0;
+			if (sk->nitems != 0)
+				net_rule_parse_ports(sk->items[i], &pr, &rt);
+			net_rule_compile_any(sk->nitems != 0 ? sk->items[i] :
+			    NULL, &pr, r);
+		} else {
+			if (sk->nitems == 0)
+				rt = xstrdup(sk->h);
+			else
+				xasprintf(&rt, sk->v6 ? "[%s]:%s" : "%s:%s",
+				    sk->h, sk->items[i]);
+			ok = net_rule_parse(rt, r, why);
+			free(rt);
+			if (ok != 0)
+				return (-1);	/* checked: cannot be */
+		}
+		r->deny = sk->deny;
+		r->from_rule = k;
+		(*nrules)++;
+	}
+	return (0);
 }
 
 /*
@@ -350,155 +544,29 @@ int
 net_rule_compile(const char *text, int k, struct net_rule **rules,
     size_t *nrules, struct net_port **ports, size_t *nports, char **why)
 {
-	struct net_rule	 host, pr, *r;
-	char			*f[NET_RULE_FIELDS], *items[NET_RULE_ITEMS_MAX];
-	char			*s, *h, *rt, *address = NULL;
-	size_t			 n, nitems = 0, i, r0 = *nrules, p0 = *nports;
-	int			 deny, in, any, v6, p, ok, rc = -1;
+	struct net_rule_socket	 sk;
+	char			*f[NET_RULE_FIELDS], *s;
+	size_t			 n, r0 = *nrules, p0 = *nports;
+	int			 rc = -1;
 
 	*why = NULL;
-	memset(&host, 0, sizeof host);
+	memset(&sk, 0, sizeof sk);
 	s = xstrdup(text);
-	if ((n = net_rule_split(s, '|', f, NET_RULE_FIELDS)) != NET_RULE_FIELDS) {
+	n = net_rule_compile_split(s, '|', f, NET_RULE_FIELDS);
+	if (n != NET_RULE_FIELDS) {
 		xasprintf(why, "has %zu field%s; expected %s", n, n == 1 ? "" :
 		    "s", NET_RULE_SHAPE);
 		goto out;
 	}
-	if (strcasecmp(f[0], "allow") == 0)
-		deny = 0;
-	else if (strcasecmp(f[0], "deny") == 0)
-		deny = 1;
-	else {
-		*why = xstrdup("does not start with ALLOW or DENY");
+	if (net_rule_compile_kind(f, &sk, why) == -1 ||
+	    net_rule_compile_host(f[2], &sk, why) == -1 ||
+	    net_rule_compile_ports(f[3], &sk, why) == -1)
 		goto out;
-	}
-	if (strcasecmp(f[1], "udp") == 0) {
-		*why = xstrdup("is a UDP rule, and the guest's network carries "
-		    "no UDP: qsup answers DNS itself (for the names the rules "
-		    "allow), and no other UDP leaves the guest");
-		goto out;
-	}
-	if (strcasecmp(f[1], "tcp") != 0) {
-		*why = xstrdup("has a protocol other than TCP in its second "
-		    "field");
-		goto out;
-	}
-	if (strcasecmp(f[4], "out") == 0)
-		in = 0;
-	else if (strcasecmp(f[4], "in") == 0)
-		in = 1;
-	else {
-		*why = xstrdup("does not end with OUT or IN");
-		goto out;
-	}
-	if (deny && in) {
-		*why = xstrdup("is DENY ... IN, which has nothing to close: "
-		    "inbound is closed by default, and only ALLOW ... IN rules "
-		    "forward ports in");
-		goto out;
-	}
-
-	/* HOST: "*", or what network_allow takes, IPv6 with or without []. */
-	h = f[2];
-	if (*h == '[' && h[strlen(h) - 1] == ']') {
-		h[strlen(h) - 1] = '\0';
-		h++;
-	}
-	any = strcmp(h, "*") == 0;
-	if (any && !deny && !in) {
-		*why = xstrdup("allows every host (*), which is network = "
-		    "\"open\"; name the hosts or networks");
-		goto out;
-	}
-	if (!any && (*h == '\0' || net_rule_parse(h, &host, &rt) == -1)) {
-		xasprintf(why, "has a host that %s", *h == '\0' ? "is empty" :
-		    rt);
-		if (*h != '\0')
-			free(rt);
-		goto out;
-	}
-	if (host.port_min != 0) {
-		*why = xstrdup("has a port in its host field; ports go in the "
-		    "fourth field");
-		goto out;
-	}
-	v6 = strchr(h, ':') != NULL;
-
-	/* PORTS: "*", or ports and ranges separated by commas. */
-	if (strcmp(f[3], "*") != 0) {
-		nitems = net_rule_split(f[3], ',', items, NET_RULE_ITEMS_MAX);
-		if (nitems > NET_RULE_ITEMS_MAX) {
-			xasprintf(why, "has more than %d ports and ranges",
-			    NET_RULE_ITEMS_MAX);
-			goto out;
-		}
-		for (i = 0; i < nitems; i++) {
-			if (net_rule_ports(items[i], &pr, &rt) == -1) {
-				free(rt);
-				*why = xstrdup("has ports that are not ports "
-				    "from 1 to 65535 or ranges low-high, "
-				    "separated by commas "
-				    "(\"80,443,8000-8010\"), nor * for any");
-				goto out;
-			}
-			if (in && pr.port_max - pr.port_min >=
-			    NET_RULE_IN_MAX) {
-				xasprintf(why, "forwards the range %s, more "
-				    "than %d ports", items[i], NET_RULE_IN_MAX);
-				goto out;
-			}
-		}
-	} else if (in) {
-		xasprintf(why, "forwards every port (*); name the ports, in "
-		    "ranges of at most %d", NET_RULE_IN_MAX);
-		goto out;
-	}
-
-	if (in) {
-		/* Loopback unless the rule names an address to listen on. */
-		if (!any && host.host == NULL && strchr(h, '/') == NULL)
-			address = xstrdup(h);
-		else
-			address = xstrdup("127.0.0.1");
-		for (i = 0; i < nitems; i++) {
-			net_rule_ports(items[i], &pr, &rt);
-			for (p = pr.port_min; p <= pr.port_max; p++) {
-				*ports = xreallocarray(*ports, *nports + 1,
-				    sizeof **ports);
-				(*ports)[*nports].guest = (uint16_t)p;
-				(*ports)[*nports].host = 0;
-				(*ports)[*nports].address = xstrdup(address);
-				(*ports)[*nports].from_rule = k;
-				(*nports)++;
-			}
-		}
+	if (sk.in) {
+		net_rule_compile_in(&sk, k, ports, nports);
 		rc = 0;
-		goto out;
-	}
-	for (i = 0; i < (nitems == 0 ? 1 : nitems); i++) {
-		*rules = xreallocarray(*rules, *nrules + 1, sizeof **rules);
-		r = &(*rules)[*nrules];
-		if (any) {
-			pr.port_min = pr.port_max = 0;
-			if (nitems != 0)
-				net_rule_ports(items[i], &pr, &rt);
-			net_rule_any(nitems != 0 ? items[i] : NULL, &pr, r);
-		} else {
-			if (nitems == 0)
-				rt = xstrdup(h);
-			else
-				xasprintf(&rt, v6 ? "[%s]:%s" : "%s:%s", h,
-				    items[i]);
-			ok = net_rule_parse(rt, r, why);
-			free(rt);
-			if (ok != 0)
-				goto out;	/* checked above: cannot be */
-		}
-		r->deny = deny;
-		r->from_rule = k;
-		(*nrules)++;
-	}
-	rc = 0;
+	} else
+		rc = net_rule_compile_out(&sk, k, rules, nrules, why);
 out:
 	if (rc == -1) {
 		while (*nrules > r0)
@@ -508,8 +576,7 @@ out:
 			(*ports)[*nports].address = NULL;
 		}
 	}
-	net_rule_free(&host);
-	free(address);
+	net_rule_free(&sk.host);
 	free(s);
 	return (rc);
 }
@@ -563,7 +630,7 @@ net_host_valid(const char *host)
 
 /* "*.debian.org" matches every name under debian.org, not debian.org. */
 static int
-net_rule_host(const char *pattern, const char *host)
+net_rule_match_host(const char *pattern, const char *host)
 {
 	size_t	plen, hlen;
 
@@ -605,7 +672,7 @@ net_rule_addr_bytes(const struct sockaddr *sa, unsigned char *bytes)
 }
 
 static int
-net_rule_addr(const struct net_rule *r, const struct sockaddr *sa)
+net_rule_match_addr(const struct net_rule *r, const struct sockaddr *sa)
 {
 	unsigned char	bytes[16];
 	int		family, full, rest;
@@ -628,7 +695,7 @@ net_rule_addr(const struct net_rule *r, const struct sockaddr *sa)
  * name rule.
  */
 static void
-net_rule_target(const char **host, const struct sockaddr **addr,
+net_rule_match_target(const char **host, const struct sockaddr **addr,
     struct sockaddr_storage *ss)
 {
 	struct sockaddr_in	*sin = (struct sockaddr_in *)(void *)ss;
@@ -652,19 +719,19 @@ net_rule_target(const char **host, const struct sockaddr **addr,
 
 /* Does r name host or addr, whatever the port? */
 static int
-net_rule_names(const struct net_rule *r, const char *host,
+net_rule_match_names(const struct net_rule *r, const char *host,
     const struct sockaddr *addr)
 {
 	if (r->host != NULL && strcmp(r->host, "*") == 0)
 		return (r->deny && (host != NULL || addr != NULL));
 	if (r->host != NULL)
-		return (host != NULL && net_rule_host(r->host, host));
-	return (addr != NULL && net_rule_addr(r, addr));
+		return (host != NULL && net_rule_match_host(r->host, host));
+	return (addr != NULL && net_rule_match_addr(r, addr));
 }
 
 /* Is port within r's ports? Port 0 is within "any port" only. */
 static int
-net_rule_port(const struct net_rule *r, int port)
+net_rule_match_port(const struct net_rule *r, int port)
 {
 	return (r->port_min == 0 ||
 	    (port >= r->port_min && port <= r->port_max));
@@ -672,17 +739,17 @@ net_rule_port(const struct net_rule *r, int port)
 
 /*
  * The first deny rule that refuses host or addr on port; on port 0, one
- * that refuses every port (net_rule_port() takes 0 for no port at all).
+ * that refuses every port (net_rule_match_port() takes 0 for no port at all).
  */
 static const struct net_rule *
-net_rule_deny(const struct net_rule *rules, size_t n,
+net_rule_match_deny(const struct net_rule *rules, size_t n,
     const char *host, const struct sockaddr *addr, int port)
 {
 	size_t	i;
 
 	for (i = 0; i < n; i++) {
-		if (rules[i].deny && net_rule_port(&rules[i], port) &&
-		    net_rule_names(&rules[i], host, addr))
+		if (rules[i].deny && net_rule_match_port(&rules[i], port) &&
+		    net_rule_match_names(&rules[i], host, addr))
 			return (&rules[i]);
 	}
 	return (NULL);
@@ -693,7 +760,7 @@ net_rule_deny(const struct net_rule *rules, size_t n,
  * deny rule covering the lowest candidate moves it past its own ports.
  */
 static int
-net_rule_port_left(const struct net_rule *rules, size_t n,
+net_rule_match_port_left(const struct net_rule *rules, size_t n,
     const struct net_rule *r, const char *host,
     const struct sockaddr *addr)
 {
@@ -708,8 +775,8 @@ net_rule_port_left(const struct net_rule *rules, size_t n,
 		moved = 0;
 		for (i = 0; i < n && p <= hi; i++) {
 			d = &rules[i];
-			if (!d->deny || !net_rule_port(d, (int)p) ||
-			    !net_rule_names(d, host, addr))
+			if (!d->deny || !net_rule_match_port(d, (int)p) ||
+			    !net_rule_match_names(d, host, addr))
 				continue;
 			p = d->port_min == 0 ? 65536 : (long)d->port_max + 1;
 			moved = 1;
@@ -732,15 +799,16 @@ net_rule_match(const struct net_rule *rules, size_t n,
 	struct sockaddr_storage		 ss;
 	size_t				 i;
 
-	net_rule_target(&host, &addr, &ss);
-	if (port != 0 && net_rule_deny(rules, n, host, addr, port) != NULL)
+	net_rule_match_target(&host, &addr, &ss);
+	if (port != 0 &&
+	    net_rule_match_deny(rules, n, host, addr, port) != NULL)
 		return (NULL);
 	for (i = 0; i < n; i++) {
 		r = &rules[i];
-		if (r->deny || !net_rule_names(r, host, addr))
+		if (r->deny || !net_rule_match_names(r, host, addr))
 			continue;
-		if (port != 0 ? net_rule_port(r, port) :
-		    net_rule_port_left(rules, n, r, host, addr))
+		if (port != 0 ? net_rule_match_port(r, port) :
+		    net_rule_match_port_left(rules, n, r, host, addr))
 			return (r);
 	}
 	return (NULL);
@@ -756,8 +824,8 @@ net_rule_denied(const struct net_rule *rules, size_t n,
 {
 	struct sockaddr_storage	ss;
 
-	net_rule_target(&host, &addr, &ss);
-	return (net_rule_deny(rules, n, host, addr, port));
+	net_rule_match_target(&host, &addr, &ss);
+	return (net_rule_match_deny(rules, n, host, addr, port));
 }
 
 /*
@@ -861,7 +929,7 @@ net_rule_addr_allowed(const struct net_rule *rules, size_t n,
     const struct net_rule *name_rule, const struct sockaddr *addr,
     int port)
 {
-	if (net_rule_deny(rules, n, NULL, addr, port) != NULL)
+	if (net_rule_match_deny(rules, n, NULL, addr, port) != NULL)
 		return (0);
 	if (net_rule_match(rules, n, NULL, addr, port) != NULL)
 		return (1);

@@ -263,41 +263,38 @@ seed_iso_dir_bytes(const struct seed_iso_entry *e, size_t n, size_t dot_su,
 	return (off);
 }
 
-/*
- * Write the image to a temporary file beside path, then rename it into
- * place, so a reader never sees half an image.
- */
-int
-seed_iso_write(const char *path, const struct seed_file *files, size_t n,
-    char **cause)
-{
-	struct seed_iso_entry		*e = NULL;
-	unsigned char			 su_dot[128], su_dotdot[64];
-	unsigned char			*head = NULL, *dir;
-	iso9660_pvd_t			*pvd;
-	size_t				 i, su_dot_len, su_dotdot_len;
-	size_t				 dir_sectors, head_len;
-	size_t				 er_len;
-	uint32_t			 ce_extent, next, pt_size;
-	uint64_t			 total;
-	time_t				 now;
-	char				*tmp = NULL;
-	int				 fd, saved, rc;
+/* Where the root directory's sectors end and each file's begin. */
+struct seed_iso_layout {
+	size_t		 dir_sectors;
+	uint32_t	 ce_extent;	/* the continuation area's sector */
+	uint64_t	 total;		/* sectors in the image */
+	unsigned char	 su_dotdot[64];
+	size_t		 su_dotdot_len;
+};
 
-	*cause = NULL;
-	e = xcalloc(n, sizeof *e);
+/*
+ * Each file's entry, its ISO name and system use area, sorted by ISO name;
+ * -1 with errno and *cause set for a bad name, a file too large or two
+ * names that clash.
+ */
+static int
+seed_iso_entries(const char *path, const struct seed_file *files, size_t n,
+    struct seed_iso_entry *e, char **cause)
+{
+	size_t	i;
+
 	for (i = 0; i < n; i++) {
 		if (files[i].name == NULL || !seed_iso_name_ok(files[i].name)) {
 			xasprintf(cause, "%s: bad seed file name \"%s\"", path,
 			    files[i].name == NULL ? "(null)" : files[i].name);
 			errno = EINVAL;
-			goto fail;
+			return (-1);
 		}
 		if (files[i].len > UINT32_MAX) {
 			xasprintf(cause, "%s: seed file %s is too large", path,
 			    files[i].name);
 			errno = EFBIG;
-			goto fail;
+			return (-1);
 		}
 		e[i].file = &files[i];
 		seed_iso_name_isofy(files[i].name, e[i].iso_name);
@@ -312,44 +309,76 @@ seed_iso_write(const char *path, const struct seed_file *files, size_t n,
 			    " clash", path, e[i - 1].file->name,
 			    e[i].file->name);
 			errno = EINVAL;
-			goto fail;
+			return (-1);
 		}
 	}
+	return (0);
+}
+
+/*
+ * The root directory's size, then each file's extent after it and the
+ * continuation area; -1 (EFBIG) if the image would pass 2^32 sectors.
+ */
+static int
+seed_iso_layout(const char *path, struct seed_iso_entry *e, size_t n,
+    struct seed_iso_layout *lay, char **cause)
+{
+	unsigned char	su_dot[128];
+	size_t		su_dot_len, i;
+	uint32_t	next;
 
 	/*
 	 * libiso9660 refuses a record that ends exactly at the directory's
 	 * end, so count one byte more than the records need.
 	 */
 	su_dot_len = seed_iso_su_root(su_dot, 0, 0);
-	su_dotdot_len = seed_iso_su_px(su_dotdot, S_IFDIR|0555, 2);
-	dir_sectors = (seed_iso_dir_bytes(e, n, su_dot_len, su_dotdot_len) +
-	    ISO_BLOCKSIZE) / ISO_BLOCKSIZE;
-	ce_extent = SEED_ISO_ROOT + dir_sectors;
-	next = ce_extent + 1;
-	total = next;
+	lay->su_dotdot_len = seed_iso_su_px(lay->su_dotdot, S_IFDIR|0555, 2);
+	lay->dir_sectors = (seed_iso_dir_bytes(e, n, su_dot_len,
+	    lay->su_dotdot_len) + ISO_BLOCKSIZE) / ISO_BLOCKSIZE;
+	lay->ce_extent = SEED_ISO_ROOT + lay->dir_sectors;
+	next = lay->ce_extent + 1;
+	lay->total = next;
 	for (i = 0; i < n; i++) {
 		e[i].extent = next;
 		e[i].sectors = (e[i].file->len + ISO_BLOCKSIZE - 1) /
 		    ISO_BLOCKSIZE;
-		total += e[i].sectors;
-		if (total > UINT32_MAX) {
+		lay->total += e[i].sectors;
+		if (lay->total > UINT32_MAX) {
 			xasprintf(cause, "%s: seed files too large", path);
 			errno = EFBIG;
-			goto fail;
+			return (-1);
 		}
 		next += e[i].sectors;
 	}
+	return (0);
+}
 
-	head_len = (size_t)(ce_extent + 1) * ISO_BLOCKSIZE;
-	head = xcalloc(1, head_len);
+/*
+ * Everything before the files' data: descriptors, path tables, the root
+ * directory and the continuation area; *head_len bytes, to free.
+ */
+static unsigned char *
+seed_iso_head(const struct seed_iso_entry *e, size_t n,
+    const struct seed_iso_layout *lay, size_t *head_len)
+{
+	unsigned char	 su_dot[128];
+	unsigned char	*head, *dir;
+	iso9660_pvd_t	*pvd;
+	size_t		 i, su_dot_len, er_len;
+	size_t		 dir_len = lay->dir_sectors * ISO_BLOCKSIZE;
+	uint32_t	 pt_size;
+	time_t		 now;
+
+	*head_len = (size_t)(lay->ce_extent + 1) * ISO_BLOCKSIZE;
+	head = xcalloc(1, *head_len);
 	now = time(NULL);
 
-	er_len = seed_iso_su_er(head + (size_t)ce_extent * ISO_BLOCKSIZE);
-	su_dot_len = seed_iso_su_root(su_dot, ce_extent, er_len);
+	er_len = seed_iso_su_er(head + (size_t)lay->ce_extent * ISO_BLOCKSIZE);
+	su_dot_len = seed_iso_su_root(su_dot, lay->ce_extent, er_len);
 	dir = head + SEED_ISO_ROOT * ISO_BLOCKSIZE;
-	iso9660_dir_init_new_su(dir, SEED_ISO_ROOT, dir_sectors * ISO_BLOCKSIZE,
-	    su_dot, su_dot_len, SEED_ISO_ROOT, dir_sectors * ISO_BLOCKSIZE,
-	    su_dotdot, su_dotdot_len, &now);
+	iso9660_dir_init_new_su(dir, SEED_ISO_ROOT, dir_len, su_dot,
+	    su_dot_len, SEED_ISO_ROOT, dir_len, lay->su_dotdot,
+	    lay->su_dotdot_len, &now);
 	for (i = 0; i < n; i++) {
 		iso9660_dir_add_entry_su(dir, e[i].iso_name, e[i].extent,
 		    e[i].file->len, ISO_FILE, e[i].su, e[i].su_len, &now);
@@ -371,8 +400,8 @@ seed_iso_write(const char *path, const struct seed_file *files, size_t n,
 	 * one, the label NoCloud documents, in afterwards.
 	 */
 	pvd = (iso9660_pvd_t *)(head + SEED_ISO_PVD * ISO_BLOCKSIZE);
-	iso9660_set_pvd(pvd, "CIDATA", "QSUP", "QSUP", "QSUP", total, dir,
-	    SEED_ISO_PATH_L, SEED_ISO_PATH_M, pt_size, &now);
+	iso9660_set_pvd(pvd, "CIDATA", "QSUP", "QSUP", "QSUP", lay->total,
+	    dir, SEED_ISO_PATH_L, SEED_ISO_PATH_M, pt_size, &now);
 	memset(pvd->volume_id, ' ', sizeof pvd->volume_id);
 	memcpy(pvd->volume_id, "cidata", 6);
 	/*
@@ -383,15 +412,27 @@ seed_iso_write(const char *path, const struct seed_file *files, size_t n,
 	memset((char *)pvd + ISO_XA_MARKER_OFFSET, 0,
 	    strlen(ISO_XA_MARKER_STRING));
 	iso9660_set_evd(head + SEED_ISO_EVD * ISO_BLOCKSIZE);
+	return (head);
+}
+
+/*
+ * The image into a temporary file beside path, then renamed into place,
+ * so that a reader never sees half an image; -1 with errno and *cause.
+ */
+static int
+seed_iso_commit(const char *path, const unsigned char *head,
+    size_t head_len, const struct seed_iso_entry *e, size_t n, char **cause)
+{
+	char	*tmp;
+	int	 fd, saved, rc;
 
 	xasprintf(&tmp, "%s.XXXXXX", path);
 	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
 		saved = errno;
 		xasprintf(cause, "can't create %s: %s", path, strerror(saved));
 		free(tmp);
-		tmp = NULL;
 		errno = saved;
-		goto fail;
+		return (-1);
 	}
 	/* The image is per VM and rebuilt on every start: no fsync. */
 	rc = seed_iso_write_data(fd, head, head_len, e, n);
@@ -402,22 +443,38 @@ seed_iso_write(const char *path, const struct seed_file *files, size_t n,
 	if (rc == -1) {
 		saved = errno;
 		xasprintf(cause, "can't write %s: %s", path, strerror(saved));
-		errno = saved;
-		goto fail;
-	}
-
-	free(tmp);
-	free(head);
-	free(e);
-	return (0);
-
-fail:
-	saved = errno;
-	if (tmp != NULL)
 		unlink(tmp);
+		errno = saved;
+	}
 	free(tmp);
+	return (rc);
+}
+
+/*
+ * Write the image of files to path (seed_iso_commit says how); -1 with
+ * errno and *cause (to free) set if it cannot be.
+ */
+int
+seed_iso_write(const char *path, const struct seed_file *files, size_t n,
+    char **cause)
+{
+	struct seed_iso_entry	*e;
+	struct seed_iso_layout	 lay;
+	unsigned char		*head = NULL;
+	size_t			 head_len;
+	int			 saved, rc = -1;
+
+	*cause = NULL;
+	e = xcalloc(n, sizeof *e);
+	memset(&lay, 0, sizeof lay);
+	if (seed_iso_entries(path, files, n, e, cause) == 0 &&
+	    seed_iso_layout(path, e, n, &lay, cause) == 0) {
+		head = seed_iso_head(e, n, &lay, &head_len);
+		rc = seed_iso_commit(path, head, head_len, e, n, cause);
+	}
+	saved = errno;
 	free(head);
 	free(e);
 	errno = saved;
-	return (-1);
+	return (rc);
 }

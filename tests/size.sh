@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# The size limits, checked over every C file of core/, lua/, staging/ and
+# guest/: a file is at most SIZE_FILE_MAX lines, a function at most
+# SIZE_FUNC_MAX (from its column-0 '{' to its column-0 '}', as house
+# style writes every function). Each offender is named,
+#
+#   FILE:LINE: function NAME is N lines (at most 120)
+#   FILE: file is N lines (at most 1200)
+#
+# so that a file or function that grew past them is split before it is
+# merged, rather than after it has doubled.
+#
+#   tests/size.sh [ROOT]        check ROOT (default: this tree)
+#   tests/size.sh --self-test   check that the check catches a planted
+#                               long function and long file, and lets
+#                               the same just under the limits through
+set -u
+here=$(dirname "$(readlink -f "$0")")
+
+SIZE_FILE_MAX=1200
+SIZE_FUNC_MAX=120
+dirs=(core lua staging guest)
+
+# One file: each function over the limit, then the file if it is. A
+# function's name is the identifier before the first '(' of the nearest
+# line before its '{' that starts at column 0 with one ("name(", or
+# "int main(" on one line).
+check_file() {
+	local root=$1 f=$2
+	awk -v file="${f#"$root"/}" -v fmax="$SIZE_FILE_MAX" \
+	    -v gmax="$SIZE_FUNC_MAX" '
+	/^[A-Za-z_]/ && /\(/ {
+		name = $0
+		sub(/[ \t]*\(.*/, "", name)
+		n = split(name, w, /[ \t*]+/)
+		name = w[n]
+		nameline = FNR
+	}
+	/^\{/ {
+		open = FNR
+		if (nameline == 0) {
+			fname = "?"
+			fline = FNR
+		} else {
+			fname = name
+			fline = nameline
+		}
+	}
+	/^\}/ && open {
+		if (FNR - open > gmax)
+			printf("%s:%d: function %s is %d lines (at most %d)\n",
+			    file, fline, fname, FNR - open, gmax)
+		open = 0
+		nameline = 0
+	}
+	END {
+		if (FNR > fmax)
+			printf("%s: file is %d lines (at most %d)\n", file,
+			    FNR, fmax)
+	}' "$f"
+}
+
+check() {
+	local root=$1 files=0 bad=0 f out dir
+	while IFS= read -r -d '' f; do
+		files=$((files + 1))
+		out=$(check_file "$root" "$f")
+		[ -n "$out" ] || continue
+		echo "$out"
+		bad=$((bad + $(wc -l <<<"$out")))
+	done < <(for dir in "${dirs[@]}"; do
+		[ -d "$root/$dir" ] || continue
+		find "$root/$dir" -name '*.[ch]' -type f -print0
+	done | sort -z)
+	echo "size: $files files checked, $bad over the limits"
+	[ "$bad" -eq 0 ]
+}
+
+# A function called NAME of N lines from '{' to '}', two-line signature.
+plant_function() {
+	local name=$1 n=$2 i
+	printf '\nstatic int\n%s(int a,\n    int b)\n{\n' "$name"
+	for ((i = 0; i < n - 2; i++)); do
+		printf '\ta += b;\n'
+	done
+	printf '\treturn (a);\n}\n'
+}
+
+self_test() {
+	local tmp out base pass=0 fail=0 dir i
+	tmp=$(mktemp -d /tmp/qsup-size.XXXXXX)
+	trap 'rm -rf "$tmp"' RETURN
+	for dir in "${dirs[@]}"; do
+		[ -d "$here/../$dir" ] || continue
+		mkdir -p "$tmp/$dir"
+		(cd "$here/.." && find "$dir" -name '*.[ch]' -type f \
+		    -exec cp --parents {} "$tmp/" \;)
+	done
+
+	# The copy says what the tree says (which may be offenders still).
+	base=$(check "$tmp")
+	if [ "$base" = "$(check "$here/..")" ]; then
+		pass=$((pass + 1))
+	else
+		echo "FAIL: the copy and the tree differ"
+		fail=$((fail + 1))
+	fi
+
+	# A function one line over, in a file of the tree: named, and its
+	# line is the line of its name.
+	cp "$tmp/core/net/net.c" "$tmp/net.c.orig"
+	plant_function size_plant_long 121 >>"$tmp/core/net/net.c"
+	i=$(grep -n '^size_plant_long(' "$tmp/core/net/net.c" | cut -d: -f1)
+	if out=$(check "$tmp"); then
+		echo "FAIL: a function of 121 lines was let through"
+		fail=$((fail + 1))
+	elif ! grep -qx "core/net/net.c:$i: function size_plant_long is 121 lines (at most 120)" <<<"$out"; then
+		echo "FAIL: no core/net/net.c:$i: function size_plant_long in: $out"
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+	mv "$tmp/net.c.orig" "$tmp/core/net/net.c"
+
+	# One exactly at the limit: not named.
+	plant_function size_plant_ok 120 >>"$tmp/core/net/net.c"
+	if check "$tmp" | grep -q size_plant_ok; then
+		echo "FAIL: a function of 120 lines was named"
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+
+	# A file one line over, of short functions, in a new file of guest/.
+	{
+		printf '/* planted */\n'
+		for ((i = 0; i < 100; i++)); do
+			plant_function "size_plant_$i" 5
+		done
+	} >"$tmp/guest/size_plant.c"
+	while [ "$(wc -l <"$tmp/guest/size_plant.c")" -lt 1201 ]; do
+		echo >>"$tmp/guest/size_plant.c"
+	done
+	if out=$(check "$tmp"); then
+		echo "FAIL: a file of 1201 lines was let through"
+		fail=$((fail + 1))
+	elif ! grep -qx "guest/size_plant.c: file is 1201 lines (at most 1200)" <<<"$out"; then
+		echo "FAIL: no guest/size_plant.c: file is 1201 lines in: $out"
+		fail=$((fail + 1))
+	elif grep -q 'function size_plant_' <<<"$out"; then
+		echo "FAIL: a short function was named: $out"
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+
+	# A tree within the limits passes: a file of 1200 lines whose
+	# longest function is 120.
+	mkdir -p "$tmp/small/lua"
+	{
+		printf '/* planted */\n'
+		plant_function size_plant_ok 120
+		for ((i = 0; i < 100; i++)); do
+			plant_function "size_plant_$i" 5
+		done
+	} >"$tmp/small/lua/size_plant.c"
+	while [ "$(wc -l <"$tmp/small/lua/size_plant.c")" -lt 1200 ]; do
+		echo >>"$tmp/small/lua/size_plant.c"
+	done
+	if ! out=$(check "$tmp/small"); then
+		echo "FAIL: a tree within the limits fails: $out"
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+	echo "$pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+}
+
+case "${1:-}" in
+--self-test) self_test ;;
+*) check "${1:-$here/..}" ;;
+esac
