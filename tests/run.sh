@@ -21,6 +21,8 @@ run_suite() {
 
 run_suite "layers: include direction" tests/layers.sh
 run_suite "layers: the check catches planted includes" tests/layers.sh --self-test
+run_suite "size: files and functions within bounds" tests/size.sh
+run_suite "size: the check catches planted oversizes" tests/size.sh --self-test
 for t in build/tests/*_test; do
 	[ -x "$t" ] || continue
 	run_suite "unit: $(basename "$t")" "$t" --jobs 1
