@@ -303,44 +303,64 @@ sb_kill(struct sandbox *sb, enum sbe ev, const char *why)
 	qemu_kill(sb->qemu, SIGKILL);
 }
 
-#define nop	sb_nop
-#define fail	sb_fail
-#define stop	sb_stop
-#define death	sb_death
-#define unrest	sb_unrestore
-#define again	sb_relaunch
-#define gone	sb_gone
+/*
+ * What each event does in each state: the whole behaviour of a sandbox.
+ * NOP nothing, DROP dead at once (nothing ran), READY ready, SAVE save the
+ * template, CONF configure the saved guest, FAIL tell the owner and stop,
+ * LATE fail for the deadline, DEATH fail saying why QEMU exited, UNREST
+ * give the restore up, AGAIN launch again, booting, STOP stop, GONE dead
+ * once QEMU and the console are, KILL SIGKILL.
+ */
+#define NOP	sb_nop
+#define DROP	sb_drop
+#define READY	sb_ready
+#define SAVE	sb_save
+#define CONF	sb_configure
+#define FAIL	sb_fail
+#define LATE	sb_late
+#define DEATH	sb_death
+#define UNREST	sb_unrestore
+#define AGAIN	sb_relaunch
+#define GONE	sb_gone
+#define KILL	sb_kill
+#define STOP	sb_stop
 const sandbox_action sandbox_actions[SBS_COUNT][SBE_COUNT] = {
-/*		   up     refused setupf  broken saved  deadln lost  halted
-		   exited eof     stop    kill */
-[SBS_NEW] =	 { nop,   nop,    nop,    nop,   nop,   nop,   nop,  nop,
-		   nop,   nop,    sb_drop, nop },
-[SBS_BOOTING] =	 { sb_ready, fail, fail,  fail,  nop,   sb_late, nop, nop,
-		   death, nop,    stop,   nop },
-[SBS_BUILDING] = { sb_save, fail, fail,   fail,  nop,   sb_late, nop, nop,
-		   death, nop,    stop,   nop },
-[SBS_SAVING] =	 { nop,   nop,    nop,    nop,   sb_configure, nop, nop, nop,
-		   nop,   nop,    stop,   nop },
-[SBS_CONFIGURING] = { sb_ready, fail, fail, fail, nop,  sb_late, nop, nop,
-		   death, nop,    stop,   nop },
-[SBS_RESTORING] = { sb_ready, unrest, fail, fail, nop,  unrest, nop,  nop,
-		   unrest, nop,   stop,   nop },
-[SBS_RELAUNCHING] = { nop, nop,   nop,    nop,   nop,   nop,   nop,  nop,
-		   again, nop,    stop,   nop },
-[SBS_READY] =	 { nop,   nop,    nop,    fail,  nop,   nop,   fail, fail,
-		   death, nop,    stop,   nop },
-[SBS_STOPPING] = { nop,   nop,    nop,    nop,   nop,   nop,   nop,  nop,
-		   gone,  gone,   nop,    sb_kill },
-[SBS_DEAD] =	 { nop,   nop,    nop,    nop,   nop,   nop,   nop,  nop,
-		   nop,   nop,    nop,    nop },
+/*                    up      refused setupf  broken  saved   deadline
+ *                    lost    halted  exited  eof     stop    kill */
+[SBS_NEW] =         { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
+                      NOP,    NOP,    NOP,    NOP,    DROP,   NOP },
+[SBS_BOOTING] =     { READY,  FAIL,   FAIL,   FAIL,   NOP,    LATE,
+                      NOP,    NOP,    DEATH,  NOP,    STOP,   NOP },
+[SBS_BUILDING] =    { SAVE,   FAIL,   FAIL,   FAIL,   NOP,    LATE,
+                      NOP,    NOP,    DEATH,  NOP,    STOP,   NOP },
+[SBS_SAVING] =      { NOP,    NOP,    NOP,    NOP,    CONF,   NOP,
+                      NOP,    NOP,    NOP,    NOP,    STOP,   NOP },
+[SBS_CONFIGURING] = { READY,  FAIL,   FAIL,   FAIL,   NOP,    LATE,
+                      NOP,    NOP,    DEATH,  NOP,    STOP,   NOP },
+[SBS_RESTORING] =   { READY,  UNREST, FAIL,   FAIL,   NOP,    UNREST,
+                      NOP,    NOP,    UNREST, NOP,    STOP,   NOP },
+[SBS_RELAUNCHING] = { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
+                      NOP,    NOP,    AGAIN,  NOP,    STOP,   NOP },
+[SBS_READY] =       { NOP,    NOP,    NOP,    FAIL,   NOP,    NOP,
+                      FAIL,   FAIL,   DEATH,  NOP,    STOP,   NOP },
+[SBS_STOPPING] =    { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
+                      NOP,    NOP,    GONE,   GONE,   NOP,    KILL },
+[SBS_DEAD] =        { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
+                      NOP,    NOP,    NOP,    NOP,    NOP,    NOP },
 };
-#undef nop
-#undef fail
-#undef stop
-#undef death
-#undef unrest
-#undef again
-#undef gone
+#undef NOP
+#undef DROP
+#undef READY
+#undef SAVE
+#undef CONF
+#undef FAIL
+#undef LATE
+#undef DEATH
+#undef UNREST
+#undef AGAIN
+#undef GONE
+#undef KILL
+#undef STOP
 
 /* The transition function: what ev does in the sandbox's state. */
 void

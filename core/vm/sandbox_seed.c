@@ -3,12 +3,11 @@
  * seed ISO of a cold boot, or posted to /setup after a template build or
  * restore. Its values are percent-encoded (guest/protocol.h).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include <limits.h>
 
 #include <ev.h>
 
