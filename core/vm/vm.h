@@ -230,11 +230,16 @@ int		 agent_parse_exit(const char *, size_t, struct agent_exit *,
 		     char **);
 void		 agent_escape(struct buf *, const char *, size_t, size_t);
 
-/* sandbox.c */
+/*
+ * sandbox*.c: one sandbox, a state table (sandbox_int.h has its states
+ * and events). Its owner sees these states, which only move forward.
+ */
 enum sandbox_state {
 	SB_NEW,
-	SB_BOOTING,	/* QEMU started, waiting for the agent */
-	SB_SAVING,	/* writing a template of the booted guest */
+	SB_BOOTING,	/* QEMU started, waiting for the agent (booting,
+			   building a template, restoring, relaunching) */
+	SB_SAVING,	/* writing a template of the booted guest, then
+			   configuring it */
 	SB_READY,	/* the agent answered with this sandbox's token */
 	SB_STOPPING,	/* QEMU asked to stop, waiting for it to be reaped */
 	SB_DEAD		/* reaped and its console closed */
