@@ -346,6 +346,13 @@ qemu_reaped(const struct qemu *q)
 	return (q->pid <= 0 || q->reaped);
 }
 
+/* Its process id, or -1 if it never ran. */
+pid_t
+qemu_pid(const struct qemu *q)
+{
+	return (q->pid);
+}
+
 /* How it ended (a waitpid status), once reaped. */
 int
 qemu_wstatus(const struct qemu *q)

@@ -89,6 +89,7 @@ int		 qemu_spawn(struct qemu *, char *const *,
 		     const struct qemu_confine *, char **);
 int		 qemu_running(const struct qemu *);
 int		 qemu_reaped(const struct qemu *);
+pid_t		 qemu_pid(const struct qemu *);
 int		 qemu_wstatus(const struct qemu *);
 struct buf	*qemu_log(struct qemu *);
 void		 qemu_kill(struct qemu *, int);
