@@ -88,7 +88,10 @@ sandbox_public_name(enum sandbox_state s)
 	return (names[s]);
 }
 
-/* The only writer of sb->state, from the actions below. */
+/*
+ * The only writer of sb->state, from the actions below (but for
+ * sandbox_free, which stops it without a word).
+ */
 static void
 sandbox_set_state(struct sandbox *sb, enum sbs s)
 {
@@ -124,7 +127,7 @@ sandbox_launched(struct sandbox *sb)
 
 /* Nothing to do: the event means nothing in this state. */
 static void
-sb_nop(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_nop(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	(void)sb;
 	(void)ev;
@@ -133,7 +136,7 @@ sb_nop(struct sandbox *sb, enum sbe ev, const char *why)
 
 /* QEMU and its console are gone: dead. */
 static void
-sb_gone(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_gone(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	(void)ev;
 	(void)why;
@@ -149,7 +152,7 @@ sb_gone(struct sandbox *sb, enum sbe ev, const char *why)
 
 /* Stop: polite request, timer, SIGKILL. */
 static void
-sb_stop(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_stopping(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	log_debug("stopping the sandbox: %s", why);
 	sandbox_set_state(sb, SBS_STOPPING);
@@ -160,12 +163,12 @@ sb_stop(struct sandbox *sb, enum sbe ev, const char *why)
 		ev_timer_set(&sb->kill_timer, SANDBOX_KILL_GRACE, 0);
 		ev_timer_start(sb->loop, &sb->kill_timer);
 	}
-	sb_gone(sb, ev, why);
+	sandbox_gone(sb, ev, why);
 }
 
 /* Stopped before it started: nothing ran. */
 static void
-sb_drop(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_drop(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	(void)ev;
 	log_debug("stopping the sandbox: %s", why);
@@ -174,7 +177,7 @@ sb_drop(struct sandbox *sb, enum sbe ev, const char *why)
 
 /* A failure: tell the owner, then stop. */
 static void
-sb_fail(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_fail(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	(void)ev;
 	if (sb->cbs.failed != NULL)
@@ -184,19 +187,19 @@ sb_fail(struct sandbox *sb, enum sbe ev, const char *why)
 
 /* QEMU exited on its own: say why. */
 static void
-sb_death(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_died(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	char	*msg;
 
 	(void)why;
 	msg = sandbox_death(sb);
-	sb_fail(sb, ev, msg);
+	sandbox_fail(sb, ev, msg);
 	free(msg);
 }
 
 /* The start's deadline passed. */
 static void
-sb_late(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_late(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	char	*msg;
 
@@ -204,7 +207,7 @@ sb_late(struct sandbox *sb, enum sbe ev, const char *why)
 	xasprintf(&msg, "the guest did not become ready within %g s "
 	    "(accelerator %s)", sandbox_start_timeout(sb),
 	    accel_name(sb->accel.accel));
-	sb_fail(sb, ev, msg);
+	sandbox_fail(sb, ev, msg);
 	free(msg);
 }
 
@@ -213,7 +216,7 @@ sb_late(struct sandbox *sb, enum sbe ev, const char *why)
  * need be; its reaping (SBE_EXITED) launches again.
  */
 static void
-sb_unrestore(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_unrestore(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	static const char *const what[SBE_COUNT] = {
 		[SBE_REFUSED] = "the restored agent refused setup",
@@ -239,7 +242,7 @@ sb_unrestore(struct sandbox *sb, enum sbe ev, const char *why)
 
 /* The failed restore's QEMU is reaped: launch again, booting. */
 static void
-sb_relaunch(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_relaunch(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	char	*cause = NULL;
 
@@ -248,7 +251,7 @@ sb_relaunch(struct sandbox *sb, enum sbe ev, const char *why)
 	sandbox_rechoose_mode(sb);
 	if (sandbox_launch(sb, &cause) == -1) {
 		sandbox_launch_free(sb);
-		sb_fail(sb, ev, cause);
+		sandbox_fail(sb, ev, cause);
 		free(cause);
 		return;
 	}
@@ -257,7 +260,7 @@ sb_relaunch(struct sandbox *sb, enum sbe ev, const char *why)
 
 /* The agent answered with this sandbox's token, configured. */
 static void
-sb_ready(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_ready(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	(void)ev;
 	sb->t_ready = util_now();
@@ -271,7 +274,7 @@ sb_ready(struct sandbox *sb, enum sbe ev, const char *why)
 
 /* The build booted to template state: save it (the loop waits). */
 static void
-sb_save(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_saving(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	(void)ev;
 	(void)why;
@@ -282,7 +285,7 @@ sb_save(struct sandbox *sb, enum sbe ev, const char *why)
 
 /* Saved or not: the guest gets its own configuration. */
 static void
-sb_configure(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_configure(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	(void)ev;
 	(void)why;
@@ -292,7 +295,7 @@ sb_configure(struct sandbox *sb, enum sbe ev, const char *why)
 
 /* QEMU did not stop within the grace. */
 static void
-sb_kill(struct sandbox *sb, enum sbe ev, const char *why)
+sandbox_kill(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	(void)ev;
 	(void)why;
@@ -311,19 +314,19 @@ sb_kill(struct sandbox *sb, enum sbe ev, const char *why)
  * give the restore up, AGAIN launch again, booting, STOP stop, GONE dead
  * once QEMU and the console are, KILL SIGKILL.
  */
-#define NOP	sb_nop
-#define DROP	sb_drop
-#define READY	sb_ready
-#define SAVE	sb_save
-#define CONF	sb_configure
-#define FAIL	sb_fail
-#define LATE	sb_late
-#define DEATH	sb_death
-#define UNREST	sb_unrestore
-#define AGAIN	sb_relaunch
-#define GONE	sb_gone
-#define KILL	sb_kill
-#define STOP	sb_stop
+#define NOP	sandbox_nop
+#define DROP	sandbox_drop
+#define READY	sandbox_ready
+#define SAVE	sandbox_saving
+#define CONF	sandbox_configure
+#define FAIL	sandbox_fail
+#define LATE	sandbox_late
+#define DEATH	sandbox_died
+#define UNREST	sandbox_unrestore
+#define AGAIN	sandbox_relaunch
+#define GONE	sandbox_gone
+#define KILL	sandbox_kill
+#define STOP	sandbox_stopping
 const sandbox_action sandbox_actions[SBS_COUNT][SBE_COUNT] = {
 /*                    up      refused setupf  broken  saved   deadline
  *                    lost    halted  exited  eof     stop    kill */
