@@ -4,18 +4,21 @@
  * paravirtualised KVM: the guest hangs, -cpu host aborts). The verdict of
  * a probe boot is remembered per host kernel, QEMU and guest kernel.
  *
- * The probe runs before the event loop exists, so it may wait for its own
- * child with waitpid.
+ * The probe's QEMU comes from the same builder and spawner as a run's
+ * (qemu.c), and is reaped the same way, through ev_child.
  */
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <ev.h>
 
 #include "vm.h"
 #include "wire.h"
@@ -133,44 +136,130 @@ kvm_forget(void)
 	free(path);
 }
 
+/* One probe boot, followed in its own short run of the loop. */
+struct kvm_probe {
+	struct ev_loop	*loop;
+	struct qemu	*q;
+	double		 deadline;
+	int		 marked;	/* the agent said it booted */
+	int		 timed_out;
+};
+
+static void
+kvm_probe_log_cb(struct qemu *q, void *arg)
+{
+	struct kvm_probe	*kp = arg;
+
+	struct buf		*log = qemu_log(q);
+
+	if (!kp->marked && log->data != NULL &&
+	    strstr(log->data, QSUP_PROBE_MARK) != NULL) {
+		kp->marked = 1;
+		qemu_kill(q, SIGKILL);
+	}
+}
+
+static void
+kvm_probe_exit_cb(struct qemu *q, void *arg)
+{
+	struct kvm_probe	*kp = arg;
+
+	(void)q;
+	ev_break(kp->loop, EVBREAK_ONE);
+}
+
+/* In short steps: util_stop_now (a signal) and the deadline end it. */
+static void
+kvm_probe_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct kvm_probe	*kp = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (kp->marked || qemu_reaped(kp->q))
+		return;
+	if (!util_stop_now && util_now() < kp->deadline)
+		return;
+	kp->timed_out = !util_stop_now;
+	qemu_kill(kp->q, SIGKILL);
+}
+
+/* The probe's QEMU, from the builder every QEMU of qsup's comes from. */
+static void
+kvm_probe_argv(struct qemu_argv *a, const char *qemu, const char *kernel,
+    const char *initramfs)
+{
+	qemu_argv_machine(a, qemu, ACCEL_KVM, 128, 1, NULL);
+	qemu_argv_kernel(a, kernel, initramfs,
+	    "console=ttyS0 quiet panic=-1 pci=off qsup.probe=1");
+	qemu_arg(a, "-serial");
+	qemu_arg(a, "stdio");
+}
+
+/* Why QEMU failed under KVM: the last line it wrote. */
+static void
+kvm_probe_failed(struct buf *out, char **why)
+{
+	char	*nl;
+
+	while (out->len > 0 && out->data[out->len - 1] == '\n')
+		out->data[--out->len] = '\0';
+	nl = out->data != NULL ? strrchr(out->data, '\n') : NULL;
+	xasprintf(why, "QEMU failed under KVM: %s", out->data == NULL ?
+	    "no output" : nl != NULL ? nl + 1 : out->data);
+}
+
 /*
  * Boot the guest kernel under KVM with qsup.probe=1: the agent prints a
  * mark and powers off at once. A working KVM does that in well under a
- * second; a broken one hangs or makes QEMU abort.
+ * second; a broken one hangs or makes QEMU abort. The probe runs before
+ * qsup's own loop does: it runs the default loop itself, until its QEMU
+ * has been reaped through ev_child.
  */
 static int
 kvm_probe(const char *qemu, const char *kernel, const char *initramfs,
     char **why)
 {
-	char		*argv[] = { (char *)(uintptr_t)qemu, "-M", "microvm",
-	    "-accel", "kvm", "-cpu", "host", "-m", "128", "-smp", "1",
-	    "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-	    "-sandbox", QSUP_QEMU_SANDBOX, "-serial", "stdio",
-	    "-kernel", (char *)(uintptr_t)kernel,
-	    "-initrd", (char *)(uintptr_t)initramfs, "-append",
-	    "console=ttyS0 quiet panic=-1 pci=off qsup.probe=1", NULL };
-	struct buf	 out = { 0 };
-	char		*nl;
-	int		 ok = 0, timed_out;
+	struct ev_loop		*loop = ev_default_loop(0);
+	struct kvm_probe	 kp;
+	struct qemu_argv	 a = { 0 };
+	struct qemu_confine	 c;
+	ev_timer		 tick;
+	char			*cause = NULL;
+	int			 ok = 0;
 
-	if (util_run_capture(argv, 1, KVM_PROBE_SECONDS, QSUP_PROBE_MARK,
-	    &out, &timed_out) == -1)
-		xasprintf(why, "KVM probe: cannot run %s: %s", qemu,
-		    strerror(errno));
-	else if (out.data != NULL && strstr(out.data, QSUP_PROBE_MARK) != NULL) {
+	memset(&kp, 0, sizeof kp);
+	memset(&c, 0, sizeof c);
+	c.sm = PROFILE_SM_NONE;
+	kp.loop = loop;
+	kp.q = qemu_new(loop, kvm_probe_exit_cb, kvm_probe_log_cb, &kp);
+	kvm_probe_argv(&a, qemu, kernel, initramfs);
+	qemu_argv_log(a.argv);
+	kp.deadline = util_now() + KVM_PROBE_SECONDS;
+	if (qemu_spawn(kp.q, a.argv, &c, &cause) == -1) {
+		xasprintf(why, "KVM probe: cannot run %s: %s", qemu, cause);
+		free(cause);
+		qemu_argv_free(&a);
+		qemu_free(kp.q);
+		return (0);
+	}
+	qemu_argv_free(&a);
+	ev_timer_init(&tick, kvm_probe_tick_cb, 0.05, 0.05);
+	tick.data = &kp;
+	ev_timer_start(loop, &tick);
+	while (!qemu_reaped(kp.q))
+		ev_run(loop, 0);
+	ev_timer_stop(loop, &tick);
+
+	if (kp.marked) {
 		*why = xstrdup("a probe guest booted under KVM");
 		ok = 1;
-	} else if (timed_out)
+	} else if (kp.timed_out)
 		xasprintf(why, "a probe guest did not boot under KVM within "
 		    "%.0f s (a nested or broken KVM)", KVM_PROBE_SECONDS);
-	else {
-		while (out.len > 0 && out.data[out.len - 1] == '\n')
-			out.data[--out.len] = '\0';
-		nl = out.data != NULL ? strrchr(out.data, '\n') : NULL;
-		xasprintf(why, "QEMU failed under KVM: %s", out.data == NULL ?
-		    "no output" : nl != NULL ? nl + 1 : out.data);
-	}
-	buf_free(&out);
+	else
+		kvm_probe_failed(qemu_log(kp.q), why);
+	qemu_free(kp.q);
 	return (ok);
 }
 

@@ -16,6 +16,8 @@
 #include "net.h"
 #include "profile.h"
 
+struct ev_loop;
+
 /* QEMU's seccomp filter (-sandbox), for every QEMU qsup starts. */
 #define QSUP_QEMU_SANDBOX	"on,obsolete=deny,elevateprivileges=deny," \
 				"spawn=deny,resourcecontrol=deny"
@@ -28,8 +30,6 @@ struct seed_file {
 };
 int		 seed_iso_write(const char *, const struct seed_file *, size_t,
 		     char **);
-
-struct ev_loop;
 
 /* qmp.c: blocking QMP, for when QEMU is paused and qsup waits anyway */
 struct qmp {
@@ -59,6 +59,43 @@ int		 kvm_choose(const struct profile *, const char *, const char *,
 void		 kvm_forget(void);
 int		 kvm_verdict(char **);
 const char	*accel_name(enum accel);
+
+/* qemu.c: the one QEMU command line builder, and QEMU processes */
+struct qemu_argv {
+	char		**argv;		/* NULL-terminated */
+	size_t		  n;
+};
+void		 qemu_arg(struct qemu_argv *, const char *, ...)
+		     __attribute__((format(printf, 2, 3)));
+char		*qemu_escape(const char *);
+void		 qemu_argv_machine(struct qemu_argv *, const char *,
+		     enum accel, unsigned long long, int, const char *);
+void		 qemu_argv_kernel(struct qemu_argv *, const char *,
+		     const char *, const char *);
+void		 qemu_argv_free(struct qemu_argv *);
+void		 qemu_argv_log(char *const *);
+struct share;
+struct qemu_confine {		/* what a QEMU process keeps and may do */
+	const int		*fds;	/* inherited (-1s are skipped) */
+	size_t			 nfds;
+	const struct share	*shares;	/* share_confine */
+	size_t			 nshares;
+	enum profile_sm		 sm;
+};
+struct qemu;
+typedef void	(*qemu_cb)(struct qemu *, void *);
+struct qemu	*qemu_new(struct ev_loop *, qemu_cb, qemu_cb, void *);
+int		 qemu_spawn(struct qemu *, char *const *,
+		     const struct qemu_confine *, char **);
+int		 qemu_running(const struct qemu *);
+int		 qemu_reaped(const struct qemu *);
+pid_t		 qemu_pid(const struct qemu *);
+int		 qemu_wstatus(const struct qemu *);
+struct buf	*qemu_log(struct qemu *);
+void		 qemu_kill(struct qemu *, int);
+void		 qemu_wait(struct qemu *);
+void		 qemu_free(struct qemu *);
+long		 qemu_rss_kb(const struct qemu *);
 
 /* share.c */
 #define SHARE_MAX	5	/* microvm's eight virtio-mmio slots: console
@@ -206,11 +243,16 @@ int		 agent_parse_exit(const char *, size_t, struct agent_exit *,
 		     char **);
 void		 agent_escape(struct buf *, const char *, size_t, size_t);
 
-/* sandbox.c */
+/*
+ * sandbox*.c: one sandbox, a state table (sandbox_int.h has its states
+ * and events). Its owner sees these states, which only move forward.
+ */
 enum sandbox_state {
 	SB_NEW,
-	SB_BOOTING,	/* QEMU started, waiting for the agent */
-	SB_SAVING,	/* writing a template of the booted guest */
+	SB_BOOTING,	/* QEMU started, waiting for the agent (booting,
+			   building a template, restoring, relaunching) */
+	SB_SAVING,	/* writing a template of the booted guest, then
+			   configuring it */
 	SB_READY,	/* the agent answered with this sandbox's token */
 	SB_STOPPING,	/* QEMU asked to stop, waiting for it to be reaped */
 	SB_DEAD		/* reaped and its console closed */

@@ -1,0 +1,135 @@
+/*
+ * The sandbox's insides, shared by its files (and its unit test) only:
+ * sandbox.c (the state table and the API), sandbox_launch.c (one QEMU
+ * launch), sandbox_seed.c (the guest's configuration), sandbox_warm.c
+ * (the warm-start choice and the template save) and sandbox_live.c (the
+ * liveness pings).
+ */
+#ifndef QSUP_SANDBOX_INT_H
+#define QSUP_SANDBOX_INT_H
+
+#include "vm.h"
+#include "wire.h"
+
+#define SANDBOX_KILL_GRACE	2.0	/* SIGTERM to SIGKILL */
+#define SANDBOX_RESTORE_MAX	10.0	/* a restore slower than this failed */
+#define SANDBOX_SAVE_MAX	60.0	/* writing a template */
+
+/*
+ * What the sandbox is doing; each maps to one public enum sandbox_state,
+ * which only moves forward (sandbox_public).
+ */
+enum sbs {
+	SBS_NEW,
+	SBS_BOOTING,		/* cold boot, the seed configures the guest */
+	SBS_BUILDING,		/* boot to template state, to save it */
+	SBS_SAVING,		/* writing the template of the booted guest */
+	SBS_CONFIGURING,	/* saved; /setup sent, waiting for its answer */
+	SBS_RESTORING,		/* restoring a template; /setup sent */
+	SBS_RELAUNCHING,	/* the restore failed: QEMU killed, to boot */
+	SBS_READY,		/* the agent is configured and answers */
+	SBS_STOPPING,		/* QEMU asked to stop, waiting for it and
+				   the console to end */
+	SBS_DEAD,		/* reaped and its console closed */
+	SBS_COUNT
+};
+
+/* What happens to it. */
+enum sbe {
+	SBE_UP,			/* the agent answered 200: up, or set up */
+	SBE_REFUSED,		/* ... an error (not 503) */
+	SBE_SETUP_FAILED,	/* ... 503: the guest's setup failed */
+	SBE_BROKEN,		/* the agent broke the protocol */
+	SBE_SAVED,		/* the template save is over, saved or not */
+	SBE_DEADLINE,		/* the start took too long */
+	SBE_LOST,		/* a liveness ping went unanswered */
+	SBE_HALTED,		/* the console says the guest halted */
+	SBE_EXITED,		/* QEMU was reaped */
+	SBE_EOF,		/* the console reached its end */
+	SBE_STOP,		/* the owner asked it to stop */
+	SBE_KILL,		/* QEMU did not stop in time */
+	SBE_COUNT
+};
+
+/* How the guest comes up (the start kind). */
+enum sandbox_mode {
+	SB_COLD,	/* boot; the seed ISO configures the guest */
+	SB_BUILD,	/* boot to template state, save it, then /setup */
+	SB_RESTORE	/* restore a template, then /setup */
+};
+
+struct sandbox {
+	struct ev_loop		*loop;
+	const struct profile	*profile;
+	struct sandbox_cbs	 cbs;
+	enum sbs		 state;
+	enum sandbox_mode	 mode;
+	struct accel_choice	 accel;
+	struct guest		 guest;
+	struct template		 tpl;		/* used if tpl.dir != NULL */
+	char			*fallback;	/* why a restore was given up */
+
+	char			*rundir;
+	char			*token;
+	struct share		*shares;
+	size_t			 nshares;
+	struct net		*net;		/* NULL: no card */
+
+	/* One launch of QEMU; a failed restore is followed by another. */
+	struct qemu		*qemu;
+	struct serial		*console;
+	int			 console_guest_fd;
+	struct agent_conn	*ports[QSUP_PORT_COUNT];
+	int			 port_guest_fd[QSUP_PORT_COUNT];
+	int			 qmp_fd;
+	int			 qmp_guest_fd;
+	int			 state_fd;	/* the template, for -incoming */
+
+	ev_timer		 deadline;
+	ev_timer		 kill_timer;
+	ev_timer		 live;		/* liveness pings, once ready */
+	double			 ping_sent;	/* 0: none unanswered */
+	double			 live_tick;	/* the last live timer run */
+	double			 ping_slowest;	/* the slowest answer, for -v */
+	unsigned		 pings;
+	double			 t_spawn;
+	double			 t_ready;
+	double			 save_seconds;
+};
+
+typedef void	(*sandbox_action)(struct sandbox *, enum sbe, const char *);
+
+/* sandbox.c */
+extern const sandbox_action sandbox_actions[SBS_COUNT][SBE_COUNT];
+void		 sandbox_event(struct sandbox *, enum sbe, const char *);
+const char	*sandbox_sbs_name(enum sbs);
+const char	*sandbox_sbe_name(enum sbe);
+enum sandbox_state sandbox_public(enum sbs);
+void		 sandbox_reply_cb(int, const char *, size_t, void *);
+double		 sandbox_start_timeout(struct sandbox *);
+
+/* sandbox_launch.c */
+char		*sandbox_run_base(char **);
+int		 sandbox_stage_exec(struct sandbox *);
+int		 sandbox_net(struct sandbox *, char **);
+void		 sandbox_build_argv(struct sandbox *, struct qemu_argv *);
+int		 sandbox_launch(struct sandbox *, char **);
+void		 sandbox_launch_free(struct sandbox *);
+char		*sandbox_death(struct sandbox *);
+
+/* sandbox_seed.c */
+int		 sandbox_write_seed(struct sandbox *, char **);
+void		 sandbox_send_setup(struct sandbox *);
+const char	*sandbox_share_named(struct sandbox *, const char *);
+
+/* sandbox_warm.c */
+void		 sandbox_choose_mode(struct sandbox *);
+void		 sandbox_rechoose_mode(struct sandbox *);
+void		 sandbox_save(struct sandbox *);
+
+/* sandbox_live.c */
+void		 sandbox_live_start(struct sandbox *);
+void		 sandbox_live_stop(struct sandbox *);
+void		 sandbox_console_mark_cb(void *, const char *);
+
+#endif

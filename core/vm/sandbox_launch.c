@@ -1,0 +1,491 @@
+/*
+ * One launch of a sandbox's QEMU: its run directory, its network, its
+ * command line (from qemu.c's builder), the sockets of its console and
+ * agent ports, the spawn, and what is left to say once it exited.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "sandbox_int.h"
+#include "staging.h"
+
+/*
+ * Run directories left by a qsup that was killed outright (SIGKILL: its
+ * QEMU died with it through PDEATHSIG, but nothing removed the directory):
+ * those whose pid file names a process that no longer exists.
+ */
+static void
+sandbox_sweep(const char *base)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		*path, *text;
+	long		 pid;
+
+	if ((d = opendir(base)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "sb-", 3) != 0)
+			continue;
+		xasprintf(&path, "%s/%s/pid", base, de->d_name);
+		text = util_read_file(path, NULL, 64);
+		free(path);
+		if (text == NULL)
+			continue;	/* being made, or not ours to judge */
+		pid = strtol(text, NULL, 10);
+		free(text);
+		if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		xasprintf(&path, "%s/%s", base, de->d_name);
+		log_debug("removing %s, left by process %ld", path, pid);
+		staging_remove(path);
+		free(path);
+	}
+	closedir(d);
+}
+
+/* $XDG_RUNTIME_DIR/qsup, or /tmp/qsup-UID: ours alone, mode 0700. */
+char *
+sandbox_run_base(char **cause)
+{
+	const char	*xdg;
+	struct stat	 st;
+	char		*base;
+
+	if ((xdg = getenv("XDG_RUNTIME_DIR")) != NULL && *xdg == '/')
+		xasprintf(&base, "%s/qsup", xdg);
+	else
+		xasprintf(&base, "/tmp/qsup-%ld", (long)getuid());
+	if (mkdir(base, 0700) == -1 && errno != EEXIST) {
+		xasprintf(cause, "%s: %s", base, strerror(errno));
+		goto fail;
+	}
+	if (lstat(base, &st) == -1) {
+		xasprintf(cause, "%s: %s", base, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+	    (st.st_mode & 077) != 0) {
+		xasprintf(cause, "%s: not a private directory of this user "
+		    "(mode 0700 expected)", base);
+		goto fail;
+	}
+	sandbox_sweep(base);
+	return (base);
+fail:
+	free(base);
+	return (NULL);
+}
+
+/*
+ * Are execution trees staged? The profile's virtfs: on, off, or auto: when
+ * qsup runs in a container (the seed's three signs), where 9p over the
+ * container's overlay file system makes the guest's mmap of shared ELF
+ * files fail.
+ */
+int
+sandbox_stage_exec(struct sandbox *sb)
+{
+	switch (sb->profile->virtfs) {
+	case PROFILE_VIRTFS_ON:
+		return (1);
+	case PROFILE_VIRTFS_OFF:
+		return (0);
+	case PROFILE_VIRTFS_AUTO:
+		break;
+	}
+	if (!staging_in_container())
+		return (0);
+	log_debug("staging execution trees: qsup runs in a container");
+	return (1);
+}
+
+/*
+ * The guest's network as the profile says: no card for "none"; else
+ * qsup's own user-mode stack, its forwards on the host's loopback (or the
+ * address a port names), each on a free port unless one is fixed.
+ */
+int
+sandbox_net(struct sandbox *sb, char **cause)
+{
+	const struct profile	*p = sb->profile;
+	const struct net_port *pt;
+	const struct profile_tcp_map *tm;
+	struct net_config	 cfg;
+	size_t			 i;
+	int			 bound;
+	char			*why = NULL, *addr;
+
+	if (p->network == NET_MODE_NONE)
+		return (0);
+	memset(&cfg, 0, sizeof cfg);
+	cfg.mode = p->network;
+	cfg.rules = p->network_allow;
+	cfg.nrules = p->nnetwork_allow;
+	cfg.dir = sb->rundir;
+	if ((sb->net = net_new(sb->loop, &cfg, &why)) == NULL) {
+		xasprintf(cause, "network: %s", why);
+		free(why);
+		return (-1);
+	}
+	if (p->network == NET_MODE_OPEN)
+		log_warnx("network = \"open\": the guest reaches everything "
+		    "this host reaches, this host's own 127.0.0.1 services "
+		    "included (as %s)", NET_HOST_ADDR);
+	for (i = 0; i < p->nports; i++) {
+		pt = &p->ports[i];
+		if (net_add_hostfwd(sb->net, pt->address, pt->host, pt->guest,
+		    &bound, &why) == -1) {
+			if (pt->from_rule > 0)
+				xasprintf(cause, "network_rules[%d]: %s",
+				    pt->from_rule, why);
+			else
+				xasprintf(cause, "ports[%zu]: %s", i + 1, why);
+			free(why);
+			return (-1);
+		}
+		log_debug("port %s:%d on the host leads to port %u in the "
+		    "guest", pt->address != NULL ? pt->address : "127.0.0.1",
+		    bound, pt->guest);
+	}
+	for (i = 0; i < p->nnetwork_tcp; i++) {
+		tm = &p->network_tcp[i];
+		if (net_add_tcp_map(sb->net, tm->name, tm->guest_port,
+		    tm->host, tm->port, &addr, &why) == -1) {
+			xasprintf(cause, "network_tcp[%zu]: %s", i + 1, why);
+			free(why);
+			return (-1);
+		}
+		log_debug("%s%s%s:%u in the guest leads to %s:%u on the host",
+		    tm->name != NULL ? tm->name : "", tm->name != NULL ?
+		    " = " : "", addr, tm->guest_port, tm->host, tm->port);
+		free(addr);
+	}
+	return (0);
+}
+
+/*
+ * QEMU's command line. A template build and a restore must use the same
+ * one (but for -incoming): the template key is made from it.
+ */
+void
+sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
+{
+	const struct profile	*p = sb->profile;
+	char			*seed, *tmp;
+	char *const		 *na;
+	char			 tsc[64] = "";
+	int			 i;
+
+	if (sb->accel.accel == ACCEL_TCG)
+		snprintf(tsc, sizeof tsc, "tsc_early_khz=%lu tsc=reliable",
+		    guest_tsc_khz());
+	xasprintf(&tmp, "%s/seed.iso", sb->rundir);
+	seed = qemu_escape(tmp);
+	free(tmp);
+
+	xasprintf(&tmp, "qsup:%s", sb->rundir);
+	/* Names the run directory, so a person (or a test) can tell us apart. */
+	qemu_argv_machine(a, guest_qemu_binary(), sb->accel.accel,
+	    (unsigned long long)p->memory_mib, p->cpus, tmp);
+	free(tmp);
+	/* GUEST.md's measured command line; the TSC is told under TCG. */
+	xasprintf(&tmp, "console=ttyS0 quiet panic=-1 %s "
+	    "no_timer_check pci=off cryptomgr.notests random.trust_cpu=on "
+	    "mitigations=off init_on_alloc=0 audit=0 apparmor=0 "
+	    "8250.nr_uarts=1 initcall_blacklist=init_kprobe_trace,"
+	    "crypto_kdf108_init,init_mmio_trace,"
+	    "init_trace_printk_function_export qsup.ports=%d%s", tsc,
+	    QSUP_PORT_COUNT, sb->mode == SB_COLD ? "" : " qsup.template=1");
+	qemu_argv_kernel(a, sb->guest.kernel, sb->guest.initramfs, tmp);
+	free(tmp);
+	qemu_arg(a, "-chardev");
+	qemu_arg(a, "socket,id=con,fd=%d",
+	    sb->console_guest_fd);
+	qemu_arg(a, "-serial");
+	qemu_arg(a, "chardev:con");
+	qemu_arg(a, "-device");
+	qemu_arg(a, "virtio-serial-device");
+	for (i = 0; i < (int)sb->nshares; i++) {
+		tmp = qemu_escape(sb->shares[i].host);
+		qemu_arg(a, "-fsdev");
+		qemu_arg(a, "local,id=fs%d,path=%s,"
+		    "security_model=%s%s", i, tmp, profile_sm_name(
+		    share_model(&sb->shares[i], p->virtfs_security_model)),
+		    sb->shares[i].readonly ? ",readonly=on" : "");
+		free(tmp);
+		qemu_arg(a, "-device");
+		qemu_arg(a, "virtio-9p-device,fsdev=fs%d,"
+		    "mount_tag=%s", i, sb->shares[i].tag);
+	}
+	for (i = 0; i < QSUP_PORT_COUNT; i++) {
+		qemu_arg(a, "-chardev");
+		qemu_arg(a, "socket,id=agent%d,fd=%d", i,
+		    sb->port_guest_fd[i]);
+		qemu_arg(a, "-device");
+		qemu_arg(a,
+		    "virtserialport,chardev=agent%d,name=%s%d", i,
+		    QSUP_PORT_PREFIX, i);
+	}
+	/* The network card, on qsup's own stack (core/net.c). */
+	for (na = sb->net != NULL ? net_qemu_args(sb->net) : NULL;
+	    na != NULL && *na != NULL; na++)
+		qemu_arg(a, "%s", *na);
+	if (sb->mode == SB_COLD) {
+		qemu_arg(a, "-blockdev");
+		qemu_arg(a, "driver=raw,node-name=seed,"
+		    "read-only=on,file.driver=file,file.filename=%s", seed);
+		qemu_arg(a, "-device");
+		qemu_arg(a, "virtio-blk-device,drive=seed");
+	} else {
+		/* Only for saving the state; a restore does not use it. */
+		qemu_arg(a, "-chardev");
+		qemu_arg(a, "socket,id=qmp,fd=%d",
+		    sb->qmp_guest_fd);
+		qemu_arg(a, "-mon");
+		qemu_arg(a, "chardev=qmp,mode=control");
+	}
+	/* The operator's own flags, checked by the profile loader. */
+	for (i = 0; i < (int)p->nextra_args; i++)
+		qemu_arg(a, "%s", p->extra_args[i]);
+	if (sb->mode == SB_RESTORE) {
+		qemu_arg(a, "-incoming");
+		qemu_arg(a, "fd:%d", sb->state_fd);
+	}
+	free(seed);
+}
+
+static int
+sandbox_socketpair(int *ours, int *theirs, char **cause)
+{
+	int	sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, sv) == -1) {
+		xasprintf(cause, "socketpair: %s", strerror(errno));
+		return (-1);
+	}
+	*ours = sv[0];
+	*theirs = sv[1];
+	return (0);
+}
+
+/*
+ * QEMU, through qemu.c's spawner: it keeps the guest's ends of the
+ * console, the agent ports, QMP, the template and the network card,
+ * confined as the shares say; once it runs, ours must not keep them open.
+ */
+static int
+sandbox_spawn(struct sandbox *sb, struct qemu_argv *a, char **cause)
+{
+	struct qemu_confine	 c;
+	int			 fds[QSUP_PORT_COUNT + 4], i, n = 0, rc;
+
+	fds[n++] = sb->console_guest_fd;
+	for (i = 0; i < QSUP_PORT_COUNT; i++)
+		fds[n++] = sb->port_guest_fd[i];
+	fds[n++] = sb->qmp_guest_fd;
+	fds[n++] = sb->state_fd;
+	fds[n++] = sb->net != NULL ? net_qemu_fd(sb->net) : -1;
+	memset(&c, 0, sizeof c);
+	c.fds = fds;
+	c.nfds = n;
+	c.shares = sb->shares;
+	c.nshares = sb->nshares;
+	c.sm = sb->profile->virtfs_security_model;
+	rc = qemu_spawn(sb->qemu, a->argv, &c, cause);
+	qemu_argv_free(a);
+	if (rc == -1)
+		return (-1);
+
+	close(sb->console_guest_fd);
+	sb->console_guest_fd = -1;
+	for (i = 0; i < QSUP_PORT_COUNT; i++) {
+		close(sb->port_guest_fd[i]);
+		sb->port_guest_fd[i] = -1;
+	}
+	if (sb->qmp_guest_fd != -1) {
+		close(sb->qmp_guest_fd);
+		sb->qmp_guest_fd = -1;
+	}
+	if (sb->state_fd != -1) {
+		close(sb->state_fd);
+		sb->state_fd = -1;
+	}
+	if (sb->net != NULL)
+		net_qemu_started(sb->net);
+	return (0);
+}
+
+/* The console reached its end. */
+static void
+sandbox_console_closed_cb(void *arg)
+{
+	sandbox_event(arg, SBE_EOF, NULL);
+}
+
+/* The sockets of the console, the agent ports and QMP, ours and QEMU's. */
+static int
+sandbox_sockets(struct sandbox *sb, char **cause)
+{
+	char	*path;
+	int	 fd, i;
+
+	if (sandbox_socketpair(&fd, &sb->console_guest_fd, cause) == -1)
+		return (-1);
+	xasprintf(&path, "%s/console.log", sb->rundir);
+	sb->console = serial_new(sb->loop, fd, path,
+	    sb->profile->show_boot_console);
+	free(path);
+	serial_set_close_cb(sb->console, sandbox_console_closed_cb, sb);
+	serial_set_mark_cb(sb->console, sandbox_console_mark_cb, sb);
+	for (i = 0; i < QSUP_PORT_COUNT; i++) {
+		if (sandbox_socketpair(&fd, &sb->port_guest_fd[i], cause) == -1)
+			return (-1);
+		sb->ports[i] = agent_conn_new(sb->loop, fd, sb->token);
+	}
+	if (sb->mode != SB_COLD && sandbox_socketpair(&sb->qmp_fd,
+	    &sb->qmp_guest_fd, cause) == -1)
+		return (-1);
+	return (0);
+}
+
+/*
+ * Everything one QEMU process needs, then QEMU itself, the start's
+ * deadline, and the first request, whose answer says the agent is up.
+ * On failure, the caller undoes it (sandbox_launch_free).
+ */
+int
+sandbox_launch(struct sandbox *sb, char **cause)
+{
+	struct qemu_argv	a = { 0 };
+
+	if (sb->mode == SB_COLD && sandbox_write_seed(sb, cause) == -1)
+		return (-1);
+	if (sandbox_sockets(sb, cause) == -1)
+		return (-1);
+	if (sb->net != NULL && net_qemu_fd(sb->net) == -1 &&
+	    net_relink(sb->net, cause) == -1)
+		return (-1);
+	if (sb->mode == SB_RESTORE &&
+	    (sb->state_fd = open(sb->tpl.state, O_RDONLY|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", sb->tpl.state, strerror(errno));
+		return (-1);
+	}
+
+	sandbox_build_argv(sb, &a);
+	qemu_argv_log(a.argv);
+	if (sb->t_spawn == 0)
+		sb->t_spawn = util_now();
+	if (sandbox_spawn(sb, &a, cause) == -1)
+		return (-1);
+
+	ev_timer_stop(sb->loop, &sb->deadline);
+	ev_timer_set(&sb->deadline, sb->mode == SB_RESTORE &&
+	    SANDBOX_RESTORE_MAX < sandbox_start_timeout(sb) ?
+	    SANDBOX_RESTORE_MAX : sandbox_start_timeout(sb), 0);
+	ev_timer_start(sb->loop, &sb->deadline);
+
+	/*
+	 * The agent answers once it is up: readiness is its first reply.
+	 * The request waits in the socket until the guest reads it.
+	 */
+	if (sb->mode == SB_RESTORE)
+		sandbox_send_setup(sb);
+	else
+		agent_request(sb->ports[0], "GET", "/ping", NULL, 0,
+		    sandbox_reply_cb, NULL, sb);
+	return (0);
+}
+
+/*
+ * Undo sandbox_launch: once QEMU is reaped, or never ran, or (from
+ * sandbox_free) before it is killed and reaped.
+ */
+void
+sandbox_launch_free(struct sandbox *sb)
+{
+	int	i;
+
+	for (i = 0; i < QSUP_PORT_COUNT; i++) {
+		agent_conn_free(sb->ports[i]);
+		sb->ports[i] = NULL;
+		if (sb->port_guest_fd[i] != -1)
+			close(sb->port_guest_fd[i]);
+		sb->port_guest_fd[i] = -1;
+	}
+	serial_free(sb->console);
+	sb->console = NULL;
+	if (sb->console_guest_fd != -1)
+		close(sb->console_guest_fd);
+	sb->console_guest_fd = -1;
+	if (sb->qmp_fd != -1)
+		close(sb->qmp_fd);
+	if (sb->qmp_guest_fd != -1)
+		close(sb->qmp_guest_fd);
+	sb->qmp_fd = sb->qmp_guest_fd = -1;
+	if (sb->state_fd != -1)
+		close(sb->state_fd);
+	sb->state_fd = -1;
+}
+
+/*
+ * Why QEMU exited on its own: its status, and what the console says the
+ * guest did (QEMU runs with -no-reboot and the kernel with panic=-1, so a
+ * panic, a reboot and a poweroff all end QEMU). The console is read to
+ * its end first: QEMU wrote its last lines before it exited.
+ */
+char *
+sandbox_death(struct sandbox *sb)
+{
+	static const struct {
+		const char	*line;
+		const char	*what;
+	} deaths[] = {
+		{ "Kernel panic - ", "the guest kernel panicked" },
+		{ "reboot: Power down", "the guest powered off" },
+		{ "reboot: Restarting system", "the guest rebooted" },
+		{ "reboot: System halted", "the guest halted" },
+	};
+	char		*qemu, *line = NULL, *msg, *p;
+	size_t		 i;
+
+	if (WIFSIGNALED(qemu_wstatus(sb->qemu)))
+		xasprintf(&qemu, "QEMU was killed by signal %d",
+		    WTERMSIG(qemu_wstatus(sb->qemu)));
+	else
+		xasprintf(&qemu, "QEMU exited with status %d",
+		    WEXITSTATUS(qemu_wstatus(sb->qemu)));
+	if (sb->console == NULL)
+		return (qemu);
+	serial_drain(sb->console);
+	for (i = 0; i < sizeof deaths / sizeof deaths[0]; i++) {
+		if ((line = serial_find(sb->console, deaths[i].line)) != NULL)
+			break;
+	}
+	if (line == NULL)
+		return (qemu);
+	if (i == 0) {
+		/* "Kernel panic - not syncing: WHY": say WHY. */
+		p = strstr(line, deaths[i].line) + strlen(deaths[i].line);
+		if (strncmp(p, "not syncing: ", 13) == 0)
+			p += 13;
+		xasprintf(&msg, "%s: %s (%s)", deaths[i].what, p, qemu);
+	} else
+		xasprintf(&msg, "%s (%s)", deaths[i].what, qemu);
+	free(line);
+	free(qemu);
+	return (msg);
+}
+

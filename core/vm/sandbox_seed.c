@@ -1,0 +1,185 @@
+/*
+ * The guest's configuration, in the seed's qsup-config format: on the
+ * seed ISO of a cold boot, or posted to /setup after a template build or
+ * restore. Its values are percent-encoded (guest/protocol.h).
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ev.h>
+
+#include "sandbox_int.h"
+
+/* Percent-encode a seed value (guest/protocol.h). */
+static void
+sandbox_seed_value(struct buf *b, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s <= 0x20 || *s >= 0x7f || *s == '%')
+			buf_printf(b, "%%%02X", (unsigned char)*s);
+		else
+			buf_add(b, s, 1);
+	}
+}
+
+/* "KEY VALUE\n", the value percent-encoded (guest/protocol.h). */
+static void
+sandbox_seed_line(struct buf *b, const char *key, const char *value)
+{
+	buf_printf(b, "%s ", key);
+	sandbox_seed_value(b, value);
+	buf_add(b, "\n", 1);
+}
+
+/*
+ * The guest's own firewall (guest_firewall), as iptables-restore input:
+ * out only to what qsup's network answers for this mode (its DNS, and in
+ * allowlist mode the proxy and the TCP maps), in only to forwarded ports.
+ * A second line behind the host's enforcement, never instead of it.
+ */
+static void
+sandbox_firewall(struct sandbox *sb, struct buf *b)
+{
+	const struct profile	*p = sb->profile;
+	size_t			 i;
+
+	buf_puts(b, "*filter\n:INPUT DROP [0:0]\n:FORWARD DROP [0:0]\n"
+	    ":OUTPUT DROP [0:0]\n-A INPUT -i lo -j ACCEPT\n"
+	    "-A OUTPUT -o lo -j ACCEPT\n"
+	    "-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n"
+	    "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n");
+	buf_printf(b, "-A OUTPUT -d %s/32 -p udp --dport 53 -j ACCEPT\n",
+	    NET_DNS_ADDR);
+	if (p->network == NET_MODE_ALLOWLIST)
+		buf_printf(b, "-A OUTPUT -d %s/32 -p tcp --dport %d -j ACCEPT\n",
+		    NET_PROXY_ADDR, NET_PROXY_PORT);
+	/* TCP maps (net_add_tcp_map). */
+	buf_printf(b, "-A OUTPUT -p tcp -m iprange --dst-range "
+	    "10.0.2.%d-10.0.2.%d -j ACCEPT\n", NET_MAP_FIRST,
+	    NET_MAP_FIRST + NET_MAPS_MAX - 1);
+	for (i = 0; i < p->nports; i++)
+		buf_printf(b, "-A INPUT -p tcp --dport %u -j ACCEPT\n",
+		    p->ports[i].guest);
+	buf_puts(b, "COMMIT\n");
+}
+
+/* The guest's configuration, in the seed's qsup-config format. */
+static void
+sandbox_config(struct sandbox *sb, struct buf *cfg)
+{
+	struct timespec	 ts;
+	struct buf	 rules = { 0 };
+	struct share	*sh;
+	char		*entropy, *src, *const *env;
+	size_t		 i, j;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	entropy = token_hex(64);
+	buf_printf(cfg, "token %s\nhostname qsup\ntime %lld.%09ld\n"
+	    "entropy %s\n", sb->token, (long long)ts.tv_sec, ts.tv_nsec,
+	    entropy);
+	explicit_bzero(entropy, strlen(entropy));
+	free(entropy);
+	/* The proxy first: the profile's own env may override it. */
+	for (env = sb->net != NULL ? net_guest_env(sb->net) : NULL;
+	    env != NULL && *env != NULL; env++)
+		sandbox_seed_line(cfg, "env", *env);
+	for (i = 0; i < sb->profile->nenv; i++)
+		sandbox_seed_line(cfg, "env", sb->profile->env[i]);
+	if (sb->profile->guest_firewall && sb->net != NULL) {
+		sandbox_firewall(sb, &rules);
+		sandbox_seed_line(cfg, "firewall", rules.data);
+		buf_free(&rules);
+	}
+	if (sb->profile->cwd != NULL)
+		sandbox_seed_line(cfg, "cwd", sb->profile->cwd);
+	for (i = 0; i < sb->nshares; i++) {
+		buf_printf(cfg, "mount %s ", sb->shares[i].tag);
+		sandbox_seed_value(cfg, sb->shares[i].guest);
+		buf_printf(cfg, " %s\n", sb->shares[i].readonly ? "ro" : "rw");
+	}
+	/* After every mount: their sources lie in the shares. */
+	for (i = 0; i < sb->nshares; i++) {
+		sh = &sb->shares[i];
+		for (j = 0; j < sh->nbinds; j++) {
+			xasprintf(&src, "%s%s", strcmp(sh->guest, "/") == 0 ?
+			    "" : sh->guest, sh->binds[j].src);
+			buf_add(cfg, "bind ", 5);
+			sandbox_seed_value(cfg, src);
+			buf_add(cfg, " ", 1);
+			sandbox_seed_value(cfg, sh->binds[j].dst);
+			buf_printf(cfg, " %s\n", sh->readonly ? "ro" : "rw");
+			free(src);
+		}
+	}
+}
+
+/* The seed ISO of a cold boot: the configuration, and cloud-init's files. */
+int
+sandbox_write_seed(struct sandbox *sb, char **cause)
+{
+	struct seed_file	 files[3];
+	struct buf		 cfg = { 0 }, meta = { 0 };
+	char			*path;
+	int			 rc;
+
+	sandbox_config(sb, &cfg);
+	/* meta-data and user-data keep the seed usable by cloud-init. */
+	buf_printf(&meta, "instance-id: qsup-%s\nlocal-hostname: qsup\n",
+	    strrchr(sb->rundir, '-') + 1);
+	files[0].name = "meta-data";
+	files[0].data = meta.data;
+	files[0].len = meta.len;
+	files[1].name = QSUP_SEED_CONFIG;
+	files[1].data = cfg.data;
+	files[1].len = cfg.len;
+	files[2].name = "user-data";
+	files[2].data = "#cloud-config\n";
+	files[2].len = strlen(files[2].data);
+	xasprintf(&path, "%s/seed.iso", sb->rundir);
+	rc = seed_iso_write(path, files, 3, cause);
+	free(path);
+	explicit_bzero(cfg.data, cfg.len);
+	buf_free(&cfg);
+	buf_free(&meta);
+	return (rc);
+}
+
+/* A mount error names a tag; say which host tree that is. */
+const char *
+sandbox_share_named(struct sandbox *sb, const char *body)
+{
+	static char	 what[PATH_MAX + 32];
+	const char	*p;
+	size_t		 i;
+
+	if ((p = strstr(body, "mount qsup")) == NULL)
+		return ("");
+	for (i = 0; i < sb->nshares; i++) {
+		if (strncmp(p + 6, sb->shares[i].tag,
+		    strlen(sb->shares[i].tag)) == 0 &&
+		    p[6 + strlen(sb->shares[i].tag)] == ' ') {
+			snprintf(what, sizeof what, " (the share of %s)",
+			    sb->shares[i].host);
+			return (what);
+		}
+	}
+	return ("");
+}
+
+/* Give the guest its own configuration (template builds and restores). */
+void
+sandbox_send_setup(struct sandbox *sb)
+{
+	struct buf	cfg = { 0 };
+
+	sandbox_config(sb, &cfg);
+	agent_request(sb->ports[0], "POST", "/setup", cfg.data, cfg.len,
+	    sandbox_reply_cb, NULL, sb);
+	explicit_bzero(cfg.data, cfg.len);
+	buf_free(&cfg);
+}
+

@@ -1,0 +1,144 @@
+/*
+ * Warm start: the choice between booting and restoring a template of the
+ * guest's shape (template.c keeps them), and the save of a template once
+ * a build has booted to template state.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "sandbox_int.h"
+
+/*
+ * Warm start: restore the template of this guest's shape if there is one;
+ * else build it, unless another qsup is building it right now.
+ */
+void
+sandbox_choose_mode(struct sandbox *sb)
+{
+	struct qemu_argv	a = { 0 };
+	int			i;
+
+	sb->mode = SB_COLD;
+	if (!sb->profile->warm_start)
+		return;
+	/* The key comes from the template command line, fds aside. */
+	sb->mode = SB_BUILD;
+	sb->console_guest_fd = sb->qmp_guest_fd = 0;
+	for (i = 0; i < QSUP_PORT_COUNT; i++)
+		sb->port_guest_fd[i] = 0;
+	sandbox_build_argv(sb, &a);
+	sb->console_guest_fd = sb->qmp_guest_fd = -1;
+	for (i = 0; i < QSUP_PORT_COUNT; i++)
+		sb->port_guest_fd[i] = -1;
+	if (template_init(&sb->tpl, a.argv, sb->guest.kernel,
+	    sb->guest.initramfs) == -1) {
+		log_debug("no cache directory: no warm start");
+		sb->mode = SB_COLD;
+	} else {
+		if (template_exists(&sb->tpl))
+			sb->mode = SB_RESTORE;
+		else if (template_lock(&sb->tpl) == 0)
+			sb->mode = SB_BUILD;
+		else if (template_exists(&sb->tpl))
+			sb->mode = SB_RESTORE;
+		else {
+			log_debug("template %s is being built by another "
+			    "qsup; booting cold", sb->tpl.key);
+			sb->mode = SB_COLD;
+		}
+		log_debug("template %s: %s", sb->tpl.key,
+		    sb->mode == SB_RESTORE ? "restoring it" :
+		    sb->mode == SB_BUILD ? "building it" : "not used");
+	}
+	qemu_argv_free(&a);
+}
+
+/*
+ * Save the guest, booted to template state, through QMP: the state file's
+ * descriptor is passed with getfd (migrating to exec: would make QEMU fork,
+ * which -sandbox spawn=deny forbids), the VM is migrated into the file and
+ * continued. The guest is idle meanwhile, so waiting here blocks nothing
+ * that could move.
+ */
+static int
+sandbox_save_qmp(struct sandbox *sb, char **cause)
+{
+	struct qmp	 q;
+	double		 t0 = util_now();
+	char		*cont_cause = NULL;
+	int		 fd, rc = -1, stopped = 0;
+
+	if ((fd = template_open_tmp(&sb->tpl, cause)) == -1)
+		return (-1);
+	if (qmp_open(&q, sb->qmp_fd, 5, cause) == -1)
+		goto out;
+	if (qmp_command(&q, "{\"execute\":\"migrate-set-capabilities\","
+	    "\"arguments\":{\"capabilities\":[{\"capability\":\"events\","
+	    "\"state\":true}]}}\n", -1, 5, NULL, cause) == -1 ||
+	    qmp_command(&q, "{\"execute\":\"getfd\",\"arguments\":"
+	    "{\"fdname\":\"snap\"}}\n", fd, 5, NULL, cause) == -1)
+		goto out;
+	/*
+	 * Migrate while running: the stream then records a running VM, and
+	 * a restore starts it by itself, with no QMP round trip. The idle
+	 * guest dirties little, so the copy converges at once.
+	 */
+	stopped = 1;
+	if (qmp_command(&q, "{\"execute\":\"migrate\",\"arguments\":"
+	    "{\"uri\":\"fd:snap\"}}\n", -1, 5, NULL, cause) == -1 ||
+	    qmp_wait_event(&q, "MIGRATION", "completed", "failed",
+	    SANDBOX_SAVE_MAX, cause) == -1)
+		goto out;
+	if (template_commit(&sb->tpl, fd, cause) == -1)
+		goto out;
+	rc = 0;
+out:
+	/* Saved or not, the guest goes on: this run still needs it. */
+	if (stopped && qmp_command(&q, "{\"execute\":\"cont\"}\n", -1, 5,
+	    NULL, &cont_cause) == -1) {
+		if (rc == 0)
+			*cause = cont_cause;
+		else
+			free(cont_cause);
+		rc = -1;
+	}
+	qmp_close(&q);
+	close(fd);
+	if (rc == -1)
+		template_abandon(&sb->tpl);
+	sb->save_seconds = util_now() - t0;
+	return (rc);
+}
+
+/*
+ * A restore failed and QEMU is gone: boot instead, building the template
+ * again unless another qsup is building it now.
+ */
+void
+sandbox_rechoose_mode(struct sandbox *sb)
+{
+	sb->mode = template_lock(&sb->tpl) == 0 ? SB_BUILD : SB_COLD;
+}
+
+/*
+ * The build has booted to template state: save it. The run goes on
+ * without a template if that fails, or stops now if qsup must.
+ */
+void
+sandbox_save(struct sandbox *sb)
+{
+	char	*cause = NULL;
+
+	if (sandbox_save_qmp(sb, &cause) == -1) {
+		if (util_stop_now)
+			log_debug("template save given up: %s", cause);
+		else
+			log_warnx("cannot save a template: %s", cause);
+		free(cause);
+	} else
+		log_debug("saved template %s in %.3f s", sb->tpl.key,
+		    sb->save_seconds);
+	template_unlock(&sb->tpl);
+}
