@@ -22,6 +22,8 @@ wire_head_end(const char *buf, size_t len)
 {
 	const char	*p = buf, *end = buf + len;
 
+	if (len == 0)
+		return (0);
 	while ((p = memchr(p, '\n', end - p)) != NULL) {
 		if (end - p >= 2 && p[1] == '\n')
 			return (p + 2 - buf);
