@@ -3,7 +3,9 @@
  * Server-Sent Events over one virtio-serial port, driven by the loop.
  * Requests on a port are pipelined and answered in order. A response body
  * is either Content-Length or chunked; a text/event-stream body is split
- * into events as it arrives instead of being collected.
+ * into events as it arrives instead of being collected. The parsing is
+ * the wire layer's, in its strict mode; this file holds the connection,
+ * and reads the exit event's JSON with jansson.
  */
 #include <sys/queue.h>
 
