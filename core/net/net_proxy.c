@@ -513,29 +513,27 @@ net_proxy_hop_header(const char *name, size_t len)
 static int
 net_proxy_request(struct net_proxy_conn *c, size_t hlen, struct buf *out)
 {
-	const char	*p = c->head.data, *end = p + hlen, *line, *sp1, *sp2,
-			*colon, *target, *path, *auth_end;
-	size_t		 llen, tlen;
-	int		 first = 1;
+	struct wire_request_line	 rl;
+	struct wire_field		 f;
+	const char			*p = c->head.data, *end = p + hlen,
+					*line, *target, *path, *auth_end;
+	size_t				 llen, tlen;
+	int				 first = 1;
 
 	while (wire_line(&p, end, &line, &llen) == 0) {
 		if (first) {
 			first = 0;
-			if ((sp1 = memchr(line, ' ', llen)) == NULL ||
-			    (sp2 = memchr(sp1 + 1, ' ', llen -
-			    (size_t)(sp1 + 1 - line))) == NULL)
+			if (wire_request_split(line, llen, &rl) == -1 ||
+			    !wire_token(rl.method, rl.mlen) || rl.vlen != 8 ||
+			    (strncmp(rl.version, "HTTP/1.1", 8) != 0 &&
+			    strncmp(rl.version, "HTTP/1.0", 8) != 0))
 				return (-1);
-			if (!wire_token(line, (size_t)(sp1 - line)) ||
-			    (size_t)(line + llen - (sp2 + 1)) != 8 ||
-			    (strncmp(sp2 + 1, "HTTP/1.1", 8) != 0 &&
-			    strncmp(sp2 + 1, "HTTP/1.0", 8) != 0))
+			target = rl.target;
+			tlen = rl.tlen;
+			if (tlen == 0)
 				return (-1);
-			target = sp1 + 1;
-			tlen = (size_t)(sp2 - target);
-			if (memchr(target, ' ', tlen) != NULL || tlen == 0)
-				return (-1);
-			if ((size_t)(sp1 - line) == 7 &&
-			    strncmp(line, "CONNECT", 7) == 0) {
+			if (rl.mlen == 7 && strncmp(rl.method, "CONNECT",
+			    7) == 0) {
 				c->kind = "connect";
 				c->tunnel = 1;
 				if (net_proxy_authority(target, tlen, -1,
@@ -555,11 +553,11 @@ net_proxy_request(struct net_proxy_conn *c, size_t hlen, struct buf *out)
 			    target), 80, &c->host, &c->port) == -1)
 				return (-1);
 			path = auth_end;
-			buf_add(out, line, (size_t)(sp1 + 1 - line));
+			buf_add(out, line, rl.mlen + 1);
 			if (path == target + tlen || *path != '/')
 				buf_add(out, "/", 1);
 			buf_add(out, path, (size_t)(target + tlen - path));
-			buf_add(out, sp2, (size_t)(line + llen - sp2));
+			buf_add(out, rl.version - 1, rl.vlen + 1);
 			buf_add(out, "\r\n", 2);
 			buf_printf(out, "Host: %s%s%s", strchr(c->host, ':') !=
 			    NULL ? "[" : "", c->host, strchr(c->host, ':') !=
@@ -572,11 +570,9 @@ net_proxy_request(struct net_proxy_conn *c, size_t hlen, struct buf *out)
 		if (llen == 0)
 			break;
 		/* No folded lines, a token before the colon. */
-		if ((colon = memchr(line, ':', llen)) == NULL ||
-		    !wire_token(line, (size_t)(colon - line)))
+		if (wire_field_split(line, llen, &f) == -1)
 			return (-1);
-		if (c->tunnel || net_proxy_hop_header(line, (size_t)(colon -
-		    line)))
+		if (c->tunnel || net_proxy_hop_header(f.name, f.nlen))
 			continue;
 		buf_add(out, line, llen);
 		buf_add(out, "\r\n", 2);

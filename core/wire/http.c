@@ -75,6 +75,54 @@ wire_token(const char *s, size_t len)
 	return (1);
 }
 
+/*
+ * "METHOD SP TARGET SP VERSION": the three parts, whatever they hold (the
+ * agent and the proxy each check them their way); -1 without two spaces.
+ */
+int
+wire_request_split(const char *line, size_t len, struct wire_request_line *rl)
+{
+	const char	*sp1, *sp2, *end = line + len;
+
+	if ((sp1 = memchr(line, ' ', len)) == NULL ||
+	    (sp2 = memchr(sp1 + 1, ' ', end - (sp1 + 1))) == NULL)
+		return (-1);
+	rl->method = line;
+	rl->mlen = sp1 - line;
+	rl->target = sp1 + 1;
+	rl->tlen = sp2 - (sp1 + 1);
+	rl->version = sp2 + 1;
+	rl->vlen = end - (sp2 + 1);
+	return (0);
+}
+
+/*
+ * "NAME: VALUE" with a token for a name (so no folded line), the value
+ * without the blanks around it; -1 otherwise.
+ */
+int
+wire_field_split(const char *line, size_t len, struct wire_field *f)
+{
+	size_t	n;
+
+	for (n = 0; n < len && wire_token(line + n, 1); n++)
+		;
+	if (n == 0 || n == len || line[n] != ':')
+		return (-1);
+	f->name = line;
+	f->nlen = n;
+	f->value = line + n + 1;
+	f->vlen = len - n - 1;
+	while (f->vlen > 0 && (*f->value == ' ' || *f->value == '\t')) {
+		f->value++;
+		f->vlen--;
+	}
+	while (f->vlen > 0 && (f->value[f->vlen - 1] == ' ' ||
+	    f->value[f->vlen - 1] == '\t'))
+		f->vlen--;
+	return (0);
+}
+
 static int
 wire_is(const char *s, size_t len, const char *want)
 {
@@ -103,42 +151,41 @@ wire_head_init(struct wire_head *h, int role)
 static int
 wire_request_line(struct wire_head *h, const char *line, size_t llen)
 {
-	const char	*sp, *val, *q;
-	size_t		 n, i, vlen;
+	struct wire_request_line	 rl;
+	const char			*q;
+	size_t				 n, i;
 
 	if (llen == 0)
 		return (wire_head_fail(h, 400, "empty request line"));
-	for (n = 0; n < llen && line[n] >= 'A' && line[n] <= 'Z'; n++)
+	if (wire_request_split(line, llen, &rl) == -1)
+		return (wire_head_fail(h, 400, "bad request line"));
+	for (n = 0; n < rl.mlen && rl.method[n] >= 'A' && rl.method[n] <= 'Z';
+	    n++)
 		;
-	if (n == 0 || n >= sizeof h->method || n == llen || line[n] != ' ')
+	if (n == 0 || n != rl.mlen || n >= sizeof h->method ||
+	    rl.tlen == 0 || rl.target[0] != '/')
 		return (wire_head_fail(h, 400, "bad request line"));
-	memcpy(h->method, line, n);
+	memcpy(h->method, rl.method, n);
 	h->method[n] = '\0';
-	line += n + 1;
-	llen -= n + 1;
-	if ((sp = memchr(line, ' ', llen)) == NULL || line[0] != '/')
-		return (wire_head_fail(h, 400, "bad request line"));
-	n = sp - line;
-	for (i = 0; i < n; i++) {
-		if ((unsigned char)line[i] <= 0x20 ||
-		    (unsigned char)line[i] >= 0x7f)
+	for (i = 0; i < rl.tlen; i++) {
+		if ((unsigned char)rl.target[i] <= 0x20 ||
+		    (unsigned char)rl.target[i] >= 0x7f)
 			return (wire_head_fail(h, 400, "bad request target"));
 	}
-	if ((q = memchr(line, '?', n)) != NULL)
-		n = q - line;
+	n = rl.tlen;
+	if ((q = memchr(rl.target, '?', n)) != NULL)
+		n = q - rl.target;
 	if (n >= sizeof h->path)
 		return (wire_head_fail(h, 414, "request target too long"));
-	memcpy(h->path, line, n);
+	memcpy(h->path, rl.target, n);
 	h->path[n] = '\0';
-	val = sp + 1;
-	vlen = (line + llen) - val;
-	if (vlen != 8 || memcmp(val, "HTTP/1.", 7) != 0 ||
-	    (val[7] != '0' && val[7] != '1')) {
-		return (wire_head_fail(h, vlen == 8 &&
-		    memcmp(val, "HTTP/", 5) == 0 ? 505 : 400,
+	if (rl.vlen != 8 || memcmp(rl.version, "HTTP/1.", 7) != 0 ||
+	    (rl.version[7] != '0' && rl.version[7] != '1')) {
+		return (wire_head_fail(h, rl.vlen == 8 &&
+		    memcmp(rl.version, "HTTP/", 5) == 0 ? 505 : 400,
 		    "bad HTTP version"));
 	}
-	h->minor = val[7] - '0';
+	h->minor = rl.version[7] - '0';
 	return (0);
 }
 
@@ -184,54 +231,44 @@ wire_decimal(const char *s, size_t len, size_t max, long long *v)
 static int
 wire_request_header(struct wire_head *h, const char *line, size_t llen)
 {
-	const char	*name = line, *val;
-	size_t		 nlen, vlen, i;
-	long long	 cl;
+	struct wire_field	 f;
+	size_t			 i;
+	long long		 cl;
 
 	if (line[0] == ' ' || line[0] == '\t')
 		return (wire_head_fail(h, 400, "folded header line"));
-	for (nlen = 0; nlen < llen && wire_token(line + nlen, 1); nlen++)
-		;
-	if (nlen == 0 || nlen == llen || line[nlen] != ':')
+	if (wire_field_split(line, llen, &f) == -1)
 		return (wire_head_fail(h, 400, "bad header line"));
-	val = line + nlen + 1;
-	vlen = llen - nlen - 1;
-	while (vlen > 0 && (*val == ' ' || *val == '\t')) {
-		val++;
-		vlen--;
-	}
-	while (vlen > 0 && (val[vlen - 1] == ' ' || val[vlen - 1] == '\t'))
-		vlen--;
-	for (i = 0; i < vlen; i++) {
-		if (((unsigned char)val[i] < 0x20 && val[i] != '\t') ||
-		    val[i] == 0x7f)
+	for (i = 0; i < f.vlen; i++) {
+		if (((unsigned char)f.value[i] < 0x20 && f.value[i] != '\t') ||
+		    f.value[i] == 0x7f)
 			return (wire_head_fail(h, 400, "control character in "
 			    "header"));
 	}
-	if (wire_is(name, nlen, "Authorization")) {
+	if (wire_is(f.name, f.nlen, "Authorization")) {
 		if (h->has_auth)
 			return (wire_head_fail(h, 400, "more than one "
 			    "Authorization"));
-		if (vlen >= sizeof h->auth)
+		if (f.vlen >= sizeof h->auth)
 			return (wire_head_fail(h, 431, "Authorization too "
 			    "long"));
-		memcpy(h->auth, val, vlen);
-		h->auth[vlen] = '\0';
+		memcpy(h->auth, f.value, f.vlen);
+		h->auth[f.vlen] = '\0';
 		h->has_auth = 1;
-	} else if (wire_is(name, nlen, "Content-Length")) {
-		if (wire_decimal(val, vlen, 15, &cl) == -1)
+	} else if (wire_is(f.name, f.nlen, "Content-Length")) {
+		if (wire_decimal(f.value, f.vlen, 15, &cl) == -1)
 			return (wire_head_fail(h, 400, "bad Content-Length"));
 		if (h->content_length != -1 && h->content_length != cl)
 			return (wire_head_fail(h, 400, "conflicting "
 			    "Content-Length"));
 		h->content_length = cl;
-	} else if (wire_is(name, nlen, "Transfer-Encoding")) {
-		if (!wire_is(val, vlen, "chunked") || h->chunked)
+	} else if (wire_is(f.name, f.nlen, "Transfer-Encoding")) {
+		if (!wire_is(f.value, f.vlen, "chunked") || h->chunked)
 			return (wire_head_fail(h, 501, "unsupported "
 			    "Transfer-Encoding"));
 		h->chunked = 1;
-	} else if (wire_is(name, nlen, "Expect")) {
-		if (wire_is(val, vlen, "100-continue"))
+	} else if (wire_is(f.name, f.nlen, "Expect")) {
+		if (wire_is(f.value, f.vlen, "100-continue"))
 			h->expect_continue = 1;
 	}
 	return (0);

@@ -177,10 +177,28 @@ struct wire_head {
 	int		 error;		/* request: the status to answer */
 	const char	*cause;		/* static: why it was refused */
 };
+/* The parts of a request line, or of a header line, pointing into it. */
+struct wire_request_line {
+	const char	*method;
+	size_t		 mlen;
+	const char	*target;
+	size_t		 tlen;
+	const char	*version;
+	size_t		 vlen;
+};
+struct wire_field {
+	const char	*name;
+	size_t		 nlen;
+	const char	*value;		/* without blanks around it */
+	size_t		 vlen;
+};
 size_t		 wire_head_end(const char *, size_t);
 int		 wire_line(const char **, const char *, const char **,
 		     size_t *);
 int		 wire_token(const char *, size_t);
+int		 wire_request_split(const char *, size_t,
+		     struct wire_request_line *);
+int		 wire_field_split(const char *, size_t, struct wire_field *);
 void		 wire_head_init(struct wire_head *, int);
 int		 wire_head_line(struct wire_head *, const char *, size_t);
 int		 wire_head_parse(struct wire_head *, int, const char *, size_t);

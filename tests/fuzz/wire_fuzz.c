@@ -5,7 +5,8 @@
  *   0  the agent: a request head, whole, then a lenient chunked body
  *   1  qsup's agent client: a response head a line at a time, then a
  *      strict chunked body whose data is read as an event stream
- *   2  the allowlist proxy: a request head, found and cut into lines
+ *   2  the allowlist proxy: a request head, found and cut into its
+ *      request line and fields
  * Whatever the bytes, nothing crashes, nothing leaks, and what comes out
  * keeps the bounds the protocol sets (wire.h).
  */
@@ -131,21 +132,34 @@ fuzz_client(const char *p, size_t len, size_t piece)
 	wire_sse_free(&sse);
 }
 
-/* The proxy: the head's end, its lines, tokens before the colons. */
+/* The proxy: the head's end, its request line, its fields. */
 static void
 fuzz_proxy(const char *p, size_t len)
 {
-	const char	*q, *end, *line, *colon;
-	size_t		 n, llen;
+	struct wire_request_line	 rl;
+	struct wire_field		 f;
+	const char			*q, *end, *line;
+	size_t				 n, llen;
+	int				 first = 1;
 
 	if ((n = wire_head_end(p, len)) == 0)
 		return;
 	for (q = p, end = p + n; wire_line(&q, end, &line, &llen) == 0;) {
 		if (q > end || line + llen > end)
 			abort();
-		if ((colon = memchr(line, ':', llen)) != NULL)
-			(void)wire_token(line, colon - line);
-		fuzz_touch(line, llen);
+		if (first) {
+			first = 0;
+			if (wire_request_split(line, llen, &rl) == 0 &&
+			    (rl.mlen + rl.tlen + rl.vlen + 2 != llen ||
+			    rl.version + rl.vlen != line + llen))
+				abort();
+			(void)wire_token(line, llen);
+		} else if (wire_field_split(line, llen, &f) == 0) {
+			if (f.nlen == 0 || f.value < f.name + f.nlen ||
+			    f.value + f.vlen > line + llen)
+				abort();
+			fuzz_touch(f.value, f.vlen);
+		}
 	}
 }
 

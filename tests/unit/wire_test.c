@@ -32,6 +32,30 @@ Test(wire, head_end)
 	cr_assert_eq(wire_head_end("a\r\nb: c\r\n\r", 10), 0);
 }
 
+Test(wire, splits)
+{
+	struct wire_request_line	 rl;
+	struct wire_field		 f;
+	const char			*s = "CONNECT a:443 HTTP/1.1";
+
+	cr_assert_eq(wire_request_split(s, strlen(s), &rl), 0);
+	cr_assert(rl.mlen == 7 && strncmp(rl.method, "CONNECT", 7) == 0);
+	cr_assert(rl.tlen == 5 && strncmp(rl.target, "a:443", 5) == 0);
+	cr_assert(rl.vlen == 8 && strncmp(rl.version, "HTTP/1.1", 8) == 0);
+	cr_assert_eq(wire_request_split("GET /", 5, &rl), -1);
+	s = "X-A:  b c \t";
+	cr_assert_eq(wire_field_split(s, strlen(s), &f), 0);
+	cr_assert(f.nlen == 3 && strncmp(f.name, "X-A", 3) == 0);
+	cr_assert(f.vlen == 3 && strncmp(f.value, "b c", 3) == 0);
+	cr_assert_eq(wire_field_split(" X: b", 5, &f), -1);
+	cr_assert_eq(wire_field_split("X Y: b", 6, &f), -1);
+	cr_assert_eq(wire_field_split("X", 1, &f), -1);
+	cr_assert_eq(wire_field_split(": b", 3, &f), -1);
+	cr_assert(wire_token("GET", 3));
+	cr_assert(!wire_token("", 0));
+	cr_assert(!wire_token("a b", 3));
+}
+
 static int
 parse_request(const char *s, struct wire_head *h)
 {
