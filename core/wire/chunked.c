@@ -57,7 +57,8 @@ wire_chunk_size(struct wire_chunked *c, const char *line, size_t len)
 	if (i == 0)
 		return (-1);
 	if (c->strict)
-		return (i == len && i <= 8 && c->left <= WIRE_BODY_MAX ? 0 : -1);
+		return (i == len && i <= 8 && c->left <= WIRE_BODY_MAX ? 0 :
+		    -1);
 	/* Whatever extensions follow are skipped. */
 	if (i < len && line[i] != ';' && line[i] != ' ' && line[i] != '\t')
 		return (-1);

@@ -143,7 +143,7 @@
 #define WIRE_BODY_MAX		1048576	/* 1 MiB: a body, one chunk */
 #define WIRE_EVENT_MAX		262144	/* 256 KiB: one event, all lines */
 #define WIRE_EVENT_NAME_MAX	32
-#define WIRE_LINE_MAX		1024	/* agent: a chunk-size or trailer line */
+#define WIRE_LINE_MAX		1024	/* agent: a chunk or trailer line */
 
 #define WIRE_STR(x)		WIRE_STR1(x)
 #define WIRE_STR1(x)		#x

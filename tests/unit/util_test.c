@@ -39,8 +39,10 @@ Test(util, json_string_escapes)
 Test(util, json_fields)
 {
 	const char	*qmp = "{\"timestamp\":{\"seconds\":1},\"event\":"
-			    "\"MIGRATION\",\"data\":{\"status\":\"completed\"}}";
-	const char	*flat = "{\"status\": -3 ,\"error\":\"x: \\\"y\\\"\\n\"}";
+			    "\"MIGRATION\",\"data\":{\"status\":"
+			    "\"completed\"}}";
+	const char	*flat = "{\"status\": -3 ,\"error\":"
+			    "\"x: \\\"y\\\"\\n\"}";
 	json_t		*j;
 	long long	 v;
 

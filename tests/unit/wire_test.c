@@ -339,7 +339,8 @@ Test(wire, chunked_strict_errors)
 	free(big);
 	expect_chunked_error(0, "z\r\n", 3, "a bad chunk size");
 	expect_chunked_error(0, "ffffffffffffffff\r\n", 18, "a bad chunk size");
-	expect_chunked_error(0, "1\r\nab\r\n", 7, "a chunk longer than its size");
+	expect_chunked_error(0, "1\r\nab\r\n", 7,
+	    "a chunk longer than its size");
 }
 
 /* Read an event stream in pieces: "name=data;" for each event. */
