@@ -5,7 +5,7 @@ MUSL_CC		?= musl-gcc
 WARN		 = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 		   -Wpointer-arith -Wcast-qual
 CFLAGS		?= -O2 -g
-PKGS		 = lua5.4 libiso9660 libcdio libcurl
+PKGS		 = lua5.4 libiso9660 libcdio libcurl jansson
 # One folder a layer, each with its own header; a file sees the headers of
 # its own layer and those below it, nothing above (tests/layers.sh checks
 # the same of every #include, and of guest/):
@@ -29,7 +29,9 @@ CORE_SRC	 = $(wildcard core/*/*.c) $(wildcard lua/*.c) $(wildcard staging/*.c)
 CORE_OBJ	 = $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/lua/builtin.o
 LIB_OBJ		 = $(filter-out $(B)/obj/core/cmd/main.o,$(CORE_OBJ))
 
-AGENT_SRC	 = $(wildcard guest/agent*.c)
+# The agent: guest/ but the image's own tools, and the wire layer.
+AGENT_SRC	 = $(filter-out guest/mkcpio.c,$(wildcard guest/*.c)) \
+		   $(wildcard core/wire/*.c)
 AGENT_CFLAGS	 = -Os -static -std=gnu11 -D_GNU_SOURCE $(WARN) $(WERROR) -Iguest \
 		   $(I_WIRE)
 
@@ -49,8 +51,9 @@ ASAN_LIB_OBJ	 = $(patsubst $(B)/obj/%,$(B)/asan/obj/%,$(filter-out \
 ASAN_UNIT_BIN	 = $(patsubst tests/unit/%.c,$(B)/asan/tests/%,$(UNIT_SRC))
 
 # Fuzz targets: tests/fuzz/NAME_fuzz.c, each with tests/fuzz/corpus/NAME/.
-# Those named agent_* link the guest agent's sources (all but agent.c, the
-# one with main(), whose globals agent_stubs.c gives); the others link
+# Those named agent_* link the guest agent's sources and the wire layer
+# (all but guest/agent.c, the one with main(), whose globals agent_stubs.c
+# gives); the others link
 # qsup's core. $(B)/fuzz/NAME_fuzz runs the corpus and a bounded number of
 # mutations (tests/fuzz/driver.c); $(B)/libfuzzer/NAME_fuzz is the same
 # target for clang's libFuzzer (./build.sh fuzz NAME), built on demand.
@@ -66,6 +69,7 @@ LF_LIB_OBJ	 = $(patsubst $(B)/asan/%,$(B)/libfuzzer/%,$(filter-out \
 
 # Each layer's objects, in every object tree, with that layer's -I only.
 define layer_inc
+$(1)/obj/core/wire/%.o: INC = $$(I_WIRE)
 $(1)/obj/core/base/%.o: INC = $$(I_BASE)
 $(1)/obj/staging/%.o: INC = $$(I_STAGING)
 $(1)/obj/core/net/%.o: INC = $$(I_NET)

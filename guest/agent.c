@@ -1,6 +1,6 @@
 /*
- * qsup-agent: the in-guest agent (protocol.h). As PID 1 of the default
- * microVM guest it sets the guest up (agent_init.c), then serves the
+ * qsup-agent: the in-guest agent (wire.h). As PID 1 of the default
+ * microVM guest it sets the guest up (init.c), then serves the
  * protocol on every agent port from one poll loop. Not as PID 1 it is a
  * test harness for the protocol:
  *	qsup-agent --config FILE | --seed ISO  --fd N [--fd N ...]

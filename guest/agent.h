@@ -1,6 +1,6 @@
 /*
  * qsup-agent: the in-guest agent's one internal header, a section per
- * file. The wire protocol itself lives in protocol.h, shared with qsup.
+ * file. The wire protocol itself lives in wire.h, shared with qsup.
  */
 #ifndef AGENT_H
 #define AGENT_H
@@ -16,8 +16,8 @@
 #include "wire.h"
 
 /* Bounds on what a port holds; the host is not trusted to be sane. */
-#define AGENT_HEAD_MAX		(16 * 1024)	/* head */
-#define AGENT_BODY_MAX		(1024 * 1024)	/* any body */
+#define AGENT_HEAD_MAX		WIRE_HEAD_MAX	/* head */
+#define AGENT_BODY_MAX		WIRE_BODY_MAX	/* any body */
 #define AGENT_IN_MAX		(64 * 1024)	/* unparsed input */
 #define AGENT_OUT_HIGH		(256 * 1024)	/* backpressure */
 #define AGENT_CONFIG_MAX	(1024 * 1024)	/* qsup-config */
@@ -76,7 +76,7 @@ void		 agent_set_error(const char *, ...)
 		     __attribute__((format(printf, 1, 2)));
 void		 agent_poweroff_request(void);
 
-/* agent_util.c */
+/* util.c */
 void		 log_warn(const char *, ...)
 		     __attribute__((format(printf, 1, 2)));
 void		 log_warnx(const char *, ...)
@@ -102,18 +102,18 @@ void		 abuf_consume(struct abuf *, size_t);
 void		 abuf_reset(struct abuf *);
 void		 abuf_free(struct abuf *);
 void		 abuf_base64(struct abuf *, const void *, size_t);
-void		 abuf_json_string(struct abuf *, const char *);
+void		 abuf_put(void *, const void *, size_t);
 
-/* agent_config.c */
+/* config.c */
 int		 config_parse(struct agent_config *, const char *, size_t,
 		     char **);
 void		 config_free(struct agent_config *);
 
-/* agent_iso.c */
+/* iso.c */
 int		 iso_is_seed(int);
 int		 iso_read_config(int, char **, size_t *, char **);
 
-/* agent_json.c */
+/* json.c */
 struct json_exec {
 	char	**argv;		/* NULL-terminated */
 	size_t	  argc;
@@ -125,31 +125,7 @@ int		 json_parse_exec(const char *, size_t, struct json_exec *,
 		     char **);
 void		 json_exec_free(struct json_exec *);
 
-/* agent_http.c */
-struct http_request {
-	char		 method[16];
-	char		 path[256];	/* without any query string */
-	int		 minor;
-	int		 has_auth;
-	char		 auth[512];
-	long long	 content_length;	/* -1: none */
-	int		 chunked;
-	int		 expect_continue;
-};
-struct http_chunked {
-	int		 state;
-	uint64_t	 left;
-	size_t		 line;
-};
-size_t		 http_head_end(const char *, size_t);
-int		 http_parse_head(const char *, size_t, struct http_request *,
-		     int *, const char **);
-ssize_t		 http_chunked_feed(struct http_chunked *, const char *,
-		     size_t, struct abuf *, size_t, int *, int *);
-const char	*http_reason(int);
-int		 http_token_equal(const char *, const char *);
-
-/* agent_port.c */
+/* port.c */
 void		 port_add(int, const char *);
 int		 port_has(const char *);
 int		 port_count(void);
@@ -165,7 +141,7 @@ void		 port_event(struct port *, const char *, const void *,
 void		 port_exec_done(struct port *);
 void		 port_stdin_done(struct port *, int, const char *);
 
-/* agent_exec.c */
+/* exec.c */
 int		 exec_start(struct port *, struct json_exec *, unsigned *,
 		     pid_t *, char **);
 struct exec	*exec_find(unsigned);
@@ -181,7 +157,7 @@ void		 exec_sweep(void);
 void		 exec_kill_all(int);
 int		 exec_count(void);
 
-/* agent_init.c */
+/* init.c */
 void		 init_console(void);
 void		 init_early(void);
 int		 init_cmdline(int *, int *, int *);

@@ -1,7 +1,7 @@
 /*
  * core/base: what every host layer uses: allocation, the growable buffer,
- * paths and files, tokens, logging, and the bounded output queue. It uses
- * only libc, libev and the wire layer below it.
+ * paths and files, tokens, logging, the bounded output queue, and reading
+ * JSON. It uses only libc, libev, jansson and the wire layer below it.
  */
 #ifndef QSUP_BASE_H
 #define QSUP_BASE_H
@@ -46,8 +46,6 @@ int		 util_write_file(const char *, const char *);
 int		 util_run_capture(char *const [], int, double, const char *,
 		     struct buf *, int *);
 size_t		 util_base64_decode(const char *, size_t, unsigned char *);
-int		 util_json_int(const char *, const char *, long long *);
-char		*util_json_str(const char *, const char *);
 
 /* A growable byte buffer, always NUL-terminated. */
 struct buf {
@@ -62,6 +60,13 @@ void		 buf_printf(struct buf *, const char *, ...)
 void		 buf_json_string(struct buf *, const char *);
 void		 buf_consume(struct buf *, size_t);
 void		 buf_free(struct buf *);
+
+/* json.c: reading JSON with jansson (<jansson.h> for the rest of it) */
+struct json_t;
+struct json_t	*json_read(const char *, size_t, size_t);
+struct json_t	*json_path(struct json_t *, const char *);
+int		 json_path_int(struct json_t *, const char *, long long *);
+const char	*json_path_str(struct json_t *, const char *);
 
 /* token.c */
 void		 token_random(unsigned char *, size_t);

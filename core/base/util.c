@@ -489,25 +489,18 @@ buf_printf(struct buf *b, const char *fmt, ...)
 	free(s);
 }
 
-/* Append s as a JSON string literal. */
+/* buf_add as the wire layer's writers want it. */
+static void
+buf_put(void *arg, const void *data, size_t len)
+{
+	buf_add(arg, data, len);
+}
+
+/* Append s as a JSON string literal (the wire layer's one escaping). */
 void
 buf_json_string(struct buf *b, const char *s)
 {
-	char	esc[8];
-
-	buf_add(b, "\"", 1);
-	for (; *s != '\0'; s++) {
-		if (*s == '"' || *s == '\\') {
-			esc[0] = '\\';
-			esc[1] = *s;
-			buf_add(b, esc, 2);
-		} else if ((unsigned char)*s < 0x20) {
-			snprintf(esc, sizeof esc, "\\u%04x", (unsigned char)*s);
-			buf_add(b, esc, 6);
-		} else
-			buf_add(b, s, 1);
-	}
-	buf_add(b, "\"", 1);
+	wire_json_string(buf_put, b, s);
 }
 
 /* Drop the first n bytes. */
@@ -531,80 +524,4 @@ buf_free(struct buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->size = 0;
-}
-
-/*
- * Find "key": in a flat JSON object from the agent. Enough for the agent's
- * own small replies ({"status":0}); not a general JSON reader.
- */
-static const char *
-util_json_find(const char *json, const char *key)
-{
-	const char	*p;
-	size_t		 len = strlen(key);
-
-	for (p = json; (p = strchr(p, '"')) != NULL; p++) {
-		if (strncmp(p + 1, key, len) == 0 && p[len + 1] == '"') {
-			p += len + 2;
-			p += strspn(p, " \t\r\n");
-			if (*p != ':')
-				continue;
-			p++;
-			return (p + strspn(p, " \t\r\n"));
-		}
-	}
-	return (NULL);
-}
-
-int
-util_json_int(const char *json, const char *key, long long *v)
-{
-	const char	*p;
-	char		*end;
-
-	if ((p = util_json_find(json, key)) == NULL)
-		return (-1);
-	*v = strtoll(p, &end, 10);
-	return (end == p ? -1 : 0);
-}
-
-char *
-util_json_str(const char *json, const char *key)
-{
-	const char	*p;
-	struct buf	 b = { 0 };
-	unsigned int	 u;
-
-	if ((p = util_json_find(json, key)) == NULL || *p++ != '"')
-		return (NULL);
-	buf_add(&b, "", 0);
-	for (; *p != '\0' && *p != '"'; p++) {
-		if (*p != '\\') {
-			buf_add(&b, p, 1);
-			continue;
-		}
-		switch (*++p) {
-		case 'n':
-			buf_add(&b, "\n", 1);
-			break;
-		case 't':
-			buf_add(&b, "\t", 1);
-			break;
-		case 'u':
-			if (sscanf(p + 1, "%4x", &u) == 1 && u < 0x80) {
-				char c = (char)u;
-				buf_add(&b, &c, 1);
-			} else
-				buf_add(&b, "?", 1);
-			p += strnlen(p + 1, 4);
-			break;
-		case '\0':
-			p--;
-			break;
-		default:
-			buf_add(&b, p, 1);
-			break;
-		}
-	}
-	return (b.data);
 }

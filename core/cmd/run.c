@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <ev.h>
+#include <jansson.h>
 
 #include "cmd.h"
 #include "wire.h"
@@ -334,6 +335,7 @@ run_event_cb(const char *event, const char *data, size_t len, void *arg,
 {
 	struct run	*r = arg;
 	struct buf	 name = { 0 };
+	json_t		*j;
 	long long	 id;
 
 	if (r->exit_seen) {
@@ -341,11 +343,14 @@ run_event_cb(const char *event, const char *data, size_t len, void *arg,
 		return (-1);
 	}
 	if (strcmp(event, QSUP_EVENT_START) == 0) {
-		if (r->exec_id >= 0 || util_json_int(data, "id", &id) == -1 ||
+		j = json_read(data, len, 0);
+		if (r->exec_id >= 0 || json_path_int(j, "id", &id) == -1 ||
 		    id < 0 || id > INT_MAX) {
+			json_decref(j);
 			xasprintf(cause, "a bad start event");
 			return (-1);
 		}
+		json_decref(j);
 		r->exec_id = id;
 		log_debug("command started in the guest (exec %lld)", id);
 		if (r->interrupted)

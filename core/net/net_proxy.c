@@ -8,9 +8,9 @@
  * slows the sender down, and memory stays bounded. At most NET_CONNS_MAX
  * connections are open at once, over all listeners together; one more is
  * closed as soon as it is accepted (and counted as refused). A request
- * head is at most PX_HEAD_MAX bytes (431 past it), each way holds at most
- * PX_BUF_MAX bytes, and a connection not yet connected is given up after
- * PX_HEAD_TIMEOUT or PX_CONNECT_TIMEOUT.
+ * head is at most NET_PROXY_HEAD_MAX bytes (431 past it), each way holds
+ * at most NET_PROXY_BUF_MAX bytes, and a connection not yet connected is
+ * given up after NET_PROXY_HEAD_TIMEOUT or NET_PROXY_CONNECT_TIMEOUT.
  *
  * The proxy takes one request per connection:
  *   CONNECT host:port HTTP/1.x	the name (or address) checked against the
@@ -22,7 +22,7 @@
  *				is copied back as it comes
  * Anything else gets 400; a destination no rule allows 403 (counted and
  * logged); one that cannot be reached 502, or 504 after
- * PX_CONNECT_TIMEOUT.
+ * NET_PROXY_CONNECT_TIMEOUT.
  *
  * Names: a name is looked up only if a rule allows it (getaddrinfo_a, off
  * the loop), so the proxy cannot carry data out in DNS queries; and the
@@ -49,39 +49,40 @@
 
 #include "net_int.h"
 
-#define PX_HEAD_MAX		16384	/* a request's line and headers */
-#define PX_BUF_MAX		(128 * 1024)	/* each way */
-#define PX_READ			65536
-#define PX_ADDRS_MAX		8	/* tried in turn */
-#define PX_HEAD_TIMEOUT		30.
-#define PX_CONNECT_TIMEOUT	15.
-#define PX_LINGER		5.	/* after an error reply */
-#define PX_BACKOFF		0.1	/* out of descriptors, before accepting again */
+#define NET_PROXY_HEAD_MAX		16384	/* a request's head */
+#define NET_PROXY_BUF_MAX		(128 * 1024)	/* each way */
+#define NET_PROXY_READ			65536
+#define NET_PROXY_ADDRS_MAX		8	/* tried in turn */
+#define NET_PROXY_HEAD_TIMEOUT		30.
+#define NET_PROXY_CONNECT_TIMEOUT	15.
+#define NET_PROXY_LINGER		5.	/* after an error reply */
+/* Out of descriptors: how long to wait before accepting again. */
+#define NET_PROXY_BACKOFF		0.1
 
-enum px_state {
-	PX_HEAD,	/* reading the request */
-	PX_LOOKUP,	/* the name is being resolved */
-	PX_CONNECTING,
-	PX_OPEN,	/* copying both ways */
-	PX_REPLY	/* an error reply goes out, then we close */
+enum net_proxy_state {
+	NET_PROXY_HEAD,	/* reading the request */
+	NET_PROXY_LOOKUP,	/* the name is being resolved */
+	NET_PROXY_CONNECTING,
+	NET_PROXY_OPEN,	/* copying both ways */
+	NET_PROXY_REPLY	/* an error reply goes out, then we close */
 };
 
 /* A byte queue read from its front. */
-struct px_buf {
+struct net_proxy_buf {
 	struct buf	b;
 	size_t		off;
 };
 
-struct px_conn {
+struct net_proxy_conn {
 	struct net_proxy	*px;
-	enum px_state		 state;
+	enum net_proxy_state		 state;
 	int			 cfd;		/* to slirp, i.e. the guest */
 	int			 sfd;		/* to the destination */
 	ev_io			 crd, cwr, srd, swr;
 	ev_timer		 timer;
 	struct buf		 head;
-	struct px_buf		 to_s;
-	struct px_buf		 to_c;
+	struct net_proxy_buf		 to_s;
+	struct net_proxy_buf		 to_c;
 	int			 c_eof, s_eof;	/* nothing more to read */
 	int			 c_shut, s_shut; /* nothing more to write */
 	int			 tunnel;	/* CONNECT: say 200 first */
@@ -90,14 +91,14 @@ struct px_conn {
 	int			 port;
 	char			*what;		/* "host:port", for notes */
 	const struct net_rule *name_rule;
-	struct sockaddr_storage	 addrs[PX_ADDRS_MAX];
-	socklen_t		 alens[PX_ADDRS_MAX];
+	struct sockaddr_storage	 addrs[NET_PROXY_ADDRS_MAX];
+	socklen_t		 alens[NET_PROXY_ADDRS_MAX];
 	size_t			 naddrs;
 	size_t			 next;
 	struct net_lookup	*lookup;
-	TAILQ_ENTRY(px_conn)	 entry;
+	TAILQ_ENTRY(net_proxy_conn)	 entry;
 };
-TAILQ_HEAD(px_conns, px_conn);
+TAILQ_HEAD(net_proxy_conns, net_proxy_conn);
 
 struct net_proxy {
 	struct net		*net;
@@ -108,47 +109,49 @@ struct net_proxy {
 	ev_timer		 backoff;	/* out of descriptors: wait */
 	char			*host;		/* a map's; NULL: the proxy */
 	int			 port;
-	struct px_conns		 conns;
+	struct net_proxy_conns		 conns;
 	size_t			 nconns;
 };
 
-static void	px_update(struct px_conn *);
+static void	net_proxy_update(struct net_proxy_conn *);
 
 static size_t
-pxb_len(const struct px_buf *q)
+net_proxy_qlen(const struct net_proxy_buf *q)
 {
 	return (q->b.len - q->off);
 }
 
-/* What may still be read into q: it holds PX_BUF_MAX at most. */
+/* What may still be read into q: it holds NET_PROXY_BUF_MAX at most. */
 static size_t
-pxb_room(const struct px_buf *q)
+net_proxy_qroom(const struct net_proxy_buf *q)
 {
-	return (pxb_len(q) < PX_BUF_MAX ? PX_BUF_MAX - pxb_len(q) : 0);
+	if (net_proxy_qlen(q) >= NET_PROXY_BUF_MAX)
+		return (0);
+	return (NET_PROXY_BUF_MAX - net_proxy_qlen(q));
 }
 
 static void
-pxb_consume(struct px_buf *q, size_t n)
+net_proxy_qconsume(struct net_proxy_buf *q, size_t n)
 {
 	q->off += n;
 	if (q->off == q->b.len) {
 		buf_consume(&q->b, q->b.len);
 		q->off = 0;
-	} else if (q->off > PX_BUF_MAX) {
+	} else if (q->off > NET_PROXY_BUF_MAX) {
 		buf_consume(&q->b, q->off);
 		q->off = 0;
 	}
 }
 
 static void
-pxb_free(struct px_buf *q)
+net_proxy_qfree(struct net_proxy_buf *q)
 {
 	buf_free(&q->b);
 	q->off = 0;
 }
 
 static void
-px_watch(struct ev_loop *loop, ev_io *w, int on)
+net_proxy_watch(struct ev_loop *loop, ev_io *w, int on)
 {
 	if (on && !ev_is_active(w))
 		ev_io_start(loop, w);
@@ -157,7 +160,7 @@ px_watch(struct ev_loop *loop, ev_io *w, int on)
 }
 
 static void
-px_close_server(struct px_conn *c)
+net_proxy_close_server(struct net_proxy_conn *c)
 {
 	struct ev_loop	*loop = c->px->loop;
 
@@ -170,7 +173,7 @@ px_close_server(struct px_conn *c)
 }
 
 static void
-px_conn_free(struct px_conn *c)
+net_proxy_conn_free(struct net_proxy_conn *c)
 {
 	struct net_proxy	*px = c->px;
 
@@ -181,19 +184,19 @@ px_conn_free(struct px_conn *c)
 	ev_io_stop(px->loop, &c->crd);
 	ev_io_stop(px->loop, &c->cwr);
 	ev_timer_stop(px->loop, &c->timer);
-	px_close_server(c);
+	net_proxy_close_server(c);
 	close(c->cfd);
 	c->cfd = -1;
 	buf_free(&c->head);
-	pxb_free(&c->to_s);
-	pxb_free(&c->to_c);
+	net_proxy_qfree(&c->to_s);
+	net_proxy_qfree(&c->to_c);
 	free(c->host);
 	free(c->what);
 	free(c);
 }
 
 static void
-px_timer(struct px_conn *c, double seconds)
+net_proxy_timer(struct net_proxy_conn *c, double seconds)
 {
 	ev_timer_stop(c->px->loop, &c->timer);
 	if (seconds > 0) {
@@ -204,33 +207,34 @@ px_timer(struct px_conn *c, double seconds)
 
 /* Answer with an error and close once it is out. */
 static void
-px_reply(struct px_conn *c, int code, const char *reason, const char *text)
+net_proxy_reply(struct net_proxy_conn *c, int code, const char *reason,
+    const char *text)
 {
-	c->state = PX_REPLY;
+	c->state = NET_PROXY_REPLY;
 	net_lookup_cancel(c->lookup);
 	c->lookup = NULL;
-	px_close_server(c);
-	pxb_free(&c->to_s);
+	net_proxy_close_server(c);
+	net_proxy_qfree(&c->to_s);
 	buf_printf(&c->to_c.b, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
 	    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n", code,
 	    reason, strlen(text) + 1, text);
-	px_timer(c, PX_LINGER);
+	net_proxy_timer(c, NET_PROXY_LINGER);
 }
 
 static void
-px_refuse(struct px_conn *c, const char *why)
+net_proxy_refuse(struct net_proxy_conn *c, const char *why)
 {
 	char	*text;
 
 	net_note(c->px->net, c->kind, c->what, 0, why);
 	xasprintf(&text, "qsup: %s is not allowed by the sandbox's network "
 	    "policy: %s", c->what, why);
-	px_reply(c, 403, "Forbidden", text);
+	net_proxy_reply(c, 403, "Forbidden", text);
 	free(text);
 }
 
 static void
-px_connect_next(struct px_conn *c)
+net_proxy_connect_next(struct net_proxy_conn *c)
 {
 	struct ev_loop	*loop = c->px->loop;
 	int		 fd;
@@ -250,20 +254,20 @@ px_connect_next(struct px_conn *c)
 		}
 		c->next++;
 		c->sfd = fd;
-		c->state = PX_CONNECTING;
+		c->state = NET_PROXY_CONNECTING;
 		ev_io_set(&c->srd, fd, EV_READ);
 		ev_io_set(&c->swr, fd, EV_WRITE);
 		ev_io_start(loop, &c->swr);
 		return;
 	}
 	log_debug("net: cannot connect to %s", c->what);
-	px_reply(c, 502, "Bad Gateway", "qsup: the destination cannot be "
-	    "reached");
+	net_proxy_reply(c, 502, "Bad Gateway", "qsup: the destination cannot "
+	    "be reached");
 }
 
 /* Connected, or failed: go on with the next address. */
 static void
-px_connected(struct px_conn *c)
+net_proxy_connected(struct net_proxy_conn *c)
 {
 	int		err = 0, one = 1;
 	socklen_t	len = sizeof err;
@@ -271,25 +275,26 @@ px_connected(struct px_conn *c)
 	if (getsockopt(c->sfd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
 		err = errno;
 	if (err != 0) {
-		px_close_server(c);
-		px_connect_next(c);
+		net_proxy_close_server(c);
+		net_proxy_connect_next(c);
 		return;
 	}
 	setsockopt(c->sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	c->state = PX_OPEN;
-	px_timer(c, 0);
+	c->state = NET_PROXY_OPEN;
+	net_proxy_timer(c, 0);
 	if (c->tunnel)
 		buf_puts(&c->to_c.b, "HTTP/1.1 200 Connection established"
 		    "\r\n\r\n");
 }
 
 static void
-px_add_addr(struct px_conn *c, const struct sockaddr *sa, socklen_t len)
+net_proxy_add_addr(struct net_proxy_conn *c, const struct sockaddr *sa,
+    socklen_t len)
 {
 	struct sockaddr_in	*sin;
 	struct sockaddr_in6	*sin6;
 
-	if (c->naddrs == PX_ADDRS_MAX || len > sizeof c->addrs[0])
+	if (c->naddrs == NET_PROXY_ADDRS_MAX || len > sizeof c->addrs[0])
 		return;
 	memcpy(&c->addrs[c->naddrs], sa, len);
 	if (sa->sa_family == AF_INET) {
@@ -303,9 +308,9 @@ px_add_addr(struct px_conn *c, const struct sockaddr *sa, socklen_t len)
 }
 
 static void
-px_lookup_cb(const struct addrinfo *res, int err, void *arg)
+net_proxy_lookup_cb(const struct addrinfo *res, int err, void *arg)
 {
-	struct px_conn			*c = arg;
+	struct net_proxy_conn			*c = arg;
 	const struct net_rule	*rules;
 	const struct addrinfo		*ai;
 	size_t				 nrules, seen = 0;
@@ -329,28 +334,28 @@ px_lookup_cb(const struct addrinfo *res, int err, void *arg)
 				    "address");
 			continue;
 		}
-		px_add_addr(c, ai->ai_addr, ai->ai_addrlen);
+		net_proxy_add_addr(c, ai->ai_addr, ai->ai_addrlen);
 	}
 	if (c->naddrs == 0) {
 		if (seen > 0)
-			px_refuse(c, why);
+			net_proxy_refuse(c, why);
 		else {
 			log_debug("net: cannot resolve %s: %s", c->host,
 			    gai_strerror(err));
-			px_reply(c, 502, "Bad Gateway", "qsup: the name does "
-			    "not resolve");
+			net_proxy_reply(c, 502, "Bad Gateway", "qsup: the "
+			    "name does not resolve");
 		}
 	} else {
 		net_note(c->px->net, c->kind, c->what, 1, NULL);
-		px_connect_next(c);
+		net_proxy_connect_next(c);
 	}
 	free(why);
-	px_update(c);
+	net_proxy_update(c);
 }
 
 /* The destination is chosen (c->host, c->port): check it and go. */
 static void
-px_start(struct px_conn *c)
+net_proxy_start(struct net_proxy_conn *c)
 {
 	const struct net_rule	*rules;
 	struct sockaddr_storage		 ss;
@@ -373,15 +378,15 @@ px_start(struct px_conn *c)
 			why = net_rule_why(rules, nrules, NULL,
 			    (struct sockaddr *)&ss, c->port,
 			    "no rule allows the address and port");
-			px_refuse(c, why);
+			net_proxy_refuse(c, why);
 			free(why);
 			return;
 		}
 		net_note(c->px->net, c->kind, c->what, 1, NULL);
-		px_add_addr(c, (struct sockaddr *)&ss, ss.ss_family == AF_INET ?
-		    sizeof *sin : sizeof *sin6);
-		px_timer(c, PX_CONNECT_TIMEOUT);
-		px_connect_next(c);
+		net_proxy_add_addr(c, (struct sockaddr *)&ss,
+		    ss.ss_family == AF_INET ? sizeof *sin : sizeof *sin6);
+		net_proxy_timer(c, NET_PROXY_CONNECT_TIMEOUT);
+		net_proxy_connect_next(c);
 		return;
 	}
 	if (c->px->host == NULL) {
@@ -392,20 +397,20 @@ px_start(struct px_conn *c)
 			    c->port, net_rule_match(rules, nrules, c->host,
 			    NULL, 0) != NULL ? "the rules allow the name on "
 			    "other ports only" : "no rule allows the name");
-			px_refuse(c, why);
+			net_proxy_refuse(c, why);
 			free(why);
 			return;
 		}
 	}
-	c->state = PX_LOOKUP;
-	px_timer(c, PX_CONNECT_TIMEOUT);
+	c->state = NET_PROXY_LOOKUP;
+	net_proxy_timer(c, NET_PROXY_CONNECT_TIMEOUT);
 	c->lookup = net_lookup_start(net_resolver(c->px->net), c->host,
-	    c->port, AF_UNSPEC, px_lookup_cb, c, &err);
+	    c->port, AF_UNSPEC, net_proxy_lookup_cb, c, &err);
 	if (c->lookup == NULL) {
 		log_debug("net: cannot resolve %s: %s", c->host,
 		    gai_strerror(err));
-		px_reply(c, 502, "Bad Gateway", "qsup: the name cannot be "
-		    "resolved now");
+		net_proxy_reply(c, 502, "Bad Gateway", "qsup: the name cannot "
+		    "be resolved now");
 	}
 }
 
@@ -415,7 +420,8 @@ px_start(struct px_conn *c)
  * dot; no user information.
  */
 static int
-px_authority(const char *s, size_t len, int defport, char **host, int *port)
+net_proxy_authority(const char *s, size_t len, int defport, char **host,
+    int *port)
 {
 	const char	*end = s + len, *colon = NULL, *p;
 	char		 a[INET6_ADDRSTRLEN + 1], *h;
@@ -484,24 +490,9 @@ px_authority(const char *s, size_t len, int defport, char **host, int *port)
 	return (0);
 }
 
-static int
-px_token(const char *s, size_t len)
-{
-	size_t	i;
-
-	if (len == 0)
-		return (0);
-	for (i = 0; i < len; i++) {
-		if (!isalnum((unsigned char)s[i]) &&
-		    strchr("!#$%&'*+-.^_`|~", s[i]) == NULL)
-			return (0);
-	}
-	return (1);
-}
-
 /* Headers a proxy consumes or replaces. */
 static int
-px_hop_header(const char *name, size_t len)
+net_proxy_hop_header(const char *name, size_t len)
 {
 	static const char *const hop[] = { "connection", "proxy-connection",
 	    "keep-alive", "proxy-authorization", "proxy-authenticate",
@@ -520,41 +511,33 @@ px_hop_header(const char *name, size_t len)
  * line) has arrived: parse, rewrite, check. -1: malformed.
  */
 static int
-px_request(struct px_conn *c, size_t hlen, struct buf *out)
+net_proxy_request(struct net_proxy_conn *c, size_t hlen, struct buf *out)
 {
-	char		*h = c->head.data, *end = h + hlen, *line, *nl, *sp1,
-			*sp2, *colon, *target, *path, *auth_end;
-	size_t		 llen, tlen;
-	int		 first = 1;
+	struct wire_request_line	 rl;
+	struct wire_field		 f;
+	const char			*p = c->head.data, *end = p + hlen,
+					*line, *target, *path, *auth_end;
+	size_t				 llen, tlen;
+	int				 first = 1;
 
-	for (line = h; line < end; line = nl + 1) {
-		nl = memchr(line, '\n', (size_t)(end - line));
-		if (nl == NULL)
-			return (-1);
-		llen = (size_t)(nl - line);
-		if (llen > 0 && line[llen - 1] == '\r')
-			llen--;
+	while (wire_line(&p, end, &line, &llen) == 0) {
 		if (first) {
 			first = 0;
-			if ((sp1 = memchr(line, ' ', llen)) == NULL ||
-			    (sp2 = memchr(sp1 + 1, ' ', llen -
-			    (size_t)(sp1 + 1 - line))) == NULL)
+			if (wire_request_split(line, llen, &rl) == -1 ||
+			    !wire_token(rl.method, rl.mlen) || rl.vlen != 8 ||
+			    (strncmp(rl.version, "HTTP/1.1", 8) != 0 &&
+			    strncmp(rl.version, "HTTP/1.0", 8) != 0))
 				return (-1);
-			if (!px_token(line, (size_t)(sp1 - line)) ||
-			    (size_t)(line + llen - (sp2 + 1)) != 8 ||
-			    (strncmp(sp2 + 1, "HTTP/1.1", 8) != 0 &&
-			    strncmp(sp2 + 1, "HTTP/1.0", 8) != 0))
+			target = rl.target;
+			tlen = rl.tlen;
+			if (tlen == 0)
 				return (-1);
-			target = sp1 + 1;
-			tlen = (size_t)(sp2 - target);
-			if (memchr(target, ' ', tlen) != NULL || tlen == 0)
-				return (-1);
-			if ((size_t)(sp1 - line) == 7 &&
-			    strncmp(line, "CONNECT", 7) == 0) {
+			if (rl.mlen == 7 && strncmp(rl.method, "CONNECT",
+			    7) == 0) {
 				c->kind = "connect";
 				c->tunnel = 1;
-				if (px_authority(target, tlen, -1, &c->host,
-				    &c->port) == -1)
+				if (net_proxy_authority(target, tlen, -1,
+				    &c->host, &c->port) == -1)
 					return (-1);
 				continue;
 			}
@@ -566,15 +549,15 @@ px_request(struct px_conn *c, size_t hlen, struct buf *out)
 			for (auth_end = target; auth_end < target + tlen &&
 			    strchr("/?#", *auth_end) == NULL; auth_end++)
 				;
-			if (px_authority(target, (size_t)(auth_end - target),
-			    80, &c->host, &c->port) == -1)
+			if (net_proxy_authority(target, (size_t)(auth_end -
+			    target), 80, &c->host, &c->port) == -1)
 				return (-1);
 			path = auth_end;
-			buf_add(out, line, (size_t)(sp1 + 1 - line));
+			buf_add(out, line, rl.mlen + 1);
 			if (path == target + tlen || *path != '/')
 				buf_add(out, "/", 1);
 			buf_add(out, path, (size_t)(target + tlen - path));
-			buf_add(out, sp2, (size_t)(line + llen - sp2));
+			buf_add(out, rl.version - 1, rl.vlen + 1);
 			buf_add(out, "\r\n", 2);
 			buf_printf(out, "Host: %s%s%s", strchr(c->host, ':') !=
 			    NULL ? "[" : "", c->host, strchr(c->host, ':') !=
@@ -587,10 +570,9 @@ px_request(struct px_conn *c, size_t hlen, struct buf *out)
 		if (llen == 0)
 			break;
 		/* No folded lines, a token before the colon. */
-		if ((colon = memchr(line, ':', llen)) == NULL ||
-		    !px_token(line, (size_t)(colon - line)))
+		if (wire_field_split(line, llen, &f) == -1)
 			return (-1);
-		if (c->tunnel || px_hop_header(line, (size_t)(colon - line)))
+		if (c->tunnel || net_proxy_hop_header(f.name, f.nlen))
 			continue;
 		buf_add(out, line, llen);
 		buf_add(out, "\r\n", 2);
@@ -602,52 +584,35 @@ px_request(struct px_conn *c, size_t hlen, struct buf *out)
 	return (0);
 }
 
-/* Where the head ends (after its blank line), or 0. */
-static size_t
-px_head_end(const char *p, size_t len)
-{
-	size_t	i;
-
-	for (i = 0; i + 1 < len; i++) {
-		if (p[i] != '\n')
-			continue;
-		if (p[i + 1] == '\n')
-			return (i + 2);
-		if (i + 2 < len && p[i + 1] == '\r' && p[i + 2] == '\n')
-			return (i + 3);
-	}
-	return (0);
-}
-
 static void
-px_head(struct px_conn *c)
+net_proxy_head(struct net_proxy_conn *c)
 {
 	struct buf	 out = { 0 };
 	size_t		 hlen;
 
-	hlen = px_head_end(c->head.data, c->head.len);
+	hlen = wire_head_end(c->head.data, c->head.len);
 	if (hlen == 0) {
-		if (c->head.len >= PX_HEAD_MAX) {
+		if (c->head.len >= NET_PROXY_HEAD_MAX) {
 			net_note(c->px->net, "http", "(malformed request)", 0,
 			    "the request head is too long");
-			px_reply(c, 431, "Request Header Fields Too Large",
-			    "qsup: the request head is too long");
+			net_proxy_reply(c, 431, "Request Header Fields Too "
+			    "Large", "qsup: the request head is too long");
 		} else if (c->c_eof && c->head.len > 0) {
 			net_note(c->px->net, "http", "(malformed request)", 0,
 			    "the request ends before its blank line");
-			px_reply(c, 400, "Bad Request", "qsup: the request is "
-			    "cut short");
+			net_proxy_reply(c, 400, "Bad Request", "qsup: the "
+			    "request is cut short");
 		}
 		return;
 	}
 	if (memchr(c->head.data, '\0', hlen) != NULL ||
-	    px_request(c, hlen, &out) == -1) {
+	    net_proxy_request(c, hlen, &out) == -1) {
 		buf_free(&out);
 		net_note(c->px->net, "http", "(malformed request)", 0,
 		    "not a proxy request (CONNECT host:port, or an absolute "
 		    "http:// URL)");
-		px_reply(c, 400, "Bad Request", "qsup: this proxy takes CONNECT "
-		    "host:port and absolute http:// URLs");
+		net_proxy_reply(c, 400, "Bad Request", "qsup: this proxy takes "
+		    "CONNECT host:port and absolute http:// URLs");
 		return;
 	}
 	if (out.len > 0)
@@ -656,15 +621,15 @@ px_head(struct px_conn *c)
 	/* Whatever came after the head goes on too. */
 	buf_add(&c->to_s.b, c->head.data + hlen, c->head.len - hlen);
 	buf_free(&c->head);
-	c->state = PX_LOOKUP;
-	px_start(c);
+	c->state = NET_PROXY_LOOKUP;
+	net_proxy_start(c);
 }
 
 /* Read what fd has into q (or head); 1: got bytes, 0: EOF/error, -1: none. */
 static int
-px_read(int fd, struct buf *b, size_t room)
+net_proxy_read(int fd, struct buf *b, size_t room)
 {
-	char	chunk[PX_READ];
+	char	chunk[NET_PROXY_READ];
 	ssize_t	n;
 
 	if (room == 0)
@@ -683,119 +648,123 @@ px_read(int fd, struct buf *b, size_t room)
 
 /* Write from q; 0 on a dead peer. */
 static int
-px_write(int fd, struct px_buf *q)
+net_proxy_write(int fd, struct net_proxy_buf *q)
 {
 	ssize_t	n;
 
-	while (pxb_len(q) > 0) {
-		n = send(fd, q->b.data + q->off, pxb_len(q),
+	while (net_proxy_qlen(q) > 0) {
+		n = send(fd, q->b.data + q->off, net_proxy_qlen(q),
 		    MSG_DONTWAIT|MSG_NOSIGNAL);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
 			return (errno == EAGAIN ? 1 : 0);
 		}
-		pxb_consume(q, (size_t)n);
+		net_proxy_qconsume(q, (size_t)n);
 	}
 	return (1);
 }
 
 static void
-px_client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+net_proxy_client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct px_conn	*c = w->data;
+	struct net_proxy_conn	*c = w->data;
 	int		 rc;
 
 	(void)loop;
 	(void)revents;
 	switch (c->state) {
-	case PX_HEAD:
-		rc = px_read(c->cfd, &c->head, PX_HEAD_MAX - c->head.len);
+	case NET_PROXY_HEAD:
+		rc = net_proxy_read(c->cfd, &c->head, NET_PROXY_HEAD_MAX -
+		    c->head.len);
 		if (rc == 0)
 			c->c_eof = 1;
 		if (rc != -1)
-			px_head(c);
+			net_proxy_head(c);
 		break;
-	case PX_REPLY:
-		if (px_read(c->cfd, NULL, PX_READ) == 0)
+	case NET_PROXY_REPLY:
+		if (net_proxy_read(c->cfd, NULL, NET_PROXY_READ) == 0)
 			c->c_eof = 1;
 		break;
 	default:
-		if (px_read(c->cfd, &c->to_s.b, pxb_room(&c->to_s)) == 0)
+		if (net_proxy_read(c->cfd, &c->to_s.b,
+		    net_proxy_qroom(&c->to_s)) == 0)
 			c->c_eof = 1;
 		break;
 	}
-	px_update(c);
+	net_proxy_update(c);
 }
 
 static void
-px_client_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+net_proxy_client_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct px_conn	*c = w->data;
+	struct net_proxy_conn	*c = w->data;
 
 	(void)loop;
 	(void)revents;
-	if (!px_write(c->cfd, &c->to_c)) {
+	if (!net_proxy_write(c->cfd, &c->to_c)) {
 		/* The guest's side is gone: nothing left to do. */
-		px_conn_free(c);
+		net_proxy_conn_free(c);
 		return;
 	}
-	px_update(c);
+	net_proxy_update(c);
 }
 
 static void
-px_server_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+net_proxy_server_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct px_conn	*c = w->data;
+	struct net_proxy_conn	*c = w->data;
 
 	(void)loop;
 	(void)revents;
-	if (px_read(c->sfd, &c->to_c.b, pxb_room(&c->to_c)) == 0)
+	if (net_proxy_read(c->sfd, &c->to_c.b, net_proxy_qroom(&c->to_c)) == 0)
 		c->s_eof = 1;
-	px_update(c);
+	net_proxy_update(c);
 }
 
 static void
-px_server_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+net_proxy_server_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct px_conn	*c = w->data;
+	struct net_proxy_conn	*c = w->data;
 
 	(void)loop;
 	(void)revents;
-	if (c->state == PX_CONNECTING)
-		px_connected(c);
-	else if (c->state == PX_OPEN && !px_write(c->sfd, &c->to_s)) {
+	if (c->state == NET_PROXY_CONNECTING)
+		net_proxy_connected(c);
+	else if (c->state == NET_PROXY_OPEN &&
+	    !net_proxy_write(c->sfd, &c->to_s)) {
 		/* The destination stopped reading: stop sending it. */
-		pxb_free(&c->to_s);
+		net_proxy_qfree(&c->to_s);
 		c->s_shut = 1;
 		c->c_eof = 1;
 	}
-	px_update(c);
+	net_proxy_update(c);
 }
 
 static void
-px_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+net_proxy_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct px_conn	*c = w->data;
+	struct net_proxy_conn	*c = w->data;
 
 	(void)loop;
 	(void)revents;
 	switch (c->state) {
-	case PX_HEAD:
-		px_reply(c, 408, "Request Timeout", "qsup: no request came");
+	case NET_PROXY_HEAD:
+		net_proxy_reply(c, 408, "Request Timeout", "qsup: no request "
+		    "came");
 		break;
-	case PX_LOOKUP:
-	case PX_CONNECTING:
+	case NET_PROXY_LOOKUP:
+	case NET_PROXY_CONNECTING:
 		log_debug("net: %s: no connection after %.0f s", c->what,
-		    PX_CONNECT_TIMEOUT);
-		px_reply(c, 504, "Gateway Timeout", "qsup: the destination "
-		    "does not answer");
+		    NET_PROXY_CONNECT_TIMEOUT);
+		net_proxy_reply(c, 504, "Gateway Timeout", "qsup: the "
+		    "destination does not answer");
 		break;
 	default:
-		px_conn_free(c);
+		net_proxy_conn_free(c);
 		return;
 	}
-	px_update(c);
+	net_proxy_update(c);
 }
 
 /*
@@ -804,80 +773,83 @@ px_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
  * gone afterwards.
  */
 static void
-px_update(struct px_conn *c)
+net_proxy_update(struct net_proxy_conn *c)
 {
 	struct ev_loop	*loop = c->px->loop;
-	int		 open = c->state == PX_OPEN;
+	int		 open = c->state == NET_PROXY_OPEN;
 
 	/* Closed before saying anything: nothing to answer. */
-	if (c->state == PX_HEAD && c->c_eof && c->head.len == 0) {
-		px_conn_free(c);
+	if (c->state == NET_PROXY_HEAD && c->c_eof && c->head.len == 0) {
+		net_proxy_conn_free(c);
 		return;
 	}
-	if (c->state == PX_REPLY) {
-		if (pxb_len(&c->to_c) > 0 && !px_write(c->cfd, &c->to_c)) {
-			px_conn_free(c);
+	if (c->state == NET_PROXY_REPLY) {
+		if (net_proxy_qlen(&c->to_c) > 0 &&
+		    !net_proxy_write(c->cfd, &c->to_c)) {
+			net_proxy_conn_free(c);
 			return;
 		}
-		if (pxb_len(&c->to_c) == 0) {
+		if (net_proxy_qlen(&c->to_c) == 0) {
 			if (!c->c_shut) {
 				shutdown(c->cfd, SHUT_WR);
 				c->c_shut = 1;
 			}
 			if (c->c_eof) {
-				px_conn_free(c);
+				net_proxy_conn_free(c);
 				return;
 			}
 		}
-		px_watch(loop, &c->crd, !c->c_eof);
-		px_watch(loop, &c->cwr, pxb_len(&c->to_c) > 0);
+		net_proxy_watch(loop, &c->crd, !c->c_eof);
+		net_proxy_watch(loop, &c->cwr, net_proxy_qlen(&c->to_c) > 0);
 		return;
 	}
-	if (open && pxb_len(&c->to_s) > 0 && !c->s_shut &&
-	    !px_write(c->sfd, &c->to_s)) {
-		pxb_free(&c->to_s);
+	if (open && net_proxy_qlen(&c->to_s) > 0 && !c->s_shut &&
+	    !net_proxy_write(c->sfd, &c->to_s)) {
+		net_proxy_qfree(&c->to_s);
 		c->s_shut = 1;
 		c->c_eof = 1;
 	}
-	if (pxb_len(&c->to_c) > 0 && !px_write(c->cfd, &c->to_c)) {
-		px_conn_free(c);
+	if (net_proxy_qlen(&c->to_c) > 0 &&
+	    !net_proxy_write(c->cfd, &c->to_c)) {
+		net_proxy_conn_free(c);
 		return;
 	}
-	if (open && c->c_eof && pxb_len(&c->to_s) == 0 && !c->s_shut) {
+	if (open && c->c_eof && net_proxy_qlen(&c->to_s) == 0 && !c->s_shut) {
 		shutdown(c->sfd, SHUT_WR);
 		c->s_shut = 1;
 	}
-	if (open && c->s_eof && pxb_len(&c->to_c) == 0 && !c->c_shut) {
+	if (open && c->s_eof && net_proxy_qlen(&c->to_c) == 0 && !c->c_shut) {
 		shutdown(c->cfd, SHUT_WR);
 		c->c_shut = 1;
 	}
 	if (open && c->c_shut && c->s_shut) {
-		px_conn_free(c);
+		net_proxy_conn_free(c);
 		return;
 	}
-	px_watch(loop, &c->crd, !c->c_eof && (c->state == PX_HEAD ||
-	    pxb_len(&c->to_s) < PX_BUF_MAX));
-	px_watch(loop, &c->cwr, pxb_len(&c->to_c) > 0);
-	px_watch(loop, &c->srd, open && !c->s_eof &&
-	    pxb_len(&c->to_c) < PX_BUF_MAX);
-	px_watch(loop, &c->swr, c->state == PX_CONNECTING ||
-	    (open && pxb_len(&c->to_s) > 0 && !c->s_shut));
+	net_proxy_watch(loop, &c->crd, !c->c_eof &&
+	    (c->state == NET_PROXY_HEAD ||
+	    net_proxy_qlen(&c->to_s) < NET_PROXY_BUF_MAX));
+	net_proxy_watch(loop, &c->cwr, net_proxy_qlen(&c->to_c) > 0);
+	net_proxy_watch(loop, &c->srd, open && !c->s_eof &&
+	    net_proxy_qlen(&c->to_c) < NET_PROXY_BUF_MAX);
+	net_proxy_watch(loop, &c->swr, c->state == NET_PROXY_CONNECTING ||
+	    (open && net_proxy_qlen(&c->to_s) > 0 && !c->s_shut));
 }
 
 static void
-px_conn_new(struct net_proxy *px, int fd)
+net_proxy_conn_new(struct net_proxy *px, int fd)
 {
-	struct px_conn	*c;
+	struct net_proxy_conn	*c;
 
 	c = xcalloc(1, sizeof *c);
 	c->px = px;
 	c->cfd = fd;
 	c->sfd = -1;
-	ev_io_init(&c->crd, px_client_read_cb, fd, EV_READ);
-	ev_io_init(&c->cwr, px_client_write_cb, fd, EV_WRITE);
-	ev_io_init(&c->srd, px_server_read_cb, -1, EV_READ);
-	ev_io_init(&c->swr, px_server_write_cb, -1, EV_WRITE);
-	ev_timer_init(&c->timer, px_timer_cb, 0., 0.);
+	ev_io_init(&c->crd, net_proxy_client_read_cb, fd, EV_READ);
+	ev_io_init(&c->cwr, net_proxy_client_write_cb, fd, EV_WRITE);
+	ev_io_init(&c->srd, net_proxy_server_read_cb, -1, EV_READ);
+	ev_io_init(&c->swr, net_proxy_server_write_cb, -1, EV_WRITE);
+	ev_timer_init(&c->timer, net_proxy_timer_cb, 0., 0.);
 	c->crd.data = c->cwr.data = c->srd.data = c->swr.data = c;
 	c->timer.data = c;
 	TAILQ_INSERT_TAIL(&px->conns, c, entry);
@@ -886,13 +858,13 @@ px_conn_new(struct net_proxy *px, int fd)
 		c->kind = "tcp";
 		c->host = xstrdup(px->host);
 		c->port = px->port;
-		c->state = PX_LOOKUP;
-		px_start(c);
+		c->state = NET_PROXY_LOOKUP;
+		net_proxy_start(c);
 	} else {
-		c->state = PX_HEAD;
-		px_timer(c, PX_HEAD_TIMEOUT);
+		c->state = NET_PROXY_HEAD;
+		net_proxy_timer(c, NET_PROXY_HEAD_TIMEOUT);
 	}
-	px_update(c);
+	net_proxy_update(c);
 }
 
 /* Take every connection slirp has made. */
@@ -917,7 +889,8 @@ net_proxy_accept(struct net_proxy *px)
 				    "http", "(any)", 0, "qsup is out of file "
 				    "descriptors");
 				ev_io_stop(px->loop, &px->accept);
-				ev_timer_set(&px->backoff, PX_BACKOFF, 0);
+				ev_timer_set(&px->backoff, NET_PROXY_BACKOFF,
+				    0);
 				ev_timer_start(px->loop, &px->backoff);
 			}
 			return;
@@ -928,12 +901,12 @@ net_proxy_accept(struct net_proxy *px)
 			close(fd);
 			continue;
 		}
-		px_conn_new(px, fd);
+		net_proxy_conn_new(px, fd);
 	}
 }
 
 static void
-px_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+net_proxy_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	(void)loop;
 	(void)revents;
@@ -941,7 +914,7 @@ px_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 static void
-px_backoff_cb(struct ev_loop *loop, ev_timer *w, int revents)
+net_proxy_backoff_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct net_proxy	*px = w->data;
 
@@ -986,10 +959,10 @@ net_proxy_new(struct net *net, const char *path, const char *host, int port,
 		xasprintf(cause, "%s: %s", path, strerror(errno));
 		goto fail;
 	}
-	ev_io_init(&px->accept, px_accept_cb, px->fd, EV_READ);
+	ev_io_init(&px->accept, net_proxy_accept_cb, px->fd, EV_READ);
 	px->accept.data = px;
 	ev_io_start(px->loop, &px->accept);
-	ev_init(&px->backoff, px_backoff_cb);
+	ev_init(&px->backoff, net_proxy_backoff_cb);
 	px->backoff.data = px;
 	return (px);
 fail:
@@ -1000,12 +973,12 @@ fail:
 void
 net_proxy_free(struct net_proxy *px)
 {
-	struct px_conn	*c;
+	struct net_proxy_conn	*c;
 
 	if (px == NULL)
 		return;
 	while ((c = TAILQ_FIRST(&px->conns)) != NULL)
-		px_conn_free(c);
+		net_proxy_conn_free(c);
 	ev_io_stop(px->loop, &px->accept);
 	ev_timer_stop(px->loop, &px->backoff);
 	if (px->fd != -1) {

@@ -1,9 +1,11 @@
 /*
- * The host side of the agent protocol (guest/protocol.h): HTTP/1.1 with
+ * The host side of the agent protocol (core/wire/wire.h): HTTP/1.1 with
  * Server-Sent Events over one virtio-serial port, driven by the loop.
  * Requests on a port are pipelined and answered in order. A response body
  * is either Content-Length or chunked; a text/event-stream body is split
- * into events as it arrives instead of being collected.
+ * into events as it arrives instead of being collected. The parsing is
+ * the wire layer's, in its strict mode; this file holds the connection,
+ * and reads the exit event's JSON with jansson.
  */
 #include <sys/queue.h>
 
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include <ev.h>
+#include <jansson.h>
 
 #include "vm.h"
 
@@ -22,21 +25,14 @@
  * Bounds on what one response may hold. The head and every SSE event are
  * small by the protocol; a guest that sends more is broken or hostile.
  */
-#define AGENT_HEADER_MAX	16384	/* status line and headers */
-#define AGENT_BODY_MAX		(1024 * 1024)
-#define AGENT_EVENT_MAX		(256 * 1024)	/* one SSE event, all lines */
-#define AGENT_EVENT_NAME_MAX	32
-#define AGENT_CHUNK_DIGITS	8
+#define AGENT_HEADER_MAX	WIRE_HEAD_MAX	/* status line and headers */
+#define AGENT_BODY_MAX		WIRE_BODY_MAX
 #define AGENT_READ		65536
 
 enum agent_parse_state {
-	AP_STATUS,
-	AP_HEADERS,
+	AP_HEAD,
 	AP_BODY,		/* Content-Length */
-	AP_CHUNK_SIZE,
-	AP_CHUNK_DATA,
-	AP_CHUNK_END,		/* the CRLF after a chunk */
-	AP_TRAILER
+	AP_CHUNKED
 };
 
 struct agent_req {
@@ -60,16 +56,12 @@ struct agent_conn {
 	int			 dead;
 
 	enum agent_parse_state	 state;
-	int			 status;
-	int			 chunked;
-	int			 sse;
-	int			 have_length;
+	struct wire_head	 head;
 	size_t			 head_len;	/* bytes of head so far */
-	size_t			 remaining;
+	size_t			 remaining;	/* of a Content-Length body */
+	struct wire_chunked	 chunked;
 	struct buf		 body;
-	struct buf		 line;		/* SSE: the line being read */
-	char			*event;		/* SSE: the current event name */
-	struct buf		 data;		/* SSE: its data */
+	struct wire_sse		 sse;
 };
 
 static void	agent_fail(struct agent_conn *, int, const char *);
@@ -96,78 +88,16 @@ agent_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 	ev_io_stop(loop, w);
 }
 
-/*
- * One SSE line; a blank line dispatches the event. Only the fields the
- * protocol uses are accepted, and an event (name and data) stays within
- * AGENT_EVENT_MAX however many lines it is sent in.
- */
-static int
-agent_sse_line(struct agent_conn *c, struct agent_req *r, char *line,
-    size_t len, char **cause)
-{
-	char	*value;
-	size_t	 vlen;
-	int	 rc = 0;
-
-	if (len == 0) {
-		if (c->event != NULL || c->data.len > 0) {
-			if (r->event_cb != NULL)
-				rc = r->event_cb(c->event != NULL ? c->event :
-				    "message", c->data.data != NULL ?
-				    c->data.data : "", c->data.len, r->arg,
-				    cause);
-		}
-		free(c->event);
-		c->event = NULL;
-		buf_consume(&c->data, c->data.len);
-		return (rc);
-	}
-	if (memchr(line, '\0', len) != NULL) {
-		xasprintf(cause, "a NUL byte in an event");
-		return (-1);
-	}
-	if (line[0] == ':')
-		return (0);
-	if ((value = memchr(line, ':', len)) == NULL)
-		value = line + len;
-	else {
-		*value++ = '\0';
-		if (*value == ' ')
-			value++;
-	}
-	vlen = line + len - value;
-	if (strcmp(line, "event") == 0) {
-		if (c->event != NULL || vlen == 0 ||
-		    vlen > AGENT_EVENT_NAME_MAX) {
-			xasprintf(cause, "a bad event name");
-			return (-1);
-		}
-		c->event = xstrdup(value);
-	} else if (strcmp(line, "data") == 0) {
-		if (c->data.len + vlen + 1 > AGENT_EVENT_MAX) {
-			xasprintf(cause, "an event over %d bytes",
-			    AGENT_EVENT_MAX);
-			return (-1);
-		}
-		if (c->data.len > 0)
-			buf_add(&c->data, "\n", 1);
-		buf_add(&c->data, value, vlen);
-	} else {
-		xasprintf(cause, "an unknown event field");
-		return (-1);
-	}
-	return (0);
-}
-
-/* Body bytes: collected, or cut into SSE lines as they come. */
+/* Body bytes: collected, or cut into events as they come. */
 static int
 agent_body(struct agent_conn *c, struct agent_req *r, const char *p,
     size_t len, char **cause)
 {
-	const char	*nl;
-	size_t		 n;
+	const char	*why;
+	ssize_t		 n;
+	int		 ready;
 
-	if (!c->sse) {
+	if (!c->head.sse) {
 		if (c->body.len + len > AGENT_BODY_MAX) {
 			xasprintf(cause, "a body over %d bytes",
 			    AGENT_BODY_MAX);
@@ -177,24 +107,17 @@ agent_body(struct agent_conn *c, struct agent_req *r, const char *p,
 		return (0);
 	}
 	while (len > 0) {
-		nl = memchr(p, '\n', len);
-		n = nl == NULL ? len : (size_t)(nl - p);
-		if (c->line.len + n > AGENT_EVENT_MAX) {
-			xasprintf(cause, "an event line over %d bytes",
-			    AGENT_EVENT_MAX);
+		if ((n = wire_sse_feed(&c->sse, p, len, &ready, &why)) == -1) {
+			xasprintf(cause, "%s", why);
 			return (-1);
 		}
-		buf_add(&c->line, p, n);
-		if (nl == NULL)
-			break;
-		if (c->line.len > 0 && c->line.data[c->line.len - 1] == '\r')
-			c->line.data[--c->line.len] = '\0';
-		if (agent_sse_line(c, r, c->line.data != NULL ? c->line.data :
-		    "", c->line.len, cause) == -1)
+		p += n;
+		len -= n;
+		if (ready && r->event_cb != NULL && r->event_cb(
+		    wire_sse_name(&c->sse), c->sse.data.data != NULL ?
+		    c->sse.data.data : "", c->sse.data.len, r->arg,
+		    cause) == -1)
 			return (-1);
-		buf_consume(&c->line, c->line.len);
-		p += n + 1;
-		len -= n + 1;
 	}
 	return (0);
 }
@@ -209,8 +132,7 @@ agent_finish(struct agent_conn *c, char **cause)
 {
 	struct agent_req	*r;
 
-	if (c->sse && (c->line.len > 0 || c->event != NULL ||
-	    c->data.len > 0)) {
+	if (c->head.sse && wire_sse_pending(&c->sse)) {
 		xasprintf(cause, "the event stream ended inside an event");
 		return (-1);
 	}
@@ -221,109 +143,50 @@ agent_finish(struct agent_conn *c, char **cause)
 		return (-1);
 	}
 	TAILQ_REMOVE(&c->reqs, r, entry);
-	c->state = AP_STATUS;
+	c->state = AP_HEAD;
 	c->head_len = 0;
 	if (r->response_cb != NULL)
-		r->response_cb(c->status, c->body.data != NULL ?
+		r->response_cb(c->head.status, c->body.data != NULL ?
 		    c->body.data : "", c->body.len, r->arg);
 	buf_consume(&c->body, c->body.len);
-	buf_consume(&c->line, c->line.len);
-	free(c->event);
-	c->event = NULL;
-	buf_consume(&c->data, c->data.len);
+	wire_sse_reset(&c->sse);
+	wire_head_init(&c->head, WIRE_RESPONSE);
 	free(r);
 	return (0);
 }
 
-/* Take one LF-terminated line (CR stripped) from the input, or NULL. */
-static char *
-agent_line(struct agent_conn *c, size_t *used, size_t *len)
+/*
+ * One line of the head, if a whole one has arrived (the head stays within
+ * AGENT_HEADER_MAX): 0 when taken, 1 at the head's end, 2 when more must
+ * come first, -1 on a protocol error.
+ */
+static int
+agent_head(struct agent_conn *c, char **cause)
 {
 	char	*nl;
+	size_t	 used, len;
+	int	 rc;
 
-	if (c->in.len == 0)
-		return (NULL);
-	if ((nl = memchr(c->in.data, '\n', c->in.len)) == NULL)
-		return (NULL);
-	*used = nl - c->in.data + 1;
-	*nl = '\0';
-	if (nl > c->in.data && nl[-1] == '\r')
-		*--nl = '\0';
-	*len = nl - c->in.data;
-	return (c->in.data);
-}
-
-/* A decimal or hex number of digits only, within max; -1 otherwise. */
-static int
-agent_number(const char *s, int base, size_t maxdigits, size_t max,
-    size_t *v)
-{
-	size_t	n = 0, d;
-
-	*v = 0;
-	for (; *s != '\0'; s++) {
-		if (*s >= '0' && *s <= '9')
-			d = *s - '0';
-		else if (base == 16 && *s >= 'a' && *s <= 'f')
-			d = *s - 'a' + 10;
-		else if (base == 16 && *s >= 'A' && *s <= 'F')
-			d = *s - 'A' + 10;
-		else
-			return (-1);
-		if (++n > maxdigits)
-			return (-1);
-		*v = *v * base + d;
-	}
-	return (n == 0 || *v > max ? -1 : 0);
-}
-
-/* "HTTP/1.1 NNN reason": the status, 100-599. */
-static int
-agent_status_line(const char *line, int *status)
-{
-	int	i;
-
-	if (strncmp(line, "HTTP/1.1 ", 9) != 0)
-		return (-1);
-	line += 9;
-	for (i = 0; i < 3; i++) {
-		if (line[i] < '0' || line[i] > '9')
-			return (-1);
-	}
-	if (line[3] != ' ' && line[3] != '\0')
-		return (-1);
-	*status = (line[0] - '0') * 100 + (line[1] - '0') * 10 +
-	    (line[2] - '0');
-	return (*status < 100 || *status > 599 ? -1 : 0);
-}
-
-static int
-agent_header(struct agent_conn *c, char *line, char **cause)
-{
-	char	*value;
-
-	if ((value = strchr(line, ':')) == NULL) {
-		xasprintf(cause, "a header line without a colon");
+	nl = c->in.len > 0 ? memchr(c->in.data, '\n', c->in.len) : NULL;
+	used = nl != NULL ? (size_t)(nl - c->in.data + 1) : c->in.len;
+	if (c->head_len + used > AGENT_HEADER_MAX) {
+		xasprintf(cause, "a head or chunk line over %d bytes",
+		    AGENT_HEADER_MAX);
 		return (-1);
 	}
-	*value++ = '\0';
-	value += strspn(value, " \t");
-	if (strcasecmp(line, "Content-Length") == 0) {
-		if (c->have_length || agent_number(value, 10, 8,
-		    AGENT_BODY_MAX, &c->remaining) == -1) {
-			xasprintf(cause, "a bad Content-Length");
-			return (-1);
-		}
-		c->have_length = 1;
-	} else if (strcasecmp(line, "Transfer-Encoding") == 0) {
-		if (strcasecmp(value, "chunked") != 0) {
-			xasprintf(cause, "an unknown Transfer-Encoding");
-			return (-1);
-		}
-		c->chunked = 1;
-	} else if (strcasecmp(line, "Content-Type") == 0)
-		c->sse = strncasecmp(value, "text/event-stream", 17) == 0;
-	return (0);
+	if (nl == NULL)
+		return (2);
+	len = used - 1;
+	if (len > 0 && c->in.data[len - 1] == '\r')
+		len--;
+	c->head_len += used;
+	rc = wire_head_line(&c->head, c->in.data, len);
+	buf_consume(&c->in, used);
+	if (rc == -1) {
+		xasprintf(cause, "%s", c->head.cause);
+		return (-1);
+	}
+	return (rc);
 }
 
 /* Advance the parser over what has arrived; -1 on a protocol error. */
@@ -331,8 +194,10 @@ static int
 agent_parse(struct agent_conn *c, char **cause)
 {
 	struct agent_req	*r;
-	char			*line;
-	size_t			 used, llen, n;
+	const char		*data, *why;
+	size_t			 n, dlen;
+	ssize_t			 used;
+	int			 done;
 
 	for (;;) {
 		if ((r = TAILQ_FIRST(&c->reqs)) == NULL) {
@@ -343,65 +208,25 @@ agent_parse(struct agent_conn *c, char **cause)
 			return (-1);
 		}
 		switch (c->state) {
-		case AP_STATUS:
-		case AP_HEADERS:
-		case AP_CHUNK_SIZE:
-		case AP_CHUNK_END:
-		case AP_TRAILER:
-			line = agent_line(c, &used, &llen);
-			n = line == NULL ? c->in.len : used;
-			if (c->state == AP_STATUS || c->state == AP_HEADERS)
-				n += c->head_len;
-			if (n > AGENT_HEADER_MAX) {
-				xasprintf(cause, "a head or chunk line over "
-				    "%d bytes", AGENT_HEADER_MAX);
+		case AP_HEAD:
+			switch (agent_head(c, cause)) {
+			case -1:
 				return (-1);
-			}
-			if (line == NULL)
+			case 2:
 				return (0);
-			if (memchr(line, '\0', llen) != NULL) {
-				xasprintf(cause, "a NUL byte in the head");
-				return (-1);
+			case 0:
+				continue;
 			}
-			if (c->state == AP_STATUS || c->state == AP_HEADERS)
-				c->head_len += used;
-			break;
-		default:
-			line = NULL;
-			used = 0;
-			break;
-		}
-		switch (c->state) {
-		case AP_STATUS:
-			if (agent_status_line(line, &c->status) == -1) {
-				xasprintf(cause, "a bad status line");
-				return (-1);
-			}
-			c->chunked = c->sse = c->have_length = 0;
-			c->remaining = 0;
-			c->state = AP_HEADERS;
-			break;
-		case AP_HEADERS:
-			if (*line != '\0') {
-				if (agent_header(c, line, cause) == -1)
-					return (-1);
-				break;
-			}
-			buf_consume(&c->in, used);
-			if (c->chunked && c->have_length) {
-				xasprintf(cause, "both Content-Length and "
-				    "chunked");
-				return (-1);
-			}
-			if (c->chunked)
-				c->state = AP_CHUNK_SIZE;
-			else if (c->remaining > 0)
+			if (c->head.chunked) {
+				wire_chunked_init(&c->chunked, 1);
+				c->state = AP_CHUNKED;
+			} else if (c->head.content_length > 0) {
+				c->remaining = c->head.content_length;
 				c->state = AP_BODY;
-			else if (agent_finish(c, cause) == -1)
+			} else if (agent_finish(c, cause) == -1)
 				return (-1);
-			continue;
+			break;
 		case AP_BODY:
-		case AP_CHUNK_DATA:
 			if (c->in.len == 0)
 				return (0);
 			n = c->in.len < c->remaining ? c->in.len : c->remaining;
@@ -411,41 +236,26 @@ agent_parse(struct agent_conn *c, char **cause)
 			c->remaining -= n;
 			if (c->remaining > 0)
 				return (0);
-			if (c->state == AP_CHUNK_DATA)
-				c->state = AP_CHUNK_END;
-			else if (agent_finish(c, cause) == -1)
-				return (-1);
-			continue;
-		case AP_CHUNK_SIZE:
-			if (agent_number(line, 16, AGENT_CHUNK_DIGITS,
-			    AGENT_BODY_MAX, &c->remaining) == -1) {
-				xasprintf(cause, "a bad chunk size");
-				return (-1);
-			}
-			c->state = c->remaining == 0 ? AP_TRAILER :
-			    AP_CHUNK_DATA;
-			break;
-		case AP_CHUNK_END:
-			if (*line != '\0') {
-				xasprintf(cause, "a chunk longer than its "
-				    "size");
-				return (-1);
-			}
-			c->state = AP_CHUNK_SIZE;
-			break;
-		case AP_TRAILER:
-			/* The agent sends no trailers. */
-			if (*line != '\0') {
-				xasprintf(cause, "a trailer after the last "
-				    "chunk");
-				return (-1);
-			}
-			buf_consume(&c->in, used);
 			if (agent_finish(c, cause) == -1)
 				return (-1);
-			continue;
+			break;
+		case AP_CHUNKED:
+			used = wire_chunked_feed(&c->chunked, c->in.data,
+			    c->in.len, &data, &dlen, &done, &why);
+			if (used == -1) {
+				xasprintf(cause, "%s", why);
+				return (-1);
+			}
+			if (used == 0)
+				return (0);
+			if (dlen > 0 && agent_body(c, r, data, dlen,
+			    cause) == -1)
+				return (-1);
+			buf_consume(&c->in, used);
+			if (done && agent_finish(c, cause) == -1)
+				return (-1);
+			break;
 		}
-		buf_consume(&c->in, used);
 	}
 }
 
@@ -506,6 +316,7 @@ agent_conn_new(struct ev_loop *loop, int fd, const char *token)
 	c->fd = fd;
 	c->token = xstrdup(token);
 	TAILQ_INIT(&c->reqs);
+	wire_head_init(&c->head, WIRE_RESPONSE);
 	util_set_nonblock(fd);
 	ev_io_init(&c->rd, agent_read_cb, fd, EV_READ);
 	c->rd.data = c;
@@ -580,9 +391,7 @@ agent_conn_free(struct agent_conn *c)
 	buf_free(&c->out);
 	buf_free(&c->in);
 	buf_free(&c->body);
-	buf_free(&c->line);
-	buf_free(&c->data);
-	free(c->event);
+	wire_sse_free(&c->sse);
 	free(c);
 }
 
@@ -609,104 +418,65 @@ agent_escape(struct buf *b, const char *s, size_t len, size_t max)
 		buf_puts(b, "...");
 }
 
-static const char *
-agent_json_ws(const char *p, const char *end)
+/*
+ * The agent's texts are bytes (a command's name need not be UTF-8) and
+ * jansson takes only UTF-8: each byte above 0x7f goes in as the code
+ * point of its value, and comes out again as that byte (agent_bytes).
+ */
+static void
+agent_latin1(struct buf *b, const char *s, size_t len)
 {
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' ||
-	    *p == '\r'))
-		p++;
-	return (p);
-}
+	unsigned char	u[2];
+	size_t		i;
 
-/* A JSON string at p (past its quote on return), decoded into b. */
-static int
-agent_json_string(const char **pp, const char *end, struct buf *b)
-{
-	const char	*p = *pp;
-	unsigned int	 u;
-	int		 i;
-	char		 ch;
-
-	if (p >= end || *p++ != '"')
-		return (-1);
 	buf_add(b, "", 0);
-	while (p < end && *p != '"') {
-		if ((unsigned char)*p < 0x20)
-			return (-1);
-		if (*p != '\\') {
-			buf_add(b, p++, 1);
+	for (i = 0; i < len; i++) {
+		if ((unsigned char)s[i] < 0x80) {
+			buf_add(b, s + i, 1);
 			continue;
 		}
-		if (++p >= end)
-			return (-1);
-		switch (*p) {
-		case '"': case '\\': case '/':
-			ch = *p;
-			break;
-		case 'b':
-			ch = '\b';
-			break;
-		case 'f':
-			ch = '\f';
-			break;
-		case 'n':
-			ch = '\n';
-			break;
-		case 'r':
-			ch = '\r';
-			break;
-		case 't':
-			ch = '\t';
-			break;
-		case 'u':
-			if (end - p < 5)
-				return (-1);
-			for (u = 0, i = 1; i <= 4; i++) {
-				if (p[i] >= '0' && p[i] <= '9')
-					u = u * 16 + (p[i] - '0');
-				else if ((p[i] | 0x20) >= 'a' &&
-				    (p[i] | 0x20) <= 'f')
-					u = u * 16 + ((p[i] | 0x20) - 'a' + 10);
-				else
-					return (-1);
-			}
-			p += 4;
-			/* Beyond ASCII only the fact is kept. */
-			ch = u < 0x80 ? (char)u : '?';
-			break;
-		default:
-			return (-1);
-		}
-		buf_add(b, &ch, 1);
-		p++;
+		u[0] = 0xc0 | (unsigned char)s[i] >> 6;
+		u[1] = 0x80 | ((unsigned char)s[i] & 0x3f);
+		buf_add(b, u, 2);
 	}
-	if (p >= end)
-		return (-1);
-	*pp = p + 1;
-	return (0);
 }
 
-/* A JSON integer of at most 9 digits. */
-static int
-agent_json_int(const char **pp, const char *end, long *v)
+/* Back from agent_latin1: code points past 0xff (escapes) become '?'. */
+static void
+agent_bytes(struct buf *b, const char *s, size_t len)
 {
-	const char	*p = *pp;
-	int		 neg = 0, n = 0;
+	const unsigned char	*p = (const unsigned char *)s, *end = p + len;
+	char			 ch;
 
-	if (p < end && *p == '-') {
-		neg = 1;
-		p++;
+	buf_add(b, "", 0);
+	while (p < end) {
+		if (*p < 0x80)
+			ch = (char)*p++;
+		else if ((*p & 0xe0) == 0xc0 && *p <= 0xc3 && end - p >= 2) {
+			ch = (char)((p[0] & 0x03) << 6 | (p[1] & 0x3f));
+			p += 2;
+		} else {
+			/* Beyond 0xff only the fact is kept. */
+			ch = '?';
+			for (p++; p < end && (*p & 0xc0) == 0x80; p++)
+				;
+		}
+		buf_add(b, &ch, 1);
 	}
-	for (*v = 0; p < end && *p >= '0' && *p <= '9'; p++) {
-		if (++n > 9)
-			return (-1);
-		*v = *v * 10 + (*p - '0');
-	}
-	if (n == 0 || (n > 1 && (*pp)[neg] == '0'))
+}
+
+/* A number as the protocol has them: an integer of at most 9 digits. */
+static int
+agent_exit_int(json_t *v, long *n)
+{
+	json_int_t	i;
+
+	if (!json_is_integer(v))
 		return (-1);
-	if (neg)
-		*v = -*v;
-	*pp = p;
+	i = json_integer_value(v);
+	if (i < -999999999 || i > 999999999)
+		return (-1);
+	*n = (long)i;
 	return (0);
 }
 
@@ -719,76 +489,62 @@ int
 agent_parse_exit(const char *data, size_t len, struct agent_exit *x,
     char **cause)
 {
-	const char	*p = data, *end = data + len;
-	struct buf	 key = { 0 }, err = { 0 };
-	long		 v;
-	int		 have_status = 0, have_signal = 0, have_error = 0;
+	struct buf	 in = { 0 }, err = { 0 }, esc = { 0 };
+	json_t		*j, *v;
+	const char	*key;
+	long		 n;
+	int		 have_status = 0, have_signal = 0;
 
 	memset(x, 0, sizeof *x);
-	p = agent_json_ws(p, end);
-	if (p >= end || *p++ != '{')
+	agent_latin1(&in, data, len);
+	j = json_read(in.data, in.len, JSON_REJECT_DUPLICATES|JSON_ALLOW_NUL);
+	buf_free(&in);
+	if (j == NULL || json_object_size(j) == 0)
 		goto bad;
-	p = agent_json_ws(p, end);
-	if (p < end && *p == '}')
-		goto bad;
-	for (;;) {
-		buf_consume(&key, key.len);
-		p = agent_json_ws(p, end);
-		if (agent_json_string(&p, end, &key) == -1)
-			goto bad;
-		p = agent_json_ws(p, end);
-		if (p >= end || *p++ != ':')
-			goto bad;
-		p = agent_json_ws(p, end);
-		if (strcmp(key.data, "status") == 0 && !have_status) {
-			if (agent_json_int(&p, end, &v) == -1)
+	json_object_foreach(j, key, v) {
+		if (strcmp(key, "status") == 0) {
+			if (agent_exit_int(v, &n) == -1)
 				goto bad;
-			if (v < 0 || v > 255) {
+			if (n < 0 || n > 255) {
 				xasprintf(cause, "exit status %ld out of "
-				    "range (0-255)", v);
+				    "range (0-255)", n);
 				goto fail;
 			}
-			x->status = (int)v;
+			x->status = (int)n;
 			have_status = 1;
-		} else if (strcmp(key.data, "signal") == 0 && !have_signal) {
-			if (agent_json_int(&p, end, &v) == -1)
+		} else if (strcmp(key, "signal") == 0) {
+			if (agent_exit_int(v, &n) == -1)
 				goto bad;
-			if (v < 1 || v > AGENT_SIGNAL_MAX) {
+			if (n < 1 || n > AGENT_SIGNAL_MAX) {
 				xasprintf(cause, "signal %ld out of range "
-				    "(1-%d)", v, AGENT_SIGNAL_MAX);
+				    "(1-%d)", n, AGENT_SIGNAL_MAX);
 				goto fail;
 			}
-			x->signal = (int)v;
+			x->signal = (int)n;
 			have_signal = 1;
-		} else if (strcmp(key.data, "error") == 0 && !have_error) {
-			if (agent_json_string(&p, end, &err) == -1)
-				goto bad;
-			have_error = 1;
-		} else
+		} else if (strcmp(key, "error") == 0 && json_is_string(v))
+			agent_bytes(&err, json_string_value(v),
+			    json_string_length(v));
+		else
 			goto bad;
-		p = agent_json_ws(p, end);
-		if (p < end && *p == ',') {
-			p++;
-			continue;
-		}
-		if (p >= end || *p++ != '}')
-			goto bad;
-		break;
 	}
-	if (agent_json_ws(p, end) != end || have_status == have_signal)
+	if (have_status == have_signal)
 		goto bad;
-	if (have_error) {
-		buf_consume(&key, key.len);
-		agent_escape(&key, err.data, err.len, AGENT_ERROR_MAX);
-		x->error = xstrdup(key.data);
+	if (err.data != NULL) {
+		agent_escape(&esc, err.data, err.len, AGENT_ERROR_MAX);
+		x->error = xstrdup(esc.data);
 	}
-	buf_free(&key);
+	json_decref(j);
 	buf_free(&err);
+	buf_free(&esc);
 	return (0);
 bad:
 	xasprintf(cause, "a malformed exit event");
 fail:
-	buf_free(&key);
+	if (j != NULL)
+		json_decref(j);
 	buf_free(&err);
+	buf_free(&esc);
+	x->status = x->signal = 0;
 	return (-1);
 }

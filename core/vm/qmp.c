@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "vm.h"
 
 #define QMP_LINE_MAX	(1024 * 1024)
@@ -128,8 +130,10 @@ int
 qmp_command(struct qmp *q, const char *json, int passfd, double timeout,
     char **reply, char **cause)
 {
-	double	 deadline = util_now() + timeout;
-	char	*line, *desc;
+	double		 deadline = util_now() + timeout;
+	const char	*desc;
+	char		*line;
+	json_t		*j;
 
 	if (reply != NULL)
 		*reply = NULL;
@@ -138,28 +142,26 @@ qmp_command(struct qmp *q, const char *json, int passfd, double timeout,
 	for (;;) {
 		if ((line = qmp_read_line(q, deadline, cause)) == NULL)
 			return (-1);
-		if (strstr(line, "\"event\"") != NULL &&
-		    strstr(line, "\"return\"") == NULL) {
+		j = json_read(line, strlen(line), 0);
+		if (json_path(j, "event") != NULL) {
 			buf_add(&q->events, line, strlen(line));
 			buf_add(&q->events, "\n", 1);
-			free(line);
-			continue;
-		}
-		if (strstr(line, "\"error\"") != NULL) {
-			desc = util_json_str(line, "desc");
+		} else if (json_path(j, "error") != NULL) {
+			desc = json_path_str(j, "error.desc");
 			xasprintf(cause, "QMP %s: %s", json, desc != NULL ?
 			    desc : line);
-			free(desc);
+			json_decref(j);
 			free(line);
 			return (-1);
-		}
-		if (strstr(line, "\"return\"") != NULL) {
+		} else if (json_path(j, "return") != NULL) {
+			json_decref(j);
 			if (reply != NULL)
 				*reply = line;
 			else
 				free(line);
 			return (0);
 		}
+		json_decref(j);
 		free(line);
 	}
 }
@@ -169,9 +171,11 @@ int
 qmp_wait_event(struct qmp *q, const char *event, const char *status,
     const char *fail_status, double timeout, char **cause)
 {
-	double	 deadline = util_now() + timeout;
-	char	*line, *nl, *ev, *st;
-	int	 rc = 1;
+	double		 deadline = util_now() + timeout;
+	const char	*ev, *st;
+	char		*line, *nl;
+	json_t		*j;
+	int		 rc = 1;
 
 	for (;;) {
 		if (q->events.len > 0) {
@@ -180,8 +184,9 @@ qmp_wait_event(struct qmp *q, const char *event, const char *status,
 			buf_consume(&q->events, nl - q->events.data + 1);
 		} else if ((line = qmp_read_line(q, deadline, cause)) == NULL)
 			return (-1);
-		ev = util_json_str(line, "event");
-		st = util_json_str(line, "status");
+		j = json_read(line, strlen(line), 0);
+		ev = json_path_str(j, "event");
+		st = json_path_str(j, "data.status");
 		if (ev != NULL && strcmp(ev, event) == 0 && st != NULL) {
 			if (strcmp(st, status) == 0)
 				rc = 0;
@@ -191,8 +196,7 @@ qmp_wait_event(struct qmp *q, const char *event, const char *status,
 				rc = -1;
 			}
 		}
-		free(ev);
-		free(st);
+		json_decref(j);
 		free(line);
 		if (rc != 1)
 			return (rc);

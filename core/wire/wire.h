@@ -1,5 +1,9 @@
 /*
- * The wire protocol between qsup (core/) and its in-guest agent (guest/).
+ * core/wire: the wire protocol between qsup and its in-guest agent
+ * (guest/), and the codecs both sides speak it with: one HTTP/1.1 head
+ * parser (http.c), one chunked codec (chunked.c), one Server-Sent Events
+ * codec (sse.c), one JSON string writer (json.c). Built into qsup and into
+ * the static agent alike, so it uses libc only: no base layer, no libev.
  * This is the only header the two sides share.
  *
  * Transport: QSUP_PORT_COUNT virtio-serial ports named QSUP_PORT_PREFIX"0"
@@ -100,6 +104,11 @@
 #ifndef QSUP_PROTOCOL_H
 #define QSUP_PROTOCOL_H
 
+#include <sys/types.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
 #define QSUP_PROTOCOL_VERSION	1
 #define QSUP_PORT_PREFIX	"org.qsup.agent."
 #define QSUP_PORT_COUNT		8
@@ -125,5 +134,108 @@
 #define QSUP_EVENT_STDOUT	"stdout"
 #define QSUP_EVENT_STDERR	"stderr"
 #define QSUP_EVENT_EXIT		"exit"
+
+/*
+ * Bounds the readers hold their peer to (see above). The numbers are
+ * spelled out because error messages name them.
+ */
+#define WIRE_HEAD_MAX		16384	/* a head; on the host, a chunk line */
+#define WIRE_BODY_MAX		1048576	/* 1 MiB: a body, one chunk */
+#define WIRE_EVENT_MAX		262144	/* 256 KiB: one event, all lines */
+#define WIRE_EVENT_NAME_MAX	32
+#define WIRE_LINE_MAX		1024	/* agent: a chunk or trailer line */
+
+#define WIRE_STR(x)		WIRE_STR1(x)
+#define WIRE_STR1(x)		#x
+
+/* Writers hand their bytes to put(arg, bytes, len): any buffer will do. */
+typedef void	 wire_put_cb(void *, const void *, size_t);
+
+/* A growable byte buffer the readers keep state in; data NUL-terminated. */
+struct wire_buf {
+	char	*data;
+	size_t	 len;
+	size_t	 size;
+};
+
+/* http.c */
+#define WIRE_REQUEST	0	/* the agent reading qsup */
+#define WIRE_RESPONSE	1	/* qsup reading the agent: strictly */
+struct wire_head {
+	int		 role;
+	int		 lines;		/* lines taken so far */
+	char		 method[16];	/* request */
+	char		 path[256];	/* request, without any query string */
+	int		 minor;		/* request: HTTP/1.minor */
+	int		 status;	/* response: 100-599 */
+	int		 has_auth;
+	char		 auth[512];
+	long long	 content_length;	/* -1: none */
+	int		 chunked;
+	int		 expect_continue;
+	int		 sse;		/* Content-Type: text/event-stream */
+	int		 error;		/* request: the status to answer */
+	const char	*cause;		/* static: why it was refused */
+};
+/* The parts of a request line, or of a header line, pointing into it. */
+struct wire_request_line {
+	const char	*method;
+	size_t		 mlen;
+	const char	*target;
+	size_t		 tlen;
+	const char	*version;
+	size_t		 vlen;
+};
+struct wire_field {
+	const char	*name;
+	size_t		 nlen;
+	const char	*value;		/* without blanks around it */
+	size_t		 vlen;
+};
+size_t		 wire_head_end(const char *, size_t);
+int		 wire_line(const char **, const char *, const char **,
+		     size_t *);
+int		 wire_token(const char *, size_t);
+int		 wire_request_split(const char *, size_t,
+		     struct wire_request_line *);
+int		 wire_field_split(const char *, size_t, struct wire_field *);
+void		 wire_head_init(struct wire_head *, int);
+int		 wire_head_line(struct wire_head *, const char *, size_t);
+int		 wire_head_parse(struct wire_head *, int, const char *, size_t);
+const char	*wire_reason(int);
+
+/* chunked.c */
+struct wire_chunked {
+	int		 state;
+	int		 strict;	/* as qsup holds the agent to it */
+	uint64_t	 left;		/* data still to come in this chunk */
+};
+void		 wire_chunked_init(struct wire_chunked *, int);
+ssize_t		 wire_chunked_feed(struct wire_chunked *, const char *,
+		     size_t, const char **, size_t *, int *, const char **);
+void		 wire_chunk_start(wire_put_cb *, void *, size_t);
+void		 wire_chunk_end(wire_put_cb *, void *);
+void		 wire_chunk_last(wire_put_cb *, void *);
+
+/* sse.c */
+struct wire_sse {
+	struct wire_buf	 line;		/* the line being read */
+	struct wire_buf	 data;		/* the event's data so far */
+	char		 event[WIRE_EVENT_NAME_MAX + 1];
+	int		 have_event;
+	int		 ready;		/* a whole event is in event, data */
+};
+size_t		 wire_sse_size(const char *, size_t);
+void		 wire_sse_start(wire_put_cb *, void *, const char *);
+void		 wire_sse_end(wire_put_cb *, void *);
+ssize_t		 wire_sse_feed(struct wire_sse *, const char *, size_t, int *,
+		     const char **);
+const char	*wire_sse_name(const struct wire_sse *);
+int		 wire_sse_pending(const struct wire_sse *);
+void		 wire_sse_reset(struct wire_sse *);
+void		 wire_sse_free(struct wire_sse *);
+
+/* json.c */
+void		 wire_json_string(wire_put_cb *, void *, const char *);
 
 #endif

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 
 #include "cmd.h"
 
@@ -34,23 +35,43 @@ Test(util, json_string_escapes)
 	buf_free(&b);
 }
 
+/* Reading JSON: jansson parses, json_path reaches in (QMP nests). */
 Test(util, json_fields)
 {
+	const char	*qmp = "{\"timestamp\":{\"seconds\":1},\"event\":"
+			    "\"MIGRATION\",\"data\":{\"status\":"
+			    "\"completed\"}}";
+	const char	*flat = "{\"status\": -3 ,\"error\":"
+			    "\"x: \\\"y\\\"\\n\"}";
+	json_t		*j;
 	long long	 v;
-	char		*s;
 
-	cr_assert_eq(util_json_int("{\"status\":42}", "status", &v), 0);
-	cr_assert_eq(v, 42);
-	cr_assert_eq(util_json_int("{\"status\": -3 }", "status", &v), 0);
+	j = json_read(flat, strlen(flat), 0);
+	cr_assert_not_null(j);
+	cr_assert_eq(json_path_int(j, "status", &v), 0);
 	cr_assert_eq(v, -3);
-	cr_assert_eq(util_json_int("{\"signal\":9}", "status", &v), -1);
+	cr_assert_eq(json_path_int(j, "signal", &v), -1);
+	cr_assert_eq(json_path_int(j, "error", &v), -1);
+	cr_assert_str_eq(json_path_str(j, "error"), "x: \"y\"\n");
+	cr_assert_null(json_path_str(j, "status"));
+	json_decref(j);
+
 	/* A key inside a string value is not a key. */
-	cr_assert_eq(util_json_int("{\"error\":\"status\"}", "status", &v),
-	    -1);
-	s = util_json_str("{\"status\":127,\"error\":\"x: \\\"y\\\"\\n\"}",
-	    "error");
-	cr_assert_str_eq(s, "x: \"y\"\n");
-	free(s);
+	j = json_read("{\"error\":\"status\"}", 18, 0);
+	cr_assert_eq(json_path_int(j, "status", &v), -1);
+	json_decref(j);
+
+	j = json_read(qmp, strlen(qmp), 0);
+	cr_assert_str_eq(json_path_str(j, "data.status"), "completed");
+	cr_assert_null(json_path_str(j, "status"));
+	cr_assert_null(json_path_str(j, "event.status"));
+	cr_assert_null(json_path(j, "data.status.x"));
+	json_decref(j);
+
+	/* Only objects; nothing that does not parse. */
+	cr_assert_null(json_read("[1]", 3, 0));
+	cr_assert_null(json_read("{\"a\":", 5, 0));
+	cr_assert_null(json_path(NULL, "a"));
 }
 
 Test(util, buf_consume)

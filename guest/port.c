@@ -1,10 +1,10 @@
 /*
- * One persistent HTTP/1.1 connection per agent port (protocol.h). A port
+ * One persistent HTTP/1.1 connection per agent port (wire.h). A port
  * is a state machine fed by the poll loop: it reads a head, then a body,
  * answers, and only then looks at the next pipelined request, so answers
  * leave in request order. An exec stream holds its port until the exit
  * event. Input and output are bounded: a port stops reading while its
- * output backs up, and exec pipes stop being read (agent_exec.c) while the
+ * output backs up, and exec pipes stop being read (exec.c) while the
  * port's output is above AGENT_OUT_HIGH.
  */
 #include <errno.h>
@@ -34,10 +34,10 @@ struct port {
 	struct abuf		 in;
 	struct abuf		 out;
 	struct abuf		 body;
-	struct http_request	 req;
+	struct wire_head	 req;
 	int			 discard; /* drop body: answered */
 	long long		 left;	/* Content-Length to come */
-	struct http_chunked	 chunked;
+	struct wire_chunked	 chunked;
 
 	struct port		*next;
 };
@@ -107,7 +107,7 @@ port_pending(const struct port *p)
 static void
 port_respond(struct port *p, int status, const char *body)
 {
-	abuf_printf(&p->out, "HTTP/1.1 %d %s\r\n", status, http_reason(status));
+	abuf_printf(&p->out, "HTTP/1.1 %d %s\r\n", status, wire_reason(status));
 	if (status == 401)
 		abuf_printf(&p->out, "WWW-Authenticate: Bearer\r\n");
 	if (status == 204 || body == NULL) {
@@ -125,7 +125,7 @@ port_error(struct port *p, int status, const char *msg)
 	struct abuf	b = { 0 };
 
 	abuf_add(&b, "{\"error\":", 9);
-	abuf_json_string(&b, msg);
+	wire_json_string(abuf_put, &b, msg);
 	abuf_add(&b, "}", 1);
 	port_respond(p, status, b.data);
 	abuf_free(&b);
@@ -138,20 +138,21 @@ port_event(struct port *p, const char *name, const void *data, size_t len,
 {
 	size_t	dlen = base64 ? (len + 2) / 3 * 4 : len;
 
-	abuf_printf(&p->out, "%zx\r\nevent: %s\ndata: ",
-	    strlen("event: \ndata: \n\n") + strlen(name) + dlen, name);
+	wire_chunk_start(abuf_put, &p->out, wire_sse_size(name, dlen));
+	wire_sse_start(abuf_put, &p->out, name);
 	if (base64)
 		abuf_base64(&p->out, data, len);
 	else
 		abuf_add(&p->out, data, len);
-	abuf_add(&p->out, "\n\n\r\n", 4);
+	wire_sse_end(abuf_put, &p->out);
+	wire_chunk_end(abuf_put, &p->out);
 }
 
 /* The exec streaming on p has sent its exit event: end the body. */
 void
 port_exec_done(struct port *p)
 {
-	abuf_add(&p->out, "0\r\n\r\n", 5);
+	wire_chunk_last(abuf_put, &p->out);
 	p->state = PORT_HEAD;
 }
 
@@ -185,6 +186,23 @@ port_gone(struct port *p)
 	p->dead = 1;
 }
 
+/*
+ * Compare a bearer token with the expected one in time that depends only
+ * on the expected token's length, not on where the first difference is.
+ */
+static int
+port_token_equal(const char *want, const char *got)
+{
+	size_t			wl = strlen(want), gl = strlen(got), i;
+	volatile unsigned	diff;
+
+	diff = wl != gl;
+	for (i = 0; i < wl; i++)
+		diff |= (unsigned char)want[i] ^
+		    (unsigned char)(i < gl ? got[i] : 0);
+	return (diff == 0);
+}
+
 static int
 port_auth_ok(struct port *p)
 {
@@ -194,7 +212,7 @@ port_auth_ok(struct port *p)
 		return (0);
 	for (v += 7; *v == ' '; v++)
 		;
-	return (http_token_equal(agent_cfg.token, v));
+	return (port_token_equal(agent_cfg.token, v));
 }
 
 /* A head has been parsed: decide whether its body is wanted. */
@@ -204,7 +222,7 @@ port_begin_body(struct port *p)
 	const char	*why;
 
 	abuf_reset(&p->body);
-	memset(&p->chunked, 0, sizeof p->chunked);
+	wire_chunked_init(&p->chunked, 0);
 	p->left = p->req.content_length > 0 ? p->req.content_length : 0;
 	p->discard = 0;
 	p->state = PORT_BODY;
@@ -235,14 +253,14 @@ port_begin_body(struct port *p)
 static int
 port_body(struct port *p)
 {
-	size_t	n = abuf_used(&p->in);
-	ssize_t	used;
-	int	done = 0, too_big = 0;
+	const char	*data, *why;
+	size_t		 n = abuf_used(&p->in), dlen;
+	ssize_t		 used;
+	int		 done = 0;
 
-	if (p->req.chunked) {
-		used = http_chunked_feed(&p->chunked, abuf_start(&p->in), n,
-		    p->discard ? NULL : &p->body, AGENT_BODY_MAX, &done,
-		    &too_big);
+	while (p->req.chunked && !done) {
+		used = wire_chunked_feed(&p->chunked, abuf_start(&p->in),
+		    abuf_used(&p->in), &data, &dlen, &done, &why);
 		if (used == -1) {
 			/* Framing is lost; what follows is parsed as heads. */
 			if (!p->discard)
@@ -251,14 +269,19 @@ port_body(struct port *p)
 			p->state = PORT_HEAD;
 			return (0);
 		}
-		abuf_consume(&p->in, used);
-		if (too_big && !p->discard) {
+		if (used == 0)
+			return (0);
+		if (dlen > 0 && !p->discard &&
+		    abuf_used(&p->body) + dlen > AGENT_BODY_MAX) {
 			port_error(p, 413, "request body too large");
 			p->discard = 1;
 			abuf_reset(&p->body);
-		}
-		return (done);
+		} else if (dlen > 0 && !p->discard)
+			abuf_add(&p->body, data, dlen);
+		abuf_consume(&p->in, used);
 	}
+	if (p->req.chunked)
+		return (done);
 	if ((long long)n > p->left)
 		n = p->left;
 	if (!p->discard)
@@ -302,7 +325,7 @@ port_ping(struct port *p)
 	abuf_printf(&b, "{\"version\":%d,\"boot_ms\":%lld,%s\"kernel\":",
 	    QSUP_PROTOCOL_VERSION, agent_ready_ms,
 	    agent_template ? "\"template\":true," : "");
-	abuf_json_string(&b, agent_kernel);
+	wire_json_string(abuf_put, &b, agent_kernel);
 	abuf_add(&b, "}", 1);
 	port_respond(p, 200, b.data);
 	abuf_free(&b);
@@ -469,9 +492,7 @@ port_dispatch(struct port *p)
 static void
 port_advance(struct port *p)
 {
-	const char	*cause;
-	size_t		 n, used;
-	int		 status;
+	size_t	n, used;
 
 	while (!p->dead && !p->down) {
 		if (abuf_used(&p->out) >= AGENT_OUT_HIGH)
@@ -488,7 +509,7 @@ port_advance(struct port *p)
 			used -= n;
 			if (used == 0)
 				return;
-			n = http_head_end(abuf_start(&p->in), used);
+			n = wire_head_end(abuf_start(&p->in), used);
 			if (n == 0 && used <= AGENT_HEAD_MAX)
 				return;
 			if (n == 0 || n > AGENT_HEAD_MAX) {
@@ -499,10 +520,10 @@ port_advance(struct port *p)
 					abuf_consume(&p->in, n);
 				continue;
 			}
-			if (http_parse_head(abuf_start(&p->in), n, &p->req,
-			    &status, &cause) == -1) {
+			if (wire_head_parse(&p->req, WIRE_REQUEST,
+			    abuf_start(&p->in), n) == -1) {
 				abuf_consume(&p->in, n);
-				port_error(p, status, cause);
+				port_error(p, p->req.error, p->req.cause);
 				continue;
 			}
 			abuf_consume(&p->in, n);
@@ -517,7 +538,7 @@ port_advance(struct port *p)
 				port_dispatch(p);
 			break;
 		case PORT_SKIP:
-			n = http_head_end(abuf_start(&p->in), used);
+			n = wire_head_end(abuf_start(&p->in), used);
 			if (n != 0) {
 				abuf_consume(&p->in, n);
 				p->state = PORT_HEAD;

@@ -503,7 +503,7 @@ exec_finish(struct exec *e)
 			xasprintf(&msg, "setup: %s", strerror(f.error));
 		abuf_printf(&b, "{\"status\":%d,\"error\":",
 		    f.error == ENOENT || f.error == ENOTDIR ? 127 : 126);
-		abuf_json_string(&b, msg);
+		wire_json_string(abuf_put, &b, msg);
 		abuf_add(&b, "}", 1);
 		free(msg);
 	} else if (WIFSIGNALED(e->status))

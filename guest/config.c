@@ -1,6 +1,6 @@
 /*
  * The seed's qsup-config: "key value" lines, values percent-encoded
- * (protocol.h). Unknown keys are ignored so older agents accept newer
+ * (wire.h). Unknown keys are ignored so older agents accept newer
  * seeds; a malformed line of a known key is an error, because a seed that
  * half applies (a share silently missing) is worse than one that fails.
  */
