@@ -15,7 +15,7 @@
  *			or ping slirp opens one for); past it new ones are
  *			dropped: a SYN is sent again by the guest
  *   proxy and maps	NET_CONNS_MAX connections in all (net_conn_open),
- *			PX_BUF_MAX each way each (net_proxy.c)
+ *			NET_PROXY_BUF_MAX each way each (net_proxy.c)
  *   DNS		DNS_PENDING_MAX lookups at once (net_dns.c)
  *   the listing	NET_DESTS_MAX destinations, then only counted
  *

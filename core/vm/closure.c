@@ -13,7 +13,7 @@
  * the guest binds the closure's copy of each at its guest path instead.
  * Parent shares are shared as they are, and the guest binds the closure's
  * copy of each library directory inside them over it, after every mount
- * (the seed's bind lines, guest/protocol.h): sparse hides the rest
+ * (the seed's bind lines, core/wire/wire.h): sparse hides the rest
  * wherever the guest would see it, without copying the rest of a parent
  * (60,000 files for /usr/lib: seconds to copy, as many to remove). The
  * closure share takes a share slot; the library shares give theirs back.

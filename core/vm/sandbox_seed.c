@@ -1,7 +1,7 @@
 /*
  * The guest's configuration, in the seed's qsup-config format: on the
  * seed ISO of a cold boot, or posted to /setup after a template build or
- * restore. Its values are percent-encoded (guest/protocol.h).
+ * restore. Its values are percent-encoded (core/wire/wire.h).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 #include "sandbox_int.h"
 
-/* Percent-encode a seed value (guest/protocol.h). */
+/* Percent-encode a seed value (core/wire/wire.h). */
 static void
 sandbox_seed_value(struct buf *b, const char *s)
 {
@@ -25,7 +25,7 @@ sandbox_seed_value(struct buf *b, const char *s)
 	}
 }
 
-/* "KEY VALUE\n", the value percent-encoded (guest/protocol.h). */
+/* "KEY VALUE\n", the value percent-encoded (core/wire/wire.h). */
 static void
 sandbox_seed_line(struct buf *b, const char *key, const char *value)
 {
