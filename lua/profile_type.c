@@ -553,13 +553,41 @@ profile_plain_string(lua_State *L, int idx)
 	return (value);
 }
 
+/*
+ * The absolute path of an existing regular host file, value relative to
+ * the profile's folder; NULL, the error reported, otherwise.
+ */
+static char *
+profile_host_file(struct profile_ctx *ctx, const struct profile_setting *s,
+    int loc, const char *value)
+{
+	struct stat	 sb;
+	char		*path, *abs;
+
+	path = profile_host_path(ctx, loc, value);
+	if (stat(path, &sb) == -1) {
+		profile_error(ctx, loc, "%s: %s: %s", s->name, path,
+		    strerror(errno));
+		free(path);
+		return (NULL);
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		profile_error(ctx, loc, "%s: %s: not a regular file",
+		    s->name, path);
+		free(path);
+		return (NULL);
+	}
+	abs = profile_absolute(path);
+	free(path);
+	return (abs);
+}
+
 static void
 profile_convert_path(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
 	const char	*value;
-	struct stat	 sb;
-	char		*path, *abs;
+	char		*abs;
 
 	if ((value = profile_plain_string(L, idx)) == NULL) {
 		profile_bad(ctx, L, idx, s, loc, "is not valid");
@@ -572,21 +600,8 @@ profile_convert_path(struct profile_ctx *ctx, lua_State *L, int idx,
 		}
 		abs = xstrdup(value);
 	} else {
-		path = profile_host_path(ctx, loc, value);
-		if (stat(path, &sb) == -1) {
-			profile_error(ctx, loc, "%s: %s: %s", s->name, path,
-			    strerror(errno));
-			free(path);
+		if ((abs = profile_host_file(ctx, s, loc, value)) == NULL)
 			return;
-		}
-		if (!S_ISREG(sb.st_mode)) {
-			profile_error(ctx, loc, "%s: %s: not a regular file",
-			    s->name, path);
-			free(path);
-			return;
-		}
-		abs = profile_absolute(path);
-		free(path);
 	}
 	free(*PROFILE_FIELD(ctx->p, s, char *));
 	*PROFILE_FIELD(ctx->p, s, char *) = abs;
@@ -660,8 +675,7 @@ profile_convert_image(struct profile_ctx *ctx, lua_State *L, int idx,
 {
 	const char		*value, *p;
 	enum profile_image	 kind;
-	struct stat		 sb;
-	char			*path, *v;
+	char			*v;
 
 	if ((value = profile_plain_string(L, idx)) == NULL) {
 		profile_bad(ctx, L, idx, s, loc, "is not valid");
@@ -676,22 +690,9 @@ profile_convert_image(struct profile_ctx *ctx, lua_State *L, int idx,
 		kind = PROFILE_IMAGE_URL;
 		v = xstrdup(value);
 	} else if (strchr(value, '/') != NULL) {
-		path = profile_host_path(ctx, loc, value);
-		if (stat(path, &sb) == -1) {
-			profile_error(ctx, loc, "%s: %s: %s", s->name, path,
-			    strerror(errno));
-			free(path);
+		if ((v = profile_host_file(ctx, s, loc, value)) == NULL)
 			return;
-		}
-		if (!S_ISREG(sb.st_mode)) {
-			profile_error(ctx, loc, "%s: %s: not a regular file",
-			    s->name, path);
-			free(path);
-			return;
-		}
 		kind = PROFILE_IMAGE_FILE;
-		v = profile_absolute(path);
-		free(path);
 	} else {
 		for (p = value; *p != '\0'; p++) {
 			if (!isalnum((unsigned char)*p) &&
