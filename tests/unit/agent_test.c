@@ -860,7 +860,12 @@ Test(agent, stdin_after_close_is_409_and_unknown_ids_404)
 	struct tbuf	 body;
 
 	spawn_agent(2, NULL);
-	exec_begin(&ag.c[0], "{\"argv\":[\"cat\"]}", &r);
+	/*
+	 * It lives on after its stdin closes: a plain cat could exit and its
+	 * exec be gone (404) before the late write comes, on a loaded host.
+	 */
+	exec_begin(&ag.c[0], "{\"argv\":[\"sh\",\"-c\",\"cat; sleep 1\"]}",
+	    &r);
 	stdin_send(&ag.c[1], r.id, "abc", 3, 204);
 	stdin_close(&ag.c[1], r.id);
 	stdin_close(&ag.c[1], r.id);	/* twice is fine */
