@@ -203,7 +203,7 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	free(tmp);
 	/* GUEST.md's measured command line; the TSC is told under TCG. */
 	xasprintf(&tmp, "console=ttyS0 quiet panic=-1 %s "
-	    "no_timer_check pci=off cryptomgr.notests random.trust_cpu=on "
+	    "no_timer_check cryptomgr.notests random.trust_cpu=on "
 	    "mitigations=off init_on_alloc=0 audit=0 apparmor=0 "
 	    "8250.nr_uarts=1 initcall_blacklist=init_kprobe_trace,"
 	    "crypto_kdf108_init,init_mmio_trace,"
@@ -227,7 +227,7 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 		    sb->shares[i].readonly ? ",readonly=on" : "");
 		free(tmp);
 		qemu_arg(a, "-device");
-		qemu_arg(a, "virtio-9p-device,fsdev=fs%d,"
+		qemu_arg(a, "virtio-9p-pci,fsdev=fs%d,"
 		    "mount_tag=%s", i, sb->shares[i].tag);
 	}
 	for (i = 0; i < QSUP_PORT_COUNT; i++) {

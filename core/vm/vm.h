@@ -98,8 +98,7 @@ void		 qemu_free(struct qemu *);
 long		 qemu_rss_kb(const struct qemu *);
 
 /* share.c */
-#define SHARE_MAX	5	/* microvm's eight virtio-mmio slots: console
-				   ports, seed disk, network and these */
+#define SHARE_MAX	16	/* on the PCIe bus of microvm,pcie=on */
 struct share_bind {		/* a bind mount the guest makes of it */
 	char		*src;		/* inside the share, from its root */
 	char		*dst;		/* a guest path */

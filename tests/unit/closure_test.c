@@ -98,7 +98,7 @@ Test(closure, rewrite)
 {
 	char *const	 dirs[] = { "/usr/lib/x86_64-linux-gnu", "/usr/lib64" };
 	char *const	 keep[] = { "/usr/lib/x86_64-linux-gnu/libc.so.6" };
-	struct share	 sh[6], *cl;
+	struct share	 sh[SHARE_MAX + 1], *cl;
 	size_t		 n = 0, i;
 	char		*cause = NULL;
 
@@ -154,13 +154,16 @@ Test(closure, rewrite)
 	/* The closure share counts against the limit. */
 	n = 0;
 	sh[n++] = share_of("/usr/lib", "/usr/lib");
-	sh[n++] = share_of("/a", "/a");
-	sh[n++] = share_of("/b", "/b");
-	sh[n++] = share_of("/c", "/c");
-	sh[n++] = share_of("/d", "/d");
+	while (n < SHARE_MAX) {
+		char *g;
+
+		xasprintf(&g, "/s%zu", n);
+		sh[n++] = share_of("/a", g);
+		free(g);
+	}
 	cr_assert_eq(closure_rewrite(sh, &n, dirs, 2, keep, 1, &cause), -1);
-	cr_assert_not_null(strstr(cause, "6 shares; a microVM has room for "
-	    "5"), "%s", cause);
+	cr_assert_not_null(strstr(cause, "17 shares; a microVM has room for "
+	    "16"), "%s", cause);
 	free(cause);
 	for (i = 0; i < n; i++)
 		share_free(&sh[i]);

@@ -100,7 +100,7 @@ Test(share, prepare_resolves_sorts_and_tags)
 
 Test(share, prepare_refuses)
 {
-	struct share	 sh[6];
+	struct share	 sh[SHARE_MAX + 1];
 	char		*cause = NULL;
 	int		 i;
 
@@ -122,17 +122,17 @@ Test(share, prepare_refuses)
 	free(cause);
 	share_free(&sh[0]);
 	share_free(&sh[1]);
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < SHARE_MAX + 1; i++) {
 		char *spec;
 
 		xasprintf(&spec, "/tmp:/%d", i);
 		sh[i] = parse_ok(spec);
 		free(spec);
 	}
-	cr_assert_eq(share_prepare(sh, 6, &cause), -1);
-	cr_assert_not_null(strstr(cause, "room for 5"), "%s", cause);
+	cr_assert_eq(share_prepare(sh, SHARE_MAX + 1, &cause), -1);
+	cr_assert_not_null(strstr(cause, "room for 16"), "%s", cause);
 	free(cause);
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < SHARE_MAX + 1; i++)
 		share_free(&sh[i]);
 }
 
