@@ -34,8 +34,8 @@ Test(qemu, machine_and_kernel)
 	qemu_argv_machine(&a, "qemu-x", ACCEL_KVM, 128, 1, NULL);
 	qemu_argv_kernel(&a, "/k,1", "/i", "console=ttyS0");
 	s = joined(a.argv);
-	cr_assert_str_eq(s, "qemu-x -M microvm -accel kvm -cpu host -m 128 "
-	    "-smp 1 -nodefaults -no-user-config -display none -no-reboot "
+	cr_assert_str_eq(s, "qemu-x -M microvm,pcie=on -accel kvm -cpu host "
+	    "-m 128 -smp 1 -nodefaults -no-user-config -display none -no-reboot "
 	    "-sandbox " QSUP_QEMU_SANDBOX " -kernel /k,,1 -initrd /i "
 	    "-append console=ttyS0");
 	cr_assert_eq(a.n, 24);
@@ -52,8 +52,8 @@ Test(qemu, tcg_named)
 
 	qemu_argv_machine(&a, "q", ACCEL_TCG, 512, 2, "qsup:/run/x");
 	s = joined(a.argv);
-	cr_assert_str_eq(s, "q -M microvm -accel tcg,tb-size=64 -m 512 -smp 2 "
-	    "-name qsup:/run/x -nodefaults -no-user-config -display none "
+	cr_assert_str_eq(s, "q -M microvm,pcie=on -accel tcg,tb-size=64 -m 512 "
+	    "-smp 2 -name qsup:/run/x -nodefaults -no-user-config -display none "
 	    "-no-reboot -sandbox " QSUP_QEMU_SANDBOX);
 	free(s);
 	qemu_argv_free(&a);
