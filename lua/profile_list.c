@@ -128,14 +128,7 @@ profile_convert_env(struct profile_ctx *ctx, lua_State *L, int idx,
 			bad = 1;
 		}
 	}
-	if (bad) {
-		for (i = 0; i < n; i++)
-			free(v[i]);
-		free(v);
-		return;
-	}
-	*PROFILE_FIELD(ctx->p, s, char **) = v;
-	memcpy((char *)ctx->p + s->offset_n, &n, sizeof n);
+	profile_strv_store(ctx, s, v, n, bad);
 }
 
 /*
@@ -327,14 +320,7 @@ profile_convert_args(struct profile_ctx *ctx, lua_State *L, int idx,
 		refused = 1;
 	}
 	buf_free(&w);
-	if (bad || refused) {
-		for (i = 0; i < nv; i++)
-			free(v[i]);
-		free(v);
-		return;
-	}
-	*PROFILE_FIELD(ctx->p, s, char **) = v;
-	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+	profile_strv_store(ctx, s, v, nv, bad || refused);
 }
 
 void
@@ -406,6 +392,27 @@ profile_put_key(struct buf *b, const char *key, int json)
 		buf_printf(b, "\"%s\":", key);
 	else
 		buf_printf(b, "%s = ", key);
+}
+
+/*
+ * The end of converting a list of strings: v and its count n become the
+ * setting's, or, after a mistake (bad), are freed and the setting is left
+ * as it was.
+ */
+void
+profile_strv_store(struct profile_ctx *ctx, const struct profile_setting *s,
+    char **v, size_t n, int bad)
+{
+	size_t	i;
+
+	if (bad) {
+		for (i = 0; i < n; i++)
+			free(v[i]);
+		free(v);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, char **) = v;
+	memcpy((char *)ctx->p + s->offset_n, &n, sizeof n);
 }
 
 /* A list of strings, its count at offset_n. */

@@ -412,14 +412,7 @@ profile_convert_rules(struct profile_ctx *ctx, lua_State *L, int idx,
 		    "rules or port forwards in all", PROFILE_LIST_MAX);
 		bad = 1;
 	}
-	if (bad) {
-		for (i = 0; i < nv; i++)
-			free(v[i]);
-		free(v);
-		return;
-	}
-	*PROFILE_FIELD(ctx->p, s, char **) = v;
-	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+	profile_strv_store(ctx, s, v, nv, bad);
 }
 
 /* What network_rules compiled into, against the network mode. */

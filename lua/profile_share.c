@@ -302,7 +302,7 @@ profile_convert_libs(struct profile_ctx *ctx, lua_State *L, int idx,
 {
 	char		**v = NULL, what[64];
 	const char	 *str;
-	size_t		  nv = 0, i, len;
+	size_t		  nv = 0, len;
 	int		  n, k, tloc, bad = 0;
 
 	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
@@ -328,14 +328,7 @@ profile_convert_libs(struct profile_ctx *ctx, lua_State *L, int idx,
 		}
 		lua_pop(L, 1);
 	}
-	if (bad) {
-		for (i = 0; i < nv; i++)
-			free(v[i]);
-		free(v);
-		return;
-	}
-	*PROFILE_FIELD(ctx->p, s, char **) = v;
-	memcpy((char *)ctx->p + s->offset_n, &nv, sizeof nv);
+	profile_strv_store(ctx, s, v, nv, bad);
 }
 
 /*
