@@ -51,6 +51,9 @@ const struct cmd_entry cmd_cache_entry = {
 	.exec = cmd_cache_exec
 };
 
+/* What a usage error of cache, ls or clear says. */
+#define CMD_CACHE_USAGE	"usage: qsup cache ls | clear [--stale]"
+
 struct cmd_cache_clear {
 	const char	*dir;
 	int		 only_stale;
@@ -137,7 +140,7 @@ cmd_cache_args(int argc, char **argv, int *only_stale)
 {
 	*only_stale = argc > 1 && strcmp(argv[1], "--stale") == 0;
 	if (argc > 2 || (argc == 2 && !*only_stale)) {
-		log_warnx("usage: qsup cache ls | clear [--stale]");
+		log_warnx("%s", CMD_CACHE_USAGE);
 		return (-1);
 	}
 	return (0);
@@ -174,6 +177,6 @@ cmd_cache_exec(const struct cmd_entry *self, int argc, char **argv)
 	(void)self;
 	if (argc < 2)
 		return (cmd_cache_ls(&cmd_cache_ls_entry, argc, argv));
-	log_warnx("usage: qsup cache ls | clear [--stale]");
+	log_warnx("%s", CMD_CACHE_USAGE);
 	return (QSUP_EXIT_ERROR);
 }
