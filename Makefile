@@ -9,13 +9,15 @@ PKGS		 = lua5.4 libiso9660 libcdio libcurl jansson
 # One folder a layer, each with its own header; a file sees the headers of
 # its own layer and those below it, nothing above (tests/layers.sh checks
 # the same of every #include, and of guest/):
-#   core/wire <- core/base <- staging, core/net <- lua <- core/vm <- core/cmd
+#   core/wire <- core/base <- staging, core/net, core/image <- lua <- core/vm
+#   <- core/cmd
 I_WIRE		 = -Icore/wire
 I_BASE		 = $(I_WIRE) -Icore/base
 I_STAGING	 = $(I_BASE) -Istaging
 I_NET		 = $(I_BASE) -Icore/net
+I_IMAGE		 = $(I_BASE) -Icore/image
 I_LUA		 = $(I_NET) -Istaging -Ilua
-I_VM		 = $(I_LUA) -Icore/vm
+I_VM		 = $(I_LUA) -Icore/image -Icore/vm
 I_CMD		 = $(I_VM) -Icore/cmd
 INC		 = $(I_CMD) -Iguest # tests see every layer, and the agent
 QSUP_DEFS	 = $(WARN) $(WERROR) -std=gnu11 -D_GNU_SOURCE \
@@ -73,6 +75,7 @@ $(1)/obj/core/wire/%.o: INC = $$(I_WIRE)
 $(1)/obj/core/base/%.o: INC = $$(I_BASE)
 $(1)/obj/staging/%.o: INC = $$(I_STAGING)
 $(1)/obj/core/net/%.o: INC = $$(I_NET)
+$(1)/obj/core/image/%.o: INC = $$(I_IMAGE)
 $(1)/obj/lua/%.o: INC = $$(I_LUA)
 $(1)/obj/core/vm/%.o: INC = $$(I_VM)
 $(1)/obj/core/cmd/%.o: INC = $$(I_CMD)

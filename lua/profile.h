@@ -72,6 +72,12 @@ struct profile {
 	enum profile_image image_kind;
 	char		*image_base_url; /* NULL: qsup's catalog */
 	char		*images_dir;	/* NULL: $XDG_DATA_HOME/qsup/images */
+	/* Filled by the loader for a NAME or URL image (catalog.lua). */
+	char		*image_url;	/* what is downloaded; NULL for a FILE */
+	char		*image_sums_url; /* its checksum file; NULL: beside it */
+	char		*image_sha256;	/* pinned: 64 lowercase hex digits */
+	int		 image_unverified; /* no digest found: use it anyway */
+	uint64_t	 disk_size;	/* bytes; 0: the base image's own */
 	char		**env;		/* "NAME=VALUE", for every command */
 	size_t		 nenv;
 	char		*cwd;		/* NULL: "/" */
