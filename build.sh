@@ -20,6 +20,7 @@ PACKAGES=(
 	qemu-system-x86 qemu-utils
 	busybox-static kmod xz-utils cpio procps python3 iproute2
 	clang libclang-rt-14-dev
+	mmdebstrap fdisk e2fsprogs
 )
 
 ensure_packages() {

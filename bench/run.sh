@@ -102,3 +102,7 @@ bench/share.sh
 # Network: the allowlist proxy against open networking.
 echo
 bench/net.sh
+
+# Disk images: the Debian test image against the built-in guest.
+echo
+bench/image.sh "$cold_runs" "$warm_runs"

@@ -72,6 +72,7 @@ struct run {
 	double			 t_exit;
 	double			 t_end;
 	long			 qemu_rss_kb;
+	char			*image;		/* the base image file, or NULL */
 };
 
 static void	run_teardown(struct run *, const char *);
@@ -701,11 +702,18 @@ run_json_summary(struct run *r)
 		    "none" : "not started");
 		buf_puts(&b, "}");
 	}
+	buf_puts(&b, ",\"base_image_untouched\":");
+	if (r->sb != NULL)
+		(void)sandbox_disk_report(r->sb, &b);
+	else
+		buf_puts(&b, "null");
 	buf_printf(&b, ",\"qemu_rss_kb\":%ld", r->qemu_rss_kb);
 	getrusage(RUSAGE_SELF, &ru);
 	buf_printf(&b, ",\"qsup_max_rss_kb\":%ld", ru.ru_maxrss);
-	buf_printf(&b, ",\"timings\":{\"prepare_s\":%.3f,\"boot_s\":%.3f,"
+	buf_printf(&b, ",\"timings\":{\"overlay_s\":%.3f,"
+	    "\"prepare_s\":%.3f,\"boot_s\":%.3f,"
 	    "\"exec_s\":%.3f,\"teardown_s\":%.3f,\"total_s\":%.3f}}\n",
+	    r->sb != NULL ? sandbox_overlay_seconds(r->sb) : 0,
 	    r->t_spawn > 0 ? r->t_spawn - r->t_start : 0,
 	    r->t_ready > 0 ? r->t_ready - r->t_spawn : 0,
 	    r->t_exit > 0 ? r->t_exit - r->t_ready : 0,
@@ -753,6 +761,28 @@ run_log_timings(struct run *r)
 	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
 }
 
+/*
+ * The profile's image as a file: itself, or (a name or a URL) the copy in
+ * images_dir, pulled first if it is not there.
+ */
+static int
+run_image(struct run *r, char **cause)
+{
+	switch (r->profile.image_kind) {
+	case PROFILE_IMAGE_NONE:
+		return (0);
+	case PROFILE_IMAGE_FILE:
+		r->image = xstrdup(r->profile.image);
+		return (0);
+	case PROFILE_IMAGE_NAME:
+	case PROFILE_IMAGE_URL:
+		break;
+	}
+	xasprintf(cause, "image %s: pulling images is not built yet; use an "
+	    "image file", r->profile.image);
+	return (-1);
+}
+
 /* A sandbox for the command, started. */
 static int
 run_boot(struct run *r, char **cause)
@@ -765,6 +795,8 @@ run_boot(struct run *r, char **cause)
 	cbs.dead = run_dead_cb;
 	cbs.arg = r;
 	r->sb = sandbox_new(r->loop, &r->profile, &cbs);
+	if (r->image != NULL)
+		sandbox_set_image(r->sb, r->image);
 	r->t_end = 0;
 	if (run_shares(r, cause) == -1)
 		goto fail;
@@ -867,6 +899,8 @@ run_main(struct run_options *opts)
 		goto interrupted;
 
 	run_loop_init(&r);
+	if (run_image(&r, &cause) == -1)
+		goto fail;
 	for (;;) {
 		if (run_boot(&r, &cause) == -1)
 			goto fail;
@@ -922,6 +956,7 @@ done:
 		close(r.in_fd);
 	free(r.accel.why);
 	free(r.error);
+	free(r.image);
 	free(r.exit.error);
 	profile_free(&r.profile);
 	return (r.status);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <ev.h>
+#include <jansson.h>
 
 #include "sandbox_int.h"
 #include "staging.h"
@@ -374,6 +375,27 @@ sandbox_event(struct sandbox *sb, enum sbe ev, const char *why)
 }
 
 /*
+ * A configured agent (not one in template state) of a sandbox with an
+ * image says which device it mounted as the root: its commands would
+ * otherwise run in the initramfs, silently.
+ */
+static int
+sandbox_root_missing(struct sandbox *sb, const char *body, size_t len)
+{
+	json_t		*j;
+	int		 missing;
+
+	if (sb->disk.base == NULL)
+		return (0);
+	if ((j = json_read(body, len, 0)) == NULL)
+		return (0);	/* the state table judges it */
+	missing = !json_is_true(json_object_get(j, "template")) &&
+	    json_path_str(j, "root") == NULL;
+	json_decref(j);
+	return (missing);
+}
+
+/*
  * The answer to the first request of a launch: the ping of a boot, or
  * the /setup of a restore or a saved build.
  */
@@ -385,6 +407,12 @@ sandbox_reply_cb(int status, const char *body, size_t len, void *arg)
 
 	if (status == AGENT_CLOSED)
 		return;		/* QEMU is gone; SBE_EXITED says why */
+	if (status == 200 && sandbox_root_missing(sb, body, len)) {
+		sandbox_event(sb, SBE_REFUSED, "the agent answered without "
+		    "having mounted the image's root file system (an agent "
+		    "too old for disk images?)");
+		return;
+	}
 	if (status == 200 || status == AGENT_BROKEN) {
 		xasprintf(&msg, "%.*s", (int)len, body);
 		sandbox_event(sb, status == 200 ? SBE_UP : SBE_BROKEN, msg);
@@ -467,6 +495,43 @@ sandbox_set_shares(struct sandbox *sb, struct share *shares, size_t n)
 	sb->nshares = n;
 }
 
+/* Boot on a fresh overlay over this base image (a file); before start. */
+void
+sandbox_set_image(struct sandbox *sb, const char *path)
+{
+	assert(sb->state == SBS_NEW);
+	free(sb->image);
+	sb->image = xstrdup(path);
+}
+
+/*
+ * The base image probed, its overlay made in the run directory, and the
+ * base's real path written there as "image": qsup image rm and ls see
+ * from it that the base is in use, and by whom.
+ */
+static int
+sandbox_disk(struct sandbox *sb, char **cause)
+{
+	char	*path, *text;
+	int	 rc;
+
+	if (sb->image == NULL)
+		return (0);
+	if (disk_probe(sb->image, &sb->disk, cause) == -1)
+		return (-1);
+	xasprintf(&path, "%s/image", sb->rundir);
+	xasprintf(&text, "%s\n", sb->disk.base);
+	rc = util_write_file(path, text);
+	free(text);
+	free(path);
+	if (rc == -1) {
+		xasprintf(cause, "%s: %s", sb->rundir, strerror(errno));
+		return (-1);
+	}
+	return (disk_overlay(&sb->disk, sb->rundir, sb->profile->disk_size,
+	    cause));
+}
+
 /*
  * Prepare the run directory, the shares and the network, choose between
  * booting and restoring, and launch QEMU.
@@ -516,7 +581,7 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 		if (rc == -1)
 			return (-1);
 	}
-	if (sandbox_net(sb, cause) == -1)
+	if (sandbox_net(sb, cause) == -1 || sandbox_disk(sb, cause) == -1)
 		return (-1);
 	sb->token = token_hex(32);
 
@@ -525,6 +590,27 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 		return (-1);
 	sandbox_set_state(sb, sandbox_launched(sb));
 	return (0);
+}
+
+/*
+ * base_image_untouched for --json: the base's path and whether, and how
+ * it is known that, nothing reached it; null without an image. 0 when
+ * something did.
+ */
+int
+sandbox_disk_report(struct sandbox *sb, struct buf *b)
+{
+	if (sb->disk.base == NULL) {
+		buf_puts(b, "null");
+		return (1);
+	}
+	return (disk_untouched(&sb->disk, b));
+}
+
+double
+sandbox_overlay_seconds(struct sandbox *sb)
+{
+	return (sb->disk.overlay_seconds);
 }
 
 /* Polite request, timer, SIGKILL (a table entry: SBE_STOP). */
@@ -664,6 +750,8 @@ sandbox_free(struct sandbox *sb)
 		share_free(&sb->shares[i]);
 	free(sb->shares);
 	guest_free(&sb->guest);
+	disk_free(&sb->disk);
+	free(sb->image);
 	free(sb->accel.why);
 	free(sb->fallback);
 	free(sb);

@@ -74,6 +74,8 @@ struct sandbox {
 	struct share		*shares;
 	size_t			 nshares;
 	struct net		*net;		/* NULL: no card */
+	char			*image;		/* the base's path, or NULL */
+	struct disk		 disk;		/* when image is set */
 
 	/* One launch of QEMU; a failed restore is followed by another. */
 	struct qemu		*qemu;

@@ -207,8 +207,9 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	    "mitigations=off init_on_alloc=0 audit=0 apparmor=0 "
 	    "8250.nr_uarts=1 initcall_blacklist=init_kprobe_trace,"
 	    "crypto_kdf108_init,init_mmio_trace,"
-	    "init_trace_printk_function_export qsup.ports=%d%s", tsc,
-	    QSUP_PORT_COUNT, sb->mode == SB_COLD ? "" : " qsup.template=1");
+	    "init_trace_printk_function_export qsup.ports=%d%s%s", tsc,
+	    QSUP_PORT_COUNT, sb->mode == SB_COLD ? "" : " qsup.template=1",
+	    sb->disk.base != NULL ? " qsup.root=1" : "");
 	qemu_argv_kernel(a, sb->guest.kernel, sb->guest.initramfs, tmp);
 	free(tmp);
 	qemu_arg(a, "-chardev");
@@ -239,6 +240,9 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 		    "virtserialport,chardev=agent%d,name=%s%d", i,
 		    QSUP_PORT_PREFIX, i);
 	}
+	/* The image's overlay, the base below it read-only (disk.c). */
+	if (sb->disk.base != NULL)
+		disk_qemu_args(&sb->disk, a);
 	/* The network card, on qsup's own stack (core/net.c). */
 	for (na = sb->net != NULL ? net_qemu_args(sb->net) : NULL;
 	    na != NULL && *na != NULL; na++)

@@ -96,6 +96,10 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 	}
 	if (sb->profile->cwd != NULL)
 		sandbox_seed_line(cfg, "cwd", sb->profile->cwd);
+	/* The image's root before the shares, which mount inside it. */
+	if (sb->disk.base != NULL)
+		buf_printf(cfg, "root %s %s\n", QSUP_ROOT_SERIAL,
+		    sb->disk.grow ? "grow" : "keep");
 	for (i = 0; i < sb->nshares; i++) {
 		buf_printf(cfg, "mount %s ", sb->shares[i].tag);
 		sandbox_seed_value(cfg, sb->shares[i].guest);

@@ -29,6 +29,18 @@ sandbox_choose_mode(struct sandbox *sb)
 	for (i = 0; i < QSUP_PORT_COUNT; i++)
 		sb->port_guest_fd[i] = 0;
 	sandbox_build_argv(sb, &a);
+	/*
+	 * Not for QEMU: the key's own line for the base image, which the
+	 * guest probed while it booted to template state. A base that changed
+	 * since, or an overlay of another size, needs a template of its own;
+	 * the overlay's file name does not count (template_init).
+	 */
+	if (sb->disk.base != NULL)
+		qemu_arg(&a, "#disk %s %lld %lld.%09ld %s %llu", sb->disk.base,
+		    (long long)sb->disk.before.st_size,
+		    (long long)sb->disk.before.st_mtim.tv_sec,
+		    sb->disk.before.st_mtim.tv_nsec, sb->disk.info.format,
+		    (unsigned long long)sb->disk.size);
 	sb->console_guest_fd = sb->qmp_guest_fd = -1;
 	for (i = 0; i < QSUP_PORT_COUNT; i++)
 		sb->port_guest_fd[i] = -1;

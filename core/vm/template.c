@@ -184,7 +184,10 @@ template_init(struct template *t, char **argv, const char *kernel,
 		 * QEMU's side of it, not the guest's state.
 		 */
 		if (strcmp(argv[i - 1], "-name") == 0 ||
-		    strcmp(argv[i - 1], "-fsdev") == 0)
+		    strcmp(argv[i - 1], "-fsdev") == 0 ||
+		    (strcmp(argv[i - 1], "-blockdev") == 0 &&
+		    strncmp(argv[i], "driver=qcow2,node-name=" DISK_NODE ",",
+		    24 + strlen(DISK_NODE)) == 0))
 			buf_puts(&b, "*\n");
 		else
 			template_arg(&b, argv[i]);

@@ -7,6 +7,7 @@
 #ifndef QSUP_VM_H
 #define QSUP_VM_H
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <stddef.h>
@@ -188,6 +189,30 @@ int		 template_each(const char *,
 		     void (*)(const struct template_info *, void *), void *);
 void		 template_remove(const char *, const char *);
 
+/* disk.c: a disk image, its base never written, on a fresh overlay */
+#define DISK_NODE		"root"		/* the overlay's node */
+#define QSUP_ROOT_SERIAL	"qsup-root"	/* how the guest finds it */
+struct disk_info {
+	const char	*format;	/* "raw" or "qcow2", from the header */
+	uint64_t	 virtual_size;	/* bytes */
+};
+struct disk {
+	char		*base;		/* real path */
+	struct disk_info info;
+	struct stat	 before;	/* the base, before the run */
+	char		*overlay;	/* in the run directory */
+	uint64_t	 size;		/* the overlay's, bytes */
+	int		 grow;		/* larger than the base */
+	double		 overlay_seconds;
+};
+int		 disk_parse_header(const unsigned char *, size_t, uint64_t,
+		     struct disk_info *, char **);
+int		 disk_probe(const char *, struct disk *, char **);
+int		 disk_overlay(struct disk *, const char *, uint64_t, char **);
+void		 disk_qemu_args(const struct disk *, struct qemu_argv *);
+int		 disk_untouched(const struct disk *, struct buf *);
+void		 disk_free(struct disk *);
+
 /* guest.c */
 struct guest {
 	char		*kernel;
@@ -266,6 +291,9 @@ struct sandbox_cbs {
 struct sandbox	*sandbox_new(struct ev_loop *, const struct profile *,
 		     const struct sandbox_cbs *);
 void		 sandbox_set_shares(struct sandbox *, struct share *, size_t);
+void		 sandbox_set_image(struct sandbox *, const char *);
+int		 sandbox_disk_report(struct sandbox *, struct buf *);
+double		 sandbox_overlay_seconds(struct sandbox *);
 int		 sandbox_start(struct sandbox *, const struct accel_choice *,
 		     char **);
 void		 sandbox_stop(struct sandbox *, const char *);

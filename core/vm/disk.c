@@ -1,0 +1,323 @@
+/*
+ * A disk image under a sandbox: the base, probed by its header (never by
+ * its name) and never written, and a fresh qcow2 overlay in the run
+ * directory whose backing file it is. QEMU opens the base read-only
+ * through its own node, with its image locking left on; every write of
+ * the guest lands in the overlay, which goes with the run directory.
+ * After the run, the base's size, inode, mtime and ctime say whether
+ * anything reached it (disk_untouched).
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vm.h"
+
+#define DISK_HEADER		512
+#define DISK_QEMU_IMG_MAX	30.0	/* seconds for qemu-img create */
+#define DISK_SIZE_MAX		(2ULL << 40)
+
+static uint64_t
+disk_be64(const unsigned char *p)
+{
+	uint64_t	v = 0;
+	int		i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return (v);
+}
+
+static uint32_t
+disk_be32(const unsigned char *p)
+{
+	return ((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3]);
+}
+
+/*
+ * What the first bytes of an image file say it is: qcow2 (version 2 or
+ * 3, without a backing file or an external data file of its own, which
+ * would let an image downloaded from anywhere point QEMU at any file of
+ * this host), or raw. Formats QEMU would otherwise guess (VMDK, VDI,
+ * VHDX, QED, LUKS) are refused by name, so their headers are never
+ * handed to the guest as raw bytes by mistake either. size is the file's
+ * length. -1 with *cause.
+ */
+int
+disk_parse_header(const unsigned char *h, size_t len, uint64_t size,
+    struct disk_info *info, char **cause)
+{
+	static const struct {
+		const char	*magic;
+		size_t		 off, len;
+		const char	*name;
+	} others[] = {
+		{ "KDMV", 0, 4, "VMDK" },
+		{ "# Disk DescriptorFile", 0, 21, "VMDK descriptor" },
+		{ "<<< ", 0, 4, "VDI" },
+		{ "vhdxfile", 0, 8, "VHDX" },
+		{ "QED\0", 0, 4, "QED" },
+		{ "LUKS\xba\xbe", 0, 6, "LUKS" },
+		{ "QFI\xfb", 0, 4, NULL },
+	};
+	uint64_t	 backing, vsize, incompat;
+	uint32_t	 version, cluster_bits;
+	size_t		 i;
+
+	memset(info, 0, sizeof *info);
+	for (i = 0; i < sizeof others / sizeof others[0]; i++) {
+		if (len >= others[i].off + others[i].len &&
+		    memcmp(h + others[i].off, others[i].magic,
+		    others[i].len) == 0)
+			break;
+	}
+	if (i == sizeof others / sizeof others[0]) {
+		if (size == 0 || size % 512 != 0) {
+			xasprintf(cause, "a raw image must be a whole number "
+			    "of 512-byte sectors (this one has %" PRIu64
+			    " bytes)", size);
+			return (-1);
+		}
+		info->format = "raw";
+		info->virtual_size = size;
+		return (0);
+	}
+	if (others[i].name != NULL) {
+		xasprintf(cause, "a %s image; qsup runs raw and qcow2 images "
+		    "(qemu-img convert -O qcow2 makes one)", others[i].name);
+		return (-1);
+	}
+	if (len < 72) {
+		*cause = xstrdup("a truncated qcow2 header");
+		return (-1);
+	}
+	version = disk_be32(h + 4);
+	backing = disk_be64(h + 8);
+	cluster_bits = disk_be32(h + 20);
+	vsize = disk_be64(h + 24);
+	if (version != 2 && version != 3) {
+		xasprintf(cause, "qcow2 version %" PRIu32 " (2 and 3 are "
+		    "known)", version);
+		return (-1);
+	}
+	if (cluster_bits < 9 || cluster_bits > 21 || vsize == 0 ||
+	    vsize % 512 != 0) {
+		*cause = xstrdup("a qcow2 header with an impossible cluster "
+		    "or disk size");
+		return (-1);
+	}
+	if (backing != 0) {
+		*cause = xstrdup("a qcow2 image with a backing file of its "
+		    "own; qsup uses only self-contained bases (qemu-img "
+		    "convert -O qcow2 makes one)");
+		return (-1);
+	}
+	if (version == 3) {
+		if (len < 80) {
+			*cause = xstrdup("a truncated qcow2 header");
+			return (-1);
+		}
+		incompat = disk_be64(h + 72);
+		if (incompat & 0x1) {
+			*cause = xstrdup("a qcow2 image marked dirty (not "
+			    "closed cleanly); qemu-img check -r all repairs "
+			    "it");
+			return (-1);
+		}
+		if (incompat & 0x2) {
+			*cause = xstrdup("a qcow2 image marked corrupt");
+			return (-1);
+		}
+		if (incompat & 0x4) {
+			*cause = xstrdup("a qcow2 image with an external data "
+			    "file; qsup uses only self-contained bases");
+			return (-1);
+		}
+	}
+	info->format = "qcow2";
+	info->virtual_size = vsize;
+	return (0);
+}
+
+/* Probe path: its real path, format and size. -1 with *cause. */
+int
+disk_probe(const char *path, struct disk *d, char **cause)
+{
+	unsigned char	 h[DISK_HEADER];
+	struct stat	 st;
+	ssize_t		 n;
+	char		*why = NULL;
+	int		 fd;
+
+	memset(d, 0, sizeof *d);
+	if ((d->base = realpath(path, NULL)) == NULL) {
+		xasprintf(cause, "image %s: %s", path, strerror(errno));
+		return (-1);
+	}
+	if ((fd = open(d->base, O_RDONLY|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "image %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		xasprintf(cause, "image %s: not a regular file", path);
+		close(fd);
+		goto fail;
+	}
+	n = pread(fd, h, sizeof h, 0);
+	close(fd);
+	if (n == -1) {
+		xasprintf(cause, "image %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (disk_parse_header(h, (size_t)n, (uint64_t)st.st_size, &d->info,
+	    &why) == -1) {
+		xasprintf(cause, "image %s: %s", path, why);
+		free(why);
+		goto fail;
+	}
+	d->before = st;
+	return (0);
+fail:
+	free(d->base);
+	d->base = NULL;
+	return (-1);
+}
+
+/*
+ * The overlay: a qcow2 file in dir whose backing file is the base, of
+ * the base's size or want bytes (disk_size), never smaller. qemu-img is
+ * told the base's format, so it never guesses one. -1 with *cause.
+ */
+int
+disk_overlay(struct disk *d, const char *dir, uint64_t want, char **cause)
+{
+	struct buf	 out = { 0 };
+	char		*argv[12], opts[64], size[32], *backing;
+	double		 t0 = util_now();
+	int		 timed_out, n = 0, rc = -1;
+
+	if (want != 0 && want < d->info.virtual_size) {
+		xasprintf(cause, "disk_size (%" PRIu64 " MiB) is smaller than "
+		    "the image %s (%" PRIu64 " MiB); an overlay cannot shrink "
+		    "it", want >> 20, d->base, d->info.virtual_size >> 20);
+		return (-1);
+	}
+	if (want > DISK_SIZE_MAX) {
+		xasprintf(cause, "disk_size: at most 2 TiB");
+		return (-1);
+	}
+	d->size = want > d->info.virtual_size ? want : d->info.virtual_size;
+	d->grow = d->size > d->info.virtual_size;
+	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
+	xasprintf(&backing, "backing_file=%s", d->base);
+	snprintf(opts, sizeof opts, "backing_fmt=%s", d->info.format);
+	snprintf(size, sizeof size, "%" PRIu64, d->size);
+	argv[n++] = "qemu-img";
+	argv[n++] = "create";
+	argv[n++] = "-q";
+	argv[n++] = "-f";
+	argv[n++] = "qcow2";
+	argv[n++] = "-o";
+	argv[n++] = backing;
+	argv[n++] = "-o";
+	argv[n++] = opts;
+	argv[n++] = d->overlay;
+	argv[n++] = size;
+	argv[n] = NULL;
+	if (util_run_capture(argv, 1, DISK_QEMU_IMG_MAX, NULL, &out,
+	    &timed_out) == -1) {
+		xasprintf(cause, "qemu-img: %s", strerror(errno));
+		goto out;
+	}
+	if (timed_out || access(d->overlay, F_OK) == -1 || out.len > 0) {
+		xasprintf(cause, "qemu-img create: %s", timed_out ?
+		    "took too long" : out.len > 0 ? out.data :
+		    "no overlay written");
+		goto out;
+	}
+	d->overlay_seconds = util_now() - t0;
+	log_debug("overlay %s over %s (%s, %" PRIu64 " MiB) in %.3f s",
+	    d->overlay, d->base, d->info.format, d->size >> 20,
+	    d->overlay_seconds);
+	rc = 0;
+out:
+	buf_free(&out);
+	free(backing);
+	return (rc);
+}
+
+/*
+ * QEMU's nodes: the base opened read-only, in the format its header
+ * said; the overlay over it; the disk the guest sees, found there by its
+ * serial. A template's key leaves out the overlay's file name
+ * (template.c), not the base's.
+ */
+void
+disk_qemu_args(const struct disk *d, struct qemu_argv *a)
+{
+	char	*base, *overlay;
+
+	base = qemu_escape(d->base);
+	overlay = qemu_escape(d->overlay);
+	qemu_arg(a, "-blockdev");
+	qemu_arg(a, "driver=file,node-name=base-file,filename=%s,"
+	    "read-only=on", base);
+	qemu_arg(a, "-blockdev");
+	qemu_arg(a, "driver=%s,node-name=base,file=base-file,read-only=on",
+	    d->info.format);
+	qemu_arg(a, "-blockdev");
+	qemu_arg(a, "driver=qcow2,node-name=" DISK_NODE ",file.driver=file,"
+	    "file.filename=%s,backing=base,discard=unmap", overlay);
+	qemu_arg(a, "-device");
+	qemu_arg(a, "virtio-blk-pci,drive=" DISK_NODE ",serial=%s",
+	    QSUP_ROOT_SERIAL);
+	free(base);
+	free(overlay);
+}
+
+/*
+ * Did anything reach the base? Its size, inode, mtime and ctime against
+ * those before the run (any write, even one that put the mtime back,
+ * moves the ctime). Writes the JSON object of --json's
+ * base_image_untouched; 1 untouched, 0 not.
+ */
+int
+disk_untouched(const struct disk *d, struct buf *b)
+{
+	struct stat	st;
+	int		same;
+
+	same = stat(d->base, &st) == 0 && st.st_dev == d->before.st_dev &&
+	    st.st_ino == d->before.st_ino &&
+	    st.st_size == d->before.st_size &&
+	    st.st_mtim.tv_sec == d->before.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == d->before.st_mtim.tv_nsec &&
+	    st.st_ctim.tv_sec == d->before.st_ctim.tv_sec &&
+	    st.st_ctim.tv_nsec == d->before.st_ctim.tv_nsec;
+	buf_puts(b, "{\"path\":");
+	buf_json_string(b, d->base);
+	buf_printf(b, ",\"untouched\":%s,\"format\":", same ? "true" :
+	    "false");
+	buf_json_string(b, d->info.format);
+	buf_puts(b, ",\"how\":\"the guest wrote only to a qcow2 overlay in "
+	    "the run directory; QEMU opened the base read-only as its "
+	    "backing file; the base's size, inode, mtime and ctime ");
+	buf_puts(b, same ? "are unchanged after the run\"}" :
+	    "changed during the run\"}");
+	return (same);
+}
+
+void
+disk_free(struct disk *d)
+{
+	free(d->base);
+	free(d->overlay);
+	memset(d, 0, sizeof *d);
+}

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Disk images: a real Debian 12 image built from Debian's packages
+# (tests/images/debian.sh, cached under build/images/), booted on qsup's
+# own kernel with the agent switching to its root, on a fresh overlay each
+# run; the base never written.
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+
+IMG=$PWD/build/images/debian-12.qcow2
+if ! bash tests/images/debian.sh "$IMG"; then
+	echo "cannot build the Debian test image (tests/images/debian.sh)"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+IMG_SUM=$(sha256sum "$IMG" | cut -d' ' -f1)
+
+json_field() {	# json_field NAME FILE: the value of "NAME": in the last line
+	tail -n 1 "$2" | sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p"
+}
+
+fresh_cache() {
+	export XDG_CACHE_HOME=$T_TMP/$1/cache
+	rm -rf "$XDG_CACHE_HOME"
+}
+
+# The base's bytes, after every test.
+expect_base_unchanged() {
+	expect_eq "the base image's digest" "$IMG_SUM" \
+	    "$(sha256sum "$IMG" | cut -d' ' -f1)"
+}
+
+cold() {
+	"$QSUP" run --set image="$IMG" --set warm_start=false "$@"
+}
+
+test_debian_userland() {
+	local out err=$T_TMP/err
+	out=$(cold --json -- sh -c '. /etc/os-release; echo "$VERSION_CODENAME"; python3 -c "import sys; print(sys.version_info[:2])"; apt-get --version | head -n 1; cat /proc/1/comm; id -u' 2>"$err")
+	expect_eq "exit" 0 $?
+	expect_match "Debian's own codename" '^bookworm$' "$(sed -n 1p <<<"$out")"
+	expect_eq "the image's python3" "(3, 11)" "$(sed -n 2p <<<"$out")"
+	expect_match "the image's apt" '^apt 2\.6' "$(sed -n 3p <<<"$out")"
+	# PID 1 is still qsup's agent, not the image's init.
+	expect_eq "PID 1" "init" "$(sed -n 4p <<<"$out")"
+	expect_eq "root in the guest" 0 "$(sed -n 5p <<<"$out")"
+	expect_match "base_image_untouched" \
+	    "\"base_image_untouched\":\\{\"path\":\"$IMG\",\"untouched\":true,\"format\":\"qcow2\"" \
+	    "$(tail -n 1 "$err")"
+	expect_base_unchanged
+}
+
+test_write_is_gone_next_time() {
+	local out
+	cold -- sh -c 'echo scribble >/etc/qsup-marker; rm -f /usr/bin/apt-get; sync' ||
+	    fail "the writing run failed"
+	out=$(cold -- sh -c 'cat /etc/qsup-marker 2>&1; ls /usr/bin/apt-get')
+	expect_match "a fresh overlay" "No such file.*
+/usr/bin/apt-get" "$out"
+	expect_base_unchanged
+}
+
+# One template serves every overlay of the base; a restored guest mounts
+# its own overlay, never the one the template was taken with.
+test_warm_mounts_its_own_overlay() {
+	local out err=$T_TMP/err
+	fresh_cache warm_own
+	"$QSUP" run --json --set image="$IMG" -- sh -c 'echo one >/root/run' 2>"$err" ||
+	    fail "the first run failed"
+	expect_eq "the first run builds" '"template-build"' "$(json_field start "$err")"
+	out=$("$QSUP" run --json --set image="$IMG" -- sh -c 'cat /root/run 2>&1; echo two >/root/run; cat /root/run; . /etc/os-release; echo $ID' 2>"$err")
+	expect_eq "the second run restores" '"warm"' "$(json_field start "$err")"
+	expect_match "its own overlay" "No such file.*
+two
+debian" "$out"
+	out=$("$QSUP" run --set image="$IMG" -- sh -c 'cat /root/run 2>&1 || true')
+	expect_match "and again" "No such file" "$out"
+	# The built-in guest has a template of its own.
+	out=$("$QSUP" run --json -- sh -c 'test -e /etc/os-release && echo image || echo builtin' 2>"$err")
+	expect_eq "the built-in guest is not the image" builtin "$out"
+	expect_eq "... and builds its own template" '"template-build"' "$(json_field start "$err")"
+	expect_base_unchanged
+}
+
+# The format comes from the header, never from the name.
+test_raw_detected_by_header() {
+	local raw=$T_TMP/disk.qcow2 out
+	qemu-img convert -f qcow2 -O raw "$IMG" "$raw"
+	out=$("$QSUP" run --json --set image="$raw" --set warm_start=false -- cat /etc/debian_version 2>"$T_TMP/err")
+	expect_match "a raw image named .qcow2 boots" '^12' "$out"
+	expect_match "reported raw" '"format":"raw"' "$(tail -n 1 "$T_TMP/err")"
+	rm -f "$raw"
+}
+
+# A qcow2 whose header names a backing file could point QEMU at any file of
+# this host: refused, with nothing left behind.
+test_backing_file_refused() {
+	local top=$T_TMP/top.qcow2 out
+	qemu-img create -q -f qcow2 -b "$IMG" -F qcow2 "$top"
+	out=$("$QSUP" run --set image="$top" --set warm_start=false -- true 2>&1; echo "status $?")
+	expect_match "refused" "image $top: a qcow2 image with a backing file of its own" "$out"
+	expect_match "exit 125" "status 125$" "$out"
+	rm -f "$top"
+}
+
+test_not_an_image() {
+	local f=$T_TMP/odd.img out
+	head -c 1000 /dev/urandom >"$f"
+	out=$(cold --set image="$f" -- true 2>&1; echo "status $?")
+	expect_match "named" "image $f: a raw image must be a whole number of 512-byte sectors" "$out"
+	expect_match "exit 125" "status 125$" "$out"
+	printf 'KDMV' | dd of="$f" conv=notrunc status=none
+	out=$(cold --set image="$f" -- true 2>&1)
+	expect_match "VMDK by its magic" "a VMDK image; qsup runs raw and qcow2" "$out"
+	rm -f "$f"
+}
+
+# A disk with no file system the agent can use as a root: a setup error
+# that says what was there.
+test_no_root_file_system() {
+	local f=$T_TMP/blank.raw out
+	truncate -s 64M "$f"
+	out=$(cold --set image="$f" -- true 2>&1; echo "status $?")
+	expect_match "a setup error" "guest setup failed.*root" "$out"
+	expect_match "exit 125" "status 125$" "$out"
+	rm -f "$f"
+}
+
+test_disk_size_grows_the_root() {
+	local out
+	out=$(cold --set disk_size=2G -- sh -c 'df -k / | tail -n 1')
+	expect_eq "exit" 0 $?
+	# 2 GiB less the 12 MiB before the root and ext4's own overhead.
+	local kb
+	kb=$(awk '{print $2}' <<<"$out")
+	[ -n "$kb" ] && [ "$kb" -gt 1800000 ] ||
+	    fail "the root is $kb KiB after disk_size=2G: $out"
+	out=$(cold -- sh -c 'df -k / | tail -n 1')
+	kb=$(awk '{print $2}' <<<"$out")
+	[ -n "$kb" ] && [ "$kb" -lt 600000 ] ||
+	    fail "without disk_size the root is $kb KiB: $out"
+	out=$(cold --set disk_size=64M -- true 2>&1; echo "status $?")
+	expect_match "smaller than the image" "disk_size .* is smaller than the image" "$out"
+	expect_base_unchanged
+}
+
+test_shares_env_cwd_status() {
+	local dir=$T_TMP/share out
+	mkdir -p "$dir"
+	echo hello-from-host >"$dir/file"
+	out=$(cold --share "$dir:/mnt/host:rw" -e GREETING=hi -w /mnt/host -- sh -c 'cat file; echo "$GREETING"; pwd; echo back >reply; exit 7')
+	expect_eq "status passes through" 7 $?
+	expect_eq "share, env and cwd inside the image" "hello-from-host
+hi
+/mnt/host" "$out"
+	expect_eq "a write through the share" back "$(cat "$dir/reply")"
+}
+
+test_timeout_and_network_off() {
+	local out
+	out=$(cold --timeout 3 -- sh -c 'sleep 60')
+	expect_eq "--timeout" 124 $?
+	out=$(cold -- python3 -c 'import socket
+try:
+    socket.create_connection(("10.0.2.2", 80), timeout=3); print("reached")
+except OSError as e: print("refused", type(e).__name__)')
+	expect_match "no network by default" "^refused" "$out"
+}
+
+# While a sandbox runs, its run directory says which base it uses (qsup
+# image rm and ls read it).
+test_run_dir_names_the_base() {
+	local pid f i
+	cold -- sleep 30 &
+	pid=$!
+	for i in $(seq 1 300); do
+		f=$(ls "$XDG_RUNTIME_DIR"/qsup/sb-*/image 2>/dev/null | head -n 1)
+		[ -n "$f" ] && break
+		sleep 0.1
+	done
+	[ -n "$f" ] || fail "no image file in the run directory"
+	[ -z "$f" ] || expect_eq "the base's real path" "$IMG" "$(cat "$f")"
+	kill -TERM $pid
+	wait $pid
+}
+
+for t in test_debian_userland test_write_is_gone_next_time \
+    test_warm_mounts_its_own_overlay test_raw_detected_by_header \
+    test_backing_file_refused test_not_an_image test_no_root_file_system \
+    test_disk_size_grows_the_root test_shares_env_cwd_status \
+    test_timeout_and_network_off test_run_dir_names_the_base; do
+	run_test "$t"
+done
+finish
