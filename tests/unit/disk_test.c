@@ -1,0 +1,157 @@
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "cmd.h"
+
+static char	dir[] = "/tmp/qsup-disk.XXXXXX";
+
+static void
+setup(void)
+{
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void
+teardown(void)
+{
+	util_rm_rf(dir);
+}
+
+TestSuite(disk, .init = setup, .fini = teardown);
+
+static void
+put_be32(unsigned char *p, uint32_t v)
+{
+	p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v;
+}
+
+static void
+put_be64(unsigned char *p, uint64_t v)
+{
+	put_be32(p, v >> 32);
+	put_be32(p + 4, (uint32_t)v);
+}
+
+/* A qcow2 header of version, 64 KiB clusters, 1 GiB. */
+static void
+qcow2(unsigned char *h, uint32_t version)
+{
+	memset(h, 0, 512);
+	memcpy(h, "QFI\xfb", 4);
+	put_be32(h + 4, version);
+	put_be32(h + 20, 16);
+	put_be64(h + 24, 1ULL << 30);
+}
+
+static char *
+refusal(const unsigned char *h, size_t len, uint64_t size)
+{
+	struct disk_info	 info;
+	char			*cause = NULL;
+
+	cr_assert_eq(disk_parse_header(h, len, size, &info, &cause), -1);
+	cr_assert_not_null(cause);
+	return (cause);
+}
+
+Test(disk, header_says_the_format_not_the_name)
+{
+	unsigned char		 h[512];
+	struct disk_info	 info;
+	char			*cause = NULL;
+
+	qcow2(h, 3);
+	cr_assert_eq(disk_parse_header(h, sizeof h, 4096, &info, &cause), 0);
+	cr_assert_str_eq(info.format, "qcow2");
+	cr_assert_eq(info.virtual_size, 1ULL << 30);
+	qcow2(h, 2);
+	cr_assert_eq(disk_parse_header(h, sizeof h, 4096, &info, &cause), 0);
+	memset(h, 0, sizeof h);
+	cr_assert_eq(disk_parse_header(h, sizeof h, 1 << 20, &info, &cause),
+	    0);
+	cr_assert_str_eq(info.format, "raw");
+	cr_assert_eq(info.virtual_size, 1 << 20);
+}
+
+Test(disk, refuses_what_could_reach_other_files)
+{
+	unsigned char	 h[512];
+	char		*cause;
+
+	qcow2(h, 3);
+	put_be64(h + 8, 512);
+	cause = refusal(h, sizeof h, 4096);
+	cr_assert(strstr(cause, "backing file of its own") != NULL, "%s",
+	    cause);
+	free(cause);
+	qcow2(h, 3);
+	put_be64(h + 72, 0x4);
+	cause = refusal(h, sizeof h, 4096);
+	cr_assert(strstr(cause, "external data file") != NULL, "%s", cause);
+	free(cause);
+	qcow2(h, 3);
+	put_be64(h + 72, 0x1);
+	cause = refusal(h, sizeof h, 4096);
+	cr_assert(strstr(cause, "dirty") != NULL, "%s", cause);
+	free(cause);
+	qcow2(h, 4);
+	cause = refusal(h, sizeof h, 4096);
+	cr_assert(strstr(cause, "version 4") != NULL, "%s", cause);
+	free(cause);
+	qcow2(h, 3);
+	cause = refusal(h, 40, 4096);
+	cr_assert(strstr(cause, "truncated") != NULL, "%s", cause);
+	free(cause);
+	memcpy(h, "KDMV", 4);
+	cause = refusal(h, sizeof h, 4096);
+	cr_assert(strstr(cause, "VMDK") != NULL, "%s", cause);
+	free(cause);
+	memset(h, 0, sizeof h);
+	cause = refusal(h, sizeof h, 1000);
+	cr_assert(strstr(cause, "512-byte sectors") != NULL, "%s", cause);
+	free(cause);
+}
+
+/* A real overlay by qemu-img, over a raw base, grown, base untouched. */
+Test(disk, overlay_over_a_base_left_as_it_was)
+{
+	struct disk	 d;
+	struct buf	 b = { 0 };
+	char		*base, *cause = NULL;
+	int		 fd;
+
+	xasprintf(&base, "%s/base.raw", dir);
+	cr_assert_neq(fd = open(base, O_WRONLY|O_CREAT, 0644), -1);
+	cr_assert_eq(ftruncate(fd, 4 << 20), 0);
+	close(fd);
+	cr_assert_eq(disk_probe(base, &d, &cause), 0, "%s", cause);
+	cr_assert_str_eq(d.info.format, "raw");
+	cr_assert_eq(disk_overlay(&d, dir, 1 << 20, &cause), -1);
+	cr_assert(strstr(cause, "smaller than the image") != NULL, "%s",
+	    cause);
+	free(cause);
+	cause = NULL;
+	cr_assert_eq(disk_overlay(&d, dir, 8 << 20, &cause), 0, "%s", cause);
+	cr_assert(d.grow);
+	cr_assert_eq(d.size, 8 << 20);
+	cr_assert_eq(access(d.overlay, R_OK), 0);
+	cr_assert_eq(disk_untouched(&d, &b), 1, "%s", b.data);
+	cr_assert(strstr(b.data, "\"untouched\":true") != NULL, "%s", b.data);
+	buf_free(&b);
+	/* Any write shows, even one that leaves size and mtime. */
+	cr_assert_neq(fd = open(base, O_WRONLY), -1);
+	cr_assert_eq(pwrite(fd, "x", 1, 0), 1);
+	close(fd);
+	cr_assert_eq(disk_untouched(&d, &b), 0, "%s", b.data);
+	cr_assert(strstr(b.data, "\"untouched\":false") != NULL, "%s", b.data);
+	buf_free(&b);
+	disk_free(&d);
+	free(base);
+}
