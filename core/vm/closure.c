@@ -494,6 +494,35 @@ out:
 }
 
 /*
+ * A guest image's glibc ("2.41", as its agent found it once the image's
+ * root was mounted) against the host's, whose libraries are shared over
+ * the image's: 1 and *cause when the image's is newer, so its programs
+ * would fail on the host's older C library; 0 when not, or not known.
+ */
+int
+closure_glibc_newer(const char *version, char **cause)
+{
+	char	*libc;
+	int	 gmaj, gmin, hmaj, hmin, rc = 0;
+
+	if (version == NULL || sscanf(version, "%d.%d", &gmaj, &gmin) != 2)
+		return (0);
+	xasprintf(&libc, "/lib/%s/libc.so.6", staging_host_triplet());
+	if (staging_glibc_version(libc, &hmaj, &hmin) == 0 &&
+	    (gmaj > hmaj || (gmaj == hmaj && gmin > hmin))) {
+		xasprintf(cause, "the image's glibc is %d.%d and the host's is "
+		    "%d.%d (%s): the image's programs would run on the host's "
+		    "older C library shared over theirs, which they refuse; "
+		    "use an image with glibc %d.%d or older, or share no host "
+		    "library directory", gmaj, gmin, hmaj, hmin, libc, hmaj,
+		    hmin);
+		rc = 1;
+	}
+	free(libc);
+	return (rc);
+}
+
+/*
  * Host libraries replace the guest's in the directories shared over them:
  * a guest whose own glibc is newer than the host's would run its programs
  * on an older one, which they refuse (GLIBC_2.x not found). Refuse it
@@ -508,6 +537,9 @@ closure_check_guest(const struct profile *p, const char *what, char **cause)
 	char		*libc, *where = NULL;
 	int		 fd = -1, gmaj, gmin, hmaj, hmin, rc = -1, found;
 
+	/* An image file's own glibc is known once its root is mounted. */
+	if (p->image_kind != PROFILE_IMAGE_NONE)
+		return (0);
 	if (guest_resolve(p, &g, cause) == -1)
 		return (-1);
 	xasprintf(&libc, "/lib/%s/libc.so.6", staging_host_triplet());
@@ -668,6 +700,7 @@ closure_prepare(const struct profile *p, struct share *sh, size_t *n,
 			continue;
 		buf_printf(&what, "%s%s", nlib++ == 0 ? "" : ", ",
 		    sh[i].guest);
+		sh[i].host_libs = 1;
 		if (p->ld_closure_libs == PROFILE_LD_SPARSE &&
 		    !sh[i].readonly) {
 			xasprintf(cause, "share %s: ld_closure_libs = "

@@ -376,23 +376,41 @@ sandbox_event(struct sandbox *sb, enum sbe ev, const char *why)
 
 /*
  * A configured agent (not one in template state) of a sandbox with an
- * image says which device it mounted as the root: its commands would
- * otherwise run in the initramfs, silently.
+ * image says which device it mounted as the root (its commands would
+ * otherwise run in the initramfs, silently) and the image's glibc, which
+ * must not be newer than the host's when host library directories are
+ * shared over the image's. NULL, or why the sandbox cannot go on.
  */
-static int
-sandbox_root_missing(struct sandbox *sb, const char *body, size_t len)
+static char *
+sandbox_image_refused(struct sandbox *sb, const char *body, size_t len)
 {
 	json_t		*j;
-	int		 missing;
+	char		*why = NULL;
+	size_t		 i;
 
 	if (sb->disk.base == NULL)
-		return (0);
+		return (NULL);
 	if ((j = json_read(body, len, 0)) == NULL)
-		return (0);	/* the state table judges it */
-	missing = !json_is_true(json_object_get(j, "template")) &&
-	    json_path_str(j, "root") == NULL;
+		return (NULL);	/* the state table judges it */
+	if (json_is_true(json_object_get(j, "template")))
+		goto out;
+	if (json_path_str(j, "root") == NULL) {
+		why = xstrdup("the agent answered without having mounted the "
+		    "image's root file system (an agent too old for disk "
+		    "images?)");
+		goto out;
+	}
+	log_debug("the image's root is %s in the guest (glibc %s)",
+	    json_path_str(j, "root"), json_path_str(j, "glibc") != NULL ?
+	    json_path_str(j, "glibc") : "not found");
+	for (i = 0; i < sb->nshares; i++) {
+		if (sb->shares[i].host_libs &&
+		    closure_glibc_newer(json_path_str(j, "glibc"), &why))
+			break;
+	}
+out:
 	json_decref(j);
-	return (missing);
+	return (why);
 }
 
 /*
@@ -407,10 +425,10 @@ sandbox_reply_cb(int status, const char *body, size_t len, void *arg)
 
 	if (status == AGENT_CLOSED)
 		return;		/* QEMU is gone; SBE_EXITED says why */
-	if (status == 200 && sandbox_root_missing(sb, body, len)) {
-		sandbox_event(sb, SBE_REFUSED, "the agent answered without "
-		    "having mounted the image's root file system (an agent "
-		    "too old for disk images?)");
+	if (status == 200 &&
+	    (msg = sandbox_image_refused(sb, body, len)) != NULL) {
+		sandbox_event(sb, SBE_REFUSED, msg);
+		free(msg);
 		return;
 	}
 	if (status == 200 || status == AGENT_BROKEN) {

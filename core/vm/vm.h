@@ -125,6 +125,8 @@ struct share {
 					   directories: their paths relative
 					   to it, which a staged copy leaves
 					   out (the closure covers them) */
+	int		 host_libs;	/* shows host library directories
+					   (closure_prepare) */
 };
 int		 share_parse(const char *, struct share *, char **);
 int		 share_check(struct share *, char **);
@@ -144,6 +146,7 @@ void		 share_free(struct share *);
 #define CLOSURE_LIB	1	/* a host C-library directory */
 #define CLOSURE_PARENT	2	/* contains one */
 #define CLOSURE_GUEST	"/run/qsup/ld"	/* where the guest mounts it */
+int		 closure_glibc_newer(const char *, char **);
 int		 closure_prepare(const struct profile *, struct share *,
 		     size_t *, char *const *, char *const *, size_t, char **);
 int		 closure_kind(const char *, char *const *, size_t);
