@@ -168,8 +168,10 @@ except OSError as e: print("refused", type(e).__name__)')
 # While a sandbox runs, its run directory says which base it uses (qsup
 # image rm and ls read it).
 test_run_dir_names_the_base() {
-	local pid f i
-	cold -- sleep 30 &
+	local pid f i out copy=$T_TMP/copy.qcow2
+	# A copy: were the lock missing, the resize below would change it.
+	cp "$IMG" "$copy"
+	"$QSUP" run --set image="$copy" --set warm_start=false -- sleep 30 &
 	pid=$!
 	for i in $(seq 1 300); do
 		f=$(ls "$XDG_RUNTIME_DIR"/qsup/sb-*/image 2>/dev/null | head -n 1)
@@ -177,9 +179,18 @@ test_run_dir_names_the_base() {
 		sleep 0.1
 	done
 	[ -n "$f" ] || fail "no image file in the run directory"
-	[ -z "$f" ] || expect_eq "the base's real path" "$IMG" "$(cat "$f")"
+	[ -z "$f" ] || expect_eq "the base's real path" "$copy" "$(cat "$f")"
+	# QEMU's own image locking is on: nothing may write the base now.
+	for i in $(seq 1 100); do
+		pgrep -f "qemu-system.*$XDG_RUNTIME_DIR" >/dev/null && break
+		sleep 0.1
+	done
+	sleep 1
+	out=$(qemu-img resize -f qcow2 "$copy" +1M 2>&1)
+	expect_match "QEMU holds the base's lock" 'lock' "$out"
 	kill -TERM $pid
 	wait $pid
+	rm -f "$copy"
 }
 
 for t in test_debian_userland test_write_is_gone_next_time \
