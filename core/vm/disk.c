@@ -257,7 +257,9 @@ out:
  * QEMU's nodes: the base opened read-only, in the format its header
  * said; the overlay over it; the disk the guest sees, found there by its
  * serial. A template's key leaves out the overlay's file name
- * (template.c), not the base's.
+ * (template.c), not the base's. An overlay that cannot grow (its file
+ * system full) gives the guest I/O errors: QEMU's default for ENOSPC
+ * would pause the VM, which qsup would then find not answering.
  */
 void
 disk_qemu_args(const struct disk *d, struct qemu_argv *a)
@@ -276,7 +278,8 @@ disk_qemu_args(const struct disk *d, struct qemu_argv *a)
 	qemu_arg(a, "driver=qcow2,node-name=" DISK_NODE ",file.driver=file,"
 	    "file.filename=%s,backing=base,discard=unmap", overlay);
 	qemu_arg(a, "-device");
-	qemu_arg(a, "virtio-blk-pci,drive=" DISK_NODE ",serial=%s",
+	qemu_arg(a, "virtio-blk-pci,drive=" DISK_NODE ",serial=%s,"
+	    "werror=report,rerror=report",
 	    QSUP_ROOT_SERIAL);
 	free(base);
 	free(overlay);
