@@ -131,6 +131,25 @@ const struct profile_setting profile_schema[] = {
 	  "qsup.env(\"PYSANDBOXES_VM_IMAGES_DIR\")",
 	  .help = "where downloaded images are kept; nil: "
 	  "$XDG_DATA_HOME/qsup/images" },
+	{ .name = "image_sha256", .type = PROFILE_T_SHA256,
+	  .offset = offsetof(struct profile, image_sha256),
+	  .def = "qsup.env(\"QSUP_IMAGE_SHA256\")",
+	  .help = "the downloaded image's SHA-256, pinned: a download that "
+	  "does not match is removed; nil: the digest in the checksum file "
+	  "beside the image (SHA256SUMS or SHA512SUMS); only with an image "
+	  "that is downloaded (a name or a URL)" },
+	{ .name = "image_unverified", .type = PROFILE_T_BOOL,
+	  .offset = offsetof(struct profile, image_unverified),
+	  .def = "false",
+	  .help = "use a downloaded image for which no digest is found (no "
+	  "image_sha256, no checksum file naming it); false: such an image "
+	  "is refused" },
+	{ .name = "disk_size", .type = PROFILE_T_BYTES,
+	  .offset = offsetof(struct profile, disk_size),
+	  .min = (double)PROFILE_MIB, .max = (double)((uint64_t)2 << 40),
+	  .help = "the guest's disk: its overlay and root file system are "
+	  "grown to this size (never shrunk); nil: the base image's own; "
+	  "only with an image (the built-in guest has no disk)" },
 	{ .name = "env", .type = PROFILE_T_ENV,
 	  .offset = offsetof(struct profile, env),
 	  .offset_n = offsetof(struct profile, nenv), .def = "{}",

@@ -27,7 +27,7 @@
 #include "cmd.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	29
+#define NSETTINGS	32
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];
@@ -1963,7 +1963,8 @@ Test(profile, help_lists_every_setting)
 	static const char	*names[] = { "use_kvm", "memory", "cpus",
 	    "start_timeout", "timeout", "show_boot_console",
 	    "console_on_failure", "warm_start", "kernel", "initramfs", "image",
-	    "image_base_url", "images_dir", "env", "cwd", "shares", "virtfs",
+	    "image_base_url", "images_dir", "image_sha256", "image_unverified",
+	    "disk_size", "env", "cwd", "shares", "virtfs",
 	    "virtfs_security_model", "virtfs_cache", "ld_closure_libs",
 	    "ld_closure_extra", "network", "network_allow", "network_open_ack",
 	    "ports", "network_tcp", "network_rules", "guest_firewall",
