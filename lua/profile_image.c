@@ -370,8 +370,8 @@ profile_image_unknown(struct profile_ctx *ctx, lua_State *L, int cat,
 		lua_pop(L, 1);
 	}
 	hint = profile_closest(ctx->p->image, names, n);
-	profile_error(ctx, loc, "image: \"%s\" is not in qsup's catalog%s%s%s "
-	    "(it has %s); set image_base_url to take it from a mirror, or "
+	profile_error(ctx, loc, "image: \"%s\" is not in qsup's catalog%s%s%s; "
+	    "it has %s; set image_base_url to take it from a mirror, or "
 	    "give an http(s) URL or a file", ctx->p->image,
 	    hint != NULL ? " (did you mean \"" : "", hint != NULL ? hint : "",
 	    hint != NULL ? "\"?)" : "", b.data != NULL ? b.data : "nothing");
