@@ -117,14 +117,17 @@ const struct profile_setting profile_schema[] = {
 	  .offset_n = offsetof(struct profile, image_kind),
 	  .def = "qsup.env(\"QSUP_IMAGE\") or "
 	  "qsup.env(\"PYSANDBOXES_QEMU_IMAGE_URL\")",
-	  .help = "the guest's disk image: a name, an http(s) URL or a file; "
-	  "nil: the built-in guest, which needs none" },
+	  .help = "the guest's disk image: a name (of qsup's catalog, "
+	  "qsup.images, or of a file at image_base_url), an http(s) URL or "
+	  "a file; nil: the built-in guest, which needs none" },
 	{ .name = "image_base_url", .type = PROFILE_T_URL,
 	  .offset = offsetof(struct profile, image_base_url),
 	  .def = "qsup.env(\"QSUP_IMAGE_BASE_URL\") or "
 	  "qsup.env(\"PYSANDBOXES_QEMU_IMAGE_BASE_URL\")",
-	  .help = "where image names are downloaded from; nil: qsup's "
-	  "catalog" },
+	  .help = "a mirror image names are downloaded from: the catalog's "
+	  "file name for the host's architecture (or the name itself, for "
+	  "one it lacks), the checksum file beside it; nil: the catalog's "
+	  "own URLs" },
 	{ .name = "images_dir", .type = PROFILE_T_DIR,
 	  .offset = offsetof(struct profile, images_dir),
 	  .def = "qsup.env(\"QSUP_IMAGES_DIR\") or "

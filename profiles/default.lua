@@ -22,6 +22,9 @@
 --   qsup.python        the host's python3, or nil: { path, executable,
 --                      version = "3.11", prefix, venv }
 --   qsup.env(NAME)     the host's environment variable NAME, or nil
+--   qsup.images        qsup's catalog of disk images, read-only: names,
+--                      entries by name, python (the seed's Python ->
+--                      image table), for_python(VERSION[, GLIBC])
 -- for example: cpus = math.min(4, qsup.cpus).
 --
 -- A profile may build on another one of its directory tree, or on a
@@ -74,9 +77,9 @@ return {
 	kernel = nil,
 	initramfs = nil,
 
-	-- A disk image for the guest: a name ("debian-12", downloaded from
-	-- image_base_url), an http(s) URL, or a file (with a "/":
-	-- "./disk.qcow2"). nil: the built-in guest, which needs none.
+	-- A disk image for the guest: a name ("debian-12", see below), an
+	-- http(s) URL, or a file (with a "/": "./disk.qcow2"). nil: the
+	-- built-in guest, which needs none.
 	-- The seed's variables are honoured, qsup's own first.
 	image = qsup.env("QSUP_IMAGE") or qsup.env("PYSANDBOXES_QEMU_IMAGE_URL"),
 	image_base_url = qsup.env("QSUP_IMAGE_BASE_URL") or qsup.env("PYSANDBOXES_QEMU_IMAGE_BASE_URL"),
