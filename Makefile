@@ -91,7 +91,7 @@ $(B)/obj/%.o: %.c
 	$(CC) $(QSUP_CFLAGS) -MMD -MP -c $< -o $@
 
 # Built-in profiles are compiled into the binary with .incbin.
-$(B)/obj/lua/builtin.o: lua/builtin.S $(wildcard profiles/*.lua)
+$(B)/obj/lua/builtin.o: lua/builtin.S $(wildcard profiles/*.lua lua/*.lua)
 	@mkdir -p $(dir $@)
 	$(CC) -c $< -o $@
 

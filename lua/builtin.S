@@ -26,4 +26,10 @@ builtin_profile_nested_container:
 	.incbin "profiles/nested-container.lua"
 	.byte 0
 
+	/* Not a profile: the image catalog, qsup.images (profile_image.c). */
+	.global builtin_catalog
+builtin_catalog:
+	.incbin "lua/catalog.lua"
+	.byte 0
+
 	.section .note.GNU-stack,"",@progbits

@@ -518,6 +518,7 @@ profile_apply_cb(lua_State *L)
 		lua_pop(L, 1);
 	}
 	profile_cross_check(ctx, bad);
+	profile_image_check(ctx, L, bad);	/* image_url, from the catalog */
 	return (0);
 }
 

@@ -78,6 +78,9 @@ struct profile {
 	char		*image_sha256;	/* pinned: 64 lowercase hex digits */
 	int		 image_unverified; /* no digest found: use it anyway */
 	uint64_t	 disk_size;	/* bytes; 0: the base image's own */
+	char		*image_glibc;	/* the catalog's entry's, "2.36"; NULL:
+					   not known (a URL, a file, a name
+					   not in the catalog) */
 	char		**env;		/* "NAME=VALUE", for every command */
 	size_t		 nenv;
 	char		*cwd;		/* NULL: "/" */

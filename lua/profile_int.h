@@ -12,6 +12,8 @@
  *   profile_list.c     what list settings share; env, extra_args
  *   profile_net.c      network, network_allow, ports, network_tcp, rules
  *   profile_share.c    shares, ld_closure_extra, their cross check
+ *   profile_image.c    the image catalog (catalog.lua), image_sha256, and
+ *                      turning image into what to download
  */
 #ifndef QSUP_PROFILE_INT_H
 #define QSUP_PROFILE_INT_H
@@ -37,6 +39,7 @@
 #define PROFILE_TRACK_LEVELS	16	/* frames searched for tables */
 #define PROFILE_SHOW_MAX	40	/* characters of a value shown */
 #define PROFILE_MIB		((uint64_t)1 << 20)
+#define PROFILE_SECTOR		512	/* disk_size is whole sectors of it */
 #define PROFILE_FILES_MAX	64	/* files, included or --set, per load */
 #define PROFILE_SETS_MAX	32	/* --set per load */
 #define PROFILE_DEPTH_MAX	16	/* include() within include() */
@@ -56,6 +59,7 @@ enum profile_type {
 	PROFILE_T_BOOL,
 	PROFILE_T_CHOICE,	/* one of choices[] */
 	PROFILE_T_SIZE,		/* MiB: a number, or a string, "2G" */
+	PROFILE_T_BYTES,	/* bytes: a number, or a string, "10G" */
 	PROFILE_T_INT,
 	PROFILE_T_SECONDS,
 	PROFILE_T_PATH,		/* host file, relative to the profile */
@@ -63,6 +67,7 @@ enum profile_type {
 	PROFILE_T_ENV,		/* {"K=V", ...} or {K = "V", ...} */
 	PROFILE_T_IMAGE,	/* a name, an http(s) URL or an image file */
 	PROFILE_T_URL,		/* an http(s) URL */
+	PROFILE_T_SHA256,	/* 64 hex digits, kept in lower case */
 	PROFILE_T_DIR,		/* host directory, need not exist yet */
 	PROFILE_T_SHARES,	/* { { host =, guest =, mode =, ignore = } } */
 	PROFILE_T_ALLOW,	/* { "*.example.org:443", "10.0.0.0/8" } */
@@ -131,7 +136,7 @@ struct profile_type_ops {
 extern const struct profile_type_ops profile_types[];
 
 /* The schema (profile_schema.c): one row per setting. */
-#define PROFILE_NSETTINGS	29
+#define PROFILE_NSETTINGS	32
 extern const struct profile_setting profile_schema[PROFILE_NSETTINGS];
 extern const struct profile_choice profile_kvm_choices[];
 extern const struct profile_choice profile_sm_choices[];
@@ -245,6 +250,8 @@ struct profile_ctx {
 extern const char	profile_key_track;
 extern const char	profile_key_sandbox;
 extern const char	profile_key_defenv;
+extern const char	profile_key_catalog;	/* catalog.lua's table */
+extern const char	profile_key_views;	/* table -> its read-only view */
 
 #define PROFILE_ACCEPTS_SHARE	"{ host = PATH, guest = PATH, mode = \"ro\" " \
 	"or \"rw\", ignore = { GLOB, ... }, exec = false }"
@@ -394,6 +401,18 @@ void	 profile_accepts_env(struct buf *, const struct profile_setting *);
 void	 profile_accepts_args(struct buf *, const struct profile_setting *);
 void	 profile_put_strs(struct buf *, const struct profile *,
 		    const struct profile_setting *, int);
+
+/* profile_image.c */
+void	 profile_catalog_push(lua_State *);
+void	 profile_image_check(struct profile_ctx *, lua_State *, const int *);
+void	 profile_convert_sha256(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_accepts_sha256(struct buf *, const struct profile_setting *);
+char	*profile_hint_sha256(const char *, const struct profile_setting *);
+void	 profile_image_notes(struct buf *, const struct profile *,
+		    const struct profile_setting *, const char *);
+void	 profile_image_json(struct buf *, const struct profile *);
+void	 profile_image_free(struct profile *, const struct profile_setting *);
 
 /* profile_share.c */
 void	 profile_share_free(void *);

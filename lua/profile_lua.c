@@ -5,7 +5,8 @@
  * (finalizers run with hooks off, so a looping one could not be stopped);
  * string.rep and table.move cannot spin in C; print() goes to qsup's log,
  * PROFILE_PRINT_MAX bytes of it per load. Host facts come from a "qsup"
- * table (facts.c; the KVM verdict from the caller's profile_kvm_fact).
+ * table (facts.c; the KVM verdict from the caller's profile_kvm_fact),
+ * and the image catalog, read-only, as qsup.images (profile_image.c).
  *
  * Its limits: a counting allocator caps memory; a count hook (and the
  * allocator, every few MiB) stops a profile that runs past the time
@@ -819,7 +820,7 @@ profile_push_qsup(lua_State *L)
 {
 	char	cwd[PATH_MAX];
 
-	lua_createtable(L, 0, 12);
+	lua_createtable(L, 0, 13);
 	profile_set_string(L, "arch", facts_arch());
 	profile_set_string(L, "triplet", facts_triplet());
 	profile_set_string(L, "glibc", facts_glibc());
@@ -833,6 +834,8 @@ profile_push_qsup(lua_State *L)
 		profile_set_string(L, "cwd", cwd);
 	lua_pushcfunction(L, profile_qsup_env_cb);
 	lua_setfield(L, -2, "env");
+	profile_catalog_push(L);
+	lua_setfield(L, -2, "images");
 	lua_createtable(L, 0, 1);
 	lua_pushcfunction(L, profile_qsup_index_cb);
 	lua_setfield(L, -2, "__index");

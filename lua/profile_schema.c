@@ -117,20 +117,42 @@ const struct profile_setting profile_schema[] = {
 	  .offset_n = offsetof(struct profile, image_kind),
 	  .def = "qsup.env(\"QSUP_IMAGE\") or "
 	  "qsup.env(\"PYSANDBOXES_QEMU_IMAGE_URL\")",
-	  .help = "the guest's disk image: a name, an http(s) URL or a file; "
-	  "nil: the built-in guest, which needs none" },
+	  .help = "the guest's disk image: a name (of qsup's catalog, "
+	  "qsup.images, or of a file at image_base_url), an http(s) URL or "
+	  "a file; nil: the built-in guest, which needs none" },
 	{ .name = "image_base_url", .type = PROFILE_T_URL,
 	  .offset = offsetof(struct profile, image_base_url),
 	  .def = "qsup.env(\"QSUP_IMAGE_BASE_URL\") or "
 	  "qsup.env(\"PYSANDBOXES_QEMU_IMAGE_BASE_URL\")",
-	  .help = "where image names are downloaded from; nil: qsup's "
-	  "catalog" },
+	  .help = "a mirror image names are downloaded from: the catalog's "
+	  "file name for the host's architecture (or the name itself, for "
+	  "one it lacks), the checksum file beside it; nil: the catalog's "
+	  "own URLs" },
 	{ .name = "images_dir", .type = PROFILE_T_DIR,
 	  .offset = offsetof(struct profile, images_dir),
 	  .def = "qsup.env(\"QSUP_IMAGES_DIR\") or "
 	  "qsup.env(\"PYSANDBOXES_VM_IMAGES_DIR\")",
 	  .help = "where downloaded images are kept; nil: "
 	  "$XDG_DATA_HOME/qsup/images" },
+	{ .name = "image_sha256", .type = PROFILE_T_SHA256,
+	  .offset = offsetof(struct profile, image_sha256),
+	  .def = "qsup.env(\"QSUP_IMAGE_SHA256\")",
+	  .help = "the downloaded image's SHA-256, pinned: a download that "
+	  "does not match is removed; nil: the digest in the checksum file "
+	  "beside the image (SHA256SUMS or SHA512SUMS); only with an image "
+	  "that is downloaded (a name or a URL)" },
+	{ .name = "image_unverified", .type = PROFILE_T_BOOL,
+	  .offset = offsetof(struct profile, image_unverified),
+	  .def = "false",
+	  .help = "use a downloaded image for which no digest is found (no "
+	  "image_sha256, no checksum file naming it); false: such an image "
+	  "is refused" },
+	{ .name = "disk_size", .type = PROFILE_T_BYTES,
+	  .offset = offsetof(struct profile, disk_size),
+	  .min = (double)PROFILE_MIB, .max = (double)((uint64_t)2 << 40),
+	  .help = "the guest's disk: its overlay and root file system are "
+	  "grown to this size (never shrunk); nil: the base image's own; "
+	  "only with an image (the built-in guest has no disk)" },
 	{ .name = "env", .type = PROFILE_T_ENV,
 	  .offset = offsetof(struct profile, env),
 	  .offset_n = offsetof(struct profile, nenv), .def = "{}",

@@ -32,6 +32,19 @@ profile_show_mib(struct buf *b, uint64_t mib)
 		buf_printf(b, "%lluM", (unsigned long long)mib);
 }
 
+/* A byte count the same way, down to "k"; 0 for a part of a KiB. */
+static int
+profile_show_bytes(struct buf *b, uint64_t bytes)
+{
+	if (bytes != 0 && bytes % PROFILE_MIB == 0)
+		profile_show_mib(b, bytes / PROFILE_MIB);
+	else if (bytes != 0 && bytes % 1024 == 0)
+		buf_printf(b, "%lluk", (unsigned long long)(bytes >> 10));
+	else
+		return (0);
+	return (1);
+}
+
 /* What a setting accepts, for messages and help. */
 void
 profile_accepts(struct buf *b, const struct profile_setting *s)
@@ -85,6 +98,17 @@ profile_accepts_size(struct buf *b, const struct profile_setting *s)
 	profile_show_mib(b, (uint64_t)s->min);
 	buf_printf(b, " to ");
 	profile_show_mib(b, (uint64_t)s->max);
+}
+
+static void
+profile_accepts_bytes(struct buf *b, const struct profile_setting *s)
+{
+	buf_printf(b, "bytes as a whole number (10737418240) or a string with "
+	    "one suffix k, M, G or T (\"512M\", \"10G\"), a multiple of "
+	    "%u bytes, from ", PROFILE_SECTOR);
+	(void)profile_show_bytes(b, (uint64_t)s->min);
+	buf_printf(b, " to ");
+	(void)profile_show_bytes(b, (uint64_t)s->max);
 }
 
 static void
@@ -362,15 +386,18 @@ profile_bad(struct profile_ctx *ctx, lua_State *L, int idx,
 enum profile_size {
 	PROFILE_SIZE_OK,
 	PROFILE_SIZE_SYNTAX,	/* not a size at all */
-	PROFILE_SIZE_PART,	/* not a whole number of MiB */
+	PROFILE_SIZE_PART,	/* not a whole number of bytes */
 	PROFILE_SIZE_BIG	/* does not fit */
 };
 
-/* "2G", "512M", "1.5G", "2048k", "1024" (MiB): a size in MiB. */
+/*
+ * "2G", "512M", "1.5G", "2048k", or a bare number of bare_unit bytes
+ * (MiB for memory, bytes for disk_size): a size in bytes.
+ */
 static enum profile_size
-profile_parse_size(const char *s, uint64_t *mib)
+profile_parse_size(const char *s, uint64_t bare_unit, uint64_t *bytes)
 {
-	uint64_t	whole = 0, frac = 0, scale = 1, unit, bytes;
+	uint64_t	whole = 0, frac = 0, scale = 1, unit, n;
 	const char	*p = s;
 
 	if (!isdigit((unsigned char)*p))
@@ -397,8 +424,10 @@ profile_parse_size(const char *s, uint64_t *mib)
 		break;
 	case 'm':
 	case 'M':
-	case '\0':
 		unit = (uint64_t)1 << 20;
+		break;
+	case '\0':
+		unit = bare_unit;
 		break;
 	case 'g':
 	case 'G':
@@ -417,13 +446,10 @@ profile_parse_size(const char *s, uint64_t *mib)
 		return (PROFILE_SIZE_BIG);
 	if (frac * unit % scale != 0)
 		return (PROFILE_SIZE_PART);
-	bytes = whole * unit;
-	if (bytes > UINT64_MAX - frac * unit / scale)
+	n = whole * unit;
+	if (n > UINT64_MAX - frac * unit / scale)
 		return (PROFILE_SIZE_BIG);
-	bytes += frac * unit / scale;
-	if (bytes % PROFILE_MIB != 0)
-		return (PROFILE_SIZE_PART);
-	*mib = bytes / PROFILE_MIB;
+	*bytes = n + frac * unit / scale;
 	return (PROFILE_SIZE_OK);
 }
 
@@ -453,39 +479,82 @@ profile_whole(lua_State *L, int idx, double min, double max, long long *v)
 	return (NULL);
 }
 
+/*
+ * A size from a number of unit bytes or a string (profile_parse_size), a
+ * whole number of units, in [min, max] units: 0, or why not.
+ */
+static const char *
+profile_size_value(lua_State *L, int idx, const struct profile_setting *s,
+    uint64_t unit, const char *part, uint64_t *v)
+{
+	uint64_t	 bytes = 0;
+	size_t		 len;
+	long long	 n;
+	const char	*why;
+
+	if (lua_type(L, idx) != LUA_TSTRING) {
+		if ((why = profile_whole(L, idx, s->min, s->max, &n)) == NULL)
+			*v = (uint64_t)n;
+		else if (strcmp(why, "is not a whole number") == 0)
+			why = part;
+		return (why);
+	}
+	if (!profile_string_ok(L, idx, &len))
+		return ("is not a size");
+	switch (profile_parse_size(lua_tostring(L, idx), unit, &bytes)) {
+	case PROFILE_SIZE_OK:
+		break;
+	case PROFILE_SIZE_SYNTAX:
+		return ("is not a size");
+	case PROFILE_SIZE_PART:
+		return (part);
+	case PROFILE_SIZE_BIG:
+		return ("is out of range");
+	}
+	if (bytes % unit != 0)
+		return (part);
+	*v = bytes / unit;
+	if ((double)*v < s->min || (double)*v > s->max)
+		return ("is out of range");
+	return (NULL);
+}
+
+/* memory: MiB. */
 static void
 profile_convert_size(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
-	const char	*why = NULL;
-	long long	 v;
+	const char	*why;
 	uint64_t	 mib = 0;
 
-	if (lua_type(L, idx) == LUA_TSTRING) {
-		switch (profile_parse_size(lua_tostring(L, idx), &mib)) {
-		case PROFILE_SIZE_OK:
-			if ((double)mib < s->min || (double)mib > s->max)
-				why = "is out of range";
-			break;
-		case PROFILE_SIZE_SYNTAX:
-			why = "is not a size";
-			break;
-		case PROFILE_SIZE_PART:
-			why = "is not a whole number of MiB";
-			break;
-		case PROFILE_SIZE_BIG:
-			why = "is out of range";
-			break;
-		}
-	} else if ((why = profile_whole(L, idx, s->min, s->max, &v)) == NULL)
-		mib = (uint64_t)v;
-	else if (strcmp(why, "is not a whole number") == 0)
-		why = "is not a whole number of MiB";
-	if (why != NULL) {
+	if ((why = profile_size_value(L, idx, s, PROFILE_MIB,
+	    "is not a whole number of MiB", &mib)) != NULL) {
 		profile_bad(ctx, L, idx, s, loc, why);
 		return;
 	}
 	*PROFILE_FIELD(ctx->p, s, uint64_t) = mib;
+}
+
+/*
+ * disk_size: bytes, in whole 512-byte sectors (what a virtio disk has).
+ * Refused rather than rounded: the size asked for is the size made.
+ */
+static void
+profile_convert_bytes(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*why;
+	uint64_t	 bytes = 0;
+
+	if ((why = profile_size_value(L, idx, s, 1,
+	    "is not a whole number of bytes", &bytes)) == NULL &&
+	    bytes % PROFILE_SECTOR != 0)
+		why = "is not a multiple of 512 bytes";
+	if (why != NULL) {
+		profile_bad(ctx, L, idx, s, loc, why);
+		return;
+	}
+	*PROFILE_FIELD(ctx->p, s, uint64_t) = bytes;
 }
 
 /* The directory relative paths written at loc are relative to. */
@@ -841,6 +910,24 @@ profile_put_size(struct buf *b, const struct profile *p,
 	}
 }
 
+/* disk_size: nil for 0 (the base image's own), "10G", or bytes. */
+static void
+profile_put_bytes(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	uint64_t	bytes = *PROFILE_CFIELD(p, s, uint64_t);
+
+	if (bytes == 0)
+		buf_printf(b, json ? "null" : "nil");
+	else if (json || bytes % 1024 != 0)
+		buf_printf(b, "%llu", (unsigned long long)bytes);
+	else {
+		buf_add(b, "\"", 1);
+		(void)profile_show_bytes(b, bytes);
+		buf_add(b, "\"", 1);
+	}
+}
+
 static void
 profile_put_int(struct buf *b, const struct profile *p,
     const struct profile_setting *s, int json)
@@ -889,6 +976,9 @@ const struct profile_type_ops profile_types[] = {
 	[PROFILE_T_SIZE] = { .convert = profile_convert_size,
 	    .accepts = profile_accepts_size, .hint = profile_hint_size,
 	    .put = profile_put_size },
+	[PROFILE_T_BYTES] = { .convert = profile_convert_bytes,
+	    .accepts = profile_accepts_bytes, .hint = profile_hint_size,
+	    .put = profile_put_bytes },
 	[PROFILE_T_INT] = { .convert = profile_convert_int,
 	    .accepts = profile_accepts_int, .hint = profile_hint_number,
 	    .put = profile_put_int },
@@ -906,7 +996,11 @@ const struct profile_type_ops profile_types[] = {
 	    .free = profile_free_strs, .set_list = 1 },
 	[PROFILE_T_IMAGE] = { .convert = profile_convert_image,
 	    .accepts = profile_accepts_image, .put = profile_put_str,
-	    .free = profile_free_str },
+	    .notes = profile_image_notes, .json_more = profile_image_json,
+	    .free = profile_image_free },
+	[PROFILE_T_SHA256] = { .convert = profile_convert_sha256,
+	    .accepts = profile_accepts_sha256, .hint = profile_hint_sha256,
+	    .put = profile_put_str, .free = profile_free_str },
 	[PROFILE_T_URL] = { .convert = profile_convert_url,
 	    .accepts = profile_accepts_url, .put = profile_put_str,
 	    .free = profile_free_str },

@@ -22,6 +22,9 @@
 --   qsup.python        the host's python3, or nil: { path, executable,
 --                      version = "3.11", prefix, venv }
 --   qsup.env(NAME)     the host's environment variable NAME, or nil
+--   qsup.images        qsup's catalog of disk images, read-only: names,
+--                      entries by name, python (the seed's Python ->
+--                      image table), for_python(VERSION[, GLIBC])
 -- for example: cpus = math.min(4, qsup.cpus).
 --
 -- A profile may build on another one of its directory tree, or on a
@@ -74,14 +77,37 @@ return {
 	kernel = nil,
 	initramfs = nil,
 
-	-- A disk image for the guest: a name ("debian-12", downloaded from
-	-- image_base_url), an http(s) URL, or a file (with a "/":
-	-- "./disk.qcow2"). nil: the built-in guest, which needs none.
+	-- A disk image for the guest: a name ("debian-12", see below), an
+	-- http(s) URL, or a file (with a "/": "./disk.qcow2"). nil: the
+	-- built-in guest, which needs none.
 	-- The seed's variables are honoured, qsup's own first.
 	image = qsup.env("QSUP_IMAGE") or qsup.env("PYSANDBOXES_QEMU_IMAGE_URL"),
 	image_base_url = qsup.env("QSUP_IMAGE_BASE_URL") or qsup.env("PYSANDBOXES_QEMU_IMAGE_BASE_URL"),
 	-- Where downloaded images are kept (nil: $XDG_DATA_HOME/qsup/images).
 	images_dir = qsup.env("QSUP_IMAGES_DIR") or qsup.env("PYSANDBOXES_VM_IMAGES_DIR"),
+
+	-- A name is looked up in qsup's catalog (qsup.images: Debian 12 and
+	-- 13, Ubuntu 22.04 to 25.10, for amd64 and arm64; `qsup profile show`
+	-- shows the URL it resolves to); with image_base_url set, the
+	-- catalog's file name (or the name itself, for one it lacks) is taken
+	-- from there instead, as from a mirror. The seed's Python versions
+	-- map to images: image = qsup.images.for_python("3.12") gives
+	-- "ubuntu-24.04"; for_python(v, qsup.glibc) one whose glibc is no
+	-- newer than the host's, for when the host's libraries are shared.
+	--
+	-- A downloaded image is checked against its SHA-256: image_sha256 (64
+	-- hex digits) when pinned, else the SHA256SUMS or SHA512SUMS file
+	-- beside it. With neither, it is refused unless image_unverified is
+	-- true. A digest for a file image, or for none, is refused.
+	image_sha256 = qsup.env("QSUP_IMAGE_SHA256"),
+	image_unverified = false,
+
+	-- The guest's disk (a fresh copy-on-write overlay over the image each
+	-- run, the image never written) grows to this size, its root file
+	-- system with it: "10G", "512M", or bytes as a whole number; whole
+	-- 512-byte sectors, 1M to 2T; "10GB" is refused. nil: the image's own
+	-- size. Only with an image.
+	disk_size = nil,
 
 	-- Environment of every command in the guest, as a list of
 	-- "NAME=VALUE" strings or as NAME = "VALUE" fields (or both):

@@ -1,0 +1,3 @@
+return {
+	image = "debian-11",
+}
