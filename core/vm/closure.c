@@ -537,9 +537,12 @@ closure_check_guest(const struct profile *p, const char *what, char **cause)
 	char		*libc, *where = NULL;
 	int		 fd = -1, gmaj, gmin, hmaj, hmin, rc = -1, found;
 
-	/* An image file's own glibc is known once its root is mounted. */
+	/*
+	 * A catalog image's glibc is known now; an image file's once its
+	 * root is mounted (sandbox.c asks its agent).
+	 */
 	if (p->image_kind != PROFILE_IMAGE_NONE)
-		return (0);
+		return (-closure_glibc_newer(p->image_glibc, cause));
 	if (guest_resolve(p, &g, cause) == -1)
 		return (-1);
 	xasprintf(&libc, "/lib/%s/libc.so.6", staging_host_triplet());
