@@ -29,8 +29,7 @@ static int	cmd_image_rm(const struct cmd_entry *, int, char **);
 
 static const struct cmd_entry cmd_image_pull_entry = {
 	.name = "pull",
-	.usage = "image pull [--profile FILE] [--set NAME=VALUE] [--json] "
-	    "[NAME|URL]",
+	.usage = "image pull [--profile FILE] [options] [NAME|URL]",
 	.summary = "download an image into images_dir, verified",
 	.help =
 "Download NAME (from the catalog) or URL, or the profile's image, into\n"
@@ -42,8 +41,13 @@ static const struct cmd_entry cmd_image_pull_entry = {
 "named by $CURL_CA_BUNDLE or $SSL_CERT_FILE (and $SSL_CERT_DIR).\n"
 "\n"
 CMD_IMAGE_OPTS
+"      --sha256 HEX     the digest to check against (image_sha256)\n"
+"      --sums-url URL   the checksum file to read it from (image_sums_url)\n"
+"      --unverified     no digest found: use it anyway (image_unverified)\n"
 "      --json           no progress; a JSON object on stdout\n"
-"  -v, --verbose        say what qsup is doing\n",
+"  -v, --verbose        say what qsup is doing\n"
+"\n"
+"$QSUP_IMAGE_STALL_TIMEOUT: seconds without data before giving up (30).\n",
 	.exec = cmd_image_pull
 };
 
@@ -83,6 +87,9 @@ struct cmd_image_opts {
 	char		**sets;		/* one more slot, for pull's image */
 	size_t		 nsets;
 	int		 json;
+	const char	*sha256;	/* pull's --sha256, --sums-url */
+	const char	*sums_url;
+	int		 unverified;	/* --unverified */
 	int		 optind;
 };
 
@@ -95,6 +102,9 @@ cmd_image_args(const struct cmd_entry *self, int argc, char **argv,
 		{ "profile",	required_argument,	NULL, 'p' },
 		{ "set",	required_argument,	NULL, 0x100 },
 		{ "json",	no_argument,		NULL, 'J' },
+		{ "sha256",	required_argument,	NULL, 0x101 },
+		{ "sums-url",	required_argument,	NULL, 0x102 },
+		{ "unverified",	no_argument,		NULL, 0x103 },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ NULL,		0,			NULL, 0 }
@@ -117,6 +127,15 @@ cmd_image_args(const struct cmd_entry *self, int argc, char **argv,
 			break;
 		case 'J':
 			o->json = 1;
+			break;
+		case 0x101:
+			o->sha256 = optarg;
+			break;
+		case 0x102:
+			o->sums_url = optarg;
+			break;
+		case 0x103:
+			o->unverified = 1;
 			break;
 		case 'v':
 			log_verbose = 1;
@@ -297,9 +316,9 @@ cmd_image_pull(const struct cmd_entry *self, int argc, char **argv)
 	/* image_url comes from the catalog; a URL image is its own. */
 	req.url = p.image_url != NULL ? p.image_url :
 	    p.image_kind == PROFILE_IMAGE_URL ? p.image : NULL;
-	req.sums_url = p.image_sums_url;
-	req.sha256 = p.image_sha256;
-	req.unverified_ok = p.image_unverified;
+	req.sums_url = o.sums_url != NULL ? o.sums_url : p.image_sums_url;
+	req.sha256 = o.sha256 != NULL ? o.sha256 : p.image_sha256;
+	req.unverified_ok = o.unverified || p.image_unverified;
 	req.dir = p.images_dir;
 	req.progress = o.json ? IMAGE_PROGRESS_QUIET : IMAGE_PROGRESS_AUTO;
 	if (p.image_kind == PROFILE_IMAGE_NONE)

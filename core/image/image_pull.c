@@ -61,6 +61,8 @@ struct image_pull {
 	CURLM			*multi;
 	CURL			*easy;
 	ev_timer		 timer;		/* curl's */
+	ev_timer		 stall_timer;	/* ours: no byte for stall s */
+	double			 last;		/* when a byte last came */
 	struct image_sock	*socks;
 	char			 errbuf[CURL_ERROR_SIZE];
 	long			 stall;		/* seconds */
@@ -123,6 +125,7 @@ image_pull_stop(struct image_pull *p)
 		free(sk);
 	}
 	ev_timer_stop(p->loop, &p->timer);
+	ev_timer_stop(p->loop, &p->stall_timer);
 	ev_timer_stop(p->loop, &p->lock_timer);
 	if (p->fd != -1) {
 		close(p->fd);
@@ -322,7 +325,34 @@ image_pull_add(struct image_pull *p, CURL *e)
 		curl_easy_cleanup(p->easy);
 	}
 	p->easy = e;
+	p->last = ev_now(p->loop);
 	curl_multi_add_handle(p->multi, e);
+	if (!ev_is_active(&p->stall_timer)) {
+		ev_timer_set(&p->stall_timer, 0.25, 0.25);
+		ev_timer_start(p->loop, &p->stall_timer);
+	}
+}
+
+/*
+ * No byte for the stall timeout: the server stalls, give up. (curl's
+ * own low-speed check averages over seconds of the past: not bounded.)
+ */
+static void
+image_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct image_pull	*p = w->data;
+
+	(void)revents;
+	if (p->easy == NULL || ev_now(loop) - p->last < p->stall)
+		return;
+	if (p->phase == IMAGE_PH_DATA)
+		image_pull_fail(p, "%s: stalled: no data for %ld s (%llu of "
+		    "%llu bytes there)", p->req.url, p->stall,
+		    (unsigned long long)p->have, (unsigned long long)p->total);
+	else
+		image_pull_fail(p, "%s: stalled: no data for %ld s",
+		    p->sums_cur != NULL && !p->headed ? p->sums_cur :
+		    p->req.url, p->stall);
 }
 
 /* What curl says of a failed transfer: its buffer, else its code's text. */
@@ -338,6 +368,7 @@ image_sums_write_cb(char *data, size_t size, size_t n, void *arg)
 {
 	struct image_pull	*p = arg;
 
+	p->last = ev_now(p->loop);
 	if (p->sums.len + n > IMAGE_SUMS_MAX) {
 		free(p->werr);
 		xasprintf(&p->werr, "%s: over %d bytes: not a checksum file",
@@ -514,6 +545,7 @@ image_header_cb(char *data, size_t size, size_t n, void *arg)
 	char			 line[256];
 
 	n *= size;
+	p->last = ev_now(p->loop);
 	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0)
 		p->got_cr = 0;
 	else if (n > 14 && n < sizeof line &&
@@ -575,6 +607,7 @@ image_data_write_cb(char *data, size_t size, size_t n, void *arg)
 	ssize_t			 w;
 
 	n *= size;
+	p->last = ev_now(p->loop);
 	if (!p->body && image_pull_body_start(p) == -1)
 		return (0);
 	while (off < n) {
@@ -606,15 +639,19 @@ static void
 image_pull_request(struct image_pull *p)
 {
 	CURL	*e;
+	char	 range[32];
 
 	e = image_pull_easy(p, p->req.url);
 	p->asked = p->have;
 	p->body = 0;
 	p->got_cr = 0;
 	p->restart = 0;
-	if (p->have > 0)
-		curl_easy_setopt(e, CURLOPT_RESUME_FROM_LARGE,
-		    (curl_off_t)p->have);
+	/* Not CURLOPT_RESUME_FROM: its checks fail where a restart does. */
+	if (p->have > 0) {
+		snprintf(range, sizeof range, "%llu-",
+		    (unsigned long long)p->have);
+		curl_easy_setopt(e, CURLOPT_RANGE, range);
+	}
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, image_data_write_cb);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, p);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, image_header_cb);
@@ -916,6 +953,8 @@ image_pull_start(struct ev_loop *loop, const struct image_req *req,
 	mbedtls_sha512_init(&p->s512);
 	ev_init(&p->timer, image_timer_cb);
 	p->timer.data = p;
+	ev_init(&p->stall_timer, image_stall_cb);
+	p->stall_timer.data = p;
 	ev_timer_init(&p->lock_timer, image_lock_cb, 0, 0);
 	p->lock_timer.data = p;
 	if (req->url == NULL || (strncasecmp(req->url, "http://", 7) != 0 &&

@@ -1,8 +1,8 @@
 # An HTTP(S) server on 127.0.0.1 for the image pull tests and bench, on
 # Python's standard library: serves DIR, honours Range (206 with its
 # Content-Range), takes any free port, writes it to PORTFILE once it
-# listens, and logs each request to LOG as "PATH range=RANGE status=N", so
-# a test can tell what reached it.
+# listens, and logs each request to LOG as "PATH range=RANGE status=N
+# method=GET", so a test can tell what reached it.
 #   python3 httpd.py [--tls CERT KEY] DIR PORTFILE LOG
 # Faults, chosen by a prefix of the path (the rest is the file in DIR):
 #   /drop/N/F      close the connection after N bytes of the body, the
@@ -58,8 +58,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def note(self, status):
         with lock, open(log, "a") as f:
-            f.write("%s range=%s status=%d\n" % (
-                self.path, self.headers.get("Range", "-"), status))
+            f.write("%s range=%s status=%d method=%s\n" % (
+                self.path, self.headers.get("Range", "-"), status,
+                self.command))
 
     def fail(self, status):
         self.note(status)
