@@ -6,6 +6,11 @@
 #ifndef QSUP_IMAGE_INT_H
 #define QSUP_IMAGE_INT_H
 
+#include <pthread.h>
+
+#include <mbedtls/sha256.h>
+#include <mbedtls/sha512.h>
+
 #include "image.h"
 
 #define IMAGE_PARTIAL_DIR	".partial"	/* in images_dir */
@@ -33,6 +38,33 @@ int		 image_meta_write(const char *, const struct image_info *,
 int		 image_meta_read(const char *, struct image_info *);
 char		*image_hex(const unsigned char *, size_t);
 double		 image_stall_timeout(const struct image_req *);
+
+/* image_hash.c: the digests, hashed by a thread behind the writer */
+struct image_hasher {
+	int			 inited, running;
+	pthread_t		 th;
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cv;
+	int			 fd;
+	int			 use512;
+	uint64_t		 avail, done;	/* under mu */
+	int			 stop, finishing, err;
+	mbedtls_sha256_context	 s256;
+	mbedtls_sha512_context	 s512;
+	struct ev_loop		*loop;
+	ev_async		 async;
+	void			(*cb)(void *);
+	void			*arg;
+};
+void		 image_hasher_init(struct image_hasher *, struct ev_loop *,
+		     void (*)(void *), void *);
+int		 image_hasher_start(struct image_hasher *, int, int, uint64_t);
+void		 image_hasher_more(struct image_hasher *, uint64_t);
+void		 image_hasher_finish(struct image_hasher *);
+int		 image_hasher_result(struct image_hasher *, unsigned char *,
+		     unsigned char *);
+void		 image_hasher_stop(struct image_hasher *);
+void		 image_hasher_free(struct image_hasher *);
 
 /* image_progress.c */
 struct image_progress_state;

@@ -22,8 +22,6 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
-#include <mbedtls/sha256.h>
-#include <mbedtls/sha512.h>
 
 #include "image_int.h"
 
@@ -83,8 +81,7 @@ struct image_pull {
 	int			 got_cr;
 	uint64_t		 cr_start, cr_total;
 	char			*werr;
-	mbedtls_sha256_context	 s256;
-	mbedtls_sha512_context	 s512;
+	struct image_hasher	 hasher;
 	struct image_progress_state *ps;
 };
 
@@ -127,6 +124,7 @@ image_pull_stop(struct image_pull *p)
 	ev_timer_stop(p->loop, &p->timer);
 	ev_timer_stop(p->loop, &p->stall_timer);
 	ev_timer_stop(p->loop, &p->lock_timer);
+	image_hasher_stop(&p->hasher);
 	if (p->fd != -1) {
 		close(p->fd);
 		p->fd = -1;
@@ -143,8 +141,7 @@ static void
 image_pull_free(struct image_pull *p)
 {
 	image_pull_stop(p);
-	mbedtls_sha256_free(&p->s256);
-	mbedtls_sha512_free(&p->s512);
+	image_hasher_free(&p->hasher);
 	free(p->url);
 	free(p->sums_url);
 	free(p->pin);
@@ -506,33 +503,26 @@ image_pull_sums_done(struct image_pull *p, CURLcode rc)
 	image_pull_data(p);
 }
 
-/* Start the hashes over: the part is empty again. */
-static void
-image_pull_hash_reset(struct image_pull *p)
+/* Is the digest to check a SHA-512 (Debian's SHA512SUMS)? */
+static int
+image_pull_is512(struct image_pull *p)
 {
-	mbedtls_sha256_starts_ret(&p->s256, 0);
-	mbedtls_sha512_starts_ret(&p->s512, 0);
-}
-
-static void
-image_pull_hash(struct image_pull *p, const void *data, size_t n)
-{
-	mbedtls_sha256_update_ret(&p->s256, data, n);
-	if (p->want != NULL && strlen(p->want) == 128)
-		mbedtls_sha512_update_ret(&p->s512, data, n);
+	return (p->want != NULL && strlen(p->want) == 128);
 }
 
 /* Empty the part: the server will send it all. */
 static int
 image_pull_truncate(struct image_pull *p)
 {
-	if (ftruncate(p->fd, 0) == -1 || lseek(p->fd, 0, SEEK_SET) == -1) {
+	image_hasher_stop(&p->hasher);
+	if (ftruncate(p->fd, 0) == -1 || lseek(p->fd, 0, SEEK_SET) == -1 ||
+	    image_hasher_start(&p->hasher, p->fd, image_pull_is512(p), 0) ==
+	    -1) {
 		free(p->werr);
 		xasprintf(&p->werr, "%s: %s", p->ip.partial, strerror(errno));
 		return (-1);
 	}
 	p->have = 0;
-	image_pull_hash_reset(p);
 	return (0);
 }
 
@@ -628,8 +618,8 @@ image_data_write_cb(char *data, size_t size, size_t n, void *arg)
 		}
 		off += w;
 	}
-	image_pull_hash(p, data, n);
 	p->have += n;
+	image_hasher_more(&p->hasher, p->have);
 	image_progress_set(p->ps, p->have, p->total);
 	return (n);
 }
@@ -661,39 +651,42 @@ image_pull_request(struct image_pull *p)
 
 /*
  * Open the part: the one an interrupted qsup left, if it is of this URL
- * (hashed again, and resumed), else a new one.
+ * (resumed; the hasher reads it again from its start), else a new one.
+ * Append-only from here: the writer's offset is its end.
  */
 static int
 image_pull_open_part(struct image_pull *p, char **cause)
 {
-	char		*url, buf[1 << 16];
-	ssize_t		 n;
+	char		*url;
+	off_t		 end;
 
-	image_pull_hash_reset(p);
 	url = util_read_file(p->ip.partial_url, NULL, 64 * 1024);
 	if (url != NULL && strcmp(url, p->req.url) == 0 &&
 	    (p->fd = open(p->ip.partial, O_RDWR | O_CLOEXEC)) != -1) {
-		while ((n = read(p->fd, buf, sizeof buf)) > 0) {
-			image_pull_hash(p, buf, n);
-			p->have += n;
-		}
-		if (n == 0) {
+		if ((end = lseek(p->fd, 0, SEEK_END)) >= 0) {
 			free(url);
+			p->have = end;
 			if (p->have > 0)
 				log_info("%s: resuming the part left at %llu "
 				    "bytes", p->url_name,
 				    (unsigned long long)p->have);
-			return (0);
+			goto hash;
 		}
 		close(p->fd);
-		p->have = 0;
-		image_pull_hash_reset(p);
 	}
 	free(url);
+	p->have = 0;
 	if (util_write_file(p->ip.partial_url, p->req.url) == -1 ||
 	    (p->fd = open(p->ip.partial, O_RDWR | O_CREAT | O_TRUNC |
 	    O_CLOEXEC, 0600)) == -1) {
 		xasprintf(cause, "%s: %s", p->ip.partial, strerror(errno));
+		return (-1);
+	}
+hash:
+	if (image_hasher_start(&p->hasher, p->fd, image_pull_is512(p),
+	    p->have) == -1) {
+		xasprintf(cause, "a thread to hash %s: %s", p->ip.name,
+		    strerror(errno));
 		return (-1);
 	}
 	return (0);
@@ -715,23 +708,26 @@ image_pull_data(struct image_pull *p)
 	image_pull_request(p);
 }
 
-/* Whole: check the digest, write the .meta, rename the part into place. */
+/*
+ * Hashed whole (the hasher's cb, on the loop): check the digest, write
+ * the .meta, rename the part into place.
+ */
 static void
-image_pull_complete(struct image_pull *p)
+image_pull_hashed(void *arg)
 {
+	struct image_pull	*p = arg;
 	struct image_info	 ii;
-	unsigned char		 d[64];
+	unsigned char		 d[32], d5[64];
 	char			*got256, *got, *cause = NULL;
-	int			 is512;
+	int			 is512 = image_pull_is512(p);
 
-	mbedtls_sha256_finish_ret(&p->s256, d);
+	if (image_hasher_result(&p->hasher, d, d5) == -1) {
+		image_pull_fail(p, "%s: reading it back: %s", p->ip.partial,
+		    strerror(errno));
+		return;
+	}
 	got256 = image_hex(d, 32);
-	is512 = p->want != NULL && strlen(p->want) == 128;
-	if (is512) {
-		mbedtls_sha512_finish_ret(&p->s512, d);
-		got = image_hex(d, 64);
-	} else
-		got = xstrdup(got256);
+	got = is512 ? image_hex(d5, 64) : xstrdup(got256);
 	if (p->want != NULL && strcasecmp(p->want, got) != 0) {
 		image_pull_fail(p, "%s: %s mismatch: expected %s (%s), got %s; "
 		    "the download is removed", p->req.url, is512 ? "SHA-512" :
@@ -766,6 +762,16 @@ image_pull_complete(struct image_pull *p)
 	log_debug("%s: %llu bytes, %s", p->ip.path,
 	    (unsigned long long)p->have, p->checked);
 	image_pull_finish(p, p->ip.path, NULL);
+}
+
+/* Whole on disk: done with curl; the digest, once hashed. */
+static void
+image_pull_complete(struct image_pull *p)
+{
+	curl_multi_remove_handle(p->multi, p->easy);
+	curl_easy_cleanup(p->easy);
+	p->easy = NULL;
+	image_hasher_finish(&p->hasher);
 }
 
 /* Is rc a connection that dropped, worth resuming? */
@@ -949,8 +955,7 @@ image_pull_start(struct ev_loop *loop, const struct image_req *req,
 	p->arg = arg;
 	p->fd = p->lock_fd = -1;
 	p->stall = (long)(image_stall_timeout(req) + 0.999);
-	mbedtls_sha256_init(&p->s256);
-	mbedtls_sha512_init(&p->s512);
+	image_hasher_init(&p->hasher, loop, image_pull_hashed, p);
 	ev_init(&p->timer, image_timer_cb);
 	p->timer.data = p;
 	ev_init(&p->stall_timer, image_stall_cb);

@@ -7,6 +7,7 @@
  */
 #include <sys/stat.h>
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -439,4 +440,63 @@ Test(image, pull_cached_makes_no_request, .init = image_setup,
 	free(cause);
 	ev_loop_destroy(loop);
 	free(path);
+}
+
+static void
+hashed_cb(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/* The thread's digests: of the part as written, restarted, and stopped. */
+Test(image, hasher, .init = image_setup, .fini = image_teardown)
+{
+	struct image_hasher	 h;
+	struct ev_loop		*loop = ev_loop_new(EVFLAG_AUTO);
+	unsigned char		 d[32], d5[64];
+	char			 path[PATH_MAX], *hex;
+	int			 fd, n = 0;
+
+	snprintf(path, sizeof path, "%s/part", tmp);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	cr_assert(fd != -1);
+	cr_assert_eq(write(fd, "ab", 2), 2);
+	image_hasher_init(&h, loop, hashed_cb, &n);
+	/* "ab" kept from before, then "c" written: "abc". */
+	cr_assert_eq(image_hasher_start(&h, fd, 1, 2), 0);
+	cr_assert_eq(write(fd, "c", 1), 1);
+	image_hasher_more(&h, 3);
+	image_hasher_finish(&h);
+	while (n == 0)
+		ev_run(loop, EVRUN_ONCE);
+	cr_assert_eq(image_hasher_result(&h, d, d5), 0);
+	hex = image_hex(d, 32);
+	cr_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9c"
+	    "b410ff61f20015ad");
+	free(hex);
+	hex = image_hex(d5, 64);
+	cr_assert(strncmp(hex, "ddaf35a193617aba", 16) == 0, "%s", hex);
+	free(hex);
+	/* Started over on an empty part, stopped half-way, started again. */
+	cr_assert_eq(ftruncate(fd, 0), 0);
+	cr_assert_eq(image_hasher_start(&h, fd, 0, 0), 0);
+	image_hasher_stop(&h);
+	cr_assert_eq(image_hasher_start(&h, fd, 0, 0), 0);
+	image_hasher_finish(&h);
+	while (n == 1)
+		ev_run(loop, EVRUN_ONCE);
+	cr_assert_eq(image_hasher_result(&h, d, d5), 0);
+	hex = image_hex(d, 32);
+	cr_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934c"
+	    "a495991b7852b855");
+	free(hex);
+	/* Told of bytes that are not there: an error, not a digest. */
+	cr_assert_eq(image_hasher_start(&h, fd, 0, 10), 0);
+	image_hasher_finish(&h);
+	while (n == 2)
+		ev_run(loop, EVRUN_ONCE);
+	cr_assert_eq(image_hasher_result(&h, d, d5), -1);
+	image_hasher_free(&h);
+	close(fd);
+	ev_loop_destroy(loop);
 }
