@@ -102,3 +102,7 @@ bench/share.sh
 # Network: the allowlist proxy against open networking.
 echo
 bench/net.sh
+
+# Image pulls: qsup against curl from a local HTTP server.
+echo
+bench/image_pull.sh
