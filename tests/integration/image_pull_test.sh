@@ -5,7 +5,8 @@
 # interrupted qsup resumed with Range, a wrong digest, no checksum file,
 # --unverified, a 404, a stalled server, two pulls at once downloading
 # once, a full images_dir, HTTPS with the test's own CA, SHA512SUMS,
-# a redirect, ls, rm, and rm refused while a sandbox uses the image. After
+# a redirect, a server ignoring Range, progress lines (none under --json),
+# ls, rm, and rm refused while a sandbox uses the image. After
 # each failure: no image, no part left. No QEMU is needed.
 . "$(dirname "$0")/lib.sh"
 
@@ -271,6 +272,24 @@ test_https() {
 	expect_eq "status, CURL_CA_BUNDLE, resumed" 0 "$RC"
 }
 
+test_progress() {
+	local a b
+	setup test_progress
+	# Not a TTY: a line every few seconds; --json: nothing at all.
+	"$QSUP" image pull "$URL/slow/500000/good/disk.img" >/dev/null \
+	    2>"$T_TMP/ea" & a=$!
+	XDG_DATA_HOME=$XDG_DATA_HOME/json "$QSUP" image pull --json \
+	    "$URL/slow/500000/good/disk.img" >"$T_TMP/ja" 2>"$T_TMP/eb" & b=$!
+	wait "$a"; expect_eq "status" 0 "$?"
+	wait "$b"; expect_eq "status, --json" 0 "$?"
+	expect_match "progress line" \
+	    "^qsup: pulling disk.img: [0-9.]+ of 3.0 MB, [0-9.]+ MB/s, [0-9:]+ left$" \
+	    "$(cat "$T_TMP/ea")"
+	expect_eq "stderr under --json" "" "$(cat "$T_TMP/eb")"
+	expect_match "--json" '^\{"path":".*/json/qsup/images/disk.img","url":".*","cached":false\}$' \
+	    "$(cat "$T_TMP/ja")"
+}
+
 test_ls_rm() {
 	local out
 	setup test_ls_rm
@@ -316,8 +335,8 @@ echo "image pull tests"
 for t in test_pull test_cached_no_request test_dropped_resumes \
     test_interrupted_resumes test_server_ignores_range test_wrong_digest \
     test_missing_sums test_unverified_ok test_sha512sums test_404 test_stall \
-    test_redirect test_concurrent test_full_disk test_https test_ls_rm \
-    test_rm_in_use; do
+    test_redirect test_concurrent test_full_disk test_https test_progress \
+    test_ls_rm test_rm_in_use; do
 	run_test "$t"
 done
 finish
