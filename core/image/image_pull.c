@@ -80,6 +80,7 @@ struct image_pull {
 	int			 body;		/* this response's status seen */
 	int			 got_cr;
 	uint64_t		 cr_start, cr_total;
+	uint64_t		 unsat_total;	/* a 416's Content-Range total */
 	char			*werr;
 	struct image_hasher	 hasher;
 	struct image_progress_state *ps;
@@ -536,9 +537,10 @@ image_header_cb(char *data, size_t size, size_t n, void *arg)
 
 	n *= size;
 	p->last = ev_now(p->loop);
-	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0)
+	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
 		p->got_cr = 0;
-	else if (n > 14 && n < sizeof line &&
+		p->unsat_total = 0;
+	} else if (n > 14 && n < sizeof line &&
 	    strncasecmp(data, "Content-Range:", 14) == 0) {
 		memcpy(line, data + 14, n - 14);
 		line[n - 14] = '\0';
@@ -547,7 +549,8 @@ image_header_cb(char *data, size_t size, size_t n, void *arg)
 			p->got_cr = 1;
 			p->cr_start = a;
 			p->cr_total = t;
-		}
+		} else if (sscanf(line, " bytes */%llu", &t) == 1)
+			p->unsat_total = t;
 	}
 	return (n);
 }
@@ -566,6 +569,8 @@ image_pull_body_start(struct image_pull *p)
 	p->body = 1;
 	curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_getinfo(p->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+	if (code >= 400)
+		return (-1);	/* an error's body is not the image */
 	if (p->asked > 0 && code == 206) {
 		if (!p->got_cr || p->cr_start != p->asked) {
 			log_info("%s: the server's Content-Range is not what "
@@ -632,9 +637,12 @@ image_pull_request(struct image_pull *p)
 	char	 range[32];
 
 	e = image_pull_easy(p, p->req.url);
+	/* The status is ours to judge: a 416 may mean it is all there. */
+	curl_easy_setopt(e, CURLOPT_FAILONERROR, 0L);
 	p->asked = p->have;
 	p->body = 0;
 	p->got_cr = 0;
+	p->unsat_total = 0;
 	p->restart = 0;
 	/* Not CURLOPT_RESUME_FROM: its checks fail where a restart does. */
 	if (p->have > 0) {
@@ -803,21 +811,28 @@ image_pull_data_done(struct image_pull *p, CURLcode rc)
 		image_pull_fail(p, "%s", p->werr);
 		return;
 	}
-	if (rc == CURLE_OK && p->total != 0 && p->have != p->total)
-		rc = CURLE_PARTIAL_FILE;
-	if (rc == CURLE_OK) {
+	/* Asked from its end: the part was whole already. */
+	if (code == 416 && p->asked > 0 && p->unsat_total == p->asked) {
+		p->total = p->have;
 		image_pull_complete(p);
 		return;
 	}
-	if ((p->restart || (rc == CURLE_HTTP_RETURNED_ERROR && code == 416 &&
-	    p->asked > 0)) && p->retries++ < IMAGE_RETRIES_MAX) {
+	if (code < 400 && rc == CURLE_OK && p->total != 0 &&
+	    p->have != p->total)
+		rc = CURLE_PARTIAL_FILE;
+	if (code < 400 && rc == CURLE_OK) {
+		image_pull_complete(p);
+		return;
+	}
+	if ((p->restart || (code == 416 && p->asked > 0)) &&
+	    p->retries++ < IMAGE_RETRIES_MAX) {
 		if (image_pull_truncate(p) == -1)
 			image_pull_fail(p, "%s", p->werr);
 		else
 			image_pull_request(p);
 		return;
 	}
-	if (rc == CURLE_HTTP_RETURNED_ERROR) {
+	if (code >= 400) {
 		image_pull_fail(p, "%s: HTTP %ld from the server", p->req.url,
 		    code);
 		return;
@@ -869,7 +884,8 @@ static void
 image_lock_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct image_pull	*p = w->data;
-	char			*path;
+	struct image_paths	 ip;
+	char			*path, *cause;
 
 	(void)loop;
 	(void)revents;
@@ -900,6 +916,22 @@ image_lock_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		free(path);
 		return;
 	}
+	/* The one it waited for may be another URL's of the same name. */
+	if (image_paths_make(&p->req, &ip, &cause) == -1) {
+		image_pull_fail(p, "%s", cause);
+		free(cause);
+		return;
+	}
+	if (strcmp(ip.name, p->ip.name) != 0) {
+		close(p->lock_fd);
+		p->lock_fd = -1;
+		image_paths_free(&p->ip);
+		p->ip = ip;
+		ev_timer_set(&p->lock_timer, 0, 0);
+		ev_timer_start(p->loop, &p->lock_timer);
+		return;
+	}
+	image_paths_free(&ip);
 	if ((p->multi = curl_multi_init()) == NULL)
 		fatalx("curl_multi_init failed");
 	curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, image_socket_cb);

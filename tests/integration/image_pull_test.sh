@@ -35,6 +35,7 @@ echo "$WRONG *disk.img" >"$W/wrong/SHA256SUMS"
 cp "$W/good/disk.img" "$W/debian/disk.img"
 (cd "$W/debian" && sha512sum disk.img >SHA512SUMS)
 GOOD256=$(sha256sum <"$W/good/disk.img" | cut -d' ' -f1)
+: >"$LOG"
 start_server "$T_TMP/port"
 URL=http://127.0.0.1:$(cat "$T_TMP/port")
 
@@ -53,8 +54,10 @@ pull() {
 	ERR=$(cat "$T_TMP/err")
 }
 
-# How many requests the server saw for a path (a fixed string).
-requests() { grep -cF -- "$1 " "$LOG" || true; }
+# What the server saw since this test's setup; how many requests for a
+# path (a fixed string).
+log_since() { tail -n +$((LOG_AT + 1)) "$LOG"; }
+requests() { log_since | grep -cF -- "$1 " || true; }
 
 # Nothing of a failed pull: no image, no .meta, no part (the locks stay).
 expect_nothing_left() {
@@ -68,6 +71,7 @@ expect_nothing_left() {
 # Each test its own images_dir.
 setup() {
 	export XDG_DATA_HOME=$T_TMP/$1/data
+	LOG_AT=$(wc -l <"$LOG")
 	unset QSUP_IMAGE_STALL_TIMEOUT SSL_CERT_FILE CURL_CA_BUNDLE
 }
 
@@ -105,7 +109,7 @@ test_dropped_resumes() {
 	expect_match "said" "dropped at 1000000 bytes.*resuming" "$ERR"
 	expect_match "server saw the resume" \
 	    "^/drop/1000000/good/disk.img range=bytes=1000000- status=206" \
-	    "$(cat "$LOG")"
+	    "$(log_since)"
 }
 
 test_interrupted_resumes() {
@@ -131,7 +135,7 @@ test_interrupted_resumes() {
 	cmp -s "$OUT" "$W/good/disk.img" || fail "the image differs: $ERR"
 	expect_match "server saw a Range request" \
 	    "^/slow/1000000/good/disk.img range=bytes=[1-9][0-9]*- status=206" \
-	    "$(cat "$LOG")"
+	    "$(log_since)"
 	[ ! -e "$part" ] || fail "the part is still there"
 }
 
@@ -146,6 +150,71 @@ test_server_ignores_range() {
 	expect_eq "status, Range ignored" 0 "$RC"
 	cmp -s "$OUT" "$W/good/disk.img" || fail "the image differs: $ERR"
 	expect_match "said" "sent it whole \(HTTP 200\), not from 1000000" "$ERR"
+}
+
+test_whole_part_kept() {
+	local d
+	setup test_whole_part_kept
+	d=$XDG_DATA_HOME/qsup/images/.partial
+	mkdir -p "$d"
+	cp "$W/good/disk.img" "$d/disk.img"
+	printf '%s' "$URL/redirect/good/disk.img" >"$d/disk.img.url"
+	pull "$URL/redirect/good/disk.img"
+	expect_eq "status" 0 "$RC"
+	cmp -s "$OUT" "$W/good/disk.img" || fail "the image differs: $ERR"
+	expect_match "asked from its end" \
+	    "^/good/disk.img range=bytes=3000000- status=416" "$(log_since)"
+	expect_eq "whole GETs" 0 \
+	    "$(log_since | grep -c '^/good/disk.img range=- status=200 method=GET' || true)"
+}
+
+test_same_name_at_once() {
+	local a b
+	setup test_same_name_at_once
+	"$QSUP" image pull "$URL/slow/3000000/good/disk.img" >"$T_TMP/a" \
+	    2>"$T_TMP/ea" & a=$!
+	"$QSUP" image pull --sha256 "$GOOD256" \
+	    "$URL/slow/3000001/nosums/disk.img" >"$T_TMP/b" 2>"$T_TMP/eb" & b=$!
+	wait "$a"; expect_eq "first's status" 0 "$?"
+	wait "$b"; expect_eq "second's status" 0 "$?"
+	[ "$(cat "$T_TMP/a")" != "$(cat "$T_TMP/b")" ] ||
+	    fail "both in $(cat "$T_TMP/a")"
+	expect_match "first's .meta" "slow/3000000/good/disk.img" \
+	    "$(cat "$(cat "$T_TMP/a").meta")"
+	expect_match "second's .meta" "slow/3000001/nosums/disk.img" \
+	    "$(cat "$(cat "$T_TMP/b").meta")"
+}
+
+test_redirects_bounded() {
+	setup test_redirects_bounded
+	pull --unverified "$URL$(printf '/redirect%.0s' $(seq 11))/good/disk.img"
+	expect_eq "status" 125 "$RC"
+	expect_match "error" "[Rr]edirect" "$ERR"
+	expect_nothing_left
+}
+
+test_profile() {
+	local out
+	setup test_profile
+	mkdir -p "$T_TMP/test_profile/imgs"
+	cat >"$T_TMP/test_profile/p.lua" <<LUA
+return { image = "$URL/good/disk.img", images_dir = "$T_TMP/test_profile/imgs" }
+LUA
+	pull -p "$T_TMP/test_profile/p.lua"
+	expect_eq "status" 0 "$RC"
+	expect_eq "path" "$T_TMP/test_profile/imgs/disk.img" "$OUT"
+	out=$("$QSUP" image ls -p "$T_TMP/test_profile/p.lua")
+	expect_match "ls" "^disk.img  3.0 MB" "$out"
+	pull --set images_dir="$T_TMP/test_profile/imgs" "$URL/debian/disk.img"
+	expect_eq "--set" 0 "$RC"
+	expect_match "--set: beside it" "^$T_TMP/test_profile/imgs/[0-9a-f]{8}-disk.img$" "$OUT"
+	pull
+	expect_eq "no image" 125 "$RC"
+	expect_match "no image" "no image named" "$ERR"
+	pull ./some/file.img
+	expect_eq "a file" 125 "$RC"
+	pull -p "$T_TMP/test_profile/nothere.lua"
+	expect_eq "no profile" 125 "$RC"
 }
 
 test_wrong_digest() {
@@ -168,7 +237,7 @@ test_missing_sums() {
 	expect_eq "status" 125 "$RC"
 	expect_match "error" "nosums/disk.img: no digest.*SHA256SUMS: HTTP 404.*SHA512SUMS: HTTP 404" "$ERR"
 	expect_eq "GETs of the image" 0 \
-	    "$(grep -c '^/nosums/disk.img .*method=GET' "$LOG" || true)"
+	    "$(log_since | grep -c '^/nosums/disk.img .*method=GET' || true)"
 	expect_nothing_left
 }
 
@@ -333,7 +402,8 @@ test_rm_in_use() {
 
 echo "image pull tests"
 for t in test_pull test_cached_no_request test_dropped_resumes \
-    test_interrupted_resumes test_server_ignores_range test_wrong_digest \
+    test_interrupted_resumes test_server_ignores_range test_whole_part_kept \
+    test_same_name_at_once test_redirects_bounded test_profile test_wrong_digest \
     test_missing_sums test_unverified_ok test_sha512sums test_404 test_stall \
     test_redirect test_concurrent test_full_disk test_https test_progress \
     test_ls_rm test_rm_in_use; do

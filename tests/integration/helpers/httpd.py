@@ -11,7 +11,7 @@
 #   /slow/R/F      send at most R bytes a second
 #   /norange/F     ignore Range: always 200 and the whole file
 #   /badrange/F    answer a Range with 206 but a Content-Range from 0
-#   /redirect/F    302 to /F
+#   /redirect/F    302 to /F (one /redirect less: a chain of them nests)
 #   /404/F         404
 import http.server
 import os
@@ -81,7 +81,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "redirect" in faults:
             self.note(302)
             self.send_response(302)
-            self.send_header("Location", "/" + rel)
+            self.send_header("Location", self.path.replace(
+                "/redirect", "", 1))
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
