@@ -112,9 +112,9 @@ test_dropped_resumes() {
 	    "$(log_since)"
 }
 
-test_interrupted_resumes() {
+# interrupt SIGNAL STATUS: a slow pull killed half-way, then pulled again.
+interrupt() {
 	local pid part size i
-	setup test_interrupted_resumes
 	part=$XDG_DATA_HOME/qsup/images/.partial/disk.img
 	"$QSUP" image pull "$URL/slow/1000000/good/disk.img" \
 	    >/dev/null 2>"$T_TMP/err1" &
@@ -124,19 +124,27 @@ test_interrupted_resumes() {
 		[ "$size" -gt 500000 ] && break
 		sleep 0.1
 	done
-	kill -TERM "$pid"
-	wait "$pid"
-	expect_eq "status of the interrupted pull" 143 "$?"
+	kill -"$1" "$pid"
+	{ wait "$pid"; } 2>/dev/null
+	expect_eq "status of the pull killed by SIG$1" "$2" "$?"
 	size=$(stat -c %s "$part" 2>/dev/null || echo 0)
 	[ "$size" -gt 0 ] && [ "$size" -lt 3000000 ] ||
-	    fail "no part kept after SIGTERM (size $size)"
+	    fail "no part kept after SIG$1 (size $size)"
 	pull "$URL/slow/1000000/good/disk.img"
-	expect_eq "status of the second pull" 0 "$RC"
+	expect_eq "status of the next pull" 0 "$RC"
 	cmp -s "$OUT" "$W/good/disk.img" || fail "the image differs: $ERR"
 	expect_match "server saw a Range request" \
 	    "^/slow/1000000/good/disk.img range=bytes=[1-9][0-9]*- status=206" \
 	    "$(log_since)"
+	expect_match "said" "resuming the part left at [0-9]+ bytes" "$ERR"
 	[ ! -e "$part" ] || fail "the part is still there"
+}
+
+test_interrupted_resumes() {
+	setup test_interrupted_resumes
+	interrupt TERM 143
+	setup test_interrupted_resumes/kill
+	interrupt KILL 137
 }
 
 test_server_ignores_range() {
