@@ -30,8 +30,8 @@ struct image_paths {
 	char	*partial_url;	/* dir/.partial/name.url: whose part it is */
 	char	*lock;		/* dir/.partial/name.lock */
 };
-int		 image_paths_make(const struct image_req *, struct image_paths *,
-		     char **);
+int		 image_paths_make(const struct image_req *,
+		     struct image_paths *, char **);
 void		 image_paths_free(struct image_paths *);
 int		 image_meta_write(const char *, const struct image_info *,
 		     char **);

@@ -77,10 +77,10 @@ struct image_pull {
 	uint64_t		 have, total, asked;
 	int			 retries;
 	int			 restart;	/* the server ignored Range */
-	int			 body;		/* this response's status seen */
+	int			 body;		/* its status looked at */
 	int			 got_cr;
 	uint64_t		 cr_start, cr_total;
-	uint64_t		 unsat_total;	/* a 416's Content-Range total */
+	uint64_t		 unsat_total;	/* a 416's Content-Range */
 	char			*werr;
 	struct image_hasher	 hasher;
 	struct image_progress_state *ps;
@@ -996,8 +996,8 @@ image_pull_start(struct ev_loop *loop, const struct image_req *req,
 	p->lock_timer.data = p;
 	if (req->url == NULL || (strncasecmp(req->url, "http://", 7) != 0 &&
 	    strncasecmp(req->url, "https://", 8) != 0))
-		xasprintf(&p->early, "%s: not an http(s) URL", req->url != NULL ?
-		    req->url : "(no URL)");
+		xasprintf(&p->early, "%s: not an http(s) URL",
+		    req->url != NULL ? req->url : "(no URL)");
 	else if (req->sha256 != NULL && !image_pin_valid(req->sha256))
 		xasprintf(&p->early, "%s: the pinned SHA-256 \"%s\" is not 64 "
 		    "hex digits", req->url, req->sha256);
