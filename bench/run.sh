@@ -106,3 +106,7 @@ bench/net.sh
 # Disk images: the Debian test image against the built-in guest.
 echo
 bench/image.sh "$cold_runs" "$warm_runs"
+
+# Image pulls: qsup against curl from a local HTTP server.
+echo
+bench/image_pull.sh

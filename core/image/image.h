@@ -30,6 +30,22 @@ struct image_req {
 	int		 unverified_ok;	/* no digest found: use it anyway */
 	const char	*dir;		/* images_dir; NULL: the default */
 	enum image_progress progress;
+	double		 stall_timeout;	/* seconds without a byte before
+					   giving up; 0: 30, or
+					   $QSUP_IMAGE_STALL_TIMEOUT */
+};
+
+/* What NAME.meta records of an image beside it (qsup image ls). */
+struct image_info {
+	char		*name;		/* the file's name in images_dir */
+	char		*path;
+	uint64_t	 size;
+	char		*url;		/* what it was pulled from; NULL:
+					   not pulled by qsup */
+	char		*sha256;	/* its digest, always computed */
+	char		*checked;	/* how: "sha256 pinned", "SHA256SUMS
+					   URL", ..., or "unverified" */
+	long long	 pulled;	/* time(3) it was */
 };
 
 struct image_pull;
@@ -47,5 +63,23 @@ void		 image_pull_cancel(struct image_pull *);
 /* image_cached, else pull on loop until done; -1 with *cause. */
 int		 image_fetch(struct ev_loop *, const struct image_req *,
 		     char **path, char **cause);
+
+/* image.c: the images in dir, one cb each (sorted by name); -1: dir. */
+int		 image_each(const char *, void (*)(const struct image_info *,
+		     void *), void *);
+void		 image_info_free(struct image_info *);
+/* Remove dir/name, its .meta and any part of it; -1 with *cause. */
+int		 image_remove(const char *, const char *, char **);
+/*
+ * Is path the base image of a live sandbox under run_base (its sb-*
+ * directories, each with a pid file and an image file)? 1 with *by the
+ * sandbox's name and process, else 0.
+ */
+int		 image_in_use(const char *, const char *, char **);
+/* The last component of url's path, or NULL if it has none usable. */
+char		*image_url_name(const char *);
+
+/* image_sums.c: the hex digest of name in a SHA256SUMS/SHA512SUMS text. */
+char		*image_sums_find(const char *, size_t, const char *);
 
 #endif

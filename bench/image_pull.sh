@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Image pulls: download throughput of `qsup image pull` from an HTTP server
+# on the host's loopback (tests/integration/helpers/httpd.py) against curl
+# itself, on one file of SIZE_MB (default 300) made here, in one run, runs
+# alternating. qsup also checks the SHA-256 from a SHA256SUMS beside the
+# file (with mbedTLS, in a thread beside the download) and syncs the image
+# before its rename; curl does neither, so "curl then sha256sum" is shown
+# too. Medians of RUNS (default 5). Usage: bench/image_pull.sh [RUNS] [SIZE_MB]
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")/.."
+. bench/lib.sh
+runs=${1:-5}
+mb=${2:-300}
+qsup=$PWD/build/qsup
+tmp=$(mktemp -d /tmp/qsup-bench-pull.XXXXXX)
+srv=""
+trap '[ -z "$srv" ] || kill "$srv"; rm -rf "$tmp"' EXIT
+
+mkdir -p "$tmp/www"
+head -c $((mb * 1000000)) /dev/urandom >"$tmp/www/big.img"
+(cd "$tmp/www" && sha256sum big.img >SHA256SUMS)
+/usr/bin/python3 tests/integration/helpers/httpd.py "$tmp/www" \
+    "$tmp/port" "$tmp/log" >/dev/null 2>&1 </dev/null &
+srv=$!
+for i in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+url=http://127.0.0.1:$(cat "$tmp/port")/big.img
+
+# once NAME CMD...: its wall time in ms, appended to NAME.
+once() {
+	local name=$1 t0 t1; shift
+	sync
+	t0=$(now_ms)
+	"$@" >/dev/null
+	t1=$(now_ms)
+	echo $((t1 - t0)) >>"$tmp/$name"
+}
+qsup_pull() {
+	rm -rf "$tmp/data"
+	XDG_DATA_HOME=$tmp/data "$qsup" image pull --json "$url"
+}
+curl_get() { rm -f "$tmp/c.img"; curl -sSf -o "$tmp/c.img" "$url"; }
+curl_check() {
+	curl_get && (cd "$tmp" && echo "$(cut -d' ' -f1 www/SHA256SUMS)  c.img" |
+	    sha256sum -c --quiet)
+}
+
+qsup_pull >/dev/null		# warm the server's page cache
+for i in $(seq 1 "$runs"); do
+	once qsup qsup_pull
+	once curl curl_get
+	once curl_sum curl_check
+done
+q=$(median %d <"$tmp/qsup"); c=$(median %d <"$tmp/curl")
+s=$(median %d <"$tmp/curl_sum")
+rate() { awk -v b="$mb" -v ms="$1" 'BEGIN {printf "%.0f", b / (ms / 1000)}'; }
+echo "image pull of $mb MB from the loopback, median of $runs: qsup $q ms ($(rate "$q") MB/s, SHA-256 checked)   (runs: $(tr '\n' ' ' <"$tmp/qsup"))"
+echo "curl -o, median of $runs: $c ms ($(rate "$c") MB/s)   (runs: $(tr '\n' ' ' <"$tmp/curl"))"
+echo "curl -o then sha256sum -c, median of $runs: $s ms ($(rate "$s") MB/s)"
+echo "throughput ratio qsup/curl: $(awk -v q="$q" -v c="$c" 'BEGIN {printf "%.2f", c / q}') (target >= 0.9); qsup/(curl + sha256sum): $(awk -v q="$q" -v s="$s" 'BEGIN {printf "%.2f", s / q}')"

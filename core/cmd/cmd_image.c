@@ -1,0 +1,487 @@
+/*
+ * "qsup image pull | ls | rm": the disk images in images_dir, pulled
+ * from the profile's image (a catalog name or a URL) or one named, listed
+ * with what they came from and which sandbox uses them, or removed when
+ * none does. The mechanics are core/image's.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "cmd.h"
+#include "image.h"
+
+static int	cmd_image_exec(const struct cmd_entry *, int, char **);
+static int	cmd_image_pull(const struct cmd_entry *, int, char **);
+static int	cmd_image_ls(const struct cmd_entry *, int, char **);
+static int	cmd_image_rm(const struct cmd_entry *, int, char **);
+
+#define CMD_IMAGE_OPTS \
+"  -p, --profile FILE   the profile whose images_dir (and, for pull, whose\n" \
+"                       image settings) are used (default: builtin:default)\n" \
+"      --set NAME=VALUE override a profile setting (repeatable)\n"
+
+static const struct cmd_entry cmd_image_pull_entry = {
+	.name = "pull",
+	.usage = "image pull [--profile FILE] [options] [NAME|URL]",
+	.summary = "download an image into images_dir, verified",
+	.help =
+"Download NAME (from the catalog) or URL, or the profile's image, into\n"
+"images_dir, checked against image_sha256, else a SHA256SUMS or SHA512SUMS\n"
+"file beside it (image_sums_url: another one); refused with no digest\n"
+"unless image_unverified is set. Resumed where a dropped connection or an\n"
+"interrupted pull stopped. An image already there is used as it is. The\n"
+"path is printed on stdout. HTTPS trusts the system's CAs, or the bundle\n"
+"named by $CURL_CA_BUNDLE or $SSL_CERT_FILE (and $SSL_CERT_DIR).\n"
+"\n"
+CMD_IMAGE_OPTS
+"      --sha256 HEX     the digest to check against (image_sha256)\n"
+"      --sums-url URL   the checksum file to read it from (image_sums_url)\n"
+"      --unverified     no digest found: use it anyway (image_unverified)\n"
+"      --json           no progress; a JSON object on stdout\n"
+"  -v, --verbose        say what qsup is doing\n"
+"\n"
+"$QSUP_IMAGE_STALL_TIMEOUT: seconds without data before giving up (30).\n",
+	.exec = cmd_image_pull
+};
+
+static const struct cmd_entry cmd_image_ls_entry = {
+	.name = "ls",
+	.usage = "image ls [--profile FILE] [--json]",
+	.summary = "the images: size, digest, source, in use by",
+	.help = CMD_IMAGE_OPTS
+"      --json           a JSON object on stdout\n",
+	.exec = cmd_image_ls
+};
+
+static const struct cmd_entry cmd_image_rm_entry = {
+	.name = "rm",
+	.usage = "image rm [--profile FILE] NAME...",
+	.summary = "remove images no running sandbox uses",
+	.help = CMD_IMAGE_OPTS,
+	.exec = cmd_image_rm
+};
+
+static const struct cmd_entry *const cmd_image_subs[] = {
+	&cmd_image_pull_entry,
+	&cmd_image_ls_entry,
+	&cmd_image_rm_entry,
+	NULL
+};
+
+const struct cmd_entry cmd_image_entry = {
+	.name = "image",
+	.summary = "pull, list or remove disk images",
+	.subs = cmd_image_subs,
+	.exec = cmd_image_exec
+};
+
+struct cmd_image_opts {
+	const char	*profile;
+	char		**sets;		/* one more slot, for pull's image */
+	size_t		 nsets;
+	int		 json;
+	const char	*sha256;	/* pull's --sha256, --sums-url */
+	const char	*sums_url;
+	int		 unverified;	/* --unverified */
+	int		 optind;
+};
+
+/* The options every subcommand takes; -1 on a usage error (said). */
+static int
+cmd_image_args(const struct cmd_entry *self, int argc, char **argv,
+    struct cmd_image_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "profile",	required_argument,	NULL, 'p' },
+		{ "set",	required_argument,	NULL, 0x100 },
+		{ "json",	no_argument,		NULL, 'J' },
+		{ "sha256",	required_argument,	NULL, 0x101 },
+		{ "sums-url",	required_argument,	NULL, 0x102 },
+		{ "unverified",	no_argument,		NULL, 0x103 },
+		{ "verbose",	no_argument,		NULL, 'v' },
+		{ "help",	no_argument,		NULL, 'h' },
+		{ NULL,		0,			NULL, 0 }
+	};
+	int	ch;
+
+	memset(o, 0, sizeof *o);
+	o->sets = xcalloc(1, sizeof *o->sets);
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "p:vh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			o->profile = optarg;
+			break;
+		case 0x100:
+			o->sets = xreallocarray(o->sets, o->nsets + 2,
+			    sizeof *o->sets);
+			o->sets[o->nsets++] = optarg;
+			break;
+		case 'J':
+			o->json = 1;
+			break;
+		case 0x101:
+			o->sha256 = optarg;
+			break;
+		case 0x102:
+			o->sums_url = optarg;
+			break;
+		case 0x103:
+			o->unverified = 1;
+			break;
+		case 'v':
+			log_verbose = 1;
+			break;
+		case 'h':
+			cmd_usage(self, stdout);
+			free(o->sets);
+			return (1);
+		default:
+			log_warnx("%s: unknown option or missing value; try "
+			    "'qsup image %s --help'", argv[optind - 1],
+			    self->name);
+			free(o->sets);
+			return (-1);
+		}
+	}
+	o->optind = optind;
+	return (0);
+}
+
+/* The profile named (or the default), with o's --set and extra. */
+static int
+cmd_image_profile(struct cmd_image_opts *o, char *extra, struct profile *p)
+{
+	char	*cause;
+
+	if (extra != NULL)
+		o->sets[o->nsets++] = extra;
+	if (profile_load_set(p, o->profile, o->sets, o->nsets, &cause) == -1) {
+		fprintf(stderr, "%s\n", cause);
+		free(cause);
+		return (-1);
+	}
+	return (0);
+}
+
+/* images_dir: the profile's when one is named or --set, else default. */
+static char *
+cmd_image_dir(struct cmd_image_opts *o)
+{
+	struct profile	 p;
+	char		*dir;
+
+	if (o->profile == NULL && o->nsets == 0)
+		return (image_default_dir());
+	if (cmd_image_profile(o, NULL, &p) == -1)
+		return (NULL);
+	dir = p.images_dir != NULL ? xstrdup(p.images_dir) :
+	    image_default_dir();
+	profile_free(&p);
+	return (dir);
+}
+
+/*
+ * Where running sandboxes keep their directories (core/vm's
+ * sandbox_run_base(), which vm.h does not export): read, never made.
+ */
+static char *
+cmd_image_run_base(void)
+{
+	const char	*xdg;
+	char		*base;
+
+	if ((xdg = getenv("XDG_RUNTIME_DIR")) != NULL && *xdg == '/')
+		xasprintf(&base, "%s/qsup", xdg);
+	else
+		xasprintf(&base, "/tmp/qsup-%ld", (long)getuid());
+	return (base);
+}
+
+struct cmd_image_pulling {
+	struct ev_loop		*loop;
+	struct image_pull	*pull;
+	int			 done, sig;
+	char			*path, *cause;
+};
+
+static void
+cmd_image_pull_done(struct image_pull *ip, const char *path,
+    const char *cause, void *arg)
+{
+	struct cmd_image_pulling	*cp = arg;
+
+	(void)ip;
+	cp->done = 1;
+	cp->pull = NULL;
+	cp->path = path != NULL ? xstrdup(path) : NULL;
+	cp->cause = cause != NULL ? xstrdup(cause) : NULL;
+	ev_break(cp->loop, EVBREAK_ALL);
+}
+
+/* SIGINT, SIGTERM: stop, keeping the part for the next pull. */
+static void
+cmd_image_pull_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct cmd_image_pulling	*cp = w->data;
+
+	(void)revents;
+	cp->sig = w->signum;
+	image_pull_cancel(cp->pull);
+	cp->pull = NULL;
+	ev_break(loop, EVBREAK_ALL);
+}
+
+/* Pull req on the default loop until done or a signal; qsup's status. */
+static int
+cmd_image_pull_run(const struct image_req *req, int json)
+{
+	struct cmd_image_pulling	 cp;
+	ev_signal			 si, st;
+	struct buf			 b = { 0 };
+	int				 cached = 0, rc = 0;
+
+	memset(&cp, 0, sizeof cp);
+	cp.loop = ev_default_loop(EVFLAG_AUTO);
+	if ((cp.path = image_cached(req)) != NULL)
+		cached = 1;
+	else {
+		ev_signal_init(&si, cmd_image_pull_signal, SIGINT);
+		ev_signal_init(&st, cmd_image_pull_signal, SIGTERM);
+		si.data = st.data = &cp;
+		ev_signal_start(cp.loop, &si);
+		ev_signal_start(cp.loop, &st);
+		cp.pull = image_pull_start(cp.loop, req, cmd_image_pull_done,
+		    &cp);
+		while (!cp.done && cp.sig == 0)
+			ev_run(cp.loop, 0);
+		ev_signal_stop(cp.loop, &si);
+		ev_signal_stop(cp.loop, &st);
+	}
+	if (cp.sig != 0) {
+		log_warnx("interrupted: the part is kept, and the next pull "
+		    "resumes it");
+		rc = 128 + cp.sig;
+	} else if (cp.path == NULL) {
+		log_warnx("image pull: %s", cp.cause);
+		rc = QSUP_EXIT_ERROR;
+	} else if (json) {
+		buf_puts(&b, "{\"path\":");
+		buf_json_string(&b, cp.path);
+		buf_puts(&b, ",\"url\":");
+		buf_json_string(&b, req->url);
+		buf_printf(&b, ",\"cached\":%s}\n", cached ? "true" : "false");
+		fputs(b.data, stdout);
+		buf_free(&b);
+	} else
+		printf("%s\n", cp.path);
+	free(cp.path);
+	free(cp.cause);
+	return (rc);
+}
+
+/* "qsup image pull [NAME|URL]": the profile's image, or the one named. */
+static int
+cmd_image_pull(const struct cmd_entry *self, int argc, char **argv)
+{
+	struct cmd_image_opts	 o;
+	struct image_req	 req;
+	struct profile		 p;
+	char			*set = NULL;
+	int			 rc;
+
+	if ((rc = cmd_image_args(self, argc, argv, &o)) != 0)
+		return (rc == 1 ? 0 : QSUP_EXIT_ERROR);
+	if (argc - o.optind > 1) {
+		log_warnx("usage: qsup %s", self->usage);
+		free(o.sets);
+		return (QSUP_EXIT_ERROR);
+	}
+	if (o.optind < argc)
+		xasprintf(&set, "image=%s", argv[o.optind]);
+	rc = cmd_image_profile(&o, set, &p);
+	free(set);
+	free(o.sets);
+	if (rc == -1)
+		return (QSUP_EXIT_ERROR);
+	memset(&req, 0, sizeof req);
+	/* image_url comes from the catalog; a URL image is its own. */
+	req.url = p.image_url != NULL ? p.image_url :
+	    p.image_kind == PROFILE_IMAGE_URL ? p.image : NULL;
+	req.sums_url = o.sums_url != NULL ? o.sums_url : p.image_sums_url;
+	req.sha256 = o.sha256 != NULL ? o.sha256 : p.image_sha256;
+	req.unverified_ok = o.unverified || p.image_unverified;
+	req.dir = p.images_dir;
+	req.progress = o.json ? IMAGE_PROGRESS_QUIET : IMAGE_PROGRESS_AUTO;
+	if (p.image_kind == PROFILE_IMAGE_NONE)
+		log_warnx("image pull: no image named, and the profile has "
+		    "none: qsup image pull NAME|URL");
+	else if (p.image_kind == PROFILE_IMAGE_FILE)
+		log_warnx("image pull: %s is a file: nothing to pull", p.image);
+	else if (req.url == NULL)
+		log_warnx("image pull: \"%s\": no URL known for this name "
+		    "(image_base_url, the catalog); give its URL", p.image);
+	rc = req.url == NULL ? QSUP_EXIT_ERROR : cmd_image_pull_run(&req,
+	    o.json);
+	profile_free(&p);
+	return (rc);
+}
+
+struct cmd_image_list {
+	char		*run_base;
+	int		 json;
+	int		 n;
+	struct buf	 b;
+};
+
+/* One image of "qsup image ls": a line, or a JSON object. */
+static void
+cmd_image_ls_one(const struct image_info *ii, void *arg)
+{
+	struct cmd_image_list	*l = arg;
+	char			*by;
+
+	image_in_use(l->run_base, ii->path, &by);
+	if (l->json) {
+		buf_puts(&l->b, l->n++ == 0 ? "" : ",");
+		buf_puts(&l->b, "{\"name\":");
+		buf_json_string(&l->b, ii->name);
+		buf_puts(&l->b, ",\"path\":");
+		buf_json_string(&l->b, ii->path);
+		buf_printf(&l->b, ",\"size\":%llu,\"sha256\":",
+		    (unsigned long long)ii->size);
+		if (ii->sha256 != NULL)
+			buf_json_string(&l->b, ii->sha256);
+		else
+			buf_puts(&l->b, "null");
+		buf_puts(&l->b, ",\"url\":");
+		if (ii->url != NULL)
+			buf_json_string(&l->b, ii->url);
+		else
+			buf_puts(&l->b, "null");
+		buf_puts(&l->b, ",\"checked\":");
+		if (ii->checked != NULL)
+			buf_json_string(&l->b, ii->checked);
+		else
+			buf_puts(&l->b, "null");
+		buf_printf(&l->b, ",\"pulled\":%lld,\"in_use_by\":",
+		    ii->pulled);
+		if (by != NULL)
+			buf_json_string(&l->b, by);
+		else
+			buf_puts(&l->b, "null");
+		buf_puts(&l->b, "}");
+	} else {
+		printf("%s  %.1f MB  %.12s  %s%s%s\n", ii->name, ii->size / 1e6,
+		    ii->sha256 != NULL ? ii->sha256 : "-", ii->url != NULL ?
+		    ii->url : "(not pulled by qsup)", by != NULL ?
+		    "  in use by " : "", by != NULL ? by : "");
+		l->n++;
+	}
+	free(by);
+}
+
+/* "qsup image ls [--json]": every image in images_dir. */
+static int
+cmd_image_ls(const struct cmd_entry *self, int argc, char **argv)
+{
+	struct cmd_image_opts	 o;
+	struct cmd_image_list	 l;
+	struct buf		 d = { 0 };
+	char			*dir;
+	int			 rc;
+
+	if ((rc = cmd_image_args(self, argc, argv, &o)) != 0)
+		return (rc == 1 ? 0 : QSUP_EXIT_ERROR);
+	if (o.optind < argc) {
+		log_warnx("usage: qsup %s", self->usage);
+		free(o.sets);
+		return (QSUP_EXIT_ERROR);
+	}
+	dir = cmd_image_dir(&o);
+	free(o.sets);
+	if (dir == NULL) {
+		log_warnx("no images_dir (set XDG_DATA_HOME or HOME)");
+		return (QSUP_EXIT_ERROR);
+	}
+	memset(&l, 0, sizeof l);
+	l.run_base = cmd_image_run_base();
+	l.json = o.json;
+	if (image_each(dir, cmd_image_ls_one, &l) == -1) {
+		log_warn("%s", dir);
+		rc = QSUP_EXIT_ERROR;
+	} else if (o.json) {
+		buf_json_string(&d, dir);
+		printf("{\"dir\":%s,\"images\":[%s]}\n", d.data,
+		    l.b.data != NULL ? l.b.data : "");
+		buf_free(&d);
+	} else if (l.n == 0)
+		printf("no images in %s\n", dir);
+	buf_free(&l.b);
+	free(l.run_base);
+	free(dir);
+	return (rc);
+}
+
+/* "qsup image rm NAME...": each, unless a running sandbox uses it. */
+static int
+cmd_image_rm(const struct cmd_entry *self, int argc, char **argv)
+{
+	struct cmd_image_opts	 o;
+	char			*dir, *base, *path, *by, *cause;
+	int			 i, rc;
+
+	if ((rc = cmd_image_args(self, argc, argv, &o)) != 0)
+		return (rc == 1 ? 0 : QSUP_EXIT_ERROR);
+	if (o.optind >= argc) {
+		log_warnx("usage: qsup %s", self->usage);
+		free(o.sets);
+		return (QSUP_EXIT_ERROR);
+	}
+	dir = cmd_image_dir(&o);
+	free(o.sets);
+	if (dir == NULL) {
+		log_warnx("no images_dir (set XDG_DATA_HOME or HOME)");
+		return (QSUP_EXIT_ERROR);
+	}
+	base = cmd_image_run_base();
+	for (i = o.optind; i < argc; i++) {
+		xasprintf(&path, "%s/%s", dir, argv[i]);
+		if (strchr(argv[i], '/') == NULL &&
+		    image_in_use(base, path, &by)) {
+			log_warnx("image rm: %s is in use by sandbox %s: not "
+			    "removed", argv[i], by);
+			free(by);
+			rc = QSUP_EXIT_ERROR;
+		} else if (image_remove(dir, argv[i], &cause) == -1) {
+			log_warnx("image rm: %s", cause);
+			free(cause);
+			rc = QSUP_EXIT_ERROR;
+		} else
+			printf("removed %s\n", argv[i]);
+		free(path);
+	}
+	free(base);
+	free(dir);
+	return (rc);
+}
+
+/* "qsup image" naming no subcommand: alone, it lists. */
+static int
+cmd_image_exec(const struct cmd_entry *self, int argc, char **argv)
+{
+	(void)self;
+	if (argc < 2)
+		return (cmd_image_ls(&cmd_image_ls_entry, argc, argv));
+	log_warnx("unknown subcommand '%s': qsup image pull | ls | rm",
+	    argv[1]);
+	return (QSUP_EXIT_ERROR);
+}

@@ -1,0 +1,441 @@
+/*
+ * images_dir and what is in it: where an image of a URL is kept, the
+ * .meta beside it that says what it came from, whether it is cached
+ * whole, listing and removing images, and whether a running sandbox uses
+ * one. The download itself is image_pull.c's.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <mbedtls/sha256.h>
+
+#include "image_int.h"
+
+/* images_dir's default: $XDG_DATA_HOME/qsup/images, ~/.local/share/... */
+char *
+image_default_dir(void)
+{
+	const char	*xdg, *home;
+	char		*dir;
+
+	if ((xdg = getenv("XDG_DATA_HOME")) != NULL && *xdg == '/')
+		xasprintf(&dir, "%s/qsup/images", xdg);
+	else if ((home = getenv("HOME")) != NULL && *home == '/')
+		xasprintf(&dir, "%s/.local/share/qsup/images", home);
+	else
+		return (NULL);
+	return (dir);
+}
+
+/* Bytes as lowercase hex, a new string. */
+char *
+image_hex(const unsigned char *d, size_t n)
+{
+	char	*s;
+	size_t	 i;
+
+	s = xmalloc(2 * n + 1);
+	for (i = 0; i < n; i++)
+		snprintf(s + 2 * i, 3, "%02x", d[i]);
+	return (s);
+}
+
+/* Seconds without a byte before a pull gives up: the request's, or 30. */
+double
+image_stall_timeout(const struct image_req *req)
+{
+	const char	*e;
+	double		 t;
+
+	if (req->stall_timeout > 0)
+		return (req->stall_timeout);
+	if ((e = getenv("QSUP_IMAGE_STALL_TIMEOUT")) != NULL &&
+	    (t = strtod(e, NULL)) > 0 && t < 1e6)
+		return (t);
+	return (IMAGE_STALL_DEFAULT);
+}
+
+/*
+ * The last component of url's path (no query, no fragment): the image's
+ * name in images_dir. NULL if there is none, or it could not be a plain
+ * file's name (a dot first, a control character, too long).
+ */
+char *
+image_url_name(const char *url)
+{
+	const char	*p, *end, *slash;
+	size_t		 n, i;
+
+	if ((p = strstr(url, "://")) == NULL)
+		return (NULL);
+	p += 3;
+	end = p + strcspn(p, "?#");
+	if ((slash = memchr(p, '/', end - p)) == NULL)
+		return (NULL);
+	while (slash < end && memchr(slash + 1, '/', end - slash - 1) != NULL)
+		slash = memchr(slash + 1, '/', end - slash - 1);
+	n = end - slash - 1;
+	if (n == 0 || n > 200 || slash[1] == '.')
+		return (NULL);
+	for (i = 0; i < n; i++) {
+		if ((unsigned char)slash[1 + i] < 0x20 || slash[1 + i] == 0x7f)
+			return (NULL);
+	}
+	return (xstrndup(slash + 1, n));
+}
+
+/* Read path's .meta into ii (zeroed first); -1 if it is none or bad. */
+int
+image_meta_read(const char *path, struct image_info *ii)
+{
+	json_t		*j;
+	char		*text;
+	const char	*s;
+	long long	 v;
+	size_t		 len;
+
+	memset(ii, 0, sizeof *ii);
+	if ((text = util_read_file(path, &len, IMAGE_META_MAX)) == NULL)
+		return (-1);
+	j = json_read(text, len, 0);
+	free(text);
+	if (j == NULL)
+		return (-1);
+	if ((s = json_path_str(j, "url")) != NULL)
+		ii->url = xstrdup(s);
+	if ((s = json_path_str(j, "sha256")) != NULL)
+		ii->sha256 = xstrdup(s);
+	if ((s = json_path_str(j, "checked")) != NULL)
+		ii->checked = xstrdup(s);
+	if (json_path_int(j, "size", &v) == 0 && v >= 0)
+		ii->size = v;
+	if (json_path_int(j, "pulled", &v) == 0)
+		ii->pulled = v;
+	json_decref(j);
+	if (ii->url == NULL || ii->sha256 == NULL) {
+		image_info_free(ii);
+		return (-1);
+	}
+	return (0);
+}
+
+/* Write ii as path (a .meta), whole or not at all. */
+int
+image_meta_write(const char *path, const struct image_info *ii, char **cause)
+{
+	struct buf	 b = { 0 };
+	char		*tmp;
+	int		 rc = 0;
+
+	buf_puts(&b, "{\"url\":");
+	buf_json_string(&b, ii->url);
+	buf_puts(&b, ",\"sha256\":");
+	buf_json_string(&b, ii->sha256);
+	buf_puts(&b, ",\"checked\":");
+	buf_json_string(&b, ii->checked != NULL ? ii->checked : "unverified");
+	buf_printf(&b, ",\"size\":%llu,\"pulled\":%lld}\n",
+	    (unsigned long long)ii->size, ii->pulled);
+	xasprintf(&tmp, "%s.tmp", path);
+	if (util_write_file(tmp, b.data) == -1 || rename(tmp, path) == -1) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		unlink(tmp);
+		rc = -1;
+	}
+	free(tmp);
+	buf_free(&b);
+	return (rc);
+}
+
+void
+image_info_free(struct image_info *ii)
+{
+	free(ii->name);
+	free(ii->path);
+	free(ii->url);
+	free(ii->sha256);
+	free(ii->checked);
+	memset(ii, 0, sizeof *ii);
+}
+
+/* Fill ip's paths for file name in dir. */
+static void
+image_paths_fill(struct image_paths *ip, const char *name)
+{
+	free(ip->name);
+	free(ip->path);
+	free(ip->meta);
+	free(ip->partial);
+	free(ip->partial_url);
+	free(ip->lock);
+	ip->name = xstrdup(name);
+	xasprintf(&ip->path, "%s/%s", ip->dir, name);
+	xasprintf(&ip->meta, "%s/%s.meta", ip->dir, name);
+	xasprintf(&ip->partial, "%s/%s/%s", ip->dir, IMAGE_PARTIAL_DIR, name);
+	xasprintf(&ip->partial_url, "%s.url", ip->partial);
+	xasprintf(&ip->lock, "%s.lock", ip->partial);
+}
+
+/*
+ * Is dir/name free for url: neither there, nor another URL's (its .meta),
+ * nor a file someone put there by hand?
+ */
+static int
+image_paths_ours(struct image_paths *ip, const char *url)
+{
+	struct image_info	 ii;
+	int			 ours;
+
+	if (image_meta_read(ip->meta, &ii) == -1)
+		return (access(ip->path, F_OK) == -1 && errno == ENOENT);
+	ours = strcmp(ii.url, url) == 0;
+	image_info_free(&ii);
+	return (ours);
+}
+
+/*
+ * Where req's image is kept: dir/NAME, NAME the URL's last component;
+ * when another URL's image (or a file of the user's) has that name, the
+ * first 8 hex digits of the URL's SHA-256, a dash and NAME. Makes dir
+ * and its .partial (0700) if missing.
+ */
+int
+image_paths_make(const struct image_req *req, struct image_paths *ip,
+    char **cause)
+{
+	unsigned char	 d[32];
+	char		*name, *alt, *hex, *part;
+
+	memset(ip, 0, sizeof *ip);
+	*cause = NULL;
+	if (req->url == NULL || (name = image_url_name(req->url)) == NULL) {
+		xasprintf(cause, "%s: no file name at the end of the URL",
+		    req->url != NULL ? req->url : "(no URL)");
+		return (-1);
+	}
+	if (req->dir != NULL)
+		ip->dir = xstrdup(req->dir);
+	else if ((ip->dir = image_default_dir()) == NULL) {
+		xasprintf(cause, "no images_dir (set XDG_DATA_HOME or HOME)");
+		free(name);
+		return (-1);
+	}
+	xasprintf(&part, "%s/%s", ip->dir, IMAGE_PARTIAL_DIR);
+	if (util_mkdir_p(part, 0700) == -1) {
+		xasprintf(cause, "%s: %s", part, strerror(errno));
+		free(part);
+		free(name);
+		image_paths_free(ip);
+		return (-1);
+	}
+	free(part);
+	image_paths_fill(ip, name);
+	if (!image_paths_ours(ip, req->url)) {
+		mbedtls_sha256_ret((const unsigned char *)req->url,
+		    strlen(req->url), d, 0);
+		hex = image_hex(d, 4);
+		xasprintf(&alt, "%s-%s", hex, name);
+		image_paths_fill(ip, alt);
+		free(alt);
+		free(hex);
+	}
+	free(name);
+	return (0);
+}
+
+void
+image_paths_free(struct image_paths *ip)
+{
+	free(ip->dir);
+	free(ip->name);
+	free(ip->path);
+	free(ip->meta);
+	free(ip->partial);
+	free(ip->partial_url);
+	free(ip->lock);
+	memset(ip, 0, sizeof *ip);
+}
+
+/*
+ * The image's path if it is in its dir whole and verified: there, of
+ * req's URL by its .meta, of the size the .meta says, and of the pinned
+ * digest if req pins one. Else NULL. Makes no request.
+ */
+char *
+image_cached(const struct image_req *req)
+{
+	struct image_paths	 ip;
+	struct image_info	 ii;
+	struct stat		 st;
+	char			*cause, *path = NULL;
+
+	if (image_paths_make(req, &ip, &cause) == -1) {
+		free(cause);
+		return (NULL);
+	}
+	if (image_meta_read(ip.meta, &ii) == 0) {
+		if (strcmp(ii.url, req->url) == 0 &&
+		    stat(ip.path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (uint64_t)st.st_size == ii.size && (req->sha256 == NULL ||
+		    strcasecmp(req->sha256, ii.sha256) == 0))
+			path = xstrdup(ip.path);
+		image_info_free(&ii);
+	}
+	image_paths_free(&ip);
+	return (path);
+}
+
+/* scandir's filter: an image's name, not a .meta, not hidden. */
+static int
+image_each_filter(const struct dirent *de)
+{
+	size_t	n = strlen(de->d_name);
+
+	if (de->d_name[0] == '.')
+		return (0);
+	return (n < 5 || strcmp(de->d_name + n - 5, ".meta") != 0);
+}
+
+/* Every image in dir, sorted by name: what its .meta says, cb each. */
+int
+image_each(const char *dir, void (*cb)(const struct image_info *, void *),
+    void *arg)
+{
+	struct dirent	**des;
+	struct image_info ii;
+	struct stat	  st;
+	char		 *meta;
+	int		  n, i;
+
+	if ((n = scandir(dir, &des, image_each_filter, alphasort)) == -1)
+		return (errno == ENOENT ? 0 : -1);
+	for (i = 0; i < n; i++) {
+		xasprintf(&meta, "%s/%s.meta", dir, des[i]->d_name);
+		if (image_meta_read(meta, &ii) == -1)
+			memset(&ii, 0, sizeof ii);
+		free(meta);
+		xasprintf(&ii.path, "%s/%s", dir, des[i]->d_name);
+		ii.name = xstrdup(des[i]->d_name);
+		if (stat(ii.path, &st) == 0 && S_ISREG(st.st_mode)) {
+			ii.size = st.st_size;
+			cb(&ii, arg);
+		}
+		image_info_free(&ii);
+		free(des[i]);
+	}
+	free(des);
+	return (0);
+}
+
+/* Remove dir/name, its .meta and its partial; -1 if there was none. */
+int
+image_remove(const char *dir, const char *name, char **cause)
+{
+	const char	*what[] = { "%s/%s", "%s/%s.meta",
+			    "%s/" IMAGE_PARTIAL_DIR "/%s",
+			    "%s/" IMAGE_PARTIAL_DIR "/%s.url" };
+	char		*path;
+	size_t		 i;
+	int		 found = 0;
+
+	*cause = NULL;
+	if (*name == '\0' || *name == '.' || strchr(name, '/') != NULL) {
+		xasprintf(cause, "%s: not an image's name (see qsup image ls)",
+		    name);
+		return (-1);
+	}
+	for (i = 0; i < sizeof what / sizeof what[0]; i++) {
+		xasprintf(&path, what[i], dir, name);
+		if (unlink(path) == 0)
+			found = 1;
+		else if (errno != ENOENT && *cause == NULL)
+			xasprintf(cause, "%s: %s", path, strerror(errno));
+		free(path);
+	}
+	if (*cause != NULL)
+		return (-1);
+	if (!found) {
+		xasprintf(cause, "no image %s in %s", name, dir);
+		return (-1);
+	}
+	return (0);
+}
+
+/* The real path of path, else path itself, a new string. */
+static char *
+image_real(const char *path)
+{
+	char	*rp;
+
+	if ((rp = realpath(path, NULL)) == NULL)
+		rp = xstrdup(path);
+	return (rp);
+}
+
+/*
+ * Does sandbox directory sb (under base) belong to a live process and
+ * name real as its base image (its "image" file)?
+ */
+static int
+image_in_use_one(const char *base, const char *sb, const char *real)
+{
+	char	*path, *text, *rp;
+	long	 pid;
+	int	 same;
+
+	xasprintf(&path, "%s/%s/pid", base, sb);
+	text = util_read_file(path, NULL, 64);
+	free(path);
+	if (text == NULL)
+		return (0);
+	pid = strtol(text, NULL, 10);
+	free(text);
+	if (pid <= 0 || (kill((pid_t)pid, 0) == -1 && errno == ESRCH))
+		return (0);
+	xasprintf(&path, "%s/%s/image", base, sb);
+	text = util_read_file(path, NULL, PATH_MAX);
+	free(path);
+	if (text == NULL)
+		return (0);
+	text[strcspn(text, "\n")] = '\0';
+	rp = image_real(text);
+	same = strcmp(rp, real) == 0;
+	free(rp);
+	free(text);
+	return (same ? (int)pid : 0);
+}
+
+/* Is path the base image of a live sandbox under run_base? *by: which. */
+int
+image_in_use(const char *run_base, const char *path, char **by)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		*real;
+	int		 pid, rc = 0;
+
+	*by = NULL;
+	if (run_base == NULL || (d = opendir(run_base)) == NULL)
+		return (0);
+	real = image_real(path);
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "sb-", 3) != 0)
+			continue;
+		if ((pid = image_in_use_one(run_base, de->d_name, real)) > 0) {
+			xasprintf(by, "%s (process %d)", de->d_name, pid);
+			rc = 1;
+			break;
+		}
+	}
+	closedir(d);
+	free(real);
+	return (rc);
+}

@@ -1,0 +1,77 @@
+/*
+ * core/image's own pieces, shared by its files and not by the layers
+ * above: where a pulled image and its hidden partial live, and what its
+ * .meta file records.
+ */
+#ifndef QSUP_IMAGE_INT_H
+#define QSUP_IMAGE_INT_H
+
+#include <pthread.h>
+
+#include <mbedtls/sha256.h>
+#include <mbedtls/sha512.h>
+
+#include "image.h"
+
+#define IMAGE_PARTIAL_DIR	".partial"	/* in images_dir */
+#define IMAGE_SUMS_MAX		(1024 * 1024)	/* a checksum file's bytes */
+#define IMAGE_META_MAX		(64 * 1024)
+#define IMAGE_REDIRS_MAX	10
+#define IMAGE_RETRIES_MAX	5	/* resumes after a dropped connection */
+#define IMAGE_STALL_DEFAULT	30.0	/* seconds without a byte */
+
+/* Where one image of one URL lives, and its pieces. */
+struct image_paths {
+	char	*dir;		/* images_dir */
+	char	*name;		/* the file's name in dir */
+	char	*path;		/* dir/name: whole and verified */
+	char	*meta;		/* dir/name.meta */
+	char	*partial;	/* dir/.partial/name */
+	char	*partial_url;	/* dir/.partial/name.url: whose part it is */
+	char	*lock;		/* dir/.partial/name.lock */
+};
+int		 image_paths_make(const struct image_req *,
+		     struct image_paths *, char **);
+void		 image_paths_free(struct image_paths *);
+int		 image_meta_write(const char *, const struct image_info *,
+		     char **);
+int		 image_meta_read(const char *, struct image_info *);
+char		*image_hex(const unsigned char *, size_t);
+double		 image_stall_timeout(const struct image_req *);
+
+/* image_hash.c: the digests, hashed by a thread behind the writer */
+struct image_hasher {
+	int			 inited, running;
+	pthread_t		 th;
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cv;
+	int			 fd;
+	int			 use512;
+	uint64_t		 avail, done;	/* under mu */
+	int			 stop, finishing, err;
+	mbedtls_sha256_context	 s256;
+	mbedtls_sha512_context	 s512;
+	struct ev_loop		*loop;
+	ev_async		 async;
+	void			(*cb)(void *);
+	void			*arg;
+};
+void		 image_hasher_init(struct image_hasher *, struct ev_loop *,
+		     void (*)(void *), void *);
+int		 image_hasher_start(struct image_hasher *, int, int, uint64_t);
+void		 image_hasher_more(struct image_hasher *, uint64_t);
+void		 image_hasher_finish(struct image_hasher *);
+int		 image_hasher_result(struct image_hasher *, unsigned char *,
+		     unsigned char *);
+void		 image_hasher_stop(struct image_hasher *);
+void		 image_hasher_free(struct image_hasher *);
+
+/* image_progress.c */
+struct image_progress_state;
+struct image_progress_state *image_progress_new(enum image_progress,
+		     const char *, uint64_t);
+void		 image_progress_set(struct image_progress_state *, uint64_t,
+		     uint64_t);
+void		 image_progress_end(struct image_progress_state *, int);
+
+#endif

@@ -1,0 +1,1062 @@
+/*
+ * Pulling one image: libcurl's multi-socket API on the caller's libev
+ * loop (an ev_io per socket curl names, one ev_timer for its timeouts,
+ * never a blocking wait). First the lock (one puller per image, across
+ * processes), then the digest to check against (pinned, or from a
+ * SHA256SUMS/SHA512SUMS beside the URL), then the file itself into
+ * images_dir/.partial, hashed as it arrives, resumed with Range after a
+ * dropped connection or a qsup that was interrupted, and renamed into
+ * place only once whole and verified. Any failure but an interruption
+ * removes the part.
+ */
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "image_int.h"
+
+#define IMAGE_LOCK_RETRY_S	0.2
+#define IMAGE_BUFFER		(512 * 1024)
+
+enum image_phase {
+	IMAGE_PH_LOCK,
+	IMAGE_PH_SUMS,
+	IMAGE_PH_DATA
+};
+
+struct image_sock {
+	ev_io			 io;
+	curl_socket_t		 fd;
+	struct image_pull	*p;
+	struct image_sock	*next;
+};
+
+struct image_pull {
+	struct ev_loop		*loop;
+	struct image_req	 req;	/* its strings the four below */
+	char			*url, *sums_url, *pin, *dir;
+	struct image_paths	 ip;
+	char			*url_name;	/* the URL's last component */
+	image_done_cb		 cb;
+	void			*arg;
+	char			*early;		/* a cause before any request */
+
+	enum image_phase	 phase;
+	int			 lock_fd;
+	int			 lock_said;
+	ev_timer		 lock_timer;
+
+	CURLM			*multi;
+	CURL			*easy;
+	ev_timer		 timer;		/* curl's */
+	ev_timer		 stall_timer;	/* ours: no byte for stall s */
+	double			 last;		/* when a byte last came */
+	struct image_sock	*socks;
+	char			 errbuf[CURL_ERROR_SIZE];
+	long			 stall;		/* seconds */
+
+	int			 sums_try;
+	int			 headed;	/* the image asked for, HEAD */
+	char			*sums_cur;
+	struct buf		 sums;
+	char			*tried;		/* what was looked at */
+	char			*want;		/* hex: 64 or 128 digits */
+	char			*checked;
+
+	int			 fd;		/* the partial */
+	uint64_t		 have, total, asked;
+	int			 retries;
+	int			 restart;	/* the server ignored Range */
+	int			 body;		/* its status looked at */
+	int			 got_cr;
+	uint64_t		 cr_start, cr_total;
+	uint64_t		 unsat_total;	/* a 416's Content-Range */
+	char			*werr;
+	struct image_hasher	 hasher;
+	struct image_progress_state *ps;
+};
+
+static void	image_pull_check(struct image_pull *);
+static void	image_pull_next_sums(struct image_pull *);
+static void	image_pull_data(struct image_pull *);
+
+/* libcurl once per process. */
+static void
+image_curl_init(void)
+{
+	static int	done;
+
+	if (!done) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		done = 1;
+	}
+}
+
+/* Stop and free everything but p itself; the lock goes last. */
+static void
+image_pull_stop(struct image_pull *p)
+{
+	struct image_sock	*sk;
+
+	if (p->easy != NULL) {
+		curl_multi_remove_handle(p->multi, p->easy);
+		curl_easy_cleanup(p->easy);
+		p->easy = NULL;
+	}
+	if (p->multi != NULL) {
+		curl_multi_cleanup(p->multi);
+		p->multi = NULL;
+	}
+	while ((sk = p->socks) != NULL) {
+		p->socks = sk->next;
+		ev_io_stop(p->loop, &sk->io);
+		free(sk);
+	}
+	ev_timer_stop(p->loop, &p->timer);
+	ev_timer_stop(p->loop, &p->stall_timer);
+	ev_timer_stop(p->loop, &p->lock_timer);
+	image_hasher_stop(&p->hasher);
+	if (p->fd != -1) {
+		close(p->fd);
+		p->fd = -1;
+	}
+	if (p->lock_fd != -1) {
+		close(p->lock_fd);
+		p->lock_fd = -1;
+	}
+	image_progress_end(p->ps, 0);
+	p->ps = NULL;
+}
+
+static void
+image_pull_free(struct image_pull *p)
+{
+	image_pull_stop(p);
+	image_hasher_free(&p->hasher);
+	free(p->url);
+	free(p->sums_url);
+	free(p->pin);
+	free(p->dir);
+	image_paths_free(&p->ip);
+	free(p->url_name);
+	free(p->early);
+	free(p->sums_cur);
+	buf_free(&p->sums);
+	free(p->tried);
+	free(p->want);
+	free(p->checked);
+	free(p->werr);
+	free(p);
+}
+
+/* The end: cb with the path or the cause, then p is gone. */
+static void
+image_pull_finish(struct image_pull *p, const char *path, const char *cause)
+{
+	if (path != NULL && p->ps != NULL) {
+		image_progress_end(p->ps, 1);
+		p->ps = NULL;
+	}
+	image_pull_stop(p);
+	p->cb(p, path, cause, p->arg);
+	image_pull_free(p);
+}
+
+/* A failure: the part removed (only an interruption keeps it). */
+static void
+image_pull_fail(struct image_pull *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void
+image_pull_fail(struct image_pull *p, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*cause;
+
+	va_start(ap, fmt);
+	xvasprintf(&cause, fmt, ap);
+	va_end(ap);
+	if (p->phase == IMAGE_PH_DATA) {
+		unlink(p->ip.partial);
+		unlink(p->ip.partial_url);
+	}
+	image_pull_finish(p, NULL, cause);
+	free(cause);
+}
+
+/* curl's CURLMOPT_SOCKETFUNCTION: watch s as it asks, on our loop. */
+static void
+image_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct image_sock	*sk = w->data;
+	struct image_pull	*p = sk->p;
+	int			 action = 0, running;
+
+	(void)loop;
+	if (revents & EV_READ)
+		action |= CURL_CSELECT_IN;
+	if (revents & EV_WRITE)
+		action |= CURL_CSELECT_OUT;
+	curl_multi_socket_action(p->multi, sk->fd, action, &running);
+	image_pull_check(p);
+}
+
+static int
+image_socket_cb(CURL *e, curl_socket_t s, int what, void *userp,
+    void *socketp)
+{
+	struct image_pull	*p = userp;
+	struct image_sock	*sk = socketp, **pp;
+	int			 ev = 0;
+
+	(void)e;
+	if (what == CURL_POLL_REMOVE) {
+		if (sk == NULL)
+			return (0);
+		ev_io_stop(p->loop, &sk->io);
+		for (pp = &p->socks; *pp != NULL; pp = &(*pp)->next) {
+			if (*pp == sk) {
+				*pp = sk->next;
+				break;
+			}
+		}
+		free(sk);
+		curl_multi_assign(p->multi, s, NULL);
+		return (0);
+	}
+	if (sk == NULL) {
+		sk = xcalloc(1, sizeof *sk);
+		sk->fd = s;
+		sk->p = p;
+		sk->next = p->socks;
+		p->socks = sk;
+		ev_init(&sk->io, image_io_cb);
+		sk->io.data = sk;
+		curl_multi_assign(p->multi, s, sk);
+	}
+	if (what & CURL_POLL_IN)
+		ev |= EV_READ;
+	if (what & CURL_POLL_OUT)
+		ev |= EV_WRITE;
+	ev_io_stop(p->loop, &sk->io);
+	ev_io_set(&sk->io, s, ev);
+	ev_io_start(p->loop, &sk->io);
+	return (0);
+}
+
+/* curl's CURLMOPT_TIMERFUNCTION: the one timer, set as it asks. */
+static int
+image_timer_set_cb(CURLM *m, long ms, void *userp)
+{
+	struct image_pull	*p = userp;
+
+	(void)m;
+	ev_timer_stop(p->loop, &p->timer);
+	if (ms >= 0) {
+		ev_timer_set(&p->timer, ms / 1000.0, 0);
+		ev_timer_start(p->loop, &p->timer);
+	}
+	return (0);
+}
+
+static void
+image_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct image_pull	*p = w->data;
+	int			 running;
+
+	(void)loop;
+	(void)revents;
+	curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	image_pull_check(p);
+}
+
+/* A new transfer of url on p's multi handle; its callbacks set by caller. */
+static CURL *
+image_pull_easy(struct image_pull *p, const char *url)
+{
+	CURL		*e;
+	const char	*ca;
+
+	if ((e = curl_easy_init()) == NULL)
+		fatalx("curl_easy_init failed");
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(e, CURLOPT_MAXREDIRS, (long)IMAGE_REDIRS_MAX);
+	curl_easy_setopt(e, CURLOPT_FAILONERROR, 1L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "qsup");
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, p->errbuf);
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)IMAGE_BUFFER);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, p->stall);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, p->stall);
+	/* libcurl reads neither itself: what curl(1) and OpenSSL honour. */
+	if ((ca = getenv("CURL_CA_BUNDLE")) != NULL && *ca != '\0')
+		curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+	else if ((ca = getenv("SSL_CERT_FILE")) != NULL && *ca != '\0')
+		curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+	if ((ca = getenv("SSL_CERT_DIR")) != NULL && *ca != '\0')
+		curl_easy_setopt(e, CURLOPT_CAPATH, ca);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, p);
+	p->errbuf[0] = '\0';
+	return (e);
+}
+
+/* Start e as p's one transfer. */
+static void
+image_pull_add(struct image_pull *p, CURL *e)
+{
+	if (p->easy != NULL) {
+		curl_multi_remove_handle(p->multi, p->easy);
+		curl_easy_cleanup(p->easy);
+	}
+	p->easy = e;
+	p->last = ev_now(p->loop);
+	curl_multi_add_handle(p->multi, e);
+	if (!ev_is_active(&p->stall_timer)) {
+		ev_timer_set(&p->stall_timer, 0.25, 0.25);
+		ev_timer_start(p->loop, &p->stall_timer);
+	}
+}
+
+/*
+ * No byte for the stall timeout: the server stalls, give up. (curl's
+ * own low-speed check averages over seconds of the past: not bounded.)
+ */
+static void
+image_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct image_pull	*p = w->data;
+
+	(void)revents;
+	if (p->easy == NULL || ev_now(loop) - p->last < p->stall)
+		return;
+	if (p->phase == IMAGE_PH_DATA)
+		image_pull_fail(p, "%s: stalled: no data for %ld s (%llu of "
+		    "%llu bytes there)", p->req.url, p->stall,
+		    (unsigned long long)p->have, (unsigned long long)p->total);
+	else
+		image_pull_fail(p, "%s: stalled: no data for %ld s",
+		    p->sums_cur != NULL && !p->headed ? p->sums_cur :
+		    p->req.url, p->stall);
+}
+
+/* What curl says of a failed transfer: its buffer, else its code's text. */
+static const char *
+image_curl_error(struct image_pull *p, CURLcode rc)
+{
+	return (p->errbuf[0] != '\0' ? p->errbuf : curl_easy_strerror(rc));
+}
+
+/* The checksum file's body, bounded: it is the network's. */
+static size_t
+image_sums_write_cb(char *data, size_t size, size_t n, void *arg)
+{
+	struct image_pull	*p = arg;
+
+	p->last = ev_now(p->loop);
+	if (p->sums.len + n > IMAGE_SUMS_MAX) {
+		free(p->werr);
+		xasprintf(&p->werr, "%s: over %d bytes: not a checksum file",
+		    p->sums_cur, IMAGE_SUMS_MAX);
+		return (0);
+	}
+	buf_add(&p->sums, data, size * n);
+	return (size * n);
+}
+
+/* url's directory with file at its end (no query: the sums sit beside). */
+static char *
+image_beside(const char *url, const char *file)
+{
+	const char	*end, *slash;
+	char		*s;
+
+	end = url + strcspn(url, "?#");
+	for (slash = end; slash > url && slash[-1] != '/'; slash--)
+		/* nothing */;
+	xasprintf(&s, "%.*s%s", (int)(slash - url), url, file);
+	return (s);
+}
+
+/* A note of what was looked at, for the error if nothing was found. */
+static void
+image_pull_tried(struct image_pull *p, const char *what)
+{
+	char	*s;
+
+	xasprintf(&s, "%s%s%s", p->tried != NULL ? p->tried : "",
+	    p->tried != NULL ? "; " : "", what);
+	free(p->tried);
+	p->tried = s;
+}
+
+/* No digest anywhere: refused, unless the request takes it unverified. */
+static void
+image_pull_no_digest(struct image_pull *p)
+{
+	CURL	*e;
+
+	if (!p->req.unverified_ok && !p->headed) {
+		/* Is the image there at all? A 404 should say so. */
+		p->headed = 1;
+		e = image_pull_easy(p, p->req.url);
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+		image_pull_add(p, e);
+		return;
+	}
+	if (!p->req.unverified_ok) {
+		image_pull_fail(p, "%s: no digest to check it against (%s); "
+		    "pin one with image_sha256, or set image_unverified = true "
+		    "to use it unchecked", p->req.url, p->tried);
+		return;
+	}
+	log_warnx("%s: no digest to check it against (%s): using it "
+	    "unverified, as the profile allows", p->req.url, p->tried);
+	p->checked = xstrdup("unverified");
+	image_pull_data(p);
+}
+
+/* The checksum file to look at next, or the end of looking. */
+static void
+image_pull_next_sums(struct image_pull *p)
+{
+	static const char *const names[] = { "SHA256SUMS", "SHA512SUMS" };
+	CURL	*e;
+
+	free(p->sums_cur);
+	p->sums_cur = NULL;
+	if (p->req.sums_url != NULL && p->sums_try == 0)
+		p->sums_cur = xstrdup(p->req.sums_url);
+	else if (p->req.sums_url == NULL && p->sums_try < 2)
+		p->sums_cur = image_beside(p->req.url, names[p->sums_try]);
+	p->sums_try++;
+	if (p->sums_cur == NULL) {
+		image_pull_no_digest(p);
+		return;
+	}
+	log_debug("looking for %s's digest in %s", p->url_name, p->sums_cur);
+	buf_consume(&p->sums, p->sums.len);
+	e = image_pull_easy(p, p->sums_cur);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, image_sums_write_cb);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, p);
+	image_pull_add(p, e);
+}
+
+/* A checksum file's transfer ended with rc. */
+static void
+image_pull_sums_done(struct image_pull *p, CURLcode rc)
+{
+	char	*what;
+	long	 code = 0;
+
+	curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (p->werr != NULL) {
+		image_pull_fail(p, "%s", p->werr);
+		return;
+	}
+	if (p->headed) {
+		if (rc == CURLE_HTTP_RETURNED_ERROR)
+			image_pull_fail(p, "%s: HTTP %ld from the server",
+			    p->req.url, code);
+		else if (rc != CURLE_OK)
+			image_pull_fail(p, "%s: %s", p->req.url,
+			    image_curl_error(p, rc));
+		else
+			image_pull_no_digest(p);
+		return;
+	}
+	if (rc == CURLE_HTTP_RETURNED_ERROR && code >= 400 && code < 500) {
+		xasprintf(&what, "%s: HTTP %ld", p->sums_cur, code);
+		image_pull_tried(p, what);
+		free(what);
+		image_pull_next_sums(p);
+		return;
+	}
+	if (rc != CURLE_OK) {
+		image_pull_fail(p, "%s: %s", p->sums_cur,
+		    image_curl_error(p, rc));
+		return;
+	}
+	if ((p->want = image_sums_find(p->sums.data, p->sums.len,
+	    p->url_name)) == NULL) {
+		xasprintf(&what, "%s: no line for %s", p->sums_cur,
+		    p->url_name);
+		image_pull_tried(p, what);
+		free(what);
+		image_pull_next_sums(p);
+		return;
+	}
+	xasprintf(&p->checked, "%s %s", strlen(p->want) == 128 ? "SHA-512" :
+	    "SHA-256", p->sums_cur);
+	image_pull_data(p);
+}
+
+/* Is the digest to check a SHA-512 (Debian's SHA512SUMS)? */
+static int
+image_pull_is512(struct image_pull *p)
+{
+	return (p->want != NULL && strlen(p->want) == 128);
+}
+
+/* Empty the part: the server will send it all. */
+static int
+image_pull_truncate(struct image_pull *p)
+{
+	image_hasher_stop(&p->hasher);
+	if (ftruncate(p->fd, 0) == -1 || lseek(p->fd, 0, SEEK_SET) == -1 ||
+	    image_hasher_start(&p->hasher, p->fd, image_pull_is512(p), 0) ==
+	    -1) {
+		free(p->werr);
+		xasprintf(&p->werr, "%s: %s", p->ip.partial, strerror(errno));
+		return (-1);
+	}
+	p->have = 0;
+	return (0);
+}
+
+/* A response's header line: its status line, its Content-Range. */
+static size_t
+image_header_cb(char *data, size_t size, size_t n, void *arg)
+{
+	struct image_pull	*p = arg;
+	unsigned long long	 a, b, t;
+	char			 line[256];
+
+	n *= size;
+	p->last = ev_now(p->loop);
+	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+		p->got_cr = 0;
+		p->unsat_total = 0;
+	} else if (n > 14 && n < sizeof line &&
+	    strncasecmp(data, "Content-Range:", 14) == 0) {
+		memcpy(line, data + 14, n - 14);
+		line[n - 14] = '\0';
+		if (sscanf(line, " bytes %llu-%llu/%llu", &a, &b, &t) == 3 &&
+		    a <= b && b < t) {
+			p->got_cr = 1;
+			p->cr_start = a;
+			p->cr_total = t;
+		} else if (sscanf(line, " bytes */%llu", &t) == 1)
+			p->unsat_total = t;
+	}
+	return (n);
+}
+
+/*
+ * The first bytes of a response: is it what was asked? Asked from an
+ * offset, a 206 whose Content-Range starts there goes on; a 200 starts
+ * over from 0; anything else is a restart without Range.
+ */
+static int
+image_pull_body_start(struct image_pull *p)
+{
+	curl_off_t	len = -1;
+	long		code = 0;
+
+	p->body = 1;
+	curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_getinfo(p->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+	if (code >= 400)
+		return (-1);	/* an error's body is not the image */
+	if (p->asked > 0 && code == 206) {
+		if (!p->got_cr || p->cr_start != p->asked) {
+			log_info("%s: the server's Content-Range is not what "
+			    "was asked (from %llu): starting over", p->req.url,
+			    (unsigned long long)p->asked);
+			p->restart = 1;
+			return (-1);
+		}
+		p->total = p->cr_total;
+		return (0);
+	}
+	if (p->asked > 0) {
+		log_info("%s: the server sent it whole (HTTP %ld), not from "
+		    "%llu: starting over", p->req.url, code,
+		    (unsigned long long)p->asked);
+		if (image_pull_truncate(p) == -1)
+			return (-1);
+	}
+	p->total = len >= 0 ? (uint64_t)len : 0;
+	return (0);
+}
+
+/* The image's bytes: onto the part, into the hashes. */
+static size_t
+image_data_write_cb(char *data, size_t size, size_t n, void *arg)
+{
+	struct image_pull	*p = arg;
+	size_t			 off = 0;
+	ssize_t			 w;
+
+	n *= size;
+	p->last = ev_now(p->loop);
+	if (!p->body && image_pull_body_start(p) == -1)
+		return (0);
+	while (off < n) {
+		if ((w = write(p->fd, data + off, n - off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			free(p->werr);
+			if (errno == ENOSPC)
+				xasprintf(&p->werr, "%s: no space left in %s "
+				    "(%llu of %llu bytes written): the part is "
+				    "removed", p->req.url, p->ip.dir,
+				    (unsigned long long)p->have + off,
+				    (unsigned long long)p->total);
+			else
+				xasprintf(&p->werr, "%s: %s", p->ip.partial,
+				    strerror(errno));
+			return (0);
+		}
+		off += w;
+	}
+	p->have += n;
+	image_hasher_more(&p->hasher, p->have);
+	image_progress_set(p->ps, p->have, p->total);
+	return (n);
+}
+
+/* One request for the image, from what the part already has. */
+static void
+image_pull_request(struct image_pull *p)
+{
+	CURL	*e;
+	char	 range[32];
+
+	e = image_pull_easy(p, p->req.url);
+	/* The status is ours to judge: a 416 may mean it is all there. */
+	curl_easy_setopt(e, CURLOPT_FAILONERROR, 0L);
+	p->asked = p->have;
+	p->body = 0;
+	p->got_cr = 0;
+	p->unsat_total = 0;
+	p->restart = 0;
+	/* Not CURLOPT_RESUME_FROM: its checks fail where a restart does. */
+	if (p->have > 0) {
+		snprintf(range, sizeof range, "%llu-",
+		    (unsigned long long)p->have);
+		curl_easy_setopt(e, CURLOPT_RANGE, range);
+	}
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, image_data_write_cb);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, p);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, image_header_cb);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, p);
+	image_pull_add(p, e);
+}
+
+/*
+ * Open the part: the one an interrupted qsup left, if it is of this URL
+ * (resumed; the hasher reads it again from its start), else a new one.
+ * Append-only from here: the writer's offset is its end.
+ */
+static int
+image_pull_open_part(struct image_pull *p, char **cause)
+{
+	char		*url;
+	off_t		 end;
+
+	url = util_read_file(p->ip.partial_url, NULL, 64 * 1024);
+	if (url != NULL && strcmp(url, p->req.url) == 0 &&
+	    (p->fd = open(p->ip.partial, O_RDWR | O_CLOEXEC)) != -1) {
+		if ((end = lseek(p->fd, 0, SEEK_END)) >= 0) {
+			free(url);
+			p->have = end;
+			if (p->have > 0)
+				log_info("%s: resuming the part left at %llu "
+				    "bytes", p->url_name,
+				    (unsigned long long)p->have);
+			goto hash;
+		}
+		close(p->fd);
+	}
+	free(url);
+	p->have = 0;
+	if (util_write_file(p->ip.partial_url, p->req.url) == -1 ||
+	    (p->fd = open(p->ip.partial, O_RDWR | O_CREAT | O_TRUNC |
+	    O_CLOEXEC, 0600)) == -1) {
+		xasprintf(cause, "%s: %s", p->ip.partial, strerror(errno));
+		return (-1);
+	}
+hash:
+	if (image_hasher_start(&p->hasher, p->fd, image_pull_is512(p),
+	    p->have) == -1) {
+		xasprintf(cause, "a thread to hash %s: %s", p->ip.name,
+		    strerror(errno));
+		return (-1);
+	}
+	return (0);
+}
+
+/* The digest is known (or waived): the image itself. */
+static void
+image_pull_data(struct image_pull *p)
+{
+	char	*cause;
+
+	p->phase = IMAGE_PH_DATA;
+	if (image_pull_open_part(p, &cause) == -1) {
+		image_pull_fail(p, "%s", cause);
+		free(cause);
+		return;
+	}
+	p->ps = image_progress_new(p->req.progress, p->ip.name, p->have);
+	image_pull_request(p);
+}
+
+/*
+ * Hashed whole (the hasher's cb, on the loop): check the digest, write
+ * the .meta, rename the part into place.
+ */
+static void
+image_pull_hashed(void *arg)
+{
+	struct image_pull	*p = arg;
+	struct image_info	 ii;
+	unsigned char		 d[32], d5[64];
+	char			*got256, *got, *cause = NULL;
+	int			 is512 = image_pull_is512(p);
+
+	if (image_hasher_result(&p->hasher, d, d5) == -1) {
+		image_pull_fail(p, "%s: reading it back: %s", p->ip.partial,
+		    strerror(errno));
+		return;
+	}
+	got256 = image_hex(d, 32);
+	got = is512 ? image_hex(d5, 64) : xstrdup(got256);
+	if (p->want != NULL && strcasecmp(p->want, got) != 0) {
+		image_pull_fail(p, "%s: %s mismatch: expected %s (%s), got %s; "
+		    "the download is removed", p->req.url, is512 ? "SHA-512" :
+		    "SHA-256", p->want, p->checked, got);
+		free(got);
+		free(got256);
+		return;
+	}
+	free(got);
+	memset(&ii, 0, sizeof ii);
+	ii.url = p->url;
+	ii.sha256 = got256;
+	ii.checked = p->checked;
+	ii.size = p->have;
+	ii.pulled = time(NULL);
+	if (fdatasync(p->fd) == -1 ||
+	    image_meta_write(p->ip.meta, &ii, &cause) == -1) {
+		if (errno != 0 && cause == NULL)
+			xasprintf(&cause, "%s: %s", p->ip.partial,
+			    strerror(errno));
+		image_pull_fail(p, "%s", cause);
+		free(cause);
+		free(got256);
+		return;
+	}
+	free(got256);
+	if (rename(p->ip.partial, p->ip.path) == -1) {
+		image_pull_fail(p, "%s: %s", p->ip.path, strerror(errno));
+		return;
+	}
+	unlink(p->ip.partial_url);
+	log_debug("%s: %llu bytes, %s", p->ip.path,
+	    (unsigned long long)p->have, p->checked);
+	image_pull_finish(p, p->ip.path, NULL);
+}
+
+/* Whole on disk: done with curl; the digest, once hashed. */
+static void
+image_pull_complete(struct image_pull *p)
+{
+	curl_multi_remove_handle(p->multi, p->easy);
+	curl_easy_cleanup(p->easy);
+	p->easy = NULL;
+	image_hasher_finish(&p->hasher);
+}
+
+/* Is rc a connection that dropped, worth resuming? */
+static int
+image_curl_dropped(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_PARTIAL_FILE:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_SSL_CONNECT_ERROR:
+		return (1);
+	default:
+		return (0);
+	}
+}
+
+/* The image's transfer ended with rc: done, resumed, or failed. */
+static void
+image_pull_data_done(struct image_pull *p, CURLcode rc)
+{
+	long	code = 0;
+
+	curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (p->werr != NULL) {
+		image_pull_fail(p, "%s", p->werr);
+		return;
+	}
+	/* Asked from its end: the part was whole already. */
+	if (code == 416 && p->asked > 0 && p->unsat_total == p->asked) {
+		p->total = p->have;
+		image_pull_complete(p);
+		return;
+	}
+	if (code < 400 && rc == CURLE_OK && p->total != 0 &&
+	    p->have != p->total)
+		rc = CURLE_PARTIAL_FILE;
+	if (code < 400 && rc == CURLE_OK) {
+		image_pull_complete(p);
+		return;
+	}
+	if ((p->restart || (code == 416 && p->asked > 0)) &&
+	    p->retries++ < IMAGE_RETRIES_MAX) {
+		if (image_pull_truncate(p) == -1)
+			image_pull_fail(p, "%s", p->werr);
+		else
+			image_pull_request(p);
+		return;
+	}
+	if (code >= 400) {
+		image_pull_fail(p, "%s: HTTP %ld from the server", p->req.url,
+		    code);
+		return;
+	}
+	if (rc == CURLE_OPERATION_TIMEDOUT) {
+		image_pull_fail(p, "%s: stalled: no data for %ld s (%llu of "
+		    "%llu bytes there)", p->req.url, p->stall,
+		    (unsigned long long)p->have, (unsigned long long)p->total);
+		return;
+	}
+	if (image_curl_dropped(rc) && p->retries++ < IMAGE_RETRIES_MAX) {
+		log_info("%s: the connection dropped at %llu bytes (%s): "
+		    "resuming (%d of %d)", p->req.url,
+		    (unsigned long long)p->have, image_curl_error(p, rc),
+		    p->retries, IMAGE_RETRIES_MAX);
+		image_pull_request(p);
+		return;
+	}
+	image_pull_fail(p, "%s: %s (%llu of %llu bytes there)", p->req.url,
+	    image_curl_error(p, rc), (unsigned long long)p->have,
+	    (unsigned long long)p->total);
+}
+
+/* What curl has finished, handled; p may be gone after. */
+static void
+image_pull_check(struct image_pull *p)
+{
+	CURLMsg	*m;
+	int	 left;
+
+	while (p->multi != NULL &&
+	    (m = curl_multi_info_read(p->multi, &left)) != NULL) {
+		if (m->msg != CURLMSG_DONE || m->easy_handle != p->easy)
+			continue;
+		if (p->phase == IMAGE_PH_SUMS)
+			image_pull_sums_done(p, m->data.result);
+		else
+			image_pull_data_done(p, m->data.result);
+		return;	/* a new transfer, or the end */
+	}
+}
+
+/*
+ * Take the image's lock (another qsup pulling the same image holds it:
+ * try again on a timer), then pull unless that other one has put it in
+ * place meanwhile.
+ */
+static void
+image_lock_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct image_pull	*p = w->data;
+	struct image_paths	 ip;
+	char			*path, *cause;
+
+	(void)loop;
+	(void)revents;
+	if (p->early != NULL) {
+		image_pull_finish(p, NULL, p->early);
+		return;
+	}
+	if (p->lock_fd == -1 && (p->lock_fd = open(p->ip.lock,
+	    O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1) {
+		image_pull_fail(p, "%s: %s", p->ip.lock, strerror(errno));
+		return;
+	}
+	if (flock(p->lock_fd, LOCK_EX | LOCK_NB) == -1) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			image_pull_fail(p, "%s: %s", p->ip.lock,
+			    strerror(errno));
+			return;
+		}
+		if (!p->lock_said++)
+			log_info("%s: another qsup is pulling it; waiting",
+			    p->ip.name);
+		ev_timer_set(&p->lock_timer, IMAGE_LOCK_RETRY_S, 0);
+		ev_timer_start(p->loop, &p->lock_timer);
+		return;
+	}
+	if ((path = image_cached(&p->req)) != NULL) {
+		image_pull_finish(p, path, NULL);
+		free(path);
+		return;
+	}
+	/* The one it waited for may be another URL's of the same name. */
+	if (image_paths_make(&p->req, &ip, &cause) == -1) {
+		image_pull_fail(p, "%s", cause);
+		free(cause);
+		return;
+	}
+	if (strcmp(ip.name, p->ip.name) != 0) {
+		close(p->lock_fd);
+		p->lock_fd = -1;
+		image_paths_free(&p->ip);
+		p->ip = ip;
+		ev_timer_set(&p->lock_timer, 0, 0);
+		ev_timer_start(p->loop, &p->lock_timer);
+		return;
+	}
+	image_paths_free(&ip);
+	if ((p->multi = curl_multi_init()) == NULL)
+		fatalx("curl_multi_init failed");
+	curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, image_socket_cb);
+	curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
+	curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, image_timer_set_cb);
+	curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
+	if (p->req.sha256 != NULL) {
+		p->want = xstrdup(p->req.sha256);
+		p->checked = xstrdup("SHA-256 pinned by the profile");
+		image_pull_data(p);
+		return;
+	}
+	p->phase = IMAGE_PH_SUMS;
+	image_pull_next_sums(p);
+}
+
+/* A pinned digest: 64 hex digits. */
+static int
+image_pin_valid(const char *s)
+{
+	size_t	i;
+
+	for (i = 0; i < 64; i++) {
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f') ||
+		    (s[i] >= 'A' && s[i] <= 'F')))
+			return (0);
+	}
+	return (s[64] == '\0');
+}
+
+/*
+ * Pull req on loop: cb once, later (never from here), with the image's
+ * path or the cause. The request's strings are copied.
+ */
+struct image_pull *
+image_pull_start(struct ev_loop *loop, const struct image_req *req,
+    image_done_cb cb, void *arg)
+{
+	struct image_pull	*p;
+
+	image_curl_init();
+	p = xcalloc(1, sizeof *p);
+	p->loop = loop;
+	p->req = *req;
+	p->req.url = p->url = req->url != NULL ? xstrdup(req->url) : NULL;
+	p->req.sums_url = p->sums_url = req->sums_url != NULL ?
+	    xstrdup(req->sums_url) : NULL;
+	p->req.sha256 = p->pin = req->sha256 != NULL ? xstrdup(req->sha256) :
+	    NULL;
+	p->req.dir = p->dir = req->dir != NULL ? xstrdup(req->dir) : NULL;
+	p->cb = cb;
+	p->arg = arg;
+	p->fd = p->lock_fd = -1;
+	p->stall = (long)(image_stall_timeout(req) + 0.999);
+	image_hasher_init(&p->hasher, loop, image_pull_hashed, p);
+	ev_init(&p->timer, image_timer_cb);
+	p->timer.data = p;
+	ev_init(&p->stall_timer, image_stall_cb);
+	p->stall_timer.data = p;
+	ev_timer_init(&p->lock_timer, image_lock_cb, 0, 0);
+	p->lock_timer.data = p;
+	if (req->url == NULL || (strncasecmp(req->url, "http://", 7) != 0 &&
+	    strncasecmp(req->url, "https://", 8) != 0))
+		xasprintf(&p->early, "%s: not an http(s) URL",
+		    req->url != NULL ? req->url : "(no URL)");
+	else if (req->sha256 != NULL && !image_pin_valid(req->sha256))
+		xasprintf(&p->early, "%s: the pinned SHA-256 \"%s\" is not 64 "
+		    "hex digits", req->url, req->sha256);
+	else if (image_paths_make(req, &p->ip, &p->early) == 0)
+		p->url_name = image_url_name(req->url);
+	ev_timer_start(loop, &p->lock_timer);
+	return (p);
+}
+
+/*
+ * Stop pulling (qsup was interrupted): no cb, and the part stays in
+ * images_dir/.partial for the next pull to resume.
+ */
+void
+image_pull_cancel(struct image_pull *p)
+{
+	if (p != NULL)
+		image_pull_free(p);
+}
+
+struct image_fetch_state {
+	int	 done;
+	char	*path;
+	char	*cause;
+};
+
+static void
+image_fetch_cb(struct image_pull *p, const char *path, const char *cause,
+    void *arg)
+{
+	struct image_fetch_state	*fs = arg;
+
+	(void)p;
+	fs->done = 1;
+	fs->path = path != NULL ? xstrdup(path) : NULL;
+	fs->cause = cause != NULL ? xstrdup(cause) : NULL;
+}
+
+/* The cached image, else pulled on loop (run until done); -1, *cause. */
+int
+image_fetch(struct ev_loop *loop, const struct image_req *req, char **path,
+    char **cause)
+{
+	struct image_fetch_state	 fs;
+	struct image_pull		*p;
+
+	*path = *cause = NULL;
+	if ((*path = image_cached(req)) != NULL)
+		return (0);
+	memset(&fs, 0, sizeof fs);
+	p = image_pull_start(loop, req, image_fetch_cb, &fs);
+	while (!fs.done && !util_stop_now)
+		ev_run(loop, EVRUN_ONCE);
+	if (!fs.done) {
+		image_pull_cancel(p);
+		*cause = xstrdup("interrupted");
+		return (-1);
+	}
+	*path = fs.path;
+	*cause = fs.cause;
+	return (*path != NULL ? 0 : -1);
+}
