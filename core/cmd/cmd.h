@@ -36,6 +36,9 @@ void		 cmd_usage_all(FILE *);
 extern const struct cmd_entry	 cmd_run_entry;		/* cmd_run.c */
 extern const struct cmd_entry	 cmd_cache_entry;	/* cmd_cache.c */
 extern const struct cmd_entry	 cmd_image_entry;	/* cmd_image.c */
+struct image_req;
+void		 cmd_image_request(const struct profile *, int,
+		     struct image_req *);
 extern const struct cmd_entry	 cmd_profile_entry;	/* cmd_profile.c */
 extern const struct cmd_entry	 cmd_version_entry;	/* cmd_version.c */
 extern const struct cmd_entry	 cmd_help_entry;	/* cmd_help.c */

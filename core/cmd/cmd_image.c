@@ -190,20 +190,20 @@ cmd_image_dir(struct cmd_image_opts *o)
 }
 
 /*
- * Where running sandboxes keep their directories (core/vm's
- * sandbox_run_base(), which vm.h does not export): read, never made.
+ * What to pull for the profile's image, and how to check it: image_url
+ * comes from the catalog (a URL image is its own); req points into p.
  */
-static char *
-cmd_image_run_base(void)
+void
+cmd_image_request(const struct profile *p, int quiet, struct image_req *req)
 {
-	const char	*xdg;
-	char		*base;
-
-	if ((xdg = getenv("XDG_RUNTIME_DIR")) != NULL && *xdg == '/')
-		xasprintf(&base, "%s/qsup", xdg);
-	else
-		xasprintf(&base, "/tmp/qsup-%ld", (long)getuid());
-	return (base);
+	memset(req, 0, sizeof *req);
+	req->url = p->image_url != NULL ? p->image_url :
+	    p->image_kind == PROFILE_IMAGE_URL ? p->image : NULL;
+	req->sums_url = p->image_sums_url;
+	req->sha256 = p->image_sha256;
+	req->unverified_ok = p->image_unverified;
+	req->dir = p->images_dir;
+	req->progress = quiet ? IMAGE_PROGRESS_QUIET : IMAGE_PROGRESS_AUTO;
 }
 
 struct cmd_image_pulling {
@@ -312,15 +312,12 @@ cmd_image_pull(const struct cmd_entry *self, int argc, char **argv)
 	free(o.sets);
 	if (rc == -1)
 		return (QSUP_EXIT_ERROR);
-	memset(&req, 0, sizeof req);
-	/* image_url comes from the catalog; a URL image is its own. */
-	req.url = p.image_url != NULL ? p.image_url :
-	    p.image_kind == PROFILE_IMAGE_URL ? p.image : NULL;
-	req.sums_url = o.sums_url != NULL ? o.sums_url : p.image_sums_url;
-	req.sha256 = o.sha256 != NULL ? o.sha256 : p.image_sha256;
-	req.unverified_ok = o.unverified || p.image_unverified;
-	req.dir = p.images_dir;
-	req.progress = o.json ? IMAGE_PROGRESS_QUIET : IMAGE_PROGRESS_AUTO;
+	cmd_image_request(&p, o.json, &req);
+	if (o.sums_url != NULL)
+		req.sums_url = o.sums_url;
+	if (o.sha256 != NULL)
+		req.sha256 = o.sha256;
+	req.unverified_ok |= o.unverified;
 	if (p.image_kind == PROFILE_IMAGE_NONE)
 		log_warnx("image pull: no image named, and the profile has "
 		    "none: qsup image pull NAME|URL");
@@ -413,7 +410,7 @@ cmd_image_ls(const struct cmd_entry *self, int argc, char **argv)
 		return (QSUP_EXIT_ERROR);
 	}
 	memset(&l, 0, sizeof l);
-	l.run_base = cmd_image_run_base();
+	l.run_base = sandbox_run_path();
 	l.json = o.json;
 	if (image_each(dir, cmd_image_ls_one, &l) == -1) {
 		log_warn("%s", dir);
@@ -452,7 +449,7 @@ cmd_image_rm(const struct cmd_entry *self, int argc, char **argv)
 		log_warnx("no images_dir (set XDG_DATA_HOME or HOME)");
 		return (QSUP_EXIT_ERROR);
 	}
-	base = cmd_image_run_base();
+	base = sandbox_run_path();
 	for (i = o.optind; i < argc; i++) {
 		xasprintf(&path, "%s/%s", dir, argv[i]);
 		if (strchr(argv[i], '/') == NULL &&

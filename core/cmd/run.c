@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "image.h"
 #include "wire.h"
 
 #define RUN_PORT_EXEC		0
@@ -73,6 +74,8 @@ struct run {
 	double			 t_end;
 	long			 qemu_rss_kb;
 	char			*image;		/* the base image file, or NULL */
+	struct image_pull	*pull;		/* pulling it */
+	char			*pull_error;
 };
 
 static void	run_teardown(struct run *, const char *);
@@ -590,6 +593,16 @@ run_signal_cb(struct ev_loop *loop, ev_async *w, int revents)
 	(void)revents;
 	if (run_nsignals == 0 || r->hard_stop)
 		return;
+	if (r->pull != NULL) {
+		run_note_signal(r);
+		image_pull_cancel(r->pull);
+		r->pull = NULL;
+		log_warnx("interrupted: the image's part is kept, and the next "
+		    "pull resumes it");
+		return;
+	}
+	if (r->sb == NULL)
+		return;		/* run_main sees it before it boots */
 	if (!r->interrupted) {
 		run_note_signal(r);
 		if (sandbox_state(r->sb) == SB_READY && !r->exited) {
@@ -761,13 +774,30 @@ run_log_timings(struct run *r)
 	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
 }
 
+static void
+run_pull_done_cb(struct image_pull *ip, const char *path, const char *cause,
+    void *arg)
+{
+	struct run	*r = arg;
+
+	(void)ip;
+	r->pull = NULL;
+	if (path != NULL)
+		r->image = xstrdup(path);
+	else
+		r->pull_error = xstrdup(cause);
+}
+
 /*
  * The profile's image as a file: itself, or (a name or a URL) the copy in
- * images_dir, pulled first if it is not there.
+ * images_dir, pulled first on the loop if it is not there; a signal stops
+ * the pull (run_signal_cb) and keeps its part for the next one.
  */
 static int
 run_image(struct run *r, char **cause)
 {
+	struct image_req	 req;
+
 	switch (r->profile.image_kind) {
 	case PROFILE_IMAGE_NONE:
 		return (0);
@@ -778,8 +808,24 @@ run_image(struct run *r, char **cause)
 	case PROFILE_IMAGE_URL:
 		break;
 	}
-	xasprintf(cause, "image %s: pulling images is not built yet; use an "
-	    "image file", r->profile.image);
+	cmd_image_request(&r->profile, r->opts->json, &req);
+	if (req.url == NULL) {
+		xasprintf(cause, "image \"%s\": no URL known for this name "
+		    "(image_base_url, the catalog)", r->profile.image);
+		return (-1);
+	}
+	if ((r->image = image_cached(&req)) != NULL)
+		return (0);
+	r->pull = image_pull_start(r->loop, &req, run_pull_done_cb, r);
+	while (r->pull != NULL)
+		ev_run(r->loop, EVRUN_ONCE);
+	if (r->image != NULL)
+		return (0);
+	if (r->pull_error != NULL)
+		xasprintf(cause, "image %s: %s", r->profile.image,
+		    r->pull_error);
+	else
+		*cause = xstrdup("interrupted");
 	return (-1);
 }
 
@@ -957,6 +1003,7 @@ done:
 	free(r.accel.why);
 	free(r.error);
 	free(r.image);
+	free(r.pull_error);
 	free(r.exit.error);
 	profile_free(&r.profile);
 	return (r.status);

@@ -56,18 +56,28 @@ sandbox_sweep(const char *base)
 	closedir(d);
 }
 
-/* $XDG_RUNTIME_DIR/qsup, or /tmp/qsup-UID: ours alone, mode 0700. */
+/* Where run directories are: $XDG_RUNTIME_DIR/qsup, or /tmp/qsup-UID. */
 char *
-sandbox_run_base(char **cause)
+sandbox_run_path(void)
 {
 	const char	*xdg;
-	struct stat	 st;
 	char		*base;
 
 	if ((xdg = getenv("XDG_RUNTIME_DIR")) != NULL && *xdg == '/')
 		xasprintf(&base, "%s/qsup", xdg);
 	else
 		xasprintf(&base, "/tmp/qsup-%ld", (long)getuid());
+	return (base);
+}
+
+/* sandbox_run_path, made if need be: ours alone, mode 0700. */
+char *
+sandbox_run_base(char **cause)
+{
+	struct stat	 st;
+	char		*base;
+
+	base = sandbox_run_path();
 	if (mkdir(base, 0700) == -1 && errno != EEXIST) {
 		xasprintf(cause, "%s: %s", base, strerror(errno));
 		goto fail;
