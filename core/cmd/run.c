@@ -821,9 +821,12 @@ run_image(struct run *r, char **cause)
 		ev_run(r->loop, EVRUN_ONCE);
 	if (r->image != NULL)
 		return (0);
-	if (r->pull_error != NULL)
+	if (r->pull_error != NULL && r->profile.image_kind ==
+	    PROFILE_IMAGE_NAME)
 		xasprintf(cause, "image %s: %s", r->profile.image,
 		    r->pull_error);
+	else if (r->pull_error != NULL)
+		*cause = xstrdup(r->pull_error);
 	else
 		*cause = xstrdup("interrupted");
 	return (-1);

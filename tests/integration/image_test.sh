@@ -193,7 +193,39 @@ test_run_dir_names_the_base() {
 	rm -f "$copy"
 }
 
-for t in test_debian_userland test_write_is_gone_next_time \
+# By URL: pulled from a real HTTP server on 127.0.0.1 into images_dir,
+# verified against the SHA256SUMS beside it, then booted; the next run
+# uses the cached copy without a request.
+test_run_pulls_by_url() {
+	local www=$T_TMP/www log=$T_TMP/httpd.log pf=$T_TMP/port srv out url
+	mkdir -p "$www/debian"
+	cp "$IMG" "$www/debian/debian-12.qcow2"
+	echo "$IMG_SUM  debian-12.qcow2" >"$www/debian/SHA256SUMS"
+	: >"$log"
+	/usr/bin/python3 tests/integration/helpers/httpd.py "$www" "$pf" "$log" \
+	    </dev/null >/dev/null 2>&1 &
+	srv=$!
+	for _ in $(seq 100); do [ -s "$pf" ] && break; sleep 0.1; done
+	url=http://127.0.0.1:$(cat "$pf")/debian/debian-12.qcow2
+	export XDG_DATA_HOME=$T_TMP/data
+	out=$("$QSUP" run --json --set image="$url" --set warm_start=false -- cat /etc/debian_version 2>"$T_TMP/err")
+	expect_match "pulled, verified, booted" '^12' "$out"
+	expect_match "the base is the pulled copy" \
+	    "\"path\":\"$XDG_DATA_HOME/qsup/images/debian-12.qcow2\",\"untouched\":true" \
+	    "$(tail -n 1 "$T_TMP/err")"
+	expect_eq "the copy's digest" "$IMG_SUM" \
+	    "$(sha256sum "$XDG_DATA_HOME/qsup/images/debian-12.qcow2" | cut -d' ' -f1)"
+	local n
+	n=$(grep -c "debian-12.qcow2 " "$log")
+	out=$("$QSUP" run --set image="$url" --set warm_start=false -- cat /etc/debian_version)
+	expect_match "the cached copy" '^12' "$out"
+	expect_eq "no second download" "$n" "$(grep -c "debian-12.qcow2 " "$log")"
+	kill $srv; wait $srv 2>/dev/null
+	rm -rf "$XDG_DATA_HOME"
+	unset XDG_DATA_HOME
+}
+
+for t in test_run_pulls_by_url test_debian_userland test_write_is_gone_next_time \
     test_warm_mounts_its_own_overlay test_raw_detected_by_header \
     test_backing_file_refused test_not_an_image test_no_root_file_system \
     test_disk_size_grows_the_root test_shares_env_cwd_status \
