@@ -98,8 +98,9 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 		sandbox_seed_line(cfg, "cwd", sb->profile->cwd);
 	/* The image's root before the shares, which mount inside it. */
 	if (sb->disk.base != NULL)
-		buf_printf(cfg, "root %s %s\n", QSUP_ROOT_SERIAL,
-		    sb->disk.grow ? "grow" : "keep");
+		buf_printf(cfg, "root %s %s %llu\n", QSUP_ROOT_SERIAL,
+		    sb->disk.grow ? "grow" : "keep",
+		    (unsigned long long)sb->disk.size);
 	for (i = 0; i < sb->nshares; i++) {
 		buf_printf(cfg, "mount %s ", sb->shares[i].tag);
 		sandbox_seed_value(cfg, sb->shares[i].guest);
