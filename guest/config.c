@@ -142,6 +142,9 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 	    KEY("entropy") || KEY("env") || KEY("firewall")) {
 		if (config_fields(val, vlen, f, 1, cause) == -1)
 			return (-1);
+	} else if (KEY("root")) {
+		if (config_fields(val, vlen, f, 2, cause) == -1)
+			return (-1);
 	} else if (KEY("mount") || KEY("bind")) {
 		if (config_fields(val, vlen, f, 3, cause) == -1)
 			return (-1);
@@ -161,6 +164,17 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 	} else if (KEY("firewall")) {
 		free(cfg->firewall);
 		cfg->firewall = f[0];
+	} else if (KEY("root")) {
+		/* root SERIAL grow|keep: the disk to make the root. */
+		if (*f[0] == '\0' || (strcmp(f[1], "grow") != 0 &&
+		    strcmp(f[1], "keep") != 0)) {
+			*cause = "want: root SERIAL grow|keep";
+			goto fail;
+		}
+		free(cfg->root);
+		cfg->root = f[0];
+		cfg->root_grow = strcmp(f[1], "grow") == 0;
+		free(f[1]);
 	} else if (KEY("cwd")) {
 		free(cfg->cwd);
 		cfg->cwd = f[0];
@@ -308,5 +322,6 @@ config_free(struct agent_config *cfg)
 	}
 	free(cfg->binds);
 	free(cfg->firewall);
+	free(cfg->root);
 	memset(cfg, 0, sizeof *cfg);
 }
