@@ -62,6 +62,7 @@ struct agent_config {
 	char			*firewall;	/* iptables-restore input */
 	char			*root;		/* the root disk's serial */
 	int			 root_grow;	/* grow it to fill the disk */
+	unsigned long long	 root_size;	/* its size in bytes; 0: unsaid */
 };
 
 struct port;

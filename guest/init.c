@@ -789,6 +789,10 @@ init_poweroff(void)
 	}
 	sync();
 	init_umount_all();
+	/* A disk image's root cannot be unmounted: leave it clean, journal and all. */
+	if (root_device != NULL &&
+	    mount(NULL, "/", NULL, MS_REMOUNT|MS_RDONLY, NULL) == -1)
+		log_warn("remounting / read-only");
 	sync();
 	reboot(RB_POWER_OFF);
 	log_warn("poweroff");

@@ -395,6 +395,39 @@ root_node(const char *disk, int partno)
 	return (dev);
 }
 
+/*
+ * When the host says how big the disk is, wait (bounded) until the kernel
+ * agrees: a guest restored from a template knows its template's disk size
+ * until the host's block_resize reaches it, and growing to the wrong size
+ * would be silent.
+ */
+static int
+root_wait_size(int fd, const char *path, char **why)
+{
+	uint64_t	size = 0;
+	long long	deadline;
+
+	if (agent_cfg.root_size == 0)
+		return (0);
+	deadline = util_ms(CLOCK_MONOTONIC) + ROOT_WAIT_MS;
+	for (;;) {
+		if (ioctl(fd, BLKGETSIZE64, &size) == -1) {
+			xasprintf(why, "%s: size: %s", path, strerror(errno));
+			return (-1);
+		}
+		if (size == agent_cfg.root_size)
+			return (0);
+		if (util_ms(CLOCK_MONOTONIC) >= deadline)
+			break;
+		root_sleep_ms(10);
+	}
+	xasprintf(why, "%s is %llu bytes, the host says %llu (a guest restored "
+	    "from a template sees the template's disk size until the host "
+	    "resizes the disk)", path, (unsigned long long)size,
+	    agent_cfg.root_size);
+	return (-1);
+}
+
 /* Open the disk and read it afresh: never a view cached at template time. */
 static int
 root_open(const char *disk, struct disk_reader *d, int *fd, char **why)
@@ -408,6 +441,8 @@ root_open(const char *disk, struct disk_reader *d, int *fd, char **why)
 		xasprintf(why, "%s: %s", path, strerror(errno));
 		return (-1);
 	}
+	if (root_wait_size(*fd, path, why) == -1)
+		return (-1);
 	if (ioctl(*fd, BLKFLSBUF, 0) == -1 || ioctl(*fd, BLKRRPART, 0) == -1) {
 		xasprintf(why, "%s: re-reading the disk: %s", path,
 		    strerror(errno));

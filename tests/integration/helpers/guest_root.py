@@ -175,6 +175,9 @@ def main():
     ap.add_argument("--setup-only", action="store_true")
     ap.add_argument("--no-root-word", action="store_true",
                     help="boot without qsup.root=1")
+    ap.add_argument("--resize", type=int,
+                    help="QMP block_resize the disk to this many bytes "
+                    "before /setup (as a host does after a restore)")
     ap.add_argument("--timeout", type=float, default=150)
     ap.add_argument("argv", nargs="*")
     a = ap.parse_args()
@@ -233,6 +236,7 @@ def session(a, q, agent, qmps, deadline):
         f.write(b'{"execute":"cont"}\n')
         f.flush()
         f.readline()
+        f.close()
         s.close()
     conn = Conn(agent, deadline)
     t0 = time.time()
@@ -249,9 +253,18 @@ def session(a, q, agent, qmps, deadline):
             time.sleep(0.05)
         f.write(b'{"execute":"quit"}\n')
         f.flush()
+        f.close()
         s.close()
         print(ping.decode())
         return 0
+    if a.resize:
+        s, f, out = qmp(qmps, [{"execute": "block_resize", "arguments":
+                                {"node-name": "root", "size": a.resize}}],
+                        deadline)
+        if "error" in out[-1]:
+            die("block_resize: %s" % out[-1]["error"])
+        f.close()
+        s.close()
     with open(a.config, "rb") as fh:
         config = fh.read().replace(b"@TOKEN@", TOKEN.encode())
     st, hd = conn.request("POST", "/setup", config, auth=False)
@@ -261,12 +274,16 @@ def session(a, q, agent, qmps, deadline):
     status = 3 if st != 200 else 0
     if st == 200 and not a.setup_only and a.argv:
         status = run_exec(conn, a.argv)
+    # A guest still in template state (/setup refused) takes no poweroff.
+    if st == 400:
+        q.kill()
+        return status
     try:
         conn.request("POST", "/poweroff")
     except SystemExit:
         pass
     try:
-        q.wait(timeout=max(1, deadline - time.time()))
+        q.wait(timeout=max(1, min(20, deadline - time.time())))
     except subprocess.TimeoutExpired:
         q.kill()
     return status
