@@ -152,6 +152,7 @@ struct disk_root {
 	unsigned char	*ents;		/* the GPT entry array */
 	size_t		 ents_len;
 	int		 gpt_backup;	/* read from the backup copy */
+	const char	*odd;		/* why the table is not to be grown */
 	char		 seen[512];	/* what the disk holds, for errors */
 };
 /* What growing writes: sectors to put back, each with its place. */

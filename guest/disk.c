@@ -343,6 +343,7 @@ disk_gpt_walk(const struct disk_reader *d, struct disk_root *r,
 		disk_note(r, "%s%u (%s", used > 1 ? ", " : "", i + 1, name);
 		if (first > last || last >= nlba) {
 			disk_note(r, ", outside the disk)");
+			r->odd = "a partition lies outside the disk";
 			continue;
 		}
 		if (last > end)
@@ -417,6 +418,7 @@ disk_mbr(const struct disk_reader *d, struct disk_root *r,
 {
 	const unsigned char	*e;
 	struct disk_fs		 fs;
+	unsigned char		 gpt[8];
 	uint64_t		 start, len, end = 0, nsec = d->size / d->sector;
 	int			 i, n = 0, type;
 
@@ -435,6 +437,10 @@ disk_mbr(const struct disk_reader *d, struct disk_root *r,
 		return (1);
 	r->scheme = DISK_MBR;
 	disk_note(r, "MBR: ");
+	/* A GPT header whose table is damaged or cut: not ours to grow. */
+	if (disk_read(d, d->sector, gpt, sizeof gpt) == -1 ||
+	    memcmp(gpt, DISK_GPT_SIG, sizeof gpt) == 0)
+		r->odd = "a damaged GPT is there too";
 	for (i = 0, n = 0; i < 4; i++) {
 		e = s + 446 + 16 * i;
 		if ((type = e[4]) == 0)
@@ -445,6 +451,7 @@ disk_mbr(const struct disk_reader *d, struct disk_root *r,
 		    type);
 		if (start + len > nsec) {
 			disk_note(r, ", outside the disk)");
+			r->odd = "a partition lies outside the disk";
 			continue;
 		}
 		if (start + len > end)
@@ -570,6 +577,10 @@ disk_grow_plan(struct disk_root *r, uint32_t sector, uint64_t nlba,
 		return (1);
 	if (!r->last) {
 		*why = "the root is not the last partition on the disk";
+		return (-1);
+	}
+	if (r->odd != NULL) {
+		*why = r->odd;
 		return (-1);
 	}
 	if (r->scheme == DISK_MBR) {
