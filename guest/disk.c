@@ -229,6 +229,10 @@ disk_consider(struct disk_root *r, int partno, uint64_t start, uint64_t len,
 	int		 rank;
 	const char	*how;
 
+	/* Another architecture's root would not run here. */
+	if ((kind == DISK_T_ROOT_X86_64 || kind == DISK_T_ROOT_ARM64) &&
+	    kind != DISK_ARCH)
+		return;
 	if (kind == DISK_ARCH) {
 		rank = 3;
 		how = "by its GPT type";

@@ -359,9 +359,13 @@ init_modules_file(const char *list)
 void
 init_modules(void)
 {
+	long long	t0;
+
 	(void)init_modules_file(INIT_MODULES);
+	t0 = util_ms(CLOCK_MONOTONIC);
 	if (init_root_wanted && init_modules_root() == 0)
-		log_warnx("root modules loaded");
+		log_warnx("root modules loaded in %lld ms",
+		    util_ms(CLOCK_MONOTONIC) - t0);
 }
 
 /*

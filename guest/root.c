@@ -270,9 +270,10 @@ root_grow_fs(const char *dir, const struct disk_root *r, char **why)
 static int
 root_switch(const char *dir, char **why)
 {
-	char	*text, *line, *save = NULL, *p, *dst;
-	size_t	 len;
-	int	 ret = -1;
+	struct stat	 st;
+	char		*text, *line, *save = NULL, *p, *dst;
+	size_t		 len;
+	int		 ret = -1;
 
 	if (util_read_file("/proc/mounts", &text, &len, 1024 * 1024) == -1) {
 		xasprintf(why, "/proc/mounts: %s", strerror(errno));
@@ -289,6 +290,12 @@ root_switch(const char *dir, char **why)
 		    strchr(p, '\\') != NULL)
 			continue;
 		xasprintf(&dst, "%s%s", dir, p);
+		/* A link there would be followed outside the image. */
+		if (lstat(dst, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			xasprintf(why, "the image's %s is not a directory", p);
+			free(dst);
+			goto out;
+		}
 		if ((mkdir(dst, 0755) == -1 && errno != EEXIST) ||
 		    mount(p, dst, NULL, MS_MOVE, NULL) == -1) {
 			xasprintf(why, "moving %s into the root: %s", p,

@@ -272,13 +272,15 @@ Test(disk, root_type_without_ext4_is_an_error)
 
 Test(disk, the_other_architectures_root_is_not_taken)
 {
-	struct part		 p[] = { { 1, T_ROOT_ARM, 100, 999, 1, NULL } };
+	struct part		 p[] = { { 1, T_ROOT_ARM, 100, 999, 1,
+	    "cloudimg-rootfs" } };
 	struct mem		 m = gpt_disk(1100, p, 1);
 	struct disk_reader	 d = reader(&m);
 	struct disk_root	 r;
 
 	cr_assert_eq(disk_find_root(&d, &r), -1);
-	cr_assert_not_null(strstr(r.seen, "1 (root arm64, ext4)"), "%s",
+	cr_assert_not_null(strstr(r.seen, "1 (root arm64, ext4 "
+	    "cloudimg-rootfs)"), "%s",
 	    r.seen);
 	cr_assert_not_null(strstr(r.seen, "no ext4 root file system"), "%s",
 	    r.seen);
