@@ -326,8 +326,8 @@ root_find_glibc(void)
 	glob_t		 gl;
 	struct stat	 st;
 	unsigned char	*buf;
-	size_t		 i, total = 0, keep = 0, len;
-	ssize_t		 n;
+	uint64_t	 size, end, off;
+	size_t		 i, total = 0, len;
 	int		 fd = -1, banner = -1, best = -1;
 
 	for (i = 0; pats[i] != NULL && fd == -1; i++) {
@@ -347,15 +347,25 @@ root_find_glibc(void)
 	}
 	if (fd == -1)
 		return;
+	/*
+	 * From the end: the banner is in .rodata, near the end of the file
+	 * (Debian 12's: 1.68 MB into 1.93 MB), the symbol versions near
+	 * the start. Each piece reaches DISK_GLIBC_OVERLAP bytes into the
+	 * one after it, so no match is cut.
+	 */
 	buf = xmalloc(ROOT_LIBC_CHUNK + DISK_GLIBC_OVERLAP);
-	while (banner == -1 && total < ROOT_LIBC_MAX &&
-	    (n = read(fd, buf + keep, ROOT_LIBC_CHUNK)) > 0) {
-		len = keep + (size_t)n;
+	size = (uint64_t)st.st_size;
+	end = size;
+	while (banner == -1 && total < ROOT_LIBC_MAX && end > 0) {
+		off = end > ROOT_LIBC_CHUNK ? end - ROOT_LIBC_CHUNK : 0;
+		len = (size_t)(end - off);
+		len += size - end < DISK_GLIBC_OVERLAP ? (size_t)(size - end) :
+		    DISK_GLIBC_OVERLAP;
+		if (root_pread(&fd, off, buf, len) == -1)
+			break;
 		disk_glibc_scan(buf, len, &banner, &best);
-		total += (size_t)n;
-		/* A match cut at the piece's end is whole in the next. */
-		keep = len < DISK_GLIBC_OVERLAP ? len : DISK_GLIBC_OVERLAP;
-		memmove(buf, buf + len - keep, keep);
+		total += (size_t)(end - off);
+		end = off;
 	}
 	free(buf);
 	close(fd);
@@ -477,7 +487,7 @@ root_setup(void)
 	struct disk_reader	 d;
 	struct disk_root	 r;
 	char			 disk[256], seen[512], *why = NULL, *dev = NULL;
-	long long		 t0 = util_ms(CLOCK_MONOTONIC);
+	long long		 t0 = util_ms(CLOCK_MONOTONIC), t1;
 	int			 fd = -1;
 
 	memset(&r, 0, sizeof r);
@@ -514,12 +524,13 @@ root_setup(void)
 	if (root_switch(ROOT_STAGE, &why) == -1)
 		goto fail;
 	root_files();
+	t1 = util_ms(CLOCK_MONOTONIC);
 	root_find_glibc();
 	root_device = dev;
 	dev = NULL;
-	log_warnx("root %s (found %s), glibc %s, in %lld ms", root_device,
-	    r.how, root_glibc != NULL ? root_glibc : "not found",
-	    util_ms(CLOCK_MONOTONIC) - t0);
+	log_warnx("root %s (found %s) in %lld ms, glibc %s in %lld ms",
+	    root_device, r.how, t1 - t0, root_glibc != NULL ? root_glibc :
+	    "not found", util_ms(CLOCK_MONOTONIC) - t1);
 	goto out;
 fail:
 	agent_set_error("root disk: %s", why);
