@@ -4,7 +4,7 @@
 # qcow2 overlay on virtio-blk-pci, serial qsup-root, qsup.root=1), the
 # agent spoken to directly over its virtio-serial port
 # (helpers/guest_root.py): the config's "root" line through POST /setup,
-# as after a warm-start restore. The images are built here by sfdisk and
+# as after a warm-start restore, or on a seed ISO at a cold boot. The images are built here by sfdisk and
 # mke2fs -d, without root or loop devices, in the layouts Debian's and
 # Ubuntu's cloud images use, with a static busybox, a marker file and a
 # real glibc libc.so.6 in them. qsup's own host side is not used: it does
@@ -244,6 +244,20 @@ test_restored_guest_mounts_its_own_overlay() {
 	rm -f "$st"
 }
 
+# A cold boot: the root line on the seed ISO, applied before the ports.
+test_cold_boot_from_the_seed() {
+	local ov=$T_TMP/ov.qcow2 kb
+	[ -f "$IMG/debian.raw" ] || mkimage "$IMG/debian.raw" marker-debian debian
+	overlay "$IMG/debian.raw" "$ov" 300M
+	boot "$ov" 'root qsup-root grow 314572800\n' --cold -- sh -c \
+	    'cat /marker; df -k / | tail -1'
+	expect_eq "exit status" 0 "$RC"
+	expect_match "ping" '^setup 200 .*"root":"/dev/vda1"' "$SETUP"
+	expect_match "marker" '^marker-debian$' "$OUT"
+	kb=$(awk 'NR == 3 { print $2 }' <<<"$OUT")
+	[ "${kb:-0}" -gt 250000 ] || fail "root not grown: ${kb:-?} KiB: $OUT"
+}
+
 # Booted without qsup.root=1: ext4 is loaded when the config asks.
 test_root_modules_load_when_asked() {
 	local ov=$T_TMP/ov.qcow2
@@ -274,7 +288,7 @@ test_setup_errors_say_what_was_seen() {
 for t in ${*:-test_debian_layout_becomes_the_root \
     test_ubuntu_layout_root_by_type_not_boot \
     test_grow_fills_an_enlarged_gpt_disk test_grow_mbr_and_whole_disk \
-    test_restored_guest_mounts_its_own_overlay \
+    test_restored_guest_mounts_its_own_overlay test_cold_boot_from_the_seed \
     test_root_modules_load_when_asked test_setup_errors_say_what_was_seen}; do
 	run_test "$t"
 done

@@ -18,6 +18,7 @@ import base64
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -137,6 +138,43 @@ def run_exec(conn, argv):
     return status
 
 
+def both16(v):
+    return struct.pack("<H", v) + struct.pack(">H", v)
+
+
+def both32(v):
+    return struct.pack("<I", v) + struct.pack(">I", v)
+
+
+def dirrec(lba, size, flags, name):
+    n = 33 + len(name)
+    rec = (bytes([n + (n & 1), 0]) + both32(lba) + both32(size) +
+           bytes(7) + bytes([flags, 0, 0]) + both16(1) +
+           bytes([len(name)]) + name)
+    return rec + bytes(n & 1)
+
+
+def seed_iso(path, config):
+    """The smallest ISO 9660 image the agent's reader (guest/iso.c)
+    takes as a seed: volume cidata, a root directory, qsup-config."""
+    sec = 2048
+    pvd = bytearray(sec)
+    pvd[0:7] = b"\x01CD001\x01"
+    pvd[40:72] = b"cidata".ljust(32)
+    pvd[80:88] = both32(20)
+    pvd[120:124] = both16(1)
+    pvd[124:128] = both16(1)
+    pvd[128:132] = both16(sec)
+    pvd[156:190] = dirrec(18, sec, 2, b"\x00")
+    term = bytearray(sec)
+    term[0:7] = b"\xffCD001\x01"
+    root = (dirrec(18, sec, 2, b"\x00") + dirrec(18, sec, 2, b"\x01") +
+            dirrec(19, len(config), 0, b"qsup-config"))
+    with open(path, "wb") as f:
+        f.write(bytes(16 * sec) + pvd + term + root.ljust(sec, b"\0") +
+                config.ljust(sec, b"\0"))
+
+
 def qmp(path, cmds, deadline):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     while True:
@@ -178,6 +216,9 @@ def main():
     ap.add_argument("--resize", type=int,
                     help="QMP block_resize the disk to this many bytes "
                     "before /setup (as a host does after a restore)")
+    ap.add_argument("--cold", action="store_true",
+                    help="boot with the config on a seed ISO, not a "
+                    "template taking /setup")
     ap.add_argument("--timeout", type=float, default=150)
     ap.add_argument("argv", nargs="*")
     a = ap.parse_args()
@@ -191,7 +232,9 @@ def main():
     append = ("console=ttyS0 quiet panic=-1 tsc_early_khz=%s tsc=reliable "
               "no_timer_check cryptomgr.notests random.trust_cpu=on "
               "mitigations=off init_on_alloc=0 audit=0 apparmor=0 "
-              "8250.nr_uarts=1 qsup.ports=1 qsup.template=1" % a.tsc_khz)
+              "8250.nr_uarts=1 qsup.ports=1" % a.tsc_khz)
+    if not a.cold:
+        append += " qsup.template=1"
     if not a.no_root_word:
         append += " qsup.root=1"
     cmd = ["qemu-system-x86_64", "-M", "microvm,pcie=on",
@@ -211,6 +254,13 @@ def main():
            "-qmp", "unix:%s,server=on,wait=off" % qmps]
     if a.restore:
         cmd += ["-incoming", "exec:cat " + a.restore]
+    if a.cold:
+        iso = os.path.join(a.dir, "seed.iso")
+        with open(a.config, "rb") as fh:
+            seed_iso(iso, fh.read().replace(b"@TOKEN@", TOKEN.encode()))
+        cmd += ["-blockdev", "driver=file,node-name=seed,read-only=on,"
+                "filename=" + iso,
+                "-device", "virtio-blk-pci,drive=seed"]
     q = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
     try:
         return session(a, q, agent, qmps, deadline)
@@ -240,6 +290,12 @@ def session(a, q, agent, qmps, deadline):
         s.close()
     conn = Conn(agent, deadline)
     t0 = time.time()
+    if a.cold:
+        st, hd = conn.request("GET", "/ping")
+        answer = conn.body(hd).decode()
+        print("setup %d %s %.2f" % (st, answer, time.time() - t0))
+        sys.stdout.flush()
+        return finish(a, q, conn, st)
     st, hd = conn.request("GET", "/ping", auth=False)
     ping = conn.body(hd)
     if st != 200:
@@ -271,6 +327,11 @@ def session(a, q, agent, qmps, deadline):
     answer = conn.body(hd).decode()
     print("setup %d %s %.2f" % (st, answer, time.time() - t0))
     sys.stdout.flush()
+    return finish(a, q, conn, st)
+
+
+def finish(a, q, conn, st):
+    """Run the command once set up, then power the guest off."""
     status = 3 if st != 200 else 0
     if st == 200 and not a.setup_only and a.argv:
         status = run_exec(conn, a.argv)
@@ -283,7 +344,7 @@ def session(a, q, agent, qmps, deadline):
     except SystemExit:
         pass
     try:
-        q.wait(timeout=max(1, min(20, deadline - time.time())))
+        q.wait(timeout=max(1, min(20, conn.deadline - time.time())))
     except subprocess.TimeoutExpired:
         q.kill()
     return status
