@@ -141,7 +141,12 @@ test_debian_layout_becomes_the_root() {
 	mkimage "$base" marker-debian debian
 	sum=$(sha256sum <"$base")
 	overlay "$base" "$ov"
-	boot "$ov" 'root qsup-root keep\n' -- sh -c 'cat /marker; echo "PATH=$PATH";
+	mkdir -p "$T_TMP/share"
+	echo from-the-host >"$T_TMP/share/hostfile"
+	# The share and a bind from it, inside the image.
+	boot "$ov" 'root qsup-root keep\nmount share0 /work rw\nbind /work /etc/bound ro\n' \
+	    --share "$T_TMP/share:share0" -- sh -c 'cat /marker; echo "PATH=$PATH";
+	    cat /work/hostfile /etc/bound/hostfile; echo to-host >/work/back;
 	    pwd; cat /etc/resolv.conf; stat -c %F /etc/resolv.conf;
 	    cat /etc/hostname; hostname; test -r /proc/self/status && echo proc;
 	    echo written >/written'
@@ -154,6 +159,8 @@ test_debian_layout_becomes_the_root() {
 	expect_match "resolv.conf" '^nameserver 10\.0\.2\.3$' "$OUT"
 	expect_match "resolv.conf replaced" '^regular file$' "$OUT"
 	expect_match "hostname" '^imgbox$' "$OUT"
+	expect_eq "share and bind in the image" 2 "$(grep -c '^from-the-host$' <<<"$OUT")"
+	expect_eq "written through the share" to-host "$(cat "$T_TMP/share/back" 2>&1)"
 	expect_match "/proc inside" '^proc$' "$OUT"
 	expect_match "console" 'root /dev/vda1 \(found by its content \(ext4\)\)' \
 	    "$(cat "$VM/console.log")"

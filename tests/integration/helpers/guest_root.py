@@ -219,6 +219,8 @@ def main():
     ap.add_argument("--cold", action="store_true",
                     help="boot with the config on a seed ISO, not a "
                     "template taking /setup")
+    ap.add_argument("--share", action="append", default=[],
+                    metavar="DIR:TAG", help="a 9p share, as qsup adds one")
     ap.add_argument("--timeout", type=float, default=150)
     ap.add_argument("argv", nargs="*")
     a = ap.parse_args()
@@ -254,6 +256,11 @@ def main():
            "-qmp", "unix:%s,server=on,wait=off" % qmps]
     if a.restore:
         cmd += ["-incoming", "exec:cat " + a.restore]
+    for i, share in enumerate(a.share):
+        path, tag = share.rsplit(":", 1)
+        cmd += ["-fsdev", "local,id=fs%d,path=%s,security_model=none" %
+                (i, path),
+                "-device", "virtio-9p-pci,fsdev=fs%d,mount_tag=%s" % (i, tag)]
     if a.cold:
         iso = os.path.join(a.dir, "seed.iso")
         with open(a.config, "rb") as fh:
