@@ -60,6 +60,9 @@ struct agent_config {
 	struct agent_bind	*binds;
 	size_t			 nbinds;
 	char			*firewall;	/* iptables-restore input */
+	char			*root;		/* the root disk's serial */
+	int			 root_grow;	/* grow it to fill the disk */
+	unsigned long long	 root_size;	/* its size in bytes; 0: unsaid */
 };
 
 struct port;
@@ -108,6 +111,82 @@ void		 abuf_put(void *, const void *, size_t);
 int		 config_parse(struct agent_config *, const char *, size_t,
 		     char **);
 void		 config_free(struct agent_config *);
+
+/* disk.c */
+enum disk_scheme {
+	DISK_NONE,
+	DISK_WHOLE,		/* a file system on the whole disk */
+	DISK_MBR,
+	DISK_GPT
+};
+enum {				/* partition kinds */
+	DISK_T_UNKNOWN,		/* a GPT type not known here */
+	DISK_T_OTHER,		/* known, never the root: ESP, swap, /home */
+	DISK_T_DATA,		/* GPT Linux file system data */
+	DISK_T_MBR,		/* any MBR partition */
+	DISK_T_ROOT_X86_64,
+	DISK_T_ROOT_ARM64
+};
+/* Where a disk's bytes come from: read() is 0 for all len bytes, or -1. */
+struct disk_reader {
+	int		(*read)(void *, uint64_t, void *, size_t);
+	void		 *arg;
+	uint64_t	  size;		/* bytes */
+	uint32_t	  sector;	/* logical sector: 512 or 4096 */
+};
+struct disk_fs {
+	uint32_t	block_size;
+	uint64_t	blocks;
+	char		label[17];	/* printable */
+};
+struct disk_root {
+	enum disk_scheme scheme;
+	int		 partno;	/* 1-based; 0: the whole disk */
+	uint64_t	 start;		/* bytes */
+	uint64_t	 len;		/* bytes */
+	int		 last;		/* no partition ends after it */
+	int		 rank;		/* how it was found: 3 type ... 1 content */
+	const char	*how;
+	struct disk_fs	 fs;
+	unsigned char	*table;		/* the GPT header sector, or the MBR */
+	unsigned char	*ents;		/* the GPT entry array */
+	size_t		 ents_len;
+	int		 gpt_backup;	/* read from the backup copy */
+	const char	*odd;		/* why the table is not to be grown */
+	char		 seen[512];	/* what the disk holds, for errors */
+};
+/* What growing writes: sectors to put back, each with its place. */
+struct disk_grow {
+	unsigned char	*mbr;		/* sector 0 (MBR tables) */
+	unsigned char	*primary;	/* GPT header at LBA 1 */
+	unsigned char	*backup;	/* GPT header at backup_lba */
+	unsigned char	*ents;		/* entry array, at both places */
+	size_t		 ents_len;
+	uint64_t	 primary_ents_lba;
+	uint64_t	 backup_ents_lba;
+	uint64_t	 backup_lba;
+	uint64_t	 new_len;	/* the root's new length, bytes */
+};
+#define DISK_GLIBC_OVERLAP	32	/* overlap of disk_glibc_scan pieces */
+uint16_t	 disk_le16(const unsigned char *);
+uint32_t	 disk_le32(const unsigned char *);
+uint64_t	 disk_le64(const unsigned char *);
+uint32_t	 disk_crc32(const void *, size_t);
+void		 disk_guid_text(const unsigned char *, char[37]);
+int		 disk_ext4_parse(const unsigned char *, size_t,
+		     struct disk_fs *);
+int		 disk_find_root(const struct disk_reader *, struct disk_root *);
+void		 disk_root_free(struct disk_root *);
+int		 disk_grow_plan(struct disk_root *, uint32_t, uint64_t,
+		     struct disk_grow *, const char **);
+int		 disk_grow_pmbr(unsigned char *, uint64_t);
+void		 disk_grow_free(struct disk_grow *);
+void		 disk_glibc_scan(const unsigned char *, size_t, int *, int *);
+
+/* root.c */
+extern char	*root_device;	/* what is mounted as /, once it is */
+extern char	*root_glibc;	/* the image's glibc version, if found */
+void		 root_setup(void);
 
 /* iso.c */
 int		 iso_is_seed(int);
@@ -162,6 +241,8 @@ void		 init_console(void);
 void		 init_early(void);
 int		 init_cmdline(int *, int *, int *);
 void		 init_modules(void);
+int		 init_modules_root(void);
+void		 init_resolv(void);
 void		 init_network(void);
 void		 init_firewall(void);
 int		 init_seed(void);

@@ -12,8 +12,9 @@
 # The .debs and their unpacked trees stay in BUILDDIR/guest/cache/, so a
 # re-run only re-packs the cpio; remove that folder to fetch the current
 # kernel. In the guest, /etc/qsup-modules lists the modules the agent loads
-# at boot and /etc/qsup-modules-extra those it may load later, one guest path
-# a line, dependencies first.
+# at boot, /etc/qsup-modules-root those it loads for a disk image's root
+# (at boot with qsup.root=1) and /etc/qsup-modules-extra those it may load
+# later, one guest path a line, dependencies first.
 # Module signatures are cut off: checking them under TCG doubles the time
 # finit_module takes (about 0.13 s more at boot), and this kernel loads
 # unsigned modules anyway (it only taints itself 'E'). QSUP_MODULE_SIGS=keep
@@ -267,8 +268,8 @@ add_module() {
 make_modroot() {
 	local kind name rest lineno=0 f p
 	local -A omit=() seen=()
-	local boot=() extra=() order_boot=() order_extra=()
-	local guest_boot=() guest_extra=()
+	local boot=() root=() extra=() order_boot=() order_root=()
+	local order_extra=() guest_boot=() guest_root=() guest_extra=()
 
 	while read -r kind name rest || [ -n "$kind" ]; do
 		lineno=$((lineno + 1))
@@ -276,13 +277,14 @@ make_modroot() {
 		''|'#'*) continue ;;
 		esac
 		if [ -z "$name" ] || [ -n "$rest" ]; then
-			die "$LIST:$lineno: expected: boot|extra|omit NAME"
+			die "$LIST:$lineno: expected: boot|root|extra|omit NAME"
 		fi
 		case $kind in
 		boot) boot+=("$name") ;;
+		root) root+=("$name") ;;
 		extra) extra+=("$name") ;;
 		omit) omit[${name//-/_}]=1 ;;
-		*) die "$LIST:$lineno: $kind: unknown kind (boot, extra, omit)" ;;
+		*) die "$LIST:$lineno: $kind: unknown kind (boot, root, extra, omit)" ;;
 		esac
 	done <"$LIST"
 
@@ -290,6 +292,9 @@ make_modroot() {
 	mkdir -p "$WORK/modprobe.d"
 	for name in "${boot[@]}"; do
 		resolve "$name" order_boot
+	done
+	for name in "${root[@]}"; do
+		resolve "$name" order_root
 	done
 	for name in "${extra[@]}"; do
 		resolve "$name" order_extra
@@ -302,15 +307,20 @@ make_modroot() {
 	for p in "${order_boot[@]}"; do
 		add_module "$p" guest_boot
 	done
+	for p in "${order_root[@]}"; do
+		add_module "$p" guest_root
+	done
 	for p in "${order_extra[@]}"; do
 		add_module "$p" guest_extra
 	done
 	# A modules.dep of its own, so that busybox modprobe works in the
 	# guest; depmod wants a modules.order, and the load order is that.
 	printf '%s\n' "${guest_boot[@]#"$MODDIR"/}" \
+	    "${guest_root[@]#"$MODDIR"/}" \
 	    "${guest_extra[@]#"$MODDIR"/}" >"$M$MODDIR/modules.order"
 	depmod -b "$M" "$REL" || die "depmod -b $M $REL failed"
 	printf '%s\n' "${guest_boot[@]}" >"$M/etc/qsup-modules"
+	printf '%s\n' "${guest_root[@]}" >"$M/etc/qsup-modules-root"
 	printf '%s\n' "${guest_extra[@]}" >"$M/etc/qsup-modules-extra"
 }
 
@@ -371,6 +381,7 @@ spec=$WORK/spec
 	done <<<"$applets"
 
 	echo "file /etc/qsup-modules $rel_m/etc/qsup-modules 0644 0 0"
+	echo "file /etc/qsup-modules-root $rel_m/etc/qsup-modules-root 0644 0 0"
 	echo "file /etc/qsup-modules-extra $rel_m/etc/qsup-modules-extra 0644 0 0"
 
 	# The module tree, each folder before what it holds.

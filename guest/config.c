@@ -62,10 +62,10 @@ fail:
 	return (-1);
 }
 
-/* Split value into exactly want whitespace-separated decoded fields. */
+/* Split value into min to max whitespace-separated decoded fields. */
 static int
-config_fields(const char *p, size_t len, char **fields, int want,
-    const char **cause)
+config_fields_range(const char *p, size_t len, char **fields, int min,
+    int want, int *got, const char **cause)
 {
 	const char	*end = p + len, *start;
 	int		 n = 0, i;
@@ -86,10 +86,11 @@ config_fields(const char *p, size_t len, char **fields, int want,
 			goto fail;
 		n++;
 	}
-	if (n != want) {
-		*cause = n < want ? "missing value" : "too many fields";
+	if (n < min) {
+		*cause = "missing value";
 		goto fail;
 	}
+	*got = n;
 	return (0);
 fail:
 	for (i = 0; i < n; i++) {
@@ -97,6 +98,48 @@ fail:
 		fields[i] = NULL;
 	}
 	return (-1);
+}
+
+/* Split value into exactly want whitespace-separated decoded fields. */
+static int
+config_fields(const char *p, size_t len, char **fields, int want,
+    const char **cause)
+{
+	int	got;
+
+	return (config_fields_range(p, len, fields, want, want, &got, cause));
+}
+
+/* "root SERIAL grow|keep [BYTES]": the disk to make the root. */
+static int
+config_root(struct agent_config *cfg, char **f, int n, const char **cause)
+{
+	unsigned long long	 v = 0;
+	const char		*s;
+
+	if (*f[0] == '\0' || (strcmp(f[1], "grow") != 0 &&
+	    strcmp(f[1], "keep") != 0)) {
+		*cause = "want: root SERIAL grow|keep [BYTES]";
+		return (-1);
+	}
+	if (n == 3) {
+		for (s = f[2]; *s >= '0' && *s <= '9'; s++) {
+			if (v > (ULLONG_MAX - 9) / 10)
+				break;
+			v = v * 10 + (unsigned long long)(*s - '0');
+		}
+		if (s == f[2] || *s != '\0' || v == 0) {
+			*cause = "bad disk size (want BYTES)";
+			return (-1);
+		}
+	}
+	free(cfg->root);
+	cfg->root = f[0];
+	cfg->root_grow = strcmp(f[1], "grow") == 0;
+	cfg->root_size = v;
+	free(f[1]);
+	free(f[2]);
+	return (0);
 }
 
 static int
@@ -136,11 +179,15 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 {
 	char	*f[3] = { NULL, NULL, NULL };
 	size_t	 i, n;
+	int	 got = 0;
 
 #define KEY(s) (klen == sizeof(s) - 1 && memcmp(key, s, klen) == 0)
 	if (KEY("token") || KEY("hostname") || KEY("cwd") || KEY("time") ||
 	    KEY("entropy") || KEY("env") || KEY("firewall")) {
 		if (config_fields(val, vlen, f, 1, cause) == -1)
+			return (-1);
+	} else if (KEY("root")) {
+		if (config_fields_range(val, vlen, f, 2, 3, &got, cause) == -1)
 			return (-1);
 	} else if (KEY("mount") || KEY("bind")) {
 		if (config_fields(val, vlen, f, 3, cause) == -1)
@@ -161,6 +208,9 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 	} else if (KEY("firewall")) {
 		free(cfg->firewall);
 		cfg->firewall = f[0];
+	} else if (KEY("root")) {
+		if (config_root(cfg, f, got, cause) == -1)
+			goto fail;
 	} else if (KEY("cwd")) {
 		free(cfg->cwd);
 		cfg->cwd = f[0];
@@ -308,5 +358,6 @@ config_free(struct agent_config *cfg)
 	}
 	free(cfg->binds);
 	free(cfg->firewall);
+	free(cfg->root);
 	memset(cfg, 0, sizeof *cfg);
 }

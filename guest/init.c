@@ -28,6 +28,7 @@
 #include "agent.h"
 
 #define INIT_MODULES		"/etc/qsup-modules"
+#define INIT_MODULES_ROOT	"/etc/qsup-modules-root"
 #define INIT_SEED_WAIT_MS	2000
 #define INIT_PORTS_WAIT_MS	2000
 #define INIT_PORTS_SETTLE_MS	100	/* no new port this long: done */
@@ -52,6 +53,8 @@ static int	init_ports_wanted = QSUP_PORT_COUNT;
 static int	init_ports_told;	/* qsup.ports= was given */
 static int	init_seed_ok;
 static int	init_dev_mounted;
+static int	init_root_wanted;	/* qsup.root=1: a disk image */
+static int	init_root_loaded;
 
 static void
 init_sleep_ms(int ms)
@@ -162,15 +165,37 @@ init_network(void)
 		agent_set_error("default route: %s", strerror(errno));
 		goto out;
 	}
-	(void)mkdir("/etc", 0755);
-	if ((fd = open("/etc/resolv.conf", O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC,
-	    0644)) != -1) {
-		dprintf(fd, "nameserver %s\n", QSUP_NET_DNS);
-		close(fd);
-	}
+	init_resolv();
 	log_warnx("eth0 %s", QSUP_NET_GUEST);
 out:
 	close(s);
+}
+
+/*
+ * The resolver's file, when there is a network card: in the initramfs at
+ * boot, and again in a disk image once it is the root. Anything but a
+ * regular file there (a link to systemd-resolved's stub, dangling without
+ * it) is replaced: the image is an overlay, the base is never written.
+ */
+void
+init_resolv(void)
+{
+	struct stat	st;
+	int		fd;
+
+	if (access("/sys/class/net/eth0", F_OK) == -1)
+		return;
+	(void)mkdir("/etc", 0755);
+	if (lstat("/etc/resolv.conf", &st) == 0 && !S_ISREG(st.st_mode) &&
+	    unlink("/etc/resolv.conf") == -1)
+		log_warn("unlink /etc/resolv.conf");
+	if ((fd = open("/etc/resolv.conf", O_WRONLY|O_CREAT|O_TRUNC|O_NOFOLLOW|
+	    O_CLOEXEC, 0644)) == -1) {
+		log_warn("/etc/resolv.conf");
+		return;
+	}
+	dprintf(fd, "nameserver %s\n", QSUP_NET_DNS);
+	close(fd);
 }
 
 /*
@@ -255,6 +280,8 @@ init_cmdline(int *probe, int *nports, int *template)
 			*probe = 1;
 		else if (strcmp(word, "qsup.template=1") == 0)
 			*template = 1;
+		else if (strcmp(word, "qsup.root=1") == 0)
+			init_root_wanted = 1;
 		else if (strncmp(word, "qsup.ports=", 11) == 0) {
 			errno = 0;
 			v = strtol(word + 11, &end, 10);
@@ -279,18 +306,18 @@ init_has_suffix(const char *s, const char *suffix)
 	return (n >= m && strcmp(s + n - m, suffix) == 0);
 }
 
-/* Load the modules the image lists, in order; failures are logged only. */
-void
-init_modules(void)
+/* Load the modules list names, in order; failures are logged only. */
+static int
+init_modules_file(const char *list)
 {
 	char		*text, *line, *save = NULL, *path, *params, *full;
 	size_t		 len;
 	int		 fd, flags;
 
-	if (util_read_file(INIT_MODULES, &text, &len, 1024 * 1024) == -1) {
+	if (util_read_file(list, &text, &len, 1024 * 1024) == -1) {
 		if (errno != ENOENT)
-			log_warn("%s", INIT_MODULES);
-		return;
+			log_warn("%s", list);
+		return (-1);
 	}
 	for (line = strtok_r(text, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
@@ -322,6 +349,38 @@ init_modules(void)
 		free(full);
 	}
 	free(text);
+	return (0);
+}
+
+/*
+ * The boot modules, and with qsup.root=1 those a disk image's root needs
+ * (ext4): before any template is taken, so a restored guest has them.
+ */
+void
+init_modules(void)
+{
+	long long	t0;
+
+	(void)init_modules_file(INIT_MODULES);
+	t0 = util_ms(CLOCK_MONOTONIC);
+	if (init_root_wanted && init_modules_root() == 0)
+		log_warnx("root modules loaded in %lld ms",
+		    util_ms(CLOCK_MONOTONIC) - t0);
+}
+
+/*
+ * The root's modules, once. Also called when a config names a root on a
+ * guest booted without qsup.root=1. -1 if the image has no such list.
+ */
+int
+init_modules_root(void)
+{
+	if (init_root_loaded)
+		return (0);
+	if (init_modules_file(INIT_MODULES_ROOT) == -1)
+		return (-1);
+	init_root_loaded = 1;
+	return (0);
 }
 
 /* Check one /dev node for the seed; 1 and the config applied if it is. */
@@ -565,7 +624,10 @@ init_apply_seed(void)
 	if (agent_cfg.hostname != NULL && sethostname(agent_cfg.hostname,
 	    strlen(agent_cfg.hostname)) == -1)
 		log_warn("sethostname %s", agent_cfg.hostname);
-	init_mounts();
+	/* The image's root first: the shares are mounted inside it. */
+	root_setup();
+	if (agent_error == NULL)
+		init_mounts();
 	if (agent_error == NULL)
 		init_firewall();
 }
@@ -731,6 +793,10 @@ init_poweroff(void)
 	}
 	sync();
 	init_umount_all();
+	/* A disk image's root cannot be unmounted: leave it clean, journal and all. */
+	if (root_device != NULL &&
+	    mount(NULL, "/", NULL, MS_REMOUNT|MS_RDONLY, NULL) == -1)
+		log_warn("remounting / read-only");
 	sync();
 	reboot(RB_POWER_OFF);
 	log_warn("poweroff");

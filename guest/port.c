@@ -326,6 +326,15 @@ port_ping(struct port *p)
 	    QSUP_PROTOCOL_VERSION, agent_ready_ms,
 	    agent_template ? "\"template\":true," : "");
 	wire_json_string(abuf_put, &b, agent_kernel);
+	/* The image mounted as the root, and its glibc, for the host to check. */
+	if (root_device != NULL) {
+		abuf_printf(&b, ",\"root\":");
+		wire_json_string(abuf_put, &b, root_device);
+	}
+	if (root_device != NULL && root_glibc != NULL) {
+		abuf_printf(&b, ",\"glibc\":");
+		wire_json_string(abuf_put, &b, root_glibc);
+	}
 	abuf_add(&b, "}", 1);
 	port_respond(p, 200, b.data);
 	abuf_free(&b);

@@ -1329,6 +1329,41 @@ Test(agent, bad_bind_line_is_a_setup_error)
 	free(body.data);
 }
 
+/* root SERIAL grow|keep [BYTES]: anything else names the line. */
+Test(agent, bad_root_line_is_a_setup_error)
+{
+	static const char *const bad[] = { "root qsup-root", "root qsup-root "
+	    "shrink", "root qsup-root grow 12x", "root qsup-root keep 0",
+	    "root qsup-root grow 1 2", NULL };
+	struct tbuf	 body;
+	char		 cfg[256];
+	size_t		 i;
+
+	for (i = 0; bad[i] != NULL; i++) {
+		snprintf(cfg, sizeof cfg, "token %s\n%s\n", TOKEN, bad[i]);
+		spawn_agent_with(1, "--config", "qsup-config", cfg,
+		    strlen(cfg), NULL);
+		cr_assert_eq(request(&ag.c[0], "GET", "/ping", NULL, 0, &body),
+		    503, "%s", bad[i]);
+		cr_assert_not_null(strstr(body.data, "line 2: root: "), "%s: %s",
+		    bad[i], body.data);
+		free(body.data);
+		teardown();
+	}
+}
+
+/* Not PID 1, there is no disk to mount: the ping says no root. */
+Test(agent, root_line_in_test_mode_mounts_nothing)
+{
+	struct tbuf	body;
+
+	spawn_agent(1, "root qsup-root grow 10737418240\n");
+	cr_assert_eq(request(&ag.c[0], "GET", "/ping", NULL, 0, &body), 200);
+	cr_assert_null(strstr(body.data, "\"root\""), "%s", body.data);
+	cr_assert_null(strstr(body.data, "\"glibc\""), "%s", body.data);
+	free(body.data);
+}
+
 Test(agent, bad_seed_config_is_a_setup_error)
 {
 	struct tbuf	 body;

@@ -1,0 +1,543 @@
+/*
+ * A disk image as the command's root ("root SERIAL grow|keep" in the
+ * config). The agent finds the virtio disk with that serial, drops every
+ * cached view of it (a guest restored from a template probed another
+ * overlay of the same base), finds the root file system (disk.c), grows
+ * the partition and the file system when asked, mounts it, moves the
+ * kernel file systems into it and makes it the root, as switch_root does,
+ * but staying PID 1: the agent is static and needs nothing from the image.
+ * The shares are mounted after this, inside the new root. Every failure
+ * is a setup error: a sandbox never starts on the wrong root.
+ */
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define ROOT_STAGE		"/mnt/root"
+#define ROOT_WAIT_MS		2000
+#define ROOT_LIBC_MAX		(4 * 1024 * 1024)	/* bytes scanned */
+#define ROOT_LIBC_CHUNK		(256 * 1024)
+#define ROOT_GROW_SLACK		(1024 * 1024)
+
+/* From <linux/fs.h>, <linux/blkpg.h>, <linux/ext4.h>: musl has none. */
+#ifndef BLKRRPART
+#define BLKRRPART		_IO(0x12, 95)
+#endif
+#ifndef BLKFLSBUF
+#define BLKFLSBUF		_IO(0x12, 97)
+#endif
+#ifndef BLKSSZGET
+#define BLKSSZGET		_IO(0x12, 104)
+#endif
+#ifndef BLKGETSIZE64
+#define BLKGETSIZE64		_IOR(0x12, 114, size_t)
+#endif
+#define ROOT_BLKPG		_IO(0x12, 105)
+#define ROOT_BLKPG_RESIZE	3
+#define ROOT_EXT4_RESIZE_FS	_IOW('f', 16, uint64_t)
+
+struct root_blkpg_part {
+	long long	start;
+	long long	length;
+	int		pno;
+	char		devname[64];
+	char		volname[64];
+};
+
+struct root_blkpg_arg {
+	int		 op;
+	int		 flags;
+	int		 datalen;
+	void		*data;
+};
+
+char	*root_device;
+char	*root_glibc;
+
+static void
+root_sleep_ms(int ms)
+{
+	struct timespec	ts = { 0, ms * 1000000L };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* disk_reader's read over a block device. */
+static int
+root_pread(void *arg, uint64_t off, void *buf, size_t len)
+{
+	int	fd = *(int *)arg;
+	ssize_t	n;
+	char	*p = buf;
+
+	while (len > 0) {
+		n = pread(fd, p, len, (off_t)off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (-1);
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return (0);
+}
+
+static int
+root_pwrite(int fd, uint64_t off, const void *buf, size_t len)
+{
+	ssize_t		 n;
+	const char	*p = buf;
+
+	while (len > 0) {
+		n = pwrite(fd, p, len, (off_t)off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (-1);
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return (0);
+}
+
+/*
+ * The virtio disk whose serial is serial, as its /sys/block name; it may
+ * still be appearing, so look for a bounded time. seen says what was
+ * there otherwise.
+ */
+static int
+root_find_disk(const char *serial, char *name, size_t size, char *seen,
+    size_t seensize)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		 path[300], *text;
+	size_t		 len, off;
+	long long	 deadline;
+	int		 found = 0;
+
+	deadline = util_ms(CLOCK_MONOTONIC) + ROOT_WAIT_MS;
+	for (;;) {
+		off = 0;
+		seen[0] = '\0';
+		if ((d = opendir("/sys/block")) != NULL) {
+			while (!found && (de = readdir(d)) != NULL) {
+				if (strncmp(de->d_name, "vd", 2) != 0)
+					continue;
+				snprintf(path, sizeof path,
+				    "/sys/block/%s/serial", de->d_name);
+				if (util_read_file(path, &text, &len, 256) ==
+				    -1)
+					text = xstrdup("");
+				text[strcspn(text, "\n")] = '\0';
+				if (strcmp(text, serial) == 0) {
+					snprintf(name, size, "%s", de->d_name);
+					found = 1;
+				} else if (off < seensize) {
+					off += snprintf(seen + off,
+					    seensize - off, "%s%s (serial "
+					    "\"%.40s\")", off > 0 ? ", " : "",
+					    de->d_name, text);
+				}
+				free(text);
+			}
+			closedir(d);
+		}
+		if (found || util_ms(CLOCK_MONOTONIC) >= deadline)
+			break;
+		root_sleep_ms(10);
+	}
+	if (!found && seen[0] == '\0')
+		snprintf(seen, seensize, "no virtio disks");
+	return (found ? 0 : -1);
+}
+
+/*
+ * Grow the root partition to the end of the disk: write the new tables
+ * (GPT: backup entries and header first, then the primary ones, and the
+ * protective MBR's size), then tell the kernel the partition's new size.
+ */
+static int
+root_grow_table(int fd, const char *disk, struct disk_root *r,
+    const struct disk_reader *d, char **why)
+{
+	struct disk_grow	 g;
+	struct root_blkpg_part	 part;
+	struct root_blkpg_arg	 arg;
+	unsigned char		 mbr[512];
+	const char		*cause = NULL;
+	uint64_t		 nlba = d->size / d->sector, s = d->sector;
+	int			 ret;
+
+	if ((ret = disk_grow_plan(r, d->sector, nlba, &g, &cause)) == -1) {
+		xasprintf(why, "cannot grow partition %d: %s", r->partno,
+		    cause);
+		return (-1);
+	}
+	if (ret == 1)
+		return (0);
+	if (g.mbr != NULL) {
+		if (root_pwrite(fd, 0, g.mbr, 512) == -1)
+			goto fail;
+	} else {
+		if (root_pwrite(fd, g.backup_ents_lba * s, g.ents,
+		    g.ents_len) == -1 ||
+		    root_pwrite(fd, g.backup_lba * s, g.backup, s) == -1 ||
+		    root_pwrite(fd, g.primary_ents_lba * s, g.ents,
+		    g.ents_len) == -1 ||
+		    root_pwrite(fd, s, g.primary, s) == -1)
+			goto fail;
+		if (root_pread(&fd, 0, mbr, sizeof mbr) == 0 &&
+		    disk_grow_pmbr(mbr, nlba) &&
+		    root_pwrite(fd, 0, mbr, sizeof mbr) == -1)
+			goto fail;
+	}
+	if (fsync(fd) == -1)
+		goto fail;
+	disk_grow_free(&g);
+	r->len = g.new_len;
+
+	memset(&part, 0, sizeof part);
+	part.start = (long long)r->start;
+	part.length = (long long)r->len;
+	part.pno = r->partno;
+	memset(&arg, 0, sizeof arg);
+	arg.op = ROOT_BLKPG_RESIZE;
+	arg.datalen = sizeof part;
+	arg.data = &part;
+	if (ioctl(fd, ROOT_BLKPG, &arg) == -1 &&
+	    ioctl(fd, BLKRRPART, 0) == -1) {
+		xasprintf(why, "partition %d grown, but the kernel was not "
+		    "told: %s", r->partno, strerror(errno));
+		return (-1);
+	}
+	log_warnx("%s: partition %d grown to %llu MiB", disk, r->partno,
+	    (unsigned long long)(r->len >> 20));
+	return (0);
+fail:
+	xasprintf(why, "writing the grown partition table: %s",
+	    strerror(errno));
+	disk_grow_free(&g);
+	return (-1);
+}
+
+/* Grow the mounted ext4 at dir to fill the r->len bytes under it. */
+static int
+root_grow_fs(const char *dir, const struct disk_root *r, char **why)
+{
+	uint64_t	blocks = r->len / r->fs.block_size;
+	int		fd, ret;
+
+	if (blocks <= r->fs.blocks ||
+	    (blocks - r->fs.blocks) * r->fs.block_size < ROOT_GROW_SLACK)
+		return (0);
+	if ((fd = open(dir, O_RDONLY|O_DIRECTORY|O_CLOEXEC)) == -1) {
+		xasprintf(why, "%s: %s", dir, strerror(errno));
+		return (-1);
+	}
+	ret = ioctl(fd, ROOT_EXT4_RESIZE_FS, &blocks);
+	close(fd);
+	if (ret == -1) {
+		xasprintf(why, "growing ext4 from %llu to %llu blocks: %s",
+		    (unsigned long long)r->fs.blocks,
+		    (unsigned long long)blocks, strerror(errno));
+		return (-1);
+	}
+	log_warnx("ext4 grown to %llu MiB", (unsigned long long)
+	    (blocks * r->fs.block_size >> 20));
+	return (0);
+}
+
+/*
+ * Make dir the root: move the file systems the agent mounted at top-level
+ * points (/proc, /sys, /dev with /dev/pts and /dev/shm, /tmp, /run) into
+ * it, then move it onto / and chroot there, as switch_root does.
+ */
+static int
+root_switch(const char *dir, char **why)
+{
+	struct stat	 st;
+	char		*text, *line, *save = NULL, *p, *dst;
+	size_t		 len;
+	int		 ret = -1;
+
+	if (util_read_file("/proc/mounts", &text, &len, 1024 * 1024) == -1) {
+		xasprintf(why, "/proc/mounts: %s", strerror(errno));
+		return (-1);
+	}
+	/* Read whole before /proc moves away. */
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if ((p = strchr(line, ' ')) == NULL)
+			continue;
+		p++;
+		p[strcspn(p, " ")] = '\0';
+		if (p[0] != '/' || p[1] == '\0' || strchr(p + 1, '/') != NULL ||
+		    strchr(p, '\\') != NULL)
+			continue;
+		xasprintf(&dst, "%s%s", dir, p);
+		/* A link there would be followed outside the image. */
+		if (lstat(dst, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			xasprintf(why, "the image's %s is not a directory", p);
+			free(dst);
+			goto out;
+		}
+		if ((mkdir(dst, 0755) == -1 && errno != EEXIST) ||
+		    mount(p, dst, NULL, MS_MOVE, NULL) == -1) {
+			xasprintf(why, "moving %s into the root: %s", p,
+			    strerror(errno));
+			free(dst);
+			goto out;
+		}
+		free(dst);
+	}
+	if (chdir(dir) == -1 || mount(dir, "/", NULL, MS_MOVE, NULL) == -1 ||
+	    chroot(".") == -1 || chdir("/") == -1) {
+		xasprintf(why, "making %s the root: %s", dir, strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	free(text);
+	return (ret);
+}
+
+/* "2.N" of the first libc of the image found, read for a bounded length. */
+static void
+root_find_glibc(void)
+{
+	static const char *const pats[] = { "/lib/*/libc.so.6",
+	    "/usr/lib/*/libc.so.6", "/lib64/libc.so.6", "/usr/lib64/libc.so.6",
+	    "/lib/libc.so.6", "/usr/lib/libc.so.6", NULL };
+	glob_t		 gl;
+	struct stat	 st;
+	unsigned char	*buf;
+	uint64_t	 size, end, off;
+	size_t		 i, total = 0, len;
+	int		 fd = -1, banner = -1, best = -1;
+
+	for (i = 0; pats[i] != NULL && fd == -1; i++) {
+		if (glob(pats[i], 0, NULL, &gl) != 0)
+			continue;
+		if (gl.gl_pathc > 0) {
+			/* No FIFO or device may stall PID 1. */
+			fd = open(gl.gl_pathv[0], O_RDONLY|O_NONBLOCK|
+			    O_CLOEXEC);
+			if (fd != -1 && (fstat(fd, &st) == -1 ||
+			    !S_ISREG(st.st_mode))) {
+				close(fd);
+				fd = -1;
+			}
+		}
+		globfree(&gl);
+	}
+	if (fd == -1)
+		return;
+	/*
+	 * From the end: the banner is in .rodata, near the end of the file
+	 * (Debian 12's: 1.68 MB into 1.93 MB), the symbol versions near
+	 * the start. Each piece reaches DISK_GLIBC_OVERLAP bytes into the
+	 * one after it, so no match is cut.
+	 */
+	buf = xmalloc(ROOT_LIBC_CHUNK + DISK_GLIBC_OVERLAP);
+	size = (uint64_t)st.st_size;
+	end = size;
+	while (banner == -1 && total < ROOT_LIBC_MAX && end > 0) {
+		off = end > ROOT_LIBC_CHUNK ? end - ROOT_LIBC_CHUNK : 0;
+		len = (size_t)(end - off);
+		len += size - end < DISK_GLIBC_OVERLAP ? (size_t)(size - end) :
+		    DISK_GLIBC_OVERLAP;
+		if (root_pread(&fd, off, buf, len) == -1)
+			break;
+		disk_glibc_scan(buf, len, &banner, &best);
+		total += (size_t)(end - off);
+		end = off;
+	}
+	free(buf);
+	close(fd);
+	if (banner == -1)
+		banner = best;
+	if (banner != -1)
+		xasprintf(&root_glibc, "2.%d", banner);
+}
+
+/* What the image gets from qsup: DNS when there is a network, its name. */
+static void
+root_files(void)
+{
+	int	fd;
+
+	init_resolv();
+	if (agent_cfg.hostname == NULL)
+		return;
+	if ((fd = open("/etc/hostname", O_WRONLY|O_CREAT|O_TRUNC|O_NOFOLLOW|
+	    O_CLOEXEC, 0644)) == -1) {
+		log_warn("/etc/hostname");
+		return;
+	}
+	dprintf(fd, "%s\n", agent_cfg.hostname);
+	close(fd);
+}
+
+/* The partition's device node, once devtmpfs has made it. */
+static char *
+root_node(const char *disk, int partno)
+{
+	char		*dev;
+	size_t		 n = strlen(disk);
+	long long	 deadline;
+
+	if (partno == 0)
+		xasprintf(&dev, "/dev/%s", disk);
+	else
+		xasprintf(&dev, "/dev/%s%s%d", disk, n > 0 && disk[n - 1] >=
+		    '0' && disk[n - 1] <= '9' ? "p" : "", partno);
+	deadline = util_ms(CLOCK_MONOTONIC) + ROOT_WAIT_MS;
+	while (access(dev, F_OK) == -1 && util_ms(CLOCK_MONOTONIC) < deadline)
+		root_sleep_ms(5);
+	return (dev);
+}
+
+/*
+ * When the host says how big the disk is, wait (bounded) until the kernel
+ * agrees: a guest restored from a template knows its template's disk size
+ * until the host's block_resize reaches it, and growing to the wrong size
+ * would be silent.
+ */
+static int
+root_wait_size(int fd, const char *path, char **why)
+{
+	uint64_t	size = 0;
+	long long	deadline;
+
+	if (agent_cfg.root_size == 0)
+		return (0);
+	deadline = util_ms(CLOCK_MONOTONIC) + ROOT_WAIT_MS;
+	for (;;) {
+		if (ioctl(fd, BLKGETSIZE64, &size) == -1) {
+			xasprintf(why, "%s: size: %s", path, strerror(errno));
+			return (-1);
+		}
+		if (size == agent_cfg.root_size)
+			return (0);
+		if (util_ms(CLOCK_MONOTONIC) >= deadline)
+			break;
+		root_sleep_ms(10);
+	}
+	xasprintf(why, "%s is %llu bytes, the host says %llu (a guest restored "
+	    "from a template sees the template's disk size until the host "
+	    "resizes the disk)", path, (unsigned long long)size,
+	    agent_cfg.root_size);
+	return (-1);
+}
+
+/* Open the disk and read it afresh: never a view cached at template time. */
+static int
+root_open(const char *disk, struct disk_reader *d, int *fd, char **why)
+{
+	char		path[300];
+	uint64_t	size;
+	int		sector;
+
+	snprintf(path, sizeof path, "/dev/%s", disk);
+	if ((*fd = open(path, O_RDWR|O_CLOEXEC)) == -1) {
+		xasprintf(why, "%s: %s", path, strerror(errno));
+		return (-1);
+	}
+	if (root_wait_size(*fd, path, why) == -1)
+		return (-1);
+	if (ioctl(*fd, BLKFLSBUF, 0) == -1 || ioctl(*fd, BLKRRPART, 0) == -1) {
+		xasprintf(why, "%s: re-reading the disk: %s", path,
+		    strerror(errno));
+		return (-1);
+	}
+	if (ioctl(*fd, BLKGETSIZE64, &size) == -1 ||
+	    ioctl(*fd, BLKSSZGET, &sector) == -1) {
+		xasprintf(why, "%s: size: %s", path, strerror(errno));
+		return (-1);
+	}
+	d->read = root_pread;
+	d->arg = fd;
+	d->size = size;
+	d->sector = (uint32_t)sector;
+	return (0);
+}
+
+/*
+ * Mount the config's root disk and make it /, before the shares. Only as
+ * PID 1: in test mode there is no disk, and the host's root stays.
+ */
+void
+root_setup(void)
+{
+	struct disk_reader	 d;
+	struct disk_root	 r;
+	char			 disk[256], seen[512], *why = NULL, *dev = NULL;
+	long long		 t0 = util_ms(CLOCK_MONOTONIC), t1;
+	int			 fd = -1;
+
+	memset(&r, 0, sizeof r);
+	if (agent_cfg.root == NULL || root_device != NULL || !agent_pid1)
+		return;
+	if (init_modules_root() == -1)
+		log_warnx("no list of the root's modules; mounting anyway");
+	if (root_find_disk(agent_cfg.root, disk, sizeof disk, seen,
+	    sizeof seen) == -1) {
+		agent_set_error("root disk: no virtio disk with serial %s "
+		    "(seen: %s)", agent_cfg.root, seen);
+		return;
+	}
+	if (root_open(disk, &d, &fd, &why) == -1)
+		goto fail;
+	if (disk_find_root(&d, &r) == -1) {
+		xasprintf(&why, "/dev/%s: no root file system found: %s",
+		    disk, r.seen);
+		goto fail;
+	}
+	if (agent_cfg.root_grow &&
+	    root_grow_table(fd, disk, &r, &d, &why) == -1)
+		goto fail;
+	dev = root_node(disk, r.partno);
+	if (util_mkdir_p(ROOT_STAGE, 0755) == -1 ||
+	    mount(dev, ROOT_STAGE, "ext4", 0, NULL) == -1) {
+		xasprintf(&why, "mount %s (ext4, found %s): %s%s", dev, r.how,
+		    strerror(errno), errno == ENODEV ? " (no ext4 module)" :
+		    "");
+		goto fail;
+	}
+	if (agent_cfg.root_grow && root_grow_fs(ROOT_STAGE, &r, &why) == -1)
+		goto fail;
+	if (root_switch(ROOT_STAGE, &why) == -1)
+		goto fail;
+	root_files();
+	t1 = util_ms(CLOCK_MONOTONIC);
+	root_find_glibc();
+	root_device = dev;
+	dev = NULL;
+	log_warnx("root %s (found %s) in %lld ms, glibc %s in %lld ms",
+	    root_device, r.how, t1 - t0, root_glibc != NULL ? root_glibc :
+	    "not found", util_ms(CLOCK_MONOTONIC) - t1);
+	goto out;
+fail:
+	agent_set_error("root disk: %s", why);
+out:
+	free(why);
+	free(dev);
+	disk_root_free(&r);
+	if (fd != -1)
+		close(fd);
+}
