@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "disk.c"
+#include "../../guest/disk.c"	/* not core/vm/disk.c */
 
 #define SEC		512
 #define T_DATA		"0fc63daf-8483-4772-8e79-3d69d8477de4"
