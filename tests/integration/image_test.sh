@@ -225,7 +225,24 @@ test_run_pulls_by_url() {
 	unset XDG_DATA_HOME
 }
 
-for t in test_run_pulls_by_url test_debian_userland test_write_is_gone_next_time \
+# An image whose glibc is newer than the host's, with the host's library
+# directory shared over the image's: its programs would fail on the
+# host's older C library, so the sandbox is refused, naming both.
+test_newer_glibc_refused_under_host_libs() {
+	local tree=$T_TMP/tree f=$T_TMP/newer.raw triplet out
+	triplet=$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
+	mkdir -p "$tree/lib/$triplet" "$tree/etc"
+	printf 'GNU C Library (Debian GLIBC 2.99-1) stable release version 2.99.\n' \
+	    >"$tree/lib/$triplet/libc.so.6"
+	truncate -s 32M "$f"
+	mke2fs -q -t ext4 -d "$tree" "$f"
+	out=$(cold --set image="$f" --share "/lib/$triplet" -- true 2>&1; echo "status $?")
+	expect_match "refused" "the image's glibc is 2\.99 and the host's is 2\.[0-9]+" "$out"
+	expect_match "exit 125" "status 125$" "$out"
+	rm -rf "$f" "$tree"
+}
+
+for t in test_newer_glibc_refused_under_host_libs test_run_pulls_by_url test_debian_userland test_write_is_gone_next_time \
     test_warm_mounts_its_own_overlay test_raw_detected_by_header \
     test_backing_file_refused test_not_an_image test_no_root_file_system \
     test_disk_size_grows_the_root test_shares_env_cwd_status \
