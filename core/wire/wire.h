@@ -17,6 +17,9 @@
  *
  * Requests:
  *   GET  /ping                 200 {"version":N,"boot_ms":N,"kernel":"..."}
+ *                              and, once a disk image's root is mounted,
+ *                              "root":"/dev/vdXN","glibc":"2.N" (the
+ *                              image's own, when its libc.so.6 says)
  *                              503 {"error":"..."} when the guest's setup
  *                              failed (a share that did not mount, ...)
  *   POST /exec                 body: JSON {"argv":[...],"env":["K=V",...],
@@ -92,12 +95,20 @@
  *   bind SRC DST ro|rw  bind-mount guest path SRC on DST, after every
  *                       mount, in order (repeatable; DST is made if
  *                       missing); failure is fatal as for mount
+ *   root SERIAL grow|keep [BYTES]
+ *                       make the file system found on the virtio disk of
+ *                       that serial the root of every command, before the
+ *                       mounts (which then lie inside it); grow: extend
+ *                       its partition and ext4 to the disk's end; BYTES:
+ *                       the disk's size, waited for; failure is fatal
  * Unknown keys are ignored so older agents accept newer seeds.
  *
  * Kernel command line words the agent reads:
  *   qsup.probe=1        print QSUP_PROBE_MARK on the console and power off
  *                       at once (qsup's KVM probe)
  *   qsup.template=1     boot into template state (no seed)
+ *   qsup.root=1         a disk image is attached: load ext4 at boot, so
+ *                       a template has it
  *   qsup.ports=N        how many agent ports to look for (default
  *                       QSUP_PORT_COUNT)
  */
