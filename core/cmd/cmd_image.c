@@ -386,6 +386,35 @@ cmd_image_ls_one(const struct image_info *ii, void *arg)
 	free(by);
 }
 
+/*
+ * The options and images_dir of ls (names: 0, none taken) and rm (names:
+ * 1, one at least); NULL with *rc, qsup's status, when the command ends.
+ */
+static char *
+cmd_image_setup(const struct cmd_entry *self, int argc, char **argv,
+    struct cmd_image_opts *o, int names, int *rc)
+{
+	char	*dir;
+
+	if ((*rc = cmd_image_args(self, argc, argv, o)) != 0) {
+		*rc = *rc == 1 ? 0 : QSUP_EXIT_ERROR;
+		return (NULL);
+	}
+	if ((o->optind < argc) != names) {
+		log_warnx("usage: qsup %s", self->usage);
+		free(o->sets);
+		*rc = QSUP_EXIT_ERROR;
+		return (NULL);
+	}
+	dir = cmd_image_dir(o);
+	free(o->sets);
+	if (dir == NULL) {
+		log_warnx("no images_dir (set XDG_DATA_HOME or HOME)");
+		*rc = QSUP_EXIT_ERROR;
+	}
+	return (dir);
+}
+
 /* "qsup image ls [--json]": every image in images_dir. */
 static int
 cmd_image_ls(const struct cmd_entry *self, int argc, char **argv)
@@ -396,19 +425,8 @@ cmd_image_ls(const struct cmd_entry *self, int argc, char **argv)
 	char			*dir;
 	int			 rc;
 
-	if ((rc = cmd_image_args(self, argc, argv, &o)) != 0)
-		return (rc == 1 ? 0 : QSUP_EXIT_ERROR);
-	if (o.optind < argc) {
-		log_warnx("usage: qsup %s", self->usage);
-		free(o.sets);
-		return (QSUP_EXIT_ERROR);
-	}
-	dir = cmd_image_dir(&o);
-	free(o.sets);
-	if (dir == NULL) {
-		log_warnx("no images_dir (set XDG_DATA_HOME or HOME)");
-		return (QSUP_EXIT_ERROR);
-	}
+	if ((dir = cmd_image_setup(self, argc, argv, &o, 0, &rc)) == NULL)
+		return (rc);
 	memset(&l, 0, sizeof l);
 	l.run_base = sandbox_run_path();
 	l.json = o.json;
@@ -436,19 +454,8 @@ cmd_image_rm(const struct cmd_entry *self, int argc, char **argv)
 	char			*dir, *base, *path, *by, *cause;
 	int			 i, rc;
 
-	if ((rc = cmd_image_args(self, argc, argv, &o)) != 0)
-		return (rc == 1 ? 0 : QSUP_EXIT_ERROR);
-	if (o.optind >= argc) {
-		log_warnx("usage: qsup %s", self->usage);
-		free(o.sets);
-		return (QSUP_EXIT_ERROR);
-	}
-	dir = cmd_image_dir(&o);
-	free(o.sets);
-	if (dir == NULL) {
-		log_warnx("no images_dir (set XDG_DATA_HOME or HOME)");
-		return (QSUP_EXIT_ERROR);
-	}
+	if ((dir = cmd_image_setup(self, argc, argv, &o, 1, &rc)) == NULL)
+		return (rc);
 	base = sandbox_run_path();
 	for (i = o.optind; i < argc; i++) {
 		xasprintf(&path, "%s/%s", dir, argv[i]);
