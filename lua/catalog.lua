@@ -40,8 +40,11 @@
 --    of ended releases to cloud-images-archive.ubuntu.com, so its URL (the
 --    seed's) may answer 404 now: image_base_url pointing at the archive's
 --    releases/23.04/release/ directory serves the same file names.
---  * 25.10 (questing) is the newest release named with confidence. A
---    newer one may exist; it is not listed without its versions known.
+--  * 26.04 LTS (resolute) came out in April 2026, on Ubuntu's fixed
+--    schedule: its glibc 2.43 is what the seed saw its development series
+--    reach, its python3 3.14 what it was planned to ship; neither could be
+--    checked here. 26.10, due in October 2026, is not listed: its name and
+--    versions are not known here.
 
 local match, format, concat = string.match, string.format, table.concat
 
@@ -99,6 +102,7 @@ ubuntu("23.04", "lunar", "2.37", "3.11")
 ubuntu("24.04", "noble", "2.39", "3.12")
 ubuntu("25.04", "plucky", "2.41", "3.13")
 ubuntu("25.10", "questing", "2.42", "3.13")
+ubuntu("26.04", "resolute", "2.43", "3.14")
 
 -- The seed's table, "Python version -> image": released images only, never
 -- a development series (its glibc soon passes the host's). 3.14 shares

@@ -87,7 +87,7 @@ return {
 	images_dir = qsup.env("QSUP_IMAGES_DIR") or qsup.env("PYSANDBOXES_VM_IMAGES_DIR"),
 
 	-- A name is looked up in qsup's catalog (qsup.images: Debian 12 and
-	-- 13, Ubuntu 22.04 to 25.10, for amd64 and arm64; `qsup profile show`
+	-- 13, Ubuntu 22.04 to 26.04, for amd64 and arm64; `qsup profile show`
 	-- shows the URL it resolves to); with image_base_url set, the
 	-- catalog's file name (or the name itself, for one it lacks) is taken
 	-- from there instead, as from a mirror. The seed's Python versions

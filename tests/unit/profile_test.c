@@ -2329,7 +2329,8 @@ Test(profile, image_unknown_name)
 	xasprintf(&want, "%s:2: image: \"ubuntu-2404\" is not in qsup's "
 	    "catalog (did you mean \"ubuntu-24.04\"?); it has debian-12, "
 	    "debian-13, ubuntu-22.04, ubuntu-23.04, ubuntu-24.04, "
-	    "ubuntu-25.04, ubuntu-25.10; set image_base_url to take it from "
+	    "ubuntu-25.04, ubuntu-25.10, ubuntu-26.04; set image_base_url to "
+	    "take it from "
 	    "a mirror, or give an http(s) URL or a file", path);
 	cr_assert_str_eq(cause, want);
 	free(want);
@@ -2392,9 +2393,9 @@ Test(profile, catalog_entries)
 	cr_assert_eq(p.nenv, 4);
 	cr_assert_str_eq(p.env[0], "ARM=https://cloud.debian.org/images/cloud/"
 	    "trixie/latest/debian-13-generic-arm64.qcow2");
-	cr_assert_str_eq(p.env[1], "N=7");
+	cr_assert_str_eq(p.env[1], "N=8");
 	cr_assert_str_eq(p.env[2], "NAMES=debian-12,debian-13,ubuntu-22.04,"
-	    "ubuntu-23.04,ubuntu-24.04,ubuntu-25.04,ubuntu-25.10");
+	    "ubuntu-23.04,ubuntu-24.04,ubuntu-25.04,ubuntu-25.10,ubuntu-26.04");
 	cr_assert_str_eq(p.env[3], "UARM=https://cloud-images.ubuntu.com/"
 	    "releases/25.10/release/SHA256SUMS");
 	profile_free(&p);
