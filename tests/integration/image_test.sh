@@ -220,6 +220,25 @@ test_run_pulls_by_url() {
 	out=$("$QSUP" run --set image="$url" --set warm_start=false -- cat /etc/debian_version)
 	expect_match "the cached copy" '^12' "$out"
 	expect_eq "no second download" "$n" "$(grep -c "debian-12.qcow2 " "$log")"
+	# While a sandbox runs on it, qsup image rm refuses and names it.
+	local pid i by
+	"$QSUP" run --set image="$url" --set warm_start=false -- sleep 30 &
+	pid=$!
+	for i in $(seq 1 300); do
+		by=$(ls -d "$XDG_RUNTIME_DIR"/qsup/sb-* 2>/dev/null | head -n 1)
+		[ -n "$by" ] && [ -f "$by/image" ] && break
+		sleep 0.1
+	done
+	out=$("$QSUP" image rm debian-12.qcow2 2>&1; echo "status $?")
+	expect_match "rm refused" "debian-12.qcow2 is in use by sandbox .*${by##*/}.*
+status 125" "$out"
+	[ -f "$XDG_DATA_HOME/qsup/images/debian-12.qcow2" ] ||
+	    fail "the image in use was removed"
+	kill -TERM $pid; wait $pid
+	out=$("$QSUP" image rm debian-12.qcow2 2>&1; echo "status $?")
+	expect_match "removed once free" "status 0" "$out"
+	[ ! -e "$XDG_DATA_HOME/qsup/images/debian-12.qcow2" ] ||
+	    fail "not removed once no sandbox used it"
 	kill $srv; wait $srv 2>/dev/null
 	rm -rf "$XDG_DATA_HOME"
 	unset XDG_DATA_HOME

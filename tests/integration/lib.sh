@@ -22,8 +22,16 @@ expect_eq() {
 	fi
 }
 
+# expect_match WHAT ERE TEXT: a line of TEXT matches; a pattern of several
+# lines must match across them, in order (grep would take each line of it
+# as a pattern of its own, any one of them enough).
 expect_match() {
-	if ! grep -qE -- "$2" <<<"$3"; then
+	local ok=0
+	case $2 in
+	*$'\n'*) [[ $3 =~ $2 ]] && ok=1 ;;
+	*) grep -qE -- "$2" <<<"$3" && ok=1 ;;
+	esac
+	if [ "$ok" = 0 ]; then
 		fail "$1: expected to match /$2/, got: $(head -c 600 <<<"$3")"
 	fi
 }
