@@ -63,6 +63,7 @@ struct agent_config {
 	char			*root;		/* the root disk's serial */
 	int			 root_grow;	/* grow it to fill the disk */
 	unsigned long long	 root_size;	/* its size in bytes; 0: unsaid */
+	int			 root_glibc;	/* look for the image's glibc */
 };
 
 struct port;
@@ -187,6 +188,7 @@ void		 disk_glibc_scan(const unsigned char *, size_t, int *, int *);
 extern char	*root_device;	/* what is mounted as /, once it is */
 extern char	*root_glibc;	/* the image's glibc version, if found */
 void		 root_setup(void);
+void		 root_probe(void);
 
 /* iso.c */
 int		 iso_is_seed(int);

@@ -183,7 +183,8 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 
 #define KEY(s) (klen == sizeof(s) - 1 && memcmp(key, s, klen) == 0)
 	if (KEY("token") || KEY("hostname") || KEY("cwd") || KEY("time") ||
-	    KEY("entropy") || KEY("env") || KEY("firewall")) {
+	    KEY("entropy") || KEY("env") || KEY("firewall") ||
+	    KEY("root_glibc")) {
 		if (config_fields(val, vlen, f, 1, cause) == -1)
 			return (-1);
 	} else if (KEY("root")) {
@@ -211,6 +212,13 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 	} else if (KEY("root")) {
 		if (config_root(cfg, f, got, cause) == -1)
 			goto fail;
+	} else if (KEY("root_glibc")) {
+		if (strcmp(f[0], "1") != 0) {
+			*cause = "bad root_glibc (want 1)";
+			goto fail;
+		}
+		cfg->root_glibc = 1;
+		free(f[0]);
 	} else if (KEY("cwd")) {
 		free(cfg->cwd);
 		cfg->cwd = f[0];

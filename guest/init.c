@@ -366,6 +366,8 @@ init_modules(void)
 	if (init_root_wanted && init_modules_root() == 0)
 		log_warnx("root modules loaded in %lld ms",
 		    util_ms(CLOCK_MONOTONIC) - t0);
+	if (init_root_wanted)
+		root_probe();
 }
 
 /*

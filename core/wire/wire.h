@@ -18,8 +18,9 @@
  * Requests:
  *   GET  /ping                 200 {"version":N,"boot_ms":N,"kernel":"..."}
  *                              and, once a disk image's root is mounted,
- *                              "root":"/dev/vdXN","glibc":"2.N" (the
- *                              image's own, when its libc.so.6 says)
+ *                              "root":"/dev/vdXN", and "glibc":"2.N"
+ *                              (the image's own, when root_glibc asked
+ *                              and its libc.so.6 says)
  *                              503 {"error":"..."} when the guest's setup
  *                              failed (a share that did not mount, ...)
  *   POST /exec                 body: JSON {"argv":[...],"env":["K=V",...],
@@ -101,6 +102,7 @@
  *                       mounts (which then lie inside it); grow: extend
  *                       its partition and ext4 to the disk's end; BYTES:
  *                       the disk's size, waited for; failure is fatal
+ *   root_glibc 1        also find the image's glibc (for /ping's "glibc")
  * Unknown keys are ignored so older agents accept newer seeds.
  *
  * Kernel command line words the agent reads:
