@@ -76,44 +76,40 @@ root_sleep_ms(int ms)
 		;
 }
 
-/* disk_reader's read over a block device. */
+/* All of len bytes at off, read (buf) or written (wbuf); -1 short. */
 static int
-root_pread(void *arg, uint64_t off, void *buf, size_t len)
+root_io(int fd, uint64_t off, void *buf, const void *wbuf, size_t len)
 {
-	int	fd = *(int *)arg;
 	ssize_t	n;
-	char	*p = buf;
+	size_t	done = 0;
 
-	while (len > 0) {
-		n = pread(fd, p, len, (off_t)off);
+	while (done < len) {
+		if (buf != NULL)
+			n = pread(fd, (char *)buf + done, len - done,
+			    (off_t)(off + done));
+		else
+			n = pwrite(fd, (const char *)wbuf + done, len - done,
+			    (off_t)(off + done));
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return (-1);
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
+		done += (size_t)n;
 	}
 	return (0);
+}
+
+/* disk_reader's read over a block device. */
+static int
+root_pread(void *arg, uint64_t off, void *buf, size_t len)
+{
+	return (root_io(*(int *)arg, off, buf, NULL, len));
 }
 
 static int
 root_pwrite(int fd, uint64_t off, const void *buf, size_t len)
 {
-	ssize_t		 n;
-	const char	*p = buf;
-
-	while (len > 0) {
-		n = pwrite(fd, p, len, (off_t)off);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return (-1);
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return (0);
+	return (root_io(fd, off, NULL, buf, len));
 }
 
 /*
