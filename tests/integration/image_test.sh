@@ -261,7 +261,23 @@ test_newer_glibc_refused_under_host_libs() {
 	rm -rf "$f" "$tree"
 }
 
-for t in test_newer_glibc_refused_under_host_libs test_run_pulls_by_url test_debian_userland test_write_is_gone_next_time \
+# Two sandboxes on one base at once: QEMU's shared read lock lets both
+# open it, and each writes only its own overlay.
+test_two_at_once_on_one_base() {
+	local a b
+	cold -- sh -c 'echo a >/root/x; sleep 4; cat /root/x' >"$T_TMP/a" &
+	a=$!
+	cold -- sh -c 'sleep 2; cat /root/x 2>&1; echo b >/root/x; cat /root/x' >"$T_TMP/b"
+	b=$?
+	wait $a
+	expect_eq "the first, both exit" "0 0" "$? $b"
+	expect_eq "the first sees its own" a "$(cat "$T_TMP/a")"
+	expect_match "the second never sees the first's" "No such file.*
+b" "$(cat "$T_TMP/b")"
+	expect_base_unchanged
+}
+
+for t in test_two_at_once_on_one_base test_newer_glibc_refused_under_host_libs test_run_pulls_by_url test_debian_userland test_write_is_gone_next_time \
     test_warm_mounts_its_own_overlay test_raw_detected_by_header \
     test_backing_file_refused test_not_an_image test_no_root_file_system \
     test_disk_size_grows_the_root test_shares_env_cwd_status \
