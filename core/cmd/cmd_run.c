@@ -161,6 +161,22 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 		    "[ARG...]");
 		return (QSUP_EXIT_ERROR);
 	}
+	/*
+	 * The short form, "qsup -v run -- CMD": the options were meant for
+	 * the command named after them, not for a program called "run".
+	 * After "--", a program of any name runs.
+	 */
+	if (strcmp(argv[0], "run") != 0 &&
+	    strcmp(argv[optind - 1], "--") != 0 &&
+	    cmd_find(cmd_table, argv[optind]) != NULL) {
+		log_warnx("'%s' is a command: put the options after it (qsup "
+		    "%s -v ...), or '--' before a program of that name",
+		    argv[optind], argv[optind]);
+		free(opts.env);
+		free(opts.shares);
+		free(opts.sets);
+		return (QSUP_EXIT_ERROR);
+	}
 	opts.argv = argv + optind;
 	rc = run_main(&opts);
 	free(opts.env);

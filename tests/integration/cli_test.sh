@@ -90,6 +90,11 @@ test_usage_errors() {
 	err 125 '^qsup: no command given' "$QSUP" run
 	err 125 "^try 'qsup --help'\$" "$QSUP" run --bogus -- true
 	err 125 "^try 'qsup --help'\$" "$QSUP" --bogus -- true
+	# Options before a command's name: said so, nothing run.
+	err 125 "^qsup: 'run' is a command: put the options after it" \
+	    "$QSUP" -v run -- true
+	err 125 "^qsup: 'image' is a command: put the options after it" \
+	    "$QSUP" --json image ls
 	# After CMD, --help is CMD's: the run goes on (and stops at the profile).
 	err 125 '/nonexistent/x.lua' "$QSUP" --profile /nonexistent/x.lua -- \
 	    true --help
