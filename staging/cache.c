@@ -110,7 +110,6 @@ cache_key(const char *src, int flags, const char *const *skip,
 {
 	unsigned char	 digest[32];
 	struct buf	 b = { 0 };
-	char		*key;
 	size_t		 i;
 
 	buf_printf(&b, "%s\n%d\n", src, flags);
@@ -120,10 +119,7 @@ cache_key(const char *src, int flags, const char *const *skip,
 		buf_printf(&b, "ignore %s\n", globs[i]);
 	mbedtls_sha256_ret((const unsigned char *)b.data, b.len, digest, 0);
 	buf_free(&b);
-	key = xmalloc(33);
-	for (i = 0; i < 16; i++)
-		snprintf(key + 2 * i, 3, "%02x", digest[i]);
-	return (key);
+	return (token_hex_of(digest, 16));
 }
 
 /*

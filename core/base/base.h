@@ -71,6 +71,7 @@ const char	*json_path_str(struct json_t *, const char *);
 /* token.c */
 void		 token_random(unsigned char *, size_t);
 char		*token_hex(size_t);
+char		*token_hex_of(const unsigned char *, size_t);
 
 /* log.c */
 extern int	 log_verbose;

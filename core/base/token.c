@@ -39,23 +39,33 @@ token_random(unsigned char *out, size_t len)
 	}
 }
 
-/* A fresh random string of 2 * len hex digits. */
+/* len bytes as 2 * len lowercase hex digits, a new string. */
 char *
-token_hex(size_t len)
+token_hex_of(const unsigned char *raw, size_t len)
 {
 	static const char	 hex[] = "0123456789abcdef";
-	unsigned char		*raw;
 	char			*s;
 	size_t			 i;
 
-	raw = xmalloc(len);
-	token_random(raw, len);
 	s = xmalloc(2 * len + 1);
 	for (i = 0; i < len; i++) {
 		s[2 * i] = hex[raw[i] >> 4];
 		s[2 * i + 1] = hex[raw[i] & 0xf];
 	}
 	s[2 * len] = '\0';
+	return (s);
+}
+
+/* A fresh random string of 2 * len hex digits. */
+char *
+token_hex(size_t len)
+{
+	unsigned char		*raw;
+	char			*s;
+
+	raw = xmalloc(len);
+	token_random(raw, len);
+	s = token_hex_of(raw, len);
 	explicit_bzero(raw, len);
 	free(raw);
 	return (s);

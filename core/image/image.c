@@ -36,19 +36,6 @@ image_default_dir(void)
 	return (dir);
 }
 
-/* Bytes as lowercase hex, a new string. */
-char *
-image_hex(const unsigned char *d, size_t n)
-{
-	char	*s;
-	size_t	 i;
-
-	s = xmalloc(2 * n + 1);
-	for (i = 0; i < n; i++)
-		snprintf(s + 2 * i, 3, "%02x", d[i]);
-	return (s);
-}
-
 /* Seconds without a byte before a pull gives up: the request's, or 30. */
 double
 image_stall_timeout(const struct image_req *req)
@@ -241,7 +228,7 @@ image_paths_make(const struct image_req *req, struct image_paths *ip,
 	if (!image_paths_ours(ip, req->url)) {
 		mbedtls_sha256_ret((const unsigned char *)req->url,
 		    strlen(req->url), d, 0);
-		hex = image_hex(d, 4);
+		hex = token_hex_of(d, 4);
 		xasprintf(&alt, "%s-%s", hex, name);
 		image_paths_fill(ip, alt);
 		free(alt);

@@ -36,7 +36,6 @@ void		 image_paths_free(struct image_paths *);
 int		 image_meta_write(const char *, const struct image_info *,
 		     char **);
 int		 image_meta_read(const char *, struct image_info *);
-char		*image_hex(const unsigned char *, size_t);
 double		 image_stall_timeout(const struct image_req *);
 
 /* image_hash.c: the digests, hashed by a thread behind the writer */

@@ -734,8 +734,8 @@ image_pull_hashed(void *arg)
 		    strerror(errno));
 		return;
 	}
-	got256 = image_hex(d, 32);
-	got = is512 ? image_hex(d5, 64) : xstrdup(got256);
+	got256 = token_hex_of(d, 32);
+	got = is512 ? token_hex_of(d5, 64) : xstrdup(got256);
 	if (p->want != NULL && strcasecmp(p->want, got) != 0) {
 		image_pull_fail(p, "%s: %s mismatch: expected %s (%s), got %s; "
 		    "the download is removed", p->req.url, is512 ? "SHA-512" :

@@ -194,9 +194,7 @@ template_init(struct template *t, char **argv, const char *kernel,
 	}
 	t->shape = b.data;
 	mbedtls_sha256_ret((const unsigned char *)b.data, b.len, digest, 0);
-	t->key = xmalloc(33);
-	for (i = 0; i < 16; i++)
-		snprintf(t->key + 2 * i, 3, "%02x", digest[i]);
+	t->key = token_hex_of(digest, 16);
 	xasprintf(&t->state, "%s/%s.state", t->dir, t->key);
 	xasprintf(&t->shape_path, "%s/%s.shape", t->dir, t->key);
 	return (0);

@@ -472,11 +472,11 @@ Test(image, hasher, .init = image_setup, .fini = image_teardown)
 	while (n == 0)
 		ev_run(loop, EVRUN_ONCE);
 	cr_assert_eq(image_hasher_result(&h, d, d5), 0);
-	hex = image_hex(d, 32);
+	hex = token_hex_of(d, 32);
 	cr_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9c"
 	    "b410ff61f20015ad");
 	free(hex);
-	hex = image_hex(d5, 64);
+	hex = token_hex_of(d5, 64);
 	cr_assert(strncmp(hex, "ddaf35a193617aba", 16) == 0, "%s", hex);
 	free(hex);
 	/* Started over on an empty part, stopped half-way, started again. */
@@ -488,7 +488,7 @@ Test(image, hasher, .init = image_setup, .fini = image_teardown)
 	while (n == 1)
 		ev_run(loop, EVRUN_ONCE);
 	cr_assert_eq(image_hasher_result(&h, d, d5), 0);
-	hex = image_hex(d, 32);
+	hex = token_hex_of(d, 32);
 	cr_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934c"
 	    "a495991b7852b855");
 	free(hex);
