@@ -73,4 +73,7 @@ void		 image_progress_set(struct image_progress_state *, uint64_t,
 		     uint64_t);
 void		 image_progress_end(struct image_progress_state *, int);
 
+/* image_sums.c */
+int		 image_is_digest(const char *, size_t);
+
 #endif

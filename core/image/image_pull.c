@@ -948,21 +948,6 @@ image_lock_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	image_pull_next_sums(p);
 }
 
-/* A pinned digest: 64 hex digits. */
-static int
-image_pin_valid(const char *s)
-{
-	size_t	i;
-
-	for (i = 0; i < 64; i++) {
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f') ||
-		    (s[i] >= 'A' && s[i] <= 'F')))
-			return (0);
-	}
-	return (s[64] == '\0');
-}
-
 /*
  * Pull req on loop: cb once, later (never from here), with the image's
  * path or the cause. The request's strings are copied.
@@ -998,7 +983,8 @@ image_pull_start(struct ev_loop *loop, const struct image_req *req,
 	    strncasecmp(req->url, "https://", 8) != 0))
 		xasprintf(&p->early, "%s: not an http(s) URL",
 		    req->url != NULL ? req->url : "(no URL)");
-	else if (req->sha256 != NULL && !image_pin_valid(req->sha256))
+	else if (req->sha256 != NULL && (strlen(req->sha256) != 64 ||
+	    !image_is_digest(req->sha256, 64)))
 		xasprintf(&p->early, "%s: the pinned SHA-256 \"%s\" is not 64 "
 		    "hex digits", req->url, req->sha256);
 	else if (image_paths_make(req, &p->ip, &p->early) == 0)

@@ -11,8 +11,8 @@
 #include "image_int.h"
 
 /* Is s[0..n) a digest's hex: 64 (SHA-256) or 128 (SHA-512) digits? */
-static int
-image_sums_is_hex(const char *s, size_t n)
+int
+image_is_digest(const char *s, size_t n)
 {
 	size_t	i;
 
@@ -42,7 +42,7 @@ image_sums_line(const char *s, size_t n, const char *name)
 	if ((sp = memchr(s, ' ', n)) == NULL)
 		return (NULL);
 	hlen = sp - s;
-	if (!image_sums_is_hex(s, hlen) || hlen + 2 > n)
+	if (!image_is_digest(s, hlen) || hlen + 2 > n)
 		return (NULL);
 	if (sp[1] != ' ' && sp[1] != '*')
 		return (NULL);
