@@ -60,9 +60,6 @@ char		*image_cached(const struct image_req *);
 struct image_pull *image_pull_start(struct ev_loop *, const struct image_req *,
 		     image_done_cb, void *);
 void		 image_pull_cancel(struct image_pull *);
-/* image_cached, else pull on loop until done; -1 with *cause. */
-int		 image_fetch(struct ev_loop *, const struct image_req *,
-		     char **path, char **cause);
 
 /* image.c: the images in dir, one cb each (sorted by name); -1: dir. */
 int		 image_each(const char *, void (*)(const struct image_info *,

@@ -422,25 +422,23 @@ Test(image, pull_cached_makes_no_request, .init = image_setup,
 				     .dir = tmp,
 				     .progress = IMAGE_PROGRESS_QUIET };
 	struct pull_seen	 s;
-	struct ev_loop		*loop;
-	char			*path, *got, *cause;
+	char			*path, *got;
 
 	path = fake_image(req.url, 8);
 	pull_run(&req, &s);
 	cr_assert_null(s.cause, "%s", s.cause);
 	cr_assert_str_eq(s.path, path);
 	free(s.path);
-	loop = ev_loop_new(EVFLAG_AUTO);
-	cr_assert_eq(image_fetch(loop, &req, &got, &cause), 0);
+	cr_assert_not_null(got = image_cached(&req));
 	cr_assert_str_eq(got, path);
 	free(got);
 	req.url = "http://127.0.0.1:1/other.img";
 	req.unverified_ok = 1;
-	cr_assert_eq(image_fetch(loop, &req, &got, &cause), -1);
-	cr_assert_null(got);
-	cr_assert_not_null(cause);
-	free(cause);
-	ev_loop_destroy(loop);
+	cr_assert_null(image_cached(&req));
+	pull_run(&req, &s);
+	cr_assert_null(s.path);
+	cr_assert_not_null(s.cause);
+	free(s.cause);
 	free(path);
 }
 
