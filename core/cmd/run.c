@@ -717,7 +717,7 @@ run_json_summary(struct run *r)
 	}
 	buf_puts(&b, ",\"base_image_untouched\":");
 	if (r->sb != NULL)
-		(void)sandbox_disk_report(r->sb, &b);
+		sandbox_disk_report(r->sb, &b);
 	else
 		buf_puts(&b, "null");
 	buf_printf(&b, ",\"qemu_rss_kb\":%ld", r->qemu_rss_kb);

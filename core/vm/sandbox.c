@@ -374,6 +374,19 @@ sandbox_event(struct sandbox *sb, enum sbe ev, const char *why)
 	sandbox_actions[sb->state][ev](sb, ev, why);
 }
 
+/* Does a share show host library directories (closure_prepare)? */
+int
+sandbox_host_libs(struct sandbox *sb)
+{
+	size_t	i;
+
+	for (i = 0; i < sb->nshares; i++) {
+		if (sb->shares[i].host_libs)
+			return (1);
+	}
+	return (0);
+}
+
 /*
  * A configured agent (not one in template state) of a sandbox with an
  * image says which device it mounted as the root (its commands would
@@ -386,7 +399,6 @@ sandbox_image_refused(struct sandbox *sb, const char *body, size_t len)
 {
 	json_t		*j;
 	char		*why = NULL;
-	size_t		 i;
 
 	if (sb->disk.base == NULL)
 		return (NULL);
@@ -403,11 +415,8 @@ sandbox_image_refused(struct sandbox *sb, const char *body, size_t len)
 	log_debug("the image's root is %s in the guest (glibc %s)",
 	    json_path_str(j, "root"), json_path_str(j, "glibc") != NULL ?
 	    json_path_str(j, "glibc") : "not found");
-	for (i = 0; i < sb->nshares; i++) {
-		if (sb->shares[i].host_libs &&
-		    closure_glibc_newer(json_path_str(j, "glibc"), &why))
-			break;
-	}
+	if (sandbox_host_libs(sb))
+		(void)closure_glibc_newer(json_path_str(j, "glibc"), &why);
 out:
 	json_decref(j);
 	return (why);
@@ -612,17 +621,15 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 
 /*
  * base_image_untouched for --json: the base's path and whether, and how
- * it is known that, nothing reached it; null without an image. 0 when
- * something did.
+ * it is known that, nothing reached it; null without an image.
  */
-int
+void
 sandbox_disk_report(struct sandbox *sb, struct buf *b)
 {
-	if (sb->disk.base == NULL) {
+	if (sb->disk.base == NULL)
 		buf_puts(b, "null");
-		return (1);
-	}
-	return (disk_untouched(&sb->disk, b));
+	else
+		(void)disk_untouched(&sb->disk, b);
 }
 
 double

@@ -105,6 +105,7 @@ typedef void	(*sandbox_action)(struct sandbox *, enum sbe, const char *);
 extern const sandbox_action sandbox_actions[SBS_COUNT][SBE_COUNT];
 void		 sandbox_event(struct sandbox *, enum sbe, const char *);
 const char	*sandbox_sbs_name(enum sbs);
+int		 sandbox_host_libs(struct sandbox *);
 const char	*sandbox_sbe_name(enum sbe);
 enum sandbox_state sandbox_public(enum sbs);
 void		 sandbox_reply_cb(int, const char *, size_t, void *);

@@ -102,12 +102,8 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 		    sb->disk.grow ? "grow" : "keep",
 		    (unsigned long long)sb->disk.size);
 	/* Its glibc matters only under the host's library directories. */
-	for (i = 0; sb->disk.base != NULL && i < sb->nshares; i++) {
-		if (sb->shares[i].host_libs) {
-			buf_puts(cfg, "root_glibc 1\n");
-			break;
-		}
-	}
+	if (sb->disk.base != NULL && sandbox_host_libs(sb))
+		buf_puts(cfg, "root_glibc 1\n");
 	for (i = 0; i < sb->nshares; i++) {
 		buf_printf(cfg, "mount %s ", sb->shares[i].tag);
 		sandbox_seed_value(cfg, sb->shares[i].guest);
