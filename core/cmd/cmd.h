@@ -39,6 +39,17 @@ extern const struct cmd_entry	 cmd_image_entry;	/* cmd_image.c */
 struct image_req;
 void		 cmd_image_request(const struct profile *, int,
 		     struct image_req *);
+/* One image got: cached, else pulled on the loop until done or cancelled. */
+struct cmd_pull {
+	struct image_pull	*pull;		/* while pulling */
+	int			 cached;	/* no request was made */
+	char			*path;		/* the image, once got */
+	char			*cause;		/* or why not; NULL: cancelled */
+};
+int		 cmd_pull(struct ev_loop *, const struct image_req *,
+		     struct cmd_pull *);
+void		 cmd_pull_cancel(struct cmd_pull *);
+void		 cmd_pull_free(struct cmd_pull *);
 extern const struct cmd_entry	 cmd_profile_entry;	/* cmd_profile.c */
 extern const struct cmd_entry	 cmd_version_entry;	/* cmd_version.c */
 extern const struct cmd_entry	 cmd_help_entry;	/* cmd_help.c */

@@ -206,85 +206,110 @@ cmd_image_request(const struct profile *p, int quiet, struct image_req *req)
 	req->progress = quiet ? IMAGE_PROGRESS_QUIET : IMAGE_PROGRESS_AUTO;
 }
 
-struct cmd_image_pulling {
-	struct ev_loop		*loop;
-	struct image_pull	*pull;
-	int			 done, sig;
-	char			*path, *cause;
-};
-
 static void
-cmd_image_pull_done(struct image_pull *ip, const char *path,
-    const char *cause, void *arg)
+cmd_pull_done(struct image_pull *ip, const char *path, const char *cause,
+    void *arg)
 {
-	struct cmd_image_pulling	*cp = arg;
+	struct cmd_pull	*cp = arg;
 
 	(void)ip;
-	cp->done = 1;
 	cp->pull = NULL;
 	cp->path = path != NULL ? xstrdup(path) : NULL;
 	cp->cause = cause != NULL ? xstrdup(cause) : NULL;
-	ev_break(cp->loop, EVBREAK_ALL);
 }
+
+/*
+ * req's image into cp: the cached copy, else pulled on loop, which runs
+ * until the pull ends or a signal's handler calls cmd_pull_cancel (the
+ * part then stays for the next pull). 0 with cp->path; -1 with
+ * cp->cause, NULL when cancelled.
+ */
+int
+cmd_pull(struct ev_loop *loop, const struct image_req *req,
+    struct cmd_pull *cp)
+{
+	memset(cp, 0, sizeof *cp);
+	if ((cp->path = image_cached(req)) != NULL) {
+		cp->cached = 1;
+		return (0);
+	}
+	cp->pull = image_pull_start(loop, req, cmd_pull_done, cp);
+	while (cp->pull != NULL)
+		ev_run(loop, EVRUN_ONCE);
+	return (cp->path != NULL ? 0 : -1);
+}
+
+void
+cmd_pull_cancel(struct cmd_pull *cp)
+{
+	image_pull_cancel(cp->pull);
+	cp->pull = NULL;
+}
+
+void
+cmd_pull_free(struct cmd_pull *cp)
+{
+	free(cp->path);
+	free(cp->cause);
+	memset(cp, 0, sizeof *cp);
+}
+
+/* A pull of "qsup image pull", and the signal that stopped it. */
+struct cmd_image_pulling {
+	struct cmd_pull	 p;
+	int		 sig;
+};
 
 /* SIGINT, SIGTERM: stop, keeping the part for the next pull. */
 static void
 cmd_image_pull_signal(struct ev_loop *loop, ev_signal *w, int revents)
 {
-	struct cmd_image_pulling	*cp = w->data;
+	struct cmd_image_pulling	*ip = w->data;
 
+	(void)loop;
 	(void)revents;
-	cp->sig = w->signum;
-	image_pull_cancel(cp->pull);
-	cp->pull = NULL;
-	ev_break(loop, EVBREAK_ALL);
+	ip->sig = w->signum;
+	cmd_pull_cancel(&ip->p);
 }
 
 /* Pull req on the default loop until done or a signal; qsup's status. */
 static int
 cmd_image_pull_run(const struct image_req *req, int json)
 {
-	struct cmd_image_pulling	 cp;
+	struct ev_loop			*loop = ev_default_loop(EVFLAG_AUTO);
+	struct cmd_image_pulling	 ip = { .sig = 0 };
+	struct cmd_pull			*cp = &ip.p;
 	ev_signal			 si, st;
 	struct buf			 b = { 0 };
-	int				 cached = 0, rc = 0;
+	int				 rc = 0;
 
-	memset(&cp, 0, sizeof cp);
-	cp.loop = ev_default_loop(EVFLAG_AUTO);
-	if ((cp.path = image_cached(req)) != NULL)
-		cached = 1;
-	else {
-		ev_signal_init(&si, cmd_image_pull_signal, SIGINT);
-		ev_signal_init(&st, cmd_image_pull_signal, SIGTERM);
-		si.data = st.data = &cp;
-		ev_signal_start(cp.loop, &si);
-		ev_signal_start(cp.loop, &st);
-		cp.pull = image_pull_start(cp.loop, req, cmd_image_pull_done,
-		    &cp);
-		while (!cp.done && cp.sig == 0)
-			ev_run(cp.loop, 0);
-		ev_signal_stop(cp.loop, &si);
-		ev_signal_stop(cp.loop, &st);
-	}
-	if (cp.sig != 0) {
+	ev_signal_init(&si, cmd_image_pull_signal, SIGINT);
+	ev_signal_init(&st, cmd_image_pull_signal, SIGTERM);
+	si.data = st.data = &ip;
+	ev_signal_start(loop, &si);
+	ev_signal_start(loop, &st);
+	(void)cmd_pull(loop, req, cp);
+	ev_signal_stop(loop, &si);
+	ev_signal_stop(loop, &st);
+	if (ip.sig != 0) {
 		log_warnx("interrupted: the part is kept, and the next pull "
 		    "resumes it");
-		rc = 128 + cp.sig;
-	} else if (cp.path == NULL) {
-		log_warnx("image pull: %s", cp.cause);
+		rc = 128 + ip.sig;
+	} else if (cp->path == NULL) {
+		log_warnx("image pull: %s", cp->cause);
 		rc = QSUP_EXIT_ERROR;
 	} else if (json) {
 		buf_puts(&b, "{\"path\":");
-		buf_json_string(&b, cp.path);
+		buf_json_string(&b, cp->path);
 		buf_puts(&b, ",\"url\":");
 		buf_json_string(&b, req->url);
-		buf_printf(&b, ",\"cached\":%s}\n", cached ? "true" : "false");
+		buf_printf(&b, ",\"cached\":%s}\n", cp->cached ? "true" :
+		    "false");
 		fputs(b.data, stdout);
 		buf_free(&b);
 	} else
-		printf("%s\n", cp.path);
-	free(cp.path);
-	free(cp.cause);
+		printf("%s\n", cp->path);
+	cmd_pull_free(cp);
 	return (rc);
 }
 

@@ -74,8 +74,7 @@ struct run {
 	double			 t_end;
 	long			 qemu_rss_kb;
 	char			*image;		/* the base image file, or NULL */
-	struct image_pull	*pull;		/* pulling it */
-	char			*pull_error;
+	struct cmd_pull		 pull;		/* getting it */
 };
 
 static void	run_teardown(struct run *, const char *);
@@ -593,10 +592,9 @@ run_signal_cb(struct ev_loop *loop, ev_async *w, int revents)
 	(void)revents;
 	if (run_nsignals == 0 || r->hard_stop)
 		return;
-	if (r->pull != NULL) {
+	if (r->pull.pull != NULL) {
 		run_note_signal(r);
-		image_pull_cancel(r->pull);
-		r->pull = NULL;
+		cmd_pull_cancel(&r->pull);
 		log_warnx("interrupted: the image's part is kept, and the next "
 		    "pull resumes it");
 		return;
@@ -774,20 +772,6 @@ run_log_timings(struct run *r)
 	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
 }
 
-static void
-run_pull_done_cb(struct image_pull *ip, const char *path, const char *cause,
-    void *arg)
-{
-	struct run	*r = arg;
-
-	(void)ip;
-	r->pull = NULL;
-	if (path != NULL)
-		r->image = xstrdup(path);
-	else
-		r->pull_error = xstrdup(cause);
-}
-
 /*
  * The profile's image as a file: itself, or (a name or a URL) the copy in
  * images_dir, pulled first on the loop if it is not there; a signal stops
@@ -814,19 +798,17 @@ run_image(struct run *r, char **cause)
 		    "(image_base_url, the catalog)", r->profile.image);
 		return (-1);
 	}
-	if ((r->image = image_cached(&req)) != NULL)
+	if (cmd_pull(r->loop, &req, &r->pull) == 0) {
+		r->image = r->pull.path;
+		r->pull.path = NULL;
 		return (0);
-	r->pull = image_pull_start(r->loop, &req, run_pull_done_cb, r);
-	while (r->pull != NULL)
-		ev_run(r->loop, EVRUN_ONCE);
-	if (r->image != NULL)
-		return (0);
-	if (r->pull_error != NULL && r->profile.image_kind ==
+	}
+	if (r->pull.cause != NULL && r->profile.image_kind ==
 	    PROFILE_IMAGE_NAME)
 		xasprintf(cause, "image %s: %s", r->profile.image,
-		    r->pull_error);
-	else if (r->pull_error != NULL)
-		*cause = xstrdup(r->pull_error);
+		    r->pull.cause);
+	else if (r->pull.cause != NULL)
+		*cause = xstrdup(r->pull.cause);
 	else
 		*cause = xstrdup("interrupted");
 	return (-1);
@@ -1006,7 +988,7 @@ done:
 	free(r.accel.why);
 	free(r.error);
 	free(r.image);
-	free(r.pull_error);
+	cmd_pull_free(&r.pull);
 	free(r.exit.error);
 	profile_free(&r.profile);
 	return (r.status);
