@@ -66,10 +66,8 @@ image_url_name(const char *url)
 		return (NULL);
 	p += 3;
 	end = p + strcspn(p, "?#");
-	if ((slash = memchr(p, '/', end - p)) == NULL)
+	if ((slash = memrchr(p, '/', end - p)) == NULL)
 		return (NULL);
-	while (slash < end && memchr(slash + 1, '/', end - slash - 1) != NULL)
-		slash = memchr(slash + 1, '/', end - slash - 1);
 	n = end - slash - 1;
 	if (n == 0 || n > 200 || slash[1] == '.')
 		return (NULL);
