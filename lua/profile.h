@@ -19,6 +19,11 @@ enum profile_kvm {
 	PROFILE_KVM_ON,		/* KVM or fail */
 	PROFILE_KVM_OFF		/* never KVM */
 };
+enum profile_template_ram {	/* where a template keeps the guest's RAM */
+	PROFILE_TRAM_SHARED,	/* its own file, mapped copy-on-write */
+	PROFILE_TRAM_STREAM	/* in the migration stream (the old way) */
+};
+
 enum profile_virtfs {		/* copying shared trees before sharing */
 	PROFILE_VIRTFS_AUTO,	/* when qsup runs in a container */
 	PROFILE_VIRTFS_ON,
@@ -66,6 +71,8 @@ struct profile {
 	int		 show_boot_console;
 	int		 console_on_failure; /* console lines shown; 0: none */
 	int		 warm_start;	/* restore from a saved VM template */
+	enum profile_template_ram template_ram;
+	uint64_t	 template_cache_max; /* bytes of templates kept */
 	char		*kernel;	/* NULL: the default guest's */
 	char		*initramfs;	/* NULL: the default guest's */
 	char		*image;		/* NULL: the built-in guest */

@@ -27,6 +27,12 @@ const struct profile_choice profile_kvm_choices[] = {
 	{ NULL, 0, 0 }
 };
 
+static const struct profile_choice profile_tram_choices[] = {
+	{ "shared", PROFILE_TRAM_SHARED, 0 },
+	{ "stream", PROFILE_TRAM_STREAM, 0 },
+	{ NULL, 0, 0 }
+};
+
 static const struct profile_choice profile_virtfs_choices[] = {
 	{ "auto", PROFILE_VIRTFS_AUTO, 0 },
 	{ "on", PROFILE_VIRTFS_ON, 0 },
@@ -106,6 +112,20 @@ const struct profile_setting profile_schema[] = {
 	  .help = "start from a saved VM state (a template) of this guest "
 	  "shape instead of booting, when one exists; the first run of a "
 	  "shape boots and saves it" },
+	{ .name = "template_ram", .type = PROFILE_T_CHOICE,
+	  .offset = offsetof(struct profile, template_ram),
+	  .choices = profile_tram_choices, .def = "\"shared\"",
+	  .help = "where a template keeps the guest's memory: \"shared\", "
+	  "a file of its own that every restored guest maps copy-on-write "
+	  "(fast, and their unchanged pages are shared); \"stream\", in "
+	  "the saved state, read into each restored guest's own memory "
+	  "(the format before shared memory, kept to compare)" },
+	{ .name = "template_cache_max", .type = PROFILE_T_BYTES,
+	  .offset = offsetof(struct profile, template_cache_max),
+	  .min = 0, .max = (double)((uint64_t)1 << 40), .def = "\"4G\"",
+	  .help = "the most disk the templates may take (allocated bytes); "
+	  "past it, saving a template removes the least recently used "
+	  "others; 0: no limit" },
 	{ .name = "kernel", .type = PROFILE_T_PATH,
 	  .offset = offsetof(struct profile, kernel),
 	  .help = "guest kernel image; nil: the built-in guest's" },

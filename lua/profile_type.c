@@ -106,7 +106,8 @@ profile_accepts_bytes(struct buf *b, const struct profile_setting *s)
 	buf_printf(b, "bytes as a whole number (10737418240) or a string with "
 	    "one suffix k, M, G or T (\"512M\", \"10G\"), a multiple of "
 	    "%u bytes, from ", PROFILE_SECTOR);
-	(void)profile_show_bytes(b, (uint64_t)s->min);
+	if (!profile_show_bytes(b, (uint64_t)s->min))
+		buf_printf(b, "%llu", (unsigned long long)s->min);
 	buf_printf(b, " to ");
 	(void)profile_show_bytes(b, (uint64_t)s->max);
 }

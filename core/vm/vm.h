@@ -178,7 +178,12 @@ void		 template_abandon(struct template *);
 void		 template_discard(struct template *);
 void		 template_free(struct template *);
 int		 template_sweep(const char *);
-/* What "qsup cache" lists and clears (core/cmd/cmd_cache.c). */
+/*
+ * What "qsup cache" lists and clears (core/cmd/cmd_cache.c), and how the
+ * cache keeps under template_cache_max (template_cache.c).
+ */
+#define TEMPLATE_STREAM		1	/* format 1: the RAM in KEY.state */
+#define TEMPLATE_SHARED		2	/* format 2: the RAM in KEY.ram */
 struct template_info {
 	const char	*name;		/* KEY, or a half-written file's name */
 	off_t		 size;		/* of the state, or of that file */
@@ -186,10 +191,16 @@ struct template_info {
 	int		 stale;		/* its QEMU, kernel or initramfs changed */
 	long		 writer;	/* a half-written file's writer, else 0 */
 	int		 writer_alive;
+	int		 format;	/* TEMPLATE_*; 0: one qsup cannot read */
+	off_t		 ram_size;	/* of KEY.ram (apparent); 0: none */
+	uint64_t	 allocated;	/* bytes on disk of all its files */
+	time_t		 used;		/* last saved or restored */
 };
 char		*template_dir(void);
 int		 template_each(const char *,
 		     void (*)(const struct template_info *, void *), void *);
+void		 template_touch(struct template *);
+int		 template_evict(const char *, uint64_t, const char *);
 void		 template_remove(const char *, const char *);
 
 /* disk.c: a disk image, its base never written, on a fresh overlay */
