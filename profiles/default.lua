@@ -72,6 +72,16 @@ return {
 	-- one into the cache (qsup cache ls), later runs restore it.
 	warm_start = true,
 
+	-- Where a template keeps the guest's memory: "shared", a file of its
+	-- own that every restored guest maps copy-on-write (restores in tens
+	-- of milliseconds, unchanged pages shared between sandboxes);
+	-- "stream", inside the saved state, copied into each restored guest.
+	template_ram = "shared",
+
+	-- The most disk the templates may take; past it, saving one removes
+	-- the least recently used others. 0: no limit.
+	template_cache_max = "4G",
+
 	-- Guest kernel and initramfs, absolute or relative to the profile's
 	-- directory; nil means the built-in guest's.
 	kernel = nil,

@@ -1,8 +1,11 @@
 /*
- * A small QMP client for the moments when QEMU is paused and qsup waits
+ * A small QMP client. For the moments when QEMU is paused and qsup waits
  * for it anyway (saving a template): blocking, with a deadline on every
- * call. Replies are one JSON object per line; events that arrive while a
- * command is pending are kept for qmp_wait_event.
+ * call; events that arrive while a command is pending are kept for
+ * qmp_wait_event. For the others (restoring a template while the loop
+ * runs everything else): a script, every command written at once, even
+ * before QEMU's greeting (QMP reads them in order once it is up), and the
+ * replies read on the loop. Replies are one JSON object per line.
  */
 #include <sys/socket.h>
 
@@ -13,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <ev.h>
 #include <jansson.h>
 
 #include "vm.h"
@@ -224,4 +228,133 @@ qmp_close(struct qmp *q)
 {
 	buf_free(&q->in);
 	buf_free(&q->events);
+}
+
+struct qmp_script {
+	struct ev_loop	*loop;
+	int		 fd;
+	ev_io		 io;
+	struct buf	 in;
+	size_t		 want;		/* "return"s still awaited */
+	int		 told;
+	qmp_script_cb	 cb;
+	void		*arg;
+};
+
+static void
+qmp_script_tell(struct qmp_script *s, const char *error)
+{
+	if (s->told)
+		return;
+	s->told = 1;
+	s->cb(error, s->arg);
+}
+
+/*
+ * One line: the greeting and events are passed over, a "return" counts,
+ * an "error" ends the script. Once told, lines are read and dropped, so
+ * that QEMU never waits on a full socket for us.
+ */
+static void
+qmp_script_line(struct qmp_script *s, const char *line, size_t len)
+{
+	const char	*desc;
+	char		*msg;
+	json_t		*j;
+
+	if (s->told)
+		return;
+	if ((j = json_read(line, len, 0)) == NULL) {
+		qmp_script_tell(s, "QMP: a reply that is not JSON");
+		return;
+	}
+	if (json_path(j, "error") != NULL) {
+		desc = json_path_str(j, "error.desc");
+		xasprintf(&msg, "QMP: %s", desc != NULL ? desc : "an error");
+		qmp_script_tell(s, msg);
+		free(msg);
+	} else if (json_path(j, "return") != NULL && --s->want == 0)
+		qmp_script_tell(s, NULL);
+	json_decref(j);
+}
+
+static void
+qmp_script_cb_io(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct qmp_script	*s = w->data;
+	char			 chunk[4096], *nl;
+	size_t			 used;
+	ssize_t			 n;
+
+	(void)revents;
+	n = read(s->fd, chunk, sizeof chunk);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		/* QEMU is gone: its reaping says why. */
+		ev_io_stop(loop, w);
+		return;
+	}
+	buf_add(&s->in, chunk, n);
+	while (s->in.len > 0 &&
+	    (nl = memchr(s->in.data, '\n', s->in.len)) != NULL) {
+		used = nl - s->in.data + 1;
+		qmp_script_line(s, s->in.data, used - 1);
+		buf_consume(&s->in, used);
+	}
+	if (s->in.len > QMP_LINE_MAX) {
+		qmp_script_tell(s, "QMP: reply too long");
+		buf_consume(&s->in, s->in.len);
+	}
+}
+
+/*
+ * Send qmp_capabilities and then each of cmds (JSON objects, without the
+ * newline) on fd, QEMU's monitor; cb is told, once, from the loop: NULL
+ * when every command returned, else the first error. NULL (and *cause)
+ * when the script cannot be written at all.
+ */
+struct qmp_script *
+qmp_script_new(struct ev_loop *loop, int fd, const char *const *cmds,
+    size_t n, qmp_script_cb cb, void *arg, char **cause)
+{
+	struct qmp_script	*s;
+	struct buf		 out = { 0 };
+	size_t			 i;
+	ssize_t			 w;
+
+	buf_puts(&out, "{\"execute\":\"qmp_capabilities\"}\n");
+	for (i = 0; i < n; i++)
+		buf_printf(&out, "%s\n", cmds[i]);
+	/* A few hundred bytes into an empty socket: all at once, or never. */
+	w = send(fd, out.data, out.len, MSG_NOSIGNAL|MSG_DONTWAIT);
+	if (w != (ssize_t)out.len) {
+		xasprintf(cause, "QMP: send: %s", w == -1 ? strerror(errno) :
+		    "short write");
+		buf_free(&out);
+		return (NULL);
+	}
+	buf_free(&out);
+	s = xcalloc(1, sizeof *s);
+	s->loop = loop;
+	s->fd = fd;
+	s->want = n + 1;
+	s->cb = cb;
+	s->arg = arg;
+	util_set_nonblock(fd);
+	ev_io_init(&s->io, qmp_script_cb_io, fd, EV_READ);
+	s->io.data = s;
+	ev_io_start(loop, &s->io);
+	return (s);
+}
+
+/* Stop reading; the descriptor stays its owner's. */
+void
+qmp_script_free(struct qmp_script *s)
+{
+	if (s == NULL)
+		return;
+	ev_io_stop(s->loop, &s->io);
+	buf_free(&s->in);
+	free(s);
 }

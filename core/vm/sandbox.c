@@ -35,6 +35,9 @@ static const struct {
 	[SBS_BUILDING] =	{ "building", SB_BOOTING },
 	[SBS_SAVING] =		{ "saving", SB_SAVING },
 	[SBS_CONFIGURING] =	{ "configuring", SB_SAVING },
+	[SBS_RESTARTING] =	{ "restarting", SB_SAVING },
+	[SBS_CLONING] =		{ "cloning", SB_SAVING },
+	[SBS_RECOVERING] =	{ "recovering", SB_SAVING },
 	[SBS_RESTORING] =	{ "restoring", SB_BOOTING },
 	[SBS_RELAUNCHING] =	{ "relaunching", SB_BOOTING },
 	[SBS_READY] =		{ "ready", SB_READY },
@@ -226,37 +229,61 @@ sandbox_unrestore(struct sandbox *sb, enum sbe ev, const char *why)
 	};
 	struct buf	log = { 0 };
 
-	(void)why;
-	sandbox_console_tail(sb, 3, &log);
+	if (why != NULL && ev == SBE_REFUSED)
+		buf_puts(&log, why);
+	else
+		sandbox_console_tail(sb, 3, &log);
+	free(sb->fallback);
 	xasprintf(&sb->fallback, "%s%s%s", what[ev], log.len > 0 ? ": " : "",
 	    log.len > 0 ? log.data : "");
 	buf_free(&log);
 	log_debug("template %s did not restore (%s); booting instead",
 	    sb->tpl.key, sb->fallback);
 	template_discard(&sb->tpl);
-	sandbox_set_state(sb, SBS_RELAUNCHING);
+	sandbox_set_state(sb, sb->state == SBS_CLONING ? SBS_RECOVERING :
+	    SBS_RELAUNCHING);
 	if (qemu_running(sb->qemu))
 		qemu_kill(sb->qemu, SIGKILL);
 	else
 		sandbox_event(sb, SBE_EXITED, NULL);
 }
 
-/* The failed restore's QEMU is reaped: launch again, booting. */
+/*
+ * The last QEMU is reaped: launch again. After a failed restore, booting;
+ * after a failed restore of the template this run has just saved, booting
+ * without one (a state the owner sees as "saving" still, since its states
+ * only move forward); after that save, restoring it.
+ */
 static void
 sandbox_relaunch(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	char	*cause = NULL;
+	enum sbs next;
 
 	(void)why;
 	sandbox_launch_free(sb);
-	sandbox_rechoose_mode(sb);
+	switch (sb->state) {
+	case SBS_RESTARTING:
+		sb->mode = SB_RESTORE;
+		next = SBS_CLONING;
+		break;
+	case SBS_RECOVERING:
+		template_unlock(&sb->tpl);
+		sb->mode = SB_COLD;
+		next = SBS_CONFIGURING;
+		break;
+	default:
+		sandbox_rechoose_mode(sb);
+		next = sandbox_launched(sb);
+		break;
+	}
 	if (sandbox_launch(sb, &cause) == -1) {
 		sandbox_launch_free(sb);
 		sandbox_fail(sb, ev, cause);
 		free(cause);
 		return;
 	}
-	sandbox_set_state(sb, sandbox_launched(sb));
+	sandbox_set_state(sb, next);
 }
 
 /* The agent answered with this sandbox's token, configured. */
@@ -284,12 +311,25 @@ sandbox_saving(struct sandbox *sb, enum sbe ev, const char *why)
 	sandbox_event(sb, SBE_SAVED, NULL);
 }
 
-/* Saved or not: the guest gets its own configuration. */
+/*
+ * Saved or not: the guest gets its own configuration. Saved with shared
+ * RAM, the build's QEMU must not go on (its guest's memory is the
+ * template's file): it is killed, and its reaping restores the template,
+ * as every later run will.
+ */
 static void
 sandbox_configure(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	(void)ev;
 	(void)why;
+	if (sb->reclone) {
+		sandbox_set_state(sb, SBS_RESTARTING);
+		if (qemu_running(sb->qemu))
+			qemu_kill(sb->qemu, SIGKILL);
+		else
+			sandbox_event(sb, SBE_EXITED, NULL);
+		return;
+	}
 	sandbox_set_state(sb, SBS_CONFIGURING);
 	sandbox_send_setup(sb);
 }
@@ -310,9 +350,10 @@ sandbox_kill(struct sandbox *sb, enum sbe ev, const char *why)
 /*
  * What each event does in each state: the whole behaviour of a sandbox.
  * NOP nothing, DROP dead at once (nothing ran), READY ready, SAVE save the
- * template, CONF configure the saved guest, FAIL tell the owner and stop,
- * LATE fail for the deadline, DEATH fail saying why QEMU exited, UNREST
- * give the restore up, AGAIN launch again, booting, STOP stop, GONE dead
+ * template, CONF configure the saved guest (or restore its template),
+ * FAIL tell the owner and stop, LATE fail for the deadline, DEATH fail
+ * saying why QEMU exited, UNREST give the restore up, AGAIN launch again
+ * (booting, or restoring the template just saved), STOP stop, GONE dead
  * once QEMU and the console are, KILL SIGKILL.
  */
 #define NOP	sandbox_nop
@@ -341,6 +382,12 @@ const sandbox_action sandbox_actions[SBS_COUNT][SBE_COUNT] = {
                       NOP,    NOP,    NOP,    NOP,    STOP,   NOP },
 [SBS_CONFIGURING] = { READY,  FAIL,   FAIL,   FAIL,   NOP,    LATE,
                       NOP,    NOP,    DEATH,  NOP,    STOP,   NOP },
+[SBS_RESTARTING] =  { NOP,    NOP,    NOP,    NOP,    NOP,    LATE,
+                      NOP,    NOP,    AGAIN,  NOP,    STOP,   NOP },
+[SBS_CLONING] =     { READY,  UNREST, FAIL,   FAIL,   NOP,    UNREST,
+                      NOP,    NOP,    UNREST, NOP,    STOP,   NOP },
+[SBS_RECOVERING] =  { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
+                      NOP,    NOP,    AGAIN,  NOP,    STOP,   NOP },
 [SBS_RESTORING] =   { READY,  UNREST, FAIL,   FAIL,   NOP,    UNREST,
                       NOP,    NOP,    UNREST, NOP,    STOP,   NOP },
 [SBS_RELAUNCHING] = { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
@@ -503,7 +550,7 @@ sandbox_new(struct ev_loop *loop, const struct profile *p,
 	sb->qemu = qemu_new(loop, sandbox_exit_cb, NULL, sb);
 	sb->console_guest_fd = -1;
 	sb->qmp_fd = sb->qmp_guest_fd = -1;
-	sb->state_fd = -1;
+	sb->state_fd = sb->ram_fd = -1;
 	for (i = 0; i < QSUP_PORT_COUNT; i++)
 		sb->port_guest_fd[i] = -1;
 	ev_init(&sb->deadline, sandbox_deadline_cb);
@@ -682,7 +729,7 @@ sandbox_start_kind(struct sandbox *sb)
 	case SB_BUILD:
 		return ("template-build");
 	case SB_RESTORE:
-		return ("warm");
+		return (sb->built ? "template-build" : "warm");
 	}
 	return ("?");
 }

@@ -25,6 +25,10 @@ enum sbs {
 	SBS_BUILDING,		/* boot to template state, to save it */
 	SBS_SAVING,		/* writing the template of the booted guest */
 	SBS_CONFIGURING,	/* saved; /setup sent, waiting for its answer */
+	SBS_RESTARTING,		/* saved with shared RAM: the build's QEMU
+				   killed, its template to be restored */
+	SBS_CLONING,		/* restoring the template just saved */
+	SBS_RECOVERING,		/* that restore failed: QEMU killed, to boot */
 	SBS_RESTORING,		/* restoring a template; /setup sent */
 	SBS_RELAUNCHING,	/* the restore failed: QEMU killed, to boot */
 	SBS_READY,		/* the agent is configured and answers */
@@ -86,6 +90,10 @@ struct sandbox {
 	int			 qmp_fd;
 	int			 qmp_guest_fd;
 	int			 state_fd;	/* the template, for -incoming */
+	int			 ram_fd;	/* its RAM, format 2 */
+	struct qmp_script	*incoming;	/* a format 2 restore's QMP */
+	int			 built;		/* this run saved the template */
+	int			 reclone;	/* ... and goes on as a restore */
 
 	ev_timer		 deadline;
 	ev_timer		 kill_timer;
@@ -126,6 +134,7 @@ void		 sandbox_send_setup(struct sandbox *);
 const char	*sandbox_share_named(struct sandbox *, const char *);
 
 /* sandbox_warm.c */
+int		 sandbox_template_format(struct sandbox *);
 void		 sandbox_choose_mode(struct sandbox *);
 void		 sandbox_rechoose_mode(struct sandbox *);
 void		 sandbox_save(struct sandbox *);

@@ -187,8 +187,34 @@ sandbox_net(struct sandbox *sb, char **cause)
 }
 
 /*
+ * Shared RAM (format 2): the guest's memory is a file. The build's QEMU
+ * maps the template's new RAM file shared (the guest writes the file); a
+ * restore maps the template's private (copy-on-write), through the
+ * descriptor qsup checked it by. Only the size counts for the key.
+ */
+static void
+sandbox_ram_args(struct sandbox *sb, struct qemu_argv *a)
+{
+	char	*path;
+
+	if (sb->mode == SB_RESTORE)
+		xasprintf(&path, "/proc/self/fd/%d", sb->ram_fd);
+	else
+		path = qemu_escape(sb->tpl.ram_tmp != NULL ? sb->tpl.ram_tmp :
+		    "-");
+	qemu_arg(a, "-object");
+	qemu_arg(a, "memory-backend-file,id=" TEMPLATE_RAM_ID ",size=%lluM,"
+	    "mem-path=%s,share=%s", (unsigned long long)sb->profile->memory_mib,
+	    path, sb->mode == SB_RESTORE ? "off" : "on");
+	qemu_arg(a, "-machine");
+	qemu_arg(a, "memory-backend=" TEMPLATE_RAM_ID);
+	free(path);
+}
+
+/*
  * QEMU's command line. A template build and a restore must use the same
- * one (but for -incoming): the template key is made from it.
+ * one (but for -incoming and the RAM file's path): the template key is
+ * made from it.
  */
 void
 sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
@@ -211,6 +237,9 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	qemu_argv_machine(a, guest_qemu_binary(), sb->accel.accel,
 	    (unsigned long long)p->memory_mib, p->cpus, tmp);
 	free(tmp);
+	if (sb->mode != SB_COLD && sandbox_template_format(sb) ==
+	    TEMPLATE_SHARED)
+		sandbox_ram_args(sb, a);
 	/* GUEST.md's measured command line; the TSC is told under TCG. */
 	xasprintf(&tmp, "console=ttyS0 quiet panic=-1 %s "
 	    "no_timer_check cryptomgr.notests random.trust_cpu=on "
@@ -275,8 +304,12 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	for (i = 0; i < (int)p->nextra_args; i++)
 		qemu_arg(a, "%s", p->extra_args[i]);
 	if (sb->mode == SB_RESTORE) {
+		/* Shared RAM: x-ignore-shared is set first (QMP) */
 		qemu_arg(a, "-incoming");
-		qemu_arg(a, "fd:%d", sb->state_fd);
+		if (sandbox_template_format(sb) == TEMPLATE_SHARED)
+			qemu_arg(a, "defer");
+		else
+			qemu_arg(a, "fd:%d", sb->state_fd);
 	}
 	free(seed);
 }
@@ -304,13 +337,14 @@ static int
 sandbox_spawn(struct sandbox *sb, struct qemu_argv *a, char **cause)
 {
 	struct qemu_confine	 c;
-	int			 fds[QSUP_PORT_COUNT + 4], i, n = 0, rc;
+	int			 fds[QSUP_PORT_COUNT + 5], i, n = 0, rc;
 
 	fds[n++] = sb->console_guest_fd;
 	for (i = 0; i < QSUP_PORT_COUNT; i++)
 		fds[n++] = sb->port_guest_fd[i];
 	fds[n++] = sb->qmp_guest_fd;
 	fds[n++] = sb->state_fd;
+	fds[n++] = sb->ram_fd;
 	fds[n++] = sb->net != NULL ? net_qemu_fd(sb->net) : -1;
 	memset(&c, 0, sizeof c);
 	c.fds = fds;
@@ -336,6 +370,10 @@ sandbox_spawn(struct sandbox *sb, struct qemu_argv *a, char **cause)
 	if (sb->state_fd != -1) {
 		close(sb->state_fd);
 		sb->state_fd = -1;
+	}
+	if (sb->ram_fd != -1) {
+		close(sb->ram_fd);
+		sb->ram_fd = -1;
 	}
 	if (sb->net != NULL)
 		net_qemu_started(sb->net);
@@ -375,6 +413,45 @@ sandbox_sockets(struct sandbox *sb, char **cause)
 	return (0);
 }
 
+/* QEMU took the template's state, or said why not. */
+static void
+sandbox_incoming_cb(const char *error, void *arg)
+{
+	struct sandbox	*sb = arg;
+	char		*msg;
+
+	if (error == NULL) {
+		log_debug("QEMU is loading template %s (%.3f s after its start)", sb->tpl.key, util_now() - sb->t_spawn);
+		return;
+	}
+	xasprintf(&msg, "QEMU refused the template: %s", error);
+	sandbox_event(sb, SBE_REFUSED, msg);
+	free(msg);
+}
+
+/*
+ * A restore with shared RAM: QEMU waits (-incoming defer) for
+ * x-ignore-shared, which only QMP sets, then loads the state from the
+ * descriptor it inherits. Written before QEMU even starts; its answers
+ * come on the loop.
+ */
+static int
+sandbox_incoming(struct sandbox *sb, char **cause)
+{
+	char	*cmds[2];
+
+	cmds[0] = xstrdup("{\"execute\":\"migrate-set-capabilities\","
+	    "\"arguments\":{\"capabilities\":[{\"capability\":"
+	    "\"x-ignore-shared\",\"state\":true}]}}");
+	xasprintf(&cmds[1], "{\"execute\":\"migrate-incoming\","
+	    "\"arguments\":{\"uri\":\"fd:%d\"}}", sb->state_fd);
+	sb->incoming = qmp_script_new(sb->loop, sb->qmp_fd,
+	    (const char *const *)cmds, 2, sandbox_incoming_cb, sb, cause);
+	free(cmds[0]);
+	free(cmds[1]);
+	return (sb->incoming == NULL ? -1 : 0);
+}
+
 /*
  * Everything one QEMU process needs, then QEMU itself, the start's
  * deadline, and the first request, whose answer says the agent is up.
@@ -384,7 +461,28 @@ int
 sandbox_launch(struct sandbox *sb, char **cause)
 {
 	struct qemu_argv	a = { 0 };
+	char			*why = NULL;
 
+	/*
+	 * The template chosen may have gone (another qsup's cache cap) or
+	 * changed since: build or boot instead, unless it is the one this
+	 * run has just saved.
+	 */
+	if (sb->mode == SB_RESTORE && template_open(&sb->tpl, &sb->state_fd,
+	    &sb->ram_fd, &why) == -1) {
+		if (sb->built) {
+			xasprintf(cause, "the template just saved cannot be "
+			    "restored: %s", why);
+			free(why);
+			return (-1);
+		}
+		log_debug("%s; booting instead", why);
+		free(why);
+		sandbox_rechoose_mode(sb);
+	}
+	if (sb->mode == SB_BUILD && sb->tpl.format == TEMPLATE_SHARED &&
+	    template_ram_tmp(&sb->tpl, cause) == -1)
+		return (-1);
 	if (sb->mode == SB_COLD && sandbox_write_seed(sb, cause) == -1)
 		return (-1);
 	if (sandbox_sockets(sb, cause) == -1)
@@ -392,11 +490,9 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	if (sb->net != NULL && net_qemu_fd(sb->net) == -1 &&
 	    net_relink(sb->net, cause) == -1)
 		return (-1);
-	if (sb->mode == SB_RESTORE &&
-	    (sb->state_fd = open(sb->tpl.state, O_RDONLY|O_CLOEXEC)) == -1) {
-		xasprintf(cause, "%s: %s", sb->tpl.state, strerror(errno));
+	if (sb->mode == SB_RESTORE && sb->tpl.format == TEMPLATE_SHARED &&
+	    sandbox_incoming(sb, cause) == -1)
 		return (-1);
-	}
 
 	sandbox_build_argv(sb, &a);
 	qemu_argv_log(a.argv);
@@ -432,6 +528,8 @@ sandbox_launch_free(struct sandbox *sb)
 {
 	int	i;
 
+	qmp_script_free(sb->incoming);
+	sb->incoming = NULL;
 	for (i = 0; i < QSUP_PORT_COUNT; i++) {
 		agent_conn_free(sb->ports[i]);
 		sb->ports[i] = NULL;
@@ -451,7 +549,9 @@ sandbox_launch_free(struct sandbox *sb)
 	sb->qmp_fd = sb->qmp_guest_fd = -1;
 	if (sb->state_fd != -1)
 		close(sb->state_fd);
-	sb->state_fd = -1;
+	if (sb->ram_fd != -1)
+		close(sb->ram_fd);
+	sb->state_fd = sb->ram_fd = -1;
 }
 
 /*

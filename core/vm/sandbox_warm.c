@@ -10,6 +10,14 @@
 
 #include "sandbox_int.h"
 
+/* The format of this sandbox's templates, as the profile says. */
+int
+sandbox_template_format(struct sandbox *sb)
+{
+	return (sb->profile->template_ram == PROFILE_TRAM_STREAM ?
+	    TEMPLATE_STREAM : TEMPLATE_SHARED);
+}
+
 /*
  * Warm start: restore the template of this guest's shape if there is one;
  * else build it, unless another qsup is building it right now.
@@ -45,7 +53,7 @@ sandbox_choose_mode(struct sandbox *sb)
 	for (i = 0; i < QSUP_PORT_COUNT; i++)
 		sb->port_guest_fd[i] = -1;
 	if (template_init(&sb->tpl, a.argv, sb->guest.kernel,
-	    sb->guest.initramfs) == -1) {
+	    sb->guest.initramfs, sandbox_template_format(sb)) == -1) {
 		log_debug("no cache directory: no warm start");
 		sb->mode = SB_COLD;
 	} else {
@@ -60,9 +68,12 @@ sandbox_choose_mode(struct sandbox *sb)
 			    "qsup; booting cold", sb->tpl.key);
 			sb->mode = SB_COLD;
 		}
-		log_debug("template %s: %s", sb->tpl.key,
+		log_debug("template %s (%s RAM): %s", sb->tpl.key,
+		    sb->tpl.format == TEMPLATE_SHARED ? "shared" : "stream",
 		    sb->mode == SB_RESTORE ? "restoring it" :
 		    sb->mode == SB_BUILD ? "building it" : "not used");
+		if (sb->mode == SB_RESTORE)
+			template_touch(&sb->tpl);
 	}
 	qemu_argv_free(&a);
 }
@@ -70,9 +81,13 @@ sandbox_choose_mode(struct sandbox *sb)
 /*
  * Save the guest, booted to template state, through QMP: the state file's
  * descriptor is passed with getfd (migrating to exec: would make QEMU fork,
- * which -sandbox spawn=deny forbids), the VM is migrated into the file and
- * continued. The guest is idle meanwhile, so waiting here blocks nothing
- * that could move.
+ * which -sandbox spawn=deny forbids), the VM is migrated into the file.
+ * With shared RAM (format 2), x-ignore-shared leaves the memory out of the
+ * stream: it is in the template's RAM file already, and the build's QEMU,
+ * stopped by the migration's end, is not continued but replaced by a
+ * restore (sandbox.c). With the RAM in the stream, the guest is continued
+ * and configured. The guest is idle meanwhile, so waiting here blocks
+ * nothing that could move.
  */
 static int
 sandbox_save_qmp(struct sandbox *sb, char **cause)
@@ -80,22 +95,28 @@ sandbox_save_qmp(struct sandbox *sb, char **cause)
 	struct qmp	 q;
 	double		 t0 = util_now();
 	char		*cont_cause = NULL;
-	int		 fd, rc = -1, stopped = 0;
+	int		 fd, rc = -1, stopped = 0, shared;
 
+	shared = sb->tpl.format == TEMPLATE_SHARED;
 	if ((fd = template_open_tmp(&sb->tpl, cause)) == -1)
 		return (-1);
 	if (qmp_open(&q, sb->qmp_fd, 5, cause) == -1)
 		goto out;
-	if (qmp_command(&q, "{\"execute\":\"migrate-set-capabilities\","
-	    "\"arguments\":{\"capabilities\":[{\"capability\":\"events\","
-	    "\"state\":true}]}}\n", -1, 5, NULL, cause) == -1 ||
+	if (qmp_command(&q, shared ?
+	    "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
+	    "{\"capabilities\":[{\"capability\":\"events\",\"state\":true},"
+	    "{\"capability\":\"x-ignore-shared\",\"state\":true}]}}\n" :
+	    "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
+	    "{\"capabilities\":[{\"capability\":\"events\",\"state\":true}]}}"
+	    "\n", -1, 5, NULL, cause) == -1 ||
 	    qmp_command(&q, "{\"execute\":\"getfd\",\"arguments\":"
 	    "{\"fdname\":\"snap\"}}\n", fd, 5, NULL, cause) == -1)
 		goto out;
 	/*
 	 * Migrate while running: the stream then records a running VM, and
-	 * a restore starts it by itself, with no QMP round trip. The idle
-	 * guest dirties little, so the copy converges at once.
+	 * a restore starts it by itself, with no "cont". The idle guest
+	 * dirties little, so the copy converges at once (with shared RAM
+	 * there is nothing to copy but the devices, saved stopped).
 	 */
 	stopped = 1;
 	if (qmp_command(&q, "{\"execute\":\"migrate\",\"arguments\":"
@@ -106,8 +127,13 @@ sandbox_save_qmp(struct sandbox *sb, char **cause)
 	if (template_commit(&sb->tpl, fd, cause) == -1)
 		goto out;
 	rc = 0;
+	sb->built = 1;
+	if (shared) {
+		sb->reclone = 1;
+		stopped = 0;
+	}
 out:
-	/* Saved or not, the guest goes on: this run still needs it. */
+	/* Saved in the stream or not saved: the guest goes on. */
 	if (stopped && qmp_command(&q, "{\"execute\":\"cont\"}\n", -1, 5,
 	    NULL, &cont_cause) == -1) {
 		if (rc == 0)
@@ -149,8 +175,11 @@ sandbox_save(struct sandbox *sb)
 		else
 			log_warnx("cannot save a template: %s", cause);
 		free(cause);
-	} else
+	} else {
 		log_debug("saved template %s in %.3f s", sb->tpl.key,
 		    sb->save_seconds);
+		(void)template_evict(sb->tpl.dir,
+		    sb->profile->template_cache_max, sb->tpl.key);
+	}
 	template_unlock(&sb->tpl);
 }

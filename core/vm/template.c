@@ -2,17 +2,26 @@
  * VM state templates for warm starts. A template is the saved state of a
  * guest booted to the agent's template state (no seed, no token, no share
  * mounted), keyed by everything that makes QEMU's state loadable: the QEMU
- * command line (file descriptor numbers aside) and the identity of the
- * QEMU binary, kernel and initramfs. In the cache directory:
- *	templates/KEY.state	QEMU's migration stream
- *	templates/KEY.shape	what the key was made of, for people
- *	templates/KEY.meta	the state file's size and mtime when written:
- *				a state changed since is not used
- *	templates/KEY.lock	held by the one process building KEY
+ * command line (file descriptor numbers and paths aside), the identity of
+ * the QEMU binary, kernel and initramfs, and the template's format. Its
+ * files in the cache directory are template_int.h's.
+ *
+ * Format 2 (template_ram = "shared") keeps the guest's RAM in a file of
+ * its own, KEY.ram: the build's QEMU maps it shared, so the guest's memory
+ * is the file, and migrates with x-ignore-shared, so KEY.state holds only
+ * the devices (tens of KB); every restore maps KEY.ram private
+ * (copy-on-write): what a restored guest writes stays its own, the pages
+ * it only reads are the page cache's, shared by every restore. KEY.ram is
+ * never written again once in place: the build's QEMU, the one writer,
+ * is gone before it is renamed there. It is not fsync'ed (that would cost
+ * the save a writeback of the guest's whole memory): KEY.meta names the
+ * boot it was written in, and after a reboot the template is rebuilt.
+ * Format 1 (template_ram = "stream") keeps the RAM in the stream.
+ *
  * The state file is renamed into place last, so a template exists only
- * once it is whole. Until then it is KEY.state.PID (and the others
- * KEY.meta.PID, KEY.shape.PID), PID its writer's: a qsup killed outright
- * leaves them, and template_sweep removes those whose writer is gone.
+ * once it is whole. Until then its files are KEY.*.PID, PID its writer's:
+ * a qsup killed outright leaves them, and template_sweep removes those
+ * whose writer is gone.
  */
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -31,7 +40,6 @@
 #include "template_int.h"
 #include "wire.h"
 
-#define TEMPLATE_VERSION	1
 
 /* The templates directory of the cache, made if need be; NULL: none. */
 char *
@@ -92,13 +100,14 @@ template_arg(struct buf *b, const char *arg)
 }
 
 /*
- * Is name a half-written file, KEY.{state,meta,shape}.PID? Then *pid is
+ * Is name a half-written file, KEY.{state,meta,shape,ram}.PID? Then *pid is
  * its writer's and the return the length of its KEY.
  */
 size_t
 template_partial(const char *name, long *pid)
 {
-	static const char *const kinds[] = { ".state.", ".meta.", ".shape." };
+	static const char *const kinds[] = { ".state.", ".meta.", ".shape.",
+	    ".ram." };
 	const char	*dot, *p;
 	size_t		 i, n, end;
 
@@ -159,7 +168,7 @@ template_sweep(const char *dir)
 
 int
 template_init(struct template *t, char **argv, const char *kernel,
-    const char *initramfs)
+    const char *initramfs, int format)
 {
 	unsigned char	 digest[32];
 	struct buf	 b = { 0 };
@@ -168,10 +177,12 @@ template_init(struct template *t, char **argv, const char *kernel,
 
 	memset(t, 0, sizeof *t);
 	t->lock_fd = -1;
+	t->format = format;
 	if ((t->dir = template_dir()) == NULL)
 		return (-1);
 	template_sweep(t->dir);
-	buf_printf(&b, "qsup-template %d protocol %d\n", TEMPLATE_VERSION,
+	buf_printf(&b, "%s protocol %d\n", format == TEMPLATE_SHARED ?
+	    TEMPLATE_SHAPE_SHARED : TEMPLATE_SHAPE_STREAM,
 	    QSUP_PROTOCOL_VERSION);
 	qemu = util_which(argv[0]);
 	template_file_id(&b, "qemu", qemu);
@@ -185,6 +196,9 @@ template_init(struct template *t, char **argv, const char *kernel,
 		 */
 		if (strcmp(argv[i - 1], "-name") == 0 ||
 		    strcmp(argv[i - 1], "-fsdev") == 0 ||
+		    (strcmp(argv[i - 1], "-object") == 0 &&
+		    strncmp(argv[i], "memory-backend-file,id=" TEMPLATE_RAM_ID
+		    ",", 24 + strlen(TEMPLATE_RAM_ID)) == 0) ||
 		    (strcmp(argv[i - 1], "-blockdev") == 0 &&
 		    strncmp(argv[i], "driver=qcow2,node-name=" DISK_NODE ",",
 		    24 + strlen(DISK_NODE)) == 0))
@@ -197,6 +211,7 @@ template_init(struct template *t, char **argv, const char *kernel,
 	t->key = token_hex_of(digest, 16);
 	xasprintf(&t->state, "%s/%s.state", t->dir, t->key);
 	xasprintf(&t->shape_path, "%s/%s.shape", t->dir, t->key);
+	xasprintf(&t->ram, "%s/%s.ram", t->dir, t->key);
 	return (0);
 }
 
@@ -209,28 +224,63 @@ template_meta_path(struct template *t)
 	return (path);
 }
 
+/* This boot's id: a shared template's RAM is trusted within it only. */
 static char *
-template_meta(const struct stat *st)
+template_boot_id(void)
 {
-	char	*meta;
+	char	*id;
+	size_t	 len;
 
-	xasprintf(&meta, "%lld %lld.%09ld\n", (long long)st->st_size,
-	    (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+	id = util_read_file("/proc/sys/kernel/random/boot_id", &len, 128);
+	if (id == NULL)
+		return (xstrdup("unknown"));
+	id[strcspn(id, "\n")] = '\0';
+	return (id);
+}
+
+/*
+ * What KEY.meta says of a template whose state (and, for format 2, RAM)
+ * file is st (and ram): format 1, the state's size and mtime as qsup has
+ * always written them; format 2, the boot, then each file's size, inode
+ * and mtime.
+ */
+static char *
+template_meta(const struct template *t, const struct stat *st,
+    const struct stat *ram)
+{
+	char	*meta, *boot;
+
+	if (t->format != TEMPLATE_SHARED) {
+		xasprintf(&meta, "%lld %lld.%09ld\n", (long long)st->st_size,
+		    (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+		return (meta);
+	}
+	boot = template_boot_id();
+	xasprintf(&meta, "2 boot %s\nstate %lld %llu %lld.%09ld\n"
+	    "ram %lld %llu %lld.%09ld\n", boot, (long long)st->st_size,
+	    (unsigned long long)st->st_ino, (long long)st->st_mtim.tv_sec,
+	    st->st_mtim.tv_nsec, (long long)ram->st_size,
+	    (unsigned long long)ram->st_ino, (long long)ram->st_mtim.tv_sec,
+	    ram->st_mtim.tv_nsec);
+	free(boot);
 	return (meta);
 }
 
 /*
- * A whole template of exactly this shape is on disk, unchanged since it
- * was written (a cheap check: hashing it would cost more than a restore).
+ * Is the template whose files are st (and ram) the one KEY.meta and
+ * KEY.shape describe: of this shape and format, unchanged since written
+ * (and, for format 2, written in this boot)? A cheap check: hashing the
+ * files would cost more than a restore.
  */
-int
-template_exists(struct template *t)
+static int
+template_same(struct template *t, const struct stat *st,
+    const struct stat *ram)
 {
-	struct stat	 st;
-	char		*shape, *meta, *want, *path;
-	int		 same;
+	char	*shape, *meta, *want, *path;
+	int	 same;
 
-	if (stat(t->state, &st) == -1 || st.st_size == 0)
+	if (st->st_size == 0 ||
+	    (t->format == TEMPLATE_SHARED && ram->st_size == 0))
 		return (0);
 	if ((shape = util_read_file(t->shape_path, NULL, 1 << 20)) == NULL)
 		return (0);
@@ -239,16 +289,70 @@ template_exists(struct template *t)
 	path = template_meta_path(t);
 	meta = util_read_file(path, NULL, 4096);
 	free(path);
-	want = template_meta(&st);
+	want = template_meta(t, st, ram);
 	if (meta == NULL || strcmp(meta, want) != 0) {
 		if (same)
-			log_debug("template %s changed since it was written",
-			    t->key);
+			log_debug("template %s changed since it was written%s",
+			    t->key, t->format == TEMPLATE_SHARED ?
+			    ", or in another boot" : "");
 		same = 0;
 	}
 	free(meta);
 	free(want);
 	return (same);
+}
+
+/* A whole template of exactly this shape and format is on disk. */
+int
+template_exists(struct template *t)
+{
+	struct stat	 st, ram;
+
+	memset(&ram, 0, sizeof ram);
+	if (stat(t->state, &st) == -1)
+		return (0);
+	if (t->format == TEMPLATE_SHARED && stat(t->ram, &ram) == -1)
+		return (0);
+	return (template_same(t, &st, &ram));
+}
+
+/*
+ * Open the template for a restore: its state (for -incoming) and, for
+ * format 2, its RAM (the restore maps exactly the file checked here,
+ * through /proc/self/fd, whatever happens to the name meanwhile). -1 when
+ * it went, or changed, since template_exists looked.
+ */
+int
+template_open(struct template *t, int *state_fd, int *ram_fd, char **cause)
+{
+	struct stat	 st, ram;
+
+	memset(&ram, 0, sizeof ram);
+	*state_fd = *ram_fd = -1;
+	if ((*state_fd = open(t->state, O_RDONLY|O_CLOEXEC)) == -1 ||
+	    fstat(*state_fd, &st) == -1) {
+		xasprintf(cause, "%s: %s", t->state, strerror(errno));
+		goto fail;
+	}
+	if (t->format == TEMPLATE_SHARED &&
+	    ((*ram_fd = open(t->ram, O_RDONLY|O_CLOEXEC)) == -1 ||
+	    fstat(*ram_fd, &ram) == -1)) {
+		xasprintf(cause, "%s: %s", t->ram, strerror(errno));
+		goto fail;
+	}
+	if (!template_same(t, &st, &ram)) {
+		xasprintf(cause, "template %s changed since it was checked",
+		    t->key);
+		goto fail;
+	}
+	return (0);
+fail:
+	if (*state_fd != -1)
+		close(*state_fd);
+	if (*ram_fd != -1)
+		close(*ram_fd);
+	*state_fd = *ram_fd = -1;
+	return (-1);
 }
 
 /* Become the one builder of this template, without waiting. */
@@ -298,6 +402,29 @@ template_open_tmp(struct template *t, char **cause)
 	return (fd);
 }
 
+/*
+ * Format 2: the new, empty file the build's QEMU keeps the guest's RAM
+ * in (mapped shared; QEMU sizes it). Its path is t->ram_tmp.
+ */
+int
+template_ram_tmp(struct template *t, char **cause)
+{
+	int	fd;
+
+	free(t->ram_tmp);
+	xasprintf(&t->ram_tmp, "%s/%s.ram.%ld", t->dir, t->key,
+	    (long)getpid());
+	fd = open(t->ram_tmp, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600);
+	if (fd == -1) {
+		xasprintf(cause, "%s: %s", t->ram_tmp, strerror(errno));
+		free(t->ram_tmp);
+		t->ram_tmp = NULL;
+		return (-1);
+	}
+	close(fd);
+	return (0);
+}
+
 static int
 template_write_file(const char *path, const char *data, size_t len)
 {
@@ -319,35 +446,49 @@ template_write_file(const char *path, const char *data, size_t len)
 	return (rc);
 }
 
-/* The state is whole (fd is the file QEMU wrote): put it in place. */
+/*
+ * The state is whole (fd is the file QEMU wrote; for format 2, the QEMU
+ * that wrote t->ram_tmp through its mapping is stopped and writes no
+ * more): put it in place, the RAM before the state.
+ */
 int
 template_commit(struct template *t, int fd, char **cause)
 {
-	struct stat	 st;
+	struct stat	 st, ram;
 	char		*meta, *path;
 	int		 rc;
 
+	memset(&ram, 0, sizeof ram);
 	if (fsync(fd) == -1 || fstat(fd, &st) == -1)
 		goto fail;
-	meta = template_meta(&st);
+	if (t->format == TEMPLATE_SHARED &&
+	    (t->ram_tmp == NULL || stat(t->ram_tmp, &ram) == -1))
+		goto fail;
+	meta = template_meta(t, &st, &ram);
 	path = template_meta_path(t);
 	rc = template_write_file(path, meta, strlen(meta));
 	free(path);
 	free(meta);
 	if (rc == -1 || template_write_file(t->shape_path, t->shape,
-	    strlen(t->shape)) == -1 || rename(t->tmp, t->state) == -1)
+	    strlen(t->shape)) == -1)
+		goto fail;
+	if (t->format == TEMPLATE_SHARED && rename(t->ram_tmp, t->ram) == -1)
+		goto fail;
+	if (rename(t->tmp, t->state) == -1)
 		goto fail;
 	free(t->tmp);
 	t->tmp = NULL;
+	free(t->ram_tmp);
+	t->ram_tmp = NULL;
 	return (0);
 
 fail:
 	xasprintf(cause, "saving template %s: %s", t->key, strerror(errno));
-	unlink(t->tmp);
+	template_abandon(t);
 	return (-1);
 }
 
-/* A save given up: its half-written state goes at once. */
+/* A save given up: its half-written files go at once. */
 void
 template_abandon(struct template *t)
 {
@@ -355,6 +496,10 @@ template_abandon(struct template *t)
 		unlink(t->tmp);
 	free(t->tmp);
 	t->tmp = NULL;
+	if (t->ram_tmp != NULL)
+		unlink(t->ram_tmp);
+	free(t->ram_tmp);
+	t->ram_tmp = NULL;
 }
 
 /* A template that would not restore: gone, so the next run rebuilds it. */
@@ -364,6 +509,7 @@ template_discard(struct template *t)
 	char	*path;
 
 	unlink(t->state);
+	unlink(t->ram);
 	unlink(t->shape_path);
 	path = template_meta_path(t);
 	unlink(path);
@@ -380,6 +526,7 @@ template_free(struct template *t)
 	free(t->state);
 	free(t->shape_path);
 	free(t->shape);
+	free(t->ram);
 	memset(t, 0, sizeof *t);
 	t->lock_fd = -1;
 }

@@ -32,7 +32,7 @@ struct seed_file {
 int		 seed_iso_write(const char *, const struct seed_file *, size_t,
 		     char **);
 
-/* qmp.c: blocking QMP, for when QEMU is paused and qsup waits anyway */
+/* qmp.c: QMP, blocking while QEMU is paused, or a script on the loop */
 struct qmp {
 	int		 fd;
 	struct buf	 in;
@@ -44,6 +44,11 @@ int		 qmp_command(struct qmp *, const char *, int, double, char **,
 int		 qmp_wait_event(struct qmp *, const char *, const char *,
 		     const char *, double, char **);
 void		 qmp_close(struct qmp *);
+struct qmp_script;
+typedef void	(*qmp_script_cb)(const char *, void *);
+struct qmp_script *qmp_script_new(struct ev_loop *, int, const char *const *,
+		     size_t, qmp_script_cb, void *, char **);
+void		 qmp_script_free(struct qmp_script *);
 
 /* kvm.c */
 enum accel {
@@ -158,18 +163,26 @@ char		*closure_missing_lib(const char *, size_t);
 char		*closure_hint(const char *, size_t);
 
 /* template.c */
+#define TEMPLATE_STREAM		1	/* format 1: the RAM in KEY.state */
+#define TEMPLATE_SHARED		2	/* format 2: the RAM in KEY.ram */
+#define TEMPLATE_RAM_ID		"ram"	/* format 2's memory backend */
 struct template {
+	int		 format;	/* TEMPLATE_STREAM or _SHARED */
 	char		*dir;
 	char		*key;
 	char		*shape;
 	char		*state;
+	char		*ram;		/* format 2: KEY.ram */
 	char		*shape_path;
-	char		*tmp;
+	char		*tmp;		/* KEY.state.PID, while saving */
+	char		*ram_tmp;	/* KEY.ram.PID, while building */
 	int		 lock_fd;
 };
 int		 template_init(struct template *, char **, const char *,
-		     const char *);
+		     const char *, int);
 int		 template_exists(struct template *);
+int		 template_open(struct template *, int *, int *, char **);
+int		 template_ram_tmp(struct template *, char **);
 int		 template_lock(struct template *);
 void		 template_unlock(struct template *);
 int		 template_open_tmp(struct template *, char **);
@@ -182,8 +195,6 @@ int		 template_sweep(const char *);
  * What "qsup cache" lists and clears (core/cmd/cmd_cache.c), and how the
  * cache keeps under template_cache_max (template_cache.c).
  */
-#define TEMPLATE_STREAM		1	/* format 1: the RAM in KEY.state */
-#define TEMPLATE_SHARED		2	/* format 2: the RAM in KEY.ram */
 struct template_info {
 	const char	*name;		/* KEY, or a half-written file's name */
 	off_t		 size;		/* of the state, or of that file */

@@ -135,9 +135,11 @@ removed 0 staged trees" "$("$QSUP" cache clear)"
 	expect_eq "bad subcommand" 125 $?
 }
 
-# kill -9 of qsup while it saves a template leaves KEY.state.PID: listed by
-# "cache ls", removed by the next run and by "cache clear" once its writer
-# is gone, never while it is alive.
+# kill -9 of qsup while it builds a template leaves KEY.ram.PID (the
+# guest's memory, written while the build boots; KEY.state.PID with
+# template_ram = "stream", while it saves): listed by "cache ls", removed
+# by the next run and by "cache clear" once its writer is gone, never while
+# it is alive.
 test_half_written_template_swept() {
 	local pid tpl part st
 	fresh_cache halfwritten
@@ -145,12 +147,12 @@ test_half_written_template_swept() {
 	"$QSUP" run -- true 2>/dev/null &
 	pid=$!
 	for _ in $(seq 1 1200); do
-		ls "$tpl"/*.state.* >/dev/null 2>&1 && break
+		ls "$tpl"/*.ram.* >/dev/null 2>&1 && break
 		sleep 0.05
 	done
 	kill -9 $pid
 	wait $pid 2>/dev/null
-	part=$(ls "$tpl" | grep '\.state\.[0-9]*$')
+	part=$(ls "$tpl" | grep '\.ram\.[0-9]*$')
 	[ -n "$part" ] || { fail "no half-written template seen"; return; }
 	expect_match "listed" "^$part +[0-9.]+ MB +half-written by process $pid, gone" \
 	    "$("$QSUP" cache ls)"

@@ -27,7 +27,7 @@
 #include "cmd.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	32
+#define NSETTINGS	34
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];
@@ -166,6 +166,8 @@ assert_defaults(const struct profile *p)
 	cr_assert_eq(p->show_boot_console, 0);
 	cr_assert_eq(p->console_on_failure, 20);
 	cr_assert_eq(p->warm_start, 1);
+	cr_assert_eq(p->template_ram, PROFILE_TRAM_SHARED);
+	cr_assert_eq(p->template_cache_max, (uint64_t)4 << 30);
 	cr_assert_null(p->kernel);
 	cr_assert_null(p->initramfs);
 	cr_assert_null(p->image);
@@ -1962,7 +1964,8 @@ Test(profile, help_lists_every_setting)
 {
 	static const char	*names[] = { "use_kvm", "memory", "cpus",
 	    "start_timeout", "timeout", "show_boot_console",
-	    "console_on_failure", "warm_start", "kernel", "initramfs", "image",
+	    "console_on_failure", "warm_start", "template_ram",
+	    "template_cache_max", "kernel", "initramfs", "image",
 	    "image_base_url", "images_dir", "image_sha256", "image_unverified",
 	    "disk_size", "env", "cwd", "shares", "virtfs",
 	    "virtfs_security_model", "virtfs_cache", "ld_closure_libs",

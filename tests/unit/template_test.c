@@ -35,7 +35,7 @@ key_of(const char *const *argv)
 	char		*key;
 
 	cr_assert_eq(template_init(&t, (char **)(uintptr_t)argv, "/bin/sh",
-	    "/bin/ls"), 0);
+	    "/bin/ls", TEMPLATE_STREAM), 0);
 	key = xstrdup(t.key);
 	template_free(&t);
 	return (key);
@@ -76,9 +76,9 @@ Test(template, lock_is_exclusive_and_commit_is_whole)
 	int		 fd;
 
 	cr_assert_eq(template_init(&t1, (char **)(uintptr_t)argv, "/bin/sh",
-	    "/bin/ls"), 0);
+	    "/bin/ls", TEMPLATE_STREAM), 0);
 	cr_assert_eq(template_init(&t2, (char **)(uintptr_t)argv, "/bin/sh",
-	    "/bin/ls"), 0);
+	    "/bin/ls", TEMPLATE_STREAM), 0);
 	cr_assert_eq(template_exists(&t1), 0);
 	cr_assert_eq(template_lock(&t1), 0);
 	cr_assert_eq(template_lock(&t2), -1, "two builders of one template");
@@ -165,7 +165,7 @@ Test(template, sweep_removes_half_written_files_of_dead_writers)
 
 	/* Every start with warm start sweeps. */
 	cr_assert_eq(template_init(&t, (char **)(uintptr_t)argv, "/bin/sh",
-	    "/bin/ls"), 0);
+	    "/bin/ls", TEMPLATE_STREAM), 0);
 	template_free(&t);
 	snprintf(name, sizeof name, "%s.state.%ld", key, dead);
 	cr_assert(!exists(tdir, name), "a dead writer's state was left");
@@ -191,7 +191,7 @@ saved(const char *const *argv, const char *kernel)
 	int		 fd;
 
 	cr_assert_eq(template_init(&t, (char **)(uintptr_t)argv, kernel,
-	    "/bin/ls"), 0);
+	    "/bin/ls", TEMPLATE_STREAM), 0);
 	cr_assert_eq(template_lock(&t), 0);
 	fd = template_open_tmp(&t, &cause);
 	cr_assert(fd != -1, "%s", cause);
@@ -295,4 +295,126 @@ Test(template, each_lists_whole_stale_and_half_written_and_remove_clears)
 	free(kb);
 	free(kernel);
 	free(tdir);
+}
+
+/* The format is part of the key; the RAM file's path and mode are not. */
+Test(template, shared_key_ignores_the_ram_path)
+{
+	const char *a[] = { "qemu-system-x86_64", "-m", "512", "-object",
+	    "memory-backend-file,id=ram,size=512M,mem-path=/c/K.ram.12,"
+	    "share=on", NULL };
+	const char *b[] = { "qemu-system-x86_64", "-m", "512", "-object",
+	    "memory-backend-file,id=ram,size=512M,mem-path=/proc/self/fd/9,"
+	    "share=off", NULL };
+	struct template	 ta, tb, tc;
+
+	cr_assert_eq(template_init(&ta, (char **)(uintptr_t)a, "/bin/sh",
+	    "/bin/ls", TEMPLATE_SHARED), 0);
+	cr_assert_eq(template_init(&tb, (char **)(uintptr_t)b, "/bin/sh",
+	    "/bin/ls", TEMPLATE_SHARED), 0);
+	cr_assert_eq(template_init(&tc, (char **)(uintptr_t)a, "/bin/sh",
+	    "/bin/ls", TEMPLATE_STREAM), 0);
+	cr_assert_str_eq(ta.key, tb.key);
+	cr_assert_str_neq(ta.key, tc.key, "the format must change the key");
+	cr_assert(strncmp(ta.shape, "qsup-template 2 ram shared protocol ",
+	    36) == 0, "%s", ta.shape);
+	cr_assert(strncmp(tc.shape, "qsup-template 1 protocol ", 25) == 0);
+	template_free(&ta);
+	template_free(&tb);
+	template_free(&tc);
+}
+
+static void
+write_at(const char *path, off_t off, const char *data)
+{
+	int	fd;
+
+	cr_assert_neq(fd = open(path, O_WRONLY), -1, "%s", path);
+	cr_assert_eq(pwrite(fd, data, strlen(data), off),
+	    (ssize_t)strlen(data));
+	close(fd);
+}
+
+/*
+ * Format 2: the RAM file exists from the build's start (KEY.ram.PID),
+ * lands with the state, and template_open hands out exactly the files
+ * checked; one changed, gone or of another boot is no template.
+ */
+Test(template, shared_commit_open_and_change)
+{
+	const char	*argv[] = { "qemu-system-x86_64", "-m", "64", NULL };
+	struct template	 t;
+	char		*cause = NULL, *meta, *path, buf[8];
+	int		 fd, sfd, rfd;
+
+	cr_assert_eq(template_init(&t, (char **)(uintptr_t)argv, "/bin/sh",
+	    "/bin/ls", TEMPLATE_SHARED), 0);
+	cr_assert_eq(template_lock(&t), 0);
+	cr_assert_eq(template_ram_tmp(&t, &cause), 0, "%s", cause);
+	cr_assert(access(t.ram_tmp, F_OK) == 0);
+	cr_assert(truncate(t.ram_tmp, 1 << 20) == 0);
+	write_at(t.ram_tmp, 4096, "guest");
+	fd = template_open_tmp(&t, &cause);
+	cr_assert(fd != -1, "%s", cause);
+	cr_assert_eq(write(fd, "devices", 7), 7);
+	cr_assert_eq(template_exists(&t), 0);
+	cr_assert_eq(template_commit(&t, fd, &cause), 0, "%s", cause);
+	close(fd);
+	cr_assert_null(t.ram_tmp);
+	cr_assert_eq(template_exists(&t), 1);
+	cr_assert_eq(template_open(&t, &sfd, &rfd, &cause), 0, "%s", cause);
+	cr_assert_eq(pread(rfd, buf, 5, 4096), 5);
+	cr_assert(memcmp(buf, "guest", 5) == 0);
+	close(sfd);
+	close(rfd);
+
+	/* Written in another boot: not trusted (it was never fsync'ed). */
+	path = NULL;
+	xasprintf(&path, "%s/%s.meta", t.dir, t.key);
+	meta = util_read_file(path, NULL, 4096);
+	cr_assert_not_null(meta);
+	cr_assert(strncmp(meta, "2 boot ", 7) == 0, "%s", meta);
+	write_at(path, 7, "X");
+	cr_assert_eq(template_exists(&t), 0);
+	cr_assert_eq(template_open(&t, &sfd, &rfd, &cause), -1);
+	free(cause);
+	cause = NULL;
+	cr_assert_eq(util_write_file(path, meta), 0);
+	cr_assert_eq(template_exists(&t), 1);
+
+	/* The RAM file changed in size: no template. */
+	cr_assert(truncate(t.ram, 2 << 20) == 0);
+	cr_assert_eq(template_exists(&t), 0);
+	cr_assert_eq(util_write_file(path, meta), 0);
+	cr_assert_eq(template_exists(&t), 0);
+
+	/* Gone: no template; discard removes every file. */
+	cr_assert_eq(unlink(t.ram), 0);
+	cr_assert_eq(template_exists(&t), 0);
+	cr_assert_eq(template_open(&t, &sfd, &rfd, &cause), -1);
+	cr_assert(strstr(cause, ".ram") != NULL, "%s", cause);
+	free(cause);
+	template_discard(&t);
+	cr_assert(access(t.state, F_OK) == -1);
+	cr_assert(access(path, F_OK) == -1);
+	free(meta);
+	free(path);
+	template_free(&t);
+}
+
+/* A save given up removes the half-built RAM file too. */
+Test(template, shared_abandon_removes_the_ram)
+{
+	const char	*argv[] = { "qemu-system-x86_64", "-m", "64", NULL };
+	struct template	 t;
+	char		*cause = NULL, *ram;
+
+	cr_assert_eq(template_init(&t, (char **)(uintptr_t)argv, "/bin/sh",
+	    "/bin/ls", TEMPLATE_SHARED), 0);
+	cr_assert_eq(template_ram_tmp(&t, &cause), 0, "%s", cause);
+	ram = xstrdup(t.ram_tmp);
+	template_abandon(&t);
+	cr_assert(access(ram, F_OK) == -1, "%s was left", ram);
+	free(ram);
+	template_free(&t);
 }
