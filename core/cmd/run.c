@@ -722,11 +722,13 @@ run_json_summary(struct run *r)
 	getrusage(RUSAGE_SELF, &ru);
 	buf_printf(&b, ",\"qsup_max_rss_kb\":%ld", ru.ru_maxrss);
 	buf_printf(&b, ",\"timings\":{\"overlay_s\":%.3f,"
-	    "\"prepare_s\":%.3f,\"boot_s\":%.3f,"
+	    "\"prepare_s\":%.3f,\"queued_s\":%.3f,\"boot_s\":%.3f,"
 	    "\"exec_s\":%.3f,\"teardown_s\":%.3f,\"total_s\":%.3f}}\n",
 	    r->sb != NULL ? sandbox_overlay_seconds(r->sb) : 0,
 	    r->t_spawn > 0 ? r->t_spawn - r->t_start : 0,
-	    r->t_ready > 0 ? r->t_ready - r->t_spawn : 0,
+	    r->sb != NULL ? sandbox_queued_seconds(r->sb) : 0,
+	    r->t_ready > 0 ? r->t_ready - r->t_spawn -
+	    sandbox_queued_seconds(r->sb) : 0,
 	    r->t_exit > 0 ? r->t_exit - r->t_ready : 0,
 	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
 	/* Through our queue: a stderr nobody reads holds it, not qsup. */
@@ -764,10 +766,12 @@ run_log_timings(struct run *r)
 {
 	double	end = r->t_end > 0 ? r->t_end : util_now();
 
-	log_debug("timings: prepare %.3f s, boot %.3f s, command %.3f s, "
-	    "teardown %.3f s, total %.3f s",
+	log_debug("timings: prepare %.3f s, queued %.3f s, boot %.3f s, "
+	    "command %.3f s, teardown %.3f s, total %.3f s",
 	    r->t_spawn > 0 ? r->t_spawn - r->t_start : 0,
-	    r->t_ready > 0 ? r->t_ready - r->t_spawn : 0,
+	    r->sb != NULL ? sandbox_queued_seconds(r->sb) : 0,
+	    r->t_ready > 0 ? r->t_ready - r->t_spawn -
+	    sandbox_queued_seconds(r->sb) : 0,
 	    r->t_exit > 0 ? r->t_exit - r->t_ready : 0,
 	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
 }

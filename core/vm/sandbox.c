@@ -26,11 +26,16 @@
 #include "sandbox_int.h"
 #include "staging.h"
 
+static void	sandbox_queue(struct sandbox *);
+static void	sandbox_gate_cb(void *);
+static void	sandbox_builder_cb(struct ev_loop *, ev_timer *, int);
+
 static const struct {
 	const char		*name;
 	enum sandbox_state	 public;
 } sandbox_states[SBS_COUNT] = {
 	[SBS_NEW] =		{ "new", SB_NEW },
+	[SBS_QUEUED] =		{ "queued", SB_BOOTING },
 	[SBS_BOOTING] =		{ "booting", SB_BOOTING },
 	[SBS_BUILDING] =	{ "building", SB_BOOTING },
 	[SBS_SAVING] =		{ "saving", SB_SAVING },
@@ -58,6 +63,7 @@ static const char *const sandbox_events[SBE_COUNT] = {
 	[SBE_EOF] = "eof",
 	[SBE_STOP] = "stop",
 	[SBE_KILL] = "kill",
+	[SBE_GO] = "go",
 };
 
 const char *
@@ -161,6 +167,7 @@ sandbox_stopping(struct sandbox *sb, enum sbe ev, const char *why)
 	log_debug("stopping the sandbox: %s", why);
 	sandbox_set_state(sb, SBS_STOPPING);
 	ev_timer_stop(sb->loop, &sb->deadline);
+	gate_release(sb->gate);
 	sandbox_live_stop(sb);
 	if (qemu_running(sb->qemu)) {
 		qemu_kill(sb->qemu, SIGTERM);
@@ -187,6 +194,37 @@ sandbox_fail(struct sandbox *sb, enum sbe ev, const char *why)
 	if (sb->cbs.failed != NULL)
 		sb->cbs.failed(sb, why, sb->cbs.arg);
 	sandbox_event(sb, SBE_STOP, why);
+}
+
+/* Stopped while queued: no QEMU ran, but the owner hears it is dead. */
+static void
+sandbox_unqueue(struct sandbox *sb, enum sbe ev, const char *why)
+{
+	log_debug("stopping the sandbox: %s", why);
+	ev_timer_stop(sb->loop, &sb->builder);
+	gate_free(sb->gate);
+	sb->gate = NULL;
+	sandbox_set_state(sb, SBS_STOPPING);
+	sandbox_gone(sb, ev, why);
+}
+
+/* Our turn: launch QEMU, as the mode says. */
+static void
+sandbox_go(struct sandbox *sb, enum sbe ev, const char *why)
+{
+	char	*cause = NULL;
+
+	(void)why;
+	sb->queued_seconds = util_now() - sb->t_queued;
+	if (sb->gate != NULL && gate_waited(sb->gate) > 0.01)
+		log_debug("start slot ours after %.3f s", gate_waited(sb->gate));
+	if (sandbox_launch(sb, &cause) == -1) {
+		sandbox_launch_free(sb);
+		sandbox_fail(sb, ev, cause);
+		free(cause);
+		return;
+	}
+	sandbox_set_state(sb, sandbox_launched(sb));
 }
 
 /* QEMU exited on its own: say why. */
@@ -293,6 +331,7 @@ sandbox_ready(struct sandbox *sb, enum sbe ev, const char *why)
 	(void)ev;
 	sb->t_ready = util_now();
 	ev_timer_stop(sb->loop, &sb->deadline);
+	gate_release(sb->gate);
 	sandbox_set_state(sb, SBS_READY);
 	sandbox_live_start(sb);
 	log_debug("agent ready: %s", why);
@@ -353,7 +392,8 @@ sandbox_kill(struct sandbox *sb, enum sbe ev, const char *why)
  * template, CONF configure the saved guest (or restore its template),
  * FAIL tell the owner and stop, LATE fail for the deadline, DEATH fail
  * saying why QEMU exited, UNREST give the restore up, AGAIN launch again
- * (booting, or restoring the template just saved), STOP stop, GONE dead
+ * (booting, or restoring the template just saved), GO launch once queued,
+ * UNQ stop while queued, STOP stop, GONE dead
  * once QEMU and the console are, KILL SIGKILL.
  */
 #define NOP	sandbox_nop
@@ -369,35 +409,54 @@ sandbox_kill(struct sandbox *sb, enum sbe ev, const char *why)
 #define GONE	sandbox_gone
 #define KILL	sandbox_kill
 #define STOP	sandbox_stopping
+#define GO	sandbox_go
+#define UNQ	sandbox_unqueue
 const sandbox_action sandbox_actions[SBS_COUNT][SBE_COUNT] = {
 /*                    up      refused setupf  broken  saved   deadline
- *                    lost    halted  exited  eof     stop    kill */
+ *                    lost    halted  exited  eof     stop    kill
+ *                    go */
 [SBS_NEW] =         { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
-                      NOP,    NOP,    NOP,    NOP,    DROP,   NOP },
+                      NOP,    NOP,    NOP,    NOP,    DROP,   NOP,
+                      NOP },
+[SBS_QUEUED] =      { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
+                      NOP,    NOP,    NOP,    NOP,    UNQ,    NOP,
+                      GO },
 [SBS_BOOTING] =     { READY,  FAIL,   FAIL,   FAIL,   NOP,    LATE,
-                      NOP,    NOP,    DEATH,  NOP,    STOP,   NOP },
+                      NOP,    NOP,    DEATH,  NOP,    STOP,   NOP,
+                      NOP },
 [SBS_BUILDING] =    { SAVE,   FAIL,   FAIL,   FAIL,   NOP,    LATE,
-                      NOP,    NOP,    DEATH,  NOP,    STOP,   NOP },
+                      NOP,    NOP,    DEATH,  NOP,    STOP,   NOP,
+                      NOP },
 [SBS_SAVING] =      { NOP,    NOP,    NOP,    NOP,    CONF,   NOP,
-                      NOP,    NOP,    NOP,    NOP,    STOP,   NOP },
+                      NOP,    NOP,    NOP,    NOP,    STOP,   NOP,
+                      NOP },
 [SBS_CONFIGURING] = { READY,  FAIL,   FAIL,   FAIL,   NOP,    LATE,
-                      NOP,    NOP,    DEATH,  NOP,    STOP,   NOP },
+                      NOP,    NOP,    DEATH,  NOP,    STOP,   NOP,
+                      NOP },
 [SBS_RESTARTING] =  { NOP,    NOP,    NOP,    NOP,    NOP,    LATE,
-                      NOP,    NOP,    AGAIN,  NOP,    STOP,   NOP },
+                      NOP,    NOP,    AGAIN,  NOP,    STOP,   NOP,
+                      NOP },
 [SBS_CLONING] =     { READY,  UNREST, FAIL,   FAIL,   NOP,    UNREST,
-                      NOP,    NOP,    UNREST, NOP,    STOP,   NOP },
+                      NOP,    NOP,    UNREST, NOP,    STOP,   NOP,
+                      NOP },
 [SBS_RECOVERING] =  { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
-                      NOP,    NOP,    AGAIN,  NOP,    STOP,   NOP },
+                      NOP,    NOP,    AGAIN,  NOP,    STOP,   NOP,
+                      NOP },
 [SBS_RESTORING] =   { READY,  UNREST, FAIL,   FAIL,   NOP,    UNREST,
-                      NOP,    NOP,    UNREST, NOP,    STOP,   NOP },
+                      NOP,    NOP,    UNREST, NOP,    STOP,   NOP,
+                      NOP },
 [SBS_RELAUNCHING] = { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
-                      NOP,    NOP,    AGAIN,  NOP,    STOP,   NOP },
+                      NOP,    NOP,    AGAIN,  NOP,    STOP,   NOP,
+                      NOP },
 [SBS_READY] =       { NOP,    NOP,    NOP,    FAIL,   NOP,    NOP,
-                      FAIL,   FAIL,   DEATH,  NOP,    STOP,   NOP },
+                      FAIL,   FAIL,   DEATH,  NOP,    STOP,   NOP,
+                      NOP },
 [SBS_STOPPING] =    { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
-                      NOP,    NOP,    GONE,   GONE,   NOP,    KILL },
+                      NOP,    NOP,    GONE,   GONE,   NOP,    KILL,
+                      NOP },
 [SBS_DEAD] =        { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
-                      NOP,    NOP,    NOP,    NOP,    NOP,    NOP },
+                      NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
+                      NOP },
 };
 #undef NOP
 #undef DROP
@@ -412,6 +471,8 @@ const sandbox_action sandbox_actions[SBS_COUNT][SBE_COUNT] = {
 #undef GONE
 #undef KILL
 #undef STOP
+#undef GO
+#undef UNQ
 
 /* The transition function: what ev does in the sandbox's state. */
 void
@@ -557,6 +618,8 @@ sandbox_new(struct ev_loop *loop, const struct profile *p,
 	sb->deadline.data = sb;
 	ev_init(&sb->kill_timer, sandbox_kill_cb);
 	sb->kill_timer.data = sb;
+	ev_init(&sb->builder, sandbox_builder_cb);
+	sb->builder.data = sb;
 	return (sb);
 }
 
@@ -607,8 +670,49 @@ sandbox_disk(struct sandbox *sb, char **cause)
 }
 
 /*
+ * Queue for a start slot: starts share this machine's CPUs through the
+ * gate, in the order they came, rather than all starving each other into
+ * their deadlines (the deadline runs from the launch). SBE_GO launches.
+ */
+static void
+sandbox_queue(struct sandbox *sb)
+{
+	char	*dir, *base;
+	int	 slots = gate_slots();
+
+	base = sandbox_run_path();
+	xasprintf(&dir, "%s/gate", base);
+	free(base);
+	sb->gate = gate_new(sb->loop, dir, slots, sandbox_gate_cb, sb);
+	free(dir);
+	if (gate_ahead(sb->gate) > 0)
+		log_info("waiting for a start slot: %d start%s ahead of this "
+		    "one (%d at a time on this machine)", gate_ahead(sb->gate),
+		    gate_ahead(sb->gate) == 1 ? "" : "s", slots);
+}
+
+static void
+sandbox_gate_cb(void *arg)
+{
+	sandbox_event(arg, SBE_GO, NULL);
+}
+
+/* Another qsup builds our template: look again, then queue. */
+static void
+sandbox_builder_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct sandbox	*sb = w->data;
+
+	(void)revents;
+	if (!sandbox_builder_done(sb, util_now() - sb->t_queued))
+		return;
+	ev_timer_stop(loop, w);
+	sandbox_queue(sb);
+}
+
+/*
  * Prepare the run directory, the shares and the network, choose between
- * booting and restoring, and launch QEMU.
+ * booting and restoring, and queue to launch QEMU.
  */
 int
 sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
@@ -660,9 +764,13 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 	sb->token = token_hex(32);
 
 	sandbox_choose_mode(sb);
-	if (sandbox_launch(sb, cause) == -1)
-		return (-1);
-	sandbox_set_state(sb, sandbox_launched(sb));
+	sandbox_set_state(sb, SBS_QUEUED);
+	sb->t_queued = util_now();
+	if (sb->wait_builder) {
+		ev_timer_set(&sb->builder, 0, SANDBOX_BUILDER_POLL);
+		ev_timer_again(sb->loop, &sb->builder);
+	} else
+		sandbox_queue(sb);
 	return (0);
 }
 
@@ -741,6 +849,13 @@ sandbox_fallback(struct sandbox *sb)
 	return (sb->fallback);
 }
 
+/* Seconds spent queued: for another's template, for a start slot. */
+double
+sandbox_queued_seconds(struct sandbox *sb)
+{
+	return (sb->queued_seconds);
+}
+
 double
 sandbox_save_seconds(struct sandbox *sb)
 {
@@ -801,6 +916,8 @@ sandbox_free(struct sandbox *sb)
 	ev_timer_stop(sb->loop, &sb->deadline);
 	ev_timer_stop(sb->loop, &sb->kill_timer);
 	ev_timer_stop(sb->loop, &sb->live);
+	ev_timer_stop(sb->loop, &sb->builder);
+	gate_free(sb->gate);
 	sandbox_launch_free(sb);
 	qemu_free(sb->qemu);
 	net_free(sb->net);

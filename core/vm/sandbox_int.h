@@ -14,6 +14,7 @@
 #define SANDBOX_KILL_GRACE	2.0	/* SIGTERM to SIGKILL */
 #define SANDBOX_RESTORE_MAX	10.0	/* a restore slower than this failed */
 #define SANDBOX_SAVE_MAX	60.0	/* writing a template */
+#define SANDBOX_BUILDER_POLL	0.05	/* another's template: look again */
 
 /*
  * What the sandbox is doing; each maps to one public enum sandbox_state,
@@ -21,6 +22,8 @@
  */
 enum sbs {
 	SBS_NEW,
+	SBS_QUEUED,		/* waiting for a start slot, or for another
+				   qsup to finish the template it builds */
 	SBS_BOOTING,		/* cold boot, the seed configures the guest */
 	SBS_BUILDING,		/* boot to template state, to save it */
 	SBS_SAVING,		/* writing the template of the booted guest */
@@ -52,6 +55,7 @@ enum sbe {
 	SBE_EOF,		/* the console reached its end */
 	SBE_STOP,		/* the owner asked it to stop */
 	SBE_KILL,		/* QEMU did not stop in time */
+	SBE_GO,			/* a start slot is ours: launch */
 	SBE_COUNT
 };
 
@@ -93,6 +97,12 @@ struct sandbox {
 	int			 ram_fd;	/* its RAM, format 2 */
 	struct qmp_script	*incoming;	/* a format 2 restore's QMP */
 	int			 built;		/* this run saved the template */
+	struct gate		*gate;		/* our start slot, held until
+						   ready */
+	int			 wait_builder;	/* another qsup builds ours */
+	ev_timer		 builder;	/* polls for its template */
+	double			 t_queued;	/* queued for a slot since */
+	double			 queued_seconds;
 	int			 reclone;	/* ... and goes on as a restore */
 
 	ev_timer		 deadline;
@@ -137,6 +147,7 @@ const char	*sandbox_share_named(struct sandbox *, const char *);
 int		 sandbox_template_format(struct sandbox *);
 void		 sandbox_choose_mode(struct sandbox *);
 void		 sandbox_rechoose_mode(struct sandbox *);
+int		 sandbox_builder_done(struct sandbox *, double);
 void		 sandbox_save(struct sandbox *);
 
 /* sandbox_live.c */

@@ -64,9 +64,16 @@ sandbox_choose_mode(struct sandbox *sb)
 		else if (template_exists(&sb->tpl))
 			sb->mode = SB_RESTORE;
 		else {
+			/*
+			 * Booting too would cost a whole boot's CPU while
+			 * the builder needs it: wait for its template
+			 * (sandbox_builder_done).
+			 */
 			log_debug("template %s is being built by another "
-			    "qsup; booting cold", sb->tpl.key);
+			    "qsup: waiting for it", sb->tpl.key);
 			sb->mode = SB_COLD;
+			sb->wait_builder = 1;
+			goto out;
 		}
 		log_debug("template %s (%s RAM): %s", sb->tpl.key,
 		    sb->tpl.format == TEMPLATE_SHARED ? "shared" : "stream",
@@ -75,6 +82,7 @@ sandbox_choose_mode(struct sandbox *sb)
 		if (sb->mode == SB_RESTORE)
 			template_touch(&sb->tpl);
 	}
+out:
 	qemu_argv_free(&a);
 }
 
@@ -148,6 +156,36 @@ out:
 		template_abandon(&sb->tpl);
 	sb->save_seconds = util_now() - t0;
 	return (rc);
+}
+
+/*
+ * Waiting for another qsup's build of our template, since waited seconds:
+ * 1 once there is something to do: restore the template it saved, build
+ * it ourselves (its builder gave up, or died: the lock is free), or boot
+ * without one when it takes longer than a start may.
+ */
+int
+sandbox_builder_done(struct sandbox *sb, double waited)
+{
+	if (template_exists(&sb->tpl)) {
+		sb->mode = SB_RESTORE;
+		template_touch(&sb->tpl);
+	} else if (template_lock(&sb->tpl) == 0)
+		sb->mode = SB_BUILD;
+	else if (template_exists(&sb->tpl)) {
+		sb->mode = SB_RESTORE;
+		template_touch(&sb->tpl);
+	} else if (waited > sandbox_start_timeout(sb)) {
+		log_debug("template %s is still being built after %.0f s; "
+		    "booting without it", sb->tpl.key, waited);
+		sb->mode = SB_COLD;
+	} else
+		return (0);
+	sb->wait_builder = 0;
+	log_debug("template %s: %s after %.3f s", sb->tpl.key,
+	    sb->mode == SB_RESTORE ? "restoring it" : sb->mode == SB_BUILD ?
+	    "building it" : "not used", waited);
+	return (1);
 }
 
 /*

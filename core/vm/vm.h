@@ -162,6 +162,16 @@ char		*closure_guest_to_host(const struct share *, size_t,
 char		*closure_missing_lib(const char *, size_t);
 char		*closure_hint(const char *, size_t);
 
+/* gate.c: start slots shared by every qsup of this user */
+struct gate;
+typedef void	(*gate_cb)(void *);
+struct gate	*gate_new(struct ev_loop *, const char *, int, gate_cb, void *);
+int		 gate_slots(void);
+int		 gate_ahead(const struct gate *);
+double		 gate_waited(const struct gate *);
+void		 gate_release(struct gate *);
+void		 gate_free(struct gate *);
+
 /* template.c */
 #define TEMPLATE_STREAM		1	/* format 1: the RAM in KEY.state */
 #define TEMPLATE_SHARED		2	/* format 2: the RAM in KEY.ram */
@@ -330,6 +340,7 @@ double		 sandbox_boot_seconds(struct sandbox *);
 const char	*sandbox_start_kind(struct sandbox *);
 const char	*sandbox_fallback(struct sandbox *);
 double		 sandbox_save_seconds(struct sandbox *);
+double		 sandbox_queued_seconds(struct sandbox *);
 long		 sandbox_qemu_rss_kb(struct sandbox *);
 struct net	*sandbox_net_of(struct sandbox *);
 void		 sandbox_console_tail(struct sandbox *, int, struct buf *);

@@ -164,6 +164,32 @@ test_half_built_ram_swept() {
 	[ ! -e "$TPL/$part" ] || fail "the next run left $part"
 }
 
+# A run that waits for another's build of its template stops at once on
+# SIGINT, leaving nothing; the build goes on unharmed.
+test_waiting_for_the_builder_interrupted() {
+	local b w t0 st
+	fresh_cache waiter
+	"$QSUP" run --json -- echo built >"$T_TMP/ob" 2>"$T_TMP/eb" & b=$!
+	for _ in $(seq 1 200); do
+		ls "$TPL"/*.ram.* >/dev/null 2>&1 && break
+		sleep 0.05
+	done
+	"$QSUP" run -v -- echo waited >"$T_TMP/ow" 2>"$T_TMP/ew" & w=$!
+	for _ in $(seq 1 100); do
+		grep -q 'waiting for it' "$T_TMP/ew" && break
+		sleep 0.05
+	done
+	expect_match "it waits" 'being built by another qsup: waiting for it' "$(cat "$T_TMP/ew")"
+	t0=$(date +%s%N)
+	kill -INT $w
+	wait $w; st=$?
+	expect_eq "interrupted" 130 $st
+	[ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 1000 ] ||
+	    fail "took more than a second to stop"
+	wait $b
+	expect_eq "the build went on" built "$(cat "$T_TMP/ob")"
+}
+
 for t in $(declare -F | awk '$3 ~ /^test_/ {print $3}'); do
 	run_test "$t"
 done

@@ -120,6 +120,8 @@ test_concurrent_cold_cache() {
 	expect_eq "second output" two "$(cat "$T_TMP/o2")"
 	kinds=$(json_field start "$T_TMP/e1")$(json_field start "$T_TMP/e2")
 	expect_eq "built once" 1 "$(grep -o template-build <<<"$kinds" | wc -l)"
+	# The other waited for that template rather than booting beside it.
+	expect_eq "the other restored it" 1 "$(grep -o '"warm"' <<<"$kinds" | wc -l)"
 	expect_eq "one template" 1 "$("$QSUP" cache ls | wc -l)"
 }
 
