@@ -3,6 +3,8 @@
  * guest's shape (template.c keeps them), and the save of a template once
  * a build has booted to template state.
  */
+#include <sys/statvfs.h>
+
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -16,6 +18,42 @@ sandbox_template_format(struct sandbox *sb)
 {
 	return (sb->profile->template_ram == PROFILE_TRAM_STREAM ?
 	    TEMPLATE_STREAM : TEMPLATE_SHARED);
+}
+
+/*
+ * Room for a new template with shared RAM: the build's guest writes its
+ * memory into the cache's file system as it boots, and a write that finds
+ * the disk full kills QEMU (SIGBUS), the run with it. Up to the guest's
+ * whole memory is asked for, as QEMU may touch all of it.
+ */
+static int
+sandbox_template_room(struct sandbox *sb)
+{
+	struct statvfs	sv;
+	uint64_t	need, avail;
+
+	if (sb->tpl.format != TEMPLATE_SHARED ||
+	    statvfs(sb->tpl.dir, &sv) == -1)
+		return (1);
+	need = sb->profile->memory_mib << 20;
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (avail >= need)
+		return (1);
+	log_warnx("no template saved: %s has %llu MiB free, a template of "
+	    "this guest may need %llu MiB", sb->tpl.dir,
+	    (unsigned long long)(avail >> 20),
+	    (unsigned long long)(need >> 20));
+	return (0);
+}
+
+/* The template's lock is ours: build it if there is room for it. */
+static enum sandbox_mode
+sandbox_build_or_cold(struct sandbox *sb)
+{
+	if (sandbox_template_room(sb))
+		return (SB_BUILD);
+	template_unlock(&sb->tpl);
+	return (SB_COLD);
 }
 
 /*
@@ -60,7 +98,7 @@ sandbox_choose_mode(struct sandbox *sb)
 		if (template_exists(&sb->tpl))
 			sb->mode = SB_RESTORE;
 		else if (template_lock(&sb->tpl) == 0)
-			sb->mode = SB_BUILD;
+			sb->mode = sandbox_build_or_cold(sb);
 		else if (template_exists(&sb->tpl))
 			sb->mode = SB_RESTORE;
 		else {
@@ -171,7 +209,7 @@ sandbox_builder_done(struct sandbox *sb, double waited)
 		sb->mode = SB_RESTORE;
 		template_touch(&sb->tpl);
 	} else if (template_lock(&sb->tpl) == 0)
-		sb->mode = SB_BUILD;
+		sb->mode = sandbox_build_or_cold(sb);
 	else if (template_exists(&sb->tpl)) {
 		sb->mode = SB_RESTORE;
 		template_touch(&sb->tpl);
@@ -195,7 +233,8 @@ sandbox_builder_done(struct sandbox *sb, double waited)
 void
 sandbox_rechoose_mode(struct sandbox *sb)
 {
-	sb->mode = template_lock(&sb->tpl) == 0 ? SB_BUILD : SB_COLD;
+	sb->mode = template_lock(&sb->tpl) == 0 ? sandbox_build_or_cold(sb) :
+	    SB_COLD;
 }
 
 /*

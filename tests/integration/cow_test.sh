@@ -190,6 +190,26 @@ test_waiting_for_the_builder_interrupted() {
 	expect_eq "the build went on" built "$(cat "$T_TMP/ob")"
 }
 
+# A cache on a file system without room for the guest's memory: the build
+# would die of SIGBUS when the disk fills, so it is not tried; the run boots
+# and says why. Needs a small file system: a tmpfs mounted here when this
+# test may (root, outside a container that forbids mounts).
+test_no_room_for_a_template() {
+	local m=$T_TMP/small out
+	mkdir -p "$m"
+	if ! mount -t tmpfs -o size=64m tmpfs "$m" 2>/dev/null; then
+		echo "    (cannot mount a small tmpfs here, as $(id -un): skipped)"
+		return
+	fi
+	out=$(XDG_CACHE_HOME=$m "$QSUP" run --json -- echo ok 2>"$T_TMP/err")
+	expect_eq "output" ok "$out"
+	expect_eq "booted" '"cold"' "$(json_field start "$T_TMP/err")"
+	expect_match "says why" 'no template saved: .* has 6[0-9] MiB free, a template of this guest may need 512 MiB' \
+	    "$(cat "$T_TMP/err")"
+	expect_eq "nothing half-written" "" "$(ls "$m/qsup/templates" | grep -v '\.lock$')"
+	umount "$m"
+}
+
 for t in $(declare -F | awk '$3 ~ /^test_/ {print $3}'); do
 	run_test "$t"
 done
