@@ -1,0 +1,146 @@
+/*
+ * qmp.c's script: commands written at once, before QEMU's greeting, and
+ * the replies read on the loop. The QEMU here is a socketpair this test
+ * writes replies into.
+ */
+#include <sys/socket.h>
+
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <ev.h>
+
+#include "cmd.h"
+
+struct told {
+	int	 n;
+	char	*error;
+};
+
+static void
+told_cb(const char *error, void *arg)
+{
+	struct told	*t = arg;
+
+	t->n++;
+	free(t->error);
+	t->error = error != NULL ? xstrdup(error) : NULL;
+}
+
+/* Feed the "QEMU" end these bytes, then run the loop until it is idle. */
+static void
+feed(struct ev_loop *loop, int fd, const char *bytes, size_t len)
+{
+	int	i;
+
+	cr_assert_eq(write(fd, bytes, len), (ssize_t)len);
+	for (i = 0; i < 20; i++)
+		ev_run(loop, EVRUN_NOWAIT);
+}
+
+static void
+script(const char *replies, size_t len, struct told *t, char *sent,
+    size_t sentmax)
+{
+	const char		*cmds[] = { "{\"execute\":\"a\"}",
+				    "{\"execute\":\"b\"}" };
+	struct ev_loop		*loop = ev_loop_new(EVFLAG_AUTO);
+	struct qmp_script	*s;
+	char			*cause = NULL;
+	ssize_t			 n;
+	int			 sv[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	s = qmp_script_new(loop, sv[0], cmds, 2, told_cb, t, &cause);
+	cr_assert_not_null(s, "%s", cause);
+	cr_assert_eq(t->n, 0, "told before any reply");
+	n = read(sv[1], sent, sentmax - 1);
+	cr_assert_gt(n, 0);
+	sent[n] = '\0';
+	feed(loop, sv[1], replies, len);
+	qmp_script_free(s);
+	close(sv[0]);
+	close(sv[1]);
+	ev_loop_destroy(loop);
+}
+
+Test(qmp, script_sent_at_once_and_every_return_awaited)
+{
+	static const char	 ok[] = "{\"QMP\": {\"version\": {}}}\n"
+	    "{\"return\": {}}\n{\"event\": \"RESUME\"}\n{\"return\": {}}\n";
+	static const char	 all[] = "{\"QMP\": {}}\n{\"return\": {}}\n"
+	    "{\"return\": {}}\n{\"return\": {}}\n{\"event\": \"STOP\"}\n";
+	struct told		 t = { 0 };
+	char			 sent[512];
+
+	/* Three returns awaited (capabilities, a, b): two are not enough. */
+	script(ok, sizeof ok - 1, &t, sent, sizeof sent);
+	cr_assert_str_eq(sent, "{\"execute\":\"qmp_capabilities\"}\n"
+	    "{\"execute\":\"a\"}\n{\"execute\":\"b\"}\n");
+	cr_assert_eq(t.n, 0);
+	script(all, sizeof all - 1, &t, sent, sizeof sent);
+	cr_assert_eq(t.n, 1);
+	cr_assert_null(t.error);
+}
+
+Test(qmp, script_error_told_once)
+{
+	static const char	 bad[] = "{\"QMP\": {}}\n{\"return\": {}}\n"
+	    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"no such "
+	    "fd\"}}\n{\"return\": {}}\n{\"error\": {\"desc\": \"later\"}}\n";
+	struct told		 t = { 0 };
+	char			 sent[512];
+
+	script(bad, sizeof bad - 1, &t, sent, sizeof sent);
+	cr_assert_eq(t.n, 1);
+	cr_assert_str_eq(t.error, "QMP: no such fd");
+	free(t.error);
+}
+
+Test(qmp, script_refuses_what_is_not_json_or_too_long)
+{
+	static const char	 junk[] = "{\"QMP\": {}}\nnot json\n";
+	struct told		 t = { 0 };
+	char			 sent[512], *big;
+	size_t			 len = 2 * 1024 * 1024;
+
+	script(junk, sizeof junk - 1, &t, sent, sizeof sent);
+	cr_assert_eq(t.n, 1);
+	cr_assert_str_eq(t.error, "QMP: a reply that is not JSON");
+	free(t.error);
+
+	/* A line without end is not kept without end. */
+	memset(&t, 0, sizeof t);
+	big = xmalloc(len);
+	memset(big, 'x', len);
+	{
+		const char		*cmds[] = { "{\"execute\":\"a\"}" };
+		struct ev_loop		*loop = ev_loop_new(EVFLAG_AUTO);
+		struct qmp_script	*s;
+		char			*cause = NULL;
+		size_t			 off = 0;
+		ssize_t			 n;
+		int			 sv[2], i;
+
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		util_set_nonblock(sv[1]);
+		s = qmp_script_new(loop, sv[0], cmds, 1, told_cb, &t, &cause);
+		cr_assert_not_null(s);
+		while (off < len) {
+			n = write(sv[1], big + off, len - off);
+			if (n > 0)
+				off += n;
+			for (i = 0; i < 4; i++)
+				ev_run(loop, EVRUN_NOWAIT);
+		}
+		cr_assert_eq(t.n, 1);
+		cr_assert_str_eq(t.error, "QMP: reply too long");
+		qmp_script_free(s);
+		close(sv[0]);
+		close(sv[1]);
+		ev_loop_destroy(loop);
+	}
+	free(t.error);
+	free(big);
+}
