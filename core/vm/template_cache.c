@@ -109,6 +109,28 @@ template_format(const char *shape, int *current)
 	return (0);
 }
 
+/* A key is 16 bytes of SHA-256 in lower-case hex (template_init). */
+#define TEMPLATE_KEY_LEN	32
+
+/*
+ * Is name[0..len) a key? Anything else in the directory is none of a
+ * template's files, whatever its suffix, and never listed nor removed.
+ */
+static int
+template_is_key(const char *name, size_t len)
+{
+	size_t	i;
+
+	if (len != TEMPLATE_KEY_LEN)
+		return (0);
+	for (i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)name[i]) &&
+		    (name[i] < 'a' || name[i] > 'f'))
+			return (0);
+	}
+	return (1);
+}
+
 /*
  * Is a half-written file's name KEY.KIND.PID? template_partial knows the
  * kinds template.c writes; any other KIND (a newer qsup's) is taken as
@@ -123,7 +145,8 @@ template_cache_partial(const char *name, long *pid)
 	if (template_partial(name, pid) > 0)
 		return (1);
 	if ((dot = strrchr(name, '.')) == NULL || dot[1] == '\0' ||
-	    dot == name || memchr(name, '.', dot - name) == NULL)
+	    !template_is_key(name, strcspn(name, ".")) ||
+	    name + TEMPLATE_KEY_LEN == dot)
 		return (0);
 	for (p = dot + 1; *p != '\0'; p++) {
 		if (!isdigit((unsigned char)*p))
@@ -262,7 +285,8 @@ template_scan(const char *dir, struct tc_scan *s)
 	/* The templates first. */
 	for (i = 0; i < nnames; i++) {
 		if (template_cache_partial(names[i], &pid) ||
-		    (dot = strchr(names[i], '.')) == NULL)
+		    (dot = strchr(names[i], '.')) == NULL ||
+		    !template_is_key(names[i], dot - names[i]))
 			continue;
 		keylen = dot - names[i];
 		if (t != NULL && (keylen != strlen(t->name) ||
@@ -442,7 +466,7 @@ template_remove(const char *dir, const char *key)
 	size_t		 len = strlen(key);
 	long		 pid;
 
-	if (len == 0 || strchr(key, '/') != NULL || strchr(key, '.') != NULL)
+	if (!template_is_key(key, len))
 		return;
 	xasprintf(&path, "%s/%s.state", dir, key);
 	unlink(path);

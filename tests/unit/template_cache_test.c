@@ -44,6 +44,24 @@ teardown(void)
 TestSuite(template_cache, .init = setup, .fini = teardown);
 
 #define MIB	(1024 * 1024)
+#define TEMPLATE_KEY	32	/* a key's length: 16 bytes in hex */
+
+/*
+ * A key of the test's: tag (hex) padded to a key's length with f. One of
+ * 16 buffers, each used again 16 calls later.
+ */
+static const char *
+K(const char *tag)
+{
+	static char	keys[16][TEMPLATE_KEY + 1];
+	static int	next;
+	char		*k = keys[next++ % 16];
+
+	memset(k, 'f', TEMPLATE_KEY);
+	memcpy(k, tag, strlen(tag));
+	k[TEMPLATE_KEY] = '\0';
+	return (k);
+}
 
 static void
 put(const char *key, const char *suffix, const void *data, size_t len)
@@ -214,18 +232,18 @@ Test(template_cache, allocated_is_on_disk_not_apparent)
 	uint64_t			 want;
 
 	/* 256 MiB of RAM file, 3 pages of it written. */
-	make("aaaa", shared, 10000, 256 * MIB, 3, 1000);
+	make(K("aaaa"), shared, 10000, 256 * MIB, 3, 1000);
 	scan(&s);
 	cr_assert_eq(s.n, 1);
-	cr_assert_not_null(ti = find(&s, "aaaa"));
+	cr_assert_not_null(ti = find(&s, K("aaaa")));
 	cr_assert_eq(ti->format, TEMPLATE_SHARED);
 	cr_assert_eq(ti->ram_size, 256 * MIB);
 	cr_assert_eq(ti->size, 10000);
-	want = blocks("aaaa", ".state") + blocks("aaaa", ".ram") +
-	    blocks("aaaa", ".meta") + blocks("aaaa", ".shape");
+	want = blocks(K("aaaa"), ".state") + blocks(K("aaaa"), ".ram") +
+	    blocks(K("aaaa"), ".meta") + blocks(K("aaaa"), ".shape");
 	cr_assert_eq(ti->allocated, want, "%llu, not %llu",
 	    (unsigned long long)ti->allocated, (unsigned long long)want);
-	cr_assert_geq(blocks("aaaa", ".ram"), 3 * 4096);
+	cr_assert_geq(blocks(K("aaaa"), ".ram"), 3 * 4096);
 	cr_assert_lt(ti->allocated, 1 * MIB, "the hole was counted");
 	cr_assert_eq(ti->used, 1000);
 	cr_assert(!ti->stale && ti->writer == 0 && ti->mtime != 0);
@@ -242,34 +260,34 @@ Test(template_cache, format_is_read_never_guessed)
 
 	xasprintf(&old, "%s protocol %d", TEMPLATE_SHAPE_STREAM,
 	    QSUP_PROTOCOL_VERSION + 1);
-	make("k1", stream, 100, 0, 0, 1000);
-	make("k2", shared, 100, MIB, 1, 1000);
-	make("k3", "qsup-template 3 ram elsewhere protocol 1", 100, MIB, 1,
+	make(K("c1"), stream, 100, 0, 0, 1000);
+	make(K("c2"), shared, 100, MIB, 1, 1000);
+	make(K("c3"), "qsup-template 3 ram elsewhere protocol 1", 100, MIB, 1,
 	    1000);
-	make("k4", "qsup-template 10 protocol 1", 100, 0, 0, 1000);
-	make("k5", "qsup-template 1 protocol 1x", 100, 0, 0, 1000);
-	make("k6", "qsup-template 1", 100, 0, 0, 1000);
+	make(K("c4"), "qsup-template 10 protocol 1", 100, 0, 0, 1000);
+	make(K("c5"), "qsup-template 1 protocol 1x", 100, 0, 0, 1000);
+	make(K("c6"), "qsup-template 1", 100, 0, 0, 1000);
 	/* A RAM file and a state with no shape: there, but of no format. */
-	make("k7", NULL, 100, MIB, 1, 0);
+	make(K("c7"), NULL, 100, MIB, 1, 0);
 	/* A format this qsup reads, of another agent protocol. */
-	make("k8", old, 100, 0, 0, 1000);
+	make(K("c8"), old, 100, 0, 0, 1000);
 	scan(&s);
 	cr_assert_eq(s.n, 8);
-	cr_assert_eq(find(&s, "k1")->format, TEMPLATE_STREAM);
-	cr_assert(!find(&s, "k1")->stale);
-	cr_assert_eq(find(&s, "k1")->ram_size, 0);
-	cr_assert_eq(find(&s, "k2")->format, TEMPLATE_SHARED);
-	cr_assert(!find(&s, "k2")->stale);
-	cr_assert_eq(find(&s, "k3")->format, 0);
-	cr_assert_eq(find(&s, "k4")->format, 0, "format 10 is not 1");
-	cr_assert_eq(find(&s, "k5")->format, 0);
-	cr_assert_eq(find(&s, "k6")->format, 0);
-	cr_assert_eq(find(&s, "k7")->format, 0);
-	cr_assert(find(&s, "k7")->stale);
-	cr_assert_eq(find(&s, "k7")->ram_size, MIB);
-	cr_assert_neq(find(&s, "k7")->used, 0, "its files' mtime");
-	cr_assert_eq(find(&s, "k8")->format, TEMPLATE_STREAM);
-	cr_assert(find(&s, "k8")->stale, "another protocol's is never used");
+	cr_assert_eq(find(&s, K("c1"))->format, TEMPLATE_STREAM);
+	cr_assert(!find(&s, K("c1"))->stale);
+	cr_assert_eq(find(&s, K("c1"))->ram_size, 0);
+	cr_assert_eq(find(&s, K("c2"))->format, TEMPLATE_SHARED);
+	cr_assert(!find(&s, K("c2"))->stale);
+	cr_assert_eq(find(&s, K("c3"))->format, 0);
+	cr_assert_eq(find(&s, K("c4"))->format, 0, "format 10 is not 1");
+	cr_assert_eq(find(&s, K("c5"))->format, 0);
+	cr_assert_eq(find(&s, K("c6"))->format, 0);
+	cr_assert_eq(find(&s, K("c7"))->format, 0);
+	cr_assert(find(&s, K("c7"))->stale);
+	cr_assert_eq(find(&s, K("c7"))->ram_size, MIB);
+	cr_assert_neq(find(&s, K("c7"))->used, 0, "its files' mtime");
+	cr_assert_eq(find(&s, K("c8"))->format, TEMPLATE_STREAM);
+	cr_assert(find(&s, K("c8"))->stale, "another protocol's is never used");
 	seen_free(&s);
 	free(stream);
 	free(shared);
@@ -289,15 +307,15 @@ Test(template_cache, stale_when_a_file_it_names_changed)
 	fclose(f);
 	template_file_id(&b, "kernel", kernel);
 	xasprintf(&shape, "%s\n%s", stream, b.data);
-	make("k1", stream, 100, 0, 0, 1000);
-	put("k1", ".shape", shape, strlen(shape));
+	make(K("c1"), stream, 100, 0, 0, 1000);
+	put(K("c1"), ".shape", shape, strlen(shape));
 	scan(&s);
-	cr_assert(!find(&s, "k1")->stale);
+	cr_assert(!find(&s, K("c1"))->stale);
 	cr_assert_not_null(f = fopen(kernel, "w"));
 	fputs("a new kernel", f);
 	fclose(f);
 	scan(&s);
-	cr_assert(find(&s, "k1")->stale);
+	cr_assert(find(&s, K("c1"))->stale);
 	seen_free(&s);
 	buf_free(&b);
 	free(shape);
@@ -315,12 +333,12 @@ Test(template_cache, evicts_least_recently_used_first_and_keeps_keep)
 	char		*shared = shape_line(TEMPLATE_SHAPE_SHARED);
 	uint64_t	 one;
 
-	make("a", stream, T_STATE, 0, 0, 1000);
-	make("b", shared, T_STATE, 64 * MIB, 0, 2000);
-	make("c", stream, T_STATE, 0, 0, 3000);
-	make("d", shared, T_STATE, 64 * MIB, 0, 4000);
+	make(K("a"), stream, T_STATE, 0, 0, 1000);
+	make(K("b"), shared, T_STATE, 64 * MIB, 0, 2000);
+	make(K("c"), stream, T_STATE, 0, 0, 3000);
+	make(K("d"), shared, T_STATE, 64 * MIB, 0, 4000);
 	scan(&s);
-	one = find(&s, "a")->allocated;
+	one = find(&s, K("a"))->allocated;
 	cr_assert_gt(one, T_STATE - 1);
 
 	cr_assert_eq(template_evict(tdir, 0, NULL), 0, "0 is no limit");
@@ -330,23 +348,23 @@ Test(template_cache, evicts_least_recently_used_first_and_keeps_keep)
 
 	/* Room for two and a half: the two least recently used go. */
 	cr_assert_eq(template_evict(tdir, 2 * one + one / 2, NULL), 2);
-	cr_assert(!exists("a", ".state") && !exists("a", ".shape") &&
-	    !exists("a", ".meta"));
-	cr_assert(!exists("b", ".state") && !exists("b", ".ram"),
+	cr_assert(!exists(K("a"), ".state") && !exists(K("a"), ".shape") &&
+	    !exists(K("a"), ".meta"));
+	cr_assert(!exists(K("b"), ".state") && !exists(K("b"), ".ram"),
 	    "a format-2 template goes with its RAM file");
-	cr_assert(exists("c", ".state") && exists("d", ".ram"));
+	cr_assert(exists(K("c"), ".state") && exists(K("d"), ".ram"));
 
 	/* c is used now: d is the older. */
-	used_at("c", 5000);
+	used_at(K("c"), 5000);
 	cr_assert_eq(template_evict(tdir, one + one / 2, NULL), 1);
-	cr_assert(exists("c", ".state") && !exists("d", ".state"));
+	cr_assert(exists(K("c"), ".state") && !exists(K("d"), ".state"));
 
 	/* keep stays even over the cap; nothing else is left to go. */
-	make("e", stream, T_STATE, 0, 0, 9000);
-	cr_assert_eq(template_evict(tdir, one / 2, "c"), 1);
-	cr_assert(exists("c", ".state") && !exists("e", ".state"));
-	cr_assert_eq(template_evict(tdir, one / 2, "c"), 0);
-	cr_assert(exists("c", ".state"));
+	make(K("e"), stream, T_STATE, 0, 0, 9000);
+	cr_assert_eq(template_evict(tdir, one / 2, K("c")), 1);
+	cr_assert(exists(K("c"), ".state") && !exists(K("e"), ".state"));
+	cr_assert_eq(template_evict(tdir, one / 2, K("c")), 0);
+	cr_assert(exists(K("c"), ".state"));
 	seen_free(&s);
 	free(stream);
 	free(shared);
@@ -358,21 +376,21 @@ Test(template_cache, touch_makes_a_template_the_last_to_go)
 	struct template	 t;
 	struct stat	 st;
 
-	make("old", stream, T_STATE, 0, 0, 1000);
-	make("new", stream, T_STATE, 0, 0, 2000);
+	make(K("0d"), stream, T_STATE, 0, 0, 1000);
+	make(K("ae"), stream, T_STATE, 0, 0, 2000);
 	memset(&t, 0, sizeof t);
 	t.dir = tdir;
-	t.key = (char *)"old";
-	xasprintf(&t.shape_path, "%s/old.shape", tdir);
+	t.key = (char *)(uintptr_t)K("0d");
+	xasprintf(&t.shape_path, "%s/%s.shape", tdir, K("0d"));
 	template_touch(&t);
 	cr_assert_eq(stat(t.shape_path, &st), 0);
 	cr_assert_geq(st.st_mtime, time(NULL) - 60);
 	cr_assert_eq(template_evict(tdir, T_STATE + T_STATE / 2, NULL), 1);
-	cr_assert(exists("old", ".state") && !exists("new", ".state"));
+	cr_assert(exists(K("0d"), ".state") && !exists(K("ae"), ".state"));
 	/* A template gone since: nothing made, nothing said. */
-	template_remove(tdir, "old");
+	template_remove(tdir, K("0d"));
 	template_touch(&t);
-	cr_assert(!exists("old", ".shape"));
+	cr_assert(!exists(K("0d"), ".shape"));
 	template_touch(NULL);
 	free(t.shape_path);
 	free(stream);
@@ -382,13 +400,13 @@ Test(template_cache, unusable_ones_go_first)
 {
 	char	*stream = shape_line(TEMPLATE_SHAPE_STREAM);
 
-	make("good", stream, T_STATE, 0, 0, 1000);
-	make("unknown", "qsup-template 3 protocol 1", T_STATE, 0, 0, 5000);
-	make("noshape", NULL, T_STATE, 0, 0, 0);
+	make(K("9d"), stream, T_STATE, 0, 0, 1000);
+	make(K("fa"), "qsup-template 3 protocol 1", T_STATE, 0, 0, 5000);
+	make(K("5a"), NULL, T_STATE, 0, 0, 0);
 	cr_assert_eq(template_evict(tdir, 2 * T_STATE, NULL), 2,
 	    "both unusable ones, not the least recently used one");
-	cr_assert(exists("good", ".state"));
-	cr_assert(!exists("unknown", ".state") && !exists("noshape", ".state"));
+	cr_assert(exists(K("9d"), ".state"));
+	cr_assert(!exists(K("fa"), ".state") && !exists(K("5a"), ".state"));
 	free(stream);
 }
 
@@ -404,26 +422,26 @@ Test(template_cache, never_a_live_writer_nor_a_build_under_way)
 	memset(big, 'x', T_STATE);
 	/* A save under way: its state half-written, its RAM file too. */
 	snprintf(live, sizeof live, ".state.%ld", (long)getpid());
-	put("w", live, big, T_STATE);
+	put(K("ee"), live, big, T_STATE);
 	snprintf(ram, sizeof ram, ".ram.%ld", (long)getpid());
-	put("w", ram, big, T_STATE);
+	put(K("ee"), ram, big, T_STATE);
 	/* What a qsup killed while saving left. */
 	snprintf(dead, sizeof dead, ".state.%ld", gone);
-	put("w", dead, big, T_STATE);
+	put(K("ee"), dead, big, T_STATE);
 	/* A build between renaming its shape and its state into place. */
-	put("b", ".shape", stream, strlen(stream));
-	put("b", ".meta", "1 2.3\n", 6);
-	xasprintf(&path, "%s/b.lock", tdir);
+	put(K("b"), ".shape", stream, strlen(stream));
+	put(K("b"), ".meta", "1 2.3\n", 6);
+	xasprintf(&path, "%s/%s.lock", tdir, K("b"));
 	lock = open(path, O_RDWR|O_CREAT, 0600);
 	cr_assert(lock != -1 && flock(lock, LOCK_EX|LOCK_NB) == 0);
 	free(path);
-	make("old", stream, T_STATE, 0, 0, 1000);
+	make(K("0d"), stream, T_STATE, 0, 0, 1000);
 
 	scan(&s);
-	cr_assert_null(find(&s, "b"), "a save under way is not listed");
-	snprintf(live, sizeof live, "w.state.%ld", (long)getpid());
-	snprintf(ram, sizeof ram, "w.ram.%ld", (long)getpid());
-	snprintf(dead, sizeof dead, "w.state.%ld", gone);
+	cr_assert_null(find(&s, K("b")), "a save under way is not listed");
+	snprintf(live, sizeof live, "%s.state.%ld", K("ee"), (long)getpid());
+	snprintf(ram, sizeof ram, "%s.ram.%ld", K("ee"), (long)getpid());
+	snprintf(dead, sizeof dead, "%s.state.%ld", K("ee"), gone);
 	cr_assert_not_null(find(&s, live));
 	cr_assert(find(&s, live)->writer_alive);
 	cr_assert_not_null(find(&s, ram), "a half-written RAM file is listed");
@@ -431,27 +449,28 @@ Test(template_cache, never_a_live_writer_nor_a_build_under_way)
 	cr_assert_geq(find(&s, ram)->allocated, T_STATE);
 	cr_assert_not_null(find(&s, dead));
 	cr_assert(!find(&s, dead)->writer_alive);
-	cr_assert_null(find(&s, "w"), "half-written files are no template");
+	cr_assert_null(find(&s, K("ee")), "half-written files are no template");
 
 	/* Everything that may go goes; the rest stays. */
 	cr_assert_eq(template_evict(tdir, 1, NULL), 1);
-	cr_assert(!exists("old", ".state"));
-	cr_assert(!exists("w", dead + 1), "a dead writer's file stayed");
+	cr_assert(!exists(K("0d"), ".state"));
+	cr_assert(!exists(K("ee"), dead + TEMPLATE_KEY),
+	    "a dead writer's file stayed");
 	snprintf(live, sizeof live, ".state.%ld", (long)getpid());
 	snprintf(ram, sizeof ram, ".ram.%ld", (long)getpid());
-	cr_assert(exists("w", live) && exists("w", ram),
+	cr_assert(exists(K("ee"), live) && exists(K("ee"), ram),
 	    "a live writer's file was removed");
-	cr_assert(exists("b", ".shape") && exists("b", ".meta") &&
-	    exists("b", ".lock"), "a build under way was touched");
+	cr_assert(exists(K("b"), ".shape") && exists(K("b"), ".meta") &&
+	    exists(K("b"), ".lock"), "a build under way was touched");
 
 	/* The build given up, what it left is stale, and goes. */
 	close(lock);
 	scan(&s);
-	cr_assert_not_null(find(&s, "b"));
-	cr_assert(find(&s, "b")->stale && find(&s, "b")->mtime == 0);
+	cr_assert_not_null(find(&s, K("b")));
+	cr_assert(find(&s, K("b"))->stale && find(&s, K("b"))->mtime == 0);
 	cr_assert_eq(template_evict(tdir, 1, NULL), 1);
-	cr_assert(!exists("b", ".shape") && !exists("b", ".meta"));
-	cr_assert(exists("b", ".lock"), "a lock file is never removed");
+	cr_assert(!exists(K("b"), ".shape") && !exists(K("b"), ".meta"));
+	cr_assert(exists(K("b"), ".lock"), "a lock file is never removed");
 	seen_free(&s);
 	free(big);
 	free(stream);
@@ -461,24 +480,50 @@ Test(template_cache, remove_takes_all_of_one_template_only)
 {
 	char	*shared = shape_line(TEMPLATE_SHAPE_SHARED), live[64];
 
-	make("k", shared, 100, MIB, 1, 1000);
-	make("k0", shared, 100, MIB, 1, 1000);
-	put("k", ".devices", "x", 1);		/* a newer qsup's, say */
-	put("k", ".lock", "", 0);
+	make(K("cc"), shared, 100, MIB, 1, 1000);
+	make(K("cc0"), shared, 100, MIB, 1, 1000);
+	put(K("cc"), ".devices", "x", 1);		/* a newer qsup's, say */
+	put(K("cc"), ".lock", "", 0);
 	snprintf(live, sizeof live, ".ram.%ld", (long)getpid());
-	put("k", live, "x", 1);
-	template_remove(tdir, "k");
-	cr_assert(!exists("k", ".state") && !exists("k", ".ram") &&
-	    !exists("k", ".meta") && !exists("k", ".shape") &&
-	    !exists("k", ".devices"));
-	cr_assert(exists("k", ".lock") && exists("k", live));
-	cr_assert(exists("k0", ".state") && exists("k0", ".ram") &&
-	    exists("k0", ".shape"), "another template was removed");
+	put(K("cc"), live, "x", 1);
+	template_remove(tdir, K("cc"));
+	cr_assert(!exists(K("cc"), ".state") && !exists(K("cc"), ".ram") &&
+	    !exists(K("cc"), ".meta") && !exists(K("cc"), ".shape") &&
+	    !exists(K("cc"), ".devices"));
+	cr_assert(exists(K("cc"), ".lock") && exists(K("cc"), live));
+	cr_assert(exists(K("cc0"), ".state") && exists(K("cc0"), ".ram") &&
+	    exists(K("cc0"), ".shape"), "another template was removed");
 	/* A key that is a path is no key. */
 	template_remove(tdir, "../k0");
 	template_remove(tdir, "");
-	cr_assert(exists("k0", ".state"));
+	cr_assert(exists(K("cc0"), ".state"));
 	free(shared);
+}
+
+/* What is not a template's, by its name, is left alone. */
+Test(template_cache, other_files_are_not_templates)
+{
+	struct seen	 s = { 0 };
+	char		*stream = shape_line(TEMPLATE_SHAPE_STREAM), *big;
+	char		 wait[64];
+
+	big = xcalloc(1, T_STATE);
+	put("slot", ".1", big, T_STATE);
+	snprintf(wait, sizeof wait, ".%ld", dead_pid());
+	put("wait.123", wait, big, T_STATE);
+	put("README", "", big, T_STATE);
+	put("0123456789abcdef0123456789ABCDEF", ".state", big, T_STATE);
+	make(K("a"), stream, T_STATE, 0, 0, 1000);
+	scan(&s);
+	cr_assert_eq(s.n, 1, "%d listed", s.n);
+	cr_assert_not_null(find(&s, K("a")));
+	cr_assert_eq(template_evict(tdir, 1, NULL), 1);
+	cr_assert(exists("slot", ".1") && exists("wait.123", wait) &&
+	    exists("README", "") &&
+	    exists("0123456789abcdef0123456789ABCDEF", ".state"));
+	seen_free(&s);
+	free(big);
+	free(stream);
 }
 
 Test(template_cache, unreadable_dir)
