@@ -512,6 +512,7 @@ Test(template_cache, other_files_are_not_templates)
 	snprintf(wait, sizeof wait, ".%ld", dead_pid());
 	put("wait.123", wait, big, T_STATE);
 	put("README", "", big, T_STATE);
+	put("cafe", ".ram", big, T_STATE);	/* hex, but too short */
 	put("0123456789abcdef0123456789ABCDEF", ".state", big, T_STATE);
 	make(K("a"), stream, T_STATE, 0, 0, 1000);
 	scan(&s);
@@ -519,7 +520,7 @@ Test(template_cache, other_files_are_not_templates)
 	cr_assert_not_null(find(&s, K("a")));
 	cr_assert_eq(template_evict(tdir, 1, NULL), 1);
 	cr_assert(exists("slot", ".1") && exists("wait.123", wait) &&
-	    exists("README", "") &&
+	    exists("README", "") && exists("cafe", ".ram") &&
 	    exists("0123456789abcdef0123456789ABCDEF", ".state"));
 	seen_free(&s);
 	free(big);
