@@ -421,8 +421,9 @@ cmd_cache_ls(const struct cmd_entry *self, int argc, char **argv)
 			    o.profile != NULL ? o.profile : "the default profile");
 		else
 			printf("%.1f MB (template_cache_max = %s in %s; each run "
-			    "applies its own profile's)\n", max / 1e6, cap,
-			    o.profile != NULL ? o.profile : "the default profile");
+			    "applies its own profile's)%s\n", max / 1e6, cap,
+			    o.profile != NULL ? o.profile : "the default profile",
+			    l.total > max ? ", over it" : "");
 	}
 	buf_free(&l.t);
 	buf_free(&l.h);
