@@ -279,8 +279,8 @@ cmd_cache_ls_one(const struct template_info *ti, void *arg)
 			    (long long)ti->size, ti->writer,
 			    ti->writer_alive ? "true" : "false");
 		} else
-			printf("%s  %6.1f MB  half-written by process %ld, %s\n",
-			    ti->name, ti->allocated / 1e6, ti->writer,
+			printf("%s  %6.1f MB  half-written by process %ld, "
+			    "%s\n", ti->name, ti->allocated / 1e6, ti->writer,
 			    ti->writer_alive ? "still writing" : "gone");
 		return;
 	}
@@ -371,6 +371,29 @@ cmd_cache_staged(int clear, int only_stale)
 	free(cache);
 }
 
+/* The last line of "qsup cache ls": the total, and the cap (NULL: none). */
+static void
+cmd_cache_ls_total(const struct cmd_cache_list *l, const char *profile,
+    const uint64_t *max)
+{
+	char	cap[32];
+
+	if (profile == NULL)
+		profile = "the default profile";
+	printf("total  %6.1f MB  %d template%s; cap ", l->total / 1e6, l->n,
+	    l->n == 1 ? "" : "s");
+	if (max == NULL)
+		printf("unknown (the profile did not load)\n");
+	else if (*max == 0)
+		printf("none (template_cache_max = 0 in %s)\n", profile);
+	else {
+		cmd_cache_size(cap, sizeof cap, *max);
+		printf("%.1f MB (template_cache_max = %s in %s; each run "
+		    "applies its own profile's)%s\n", *max / 1e6, cap, profile,
+		    l->total > *max ? ", over it" : "");
+	}
+}
+
 /* "qsup cache ls", and plain "qsup cache". */
 static int
 cmd_cache_ls(const struct cmd_entry *self, int argc, char **argv)
@@ -378,7 +401,7 @@ cmd_cache_ls(const struct cmd_entry *self, int argc, char **argv)
 	struct cmd_cache_opts	 o;
 	struct cmd_cache_list	 l;
 	struct buf		 d = { 0 };
-	char			*dir, cap[32];
+	char			*dir;
 	uint64_t		 max = 0;
 	int			 have_cap, rc = 0;
 
@@ -410,21 +433,8 @@ cmd_cache_ls(const struct cmd_entry *self, int argc, char **argv)
 		    l.t.data != NULL ? l.t.data : "",
 		    l.h.data != NULL ? l.h.data : "");
 		buf_free(&d);
-	} else if (l.n != 0 || l.nparts != 0) {
-		cmd_cache_size(cap, sizeof cap, max);
-		printf("total  %6.1f MB  %d template%s; cap ", l.total / 1e6,
-		    l.n, l.n == 1 ? "" : "s");
-		if (!have_cap)
-			printf("unknown (the profile did not load)\n");
-		else if (max == 0)
-			printf("none (template_cache_max = 0 in %s)\n",
-			    o.profile != NULL ? o.profile : "the default profile");
-		else
-			printf("%.1f MB (template_cache_max = %s in %s; each run "
-			    "applies its own profile's)%s\n", max / 1e6, cap,
-			    o.profile != NULL ? o.profile : "the default profile",
-			    l.total > max ? ", over it" : "");
-	}
+	} else if (l.n != 0 || l.nparts != 0)
+		cmd_cache_ls_total(&l, o.profile, have_cap ? &max : NULL);
 	buf_free(&l.t);
 	buf_free(&l.h);
 	free(dir);

@@ -228,10 +228,11 @@ Test(template_cache, allocated_is_on_disk_not_apparent)
 {
 	struct seen			 s = { 0 };
 	const struct template_info	*ti;
-	char				*shared = shape_line(TEMPLATE_SHAPE_SHARED);
+	char				*shared;
 	uint64_t			 want;
 
 	/* 256 MiB of RAM file, 3 pages of it written. */
+	shared = shape_line(TEMPLATE_SHAPE_SHARED);
 	make(K("aaaa"), shared, 10000, 256 * MIB, 3, 1000);
 	scan(&s);
 	cr_assert_eq(s.n, 1);
@@ -413,7 +414,8 @@ Test(template_cache, unusable_ones_go_first)
 Test(template_cache, never_a_live_writer_nor_a_build_under_way)
 {
 	struct seen	 s = { 0 };
-	char		*stream = shape_line(TEMPLATE_SHAPE_STREAM), *big, *path;
+	char		*stream = shape_line(TEMPLATE_SHAPE_STREAM);
+	char		*big, *path;
 	char		 live[64], dead[64], ram[64];
 	long		 gone = dead_pid();
 	int		 lock;
@@ -482,7 +484,7 @@ Test(template_cache, remove_takes_all_of_one_template_only)
 
 	make(K("cc"), shared, 100, MIB, 1, 1000);
 	make(K("cc0"), shared, 100, MIB, 1, 1000);
-	put(K("cc"), ".devices", "x", 1);		/* a newer qsup's, say */
+	put(K("cc"), ".devices", "x", 1);	/* a newer qsup's, say */
 	put(K("cc"), ".lock", "", 0);
 	snprintf(live, sizeof live, ".ram.%ld", (long)getpid());
 	put(K("cc"), live, "x", 1);
