@@ -483,19 +483,3 @@ template_remove(const char *dir, const char *key)
 	}
 	closedir(d);
 }
-
-/* (Lead's placeholder until the cache branch lands.) */
-void
-template_touch(struct template *t)
-{
-	(void)utimensat(AT_FDCWD, t->shape_path, NULL, 0);
-}
-
-int
-template_evict(const char *dir, uint64_t max, const char *keep)
-{
-	(void)dir;
-	(void)max;
-	(void)keep;
-	return (0);
-}

@@ -79,9 +79,9 @@ test_usage_errors() {
 	    "$QSUP" bogus
 	err 125 "^qsup: unknown command 'bogus'; try 'qsup --help'\$" \
 	    "$QSUP" help bogus
-	err 125 '^qsup: usage: qsup cache ls \| clear \[--stale\]$' \
+	err 125 '^qsup: usage: qsup cache ls \| clear \[--stale\] \| prune$' \
 	    "$QSUP" cache bogus
-	err 125 '^qsup: usage: qsup cache ls \| clear \[--stale\]$' \
+	err 125 '^qsup: usage: qsup cache clear \[--stale\]$' \
 	    "$QSUP" cache clear --bogus
 	err 125 '^usage: qsup profile check' "$QSUP" profile
 	err 125 "^qsup: profile: unknown command 'bogus'; try 'qsup profile help'\$" \
