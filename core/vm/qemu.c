@@ -76,7 +76,7 @@ qemu_argv_machine(struct qemu_argv *a, const char *binary, enum accel accel,
 {
 	qemu_arg(a, "%s", binary);
 	qemu_arg(a, "-M");
-	qemu_arg(a, "microvm,pcie=on");
+	qemu_arg(a, "microvm,pcie=on,pit=off");
 	qemu_arg(a, "-accel");
 	if (accel == ACCEL_KVM) {
 		qemu_arg(a, "kvm");
