@@ -62,9 +62,6 @@ static int	init_ports_wanted = QSUP_PORT_COUNT;
 static int	init_ports_told;	/* qsup.ports= was given */
 static int	init_uevent = -1;	/* while ports are missing */
 static int	init_seed_ok;
-
-static int	init_ports_missing(void);
-static void	init_uevent_open(void);
 static int	init_dev_mounted;
 static int	init_root_wanted;	/* qsup.root=1: a disk image */
 static int	init_root_loaded;
@@ -699,44 +696,6 @@ init_ports_scan(void)
 	return (port_count());
 }
 
-/*
- * Ports appear when the host's control messages arrive, after
- * virtio_console is loaded, and each gets its name a moment later: wait
- * for the ones qsup.ports promises, for a bounded time. Without
- * qsup.ports, stop once the set has not grown for a while. Ports that
- * come later still are picked up by init_ports_late, on a uevent.
- */
-void
-init_ports(void)
-{
-	long long	now, start, changed;
-	int		n, seen = 0;
-
-	start = changed = util_ms(CLOCK_MONOTONIC);
-	for (;;) {
-		n = init_ports_scan();
-		now = util_ms(CLOCK_MONOTONIC);
-		if (n != seen) {
-			seen = n;
-			changed = now;
-		}
-		if (n >= init_ports_wanted || now - start >= INIT_PORTS_WAIT_MS)
-			break;
-		if (!init_ports_told && n > 0 &&
-		    now - changed >= INIT_PORTS_SETTLE_MS)
-			break;
-		init_sleep_ms(5);
-	}
-	if (init_ports_missing()) {
-		init_uevent_open();
-		n = port_count();
-	}
-	if (n == 0)
-		log_warnx("no %s* port found", QSUP_PORT_PREFIX);
-	else if (n < init_ports_wanted && init_ports_told)
-		log_warnx("%d of %d agent ports found", n, init_ports_wanted);
-}
-
 /* Promised ones until all are there, any at all only while none is. */
 static int
 init_ports_missing(void)
@@ -779,6 +738,44 @@ init_uevent_open(void)
 		close(init_uevent);
 		init_uevent = -1;
 	}
+}
+
+/*
+ * Ports appear when the host's control messages arrive, after
+ * virtio_console is loaded, and each gets its name a moment later: wait
+ * for the ones qsup.ports promises, for a bounded time. Without
+ * qsup.ports, stop once the set has not grown for a while. Ports that
+ * come later still are picked up by init_ports_late, on a uevent.
+ */
+void
+init_ports(void)
+{
+	long long	now, start, changed;
+	int		n, seen = 0;
+
+	start = changed = util_ms(CLOCK_MONOTONIC);
+	for (;;) {
+		n = init_ports_scan();
+		now = util_ms(CLOCK_MONOTONIC);
+		if (n != seen) {
+			seen = n;
+			changed = now;
+		}
+		if (n >= init_ports_wanted || now - start >= INIT_PORTS_WAIT_MS)
+			break;
+		if (!init_ports_told && n > 0 &&
+		    now - changed >= INIT_PORTS_SETTLE_MS)
+			break;
+		init_sleep_ms(5);
+	}
+	if (init_ports_missing()) {
+		init_uevent_open();
+		n = port_count();
+	}
+	if (n == 0)
+		log_warnx("no %s* port found", QSUP_PORT_PREFIX);
+	else if (n < init_ports_wanted && init_ports_told)
+		log_warnx("%d of %d agent ports found", n, init_ports_wanted);
 }
 
 /* What the loop polls for late ports: -1 once none is missing. */

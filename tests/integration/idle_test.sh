@@ -9,7 +9,7 @@ GUEST=$PWD/build/guest
 # without a token) with one agent port on a socket we can open and close
 # at will, which qsup never does to a running guest.
 bare_guest() {
-	local dir=$1 khz
+	local dir=$1 ports=${2:-1} khz
 	# As qsup tells a TCG guest: it cannot time its TSC by itself.
 	khz=$(awk -F: '/^cpu MHz/ {printf "%d", $2 * 1000; exit}' /proc/cpuinfo)
 	qemu-system-x86_64 -M microvm,pcie=on,pit=off -accel tcg,tb-size=64 \
@@ -17,12 +17,13 @@ bare_guest() {
 	    -no-reboot -name "qsup-idle-test:$T_RUN" \
 	    -kernel "$GUEST/vmlinux" -initrd "$GUEST/initramfs.cpio" \
 	    -append "console=ttyS0 quiet panic=-1 tsc_early_khz=$khz \
-	    tsc=reliable no_timer_check qsup.ports=1 qsup.template=1" \
+	    tsc=reliable no_timer_check qsup.ports=$ports qsup.template=1" \
 	    -chardev "socket,id=con,path=$dir/con.sock,server=on,wait=off" \
 	    -serial chardev:con \
 	    -device virtio-serial-device \
 	    -chardev "socket,id=a0,path=$dir/a0.sock,server=on,wait=off" \
 	    -device virtserialport,chardev=a0,name=org.qsup.agent.0 \
+	    -qmp "unix:$dir/qmp.sock,server=on,wait=off" \
 	    </dev/null >"$dir/qemu.log" 2>&1 &
 	echo $!
 }
@@ -79,6 +80,45 @@ test_port_host_comes_back() {
 	sleep 7
 	out=$(ping_port "$dir/a0.sock" 10) ||
 	    fail "ping after 7 s down: $out"
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rm -rf "$dir"
+}
+
+# A promised port that comes late (hot-plugged long after boot) is found:
+# the agent learns of it from a uevent, not a timer.
+test_late_port_found() {
+	local dir=$T_TMP/late pid out
+	mkdir -p "$dir"
+	pid=$(bare_guest "$dir" 2)
+	out=$(ping_port "$dir/a0.sock" 60) ||
+	    fail "first ping: $out"
+	sleep 3
+	python3 - "$dir" <<'EOF' || fail "hot-plugging a port"
+import json, socket, sys
+d = sys.argv[1]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(d + "/qmp.sock")
+f = s.makefile("rw")
+def cmd(c, **a):
+	f.write(json.dumps({"execute": c, "arguments": a}) + "\n")
+	f.flush()
+	while True:
+		r = json.loads(f.readline())
+		if "return" in r or "error" in r:
+			if "error" in r:
+				sys.exit(str(r))
+			return r
+json.loads(f.readline())
+cmd("qmp_capabilities")
+cmd("chardev-add", id="a1", backend={"type": "socket", "data": {
+    "addr": {"type": "unix", "data": {"path": d + "/a1.sock"}},
+    "server": True, "wait": False}})
+cmd("device_add", driver="virtserialport", chardev="a1",
+    name="org.qsup.agent.1", id="p1")
+EOF
+	out=$(ping_port "$dir/a1.sock" 10) ||
+	    fail "ping on the late port: $out"
 	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	rm -rf "$dir"
