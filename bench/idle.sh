@@ -48,10 +48,13 @@ ctx_switches() {
 	cat /proc/"$1"/task/*/status 2>/dev/null |
 	    awk '/ctxt_switches/ {s += $2} END {print s + 0}'
 }
-# The QEMU whose -name is qsup:RUNDIR with RUNDIR under our runtime dir.
-qemu_pids() {
+# The QEMU of the qsup run process PID: its child whose -name is
+# qsup:RUNDIR with RUNDIR under our runtime directory.
+qemu_of() {
 	local d
 	for d in /proc/[0-9]*; do
+		[ "$(awk '{sub(/^.*\) /, ""); print $2}' "$d/stat" 2>/dev/null)" = \
+		    "$1" ] || continue
 		tr '\0' ' ' <"$d/cmdline" 2>/dev/null |
 		    grep -q -- "-name qsup:$XDG_RUNTIME_DIR" &&
 		    echo "${d#/proc/}"
@@ -77,11 +80,15 @@ for i in $(seq 1 "$n"); do
 		sleep 0.1
 	done
 done
-mapfile -t qpids < <(qemu_pids)
-if [ "${#qpids[@]}" -ne "$n" ]; then
-	echo "idle.sh: found ${#qpids[@]} QEMU processes, wanted $n" >&2
-	exit 1
-fi
+qpids=()
+for p in "${pids[@]}"; do
+	q=$(qemu_of "$p")
+	if [ -z "$q" ] || [ "$(wc -w <<<"$q")" -ne 1 ]; then
+		echo "idle.sh: no single QEMU for qsup $p: '$q'" >&2
+		exit 1
+	fi
+	qpids+=("$q")
+done
 
 # Let the start settle (the host's last writes, the guest's first sleep).
 sleep 1
@@ -131,7 +138,6 @@ for p in "${qpids[@]}"; do
 	    'BEGIN {printf "%.2f", (b - a) * 100000 / hz / el}')
 	cs=$(awk -v a="${c0[$p]}" -v b="${c1[$p]}" -v el="$el" \
 	    'BEGIN {printf "%.0f", (b - a) * 1000 / el}')
-	# Which sandbox this QEMU is does not matter for the figures.
 	loc=$(awk '/^loc / {l[++k] = $2; u[k] = $3}
 	    END {printf "%.1f", (l[2] - l[1]) / (u[2] - u[1])}' "$tmp/out.$i")
 	sp=${pids[$((i - 1))]}
