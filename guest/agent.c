@@ -26,7 +26,8 @@
 enum {
 	REF_SIGNAL,
 	REF_PORT,
-	REF_EXEC
+	REF_EXEC,
+	REF_UEVENT
 };
 
 int			 agent_pid1;
@@ -101,8 +102,9 @@ agent_signal_cb(int sig)
 }
 
 /*
- * SIGCHLD, SIGTERM and SIGINT arrive through a signalfd. They also get a
- * handler: the kernel drops signals with the default action sent to PID 1.
+ * SIGCHLD, SIGTERM, SIGINT and SIGIO (a port's host came or went:
+ * init.c) arrive through a signalfd. They also get a handler: the
+ * kernel drops signals with the default action sent to PID 1.
  */
 static void
 agent_signals(void)
@@ -119,11 +121,13 @@ agent_signals(void)
 	sigaction(SIGCHLD, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGIO, &sa, NULL);
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGIO);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
 		fatalx("sigprocmask: %s", strerror(errno));
 	agent_sigfd = signalfd(-1, &set, SFD_NONBLOCK|SFD_CLOEXEC);
@@ -136,12 +140,16 @@ agent_signal_read(void)
 {
 	struct signalfd_siginfo	si;
 	pid_t			pid;
-	int			status;
+	int			status, io = 0;
 
 	while (read(agent_sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
 		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
 			agent_poweroff_wanted = 1;
+		if (si.ssi_signo == SIGIO)
+			io = 1;
 	}
+	if (io)
+		port_recheck();
 	/* Every child, ours or orphaned onto PID 1, is reaped here. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
 		exec_reaped(pid, status);
@@ -257,10 +265,14 @@ agent_loop(void)
 	struct pollfd	*pfd = NULL;
 	void		**refs = NULL;
 	int		*kinds = NULL;
-	int		 max, n, m, i, timeout;
+	int		 max, n, m, i;
 
+	/*
+	 * No timeout: an idle guest sleeps until the host, a child or the
+	 * kernel has something to say (port_recheck, init_ports_late).
+	 */
 	for (;;) {
-		max = 1 + port_count() + 3 * exec_count();
+		max = 2 + port_count() + 3 * exec_count();
 		pfd = xreallocarray(pfd, max, sizeof *pfd);
 		refs = xreallocarray(refs, max, sizeof *refs);
 		kinds = xreallocarray(kinds, max, sizeof *kinds);
@@ -278,17 +290,16 @@ agent_loop(void)
 		for (i = n; i < n + m; i++)
 			kinds[i] = REF_EXEC;
 		n += m;
+		if (agent_pid1 && init_uevent_fd() != -1) {
+			pfd[n].fd = init_uevent_fd();
+			pfd[n].events = POLLIN;
+			refs[n] = NULL;
+			kinds[n++] = REF_UEVENT;
+		}
 		for (i = 0; i < n; i++)
 			pfd[i].revents = 0;
 
-		timeout = -1;
-		if (agent_pid1) {
-			timeout = port_recheck();
-			if (init_ports_late() && (timeout == -1 ||
-			    timeout > 100))
-				timeout = 100;
-		}
-		if (poll(pfd, n, timeout) == -1) {
+		if (poll(pfd, n, -1) == -1) {
 			if (errno == EINTR)
 				continue;
 			fatalx("poll: %s", strerror(errno));
@@ -305,6 +316,9 @@ agent_loop(void)
 				break;
 			case REF_EXEC:
 				exec_handle(refs[i], &pfd[i]);
+				break;
+			case REF_UEVENT:
+				init_ports_late();
 				break;
 			}
 		}

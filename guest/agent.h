@@ -215,7 +215,7 @@ size_t		 port_pending(const struct port *);
 int		 port_pollfds(struct pollfd *, void **, int);
 void		 port_handle(struct port *, int);
 void		 port_sweep(void);
-int		 port_recheck(void);
+void		 port_recheck(void);
 void		 port_flush_all(int);
 void		 port_event(struct port *, const char *, const void *,
 		     size_t, int);
@@ -252,7 +252,8 @@ void		 init_mounts(void);
 void		 init_apply_seed(void);
 int		 init_ports_scan(void);
 void		 init_ports(void);
-int		 init_ports_late(void);
+void		 init_ports_late(void);
+int		 init_uevent_fd(void);
 void		 init_poweroff(void) __attribute__((noreturn));
 void		 init_probe(void) __attribute__((noreturn));
 

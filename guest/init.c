@@ -32,7 +32,6 @@
 #define INIT_SEED_WAIT_MS	2000
 #define INIT_PORTS_WAIT_MS	2000
 #define INIT_PORTS_SETTLE_MS	100	/* no new port this long: done */
-#define INIT_PORTS_LATE_MS	30000	/* uptime: stop looking */
 #define INIT_TERM_GRACE_MS	500
 /*
  * 512000 is the most the virtio transport takes. cache=mmap rather than
@@ -44,13 +43,24 @@
 #define INIT_9P_OPTIONS \
 	"trans=virtio,version=9p2000.L,msize=512000,cache=mmap"
 
-/* From <linux/random.h> and <linux/module.h>, which musl does not ship. */
+/*
+ * From <linux/random.h>, <linux/module.h> and <linux/netlink.h>, which
+ * musl does not ship.
+ */
 #define INIT_RNDADDENTROPY		0x40085203
 #define INIT_RNDRESEEDCRNG		0x5207
 #define INIT_MODULE_INIT_COMPRESSED	4
+#define INIT_NETLINK_KOBJECT_UEVENT	15
+struct init_sockaddr_nl {
+	sa_family_t	nl_family;
+	unsigned short	nl_pad;
+	uint32_t	nl_pid;
+	uint32_t	nl_groups;
+};
 
 static int	init_ports_wanted = QSUP_PORT_COUNT;
 static int	init_ports_told;	/* qsup.ports= was given */
+static int	init_uevent = -1;	/* while ports are missing */
 static int	init_seed_ok;
 static int	init_dev_mounted;
 static int	init_root_wanted;	/* qsup.root=1: a disk image */
@@ -634,6 +644,23 @@ init_apply_seed(void)
 		init_firewall();
 }
 
+/*
+ * SIGIO on the port's host connecting or hanging up (virtio_console
+ * sends it to a port's owner on VIRTIO_CONSOLE_PORT_OPEN): the event
+ * port_recheck waits for instead of a timer. It also comes with input,
+ * which costs one signalfd read in a loop turn that was due anyway.
+ */
+static void
+init_port_async(int fd)
+{
+	int	fl;
+
+	if (fcntl(fd, F_SETOWN, getpid()) == -1 ||
+	    (fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl | O_ASYNC) == -1)
+		log_warn("O_ASYNC on an agent port");
+}
+
 /* Open the agent ports that have appeared; returns how many are open. */
 int
 init_ports_scan(void)
@@ -658,8 +685,10 @@ init_ports_scan(void)
 		    strlen(QSUP_PORT_PREFIX)) == 0 && !port_has(name)) {
 			snprintf(path, sizeof path, "/dev/%s", de->d_name);
 			fd = open(path, O_RDWR|O_NONBLOCK|O_CLOEXEC);
-			if (fd != -1)
+			if (fd != -1) {
+				init_port_async(fd);
 				port_add(fd, name);
+			}
 		}
 		free(name);
 	}
@@ -667,12 +696,56 @@ init_ports_scan(void)
 	return (port_count());
 }
 
+/* Promised ones until all are there, any at all only while none is. */
+static int
+init_ports_missing(void)
+{
+	if (port_count() >= init_ports_wanted)
+		return (0);
+	return (init_ports_told || port_count() == 0);
+}
+
+/*
+ * While ports are still missing, the kernel's uevent socket says when a
+ * port appears or gets its name (virtio_console sends KOBJ_ADD, then
+ * KOBJ_CHANGE with the name), so the loop polls that rather than a
+ * timer. Opened before the last look, so a port that comes in between
+ * is not missed.
+ */
+static void
+init_uevent_open(void)
+{
+	struct init_sockaddr_nl	sa;
+	int			fd;
+
+	fd = socket(AF_NETLINK, SOCK_DGRAM|SOCK_NONBLOCK|SOCK_CLOEXEC,
+	    INIT_NETLINK_KOBJECT_UEVENT);
+	if (fd == -1) {
+		log_warn("uevent socket");
+		return;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.nl_family = AF_NETLINK;
+	sa.nl_groups = 1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == -1) {
+		log_warn("uevent socket");
+		close(fd);
+		return;
+	}
+	init_uevent = fd;
+	init_ports_scan();
+	if (!init_ports_missing()) {
+		close(init_uevent);
+		init_uevent = -1;
+	}
+}
+
 /*
  * Ports appear when the host's control messages arrive, after
  * virtio_console is loaded, and each gets its name a moment later: wait
  * for the ones qsup.ports promises, for a bounded time. Without
  * qsup.ports, stop once the set has not grown for a while. Ports that
- * come later still are picked up by init_ports_late.
+ * come later still are picked up by init_ports_late, on a uevent.
  */
 void
 init_ports(void)
@@ -695,27 +768,44 @@ init_ports(void)
 			break;
 		init_sleep_ms(5);
 	}
+	if (init_ports_missing()) {
+		init_uevent_open();
+		n = port_count();
+	}
 	if (n == 0)
 		log_warnx("no %s* port found", QSUP_PORT_PREFIX);
 	else if (n < init_ports_wanted && init_ports_told)
 		log_warnx("%d of %d agent ports found", n, init_ports_wanted);
 }
 
-/*
- * While ports are still missing, look again (the loop polls with a timer
- * while this returns 1): promised ones until INIT_PORTS_LATE_MS of uptime,
- * any at all only while none has been found.
- */
+/* What the loop polls for late ports: -1 once none is missing. */
 int
+init_uevent_fd(void)
+{
+	return (init_uevent);
+}
+
+/*
+ * The uevent socket is readable: drop what it says (any event is
+ * reason enough to look, and nothing the guest's devices send is
+ * parsed) and look again.
+ */
+void
 init_ports_late(void)
 {
-	if (port_count() >= init_ports_wanted ||
-	    util_ms(CLOCK_BOOTTIME) > INIT_PORTS_LATE_MS)
-		return (0);
-	if (!init_ports_told && port_count() > 0)
-		return (0);
+	static char	buf[4096];
+	ssize_t		n;
+
+	if (init_uevent == -1)
+		return;
+	do
+		n = recv(init_uevent, buf, sizeof buf, MSG_DONTWAIT);
+	while (n >= 0 || errno == ENOBUFS || errno == EINTR);
 	init_ports_scan();
-	return (port_count() < init_ports_wanted);
+	if (!init_ports_missing()) {
+		close(init_uevent);
+		init_uevent = -1;
+	}
 }
 
 /* Reap whatever has exited, for up to ms; 1 when no child is left. */

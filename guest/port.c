@@ -28,7 +28,6 @@ struct port {
 	char			*name;
 	enum port_state		 state;
 	int			 down;	/* host gone: not polled */
-	long long		 down_since;
 	int			 dead;	/* closed; port_sweep frees */
 
 	struct abuf		 in;
@@ -178,7 +177,6 @@ port_gone(struct port *p)
 	if (agent_pid1) {
 		/* virtio-serial: the host may connect again later. */
 		p->down = 1;
-		p->down_since = util_ms(CLOCK_MONOTONIC);
 		return;
 	}
 	close(p->fd);
@@ -684,17 +682,18 @@ port_sweep(void)
 
 /*
  * A virtio-serial port reports POLLHUP for as long as no host is
- * connected; such a port is left out of the poll set (it would spin) and
- * checked here on a timer. Returns the poll timeout that checking needs:
- * short just after a hang-up, longer once a port has stayed down.
+ * connected; such a port is left out of the poll set (it would spin).
+ * The guest's ports are opened with O_ASYNC (init_ports_scan), and the
+ * kernel sends SIGIO when the host connects or hangs up, so this runs
+ * on SIGIO only: no timer wakes an idle guest to look. A SIGIO that
+ * came between the hang-up and the port being marked down is still
+ * pending in the signalfd, so no return of the host is missed.
  */
-int
+void
 port_recheck(void)
 {
 	struct port	*p;
 	struct pollfd	 pfd;
-	long long	 now = util_ms(CLOCK_MONOTONIC);
-	int		 timeout = -1;
 
 	for (p = ports; p != NULL; p = p->next) {
 		if (!p->down)
@@ -702,16 +701,10 @@ port_recheck(void)
 		pfd.fd = p->fd;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
-		if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP)) {
-			if (now - p->down_since < 5000)
-				timeout = 50;
-			else if (timeout == -1)
-				timeout = 500;
+		if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP))
 			continue;
-		}
 		p->down = 0;
 	}
-	return (timeout);
 }
 
 /* Before powering off: give pending answers up to ms to leave. */

@@ -244,7 +244,9 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	xasprintf(&tmp, "console=ttyS0 quiet panic=-1 %s "
 	    "no_timer_check cryptomgr.notests random.trust_cpu=on "
 	    "mitigations=off init_on_alloc=0 audit=0 apparmor=0 "
-	    "8250.nr_uarts=1 initcall_blacklist=init_kprobe_trace,"
+	    "8250.nr_uarts=1 nowatchdog psi=0 cgroup_disable=memory "
+	    "sysctl.vm.compaction_proactiveness=0 "
+	    "initcall_blacklist=init_kprobe_trace,"
 	    "crypto_kdf108_init,init_mmio_trace,"
 	    "init_trace_printk_function_export qsup.ports=%d%s%s", tsc,
 	    QSUP_PORT_COUNT, sb->mode == SB_COLD ? "" : " qsup.template=1",
