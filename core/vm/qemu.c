@@ -89,8 +89,17 @@ qemu_argv_machine(struct qemu_argv *a, const char *binary, enum accel accel,
 		qemu_arg(a, "kvm");
 		qemu_arg(a, "-cpu");
 		qemu_arg(a, "host");
-	} else
+	} else {
 		qemu_arg(a, "tcg,tb-size=64");
+		/*
+		 * ARAT (the APIC timer runs in every sleep state), true of
+		 * QEMU's emulated APIC: without it Linux needs a broadcast
+		 * timer to stop the tick, microvm has none, and an idle guest
+		 * takes 250 timer interrupts a second, each costly under TCG.
+		 */
+		qemu_arg(a, "-cpu");
+		qemu_arg(a, "qemu64,+arat");
+	}
 	qemu_arg(a, "-m");
 	qemu_arg(a, "%llu", mib);
 	qemu_arg(a, "-smp");

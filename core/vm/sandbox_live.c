@@ -13,7 +13,7 @@
 #include "sandbox_int.h"
 
 #define SANDBOX_PING_PORT	(QSUP_PORT_COUNT - 1)
-#define SANDBOX_PING_EVERY	2.0
+#define SANDBOX_PING_EVERY	5.0
 #define SANDBOX_PING_MAX_KVM	10.0
 #define SANDBOX_PING_MAX_TCG	20.0
 

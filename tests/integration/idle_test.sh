@@ -141,7 +141,7 @@ test_idle_kernel_settings() {
 }
 
 # The agent sleeps while the command does: PID 1 wakes only for the
-# host's liveness pings (one every 2 s, each a wakeup or two), not on a
+# host's liveness pings (one every 5 s, each a wakeup or two), not on a
 # timer of its own.
 test_agent_sleeps() {
 	local out n

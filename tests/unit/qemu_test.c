@@ -52,7 +52,7 @@ Test(qemu, tcg_named)
 
 	qemu_argv_machine(&a, "q", ACCEL_TCG, 512, 2, "qsup:/run/x");
 	s = joined(a.argv);
-	cr_assert_str_eq(s, "q -M microvm,pcie=on,pit=off -accel tcg,tb-size=64 "
+	cr_assert_str_eq(s, "q -M microvm,pcie=on,pit=off -accel tcg,tb-size=64 -cpu qemu64,+arat "
 	    "-m 512 -smp 2 -name qsup:/run/x -nodefaults -no-user-config "
 	    "-display none "
 	    "-no-reboot -sandbox " QSUP_QEMU_SANDBOX);
