@@ -203,6 +203,17 @@ void		 template_touch(struct template *);
 int		 template_evict(const char *, uint64_t, const char *);
 void		 template_remove(const char *, const char *);
 
+/* gate.c: a start waits for one of a few slots, shared by every qsup */
+struct gate;
+typedef void	(*gate_cb)(void *);
+struct gate	*gate_new(struct ev_loop *, const char *, int, gate_cb,
+		     void *);
+int		 gate_slots(void);
+int		 gate_ahead(const struct gate *);
+double		 gate_waited(const struct gate *);
+void		 gate_release(struct gate *);
+void		 gate_free(struct gate *);
+
 /* disk.c: a disk image, its base never written, on a fresh overlay */
 #define DISK_NODE		"root"		/* the overlay's node */
 #define QSUP_ROOT_SERIAL	"qsup-root"	/* how the guest finds it */
