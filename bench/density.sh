@@ -39,7 +39,9 @@ mkdir -m 700 "$tmp/run"
 # One run: the ok line stamped with the time it arrived.
 one() {
 	local i=$1 line
-	"$qsup" run --json -- sh -c "echo ok; sleep $s" 2>"$tmp/err.$i" |
+	# --timeout: a run whose command never ends fails, not the bench.
+	"$qsup" run --json --timeout $((s + 60)) -- sh -c "echo ok; sleep $s" \
+	    2>"$tmp/err.$i" |
 	    while IFS= read -r line; do
 		echo "$(now_ms) $line"
 	    done >"$tmp/out.$i"
