@@ -7,13 +7,13 @@
 # (the sum of the QEMU children's VmRSS, and of their PSS from
 # smaps_rollup, where pages shared between QEMUs count once), the CPU all
 # the runs used, and MemAvailable before and while all run.
-# Usage: bench/density.sh [N] [S]   (default 64, and S = 20 + N/2 seconds:
+# Usage: bench/density.sh [N] [S]   (default 64, and S = 30 + N seconds:
 # long enough that all overlap on a small host; the script says if not)
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 . bench/lib.sh
 n=${1:-64}
-s=${2:-$((20 + n / 2))}
+s=${2:-$((30 + n))}
 qsup=$PWD/build/qsup
 tmp=$(mktemp -d /tmp/qsup-density.XXXXXX)
 pids=()
@@ -105,6 +105,6 @@ if [ "$t_all" -gt "$first_exit" ]; then
 	echo "  NOT all overlapped: the first run's sleep ended before the last ok; use a larger S" >&2
 fi
 echo "  QEMU while all ran ($nq processes): RSS $((rss / 1024)) MiB in all, $((rss / (nq > 0 ? nq : 1) / 1024)) MiB each; PSS $((pss / 1024)) MiB in all, $((pss / (nq > 0 ? nq : 1) / 1024)) MiB each"
-echo "  MemAvailable: $((mem0 / 1024)) MiB before, $((mem1 / 1024)) MiB while all ran ($(((mem0 - mem1) / 1024)) MiB used, $(((mem0 - mem1) / n / 1024)) MiB a sandbox)"
+echo "  MemAvailable: $((mem0 / 1024)) MiB before, $((mem1 / 1024)) MiB while all ran ($(((mem0 - mem1) / 1024)) MiB used, $(((mem0 - mem1) / (nq > 0 ? nq : 1) / 1024)) MiB for each QEMU running)"
 echo "  CPU of all runs (qsup and QEMU, user+system): $(awk -v c="$cpu" -v h="$hz" 'BEGIN {printf "%.1f", c / h}') s over $(((t_end - t0) / 1000)) s of wall time"
 [ "$failed" -eq 0 ]

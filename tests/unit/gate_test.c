@@ -1,3 +1,4 @@
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -347,4 +348,89 @@ Test(gate, slots_default_to_the_cpus_we_may_use)
 	cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
 	cr_assert_geq(gate_slots(), 1);
 	cr_assert_leq(gate_slots(), CPU_COUNT(&set));
+}
+
+/* Shared by a crowd of processes: how many hold a slot, and who got one. */
+struct crowd {
+	int	 holding;
+	int	 most;
+	int	 next;
+	int	 got[8];
+};
+
+static struct crowd	*crowd;
+static int		 crowd_id;
+
+static void
+crowd_cb(void *arg)
+{
+	(void)arg;
+	crowd->got[__atomic_fetch_add(&crowd->next, 1, __ATOMIC_SEQ_CST)] =
+	    crowd_id;
+	ev_break(loop, EVBREAK_ONE);
+}
+
+/* Each child queues, 20 ms after the one before, and holds 50 ms. */
+static void
+crowd_run(int slots, int n)
+{
+	struct gate	*g;
+	pid_t		 pids[8];
+	int		 i, h, st, most;
+
+	crowd = mmap(NULL, sizeof *crowd, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(crowd, MAP_FAILED);
+	memset(crowd, 0, sizeof *crowd);
+	g = gate_new(loop, dir, slots, called_cb, &w[0]);
+	run_until(1, 2);	/* the slots are held while the crowd queues */
+	for (i = 0; i < n; i++) {
+		cr_assert_neq(pids[i] = fork(), -1);
+		if (pids[i] == 0) {
+			alarm(20);
+			ev_loop_destroy(loop);
+			loop = ev_loop_new(EVFLAG_AUTO);
+			crowd_id = i;
+			g = gate_new(loop, dir, slots, crowd_cb, NULL);
+			ev_run(loop, 0);
+			h = __atomic_add_fetch(&crowd->holding, 1,
+			    __ATOMIC_SEQ_CST);
+			do {
+				most = __atomic_load_n(&crowd->most,
+				    __ATOMIC_SEQ_CST);
+			} while (h > most && !__atomic_compare_exchange_n(
+			    &crowd->most, &most, h, 0, __ATOMIC_SEQ_CST,
+			    __ATOMIC_SEQ_CST));
+			usleep(50000);
+			__atomic_sub_fetch(&crowd->holding, 1,
+			    __ATOMIC_SEQ_CST);
+			gate_free(g);
+			_exit(0);
+		}
+		usleep(20000);
+	}
+	gate_free(g);
+	for (i = 0; i < n; i++) {
+		cr_assert_eq(waitpid(pids[i], &st, 0), pids[i]);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		    "child %d did not get a slot", i);
+	}
+	cr_assert_eq(crowd->next, n);
+	cr_assert_leq(crowd->most, slots, "%d held a slot at once",
+	    crowd->most);
+	cr_assert_eq(crowd->most, slots, "the slots were not all used");
+	if (slots == 1)
+		for (i = 0; i < n; i++)
+			cr_assert_eq(crowd->got[i], i, "served out of order");
+	munmap(crowd, sizeof *crowd);
+}
+
+Test(gate, a_crowd_of_processes_takes_one_slot_in_turn)
+{
+	crowd_run(1, 6);
+}
+
+Test(gate, a_crowd_of_processes_never_holds_more_than_the_slots)
+{
+	crowd_run(2, 8);
 }
