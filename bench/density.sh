@@ -14,7 +14,7 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 . bench/lib.sh
 n=${1:-64}
 s=${2:-$((30 + n))}
-qsup=$PWD/build/qsup
+qsup=${QSUP:-$PWD/build/qsup}	# QSUP=path: another build
 tmp=$(mktemp -d /tmp/qsup-density.XXXXXX)
 pids=()
 cleanup() {
@@ -39,6 +39,7 @@ mkdir -m 700 "$tmp/run"
 # One run: the ok line stamped with the time it arrived.
 one() {
 	local i=$1 line
+	set +e	# a failed run is counted, not the end of this subshell
 	# --timeout: a run whose command never ends fails, not the bench.
 	"$qsup" run --json --timeout $((s + 60)) -- sh -c "echo ok; sleep $s" \
 	    2>"$tmp/err.$i" |
@@ -59,11 +60,16 @@ done
 
 # Until every run has printed ok, or finished without: then the sample.
 settled() {
-	local i
+	local i p
 	for i in $(seq 1 "$n"); do
 		grep -q ' ok$' "$tmp/out.$i" 2>/dev/null ||
-		    [ -e "$tmp/rc.$i" ] || return 1
+		    [ -e "$tmp/rc.$i" ] || break
 	done
+	[ "$i" -eq "$n" ] && { grep -q ' ok$' "$tmp/out.$i" 2>/dev/null ||
+	    [ -e "$tmp/rc.$i" ]; } && return 0
+	# Or no run is left to say anything.
+	for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && return 1; done
+	return 0
 }
 until settled; do sleep 0.1; done
 t_all=$(now_ms)
