@@ -2,8 +2,9 @@
  * The start gate: how many sandboxes may be starting at once, across every
  * qsup process of this user. A start (QEMU spawned, guest booting or being
  * restored, agent not ready yet) is CPU-bound, and many of them at once
- * share the CPUs so thinly that each overruns its start deadline; queued,
- * each gets the CPU it needs and the last is ready no later. In dir:
+ * share the CPUs so thinly that each overruns its start deadline (a
+ * restore past it boots cold instead, which makes it worse); queued, each
+ * gets the CPU it needs within its deadline. In dir:
  *	slot.N		N < slots: a start holds it with flock(2); the lock
  *			goes with the holder, however it dies
  *	wait.T.PID.SEQ	a start waiting for a slot since T (CLOCK_MONOTONIC,
