@@ -5,8 +5,12 @@
 #          console line;
 #   warm:  qsup run -- true restored from a template;
 #   the template's size and the time to make it; QEMU's RSS for a cold and
-#   a restored guest; qsup's own peak RSS.
+#   a restored guest; qsup's own peak RSS;
+#   template_ram=stream (the RAM inside the state file) against the default
+#   template_ram=shared (the RAM in a file QEMU maps): restore, warm run,
+#   save, QEMU's RSS, the template on disk.
 # Usage: bench/run.sh [COLD_RUNS] [WARM_RUNS]   (default 5 and 11)
+# QSUP_BENCH_DENSITY=N adds bench/density.sh N (N sandboxes at once).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 . bench/lib.sh
@@ -20,6 +24,15 @@ trap 'rm -rf "$tmp"' EXIT
 field() { tail -n 1 "$2" | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
 ms() { awk -v s="$1" 'BEGIN {printf "%d", s * 1000}'; }
 runs() { tr '\n' ' ' <"$1"; }
+kind() { tail -n 1 "$1" | sed -n 's/.*"start":"\([a-z-]*\)".*/\1/p'; }
+# The templates' files on disk, allocated (not apparent) kB.
+templates_kb() { du -sk "$XDG_CACHE_HOME/qsup/templates" | cut -f 1; }
+# compare WHAT SHARED STREAM UNIT: a row with shared / stream.
+compare() {
+	awk -v w="$1" -v a="$2" -v b="$3" -v u="$4" 'BEGIN {
+	    printf "  %s: shared %d %s, stream %d %s, ratio shared / stream %s\n",
+	    w, a, u, b, u, (b > 0 ? sprintf("%.2f", a / b) : "n/a") }'
+}
 
 tsc_khz=$(awk -F: '/^cpu MHz/ {printf "%d", $2*1000; exit}' /proc/cpuinfo)
 cmdline="console=ttyS0 quiet panic=-1 tsc_early_khz=$tsc_khz tsc=reliable no_timer_check pci=off cryptomgr.notests random.trust_cpu=on mitigations=off init_on_alloc=0 audit=0 apparmor=0 8250.nr_uarts=1 initcall_blacklist=init_kprobe_trace,crypto_kdf108_init,init_mmio_trace,init_trace_printk_function_export"
@@ -68,9 +81,26 @@ for i in $(seq 1 "$cold_runs"); do
 	bare_once >>"$tmp/bare"
 done
 
+# The same with template_ram=stream, first, so that the default profile's
+# template is the one the cache holds afterwards, as before.
+stream="--set template_ram=stream"
+"$qsup" cache clear >/dev/null
+qsup_once build_stream $stream
+[ "$(kind "$tmp/build_stream.json")" = template-build ] ||
+    { echo "bench: the stream run did not build a template" >&2; exit 1; }
+stream_disk_kb=$(templates_kb)
+for i in $(seq 1 "$warm_runs"); do
+	qsup_once warm_stream $stream
+done
+[ "$(kind "$tmp/warm_stream.json")" = warm ] ||
+    { echo "bench: a stream run was not restored" >&2; exit 1; }
+
 # The template: made by the first run of the default profile.
 "$qsup" cache clear >/dev/null
 qsup_once build
+[ "$(kind "$tmp/build.json")" = template-build ] ||
+    { echo "bench: the default run did not build a template" >&2; exit 1; }
+shared_disk_kb=$(templates_kb)
 build_ms=$(cat "$tmp/build")
 save_ms=$(ms "$(field template_save_s "$tmp/build.json")")
 state=$(ls "$XDG_CACHE_HOME"/qsup/templates/*.state)
@@ -91,6 +121,19 @@ echo "template: $size_mb MB on disk; first run (boot + save) $build_ms ms, of wh
 echo "QEMU RSS at the command's exit: cold $(median %d <"$tmp/cold.qemu_rss") kB, restored $(median %d <"$tmp/warm.qemu_rss") kB"
 echo "qsup peak RSS: $(sort -n "$tmp/rss" | tail -n 1) kB"
 
+# template_ram: shared (the default, just measured) against stream.
+boot_ms() { awk '{printf "%d\n", $1 * 1000}' "$1" | median %d; }
+echo "template_ram=shared (default) against template_ram=stream, medians of $warm_runs warm runs each:"
+compare "restore to agent ready" "$(boot_ms "$tmp/warm.boot")" \
+    "$(boot_ms "$tmp/warm_stream.boot")" ms
+compare "warm qsup run -- true" "$(median %d <"$tmp/warm")" \
+    "$(median %d <"$tmp/warm_stream")" ms
+compare "template save (first run)" "$save_ms" \
+    "$(ms "$(field template_save_s "$tmp/build_stream.json")")" ms
+compare "QEMU RSS at the command's exit" "$(median %d <"$tmp/warm.qemu_rss")" \
+    "$(median %d <"$tmp/warm_stream.qemu_rss")" kB
+compare "template on disk (allocated)" "$shared_disk_kb" "$stream_disk_kb" kB
+
 # Profile loading, for the profile language's own targets.
 echo
 bench/profile.sh
@@ -110,3 +153,9 @@ bench/image.sh "$cold_runs" "$warm_runs"
 # Image pulls: qsup against curl from a local HTTP server.
 echo
 bench/image_pull.sh
+
+# Density, on demand: N sandboxes at once (slow: N guests).
+if [ -n "${QSUP_BENCH_DENSITY:-}" ]; then
+	echo
+	bench/density.sh "$QSUP_BENCH_DENSITY"
+fi

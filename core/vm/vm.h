@@ -162,16 +162,6 @@ char		*closure_guest_to_host(const struct share *, size_t,
 char		*closure_missing_lib(const char *, size_t);
 char		*closure_hint(const char *, size_t);
 
-/* gate.c: start slots shared by every qsup of this user */
-struct gate;
-typedef void	(*gate_cb)(void *);
-struct gate	*gate_new(struct ev_loop *, const char *, int, gate_cb, void *);
-int		 gate_slots(void);
-int		 gate_ahead(const struct gate *);
-double		 gate_waited(const struct gate *);
-void		 gate_release(struct gate *);
-void		 gate_free(struct gate *);
-
 /* template.c */
 #define TEMPLATE_STREAM		1	/* format 1: the RAM in KEY.state */
 #define TEMPLATE_SHARED		2	/* format 2: the RAM in KEY.ram */
@@ -223,6 +213,17 @@ int		 template_each(const char *,
 void		 template_touch(struct template *);
 int		 template_evict(const char *, uint64_t, const char *);
 void		 template_remove(const char *, const char *);
+
+/* gate.c: a start waits for one of a few slots, shared by every qsup */
+struct gate;
+typedef void	(*gate_cb)(void *);
+struct gate	*gate_new(struct ev_loop *, const char *, int, gate_cb,
+		     void *);
+int		 gate_slots(void);
+int		 gate_ahead(const struct gate *);
+double		 gate_waited(const struct gate *);
+void		 gate_release(struct gate *);
+void		 gate_free(struct gate *);
 
 /* disk.c: a disk image, its base never written, on a fresh overlay */
 #define DISK_NODE		"root"		/* the overlay's node */
