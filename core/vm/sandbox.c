@@ -275,9 +275,20 @@ sandbox_unrestore(struct sandbox *sb, enum sbe ev, const char *why)
 	xasprintf(&sb->fallback, "%s%s%s", what[ev], log.len > 0 ? ": " : "",
 	    log.len > 0 ? log.data : "");
 	buf_free(&log);
-	log_debug("template %s did not restore (%s); booting instead",
-	    sb->tpl.key, sb->fallback);
-	template_discard(&sb->tpl);
+	/*
+	 * A refusal, or QEMU's exit, is the template's fault: it goes. A
+	 * restore only too slow is more likely the machine's (many starts
+	 * at once): the template stays for the next run, this one boots.
+	 */
+	if (ev == SBE_DEADLINE) {
+		log_debug("template %s did not restore in time (%s); booting "
+		    "instead, the template kept", sb->tpl.key, sb->fallback);
+		sb->keep_template = 1;
+	} else {
+		log_debug("template %s did not restore (%s); booting instead",
+		    sb->tpl.key, sb->fallback);
+		template_discard(&sb->tpl);
+	}
 	sandbox_set_state(sb, sb->state == SBS_CLONING ? SBS_RECOVERING :
 	    SBS_RELAUNCHING);
 	if (qemu_running(sb->qemu))

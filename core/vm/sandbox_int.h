@@ -104,6 +104,8 @@ struct sandbox {
 	double			 t_queued;	/* queued for a slot since */
 	double			 queued_seconds;
 	int			 reclone;	/* ... and goes on as a restore */
+	int			 keep_template;	/* a restore too slow: boot, but
+						   neither discard nor rebuild */
 
 	ev_timer		 deadline;
 	ev_timer		 kill_timer;

@@ -233,6 +233,10 @@ sandbox_builder_done(struct sandbox *sb, double waited)
 void
 sandbox_rechoose_mode(struct sandbox *sb)
 {
+	if (sb->keep_template) {
+		sb->mode = SB_COLD;
+		return;
+	}
 	sb->mode = template_lock(&sb->tpl) == 0 ? sandbox_build_or_cold(sb) :
 	    SB_COLD;
 }
