@@ -9,6 +9,8 @@
 # the runs used, and MemAvailable before and while all run.
 # Usage: bench/density.sh [N] [S]   (default 64, and S = 30 + N seconds:
 # long enough that all overlap on a small host; the script says if not)
+# QSUP_DENSITY_SET="NAME=VALUE ...": --set for every run (bench/run.sh
+# measures template_ram=stream so, beside the default).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 . bench/lib.sh
@@ -33,7 +35,9 @@ children_cpu() { awk '{print $16 + $17}' /proc/$$/stat; }
 
 export XDG_RUNTIME_DIR=$tmp/run XDG_CACHE_HOME=$tmp/cache
 mkdir -m 700 "$tmp/run"
-"$qsup" run -- true >/dev/null 2>&1 ||
+sets=()
+for kv in ${QSUP_DENSITY_SET:-}; do sets+=(--set "$kv"); done
+"$qsup" run "${sets[@]}" -- true >/dev/null 2>&1 ||
     { echo "density: qsup run failed" >&2; exit 1; }
 
 # One run: the ok line stamped with the time it arrived.
@@ -41,7 +45,8 @@ one() {
 	local i=$1 line
 	set +e	# a failed run is counted, not the end of this subshell
 	# --timeout: a run whose command never ends fails, not the bench.
-	"$qsup" run --json --timeout $((s + 60)) -- sh -c "echo ok; sleep $s" \
+	"$qsup" run --json "${sets[@]}" --timeout $((s + 60)) -- \
+	    sh -c "echo ok; sleep $s" \
 	    2>"$tmp/err.$i" |
 	    while IFS= read -r line; do
 		echo "$(now_ms) $line"

@@ -155,7 +155,12 @@ echo
 bench/image_pull.sh
 
 # Density, on demand: N sandboxes at once (slow: N guests).
+# The previous format first, then the default, in the same run.
 if [ -n "${QSUP_BENCH_DENSITY:-}" ]; then
 	echo
+	echo "density with template_ram = \"stream\" (the previous format):"
+	QSUP_DENSITY_SET=template_ram=stream bench/density.sh "$QSUP_BENCH_DENSITY" || true
+	echo
+	echo "density with template_ram = \"shared\" (the default):"
 	bench/density.sh "$QSUP_BENCH_DENSITY"
 fi
