@@ -260,6 +260,8 @@ qemu_child(char *const *argv, const struct qemu_confine *c,
 	sigprocmask(SIG_SETMASK, mask, NULL);
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (c->no_thp)
+		(void)prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
 	if ((devnull = open("/dev/null", O_RDONLY)) == -1 ||
 	    dup2(devnull, STDIN_FILENO) == -1 ||
 	    dup2(log_fd, STDOUT_FILENO) == -1 ||

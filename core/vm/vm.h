@@ -87,6 +87,7 @@ struct qemu_confine {		/* what a QEMU process keeps and may do */
 	const struct share	*shares;	/* share_confine */
 	size_t			 nshares;
 	enum profile_sm		 sm;
+	int			 no_thp;	/* no transparent huge pages */
 };
 struct qemu;
 typedef void	(*qemu_cb)(struct qemu *, void *);
