@@ -117,7 +117,7 @@ echo "ratio cold qsup / bare QEMU: $(awk -v q="$c" -v b="$b" 'BEGIN {printf "%.2
 echo "warm qsup run -- true, median of $warm_runs: $w ms   (runs: $(runs "$tmp/warm"))"
 echo "warm: restore to agent ready, median: $(awk '{printf "%d\n", $1 * 1000}' "$tmp/warm.boot" | median %d) ms   (values: $(runs "$tmp/warm.boot"))"
 echo "ratio warm / cold: $(awk -v w="$w" -v c="$c" 'BEGIN {printf "%.2f", w / c}')"
-echo "template: $size_mb MB on disk; first run (boot + save) $build_ms ms, of which saving $save_ms ms"
+echo "template: state $size_mb MB, all its files $((shared_disk_kb / 1000)) MB on disk (allocated); first run (boot + save + restore) $build_ms ms, of which saving $save_ms ms"
 echo "QEMU RSS at the command's exit: cold $(median %d <"$tmp/cold.qemu_rss") kB, restored $(median %d <"$tmp/warm.qemu_rss") kB"
 echo "qsup peak RSS: $(sort -n "$tmp/rss" | tail -n 1) kB"
 
