@@ -8,17 +8,6 @@
 # that no run of this qsup may make are made by hand.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
-# Each test starts from an empty cache of its own.
-fresh_cache() {
-	export XDG_CACHE_HOME=$T_TMP/$1/cache
-	rm -rf "$XDG_CACHE_HOME"
-	TPL=$XDG_CACHE_HOME/qsup/templates
-}
-
-json_field() {	# json_field NAME FILE: the value of "NAME": in the last line
-	tail -n 1 "$2" | sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p"
-}
-
 ls_json() {	# ls_json JQ-FILTER [ARG...]: of "qsup cache ls --json"
 	local f=$1
 	shift

@@ -4,16 +4,6 @@
 # restore once it is saved, and what a guest writes stays its own.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
-fresh_cache() {
-	export XDG_CACHE_HOME=$T_TMP/$1/cache
-	rm -rf "$XDG_CACHE_HOME"
-	TPL=$XDG_CACHE_HOME/qsup/templates
-}
-
-json_field() {	# json_field NAME FILE: the value of "NAME": in the last line
-	tail -n 1 "$2" | sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p"
-}
-
 ram_file() { ls "$TPL"/*.ram 2>/dev/null | head -n 1; }
 
 # What must not change: the RAM file's bytes, and its size, inode and mtime.

@@ -13,15 +13,6 @@ if ! bash tests/images/debian.sh "$IMG"; then
 fi
 IMG_SUM=$(sha256sum "$IMG" | cut -d' ' -f1)
 
-json_field() {	# json_field NAME FILE: the value of "NAME": in the last line
-	tail -n 1 "$2" | sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p"
-}
-
-fresh_cache() {
-	export XDG_CACHE_HOME=$T_TMP/$1/cache
-	rm -rf "$XDG_CACHE_HOME"
-}
-
 # The base's bytes, after every test.
 expect_base_unchanged() {
 	expect_eq "the base image's digest" "$IMG_SUM" \

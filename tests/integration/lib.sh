@@ -36,6 +36,19 @@ expect_match() {
 	fi
 }
 
+# fresh_cache NAME: an empty cache of this test's own; TPL its templates.
+fresh_cache() {
+	export XDG_CACHE_HOME=$T_TMP/$1/cache
+	rm -rf "$XDG_CACHE_HOME"
+	TPL=$XDG_CACHE_HOME/qsup/templates
+}
+
+# json_field NAME FILE: the value of "NAME": in FILE's last line (qsup's
+# --json summary).
+json_field() {
+	tail -n 1 "$2" | sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p"
+}
+
 # No QEMU of this test alive, no run directory left.
 expect_clean() {
 	local left

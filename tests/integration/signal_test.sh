@@ -48,10 +48,6 @@ held_fifo() {
 	exec 3<>"$T_TMP/fifo"
 }
 
-json_field() {	# json_field NAME FILE: the value of "NAME": in the last line
-	tail -n 1 "$2" | sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p"
-}
-
 # A QEMU that logs its pid and how it was started.
 log_qemu() {
 	cat >"$T_TMP/qemu" <<-EOF

@@ -2,16 +2,6 @@
 # Warm start: templates of booted guests, restored instead of booted.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
-# Each test starts from an empty cache of its own.
-fresh_cache() {
-	export XDG_CACHE_HOME=$T_TMP/$1/cache
-	rm -rf "$XDG_CACHE_HOME"
-}
-
-json_field() {	# json_field NAME FILE: the value of "NAME": in the last line
-	tail -n 1 "$2" | sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p"
-}
-
 state_file() {
 	ls "$XDG_CACHE_HOME"/qsup/templates/*.state 2>/dev/null | head -n 1
 }
