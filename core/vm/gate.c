@@ -418,6 +418,16 @@ gate_new(struct ev_loop *loop, const char *dir, int slots, gate_cb cb,
 		gate_won(g);
 		return (g);
 	}
+	/*
+	 * A free slot first, with no watch: closing an inotify instance
+	 * waits for an SRCU grace period, 10-16 ms here, which every start
+	 * that finds a slot free would pay. Then the watch, and a second
+	 * look, for a slot freed in between.
+	 */
+	if (gate_try(g, &ahead)) {
+		gate_won(g);
+		return (g);
+	}
 	gate_watch(g);
 	if (gate_try(g, &ahead)) {
 		gate_won(g);
