@@ -40,7 +40,6 @@
 #include "template_int.h"
 #include "wire.h"
 
-
 /* The templates directory of the cache, made if need be; NULL: none. */
 char *
 template_dir(void)
@@ -506,14 +505,7 @@ template_abandon(struct template *t)
 void
 template_discard(struct template *t)
 {
-	char	*path;
-
-	unlink(t->state);
-	unlink(t->ram);
-	unlink(t->shape_path);
-	path = template_meta_path(t);
-	unlink(path);
-	free(path);
+	template_remove(t->dir, t->key);
 }
 
 void
