@@ -111,7 +111,6 @@ struct cmd_cache_opts {
 
 /* A template or a half-written file, as "qsup cache ls" shows it. */
 struct cmd_cache_list {
-	const char	*dir;
 	int		 json;
 	int		 n;		/* templates */
 	int		 nparts;
@@ -230,21 +229,6 @@ cmd_cache_size(char *s, size_t len, uint64_t bytes)
 	snprintf(s, len, "%llu", (unsigned long long)bytes);
 }
 
-/* What dir/KEY.suffix takes on disk; 0: none. */
-static uint64_t
-cmd_cache_allocated(const char *dir, const char *key, const char *suffix)
-{
-	struct stat	 st;
-	char		*path;
-	uint64_t	 n = 0;
-
-	xasprintf(&path, "%s/%s%s", dir, key, suffix);
-	if (lstat(path, &st) == 0)
-		n = (uint64_t)st.st_blocks * 512;
-	free(path);
-	return (n);
-}
-
 static const char *
 cmd_cache_format(int format)
 {
@@ -263,7 +247,6 @@ cmd_cache_ls_one(const struct template_info *ti, void *arg)
 {
 	struct cmd_cache_list	*l = arg;
 	struct buf		*b;
-	uint64_t		 ram, state;
 	char			 when[32], rams[64];
 
 	l->total += ti->allocated;
@@ -285,8 +268,6 @@ cmd_cache_ls_one(const struct template_info *ti, void *arg)
 		return;
 	}
 	l->n++;
-	ram = cmd_cache_allocated(l->dir, ti->name, ".ram");
-	state = cmd_cache_allocated(l->dir, ti->name, ".state");
 	if (l->json) {
 		b = &l->t;
 		buf_puts(b, b->len == 0 ? "{\"key\":" : ",{\"key\":");
@@ -297,15 +278,17 @@ cmd_cache_ls_one(const struct template_info *ti, void *arg)
 		    "\"saved\":%lld,\"used\":%lld,\"stale\":%s}",
 		    cmd_cache_format(ti->format),
 		    (unsigned long long)ti->allocated,
-		    (unsigned long long)ram, (long long)ti->ram_size,
-		    (unsigned long long)state, (long long)ti->size,
+		    (unsigned long long)ti->ram_allocated,
+		    (long long)ti->ram_size,
+		    (unsigned long long)ti->state_allocated,
+		    (long long)ti->size,
 		    (long long)ti->mtime, (long long)ti->used,
 		    ti->stale ? "true" : "false");
 		return;
 	}
-	if (ti->ram_size != 0 || ram != 0)
-		snprintf(rams, sizeof rams, "%.1f/%.1f MB", ram / 1e6,
-		    ti->ram_size / 1e6);
+	if (ti->ram_size != 0 || ti->ram_allocated != 0)
+		snprintf(rams, sizeof rams, "%.1f/%.1f MB",
+		    ti->ram_allocated / 1e6, ti->ram_size / 1e6);
 	else
 		snprintf(rams, sizeof rams, "-");
 	when[0] = '\0';
@@ -315,7 +298,7 @@ cmd_cache_ls_one(const struct template_info *ti, void *arg)
 	/* What it takes on disk first, where "qsup cache ls" always had it. */
 	printf("%s  %6.1f MB  %-7s  ram %-17s  state %6.1f MB  used %s%s%s\n",
 	    ti->name, ti->allocated / 1e6, cmd_cache_format(ti->format), rams,
-	    state / 1e6, ti->used != 0 ? when : "-", ti->mtime == 0 ?
+	    ti->state_allocated / 1e6, ti->used != 0 ? when : "-", ti->mtime == 0 ?
 	    "  (incomplete)" : "", ti->stale ? "  stale" : "");
 }
 
@@ -416,7 +399,6 @@ cmd_cache_ls(const struct cmd_entry *self, int argc, char **argv)
 	have_cap = cmd_cache_cap(&o, &max) == 0;
 	free(o.sets);
 	memset(&l, 0, sizeof l);
-	l.dir = dir;
 	l.json = o.json;
 	if (template_each(dir, cmd_cache_ls_one, &l) == -1) {
 		log_warn("%s", dir);

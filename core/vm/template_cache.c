@@ -304,8 +304,11 @@ template_scan(const char *dir, struct tc_scan *s)
 			t->has_state = 1;
 			t->ti.size = st.st_size;
 			t->ti.mtime = st.st_mtime;
-		} else if (strcmp(dot, ".ram") == 0)
+			t->ti.state_allocated = (uint64_t)st.st_blocks * 512;
+		} else if (strcmp(dot, ".ram") == 0) {
 			t->ti.ram_size = st.st_size;
+			t->ti.ram_allocated = (uint64_t)st.st_blocks * 512;
+		}
 		else if (strcmp(dot, ".shape") == 0)
 			template_scan_shape(dir, names[i], &st, t);
 		/* Without a shape, a template is as old as its newest file. */

@@ -205,6 +205,8 @@ struct template_info {
 	int		 writer_alive;
 	int		 format;	/* TEMPLATE_*; 0: one qsup cannot read */
 	off_t		 ram_size;	/* of KEY.ram (apparent); 0: none */
+	uint64_t	 ram_allocated;	/* bytes on disk of KEY.ram */
+	uint64_t	 state_allocated; /* ... and of KEY.state */
 	uint64_t	 allocated;	/* bytes on disk of all its files */
 	time_t		 used;		/* last saved or restored */
 };
