@@ -372,7 +372,7 @@ sandbox_configure(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	(void)ev;
 	(void)why;
-	if (sb->reclone) {
+	if (sb->built && sb->tpl.format == TEMPLATE_SHARED) {
 		sandbox_set_state(sb, SBS_RESTARTING);
 		if (qemu_running(sb->qemu))
 			qemu_kill(sb->qemu, SIGKILL);
@@ -731,7 +731,7 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 {
 	char	*base = NULL, *path;
 	size_t	 i;
-	int	 rc, stage;
+	int	 rc, stage, wait;
 
 	assert(sb->state == SBS_NEW);
 	sb->accel.accel = accel->accel;
@@ -774,10 +774,10 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 		return (-1);
 	sb->token = token_hex(32);
 
-	sandbox_choose_mode(sb);
+	wait = sandbox_choose_mode(sb);
 	sandbox_set_state(sb, SBS_QUEUED);
 	sb->t_queued = util_now();
-	if (sb->wait_builder) {
+	if (wait) {
 		ev_timer_set(&sb->builder, 0, SANDBOX_BUILDER_POLL);
 		ev_timer_again(sb->loop, &sb->builder);
 	} else

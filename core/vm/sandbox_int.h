@@ -16,6 +16,10 @@
 #define SANDBOX_SAVE_MAX	60.0	/* writing a template */
 #define SANDBOX_BUILDER_POLL	0.05	/* another's template: look again */
 
+/* The migration capability of shared RAM, for the save and the restore. */
+#define SANDBOX_QMP_IGNORE_SHARED \
+	"{\"capability\":\"x-ignore-shared\",\"state\":true}"
+
 /*
  * What the sandbox is doing; each maps to one public enum sandbox_state,
  * which only moves forward (sandbox_public).
@@ -99,11 +103,9 @@ struct sandbox {
 	int			 built;		/* this run saved the template */
 	struct gate		*gate;		/* our start slot, held until
 						   ready */
-	int			 wait_builder;	/* another qsup builds ours */
 	ev_timer		 builder;	/* polls for its template */
 	double			 t_queued;	/* queued for a slot since */
 	double			 queued_seconds;
-	int			 reclone;	/* ... and goes on as a restore */
 	int			 keep_template;	/* a restore too slow: boot, but
 						   neither discard nor rebuild */
 
@@ -147,7 +149,7 @@ const char	*sandbox_share_named(struct sandbox *, const char *);
 
 /* sandbox_warm.c */
 int		 sandbox_template_format(struct sandbox *);
-void		 sandbox_choose_mode(struct sandbox *);
+int		 sandbox_choose_mode(struct sandbox *);
 void		 sandbox_rechoose_mode(struct sandbox *);
 int		 sandbox_builder_done(struct sandbox *, double);
 void		 sandbox_save(struct sandbox *);

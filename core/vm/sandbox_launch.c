@@ -306,7 +306,7 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	for (i = 0; i < (int)p->nextra_args; i++)
 		qemu_arg(a, "%s", p->extra_args[i]);
 	if (sb->mode == SB_RESTORE) {
-		/* Shared RAM: x-ignore-shared is set first (QMP) */
+		/* Shared RAM: x-ignore-shared is set first (QMP). */
 		qemu_arg(a, "-incoming");
 		if (sandbox_template_format(sb) == TEMPLATE_SHARED)
 			qemu_arg(a, "defer");
@@ -431,7 +431,8 @@ sandbox_incoming_cb(const char *error, void *arg)
 	char		*msg;
 
 	if (error == NULL) {
-		log_debug("QEMU is loading template %s (%.3f s after its start)", sb->tpl.key, util_now() - sb->t_spawn);
+		log_debug("QEMU is loading template %s (%.3f s after its "
+		    "start)", sb->tpl.key, util_now() - sb->t_spawn);
 		return;
 	}
 	xasprintf(&msg, "QEMU refused the template: %s", error);
@@ -448,17 +449,17 @@ sandbox_incoming_cb(const char *error, void *arg)
 static int
 sandbox_incoming(struct sandbox *sb, char **cause)
 {
-	char	*cmds[2];
+	const char	*cmds[2];
+	char		*incoming;
 
-	cmds[0] = xstrdup("{\"execute\":\"migrate-set-capabilities\","
-	    "\"arguments\":{\"capabilities\":[{\"capability\":"
-	    "\"x-ignore-shared\",\"state\":true}]}}");
-	xasprintf(&cmds[1], "{\"execute\":\"migrate-incoming\","
+	cmds[0] = "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
+	    "{\"capabilities\":[" SANDBOX_QMP_IGNORE_SHARED "]}}";
+	xasprintf(&incoming, "{\"execute\":\"migrate-incoming\","
 	    "\"arguments\":{\"uri\":\"fd:%d\"}}", sb->state_fd);
-	sb->incoming = qmp_script_new(sb->loop, sb->qmp_fd,
-	    (const char *const *)cmds, 2, sandbox_incoming_cb, sb, cause);
-	free(cmds[0]);
-	free(cmds[1]);
+	cmds[1] = incoming;
+	sb->incoming = qmp_script_new(sb->loop, sb->qmp_fd, cmds, 2,
+	    sandbox_incoming_cb, sb, cause);
+	free(incoming);
 	return (sb->incoming == NULL ? -1 : 0);
 }
 

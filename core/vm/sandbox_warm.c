@@ -56,19 +56,49 @@ sandbox_build_or_cold(struct sandbox *sb)
 	return (SB_COLD);
 }
 
+/* What a chosen mode does with the template, for -v. */
+static const char *
+sandbox_mode_said(struct sandbox *sb)
+{
+	return (sb->mode == SB_RESTORE ? "restoring it" :
+	    sb->mode == SB_BUILD ? "building it" : "not used");
+}
+
+/*
+ * Restore the template if it is there (its use noted), else build it if
+ * its lock is ours (and there is room), else look again: its builder may
+ * have finished meanwhile. -1: another qsup is building it right now.
+ */
+static int
+sandbox_pick_mode(struct sandbox *sb)
+{
+	if (template_exists(&sb->tpl))
+		sb->mode = SB_RESTORE;
+	else if (template_lock(&sb->tpl) == 0) {
+		sb->mode = sandbox_build_or_cold(sb);
+		return (0);
+	} else if (template_exists(&sb->tpl))
+		sb->mode = SB_RESTORE;
+	else
+		return (-1);
+	template_touch(&sb->tpl);
+	return (0);
+}
+
 /*
  * Warm start: restore the template of this guest's shape if there is one;
- * else build it, unless another qsup is building it right now.
+ * else build it. 1: another qsup is building it right now, and this run
+ * is to wait for it (sandbox_builder_done).
  */
-void
+int
 sandbox_choose_mode(struct sandbox *sb)
 {
 	struct qemu_argv	a = { 0 };
-	int			i;
+	int			i, wait = 0;
 
 	sb->mode = SB_COLD;
 	if (!sb->profile->warm_start)
-		return;
+		return (0);
 	/* The key comes from the template command line, fds aside. */
 	sb->mode = SB_BUILD;
 	sb->console_guest_fd = sb->qmp_guest_fd = 0;
@@ -94,34 +124,21 @@ sandbox_choose_mode(struct sandbox *sb)
 	    sb->guest.initramfs, sandbox_template_format(sb)) == -1) {
 		log_debug("no cache directory: no warm start");
 		sb->mode = SB_COLD;
-	} else {
-		if (template_exists(&sb->tpl))
-			sb->mode = SB_RESTORE;
-		else if (template_lock(&sb->tpl) == 0)
-			sb->mode = sandbox_build_or_cold(sb);
-		else if (template_exists(&sb->tpl))
-			sb->mode = SB_RESTORE;
-		else {
-			/*
-			 * Booting too would cost a whole boot's CPU while
-			 * the builder needs it: wait for its template
-			 * (sandbox_builder_done).
-			 */
-			log_debug("template %s is being built by another "
-			    "qsup: waiting for it", sb->tpl.key);
-			sb->mode = SB_COLD;
-			sb->wait_builder = 1;
-			goto out;
-		}
+	} else if (sandbox_pick_mode(sb) == -1) {
+		/*
+		 * Booting too would cost a whole boot's CPU while the builder
+		 * needs it: wait for its template (sandbox_builder_done).
+		 */
+		log_debug("template %s is being built by another qsup: "
+		    "waiting for it", sb->tpl.key);
+		sb->mode = SB_COLD;
+		wait = 1;
+	} else
 		log_debug("template %s (%s RAM): %s", sb->tpl.key,
 		    sb->tpl.format == TEMPLATE_SHARED ? "shared" : "stream",
-		    sb->mode == SB_RESTORE ? "restoring it" :
-		    sb->mode == SB_BUILD ? "building it" : "not used");
-		if (sb->mode == SB_RESTORE)
-			template_touch(&sb->tpl);
-	}
-out:
+		    sandbox_mode_said(sb));
 	qemu_argv_free(&a);
+	return (wait);
 }
 
 /*
@@ -151,10 +168,10 @@ sandbox_save_qmp(struct sandbox *sb, char **cause)
 	if (qmp_command(&q, shared ?
 	    "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
 	    "{\"capabilities\":[{\"capability\":\"events\",\"state\":true},"
-	    "{\"capability\":\"x-ignore-shared\",\"state\":true}]}}\n" :
+	    SANDBOX_QMP_IGNORE_SHARED "]}}\n" :
 	    "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
-	    "{\"capabilities\":[{\"capability\":\"events\",\"state\":true}]}}"
-	    "\n", -1, 5, NULL, cause) == -1 ||
+	    "{\"capabilities\":[{\"capability\":\"events\",\"state\":true}"
+	    "]}}\n", -1, 5, NULL, cause) == -1 ||
 	    qmp_command(&q, "{\"execute\":\"getfd\",\"arguments\":"
 	    "{\"fdname\":\"snap\"}}\n", fd, 5, NULL, cause) == -1)
 		goto out;
@@ -174,10 +191,8 @@ sandbox_save_qmp(struct sandbox *sb, char **cause)
 		goto out;
 	rc = 0;
 	sb->built = 1;
-	if (shared) {
-		sb->reclone = 1;
-		stopped = 0;
-	}
+	if (shared)
+		stopped = 0;	/* sandbox_configure replaces this QEMU */
 out:
 	/* Saved in the stream or not saved: the guest goes on. */
 	if (stopped && qmp_command(&q, "{\"execute\":\"cont\"}\n", -1, 5,
@@ -205,24 +220,15 @@ out:
 int
 sandbox_builder_done(struct sandbox *sb, double waited)
 {
-	if (template_exists(&sb->tpl)) {
-		sb->mode = SB_RESTORE;
-		template_touch(&sb->tpl);
-	} else if (template_lock(&sb->tpl) == 0)
-		sb->mode = sandbox_build_or_cold(sb);
-	else if (template_exists(&sb->tpl)) {
-		sb->mode = SB_RESTORE;
-		template_touch(&sb->tpl);
-	} else if (waited > sandbox_start_timeout(sb)) {
+	if (sandbox_pick_mode(sb) == -1) {
+		if (waited <= sandbox_start_timeout(sb))
+			return (0);
 		log_debug("template %s is still being built after %.0f s; "
 		    "booting without it", sb->tpl.key, waited);
 		sb->mode = SB_COLD;
-	} else
-		return (0);
-	sb->wait_builder = 0;
+	}
 	log_debug("template %s: %s after %.3f s", sb->tpl.key,
-	    sb->mode == SB_RESTORE ? "restoring it" : sb->mode == SB_BUILD ?
-	    "building it" : "not used", waited);
+	    sandbox_mode_said(sb), waited);
 	return (1);
 }
 
