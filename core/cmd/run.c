@@ -664,12 +664,30 @@ run_shares(struct run *r, char **cause)
 	return (0);
 }
 
+/* Where a run's time went, for --json and -v alike (0: not reached). */
+struct run_times {
+	double	prepare, queued, boot, exec, teardown, total;
+};
+
+static void
+run_times(struct run *r, struct run_times *t)
+{
+	double	end = r->t_end > 0 ? r->t_end : util_now();
+
+	t->prepare = r->t_spawn > 0 ? r->t_spawn - r->t_start : 0;
+	t->queued = r->sb != NULL ? sandbox_queued_seconds(r->sb) : 0;
+	t->boot = r->t_ready > 0 ? r->t_ready - r->t_spawn - t->queued : 0;
+	t->exec = r->t_exit > 0 ? r->t_exit - r->t_ready : 0;
+	t->teardown = r->t_exit > 0 ? end - r->t_exit : 0;
+	t->total = end - r->t_start;
+}
+
 static void
 run_json_summary(struct run *r)
 {
-	struct buf	b = { 0 };
-	struct rusage	ru;
-	double		end = r->t_end > 0 ? r->t_end : util_now();
+	struct run_times	t;
+	struct buf		b = { 0 };
+	struct rusage		ru;
 
 	buf_printf(&b, "{\"exit_status\":%d,\"signal\":", r->status);
 	if (r->exit_signal > 0)
@@ -721,16 +739,12 @@ run_json_summary(struct run *r)
 	buf_printf(&b, ",\"qemu_rss_kb\":%ld", r->qemu_rss_kb);
 	getrusage(RUSAGE_SELF, &ru);
 	buf_printf(&b, ",\"qsup_max_rss_kb\":%ld", ru.ru_maxrss);
+	run_times(r, &t);
 	buf_printf(&b, ",\"timings\":{\"overlay_s\":%.3f,"
 	    "\"prepare_s\":%.3f,\"queued_s\":%.3f,\"boot_s\":%.3f,"
 	    "\"exec_s\":%.3f,\"teardown_s\":%.3f,\"total_s\":%.3f}}\n",
-	    r->sb != NULL ? sandbox_overlay_seconds(r->sb) : 0,
-	    r->t_spawn > 0 ? r->t_spawn - r->t_start : 0,
-	    r->sb != NULL ? sandbox_queued_seconds(r->sb) : 0,
-	    r->t_ready > 0 ? r->t_ready - r->t_spawn -
-	    sandbox_queued_seconds(r->sb) : 0,
-	    r->t_exit > 0 ? r->t_exit - r->t_ready : 0,
-	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
+	    r->sb != NULL ? sandbox_overlay_seconds(r->sb) : 0, t.prepare,
+	    t.queued, t.boot, t.exec, t.teardown, t.total);
 	/* Through our queue: a stderr nobody reads holds it, not qsup. */
 	if (r->err != NULL) {
 		outq_write(r->err, b.data, b.len);
@@ -764,16 +778,12 @@ run_log_net(struct run *r)
 static void
 run_log_timings(struct run *r)
 {
-	double	end = r->t_end > 0 ? r->t_end : util_now();
+	struct run_times	t;
 
+	run_times(r, &t);
 	log_debug("timings: prepare %.3f s, queued %.3f s, boot %.3f s, "
-	    "command %.3f s, teardown %.3f s, total %.3f s",
-	    r->t_spawn > 0 ? r->t_spawn - r->t_start : 0,
-	    r->sb != NULL ? sandbox_queued_seconds(r->sb) : 0,
-	    r->t_ready > 0 ? r->t_ready - r->t_spawn -
-	    sandbox_queued_seconds(r->sb) : 0,
-	    r->t_exit > 0 ? r->t_exit - r->t_ready : 0,
-	    r->t_exit > 0 ? end - r->t_exit : 0, end - r->t_start);
+	    "command %.3f s, teardown %.3f s, total %.3f s", t.prepare,
+	    t.queued, t.boot, t.exec, t.teardown, t.total);
 }
 
 /*
