@@ -99,32 +99,48 @@ template_arg(struct buf *b, const char *arg)
 }
 
 /*
- * Is name a half-written file, KEY.{state,meta,shape,ram}.PID? Then *pid is
- * its writer's and the return the length of its KEY.
+ * Is name[0..len) a key, 16 bytes of SHA-256 in lower-case hex
+ * (template_init)? Anything else in the directory is none of a
+ * template's files, whatever its suffix, and never listed nor removed.
+ */
+int
+template_is_key(const char *name, size_t len)
+{
+	size_t	i;
+
+	if (len != TEMPLATE_KEY_LEN)
+		return (0);
+	for (i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)name[i]) &&
+		    (name[i] < 'a' || name[i] > 'f'))
+			return (0);
+	}
+	return (1);
+}
+
+/*
+ * Is name a half-written file, KEY.KIND.PID? KIND is any: those this
+ * qsup writes (state, meta, shape, ram) and a newer one's alike, so that
+ * nothing of a live writer is ever taken for a whole template's file,
+ * nor removed with it. Then *pid is its writer's and the return the
+ * length of its KEY.
  */
 size_t
 template_partial(const char *name, long *pid)
 {
-	static const char *const kinds[] = { ".state.", ".meta.", ".shape.",
-	    ".ram." };
 	const char	*dot, *p;
-	size_t		 i, n, end;
+	size_t		 key = strcspn(name, ".");
 
-	if ((dot = strrchr(name, '.')) == NULL || dot[1] == '\0')
+	if (!template_is_key(name, key) ||
+	    (dot = strrchr(name, '.')) == NULL || dot == name + key ||
+	    dot[1] == '\0')
 		return (0);
 	for (p = dot + 1; *p != '\0'; p++) {
 		if (!isdigit((unsigned char)*p))
 			return (0);
 	}
-	end = dot + 1 - name;		/* KEY.kind. */
-	for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-		n = strlen(kinds[i]);
-		if (end > n && strncmp(name + end - n, kinds[i], n) == 0) {
-			*pid = strtol(dot + 1, NULL, 10);
-			return (*pid > 0 ? end - n : 0);
-		}
-	}
-	return (0);
+	*pid = strtol(dot + 1, NULL, 10);
+	return (*pid > 0 ? key : 0);
 }
 
 /* Is the process that writes a half-written file still there? */

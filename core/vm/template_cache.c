@@ -109,53 +109,6 @@ template_format(const char *shape, int *current)
 	return (0);
 }
 
-/* A key is 16 bytes of SHA-256 in lower-case hex (template_init). */
-#define TEMPLATE_KEY_LEN	32
-
-/*
- * Is name[0..len) a key? Anything else in the directory is none of a
- * template's files, whatever its suffix, and never listed nor removed.
- */
-static int
-template_is_key(const char *name, size_t len)
-{
-	size_t	i;
-
-	if (len != TEMPLATE_KEY_LEN)
-		return (0);
-	for (i = 0; i < len; i++) {
-		if (!isdigit((unsigned char)name[i]) &&
-		    (name[i] < 'a' || name[i] > 'f'))
-			return (0);
-	}
-	return (1);
-}
-
-/*
- * Is a half-written file's name KEY.KIND.PID? template_partial knows the
- * kinds template.c writes; any other KIND (a newer qsup's) is taken as
- * one all the same, so that nothing of a live writer is ever counted as
- * a whole template's, nor removed with it.
- */
-static int
-template_cache_partial(const char *name, long *pid)
-{
-	const char	*dot, *p;
-
-	if (template_partial(name, pid) > 0)
-		return (1);
-	if ((dot = strrchr(name, '.')) == NULL || dot[1] == '\0' ||
-	    !template_is_key(name, strcspn(name, ".")) ||
-	    name + TEMPLATE_KEY_LEN == dot)
-		return (0);
-	for (p = dot + 1; *p != '\0'; p++) {
-		if (!isdigit((unsigned char)*p))
-			return (0);
-	}
-	*pid = strtol(dot + 1, NULL, 10);
-	return (*pid > 0);
-}
-
 /*
  * Is KEY being built, its lock held? Asked only of an incomplete template
  * (its shape or meta renamed into place, its state not yet): holding the
@@ -284,7 +237,7 @@ template_scan(const char *dir, struct tc_scan *s)
 
 	/* The templates first. */
 	for (i = 0; i < nnames; i++) {
-		if (template_cache_partial(names[i], &pid) ||
+		if (template_partial(names[i], &pid) > 0 ||
 		    (dot = strchr(names[i], '.')) == NULL ||
 		    !template_is_key(names[i], dot - names[i]))
 			continue;
@@ -320,7 +273,7 @@ template_scan(const char *dir, struct tc_scan *s)
 
 	/* Then the half-written files: a save under way, or a qsup killed. */
 	for (i = 0; i < nnames; i++) {
-		if (!template_cache_partial(names[i], &pid) ||
+		if (template_partial(names[i], &pid) == 0 ||
 		    fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
 		e = template_scan_add(s, names[i], strlen(names[i]));
@@ -480,7 +433,7 @@ template_remove(const char *dir, const char *key)
 		if (strncmp(de->d_name, key, len) != 0 ||
 		    de->d_name[len] != '.' ||
 		    strcmp(de->d_name + len, ".lock") == 0 ||
-		    template_cache_partial(de->d_name, &pid))
+		    template_partial(de->d_name, &pid) > 0)
 			continue;
 		unlinkat(dirfd(d), de->d_name, 0);
 	}

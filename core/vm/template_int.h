@@ -22,6 +22,8 @@
 #define TEMPLATE_SHAPE_SHARED	"qsup-template 2 ram shared"
 
 void		 template_file_id(struct buf *, const char *, const char *);
+#define TEMPLATE_KEY_LEN	32	/* hex digits */
+int		 template_is_key(const char *, size_t);
 size_t		 template_partial(const char *, long *);
 int		 template_writer_alive(long);
 
