@@ -9,23 +9,24 @@ PKGS		 = lua5.4 libiso9660 libcdio libcurl jansson
 # One folder a layer, each with its own header; a file sees the headers of
 # its own layer and those below it, nothing above (tests/layers.sh checks
 # the same of every #include, and of guest/):
-#   core/wire <- core/base <- staging, core/net, core/image <- lua <- core/vm
-#   <- core/cmd
+#   core/wire <- core/base <- staging, core/net, core/image, core/httpd <- lua
+#   <- core/vm <- core/cmd
 I_WIRE		 = -Icore/wire
 I_BASE		 = $(I_WIRE) -Icore/base
 I_STAGING	 = $(I_BASE) -Istaging
 I_NET		 = $(I_BASE) -Icore/net
 I_IMAGE		 = $(I_BASE) -Icore/image
+I_HTTPD		 = $(I_BASE) -Icore/httpd
 I_LUA		 = $(I_NET) -Istaging -Ilua
 I_VM		 = $(I_LUA) -Icore/image -Icore/vm
-I_CMD		 = $(I_VM) -Icore/cmd
+I_CMD		 = $(I_VM) -Icore/httpd -Icore/cmd
 INC		 = $(I_CMD) -Iguest # tests see every layer, and the agent
 QSUP_DEFS	 = $(WARN) $(WERROR) -std=gnu11 -D_GNU_SOURCE \
 		   $(INC) $(shell pkg-config --cflags $(PKGS))
 QSUP_CFLAGS	 = $(CFLAGS) $(QSUP_DEFS)
 # libslirp's .pc wants glib's headers for nothing we use: linked by name.
 QSUP_LIBS	 = -lev $(shell pkg-config --libs $(PKGS)) -lslirp -lanl \
-		   -lmbedcrypto -lm
+		   -lmbedtls -lmbedx509 -lmbedcrypto -lm
 
 CORE_SRC	 = $(wildcard core/*/*.c) $(wildcard lua/*.c) $(wildcard staging/*.c)
 CORE_OBJ	 = $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/lua/builtin.o
@@ -76,6 +77,7 @@ $(1)/obj/core/base/%.o: INC = $$(I_BASE)
 $(1)/obj/staging/%.o: INC = $$(I_STAGING)
 $(1)/obj/core/net/%.o: INC = $$(I_NET)
 $(1)/obj/core/image/%.o: INC = $$(I_IMAGE)
+$(1)/obj/core/httpd/%.o: INC = $$(I_HTTPD)
 $(1)/obj/lua/%.o: INC = $$(I_LUA)
 $(1)/obj/core/vm/%.o: INC = $$(I_VM)
 $(1)/obj/core/cmd/%.o: INC = $$(I_CMD)

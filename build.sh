@@ -22,6 +22,7 @@ PACKAGES=(
 	fdisk e2fsprogs
 	clang libclang-rt-14-dev
 	mmdebstrap fdisk e2fsprogs
+	curl openssl
 )
 
 ensure_packages() {

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The layers' include rule, checked over every #include "..." in the tree:
 #
-#   core/wire <- core/base <- staging, core/net, core/image <- lua
-#   <- core/vm <- core/cmd
+#   core/wire <- core/base <- staging, core/net, core/image, core/httpd
+#   <- lua <- core/vm <- core/cmd
 #
 # A file may include headers of its own folder and of the layers below it;
-# staging, core/net and core/image are peers and include none of each
+# staging, core/net, core/image and core/httpd are peers and include none of each
 # other. guest/ (the static in-guest agent) may include its own headers and
 # the wire layer's, nothing else, and no host layer includes guest/'s.
 #
@@ -17,7 +17,7 @@ here=$(dirname "$(readlink -f "$0")")
 
 # folder rank; guest is ranked apart
 declare -A rank=(
-	[core/wire]=0 [core/base]=1 [staging]=2 [core/net]=2 [core/image]=2 [lua]=3
+	[core/wire]=0 [core/base]=1 [staging]=2 [core/net]=2 [core/image]=2 [core/httpd]=2 [lua]=3
 	[core/vm]=4 [core/cmd]=5 [guest]=-1
 )
 

@@ -11,6 +11,13 @@
 /* In the order "qsup help" lists them. */
 const struct cmd_entry *const cmd_table[] = {
 	&cmd_run_entry,
+	&cmd_serve_entry,
+	&cmd_sandbox_entry,
+	&cmd_exec_entry,
+	&cmd_cp_entry,
+	&cmd_ls_entry,
+	&cmd_rm_entry,
+	&cmd_mcp_entry,
 	&cmd_cache_entry,
 	&cmd_image_entry,
 	&cmd_profile_entry,

@@ -50,6 +50,14 @@ int		 cmd_pull(struct ev_loop *, const struct image_req *,
 		     struct cmd_pull *);
 void		 cmd_pull_cancel(struct cmd_pull *);
 void		 cmd_pull_free(struct cmd_pull *);
+extern const struct cmd_entry	 cmd_serve_entry;	/* cmd_serve.c */
+/* The API's client (cmd_client.c) and its MCP face (cmd_mcp.c). */
+extern const struct cmd_entry	 cmd_sandbox_entry;
+extern const struct cmd_entry	 cmd_exec_entry;
+extern const struct cmd_entry	 cmd_cp_entry;
+extern const struct cmd_entry	 cmd_ls_entry;
+extern const struct cmd_entry	 cmd_rm_entry;
+extern const struct cmd_entry	 cmd_mcp_entry;
 extern const struct cmd_entry	 cmd_profile_entry;	/* cmd_profile.c */
 extern const struct cmd_entry	 cmd_version_entry;	/* cmd_version.c */
 extern const struct cmd_entry	 cmd_help_entry;	/* cmd_help.c */

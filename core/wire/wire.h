@@ -24,7 +24,31 @@
  *                              503 {"error":"..."} when the guest's setup
  *                              failed (a share that did not mount, ...)
  *   POST /exec                 body: JSON {"argv":[...],"env":["K=V",...],
- *                              "cwd":"/dir"}; answered 200 with
+ *                              "cwd":"/dir","tty":true,"rows":N,"cols":N}
+ *                              (tty, rows and cols optional: with tty the
+ *                              command runs on a new pseudo-terminal of
+ *                              that size, default 24x80, as the leader of
+ *                              its session with it as its controlling
+ *                              terminal; its stdin, stdout and stderr are
+ *                              the terminal, everything it prints comes as
+ *                              stdout events, stdin uploads are typed into
+ *                              it, and /close only stops the uploads);
+ *                              or a file job in place of argv, run like a
+ *                              command (in the command root, with its
+ *                              events and its exit) by the agent itself:
+ *                              {"read":"/abs/path"}: stdout events carry
+ *                              the file's bytes;
+ *                              {"write":"/abs/path","mode":N}: stdin
+ *                              uploads carry them, and /close puts the file
+ *                              in place whole (written beside it, renamed
+ *                              over it, mode N exactly, default 0644); a
+ *                              job that ends otherwise leaves nothing.
+ *                              A job that fails sends one stderr event
+ *                              saying why, then exit {"status":E}, E the
+ *                              errno of the call that failed (ENOENT 2,
+ *                              EACCES 13, EISDIR 21, EINVAL 22 for a path
+ *                              that is not absolute, ENOSPC 28, ...);
+ *                              answered 200 with
  *                              Content-Type: text/event-stream,
  *                              Transfer-Encoding: chunked, carrying the
  *                              events below; the last chunk follows the
@@ -41,6 +65,9 @@
  *                              otherwise), sent to the command's process
  *                              group; 204 even if it is already gone
  *                              (all three: 404 once the exit event went out)
+ *   POST /exec/<id>/resize     body: "ROWS COLS" in decimal, each 1-10000
+ *                              (400 otherwise): the terminal's size, for an
+ *                              exec started with "tty"; 204; 409 without one
  *   POST /poweroff             204, then the guest syncs and powers off
  *   POST /setup                only in template state (below): body is the
  *                              configuration in QSUP_SEED_CONFIG's format;
@@ -122,9 +149,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define QSUP_PROTOCOL_VERSION	1
+#define QSUP_PROTOCOL_VERSION	2
 #define QSUP_PORT_PREFIX	"org.qsup.agent."
-#define QSUP_PORT_COUNT		8
+#define QSUP_PORT_COUNT		16
 #define QSUP_SEED_VOLUME	"cidata"
 #define QSUP_SEED_CONFIG	"qsup-config"
 #define QSUP_CHUNK		32768

@@ -1,0 +1,179 @@
+/*
+ * core/httpd: an HTTP/1.1 server on the libev loop, for "qsup serve".
+ * Listeners on unix sockets and TCP (TLS through mbedTLS), bounded
+ * connections, a request head parser of its own over the wire layer's
+ * pieces (wire_head_end, wire_request_split, wire_field_split), bodies
+ * buffered or streamed with backpressure, responses whole or streamed
+ * (chunked, or Server-Sent Events), bearer-token checks in constant time.
+ * It knows nothing of sandboxes: one handler gets every request. It uses
+ * only libc, libev, mbedTLS, the base layer and the wire layer.
+ *
+ * Nothing here blocks: a client that stops reading fills its own bounded
+ * output queue, and the producer (the handler) is told to pause through
+ * httpd_pending() and the drain callback; a client that stops sending
+ * holds only its own connection, timed out when idle.
+ *
+ * The connection a handler holds is valid until its response ends
+ * (httpd_end, or a whole response) or close_cb has been called; the drain
+ * and close callbacks belong to the request and are cleared when its
+ * response ends.
+ */
+#ifndef QSUP_HTTPD_H
+#define QSUP_HTTPD_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base.h"
+
+struct ev_loop;
+
+/* Defaults for struct httpd_limits; 0 in a field means its default. */
+#define HTTPD_HEAD_MAX		16384		/* a request's head: 431 */
+#define HTTPD_BODY_MAX		(1024 * 1024)	/* a buffered body: 413 */
+#define HTTPD_CONNS_MAX		256		/* open connections: 503 */
+#define HTTPD_OUT_HIGH		(1024 * 1024)	/* queued output: "pause" */
+#define HTTPD_IDLE_TIMEOUT	60.0		/* no request, no response
+						   under way: closed */
+#define HTTPD_TARGET_MAX	4096		/* path and query: 414 */
+
+struct httpd_limits {
+	size_t		 head_max;
+	size_t		 body_max;
+	int		 conns_max;
+	size_t		 out_high;
+	double		 idle_timeout;
+};
+
+/*
+ * One request, its head parsed. Strings point into the connection's copy
+ * of the head and live until the response is done (httpd_end, or the
+ * connection closed). path is percent-decoded and must begin with '/'
+ * (400 otherwise); query is the raw text after '?' (or "").
+ */
+struct httpd_req {
+	const char	*method;	/* "GET", ...: a token, as sent */
+	const char	*path;
+	const char	*query;
+	int		 minor;		/* HTTP/1.minor */
+	long long	 content_length;	/* -1: none said */
+	int		 chunked;	/* Transfer-Encoding: chunked */
+	int		 has_body;	/* chunked, or content_length > 0 */
+	int		 keep_alive;	/* the connection may be reused */
+	int		 expect_continue;
+	const char	*content_type;	/* or NULL */
+	const char	*authorization;	/* the header's value, or NULL */
+	int		 authorized;	/* httpd_set_token's token matched */
+};
+
+/*
+ * The parser, apart from any connection, for the fuzz target and the unit
+ * tests: the head (start line to blank line) in buf, len bytes, parsed
+ * into *req with its strings in the storage arena (at least len + 1
+ * bytes, the caller's). 0, or the HTTP status to refuse it with (400,
+ * 414, 431, 501, 505) and a static reason in *why.
+ */
+int		 httpd_parse_head(const char *, size_t, struct httpd_req *,
+		     char *, const char **);
+/* The value of query parameter name, percent-decoded (newly allocated),
+ * or NULL when absent. */
+char		*httpd_query_param(const char *, const char *);
+
+struct httpd;
+struct httpd_conn;
+
+/*
+ * The handler: called once per request once its head is in (and checked:
+ * size, syntax, the token unless the path is public). The handler then
+ * owns the request until it ends the response: it reads the body (or
+ * not: httpd_end discards what is left) and answers with one of the
+ * response calls below.
+ */
+typedef void	(*httpd_handler)(struct httpd_conn *, const struct httpd_req *,
+		     void *);
+
+struct httpd	*httpd_new(struct ev_loop *, const struct httpd_limits *,
+		     httpd_handler, void *);
+/*
+ * Every request needs "Authorization: Bearer TOKEN" (compared in constant
+ * time) but those to the paths listed (NULL-ended, exact matches), which
+ * reach the handler with authorized 0 or 1. Without a token set, none is
+ * needed. A request that fails the check is answered 401 with
+ * {"error":...} and WWW-Authenticate: Bearer, and never reaches the
+ * handler.
+ */
+void		 httpd_set_token(struct httpd *, const char *,
+		     const char *const *);
+/*
+ * Listen on spec: "unix:PATH" (made mode 0600; a stale socket there is
+ * replaced, a live one is refused), "tcp:ADDR:PORT" or "tcp:[ADDR6]:PORT"
+ * (PORT 0: any; httpd_bound tells which). With cert and key (PEM files),
+ * the listener speaks TLS. A TCP listener not bound to a loopback address
+ * is refused without TLS. -1 and *cause on failure.
+ */
+int		 httpd_listen(struct httpd *, const char *, const char *,
+		     const char *, char **);
+/* The address listener i is bound to, as a spec ("tcp:127.0.0.1:PORT"). */
+const char	*httpd_bound(struct httpd *, size_t);
+int		 httpd_connections(struct httpd *);
+/* Stop accepting; open connections go on. */
+void		 httpd_close_listeners(struct httpd *);
+/* Everything closed, unix sockets unlinked. */
+void		 httpd_free(struct httpd *);
+
+/* Request bodies: read whole (at most body_max: 413) ... */
+typedef void	(*httpd_body_cb)(struct httpd_conn *, const char *, size_t,
+		     void *);
+void		 httpd_read_body(struct httpd_conn *, httpd_body_cb, void *);
+/*
+ * ... or streamed: cb gets each piece as it arrives (len > 0), then once
+ * with len 0 at its end. While paused, the connection's socket is not
+ * read. Any size: no body_max.
+ */
+void		 httpd_stream_body(struct httpd_conn *, httpd_body_cb, void *);
+void		 httpd_body_pause(struct httpd_conn *, int);
+
+/*
+ * Responses. A whole one ends the request (httpd_end is implied); a
+ * streamed one is begun, written to, and ended. JSON errors are
+ * {"error":"MESSAGE"} plus the fields given as a JSON object's members
+ * (e.g. "\"limit\":\"max_sandboxes\",\"max\":16", or NULL).
+ */
+void		 httpd_respond(struct httpd_conn *, int, const char *,
+		     const void *, size_t);
+void		 httpd_respond_json(struct httpd_conn *, int, const char *,
+		     size_t);
+void		 httpd_error(struct httpd_conn *, int, const char *,
+		     const char *);
+/* Extra header lines ("Name: value\r\n"...) for the next response head. */
+void		 httpd_header(struct httpd_conn *, const char *);
+/* A chunked response of this status and Content-Type ... */
+void		 httpd_stream_start(struct httpd_conn *, int, const char *);
+void		 httpd_stream_write(struct httpd_conn *, const void *, size_t);
+/* ... or an event stream (text/event-stream, chunked, no caching). */
+void		 httpd_sse_start(struct httpd_conn *);
+void		 httpd_sse_event(struct httpd_conn *, const char *,
+		     const void *, size_t);
+void		 httpd_sse_comment(struct httpd_conn *, const char *);
+/* The last chunk; the connection then takes its next request. */
+void		 httpd_end(struct httpd_conn *);
+
+/*
+ * Backpressure and teardown: the bytes queued for the client; drain_cb
+ * once they fall below half of out_high after having passed it; close_cb
+ * once the client went away or the connection failed (then no call on
+ * conn may follow, and it is freed after close_cb returns). A response
+ * under way when the server is freed gets close_cb too.
+ */
+size_t		 httpd_pending(struct httpd_conn *);
+int		 httpd_over(struct httpd_conn *);	/* pending >= out_high */
+void		 httpd_set_drain_cb(struct httpd_conn *, void (*)(void *),
+		     void *);
+void		 httpd_set_close_cb(struct httpd_conn *, void (*)(void *),
+		     void *);
+/* Close at once (a response cut short): close_cb is called. */
+void		 httpd_abort(struct httpd_conn *);
+
+#endif
