@@ -36,19 +36,20 @@ serve_stop() {
 	[ -e "$SOCK" ] && fail "the socket was left behind"
 }
 
-# api METHOD PATH [CURL ARGS...]: the body on stdout; the status in $CODE.
+# api METHOD PATH [CURL ARGS...]: the status in $CODE, the body in $BODY.
 api() {
 	local m=$1 p=$2
 	shift 2
 	CODE=$(curl -sS --unix-socket "$SOCK" -o "$S/body" -w '%{http_code}' \
 	    -X "$m" -H "Authorization: Bearer $TOKEN" "$@" "http://qsup$p")
-	cat "$S/body"
+	BODY=$(cat "$S/body")
 }
 
 # create NAME [JSON MEMBERS]: a ready sandbox.
 create() {
 	local out
-	out=$(api POST /v1/sandboxes -d "{\"name\":\"$1\"${2:+,$2}}")
+	api POST /v1/sandboxes -d "{\"name\":\"$1\"${2:+,$2}}"
+	out=$BODY
 	expect_eq "create $1" 201 "$CODE"
 	expect_match "create $1: ready" '"state":"ready"' "$out"
 }
@@ -72,7 +73,8 @@ test_create_exec_delete() {
 	out=$(curl -sS --unix-socket "$SOCK" -w ' %{http_code}' \
 	    -H "Authorization: Bearer x$TOKEN" http://qsup/v1/sandboxes)
 	expect_match "a wrong token: 401" ' 401$' "$out"
-	out=$(api GET /v1/sandboxes)
+	api GET /v1/sandboxes
+	out=$BODY
 	expect_eq "list, empty" '{"sandboxes":[]}' "$out"
 	create a
 	run_exec a '{"argv":["sh","-c","echo out; echo err >&2; exit 3"]}'
@@ -89,14 +91,17 @@ test_create_exec_delete() {
 	expect_match "not found" '"status":127' "$EXIT"
 	run_exec a '{"argv":["sleep","30"],"timeout":0.5}'
 	expect_match "timeout" '"signal":9,"timed_out":true' "$EXIT"
-	out=$(api GET /v1/sandboxes/a)
+	api GET /v1/sandboxes/a
+	out=$BODY
 	expect_match "get" '"name":"a","state":"ready","accelerator":"(tcg|kvm)"' "$out"
-	out=$(api DELETE /v1/sandboxes/a)
+	api DELETE /v1/sandboxes/a
+	out=$BODY
 	expect_eq "delete" 200 "$CODE"
 	expect_match "teardown report" '"state":"deleted".*"base_image_untouched"' "$out"
-	out=$(api GET /v1/sandboxes)
+	api GET /v1/sandboxes
+	out=$BODY
 	expect_eq "list, empty again" '{"sandboxes":[]}' "$out"
-	api GET /v1/sandboxes/a >/dev/null
+	api GET /v1/sandboxes/a
 	expect_eq "a deleted sandbox: 404" 404 "$CODE"
 	serve_stop
 }
@@ -111,20 +116,20 @@ test_exec_stdin_and_signal() {
 	local cpid=$!
 	id=$($SSE "$S/stream" --id)
 	printf 'hello\n' >"$S/in"
-	api POST "/v1/sandboxes/a/exec/$id/stdin" --data-binary @"$S/in" >/dev/null
+	api POST "/v1/sandboxes/a/exec/$id/stdin" --data-binary @"$S/in"
 	expect_eq "stdin piece" 204 "$CODE"
 	head -c 300000 /dev/urandom >"$S/big"
 	api POST "/v1/sandboxes/a/exec/$id/stdin" --data-binary @"$S/big" \
-	    >/dev/null
+	   
 	expect_eq "a big stdin piece" 204 "$CODE"
-	api POST "/v1/sandboxes/a/exec/$id/stdin" -d '' >/dev/null
+	api POST "/v1/sandboxes/a/exec/$id/stdin" -d ''
 	expect_eq "stdin closed" 204 "$CODE"
 	wait "$cpid"
 	EXIT=$($SSE "$S/stream" --out "$S/out")
 	expect_match "exit 0" '"status":0' "$EXIT"
 	expect_eq "what cat read" "$( (cat "$S/in" "$S/big"; echo done) |
 	    sha256sum)" "$(sha256sum <"$S/out")"
-	api POST "/v1/sandboxes/a/exec/$id/stdin" -d 'late' >/dev/null
+	api POST "/v1/sandboxes/a/exec/$id/stdin" -d 'late'
 	expect_eq "stdin after the exit" 404 "$CODE"
 	# A signal by name reaches the command.
 	curl -sS -N --unix-socket "$SOCK" -H "Authorization: Bearer $TOKEN" \
@@ -132,11 +137,12 @@ test_exec_stdin_and_signal() {
 	    http://qsup/v1/sandboxes/a/exec >"$S/stream" &
 	cpid=$!
 	id=$($SSE "$S/stream" --id)
-	out=$(api POST "/v1/sandboxes/a/exec/$id/signal" -d '{"signal":"SIGTERM"}')
+	api POST "/v1/sandboxes/a/exec/$id/signal" -d '{"signal":"SIGTERM"}'
+	out=$BODY
 	expect_eq "signal" 204 "$CODE"
 	wait "$cpid"
 	expect_match "signalled" '"signal":15' "$($SSE "$S/stream")"
-	api POST "/v1/sandboxes/a/exec/$id/signal" -d '{"signal":"NOPE"}' >/dev/null
+	api POST "/v1/sandboxes/a/exec/$id/signal" -d '{"signal":"NOPE"}'
 	expect_eq "a bad signal, or one too late" 4 "${CODE:0:1}"
 	serve_stop
 }
@@ -155,7 +161,7 @@ test_tty() {
 	    http://qsup/v1/sandboxes/a/exec >"$S/stream" &
 	local cpid=$!
 	id=$($SSE "$S/stream" --id)
-	api POST "/v1/sandboxes/a/exec/$id/resize" -d '{"rows":50,"cols":120}' >/dev/null
+	api POST "/v1/sandboxes/a/exec/$id/resize" -d '{"rows":50,"cols":120}'
 	expect_eq "resize" 204 "$CODE"
 	api POST "/v1/sandboxes/a/exec/$id/stdin" -d $'go\n' >/dev/null
 	wait "$cpid"
@@ -169,12 +175,13 @@ test_files() {
 	serve_start
 	create a
 	: >"$S/empty"
-	api PUT "/v1/sandboxes/a/files?path=/tmp/empty" --data-binary @"$S/empty" >/dev/null
+	api PUT "/v1/sandboxes/a/files?path=/tmp/empty" --data-binary @"$S/empty"
 	expect_eq "put 0 bytes" 201 "$CODE"
-	api GET "/v1/sandboxes/a/files?path=/tmp/empty" >/dev/null
+	api GET "/v1/sandboxes/a/files?path=/tmp/empty"
 	expect_eq "get 0 bytes" "200 0" "$CODE $(stat -c %s "$S/body")"
 	head -c 100000000 /dev/urandom >"$S/big"
-	out=$(api PUT "/v1/sandboxes/a/files?path=/tmp/big&mode=0600" -T "$S/big")
+	api PUT "/v1/sandboxes/a/files?path=/tmp/big&mode=0600" -T "$S/big"
+	out=$BODY
 	expect_eq "put 100 MB" 201 "$CODE"
 	expect_match "its size" '"size":100000000' "$out"
 	run_exec a '{"argv":["stat","-c","%a %s","/tmp/big"]}'
@@ -183,14 +190,15 @@ test_files() {
 	    -o "$S/back" "http://qsup/v1/sandboxes/a/files?path=/tmp/big"
 	expect_eq "100 MB back" "$(sha256sum <"$S/big")" "$(sha256sum <"$S/back")"
 	rm -f "$S/big" "$S/back"
-	out=$(api GET "/v1/sandboxes/a/files?path=/tmp/none")
+	api GET "/v1/sandboxes/a/files?path=/tmp/none"
+	out=$BODY
 	expect_eq "missing: 404" 404 "$CODE"
 	expect_match "names it" '/tmp/none' "$out"
-	api PUT "/v1/sandboxes/a/files?path=/no/such/dir/f" -d x >/dev/null
+	api PUT "/v1/sandboxes/a/files?path=/no/such/dir/f" -d x
 	expect_eq "no directory: 404" 404 "$CODE"
-	api GET "/v1/sandboxes/a/files?path=/tmp" >/dev/null
+	api GET "/v1/sandboxes/a/files?path=/tmp"
 	expect_eq "a directory: 409" 409 "$CODE"
-	api GET "/v1/sandboxes/a/files?path=relative" >/dev/null
+	api GET "/v1/sandboxes/a/files?path=relative"
 	expect_eq "not absolute: 400" 400 "$CODE"
 	run_exec a '{"argv":["sh","-c","ls -a /tmp | grep -c qsup || true"]}'
 	expect_eq "no temporary file left" 0 "$(cat "$S/out")"
@@ -200,36 +208,45 @@ test_files() {
 test_bad_requests() {
 	local out
 	serve_start --max-body 4K
-	out=$(api POST /v1/sandboxes -d '{"name":')
+	api POST /v1/sandboxes -d '{"name":'
+	out=$BODY
 	expect_eq "malformed JSON" 400 "$CODE"
 	expect_match "says where" 'malformed JSON at line 1' "$out"
-	out=$(api POST /v1/sandboxes -d '{"nmae":"x"}')
+	api POST /v1/sandboxes -d '{"nmae":"x"}'
+	out=$BODY
 	expect_eq "unknown field" 400 "$CODE"
 	expect_match "names it" '"field":"nmae"' "$out"
-	out=$(api POST /v1/sandboxes -d '{"name":"Bad Name"}')
+	api POST /v1/sandboxes -d '{"name":"Bad Name"}'
+	out=$BODY
 	expect_match "a bad name" '"field":"name"' "$out"
-	out=$(api POST /v1/sandboxes -d '{"settings":{"memory":"lots"}}')
+	api POST /v1/sandboxes -d '{"settings":{"memory":"lots"}}'
+	out=$BODY
 	expect_eq "a bad setting" 400 "$CODE"
 	expect_match "names it" 'memory' "$out"
-	out=$(api POST /v1/sandboxes -d '{"extra_args":["-monitor","stdio"]}')
+	api POST /v1/sandboxes -d '{"extra_args":["-monitor","stdio"]}'
+	out=$BODY
 	expect_eq "a refused QEMU argument" 400 "$CODE"
 	expect_match "names it" 'monitor' "$out"
-	api GET /v1/sandboxes/nope >/dev/null
+	api GET /v1/sandboxes/nope
 	expect_eq "no such sandbox" 404 "$CODE"
-	api PATCH /v1/sandboxes >/dev/null
+	api PATCH /v1/sandboxes
 	expect_eq "wrong method" 405 "$CODE"
 	head -c 8000 /dev/zero | tr '\0' ' ' >"$S/pad"
-	out=$(api POST /v1/sandboxes --data-binary @"$S/pad")
+	api POST /v1/sandboxes --data-binary @"$S/pad"
+	out=$BODY
 	expect_eq "body too large" 413 "$CODE"
 	expect_match "names the limit" '"limit":"max_body"' "$out"
-	out=$(api GET /v1/sandboxes -H "X-Pad: $(head -c 20000 /dev/zero | tr '\0' a)")
+	api GET /v1/sandboxes -H "X-Pad: $(head -c 20000 /dev/zero | tr '\0' a)"
+	out=$BODY
 	expect_eq "head too large" 431 "$CODE"
 	create a
-	api POST /v1/sandboxes -d '{"name":"a"}' >/dev/null
+	api POST /v1/sandboxes -d '{"name":"a"}'
 	expect_eq "a name in use" 409 "$CODE"
-	out=$(api POST /v1/sandboxes/a/exec -d '{"argv":[]}')
+	api POST /v1/sandboxes/a/exec -d '{"argv":[]}'
+	out=$BODY
 	expect_match "empty argv" '"field":"argv"' "$out"
-	out=$(api POST /v1/sandboxes/a/exec -d '{"argv":["true"],"rows":0}')
+	api POST /v1/sandboxes/a/exec -d '{"argv":["true"],"rows":0}'
+	out=$BODY
 	expect_match "bad rows" '"field":"rows"' "$out"
 	serve_stop
 }
@@ -238,7 +255,8 @@ test_limits() {
 	local out
 	serve_start --max-sandboxes 1 --max-connections 3
 	create a
-	out=$(api POST /v1/sandboxes -d '{"name":"b"}')
+	api POST /v1/sandboxes -d '{"name":"b"}'
+	out=$BODY
 	expect_eq "past max_sandboxes" 503 "$CODE"
 	expect_match "names it" '"limit":"max_sandboxes","max":1' "$out"
 	# Connections held open without a request: the next one is refused.
@@ -261,7 +279,8 @@ EOF
 	serve_stop
 	serve_start --max-memory 700M
 	create a '"settings":{"memory":"512M"}'
-	out=$(api POST /v1/sandboxes -d '{"name":"b","settings":{"memory":"512M"}}')
+	api POST /v1/sandboxes -d '{"name":"b","settings":{"memory":"512M"}}'
+	out=$BODY
 	expect_eq "past max_memory" 503 "$CODE"
 	expect_match "names it" '"limit":"max_memory"' "$out"
 	serve_stop
@@ -311,7 +330,8 @@ test_qemu_killed() {
 	[ -n "$qpid" ] || fail "no QEMU found"
 	kill -KILL "$qpid"
 	for _ in $(seq 1 50); do
-		out=$(api GET /v1/sandboxes/a)
+		api GET /v1/sandboxes/a
+	out=$BODY
 		grep -q '"state":"dead"' <<<"$out" && break
 		sleep 0.1
 	done
@@ -320,12 +340,14 @@ test_qemu_killed() {
 	expect_match "and the console's tail" '"console_tail":"' "$out"
 	[ -z "$(ls -d "$T_RUN"/qsup/sb-* 2>/dev/null)" ] ||
 	    fail "the dead sandbox's run directory is left"
-	out=$(api GET /metrics)
+	api GET /metrics
+	out=$BODY
 	expect_match "counted" 'qsup_sandboxes\{state="dead"\} 1' "$out"
 	create b
 	run_exec b '{"argv":["echo","on"]}'
 	expect_eq "the server goes on" on "$(cat "$S/out")"
-	out=$(api DELETE /v1/sandboxes/a)
+	api DELETE /v1/sandboxes/a
+	out=$BODY
 	expect_eq "delete the dead one" 200 "$CODE"
 	serve_stop
 }
@@ -355,7 +377,8 @@ test_events_and_metrics() {
 	create a
 	run_exec a '{"argv":["true"]}'
 	api DELETE /v1/sandboxes/a >/dev/null
-	out=$(api GET /metrics)
+	api GET /metrics
+	out=$BODY
 	expect_match "boots" 'qsup_boots_total\{start="(warm|cold|template-build)"\} 1' "$out"
 	expect_match "execs" '^qsup_execs_total 1$' "$out"
 	expect_match "histogram" 'qsup_exec_seconds_count 1' "$out"
