@@ -78,6 +78,8 @@ struct run_options {
 	double		 timeout;
 	int		 console;
 	int		 json;
+	int		 tty;		/* -t: a terminal in the guest */
+	int		 interactive;	/* -i: stdin forwarded, even with -t */
 };
 int		 run_main(struct run_options *);
 

@@ -25,6 +25,16 @@ const struct cmd_entry cmd_run_entry = {
 "                       like the profile: qsup profile settings)\n"
 "  -e NAME=VALUE        set an environment variable for CMD\n"
 "  -w DIR               CMD's working directory in the guest\n"
+"  -t, --tty            run CMD on a terminal in the guest (its output and\n"
+"                       errors both come on stdout), of this terminal's\n"
+"                       size, following SIGWINCH, with this TERM (unless\n"
+"                       -e TERM=...); a stdin that is a terminal is in raw\n"
+"                       mode while CMD runs, so every key, ^C too, goes to\n"
+"                       CMD; -t works with no terminal here too (for\n"
+"                       programs that check isatty)\n"
+"  -i, --interactive    forward stdin to CMD: the default, but for -t with\n"
+"                       a stdin that is not a terminal (-ti forwards it,\n"
+"                       and its end is typed as ^D)\n"
 "      --share HOST[:GUEST][:ro|rw]\n"
 "                       share a host directory (default: read-only, at\n"
 "                       the same path in the guest)\n"
@@ -71,6 +81,8 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 		{ "console",	no_argument,		NULL, 'C' },
 		{ "json",	no_argument,		NULL, 'J' },
 		{ "share",	required_argument,	NULL, 'S' },
+		{ "tty",	no_argument,		NULL, 't' },
+		{ "interactive", no_argument,		NULL, 'i' },
 		{ "set",	required_argument,	NULL, 0x100 },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "help",	no_argument,		NULL, 'h' },
@@ -84,7 +96,7 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	/* '+': stop at the command, whose own flags are not ours. */
-	while ((ch = getopt_long(argc, argv, "+p:e:w:vh", longopts,
+	while ((ch = getopt_long(argc, argv, "+p:e:w:tivh", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'p':
@@ -119,6 +131,12 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 			break;
 		case 'C':
 			opts.console = 1;
+			break;
+		case 't':
+			opts.tty = 1;
+			break;
+		case 'i':
+			opts.interactive = 1;
 			break;
 		case 'S':
 			opts.shares = xreallocarray(opts.shares,

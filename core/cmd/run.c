@@ -4,8 +4,16 @@
  *
  * Agent ports: 0 carries the ping and then the exec stream, 1 the stdin
  * uploads (each waits for the command to take the bytes, so it may block),
- * 2 signals, which must get through even when stdin is stuck.
+ * 2 signals and terminal resizes, which must get through even when stdin
+ * is stuck.
+ *
+ * With -t the command runs on a terminal in the guest, and when our stdin
+ * is a terminal it is in raw mode while the command runs: every key, ^C
+ * and ^Z too, is a byte for the guest's terminal, whose line discipline
+ * makes signals of them there. The host terminal's settings are put back
+ * on every way out (run_tty_restore, also at exit).
  */
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 
 #include <errno.h>
@@ -15,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <ev.h>
@@ -33,6 +42,7 @@
 #define RUN_SIGNAL_GRACE	1.0	/* after SIGINT, before teardown */
 #define RUN_LOST_GRACE		3.0	/* exec port gone, QEMU not yet reaped */
 #define RUN_ERR_TAIL		2048	/* stderr kept for closure_hint() */
+#define RUN_TTY_MAX		10000	/* rows, cols: what the agent takes */
 
 struct run {
 	struct ev_loop		*loop;
@@ -46,6 +56,11 @@ struct run {
 	int			 in_fd;
 	ev_io			 in;
 	int			 in_eof;
+	int			 forward_stdin;	/* else only /close */
+
+	ev_signal		 winch;		/* -t: our terminal's size */
+	unsigned		 rows;		/* the guest terminal's, as */
+	unsigned		 cols;		/* last sent; 0: the default */
 
 	ev_async		 sigasync;	/* run_sig_handler's news */
 	int			 hard_stop;	/* a second signal came */
@@ -90,6 +105,87 @@ static volatile sig_atomic_t	 run_nsignals;
 static volatile sig_atomic_t	 run_first_signal;
 static struct ev_loop		*run_sig_loop;
 static ev_async			*run_sig_async;
+
+/*
+ * The host terminal's settings from before raw mode, for every way out:
+ * the run's own ends, and exit() from anywhere (atexit).
+ */
+static struct termios		 run_tty_saved;
+static volatile sig_atomic_t	 run_tty_is_raw;
+static int			 run_tty_atexit;
+
+static void
+run_tty_restore(void)
+{
+	if (!run_tty_is_raw)
+		return;
+	run_tty_is_raw = 0;
+	(void)tcsetattr(STDIN_FILENO, TCSANOW, &run_tty_saved);
+}
+
+/* -t with a terminal on stdin: raw for the command's life. */
+static void
+run_tty_raw(struct run *r)
+{
+	struct termios	t;
+
+	if (!r->opts->tty || run_tty_is_raw || !isatty(STDIN_FILENO) ||
+	    tcgetattr(STDIN_FILENO, &run_tty_saved) == -1)
+		return;
+	if (!run_tty_atexit) {
+		atexit(run_tty_restore);
+		run_tty_atexit = 1;
+	}
+	t = run_tty_saved;
+	cfmakeraw(&t);
+	if (tcsetattr(STDIN_FILENO, TCSANOW, &t) == -1) {
+		log_debug("raw mode for stdin: %s", strerror(errno));
+		return;
+	}
+	run_tty_is_raw = 1;
+}
+
+/* Our terminal's size: stdout's, else stdin's; 0 when neither has one. */
+static void
+run_tty_size(unsigned *rows, unsigned *cols)
+{
+	struct winsize	ws;
+
+	*rows = *cols = 0;
+	if ((ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == -1 &&
+	    ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == -1) || ws.ws_row == 0 ||
+	    ws.ws_col == 0)
+		return;
+	*rows = ws.ws_row > RUN_TTY_MAX ? RUN_TTY_MAX : ws.ws_row;
+	*cols = ws.ws_col > RUN_TTY_MAX ? RUN_TTY_MAX : ws.ws_col;
+}
+
+/* Tell the guest's terminal our size, if it changed since it was told. */
+static void
+run_tty_resize(struct run *r)
+{
+	char		path[64], body[32];
+	unsigned	rows, cols;
+
+	run_tty_size(&rows, &cols);
+	if (r->exec_id < 0 || r->exited || rows == 0 ||
+	    (rows == r->rows && cols == r->cols))
+		return;
+	r->rows = rows;
+	r->cols = cols;
+	snprintf(path, sizeof path, "/exec/%lld/resize", r->exec_id);
+	snprintf(body, sizeof body, "%u %u", rows, cols);
+	agent_request(sandbox_port(r->sb, RUN_PORT_CONTROL), "POST", path,
+	    body, strlen(body), NULL, NULL, r);
+}
+
+static void
+run_winch_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	run_tty_resize(w->data);
+}
 
 static void
 run_set_error(struct run *r, const char *msg)
@@ -257,6 +353,17 @@ run_stdin_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	ev_io_stop(loop, w);
 	if (n <= 0) {
 		r->in_eof = 1;
+		/*
+		 * A terminal's input has no end but its EOF character (^D, as
+		 * the guest's terminal starts): typed for the end of what we
+		 * forwarded, as script(1) does, so "cat" there ends too.
+		 */
+		if (r->opts->tty && r->forward_stdin) {
+			snprintf(path, sizeof path, "/exec/%lld/stdin",
+			    r->exec_id);
+			agent_request(sandbox_port(r->sb, RUN_PORT_STDIN),
+			    "POST", path, "\004", 1, NULL, NULL, r);
+		}
 		snprintf(path, sizeof path, "/exec/%lld/close", r->exec_id);
 		agent_request(sandbox_port(r->sb, RUN_PORT_STDIN), "POST", path,
 		    NULL, 0, NULL, NULL, r);
@@ -309,6 +416,7 @@ run_exited(struct run *r)
 	r->qemu_rss_kb = sandbox_qemu_rss_kb(r->sb);
 	ev_timer_stop(r->loop, &r->timeout);
 	ev_io_stop(r->loop, &r->in);
+	run_tty_restore();
 	if (x->signal > 0) {
 		r->exit_signal = x->signal;
 		status = 128 + x->signal;
@@ -356,6 +464,11 @@ run_event_cb(const char *event, const char *data, size_t len, void *arg,
 		json_decref(j);
 		r->exec_id = id;
 		log_debug("command started in the guest (exec %lld)", id);
+		if (r->opts->tty && !r->interrupted) {
+			run_tty_raw(r);
+			/* It may have changed since the request. */
+			run_tty_resize(r);
+		}
 		if (r->interrupted)
 			run_send_signal(r, r->interrupted);
 		else if (r->in_fd != -1)
@@ -448,8 +561,10 @@ run_ready_cb(struct sandbox *sb, void *arg)
 {
 	struct run	*r = arg;
 	struct buf	 b = { 0 };
-	char		**a;
+	char		**a, *kv;
+	const char	*term;
 	size_t		 i;
+	int		 has_term = 0;
 
 	r->t_ready = util_now();
 	log_debug("guest ready in %.3f s (%s start)", sandbox_boot_seconds(sb),
@@ -469,8 +584,26 @@ run_ready_cb(struct sandbox *sb, void *arg)
 		if (i > 0)
 			buf_puts(&b, ",");
 		buf_json_string(&b, r->opts->env[i]);
+		if (strncmp(r->opts->env[i], "TERM=", 5) == 0)
+			has_term = 1;
+	}
+	/* The guest's terminal is ours to draw on: our TERM, unless -e's. */
+	if (r->opts->tty && !has_term && (term = getenv("TERM")) != NULL &&
+	    *term != '\0') {
+		xasprintf(&kv, "TERM=%s", term);
+		if (i > 0)
+			buf_puts(&b, ",");
+		buf_json_string(&b, kv);
+		free(kv);
 	}
 	buf_puts(&b, "]");
+	if (r->opts->tty) {
+		run_tty_size(&r->rows, &r->cols);
+		buf_puts(&b, ",\"tty\":true");
+		if (r->rows != 0)
+			buf_printf(&b, ",\"rows\":%u,\"cols\":%u", r->rows,
+			    r->cols);
+	}
 	if (r->opts->cwd != NULL) {
 		buf_puts(&b, ",\"cwd\":");
 		buf_json_string(&b, r->opts->cwd);
@@ -496,6 +629,7 @@ run_teardown(struct run *r, const char *why)
 	ev_timer_stop(r->loop, &r->grace);
 	ev_timer_stop(r->loop, &r->timeout);
 	ev_io_stop(r->loop, &r->in);
+	run_tty_restore();
 	sandbox_stop(r->sb, why);
 }
 
@@ -874,9 +1008,22 @@ run_loop_init(struct run *r)
 	log_set_queue(r->err);
 	outq_set_drain_cb(r->out, run_drain_cb, r);
 	outq_set_drain_cb(r->err, run_drain_cb, r);
-	r->in_fd = outq_reopen_nonblock(STDIN_FILENO, O_RDONLY);
+	/*
+	 * stdin is forwarded unless -t is given without -i and stdin is not
+	 * a terminal (docker's -t alone): the guest's terminal then gets
+	 * nothing typed, rather than a file or a pipe meant for something
+	 * else.
+	 */
+	r->forward_stdin = !r->opts->tty || r->opts->interactive ||
+	    isatty(STDIN_FILENO);
+	if (r->forward_stdin)
+		r->in_fd = outq_reopen_nonblock(STDIN_FILENO, O_RDONLY);
 	ev_io_init(&r->in, run_stdin_read_cb, r->in_fd, EV_READ);
 	r->in.data = r;
+	ev_signal_init(&r->winch, run_winch_cb, SIGWINCH);
+	r->winch.data = r;
+	if (r->opts->tty)
+		ev_signal_start(r->loop, &r->winch);
 	ev_async_init(&r->sigasync, run_signal_cb);
 	r->sigasync.data = r;
 	ev_async_start(r->loop, &r->sigasync);
@@ -983,6 +1130,7 @@ fail:
 interrupted:
 	run_note_signal(&r);
 done:
+	run_tty_restore();
 	run_log_timings(&r);
 	run_log_net(&r);
 	if (opts->json)
@@ -991,6 +1139,7 @@ done:
 	if (r.loop != NULL) {
 		run_sig_loop = NULL;
 		ev_async_stop(r.loop, &r.sigasync);
+		ev_signal_stop(r.loop, &r.winch);
 		/* What was said since the last flush (a second signal: no). */
 		outq_flush_blocking(r.err);
 		log_set_queue(NULL);

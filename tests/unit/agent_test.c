@@ -2080,3 +2080,57 @@ Test(agent, exec_json_accepts_the_new_fields)
 	cr_assert_str_eq(r.out.data, "10000 1\r\n");
 	result_free(&r);
 }
+
+/* What the agent must take as a resize body: "ROWS COLS", 1-10000 each. */
+static int
+resize_valid(const char *s)
+{
+	const char	*blank = " \t\r\n";
+	long		 v[2];
+	size_t		 n;
+	int		 i;
+
+	s += strspn(s, blank);
+	for (i = 0; i < 2; i++) {
+		n = strspn(s, "0123456789");
+		if (n == 0 || n > 5)
+			return (0);
+		v[i] = strtol(s, NULL, 10);
+		if (v[i] < 1 || v[i] > 10000)
+			return (0);
+		s += n;
+		n = strspn(s, blank);
+		if (i == 0 && n == 0)
+			return (0);
+		s += n;
+	}
+	return (*s == '\0');
+}
+
+Test(agent, random_resize_bodies_are_204_or_400_as_they_should)
+{
+	static const char	 set[] = " \t\r\n0123456789000011x-+";
+	struct result		 r;
+	char			 body[32];
+	unsigned		 seed = 4321;
+	int			 round, i, n, want, got, valid = 0;
+
+	spawn_agent(2, NULL);
+	exec_begin(&ag.c[0], "{\"argv\":[\"sleep\",\"30\"],\"tty\":true}",
+	    &r);
+	for (round = 0; round < 400; round++) {
+		n = rand_r(&seed) % 16;
+		for (i = 0; i < n; i++)
+			body[i] = set[rand_r(&seed) % (sizeof set - 1)];
+		body[n] = '\0';
+		want = resize_valid(body) ? 204 : 400;
+		valid += want == 204;
+		got = exec_op(&ag.c[1], r.id, "resize", body);
+		cr_assert_eq(got, want, "\"%s\": %d", body, got);
+	}
+	cr_assert(valid > 10, "only %d valid bodies tried", valid);
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "signal", "9"), 204);
+	exec_end(&ag.c[0], &r);
+	cr_assert_eq(r.signal, SIGKILL);
+	result_free(&r);
+}
