@@ -571,6 +571,8 @@ serve_exec_body(struct httpd_conn *conn, const char *body, size_t len,
 		    cols > SERVE_TTY_MAX)
 			bad = "cols", why = "must be an integer 1-10000";
 	}
+	/* Without one, the profile's timeout applies, as to qsup run. */
+	timeout = s->profile.timeout;
 	if (bad == NULL && (v = json_object_get(j, "timeout")) != NULL) {
 		if (!json_is_number(v) || (timeout = json_number_value(v)) < 0)
 			bad = "timeout", why = "must be a number of seconds, "

@@ -32,7 +32,7 @@
 							   resize */
 #define SERVE_PORTS		(QSUP_PORT_COUNT - 2)	/* 0..: execs,
 							   uploads */
-#define SERVE_CHUNK		65536	/* a stdin or file upload piece */
+#define SERVE_CHUNK		(256 * 1024)	/* a stdin or file upload piece */
 #define SERVE_EVENTS_PING	15.0	/* a comment on /v1/events */
 #define SERVE_EVENTS_HIGH	(256 * 1024)	/* a subscriber this far
 						   behind is dropped */
