@@ -82,6 +82,9 @@ struct run_options {
 	int		 interactive;	/* -i: stdin forwarded, even with -t */
 };
 int		 run_main(struct run_options *);
+int		 cmd_shares(const struct profile *, const char *const *, size_t,
+		     char *const *, char *const *, size_t, struct share **,
+		     size_t *, char **);
 
 
 #endif

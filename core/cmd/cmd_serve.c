@@ -1,5 +1,5 @@
 /*
- * "qsup serve": named sandboxes behind a REST + SSE API (docs/api.md), on
+ * "qsup serve": named sandboxes behind a REST + SSE API (README.md, "Serving sandboxes"), on
  * one loop. This file is the command: its options, the server's own
  * profile and limits, the token, the listeners, what a killed server left
  * behind, and the signals that end it. serve.c and serve_exec.c answer.
@@ -29,18 +29,14 @@ static int	cmd_serve_exec(const struct cmd_entry *, int, char **);
 
 const struct cmd_entry cmd_serve_entry = {
 	.name = "serve",
-	.usage = "serve [--listen unix:PATH|tcp:ADDR:PORT]... "
-	    "[--token-file FILE]\n"
-	    "      [--tls-cert FILE --tls-key FILE] [--profile FILE] "
-	    "[--set NAME=VALUE]...\n"
-	    "      [--max-sandboxes N] [--max-memory SIZE] [--max-body SIZE]\n"
-	    "      [--max-header SIZE] [--max-connections N] [-v]",
+	.usage = "serve [--listen SPEC]... [--token-file FILE] "
+	    "[--tls-cert FILE --tls-key FILE] [options]",
 	.summary = "keep named sandboxes behind a REST + SSE API",
 	.help =
-"Serve the API of docs/api.md until SIGTERM or SIGINT, which stop every\n"
-"sandbox (nothing is left behind) and exit 0; a second one kills them at\n"
-"once. The client commands (sandbox create, exec, cp, ls, rm, mcp) talk\n"
-"to it.\n"
+"Serve the API the README describes (\"Serving sandboxes\") until SIGTERM\n"
+"or SIGINT, which stop every sandbox (nothing is left behind) and exit 0;\n"
+"a second one kills them at once. The client commands (sandbox create,\n"
+"exec, cp, ls, rm, mcp) talk to it.\n"
 "\n"
 "      --listen SPEC      unix:PATH, or tcp:ADDR:PORT (repeatable; default\n"
 "                         unix:$XDG_RUNTIME_DIR/qsup/qsup.sock, mode 0600).\n"

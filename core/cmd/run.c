@@ -749,18 +749,25 @@ run_signal_cb(struct ev_loop *loop, ev_async *w, int revents)
 		run_hard_stop(r);
 }
 
-/* The shares of this run: the profile's, then the --share options. */
-static int
-run_shares(struct run *r, char **cause)
+/*
+ * The shares of a sandbox: the profile's, then those of specs (--share
+ * HOST[:GUEST][:ro|rw]), with the library closure they may need for argv
+ * (closure_prepare). 1 when the sparse closure applies, 0 when not, -1
+ * with *cause; *out and *n are the sandbox's to own.
+ */
+int
+cmd_shares(const struct profile *p, const char *const *specs, size_t nspecs,
+    char *const *argv, char *const *env, size_t nenv, struct share **out,
+    size_t *nout, char **cause)
 {
 	const struct profile_share	*ps;
 	struct share			*sh;
 	size_t				 i, j, n = 0;
 	int				 rc;
 
-	sh = xcalloc(r->profile.nshares + r->opts->nshares + 1, sizeof *sh);
-	for (i = 0; i < r->profile.nshares; i++) {
-		ps = &r->profile.shares[i];
+	sh = xcalloc(p->nshares + nspecs + 1, sizeof *sh);
+	for (i = 0; i < p->nshares; i++) {
+		ps = &p->shares[i];
 		sh[n].host = xstrdup(ps->host);
 		sh[n].guest = xstrdup(ps->guest);
 		sh[n].readonly = !ps->rw;
@@ -773,26 +780,38 @@ run_shares(struct run *r, char **cause)
 		}
 		n++;
 	}
-	for (i = 0; i < r->opts->nshares; i++) {
-		if (share_parse(r->opts->shares[i], &sh[n], cause) == -1) {
-			while (n-- > 0)
-				share_free(&sh[n]);
-			free(sh);
-			return (-1);
-		}
+	for (i = 0; i < nspecs; i++) {
+		if (share_parse(specs[i], &sh[n], cause) == -1)
+			goto fail;
 		n++;
 	}
 	/*
 	 * Checks the guest's glibc too: before QEMU starts. Under "sparse"
 	 * it may add the closure share, in the one slot left for it.
 	 */
-	if ((rc = closure_prepare(&r->profile, sh, &n, r->opts->argv,
-	    r->opts->env, r->opts->nenv, cause)) == -1) {
-		while (n-- > 0)
-			share_free(&sh[n]);
-		free(sh);
+	if ((rc = closure_prepare(p, sh, &n, argv, env, nenv, cause)) == -1)
+		goto fail;
+	*out = sh;
+	*nout = n;
+	return (rc);
+fail:
+	while (n-- > 0)
+		share_free(&sh[n]);
+	free(sh);
+	return (-1);
+}
+
+/* The shares of this run: the profile's, then the --share options. */
+static int
+run_shares(struct run *r, char **cause)
+{
+	struct share	*sh;
+	size_t		 n;
+	int		 rc;
+
+	if ((rc = cmd_shares(&r->profile, r->opts->shares, r->opts->nshares,
+	    r->opts->argv, r->opts->env, r->opts->nenv, &sh, &n, cause)) == -1)
 		return (-1);
-	}
 	r->sparse = rc == 1;
 	sandbox_set_shares(r->sb, sh, n);
 	return (0);

@@ -2,7 +2,7 @@
  * "qsup serve": the named sandboxes, the router, the event stream and the
  * metrics. A sandbox here is the same struct sandbox "qsup run" drives;
  * this file keeps many of them by name, answers for them over the API
- * (docs/api.md) and keeps a dead one's record until it is deleted.
+ * (the README's "Serving sandboxes") and keeps a dead one's record until it is deleted.
  *
  * Nothing here blocks the loop but the few steps a sandbox's start takes
  * before QEMU runs (the profile, the overlay), as "qsup run" takes them.
@@ -403,37 +403,20 @@ serve_sb_stop(struct serve_sb *s, const char *why)
 	}
 }
 
-/* The shares the profile names, with the closure it may add. */
+/*
+ * The shares the profile names, with the closure it may add; a server's
+ * sandbox has no command yet for the closure to start from.
+ */
 static int
 serve_shares(struct serve_sb *s, char **cause)
 {
-	const struct profile_share	*ps;
-	struct share			*sh;
-	static char			*argv[] = { "sh", NULL };
-	size_t				 i, j, n = 0;
+	static char	*argv[] = { "sh", NULL };
+	struct share	*sh;
+	size_t		 n;
 
-	sh = xcalloc(s->profile.nshares + 1, sizeof *sh);
-	for (i = 0; i < s->profile.nshares; i++) {
-		ps = &s->profile.shares[i];
-		sh[n].host = xstrdup(ps->host);
-		sh[n].guest = xstrdup(ps->guest);
-		sh[n].readonly = !ps->rw;
-		sh[n].exec = ps->exec;
-		if (ps->nignore > 0) {
-			sh[n].ignore = xcalloc(ps->nignore + 1,
-			    sizeof *sh[n].ignore);
-			for (j = 0; j < ps->nignore; j++)
-				sh[n].ignore[j] = xstrdup(ps->ignore[j]);
-		}
-		n++;
-	}
-	if (closure_prepare(&s->profile, sh, &n, argv, s->profile.env,
-	    s->profile.nenv, cause) == -1) {
-		while (n-- > 0)
-			share_free(&sh[n]);
-		free(sh);
+	if (cmd_shares(&s->profile, NULL, 0, argv, s->profile.env,
+	    s->profile.nenv, &sh, &n, cause) == -1)
 		return (-1);
-	}
 	sandbox_set_shares(s->sb, sh, n);
 	return (0);
 }

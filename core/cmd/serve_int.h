@@ -2,7 +2,7 @@
  * "qsup serve"'s insides, shared by its files only: cmd_serve.c (the
  * command: options, listeners, signals, the loop), serve.c (the named
  * sandboxes, the router, events, metrics) and serve_exec.c (exec streams,
- * stdin, signals, terminals, files). docs/api.md is the API they serve.
+ * stdin, signals, terminals, files). The README's "Serving sandboxes" is the API they serve.
  */
 #ifndef QSUP_SERVE_INT_H
 #define QSUP_SERVE_INT_H
