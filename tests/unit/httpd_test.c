@@ -282,6 +282,9 @@ handler(struct httpd_conn *c, const struct httpd_req *req, void *arg)
 	else if (strcmp(req->path, "/stream") == 0) {
 		a->conn = c;
 		httpd_stream_body(c, stream_cb, a);
+	} else if (strcmp(req->path, "/created") == 0) {
+		httpd_header(c, "Location: /created/1\r\n");
+		httpd_respond_json(c, 201, "{}", 2);
 	} else if (strcmp(req->path, "/early") == 0)
 		httpd_respond(c, 200, "text/plain", "early", 5);
 	else if (strcmp(req->path, "/big") == 0)
@@ -471,6 +474,27 @@ Test(httpd, answers_and_keeps_alive)
 	cr_assert_eq(get(fd, &got, NULL, 2), 1, "closed after close");
 	cr_assert_eq(count(got.data, "hello"), 2);
 	cr_assert_not_null(strstr(got.data, "Connection: close\r\n"));
+	close(fd);
+	buf_free(&got);
+}
+
+Test(httpd, statuses_headers_and_head)
+{
+	struct buf	got = { 0 };
+	int		fd;
+
+	start(NULL);
+	fd = client_unix();
+	puts_(fd, "POST /created HTTP/1.1\r\n\r\n");
+	cr_assert_eq(get(fd, &got, "{}", 2), 0, "%s", got.data);
+	cr_assert_str_eq(got.data, "HTTP/1.1 201 Created\r\n"
+	    "Content-Type: application/json\r\nContent-Length: 2\r\n"
+	    "Location: /created/1\r\n\r\n{}");
+	got.len = 0;
+	puts_(fd, "HEAD /hello HTTP/1.1\r\n\r\nGET /hello HTTP/1.1\r\n\r\n");
+	cr_assert_eq(get(fd, &got, "hello", 2), 0, "%s", got.data);
+	cr_assert_eq(count(got.data, "Content-Length: 5\r\n"), 2);
+	cr_assert_eq(count(got.data, "hello"), 1, "no body for HEAD");
 	close(fd);
 	buf_free(&got);
 }
@@ -984,6 +1008,33 @@ Test(httpd, tls_with_curl)
 	cr_assert_eq(len, sizeof body - 1);
 	cr_assert_str_eq(text, body);
 	free(text);
+
+	/* Megabytes out through TLS, past out_high and drained. */
+	snprintf(url, sizeof url, "https://127.0.0.1:%s/big",
+	    strrchr(httpd_bound(srv, 2), ':') + 1);
+	cr_assert_eq(run_child(get_argv, 10), 0, "curl failed");
+	text = util_read_file(out, &len, 64 * 1024 * 1024);
+	cr_assert_not_null(text);
+	cr_assert_gt(len, HTTPD_OUT_HIGH);
+	cr_assert_str_eq(text + len - 3, "END");
+	cr_assert_eq(strspn(text, "x"), len - 3);
+	cr_assert_eq(app.drained, 1);
+	free(text);
+
+	/* Plain HTTP to it: no answer, the connection dropped, no harm. */
+	{
+		struct buf	got = { 0 };
+		int		fd;
+
+		fd = client_tcp(httpd_bound(srv, 2));
+		puts_(fd, "GET /hello HTTP/1.1\r\n\r\n");
+		cr_assert_eq(get(fd, &got, NULL, 2), 1);
+		cr_assert_null(got.data != NULL ? strstr(got.data, "hello") :
+		    NULL);
+		close(fd);
+		buf_free(&got);
+		cr_assert_eq(run_child(get_argv, 10), 0, "curl failed after");
+	}
 
 	/* Errors name the file and mbedTLS's reason. */
 	cr_assert_eq(httpd_listen(srv, "tcp:127.0.0.1:0", out, key, &cause),
