@@ -478,6 +478,9 @@ httpd_conn_process(struct httpd_conn *c)
 		if (c->state == HTTPD_C_HEAD) {
 			if (c->tls != NULL && !httpd_tls_done(c->tls))
 				break;
+			/* A client that sends and never reads is held here. */
+			if (httpd_over(c))
+				break;
 			if (httpd_conn_head(c) == 0)
 				break;
 			continue;

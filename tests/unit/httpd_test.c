@@ -285,6 +285,11 @@ handler(struct httpd_conn *c, const struct httpd_req *req, void *arg)
 	} else if (strcmp(req->path, "/created") == 0) {
 		httpd_header(c, "Location: /created/1\r\n");
 		httpd_respond_json(c, 201, "{}", 2);
+	} else if (strcmp(req->path, "/blob") == 0) {
+		static char	blob[65536];
+
+		memset(blob, 'b', sizeof blob);
+		httpd_respond(c, 200, NULL, blob, sizeof blob);
 	} else if (strcmp(req->path, "/early") == 0)
 		httpd_respond(c, 200, "text/plain", "early", 5);
 	else if (strcmp(req->path, "/big") == 0)
@@ -536,6 +541,32 @@ Test(httpd, pipelined_in_order)
 	cr_assert_eq(app.requests, 4);
 	close(fd);
 	buf_free(&got);
+}
+
+/* Requests sent by one who reads no answers wait behind a full queue. */
+Test(httpd, pipelining_held_by_backpressure)
+{
+	struct httpd_limits	 lim = { .out_high = 256 * 1024 };
+	struct buf		 got = { 0 }, reqs = { 0 };
+	int			 fd, i;
+
+	start(&lim);
+	fd = client_unix();
+	for (i = 0; i < 40; i++)
+		buf_puts(&reqs, "GET /blob HTTP/1.1\r\n\r\n");
+	buf_puts(&reqs, "GET /hello HTTP/1.1\r\n\r\n");
+	put(fd, reqs.data, reqs.len);
+	for (i = 0; i < 200; i++)
+		turn();
+	cr_assert_lt(app.requests, 20, "%d answered, none read",
+	    app.requests);
+	cr_assert_gt(app.requests, 0);
+	cr_assert_eq(get(fd, &got, "hello", 5), 0);
+	cr_assert_eq(app.requests, 41);
+	cr_assert_eq(count(got.data, "HTTP/1.1 200 OK"), 41);
+	close(fd);
+	buf_free(&got);
+	buf_free(&reqs);
 }
 
 Test(httpd, token_and_public_paths)
@@ -926,21 +957,28 @@ Test(httpd, tcp_listeners)
 	buf_free(&got);
 }
 
-/* --- TLS, checked by curl ------------------------------------------------ */
+/* --- curl, on the unix socket and over TLS --------------------------------- */
 
-/* Run argv to its end, the loop running meanwhile: its exit status. */
+/*
+ * Run argv to its end, the loop running meanwhile: its exit status; its
+ * standard output in DIR/stdout.
+ */
 static int
 run_child(char *const argv[], double secs)
 {
 	double	end = now() + secs;
+	char	path[300];
 	pid_t	pid, w;
-	int	status, devnull;
+	int	status, devnull, fd;
 
+	snprintf(path, sizeof path, "%s/stdout", dir);
 	pid = fork();
 	cr_assert_neq(pid, -1);
 	if (pid == 0) {
 		devnull = open("/dev/null", O_RDWR);
+		fd = open(path, O_WRONLY|O_CREAT|O_TRUNC, 0600);
 		dup2(devnull, 0);
+		dup2(fd, 1);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
@@ -954,6 +992,46 @@ run_child(char *const argv[], double secs)
 	}
 	cr_assert_eq(w, pid);
 	return (WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+}
+
+/* curl's chunked upload with Expect, and two requests on one connection. */
+Test(httpd, curl_unix_upload_and_reuse)
+{
+	char	 in[300], out[300], *text, *data;
+	char	*up_argv[] = { "curl", "-sS", "--unix-socket", sock, "-T", in,
+		    "-H", "Transfer-Encoding: chunked",
+		    "-H", "Expect: 100-continue", "-o", out,
+		    "http://localhost/echo", NULL };
+	char	*two_argv[] = { "curl", "-sS", "--unix-socket", sock,
+		    "-w", "%{num_connects}", "-o", out, "-o", in,
+		    "http://localhost/hello",
+		    "http://localhost/created", NULL };
+	size_t	 len, i;
+
+	snprintf(in, sizeof in, "%s/in", dir);
+	snprintf(out, sizeof out, "%s/out", dir);
+	data = xmalloc(300001);
+	for (i = 0; i < 300000; i++)
+		data[i] = 'a' + i % 26;
+	data[i] = '\0';
+	cr_assert_eq(util_write_file(in, data), 0);
+	start(NULL);
+	cr_assert_eq(run_child(up_argv, 10), 0, "curl failed");
+	text = util_read_file(out, &len, 1024 * 1024);
+	cr_assert_not_null(text);
+	cr_assert_eq(len, 300000);
+	cr_assert(strcmp(text, data) == 0);
+	free(text);
+	free(data);
+	cr_assert_eq(run_child(two_argv, 10), 0, "curl failed");
+	cr_assert_eq(app.requests, 3);
+	text = util_read_file(in, &len, 1024);
+	cr_assert_str_eq(text, "{}");
+	free(text);
+	snprintf(in, sizeof in, "%s/stdout", dir);
+	text = util_read_file(in, &len, 1024);
+	cr_assert_str_eq(text, "10", "connections made: %s", text);
+	free(text);
 }
 
 static void
