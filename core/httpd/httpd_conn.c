@@ -7,6 +7,24 @@
  * that call (but httpd_abort's close_cb): state changes are taken up by
  * httpd_conn_process on the next turn of the loop (c->kick), so a
  * handler never finds itself re-entered.
+ *
+ * What httpd.h leaves to us:
+ * - close_cb fires when the request ends other than by the handler's own
+ *   response: the client closed or half-closed, a read or write failed,
+ *   the body could not be taken (413 past body_max, 400 for bad chunked
+ *   framing: the server answers that itself if no response had begun),
+ *   the body stalled past idle_timeout, httpd_abort, or httpd_free.
+ * - The idle clock runs between requests, while a response is drained
+ *   after its end, and while a body being read waits for bytes; not
+ *   while the handler holds the request otherwise (an SSE stream, a slow
+ *   answer) or has paused the body.
+ * - A body left unread when the response ends is read and dropped, and
+ *   the connection kept, unless the client waits for "100 Continue" that
+ *   never went out, more than body_max is still due by Content-Length, or
+ *   a chunked one runs past body_max: then it is closed (the response
+ *   says "Connection: close" whenever that is known in time).
+ * - A buffered body's bytes are valid until the response ends.
+ * - No new request is taken while the output queue is over out_high.
  */
 #include <sys/socket.h>
 

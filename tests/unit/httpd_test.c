@@ -4,6 +4,7 @@
  * clients on real unix and TCP sockets in this process (the loop runs
  * while they wait), and curl over TLS in a child.
  */
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -821,6 +822,29 @@ Test(httpd, conns_max_503)
 	close(a);
 	close(b);
 	close(c);
+	buf_free(&got);
+}
+
+/* Out of fds at accept: the server waits, then takes the connection. */
+Test(httpd, accept_out_of_fds)
+{
+	struct rlimit	 old, low;
+	struct buf	 got = { 0 };
+	int		 fd, i;
+
+	start(NULL);
+	fd = client_unix();
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = fd + 1;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	for (i = 0; i < 50; i++)
+		turn();
+	cr_assert_eq(httpd_connections(srv), 0);
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	puts_(fd, "GET /hello HTTP/1.1\r\n\r\n");
+	cr_assert_eq(get(fd, &got, "hello", 3), 0);
+	close(fd);
 	buf_free(&got);
 }
 
