@@ -209,9 +209,11 @@ httpd_listen_unix(struct httpd_listener *l, const char *path, char **cause)
 			    path);
 			return (-1);
 		}
-		probe = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0);
-		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
-		    sizeof sun) == 0) {
+		/* Not blocking: a live server with a full backlog says EAGAIN. */
+		probe = socket(AF_UNIX, SOCK_STREAM|SOCK_NONBLOCK|SOCK_CLOEXEC,
+		    0);
+		if (probe != -1 && (connect(probe, (struct sockaddr *)&sun,
+		    sizeof sun) == 0 || errno == EAGAIN)) {
 			close(probe);
 			xasprintf(cause, "unix:%s: a server is already "
 			    "listening there", path);
