@@ -374,6 +374,8 @@ httpd_conn_head(struct httpd_conn *c)
 	    c->in.data[skip] == '\n'); skip++)
 		;
 	buf_consume(&c->in, skip);
+	if (c->in.len == 0)
+		return (0);
 	lim = c->in.len < h->limits.head_max ? c->in.len : h->limits.head_max;
 	if ((n = wire_head_end(c->in.data, lim)) == 0) {
 		if (c->in.len < h->limits.head_max)
