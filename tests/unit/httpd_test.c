@@ -286,6 +286,10 @@ handler(struct httpd_conn *c, const struct httpd_req *req, void *arg)
 	} else if (strcmp(req->path, "/created") == 0) {
 		httpd_header(c, "Location: /created/1\r\n");
 		httpd_respond_json(c, 201, "{}", 2);
+	} else if (strcmp(req->path, "/slow") == 0) {
+		a->conn = c;
+		httpd_set_close_cb(c, app_close_cb, a);
+		httpd_read_body(c, echo_cb, a);
 	} else if (strcmp(req->path, "/blob") == 0) {
 		static char	blob[65536];
 
@@ -875,6 +879,48 @@ Test(httpd, idle_timeout_closes)
 	cr_assert(strncmp(got.data, "HTTP/1.1 204 No Content\r\n", 25) == 0);
 	cr_assert_null(strstr(got.data, "Content-Length"));
 	cr_assert_eq(get(fd, &got, NULL, 3), 1, "idle again after it");
+	close(fd);
+	buf_free(&got);
+}
+
+/* Requests that end without the handler: close_cb, each time once. */
+Test(httpd, ended_under_the_handler)
+{
+	struct httpd_limits	 lim = { .idle_timeout = 0.2 };
+	struct buf		 got = { 0 };
+	int			 fd, i;
+
+	start(&lim);
+	/* A body that stops coming. */
+	fd = client_unix();
+	puts_(fd, "POST /slow HTTP/1.1\r\nContent-Length: 100\r\n\r\nabc");
+	cr_assert_eq(get(fd, &got, NULL, 2), 1);
+	cr_assert_eq(got.len, 0);
+	cr_assert_eq(app.closed, 1);
+	close(fd);
+
+	/* A chunked body that breaks its framing: 400, and close_cb. */
+	fd = client_unix();
+	puts_(fd, "POST /slow HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "zz\r\n");
+	cr_assert_eq(get(fd, &got, NULL, 2), 1);
+	cr_assert(strncmp(got.data, "HTTP/1.1 400 ", 13) == 0, "%s", got.data);
+	cr_assert_not_null(strstr(got.data, "bad chunked body"));
+	cr_assert_eq(app.closed, 2);
+	close(fd);
+
+	/* httpd_abort. */
+	got.len = 0;
+	fd = client_unix();
+	puts_(fd, "GET /hold HTTP/1.1\r\n\r\n");
+	for (i = 0; i < 200 && app.conn == NULL; i++)
+		turn();
+	cr_assert_not_null(app.conn);
+	httpd_abort(app.conn);
+	cr_assert_eq(app.closed, 3);
+	cr_assert_eq(get(fd, &got, NULL, 2), 1);
+	cr_assert_eq(got.len, 0);
+	cr_assert_eq(httpd_connections(srv), 0);
 	close(fd);
 	buf_free(&got);
 }
