@@ -147,15 +147,21 @@ httpd_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct httpd		*h = l->h;
 	int			 fd;
 
-	(void)loop;
 	(void)revents;
 	for (;;) {
 		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK|SOCK_CLOEXEC);
 		if (fd == -1) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN)
-				log_warn("httpd: accept on %s", l->bound);
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			/*
+			 * Out of fds or memory: the connection stays queued
+			 * and would wake us at once again; wait a little.
+			 */
+			log_warn("httpd: accept on %s", l->bound);
+			ev_io_stop(loop, &l->io);
+			ev_timer_start(loop, &l->pause);
 			return;
 		}
 		if (h->nconns >= h->limits.conns_max) {
@@ -166,6 +172,16 @@ httpd_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		httpd_conn_new(h, l, fd);
 	}
+}
+
+static void
+httpd_accept_again_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct httpd_listener	*l = w->data;
+
+	(void)revents;
+	if (l->fd != -1)
+		ev_io_start(loop, &l->io);
 }
 
 /*
@@ -193,9 +209,11 @@ httpd_listen_unix(struct httpd_listener *l, const char *path, char **cause)
 			    path);
 			return (-1);
 		}
-		probe = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0);
-		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
-		    sizeof sun) == 0) {
+		/* Not blocking: a live server with a full backlog says EAGAIN. */
+		probe = socket(AF_UNIX, SOCK_STREAM|SOCK_NONBLOCK|SOCK_CLOEXEC,
+		    0);
+		if (probe != -1 && (connect(probe, (struct sockaddr *)&sun,
+		    sizeof sun) == 0 || errno == EAGAIN)) {
 			close(probe);
 			xasprintf(cause, "unix:%s: a server is already "
 			    "listening there", path);
@@ -392,7 +410,8 @@ httpd_listen(struct httpd *h, const char *spec, const char *cert,
 		return (-1);
 	}
 	ev_io_init(&l->io, httpd_accept_cb, l->fd, EV_READ);
-	l->io.data = l;
+	ev_timer_init(&l->pause, httpd_accept_again_cb, HTTPD_ACCEPT_PAUSE, 0.);
+	l->io.data = l->pause.data = l;
 	ev_io_start(h->loop, &l->io);
 	h->listeners = xreallocarray(h->listeners, h->nlisteners + 1,
 	    sizeof *h->listeners);
@@ -423,6 +442,7 @@ httpd_listener_stop(struct httpd *h, struct httpd_listener *l)
 	if (l->fd == -1)
 		return;
 	ev_io_stop(h->loop, &l->io);
+	ev_timer_stop(h->loop, &l->pause);
 	close(l->fd);
 	l->fd = -1;
 	if (l->unix_path != NULL && stat(l->unix_path, &st) == 0 &&

@@ -71,7 +71,8 @@ httpd_body_piece(struct httpd_conn *c, const char *data, size_t len)
 			httpd_body_too_large(c);
 			return;
 		}
-		buf_add(&c->body, data, len);
+		if (len > 0)
+			buf_add(&c->body, data, len);
 		break;
 	case HTTPD_B_STREAM:
 		if (len > 0) {

@@ -7,6 +7,24 @@
  * that call (but httpd_abort's close_cb): state changes are taken up by
  * httpd_conn_process on the next turn of the loop (c->kick), so a
  * handler never finds itself re-entered.
+ *
+ * What httpd.h leaves to us:
+ * - close_cb fires when the request ends other than by the handler's own
+ *   response: the client closed or half-closed, a read or write failed,
+ *   the body could not be taken (413 past body_max, 400 for bad chunked
+ *   framing: the server answers that itself if no response had begun),
+ *   the body stalled past idle_timeout, httpd_abort, or httpd_free.
+ * - The idle clock runs between requests, while a response is drained
+ *   after its end, and while a body being read waits for bytes; not
+ *   while the handler holds the request otherwise (an SSE stream, a slow
+ *   answer) or has paused the body.
+ * - A body left unread when the response ends is read and dropped, and
+ *   the connection kept, unless the client waits for "100 Continue" that
+ *   never went out, more than body_max is still due by Content-Length, or
+ *   a chunked one runs past body_max: then it is closed (the response
+ *   says "Connection: close" whenever that is known in time).
+ * - A buffered body's bytes are valid until the response ends.
+ * - No new request is taken while the output queue is over out_high.
  */
 #include <sys/socket.h>
 
@@ -356,6 +374,8 @@ httpd_conn_head(struct httpd_conn *c)
 	    c->in.data[skip] == '\n'); skip++)
 		;
 	buf_consume(&c->in, skip);
+	if (c->in.len == 0)
+		return (0);
 	lim = c->in.len < h->limits.head_max ? c->in.len : h->limits.head_max;
 	if ((n = wire_head_end(c->in.data, lim)) == 0) {
 		if (c->in.len < h->limits.head_max)
@@ -477,6 +497,9 @@ httpd_conn_process(struct httpd_conn *c)
 	while (!c->dead) {
 		if (c->state == HTTPD_C_HEAD) {
 			if (c->tls != NULL && !httpd_tls_done(c->tls))
+				break;
+			/* A client that sends and never reads is held here. */
+			if (httpd_over(c))
 				break;
 			if (httpd_conn_head(c) == 0)
 				break;

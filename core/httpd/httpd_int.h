@@ -15,6 +15,7 @@
 #define HTTPD_READ_MAX		65536	/* input held at once, past a head */
 #define HTTPD_FIELDS_MAX	128	/* header lines in one head: 431 */
 #define HTTPD_TLS_RECORD	16384	/* the most one TLS write takes */
+#define HTTPD_ACCEPT_PAUSE	0.5	/* out of fds: seconds before trying again */
 
 struct httpd_tls;
 struct httpd_tls_conn;
@@ -23,6 +24,7 @@ struct httpd_listener {
 	struct httpd	*h;
 	int		 fd;
 	ev_io		 io;
+	ev_timer	 pause;		/* out of fds: accept again later */
 	char		*bound;		/* "unix:PATH", "tcp:ADDR:PORT" */
 	char		*unix_path;	/* to unlink, if still ours */
 	dev_t		 unix_dev;

@@ -259,12 +259,15 @@ httpd_tls_write(struct httpd_tls_conn *tc, const void *p, size_t len)
 	return (-1);
 }
 
-/* Whether bytes already read from the socket wait inside TLS. */
+/*
+ * Whether decrypted bytes wait inside TLS, which no watcher would wake
+ * for. A record not yet whole is not counted: the rest of it is still to
+ * come on the socket (mbedTLS reads no further than the record it is on).
+ */
 int
 httpd_tls_pending(struct httpd_tls_conn *tc)
 {
-	return (tc->done && (mbedtls_ssl_get_bytes_avail(&tc->ssl) > 0 ||
-	    mbedtls_ssl_check_pending(&tc->ssl)));
+	return (tc->done && mbedtls_ssl_get_bytes_avail(&tc->ssl) > 0);
 }
 
 /* The close_notify alert, if the socket takes it now. */

@@ -376,6 +376,10 @@ wire_reason(int status)
 		return ("Continue");
 	case 200:
 		return ("OK");
+	case 201:
+		return ("Created");
+	case 202:
+		return ("Accepted");
 	case 204:
 		return ("No Content");
 	case 400:
