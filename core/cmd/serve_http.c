@@ -136,6 +136,7 @@ serve_metrics(struct serve *srv, struct httpd_conn *conn)
 	struct serve_exec	*e;
 	struct net_stats	 st;
 	unsigned long long	 n[4] = { 0 }, up, down, running = 0, cum = 0;
+	unsigned long long	 answered[HTTPD_CLASSES];
 	struct buf		 b = { 0 };
 	size_t			 i;
 
@@ -188,9 +189,10 @@ serve_metrics(struct serve *srv, struct httpd_conn *conn)
 	    "qsup_proxy_bytes_total{direction=\"in\"} %llu\n", up, down);
 	buf_puts(&b, "# HELP qsup_http_requests_total API requests, by "
 	    "status.\n# TYPE qsup_http_requests_total counter\n");
-	for (i = 0; i < 6; i++)
+	httpd_answered(srv->httpd, answered);
+	for (i = 0; i < HTTPD_CLASSES; i++)
 		buf_printf(&b, "qsup_http_requests_total{code=\"%s\"} %llu\n",
-		    classes[i], srv->m.requests[i]);
+		    classes[i], answered[i]);
 	buf_printf(&b, "# HELP qsup_connections Open API connections.\n"
 	    "# TYPE qsup_connections gauge\nqsup_connections %d\n",
 	    httpd_connections(srv->httpd));

@@ -144,8 +144,6 @@ struct serve_metrics {
 	unsigned long long	 execs;
 	unsigned long long	 exec_buckets[12];
 	double			 exec_seconds;
-	unsigned long long	 requests[6];	/* by status class: 1xx.. 5xx,
-						   other */
 	unsigned long long	 proxy_up;	/* bytes, of sandboxes gone */
 	unsigned long long	 proxy_down;
 	unsigned long long	 deaths;

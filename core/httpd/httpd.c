@@ -126,6 +126,7 @@ httpd_turn_away(struct httpd *h, struct httpd_listener *l, int fd)
 		snprintf(fields, sizeof fields, "\"limit\":\"max_connections\","
 		    "\"max\":%d", h->limits.conns_max);
 		httpd_error_json(&body, "too many connections", fields);
+		httpd_count(h, 503);
 		buf_printf(&msg, "HTTP/1.1 503 %s\r\n"
 		    "Content-Type: application/json\r\n"
 		    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
@@ -484,4 +485,19 @@ httpd_free(struct httpd *h)
 	httpd_set_token(h, NULL, NULL);
 	free(h->public);
 	free(h);
+}
+
+void
+httpd_count(struct httpd *h, int status)
+{
+	int	class = status / 100 - 1;
+
+	h->answered[class >= 0 && class < HTTPD_CLASSES - 1 ? class :
+	    HTTPD_CLASSES - 1]++;
+}
+
+void
+httpd_answered(struct httpd *h, unsigned long long out[HTTPD_CLASSES])
+{
+	memcpy(out, h->answered, sizeof h->answered);
 }

@@ -118,6 +118,9 @@ int		 httpd_listen(struct httpd *, const char *, const char *,
 /* The address listener i is bound to, as a spec ("tcp:127.0.0.1:PORT"). */
 const char	*httpd_bound(struct httpd *, size_t);
 int		 httpd_connections(struct httpd *);
+/* Responses begun, by status class: 1xx to 5xx, then any other. */
+#define HTTPD_CLASSES	6
+void		 httpd_answered(struct httpd *, unsigned long long[HTTPD_CLASSES]);
 /* Stop accepting; open connections go on. */
 void		 httpd_close_listeners(struct httpd *);
 /* Everything closed, unix sockets unlinked. */

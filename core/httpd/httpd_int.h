@@ -117,9 +117,11 @@ struct httpd {
 	size_t			 nlisteners;
 	struct httpd_conns	 conns;
 	int			 nconns;
+	unsigned long long	 answered[HTTPD_CLASSES];	/* by class */
 };
 
 /* httpd.c */
+void		 httpd_count(struct httpd *, int);
 int		 httpd_authorized(struct httpd *, const char *);
 int		 httpd_public(struct httpd *, const char *);
 

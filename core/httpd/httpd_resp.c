@@ -71,6 +71,7 @@ httpd_resp_head(struct httpd_conn *c, int status, const char *type,
 	if (len == -1 && c->resp_raw)
 		c->keep_alive = 0;
 	buf_printf(&hd, "HTTP/1.1 %d %s\r\n", status, wire_reason(status));
+	httpd_count(c->h, status);
 	if (type != NULL)
 		buf_printf(&hd, "Content-Type: %s\r\n", type);
 	if (httpd_no_body(status))
