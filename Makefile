@@ -52,6 +52,9 @@ ASAN_CFLAGS	 = -O1 -g $(SAN) $(QSUP_DEFS)
 ASAN_LIB_OBJ	 = $(patsubst $(B)/obj/%,$(B)/asan/obj/%,$(filter-out \
 		   $(B)/obj/lua/builtin.o,$(LIB_OBJ))) $(B)/obj/lua/builtin.o
 ASAN_UNIT_BIN	 = $(patsubst tests/unit/%.c,$(B)/asan/tests/%,$(UNIT_SRC))
+# qsup itself under both, for the server's integration suite (tests/run.sh).
+ASAN_CORE_OBJ	 = $(patsubst $(B)/obj/%,$(B)/asan/obj/%,$(filter-out \
+		   $(B)/obj/lua/builtin.o,$(CORE_OBJ))) $(B)/obj/lua/builtin.o
 
 # Fuzz targets: tests/fuzz/NAME_fuzz.c, each with tests/fuzz/corpus/NAME/.
 # Those named agent_* link the guest agent's sources and the wire layer
@@ -86,7 +89,7 @@ $(foreach t,$(B) $(B)/asan $(B)/libfuzzer,$(eval $(call layer_inc,$(t))))
 
 .PHONY: all tests clean
 all: $(B)/qsup $(B)/qsup-agent $(GUEST)
-tests: all $(UNIT_BIN) $(ASAN_UNIT_BIN) $(FUZZ_BIN)
+tests: all $(UNIT_BIN) $(ASAN_UNIT_BIN) $(FUZZ_BIN) $(B)/asan/qsup
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -108,6 +111,9 @@ $(B)/qsup-agent: $(AGENT_SRC) $(wildcard guest/*.h) $(wildcard core/wire/*)
 $(B)/tests/%_test: tests/unit/%_test.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(QSUP_CFLAGS) -o $@ $< $(LIB_OBJ) $(QSUP_LIBS) -lcriterion
+
+$(B)/asan/qsup: $(ASAN_CORE_OBJ)
+	$(CC) $(ASAN_CFLAGS) -o $@ $(ASAN_CORE_OBJ) $(QSUP_LIBS)
 
 $(B)/asan/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -50,6 +50,14 @@ for t in tests/integration/*_test.sh; do
 	run_suite "integration: $(basename "$t")" bash "$t"
 done
 
+# The server once more, as qsup built with both sanitizers: it holds many
+# sandboxes' and clients' buffers and lifetimes at once. A finding, or a
+# leak at its exit, fails its exit status, which every test checks.
+QSUP=$PWD/build/asan/qsup QSUP_GUEST_DIR=$PWD/build/guest \
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_suite "integration (asan, ubsan): serve_test.sh" \
+    bash tests/integration/serve_test.sh
+
 echo "=== $((total_suites - ${#failed_suites[@]})) suites passed, ${#failed_suites[@]} suites failed"
 if [ ${#failed_suites[@]} -gt 0 ]; then
 	printf 'failed: %s\n' "${failed_suites[@]}"
