@@ -180,10 +180,17 @@ serve_client_close_cb(void *arg)
 {
 	struct serve_exec	*e = arg;
 
+	if (e->in_conn == e->conn) {	/* a file's upload: the same */
+		e->in_conn = NULL;
+		e->in_buf.len = 0;
+	}
 	e->conn = NULL;
 	if (!e->done) {
 		log_debug("exec %u: its client went away: killed", e->id);
 		serve_kill(e);
+		/* What it printed meanwhile is read and dropped, to its end. */
+		if (e->sb->sb != NULL)
+			agent_conn_pause(sandbox_port(e->sb->sb, e->port), 0);
 	}
 	serve_exec_maybe_free(e);
 }
@@ -475,8 +482,7 @@ serve_exec_new(struct serve_sb *s, struct httpd_conn *conn,
 		serve_port_give(s, port);
 		xasprintf(&msg, "sandbox %s runs as many execs and transfers "
 		    "as its agent has ports for", s->name);
-		httpd_error(conn, 503, msg, "\"limit\":\"agent_ports\","
-		    "\"max\":" WIRE_STR(SERVE_PORTS));
+		serve_limit(conn, msg, "agent_ports", SERVE_PORTS);
 		free(msg);
 		return (NULL);
 	}

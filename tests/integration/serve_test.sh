@@ -319,6 +319,22 @@ EOF
 	sleep 1
 	run_exec a '{"argv":["sh","-c","pgrep -x cat >/dev/null && echo cat || echo none"]}'
 	expect_eq "the stalled command killed" none "$(cat "$S/out")"
+	# Its ports came back: 14 execs at once still fit.
+	local pids=()
+	for i in $(seq 1 14); do
+		curl -sS -N --unix-socket "$SOCK" -H "Authorization: Bearer $TOKEN" \
+		    -d '{"argv":["sleep","2"]}' \
+		    http://qsup/v1/sandboxes/a/exec >"$S/s.$i" &
+		pids+=($!)
+	done
+	sleep 1
+	api POST /v1/sandboxes/a/exec -d '{"argv":["true"]}'
+	expect_eq "the 15th exec at once" 503 "$CODE"
+	expect_match "names the limit" '"limit":"agent_ports","max":14' "$BODY"
+	wait "${pids[@]}"
+	for i in $(seq 1 14); do
+		expect_match "exec $i of 14" '"status":0' "$($SSE "$S/s.$i")"
+	done
 	serve_stop
 }
 
