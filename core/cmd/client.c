@@ -172,6 +172,16 @@ client_new(const char *host, const char *cacert, char **cause)
 	return (c);
 }
 
+/* The token to send, whatever the environment said. */
+void
+client_set_token(struct client *c, const char *token)
+{
+	free(c->token);
+	free(c->token_cause);
+	c->token = xstrdup(token);
+	c->token_cause = NULL;
+}
+
 void
 client_free(struct client *c)
 {

@@ -117,6 +117,39 @@ void		 client_exec_resize(struct client_exec *, int, int);
 struct client_stream *client_exec_stream(struct client_exec *);
 int		 client_exec_result(struct client_exec *, int *, char **);
 void		 client_exec_free(struct client_exec *);
+void		 client_set_token(struct client *, const char *);
+
+/*
+ * cmd_mcp.c: MCP (JSON-RPC 2.0, a message a line) on stdio, its tools
+ * calls of a backend: the client, or a stub in the unit tests.
+ */
+#define MCP_LINE_MAX	(16 * 1024 * 1024)	/* a message from the client */
+#define MCP_OUTPUT_MAX	(1024 * 1024)	/* an exec's stdout, stderr; a file */
+struct mcp_exec_result {
+	int		 code;		/* what qsup exec would exit with */
+	struct json_t	*exit;		/* the exit event's data, or NULL */
+	char		*error;		/* why it did not run to its end */
+	struct buf	 out[2];	/* stdout, stderr, at most MCP_OUTPUT_MAX */
+	int		 truncated[2];
+};
+/* As client_call, an exec run to its end, client_put and client_get. */
+struct mcp_backend {
+	int	(*call)(void *, const char *, const char *, struct json_t *,
+		    struct json_t **, char **);
+	int	(*exec)(void *, const char *, struct json_t *, const char *,
+		    size_t, struct mcp_exec_result *, char **);
+	int	(*put)(void *, const char *, const char *, int, const void *,
+		    size_t, char **);
+	int	(*get)(void *, const char *, const char *, size_t,
+		    struct buf *, int *, char **);
+	void	*arg;
+};
+struct mcp;
+struct mcp	*mcp_new(const struct mcp_backend *, const char *);
+char		*mcp_handle(struct mcp *, const char *, size_t);
+void		 mcp_free(struct mcp *);
+void		 mcp_utf8_clean(const char *, size_t, struct buf *);
+char		*mcp_base64(const void *, size_t);
 extern const struct cmd_entry	 cmd_profile_entry;	/* cmd_profile.c */
 extern const struct cmd_entry	 cmd_version_entry;	/* cmd_version.c */
 extern const struct cmd_entry	 cmd_help_entry;	/* cmd_help.c */
