@@ -308,7 +308,9 @@ client_error_text(struct client *c, long status, const char *body,
 
 	j = body != NULL ? json_read(body, len, 0) : NULL;
 	err = j != NULL ? json_path_str(j, "error") : NULL;
-	if (err == NULL) {
+	if (err == NULL && strcmp(wire_reason(status), "Unknown") == 0)
+		xasprintf(&text, "the server answered %ld", status);
+	else if (err == NULL) {
 		xasprintf(&text, "the server answered %ld %s", status,
 		    wire_reason(status));
 	} else if ((field = json_path_str(j, "field")) != NULL &&

@@ -895,7 +895,8 @@ mcp_handle(struct mcp *m, const char *line, size_t len)
 		len--;
 	if (len == 0)
 		return (NULL);
-	if ((msg = json_loadb(line, len, JSON_DECODE_ANY, &err)) == NULL)
+	if ((msg = json_loadb(line, len, JSON_DECODE_ANY|JSON_ALLOW_NUL,
+	    &err)) == NULL)
 		r = mcp_error(NULL, MCP_PARSE_ERROR, "not JSON: %s (column "
 		    "%d)", err.text, err.column);
 	else if (json_is_array(msg)) {
