@@ -196,11 +196,18 @@ int		 iso_read_config(int, char **, size_t *, char **);
 
 /* json.c */
 struct json_exec {
-	char	**argv;		/* NULL-terminated */
+	char	**argv;		/* NULL-terminated; NULL for a file job */
 	size_t	  argc;
 	char	**env;		/* NULL-terminated */
 	size_t	  nenv;
 	char	 *cwd;
+	int	  tty;		/* on a new pseudo-terminal */
+	unsigned  rows;		/* its size; 0: unsaid */
+	unsigned  cols;
+	char	 *read;		/* file jobs: the path, as sent */
+	char	 *write;
+	int	  mode;		/* write's mode; 0644 unless said */
+	int	  has_mode;
 };
 int		 json_parse_exec(const char *, size_t, struct json_exec *,
 		     char **);
@@ -230,6 +237,7 @@ int		 exec_stdin(struct exec *, struct port *, struct abuf *,
 		     const char **);
 void		 exec_close_stdin(struct exec *);
 int		 exec_signal(struct exec *, int);
+int		 exec_resize(struct exec *, unsigned, unsigned);
 void		 exec_port_gone(struct port *);
 int		 exec_pollfds(struct pollfd *, void **, int);
 void		 exec_handle(void *, const struct pollfd *);
@@ -237,6 +245,10 @@ void		 exec_reaped(pid_t, int);
 void		 exec_sweep(void);
 void		 exec_kill_all(int);
 int		 exec_count(void);
+
+/* job.c */
+int		 job_read(const char *);
+int		 job_write(const char *, int, const char *);
 
 /* init.c */
 void		 init_console(void);

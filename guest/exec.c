@@ -5,7 +5,15 @@
  * has been reaped: the pipes are then drained of what is already in them
  * and closed, and the exit event is sent. Output written later by
  * background processes that kept the pipes open is not waited for.
+ *
+ * With "tty" the command's stdin, stdout and stderr are one new
+ * pseudo-terminal instead, of which the exec holds the master twice: as
+ * out_fd, read for stdout events until the exit, and as in_fd, a
+ * duplicate that stdin uploads write to and /close closes, so closing
+ * stdin does not end the output. A file job (job.c) is an exec whose
+ * process is a child of the agent rather than a program.
  */
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -52,6 +60,9 @@ struct exec {
 	struct abuf	 in_buf;	/* one stdin body being written */
 	struct port	*in_port;	/* waiting for that write's 204 */
 	int		 in_close;	/* close stdin after in_buf */
+
+	int		 tty;		/* out_fd and in_fd: a pty's master */
+	char		*tmp;		/* a write job's temporary name */
 
 	int		 reaped;
 	int		 status;
@@ -147,14 +158,20 @@ exec_child_signals(void)
 	sigprocmask(SIG_SETMASK, &set, NULL);
 }
 
+/*
+ * In the child: the command, on 0-2 (with tty all three the slave, which
+ * becomes the controlling terminal of the new session).
+ */
 static void __attribute__((noreturn))
 exec_child(int in, int out, int err, int status, char **argv, char **envp,
-    const char *cwd)
+    const char *cwd, int tty)
 {
 	struct exec_failure	f = { EXEC_STAGE_SETUP, 0 };
 	int			fd;
 
 	if (setsid() == -1)
+		goto fail;
+	if (tty && ioctl(in, TIOCSCTTY, 0) == -1)
 		goto fail;
 	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
 		goto fail;
@@ -174,6 +191,94 @@ fail:
 	f.error = errno;
 	(void)!write(status, &f, sizeof f);
 	_exit(127);
+}
+
+/*
+ * In the child: a file job. It is the leader of its own group like a
+ * command, so /signal reaches it, and it keeps nothing of the agent's.
+ */
+static void __attribute__((noreturn))
+exec_job_child(int in, int out, int err, const struct json_exec *x,
+    const char *tmp)
+{
+	int	fd;
+
+	(void)setsid();
+	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
+		_exit(errno);
+	exec_child_signals();
+	if (syscall(SYS_close_range, 3U, ~0U, 0U) == -1) {
+		for (fd = 3; fd < 1024; fd++)
+			(void)close(fd);
+	}
+	(void)!chdir("/");	/* the paths are absolute */
+	if (x->read != NULL)
+		_exit(job_read(x->read));
+	_exit(job_write(x->write, x->mode, tmp));
+}
+
+/*
+ * A new pseudo-terminal of rows x cols (0: 24x80), its master non-blocking.
+ * The slave is opened here, before the fork, and held by the child from
+ * then on: so the master never reads as hung up before the command has
+ * its terminal, only once every holder of the slave has closed it.
+ */
+static int
+exec_pty(unsigned rows, unsigned cols, int *master, int *slave,
+    char **cause)
+{
+	struct winsize	 ws;
+	char		 name[64];
+	const char	*what;
+
+	*master = *slave = -1;
+	what = "posix_openpt";
+	if ((*master = posix_openpt(O_RDWR|O_NOCTTY)) == -1)
+		goto fail;
+	what = "grantpt";
+	if (fcntl(*master, F_SETFD, FD_CLOEXEC) == -1 || grantpt(*master) == -1)
+		goto fail;
+	what = "unlockpt";
+	if (unlockpt(*master) == -1)
+		goto fail;
+	what = "ptsname";
+	if ((errno = ptsname_r(*master, name, sizeof name)) != 0)
+		goto fail;
+	what = name;
+	if ((*slave = open(name, O_RDWR|O_NOCTTY|O_CLOEXEC)) == -1)
+		goto fail;
+	memset(&ws, 0, sizeof ws);
+	ws.ws_row = rows != 0 ? rows : 24;
+	ws.ws_col = cols != 0 ? cols : 80;
+	what = "TIOCSWINSZ";
+	if (ioctl(*master, TIOCSWINSZ, &ws) == -1)
+		goto fail;
+	what = "fcntl";
+	if (fcntl(*master, F_SETFL, O_NONBLOCK) == -1)
+		goto fail;
+	return (0);
+fail:
+	xasprintf(cause, "pty: %s: %s", what, strerror(errno));
+	exec_close(master);
+	exec_close(slave);
+	return (-1);
+}
+
+/*
+ * Where a write job writes before the rename: beside the file, named
+ * after it and the exec, so that the agent can remove it if the job dies.
+ */
+static char *
+exec_job_tmp(const char *path, unsigned id)
+{
+	const char	*slash;
+	char		*tmp;
+
+	if (path[0] != '/' || (slash = strrchr(path, '/'))[1] == '\0')
+		return (NULL);
+	xasprintf(&tmp, "%.*s/.%.200s.qsup-%ld-%u", (int)(slash - path), path,
+	    slash + 1, (long)getpid(), id);
+	return (tmp);
 }
 
 static int
@@ -198,7 +303,8 @@ exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
 	struct exec	*e = NULL;
 	int		 in[2] = { -1, -1 }, out[2] = { -1, -1 };
 	int		 err[2] = { -1, -1 }, st[2] = { -1, -1 };
-	char		**envp = NULL, *kv;
+	int		 master = -1, slave = -1;
+	char		**envp = NULL, *kv, *tmp = NULL;
 	size_t		 nenv = 0, i;
 	const char	*cwd;
 	int		 ret = -1;
@@ -213,28 +319,59 @@ exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
 	if ((cwd = x->cwd) == NULL && (cwd = agent_cfg.cwd) == NULL)
 		cwd = "/";
 
-	if (exec_pipe(in, 1) == -1 || exec_pipe(out, 0) == -1 ||
-	    exec_pipe(err, 0) == -1 || exec_pipe(st, 0) == -1) {
+	if (x->tty) {
+		if (exec_pty(x->rows, x->cols, &master, &slave, cause) == -1)
+			goto out;
+		/* A second hold on the master, for stdin alone. */
+		in[1] = fcntl(master, F_DUPFD_CLOEXEC, 3);
+		if (in[1] == -1) {
+			xasprintf(cause, "dup: %s", strerror(errno));
+			goto out;
+		}
+		in[0] = out[1] = err[1] = slave;
+	} else if (exec_pipe(in, 1) == -1 || exec_pipe(out, 0) == -1 ||
+	    exec_pipe(err, 0) == -1) {
 		xasprintf(cause, "pipe: %s", strerror(errno));
 		goto out;
 	}
+	if (exec_pipe(st, 0) == -1) {
+		xasprintf(cause, "pipe: %s", strerror(errno));
+		goto out;
+	}
+	if (x->write != NULL)
+		tmp = exec_job_tmp(x->write, exec_next_id);
 	e = xcalloc(1, sizeof *e);
 	e->pid = fork();
 	if (e->pid == -1) {
 		xasprintf(cause, "fork: %s", strerror(errno));
 		goto out;
 	}
+	if (e->pid == 0 && x->argv == NULL)
+		exec_job_child(in[0], out[1], err[1], x, tmp);
 	if (e->pid == 0)
-		exec_child(in[0], out[1], err[1], st[1], x->argv, envp, cwd);
+		exec_child(in[0], out[1], err[1], st[1], x->argv, envp, cwd,
+		    x->tty);
 
 	e->id = exec_next_id++;
 	e->port = p;
+	e->tty = x->tty;
 	e->in_fd = in[1];
-	e->out_fd = out[0];
-	e->err_fd = err[0];
+	if (x->tty) {
+		e->out_fd = master;
+		e->err_fd = -1;
+		master = -1;
+	} else {
+		e->out_fd = out[0];
+		e->err_fd = err[0];
+	}
 	e->status_fd = st[0];
 	in[1] = out[0] = err[0] = st[0] = -1;
-	e->what = xstrdup(x->argv[0]);
+	if (x->argv != NULL)
+		e->what = xstrdup(x->argv[0]);
+	else
+		e->what = xstrdup(x->read != NULL ? x->read : x->write);
+	e->tmp = tmp;
+	tmp = NULL;
 	e->cwd = xstrdup(cwd);
 	e->next = execs;
 	execs = e;
@@ -244,6 +381,13 @@ exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
 	ret = 0;
 out:
 	free(e);
+	free(tmp);
+	if (slave != -1) {
+		/* The same descriptor stands for the child's three ends. */
+		in[0] = out[1] = err[1] = -1;
+		exec_close(&slave);
+	}
+	exec_close(&master);
 	for (i = 0; i < 2; i++) {
 		exec_close(&in[i]);
 		exec_close(&out[i]);
@@ -326,6 +470,27 @@ exec_close_stdin(struct exec *e)
 		exec_close(&e->in_fd);
 }
 
+/*
+ * The terminal's new size: the kernel sends SIGWINCH to its foreground
+ * group. -1 (409) for an exec without one; once the terminal has hung up
+ * there is nothing left to resize, and that is not the host's mistake.
+ */
+int
+exec_resize(struct exec *e, unsigned rows, unsigned cols)
+{
+	struct winsize	ws;
+
+	if (!e->tty)
+		return (-1);
+	if (e->out_fd == -1)
+		return (0);
+	memset(&ws, 0, sizeof ws);
+	ws.ws_row = rows;
+	ws.ws_col = cols;
+	(void)ioctl(e->out_fd, TIOCSWINSZ, &ws);
+	return (0);
+}
+
 /* Signal the command's process group (or the process, before setsid). */
 int
 exec_signal(struct exec *e, int sig)
@@ -400,7 +565,11 @@ exec_pollfds(struct pollfd *pfd, void **refs, int max)
 	return (n);
 }
 
-/* One read from a pipe into one event: 0, or -1 at EOF or error. */
+/*
+ * One read from a pipe into one event: 0, or -1 at EOF or error (EIO: a
+ * terminal nobody holds now), or 1 when more may be waiting. A pipe's read
+ * short of the buffer took all there was; a terminal's need not have.
+ */
 static int
 exec_read(struct exec *e, int which)
 {
@@ -419,7 +588,7 @@ exec_read(struct exec *e, int which)
 	if (e->port != NULL)
 		port_event(e->port, which == EXEC_OUT ? QSUP_EVENT_STDOUT :
 		    QSUP_EVENT_STDERR, exec_chunk, n, 1);
-	return ((size_t)n == sizeof exec_chunk ? 1 : 0);
+	return ((size_t)n == sizeof exec_chunk || e->tty ? 1 : 0);
 }
 
 void
@@ -492,6 +661,10 @@ exec_finish(struct exec *e)
 		n = read(e->status_fd, &f, sizeof f);
 	while (n == -1 && errno == EINTR);
 	exec_close(&e->status_fd);
+	/* A write job that did not finish leaves nothing behind. */
+	if (e->tmp != NULL && (!WIFEXITED(e->status) ||
+	    WEXITSTATUS(e->status) != 0))
+		(void)unlink(e->tmp);
 
 	if (n == (ssize_t)sizeof f) {
 		if (f.stage == EXEC_STAGE_CHDIR)
@@ -544,6 +717,7 @@ exec_sweep(void)
 		*ep = e->next;
 		free(e->what);
 		free(e->cwd);
+		free(e->tmp);
 		free(e);
 	}
 }

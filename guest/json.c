@@ -1,7 +1,9 @@
 /*
  * A strict JSON parser for exactly what POST /exec needs: an object with
- * "argv" (array of strings, required, non-empty), "env" (array of "K=V"
- * strings) and "cwd" (string). Other keys are skipped whatever their value.
+ * "argv" (array of strings, non-empty), "env" (array of "K=V" strings),
+ * "cwd" (string), "tty" (boolean), "rows" and "cols" (integers); or, in
+ * place of argv, a file job: "read" (a path), or "write" (a path) with
+ * "mode" (an integer). Other keys are skipped whatever their value.
  * The input comes from the host and is not trusted to be well formed:
  * everything is bounds-checked and nesting is limited.
  */
@@ -11,6 +13,7 @@
 #include "agent.h"
 
 #define JSON_DEPTH	32
+#define JSON_TTY_MAX	10000	/* rows, cols: as POST /exec/<id>/resize */
 
 struct json {
 	const char	*start;
@@ -239,6 +242,67 @@ json_literal(struct json *j, const char *word)
 	return (0);
 }
 
+/*
+ * A whole number from min to max, written plainly: no sign, fraction or
+ * exponent, since a size or a mode of "1e3" or "0.5" is the host's mistake.
+ */
+static int
+json_uint(struct json *j, long min, long max, long *out)
+{
+	const char	*start = j->p;
+	long		 v = 0;
+
+	if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+		return (json_fail(j, "expected a whole number"));
+	while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+		v = v * 10 + (*j->p++ - '0');
+		if (v > max) {
+			j->p = start;
+			return (json_fail(j, "number out of range"));
+		}
+	}
+	if (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E')) {
+		j->p = start;
+		return (json_fail(j, "expected a whole number"));
+	}
+	if (v < min) {
+		j->p = start;
+		return (json_fail(j, "number out of range"));
+	}
+	*out = v;
+	return (0);
+}
+
+/* true, false or null (false). */
+static int
+json_bool(struct json *j, int *out)
+{
+	if (j->p < j->end && *j->p == 't') {
+		*out = 1;
+		return (json_literal(j, "true"));
+	}
+	if (j->p < j->end && *j->p == 'f') {
+		*out = 0;
+		return (json_literal(j, "false"));
+	}
+	if (j->p < j->end && *j->p == 'n') {
+		*out = 0;
+		return (json_literal(j, "null"));
+	}
+	return (json_fail(j, "expected true or false"));
+}
+
+/* A string or null, replacing *out. */
+static int
+json_string_or_null(struct json *j, char **out)
+{
+	free(*out);
+	*out = NULL;
+	if (j->p < j->end && *j->p == 'n')
+		return (json_literal(j, "null"));
+	return (json_string(j, out));
+}
+
 /* Any value, parsed for validity and thrown away. */
 static int
 json_skip(struct json *j, int depth)
@@ -385,7 +449,8 @@ json_parse_exec(const char *buf, size_t len, struct json_exec *x,
 	struct json	 j = { buf, buf, buf + len, NULL };
 	char		*key = NULL;
 	size_t		 i;
-	int		 first;
+	long		 v;
+	int		 first, kinds;
 
 	memset(x, 0, sizeof *x);
 	*cause = NULL;
@@ -417,13 +482,30 @@ json_parse_exec(const char *buf, size_t len, struct json_exec *x,
 			if (json_strings(&j, &x->env, &x->nenv) == -1)
 				goto fail;
 		} else if (strcmp(key, "cwd") == 0) {
-			free(x->cwd);
-			x->cwd = NULL;
-			if (j.p < j.end && *j.p == 'n') {
-				if (json_literal(&j, "null") == -1)
-					goto fail;
-			} else if (json_string(&j, &x->cwd) == -1)
+			if (json_string_or_null(&j, &x->cwd) == -1)
 				goto fail;
+		} else if (strcmp(key, "tty") == 0) {
+			if (json_bool(&j, &x->tty) == -1)
+				goto fail;
+		} else if (strcmp(key, "rows") == 0) {
+			if (json_uint(&j, 1, JSON_TTY_MAX, &v) == -1)
+				goto fail;
+			x->rows = v;
+		} else if (strcmp(key, "cols") == 0) {
+			if (json_uint(&j, 1, JSON_TTY_MAX, &v) == -1)
+				goto fail;
+			x->cols = v;
+		} else if (strcmp(key, "read") == 0) {
+			if (json_string_or_null(&j, &x->read) == -1)
+				goto fail;
+		} else if (strcmp(key, "write") == 0) {
+			if (json_string_or_null(&j, &x->write) == -1)
+				goto fail;
+		} else if (strcmp(key, "mode") == 0) {
+			if (json_uint(&j, 0, 07777, &v) == -1)
+				goto fail;
+			x->mode = v;
+			x->has_mode = 1;
 		} else if (json_skip(&j, 1) == -1)
 			goto fail;
 		free(key);
@@ -446,11 +528,27 @@ json_parse_exec(const char *buf, size_t len, struct json_exec *x,
 		goto fail;
 	}
 
-	if (x->argc == 0) {
-		xasprintf(cause, "argv: required, a non-empty array of "
-		    "strings");
+	/* One thing to do: a command, a file to read, or one to write. */
+	kinds = (x->argv != NULL) + (x->read != NULL) + (x->write != NULL);
+	if (kinds > 1) {
+		xasprintf(cause, "argv, read and write: only one of them");
 		goto fail_late;
 	}
+	if (kinds == 0 || (x->argv != NULL && x->argc == 0)) {
+		xasprintf(cause, "argv: required (a non-empty array of "
+		    "strings), unless read or write is given");
+		goto fail_late;
+	}
+	if (x->has_mode && x->write == NULL) {
+		xasprintf(cause, "mode: only with write");
+		goto fail_late;
+	}
+	if (x->tty && x->argv == NULL) {
+		xasprintf(cause, "tty: only with argv");
+		goto fail_late;
+	}
+	if (!x->has_mode)
+		x->mode = 0644;
 	for (i = 0; i < x->nenv; i++) {
 		if (x->env[i][0] == '=' || strchr(x->env[i], '=') == NULL) {
 			xasprintf(cause, "env: not NAME=VALUE: %s", x->env[i]);
@@ -477,5 +575,7 @@ json_exec_free(struct json_exec *x)
 	json_strings_free(x->argv, x->argc);
 	json_strings_free(x->env, x->nenv);
 	free(x->cwd);
+	free(x->read);
+	free(x->write);
 	memset(x, 0, sizeof *x);
 }

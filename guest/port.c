@@ -370,11 +370,59 @@ port_exec(struct port *p)
 	p->state = PORT_EXEC;
 }
 
+/* One decimal 1-10000 of a resize body; s is moved past it. */
+static int
+port_dim(const char **s, const char *end, unsigned *out)
+{
+	unsigned	v = 0;
+	int		digits = 0;
+
+	for (; *s < end && **s >= '0' && **s <= '9'; (*s)++) {
+		if (++digits > 5)
+			return (-1);
+		v = v * 10 + (**s - '0');
+	}
+	if (digits == 0 || v < 1 || v > 10000)
+		return (-1);
+	*out = v;
+	return (0);
+}
+
+static int
+port_blank(int c)
+{
+	return (c == ' ' || c == '\t' || c == '\r' || c == '\n');
+}
+
+/* "ROWS COLS", blanks around and between them allowed: 0, or -1. */
+static int
+port_resize_body(struct port *p, unsigned *rows, unsigned *cols)
+{
+	const char	*s, *end;
+
+	if (p->body.data == NULL)
+		return (-1);
+	s = abuf_start(&p->body);
+	end = s + abuf_used(&p->body);
+	while (s < end && port_blank(*s))
+		s++;
+	if (port_dim(&s, end, rows) == -1 || s == end || !port_blank(*s))
+		return (-1);
+	while (s < end && port_blank(*s))
+		s++;
+	if (port_dim(&s, end, cols) == -1)
+		return (-1);
+	while (s < end && port_blank(*s))
+		s++;
+	return (s == end ? 0 : -1);
+}
+
 static void
 port_exec_op(struct port *p, struct exec *e, const char *op)
 {
 	const char	*s, *end, *cause;
 	long		 sig = 0;
+	unsigned	 rows, cols;
 	int		 r;
 
 	if (strcmp(op, "stdin") == 0) {
@@ -388,6 +436,14 @@ port_exec_op(struct port *p, struct exec *e, const char *op)
 	} else if (strcmp(op, "close") == 0) {
 		exec_close_stdin(e);
 		port_respond(p, 204, NULL);
+	} else if (strcmp(op, "resize") == 0) {
+		if (port_resize_body(p, &rows, &cols) == -1)
+			port_error(p, 400, "expected \"ROWS COLS\", each "
+			    "1-10000");
+		else if (exec_resize(e, rows, cols) == -1)
+			port_error(p, 409, "not a terminal: the exec has no tty");
+		else
+			port_respond(p, 204, NULL);
 	} else {
 		s = abuf_start(&p->body);
 		end = s + abuf_used(&p->body);
@@ -483,7 +539,7 @@ port_dispatch(struct port *p)
 			port_exec(p);
 	} else if (port_exec_path(path, &id, &op) == 0 &&
 	    (strcmp(op, "stdin") == 0 || strcmp(op, "close") == 0 ||
-	    strcmp(op, "signal") == 0)) {
+	    strcmp(op, "signal") == 0 || strcmp(op, "resize") == 0)) {
 		if (!post)
 			port_error(p, 405, "use POST");
 		else if ((e = exec_find(id)) == NULL)

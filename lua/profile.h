@@ -73,6 +73,12 @@ struct profile {
 	int		 warm_start;	/* restore from a saved VM template */
 	enum profile_template_ram template_ram;
 	uint64_t	 template_cache_max; /* bytes of templates kept */
+	/* "qsup serve"'s limits, read from the server's own profile. */
+	int		 serve_max_sandboxes;
+	uint64_t	 serve_max_memory_mib;	/* 0: 3/4 of the host's */
+	uint64_t	 serve_max_body;	/* bytes */
+	uint64_t	 serve_max_header;	/* bytes */
+	int		 serve_max_connections;
 	char		*kernel;	/* NULL: the default guest's */
 	char		*initramfs;	/* NULL: the default guest's */
 	char		*image;		/* NULL: the built-in guest */

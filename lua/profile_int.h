@@ -136,7 +136,7 @@ struct profile_type_ops {
 extern const struct profile_type_ops profile_types[];
 
 /* The schema (profile_schema.c): one row per setting. */
-#define PROFILE_NSETTINGS	34
+#define PROFILE_NSETTINGS	39
 extern const struct profile_setting profile_schema[PROFILE_NSETTINGS];
 extern const struct profile_choice profile_kvm_choices[];
 extern const struct profile_choice profile_sm_choices[];

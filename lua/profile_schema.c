@@ -126,6 +126,31 @@ const struct profile_setting profile_schema[] = {
 	  .help = "the most disk the templates may take (allocated bytes); "
 	  "past it, saving a template removes the least recently used "
 	  "others; 0: no limit" },
+	{ .name = "serve_max_sandboxes", .type = PROFILE_T_INT,
+	  .offset = offsetof(struct profile, serve_max_sandboxes),
+	  .min = 1, .max = 4096, .def = "16",
+	  .help = "qsup serve: sandboxes at once, dead ones not counted "
+	  "(read from the server's profile; --max-sandboxes)" },
+	{ .name = "serve_max_memory", .type = PROFILE_T_SIZE,
+	  .offset = offsetof(struct profile, serve_max_memory_mib),
+	  .min = 0, .max = 1024.0 * 1024 * 1024, .def = "0",
+	  .help = "qsup serve: guest memory of all its sandboxes together; "
+	  "0: three quarters of the host's (--max-memory)" },
+	{ .name = "serve_max_body", .type = PROFILE_T_BYTES,
+	  .offset = offsetof(struct profile, serve_max_body),
+	  .min = 1024, .max = 1024.0 * 1024 * 1024, .def = "\"1M\"",
+	  .help = "qsup serve: a JSON request body's size; file and stdin "
+	  "bodies are streamed, any size (--max-body)" },
+	{ .name = "serve_max_header", .type = PROFILE_T_BYTES,
+	  .offset = offsetof(struct profile, serve_max_header),
+	  .min = 1024, .max = 1024 * 1024, .def = "\"16K\"",
+	  .help = "qsup serve: a request's head, its start line and "
+	  "headers (--max-header)" },
+	{ .name = "serve_max_connections", .type = PROFILE_T_INT,
+	  .offset = offsetof(struct profile, serve_max_connections),
+	  .min = 1, .max = 65536, .def = "256",
+	  .help = "qsup serve: API connections open at once "
+	  "(--max-connections)" },
 	{ .name = "kernel", .type = PROFILE_T_PATH,
 	  .offset = offsetof(struct profile, kernel),
 	  .help = "guest kernel image; nil: the built-in guest's" },

@@ -8,6 +8,8 @@
 
 #include "vm.h"
 
+#define QSUP_VERSION	"0.1.0"
+
 /*
  * cmd.c: the command table. A command is one entry, in a file of its own
  * (cmd_NAME.c); one with subcommands has a table of them (subs), and its

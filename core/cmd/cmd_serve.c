@@ -1,20 +1,485 @@
-/* PLACEHOLDER: replaced by its owner before this lands. */
+/*
+ * "qsup serve": named sandboxes behind a REST + SSE API (docs/api.md), on
+ * one loop. This file is the command: its options, the server's own
+ * profile and limits, the token, the listeners, what a killed server left
+ * behind, and the signals that end it. serve.c and serve_exec.c answer.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-#include "cmd.h"
+#include <ev.h>
 
-static int
-placeholder_exec(const struct cmd_entry *e, int argc, char **argv)
-{
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "qsup %s: not built yet\n", e->name);
-	return (QSUP_EXIT_ERROR);
-}
+#include "serve_int.h"
+
+#define SERVE_TOKEN_BYTES	32
+#define SERVE_STOP_MAX		15.0	/* SIGTERM: then everything is
+					   killed outright */
+
+static int	cmd_serve_exec(const struct cmd_entry *, int, char **);
 
 const struct cmd_entry cmd_serve_entry = {
 	.name = "serve",
-	.usage = "serve",
-	.summary = "(placeholder)",
-	.exec = placeholder_exec
+	.usage = "serve [--listen unix:PATH|tcp:ADDR:PORT]... "
+	    "[--token-file FILE]\n"
+	    "      [--tls-cert FILE --tls-key FILE] [--profile FILE] "
+	    "[--set NAME=VALUE]...\n"
+	    "      [--max-sandboxes N] [--max-memory SIZE] [--max-body SIZE]\n"
+	    "      [--max-header SIZE] [--max-connections N] [-v]",
+	.summary = "keep named sandboxes behind a REST + SSE API",
+	.help =
+"Serve the API of docs/api.md until SIGTERM or SIGINT, which stop every\n"
+"sandbox (nothing is left behind) and exit 0; a second one kills them at\n"
+"once. The client commands (sandbox create, exec, cp, ls, rm, mcp) talk\n"
+"to it.\n"
+"\n"
+"      --listen SPEC      unix:PATH, or tcp:ADDR:PORT (repeatable; default\n"
+"                         unix:$XDG_RUNTIME_DIR/qsup/qsup.sock, mode 0600).\n"
+"                         A TCP address other than loopback needs TLS.\n"
+"      --token-file FILE  the bearer token every request but GET\n"
+"                         /v1/healthz must carry (default: token beside\n"
+"                         the default socket); made, mode 0600, if missing\n"
+"      --tls-cert FILE    PEM certificate (chain) and key: TCP listeners\n"
+"      --tls-key FILE     speak TLS (mbedTLS)\n"
+"  -p, --profile FILE     the profile of sandboxes created without one, and\n"
+"                         of the server's limits (serve_max_* settings)\n"
+"      --set NAME=VALUE   a setting for that profile (repeatable); a\n"
+"                         request's own settings win\n"
+"      --max-sandboxes N  sandboxes at once (default 16)\n"
+"      --max-memory SIZE  their guest memory together (default: three\n"
+"                         quarters of the host's)\n"
+"      --max-body SIZE    a JSON body (default 1M)\n"
+"      --max-header SIZE  a request's head (default 16K)\n"
+"      --max-connections N  (default 256)\n"
+"  -v, --verbose          say what happens on stderr\n",
+	.exec = cmd_serve_exec
 };
+
+struct serve_opts {
+	const char	**listen;
+	size_t		  nlisten;
+	const char	 *token_file;
+	const char	 *tls_cert;
+	const char	 *tls_key;
+	const char	 *profile;
+	char		**sets;
+	size_t		  nsets;
+};
+
+static volatile sig_atomic_t	serve_signals;
+
+static void
+serve_add_set(struct serve_opts *o, const char *name, const char *value)
+{
+	o->sets = xreallocarray(o->sets, o->nsets + 2, sizeof *o->sets);
+	xasprintf(&o->sets[o->nsets++], "%s=%s", name, value);
+}
+
+static int
+serve_parse(const struct cmd_entry *self, struct serve_opts *o, int argc,
+    char **argv)
+{
+	static const struct option longopts[] = {
+		{ "listen",		required_argument,	NULL, 0x100 },
+		{ "token-file",		required_argument,	NULL, 0x101 },
+		{ "tls-cert",		required_argument,	NULL, 0x102 },
+		{ "tls-key",		required_argument,	NULL, 0x103 },
+		{ "profile",		required_argument,	NULL, 'p' },
+		{ "set",		required_argument,	NULL, 0x104 },
+		{ "max-sandboxes",	required_argument,	NULL, 0x105 },
+		{ "max-memory",		required_argument,	NULL, 0x106 },
+		{ "max-body",		required_argument,	NULL, 0x107 },
+		{ "max-header",		required_argument,	NULL, 0x108 },
+		{ "max-connections",	required_argument,	NULL, 0x109 },
+		{ "verbose",		no_argument,		NULL, 'v' },
+		{ NULL,			0,			NULL, 0 }
+	};
+	int	ch, bad = 0;
+
+	memset(o, 0, sizeof *o);
+	optind = 1;
+	opterr = 0;
+	while (!bad && (ch = getopt_long(argc, argv, "+p:v", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 0x100:
+			o->listen = xreallocarray(o->listen, o->nlisten + 1,
+			    sizeof *o->listen);
+			o->listen[o->nlisten++] = optarg;
+			break;
+		case 0x101:
+			o->token_file = optarg;
+			break;
+		case 0x102:
+			o->tls_cert = optarg;
+			break;
+		case 0x103:
+			o->tls_key = optarg;
+			break;
+		case 'p':
+			o->profile = optarg;
+			break;
+		case 0x104:
+			o->sets = xreallocarray(o->sets, o->nsets + 2,
+			    sizeof *o->sets);
+			o->sets[o->nsets++] = xstrdup(optarg);
+			break;
+		case 0x105:
+			serve_add_set(o, "serve_max_sandboxes", optarg);
+			break;
+		case 0x106:
+			serve_add_set(o, "serve_max_memory", optarg);
+			break;
+		case 0x107:
+			serve_add_set(o, "serve_max_body", optarg);
+			break;
+		case 0x108:
+			serve_add_set(o, "serve_max_header", optarg);
+			break;
+		case 0x109:
+			serve_add_set(o, "serve_max_connections", optarg);
+			break;
+		case 'v':
+			log_verbose = 1;
+			break;
+		default:
+			bad = 1;
+			break;
+		}
+	}
+	if (!bad && (o->tls_cert == NULL) != (o->tls_key == NULL)) {
+		log_warnx("--tls-cert and --tls-key go together");
+		return (-1);
+	}
+	if (bad || optind < argc) {
+		log_warnx("usage: qsup %s", self->usage);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * The token: read from path, which must be ours alone, or made there. A
+ * token readable by others would let them drive every sandbox.
+ */
+static char *
+serve_token(const char *path, char **cause)
+{
+	struct stat	 st;
+	char		*t, *tok;
+	size_t		 len;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY|O_NOFOLLOW|O_CLOEXEC)) == -1 &&
+	    errno == ENOENT) {
+		tok = token_hex(SERVE_TOKEN_BYTES);
+		fd = open(path, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC,
+		    0600);
+		if (fd == -1 || write(fd, tok, strlen(tok)) !=
+		    (ssize_t)strlen(tok) || write(fd, "\n", 1) != 1 ||
+		    close(fd) == -1) {
+			xasprintf(cause, "%s: %s", path, strerror(errno));
+			if (fd != -1)
+				unlink(path);
+			free(tok);
+			return (NULL);
+		}
+		log_debug("a new token in %s", path);
+		return (tok);
+	}
+	if (fd == -1 || fstat(fd, &st) == -1) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return (NULL);
+	}
+	close(fd);
+	if (!S_ISREG(st.st_mode) || st.st_uid != getuid() ||
+	    (st.st_mode & 077) != 0) {
+		xasprintf(cause, "%s: the token file must be a file of this "
+		    "user's that no one else may read (chmod 600 %s)", path,
+		    path);
+		return (NULL);
+	}
+	if ((t = util_read_file(path, &len, 4096)) == NULL) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		return (NULL);
+	}
+	t[strcspn(t, "\r\n")] = '\0';
+	if (strlen(t) < 16) {
+		xasprintf(cause, "%s: a token of 16 characters or more "
+		    "expected", path);
+		free(t);
+		return (NULL);
+	}
+	return (t);
+}
+
+/*
+ * QEMUs a killed server left running: each holds its run directory
+ * (under base) open on its command line, and its parent is gone. They
+ * die with qsup (PDEATHSIG), but not if qsup's thread that spawned them
+ * was not the one that died, or a debugger held them: killed here.
+ */
+static void
+serve_sweep_qemus(const char *base)
+{
+	DIR		*d;
+	struct dirent	*de;
+	struct stat	 st;
+	char		*path, *cmd, *p, *stat_text, *end;
+	size_t		 len, prefix = strlen(base);
+	long		 pid, ppid;
+
+	if ((d = opendir("/proc")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		pid = strtol(de->d_name, &end, 10);
+		if (*end != '\0' || pid <= 1 || pid == getpid())
+			continue;
+		xasprintf(&path, "/proc/%ld", pid);
+		if (stat(path, &st) == -1 || st.st_uid != getuid()) {
+			free(path);
+			continue;
+		}
+		free(path);
+		xasprintf(&path, "/proc/%ld/cmdline", pid);
+		cmd = util_read_file(path, &len, 65536);
+		free(path);
+		if (cmd == NULL)
+			continue;
+		/* Arguments are NUL-separated: look at each. */
+		for (p = cmd; p < cmd + len; p += strlen(p) + 1) {
+			if (strstr(p, base) != NULL &&
+			    strncmp(strstr(p, base) + prefix, "/sb-", 4) == 0)
+				break;
+		}
+		if (p >= cmd + len || strstr(cmd, "qemu-system") == NULL) {
+			free(cmd);
+			continue;
+		}
+		free(cmd);
+		xasprintf(&path, "/proc/%ld/stat", pid);
+		stat_text = util_read_file(path, NULL, 4096);
+		free(path);
+		if (stat_text == NULL || (p = strrchr(stat_text, ')')) == NULL ||
+		    sscanf(p + 1, " %*c %ld", &ppid) != 1) {
+			free(stat_text);
+			continue;
+		}
+		free(stat_text);
+		if (ppid > 1 && kill((pid_t)ppid, 0) == 0) {
+			xasprintf(&path, "/proc/%ld/comm", ppid);
+			stat_text = util_read_file(path, NULL, 64);
+			free(path);
+			if (stat_text != NULL && strncmp(stat_text, "qsup", 4)
+			    == 0) {
+				free(stat_text);
+				continue;	/* a live qsup's */
+			}
+			free(stat_text);
+		}
+		log_info("killing QEMU %ld, left by a qsup that is gone", pid);
+		kill((pid_t)pid, SIGKILL);
+	}
+	closedir(d);
+}
+
+static void
+serve_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct serve	*srv = w->data;
+
+	(void)revents;
+	if (++serve_signals >= 2) {
+		log_info("second signal: killing every sandbox");
+		ev_break(loop, EVBREAK_ALL);
+		return;
+	}
+	log_info("got signal %d: stopping every sandbox", w->signum);
+	httpd_close_listeners(srv->httpd);
+	serve_stop_all(srv);
+	if (serve_idle(srv))
+		ev_break(loop, EVBREAK_ALL);
+}
+
+static void
+serve_stop_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	log_warnx("the sandboxes did not stop in %g s: killing them",
+	    SERVE_STOP_MAX);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void
+serve_watch_stop(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	static ev_timer	 t;
+	struct serve	*srv = w->data;
+
+	(void)revents;
+	if (!srv->stopping || ev_is_active(&t))
+		return;
+	ev_timer_init(&t, serve_stop_timeout_cb, SERVE_STOP_MAX, 0);
+	ev_timer_start(loop, &t);
+	ev_prepare_stop(loop, w);
+}
+
+/* The listeners: the options', or the default socket in base. */
+static int
+serve_listen(struct serve *srv, struct serve_opts *o, const char *base,
+    char **sock)
+{
+	char	*cause = NULL;
+	size_t	 i;
+
+	if (o->nlisten == 0) {
+		xasprintf(sock, "unix:%s/qsup.sock", base);
+		o->listen = xreallocarray(o->listen, 1, sizeof *o->listen);
+		o->listen[o->nlisten++] = *sock;
+	}
+	for (i = 0; i < o->nlisten; i++) {
+		if (httpd_listen(srv->httpd, o->listen[i], o->tls_cert,
+		    o->tls_key, &cause) == -1) {
+			log_warnx("%s", cause);
+			free(cause);
+			return (-1);
+		}
+		log_info("listening on %s%s", httpd_bound(srv->httpd, i),
+		    o->tls_cert != NULL && strncmp(o->listen[i], "tcp:", 4) ==
+		    0 ? " (TLS)" : "");
+	}
+	return (0);
+}
+
+static int
+cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
+{
+	struct serve_opts	 o;
+	struct serve		 srv;
+	struct profile		 p;
+	struct httpd_limits	 hl;
+	struct accel_choice	 accel = { 0 };
+	struct guest		 g;
+	struct ev_loop		*loop;
+	struct outq		*err;
+	ev_signal		 sterm, sint, shup;
+	ev_prepare		 watch;
+	static const char *const public[] = { "/v1/healthz", NULL };
+	char			*base = NULL, *cause = NULL, *token = NULL;
+	char			*token_path = NULL, *sock = NULL;
+	size_t			 i;
+	int			 rc = QSUP_EXIT_ERROR;
+
+	if (serve_parse(self, &o, argc, argv) == -1)
+		return (QSUP_EXIT_ERROR);
+	memset(&p, 0, sizeof p);
+	if (profile_load_set(&p, o.profile, o.sets, o.nsets, &cause) == -1) {
+		log_warnx("%s", cause);
+		free(cause);
+		return (QSUP_EXIT_ERROR);
+	}
+	if ((base = sandbox_run_base(&cause)) == NULL) {
+		log_warnx("%s", cause);
+		goto out;
+	}
+	serve_sweep_qemus(base);
+	if (o.token_file != NULL)
+		token_path = xstrdup(o.token_file);
+	else
+		xasprintf(&token_path, "%s/token", base);
+	if ((token = serve_token(token_path, &cause)) == NULL) {
+		log_warnx("%s", cause);
+		goto out;
+	}
+	/* Measured now, so the first create does not wait for the probe. */
+	if (guest_resolve(&p, &g, &cause) == -1) {
+		log_warnx("%s", cause);
+		goto out;
+	}
+	if (kvm_choose(&p, guest_qemu_binary(), g.kernel, g.initramfs,
+	    &accel, &cause) == -1) {
+		guest_free(&g);
+		log_warnx("%s", cause);
+		goto out;
+	}
+	guest_free(&g);
+	log_debug("accelerator: %s (%s)", accel_name(accel.accel), accel.why);
+
+	signal(SIGPIPE, SIG_IGN);
+	loop = ev_default_loop(EVFLAG_AUTO);
+	err = outq_new(loop, STDERR_FILENO);
+	log_set_queue(err);
+	serve_init(&srv, loop);
+	srv.profile = o.profile;
+	srv.sets = o.sets;
+	srv.nsets = o.nsets;
+	srv.limits.sandboxes = p.serve_max_sandboxes;
+	srv.limits.memory_mib = p.serve_max_memory_mib != 0 ?
+	    p.serve_max_memory_mib : facts_memory_mib() * 3 / 4;
+	srv.limits.body = p.serve_max_body;
+	srv.limits.header = p.serve_max_header;
+	srv.limits.connections = p.serve_max_connections;
+	memset(&hl, 0, sizeof hl);
+	hl.head_max = srv.limits.header;
+	hl.body_max = srv.limits.body;
+	hl.conns_max = srv.limits.connections;
+	srv.httpd = httpd_new(loop, &hl, serve_handle, &srv);
+	httpd_set_token(srv.httpd, token, public);
+	if (serve_listen(&srv, &o, base, &sock) == -1)
+		goto stop;
+	log_info("token in %s; %s, up to %d sandboxes, %llu MiB of guest "
+	    "memory", token_path, accel_name(accel.accel),
+	    srv.limits.sandboxes, (unsigned long long)srv.limits.memory_mib);
+
+	ev_signal_init(&sterm, serve_signal_cb, SIGTERM);
+	ev_signal_init(&sint, serve_signal_cb, SIGINT);
+	ev_signal_init(&shup, serve_signal_cb, SIGHUP);
+	sterm.data = sint.data = shup.data = &srv;
+	ev_signal_start(loop, &sterm);
+	ev_signal_start(loop, &sint);
+	ev_signal_start(loop, &shup);
+	ev_prepare_init(&watch, serve_watch_stop);
+	watch.data = &srv;
+	ev_prepare_start(loop, &watch);
+	ev_run(loop, 0);
+	rc = 0;
+	ev_signal_stop(loop, &sterm);
+	ev_signal_stop(loop, &sint);
+	ev_signal_stop(loop, &shup);
+	ev_prepare_stop(loop, &watch);
+stop:
+	serve_free(&srv);
+	httpd_free(srv.httpd);
+	log_info("stopped");
+	outq_flush_blocking(err);
+	log_set_queue(NULL);
+	outq_free(err);
+out:
+	free(cause);
+	if (token != NULL) {
+		explicit_bzero(token, strlen(token));
+		free(token);
+	}
+	free(token_path);
+	free(sock);
+	free(base);
+	free(accel.why);
+	for (i = 0; i < o.nsets; i++)
+		free(o.sets[i]);
+	free(o.sets);
+	free(o.listen);
+	profile_free(&p);
+	return (rc);
+}

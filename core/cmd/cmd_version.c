@@ -6,8 +6,6 @@
 #include "cmd.h"
 #include "wire.h"
 
-#define QSUP_VERSION	"0.1.0"
-
 static int	cmd_version_exec(const struct cmd_entry *, int, char **);
 
 const struct cmd_entry cmd_version_entry = {

@@ -87,6 +87,9 @@ struct net_stats {
 	unsigned long long	 frames_dropped; /* QEMU did not keep up */
 	unsigned long long	 fragments_dropped; /* IPv4 fragments (also
 						   counted in refused) */
+	unsigned long long	 proxy_bytes_up;	/* through the proxy,
+							   guest to world */
+	unsigned long long	 proxy_bytes_down;	/* ... and back */
 	const struct net_dest	*dests;		/* each distinct attempt;
 						   valid until net is used */
 	size_t			 ndests;

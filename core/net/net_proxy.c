@@ -646,9 +646,9 @@ net_proxy_read(int fd, struct buf *b, size_t room)
 	return (1);
 }
 
-/* Write from q; 0 on a dead peer. */
+/* Write from q, counting what went in *sent; 0 on a dead peer. */
 static int
-net_proxy_write(int fd, struct net_proxy_buf *q)
+net_proxy_write(int fd, struct net_proxy_buf *q, unsigned long long *sent)
 {
 	ssize_t	n;
 
@@ -661,6 +661,7 @@ net_proxy_write(int fd, struct net_proxy_buf *q)
 			return (errno == EAGAIN ? 1 : 0);
 		}
 		net_proxy_qconsume(q, (size_t)n);
+		*sent += (size_t)n;
 	}
 	return (1);
 }
@@ -702,7 +703,8 @@ net_proxy_client_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (!net_proxy_write(c->cfd, &c->to_c)) {
+	if (!net_proxy_write(c->cfd, &c->to_c,
+	    &c->px->net->stats.proxy_bytes_down)) {
 		/* The guest's side is gone: nothing left to do. */
 		net_proxy_conn_free(c);
 		return;
@@ -732,7 +734,8 @@ net_proxy_server_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (c->state == NET_PROXY_CONNECTING)
 		net_proxy_connected(c);
 	else if (c->state == NET_PROXY_OPEN &&
-	    !net_proxy_write(c->sfd, &c->to_s)) {
+	    !net_proxy_write(c->sfd, &c->to_s,
+	    &c->px->net->stats.proxy_bytes_up)) {
 		/* The destination stopped reading: stop sending it. */
 		net_proxy_qfree(&c->to_s);
 		c->s_shut = 1;
@@ -785,7 +788,8 @@ net_proxy_update(struct net_proxy_conn *c)
 	}
 	if (c->state == NET_PROXY_REPLY) {
 		if (net_proxy_qlen(&c->to_c) > 0 &&
-		    !net_proxy_write(c->cfd, &c->to_c)) {
+		    !net_proxy_write(c->cfd, &c->to_c,
+	    &c->px->net->stats.proxy_bytes_down)) {
 			net_proxy_conn_free(c);
 			return;
 		}
@@ -804,13 +808,15 @@ net_proxy_update(struct net_proxy_conn *c)
 		return;
 	}
 	if (open && net_proxy_qlen(&c->to_s) > 0 && !c->s_shut &&
-	    !net_proxy_write(c->sfd, &c->to_s)) {
+	    !net_proxy_write(c->sfd, &c->to_s,
+	    &c->px->net->stats.proxy_bytes_up)) {
 		net_proxy_qfree(&c->to_s);
 		c->s_shut = 1;
 		c->c_eof = 1;
 	}
 	if (net_proxy_qlen(&c->to_c) > 0 &&
-	    !net_proxy_write(c->cfd, &c->to_c)) {
+	    !net_proxy_write(c->cfd, &c->to_c,
+	    &c->px->net->stats.proxy_bytes_down)) {
 		net_proxy_conn_free(c);
 		return;
 	}

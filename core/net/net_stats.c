@@ -89,10 +89,12 @@ net_stats_json(struct net *net, struct buf *b)
 
 	buf_printf(b, "{\"mode\":\"%s\",\"allowed\":%llu,\"refused\":%llu,"
 	    "\"frames_in\":%llu,\"frames_out\":%llu,\"frames_dropped\":%llu,"
-	    "\"fragments_dropped\":%llu,\"destinations\":[",
+	    "\"fragments_dropped\":%llu,\"proxy_bytes_up\":%llu,"
+	    "\"proxy_bytes_down\":%llu,\"destinations\":[",
 	    net_mode_name(net->mode), net->stats.allowed,
 	    net->stats.refused, net->stats.frames_in, net->stats.frames_out,
-	    net->stats.frames_dropped, net->stats.fragments_dropped);
+	    net->stats.frames_dropped, net->stats.fragments_dropped,
+	    net->stats.proxy_bytes_up, net->stats.proxy_bytes_down);
 	for (i = 0; i < net->ndests; i++) {
 		d = &net->dests[i];
 		buf_printf(b, "%s{\"kind\":\"%s\",\"dest\":", i > 0 ? "," : "",

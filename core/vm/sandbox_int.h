@@ -134,7 +134,6 @@ void		 sandbox_reply_cb(int, const char *, size_t, void *);
 double		 sandbox_start_timeout(struct sandbox *);
 
 /* sandbox_launch.c */
-char		*sandbox_run_base(char **);
 int		 sandbox_stage_exec(struct sandbox *);
 int		 sandbox_net(struct sandbox *, char **);
 void		 sandbox_build_argv(struct sandbox *, struct qemu_argv *);

@@ -332,6 +332,7 @@ struct sandbox	*sandbox_new(struct ev_loop *, const struct profile *,
 void		 sandbox_set_shares(struct sandbox *, struct share *, size_t);
 void		 sandbox_set_image(struct sandbox *, const char *);
 char		*sandbox_run_path(void);
+char		*sandbox_run_base(char **);
 void		 sandbox_disk_report(struct sandbox *, struct buf *);
 double		 sandbox_overlay_seconds(struct sandbox *);
 int		 sandbox_start(struct sandbox *, const struct accel_choice *,

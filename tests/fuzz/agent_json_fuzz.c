@@ -1,6 +1,8 @@
 /*
- * The agent's reader of an exec request's JSON: either an argv that ends
- * in NULL and NAME=VALUE environment strings, or a reason.
+ * The agent's reader of an exec request's JSON: either one thing to do
+ * (an argv that ends in NULL, or a file job's path) with NAME=VALUE
+ * environment strings, a terminal's size in range and a mode of 12 bits,
+ * or a reason.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	size_t			 i;
 
 	if (json_parse_exec((const char *)data, len, &x, &cause) == 0) {
-		if (x.argc == 0 || x.argv[x.argc] != NULL)
+		if ((x.argv != NULL) + (x.read != NULL) + (x.write != NULL) != 1)
+			abort();
+		if (x.argv != NULL && (x.argc == 0 || x.argv[x.argc] != NULL))
+			abort();
+		if ((x.tty && x.argv == NULL) || x.rows > 10000 ||
+		    x.cols > 10000 || x.mode < 0 || x.mode > 07777 ||
+		    (x.has_mode && x.write == NULL))
 			abort();
 		for (i = 0; i < x.nenv; i++) {
 			if (strchr(x.env[i], '=') == NULL)

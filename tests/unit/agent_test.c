@@ -1627,3 +1627,456 @@ Test(agent, template_state_serves_ping_and_setup_only)
 	cr_assert_eq(r.status, 0, "exit: %s", r.exit);
 	result_free(&r);
 }
+
+/* --- Terminals ("tty"). */
+
+/* Read stdout events of an exec until its output holds needle. */
+static void
+exec_until(struct conn *c, struct result *r, const char *needle)
+{
+	char		name[32];
+	struct tbuf	data, raw;
+
+	while (strstr(r->out.data, needle) == NULL) {
+		cr_assert(next_event(c, name, sizeof name, &data),
+		    "stream ended before \"%s\": %s", needle, r->out.data);
+		cr_assert_str_eq(name, QSUP_EVENT_STDOUT, "%s before \"%s\"",
+		    name, needle);
+		memset(&raw, 0, sizeof raw);
+		b64_decode(data.data, data.len, &raw);
+		tbuf_add(&r->out, raw.data, raw.len);
+		free(raw.data);
+		free(data.data);
+	}
+}
+
+static int
+exec_op(struct conn *c, long id, const char *op, const char *body)
+{
+	char		path[64];
+	struct tbuf	resp;
+	int		status;
+
+	snprintf(path, sizeof path, "/exec/%ld/%s", id, op);
+	status = request(c, "POST", path, body, body != NULL ? strlen(body) :
+	    0, &resp);
+	free(resp.data);
+	return (status);
+}
+
+Test(agent, tty_command_has_a_terminal_of_the_size_asked)
+{
+	struct result	r;
+
+	spawn_agent(1, NULL);
+	exec_run(&ag.c[0], "{\"argv\":[\"sh\",\"-c\",\"tty; test -t 0 && "
+	    "test -t 1 && test -t 2 && echo all-three; stty size; "
+	    "echo to-stderr >&2; exit 7\"],\"tty\":true,\"rows\":33,"
+	    "\"cols\":101}", &r);
+	cr_assert_not_null(strstr(r.out.data, "/dev/pts/"), "%s", r.out.data);
+	cr_assert_not_null(strstr(r.out.data, "all-three\r\n"), "%s",
+	    r.out.data);
+	cr_assert_not_null(strstr(r.out.data, "33 101\r\n"), "%s", r.out.data);
+	/* stderr is the terminal too: it comes as stdout. */
+	cr_assert_not_null(strstr(r.out.data, "to-stderr"), "%s", r.out.data);
+	cr_assert_eq(r.err.len, 0);
+	cr_assert_eq(r.status, 7, "exit: %s", r.exit);
+	result_free(&r);
+
+	/* No size said: 24x80. Without tty, no terminal. */
+	exec_run(&ag.c[0], "{\"argv\":[\"stty\",\"size\"],\"tty\":true}", &r);
+	cr_assert_str_eq(r.out.data, "24 80\r\n");
+	result_free(&r);
+	exec_run(&ag.c[0], "{\"argv\":[\"sh\",\"-c\",\"test -t 0 || "
+	    "test -t 1 || echo none\"],\"tty\":false}", &r);
+	cr_assert_str_eq(r.out.data, "none\n");
+	result_free(&r);
+}
+
+Test(agent, tty_is_the_controlling_terminal_of_a_new_session)
+{
+	struct result	r;
+	char		want[64];
+
+	spawn_agent(1, NULL);
+	/* ps-free: /proc says the session and the terminal's group. */
+	exec_run(&ag.c[0], "{\"argv\":[\"sh\",\"-c\",\"echo $$; "
+	    "cut -d' ' -f6,8 /proc/$$/stat; exec </dev/tty && echo opened\"],"
+	    "\"tty\":true}", &r);
+	cr_assert_eq(r.status, 0, "exit: %s (%s)", r.exit, r.out.data);
+	snprintf(want, sizeof want, "%ld\r\n", r.pid);
+	cr_assert_eq(strncmp(r.out.data, want, strlen(want)), 0, "%s",
+	    r.out.data);
+	cr_assert_not_null(strstr(r.out.data, "opened"), "%s", r.out.data);
+	result_free(&r);
+}
+
+Test(agent, tty_stdin_is_typed_and_ctrl_c_interrupts)
+{
+	struct result	r;
+
+	spawn_agent(2, NULL);
+	exec_begin(&ag.c[0], "{\"argv\":[\"sh\",\"-c\",\"read x; "
+	    "echo got:$x\"],\"tty\":true}", &r);
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "stdin", "hello\r"), 204);
+	exec_end(&ag.c[0], &r);
+	/* The terminal echoes what was typed, then the command answers. */
+	cr_assert_not_null(strstr(r.out.data, "hello\r\n"), "%s", r.out.data);
+	cr_assert_not_null(strstr(r.out.data, "got:hello\r\n"), "%s",
+	    r.out.data);
+	cr_assert_eq(r.status, 0);
+	result_free(&r);
+
+	/* ^C is a byte; the line discipline makes it SIGINT. */
+	exec_begin(&ag.c[0], "{\"argv\":[\"sh\",\"-c\",\"echo ready; "
+	    "exec sleep 30\"],\"tty\":true}", &r);
+	exec_until(&ag.c[0], &r, "ready");
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "stdin", "\003"), 204);
+	exec_end(&ag.c[0], &r);
+	cr_assert_eq(r.signal, SIGINT, "exit: %s", r.exit);
+	result_free(&r);
+}
+
+Test(agent, tty_close_stops_uploads_but_not_output)
+{
+	struct result	r;
+
+	spawn_agent(2, NULL);
+	exec_begin(&ag.c[0], "{\"argv\":[\"sh\",\"-c\",\"echo before; "
+	    "sleep 0.3; echo after\"],\"tty\":true}", &r);
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "close", NULL), 204);
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "stdin", "x"), 409);
+	exec_end(&ag.c[0], &r);
+	cr_assert_str_eq(r.out.data, "before\r\nafter\r\n");
+	cr_assert_eq(r.status, 0);
+	result_free(&r);
+}
+
+Test(agent, tty_output_written_just_before_exit_is_all_there)
+{
+	struct result	r;
+	size_t		n = 300000, i, lines = 0;
+
+	spawn_agent(1, NULL);
+	/* More than the terminal buffers hold, written as the shell exits. */
+	exec_run(&ag.c[0], "{\"argv\":[\"sh\",\"-c\",\"i=0; while [ $i -lt "
+	    "3000 ]; do echo 0123456789012345678901234567890123456789"
+	    "0123456789012345678901234567890123456789; i=$((i+1)); done\"],"
+	    "\"tty\":true}", &r);
+	for (i = 0; i < r.out.len; i++)
+		lines += r.out.data[i] == '\n';
+	cr_assert_eq(lines, 3000, "%zu lines, %zu bytes", lines, r.out.len);
+	cr_assert_eq(r.out.len, 3000 * 82);
+	cr_assert(r.out.len < n);
+	cr_assert_eq(r.status, 0);
+	result_free(&r);
+}
+
+Test(agent, tty_resize_sends_sigwinch_and_checks_its_body)
+{
+	struct result	r, plain;
+
+	spawn_agent(2, NULL);
+	exec_begin(&ag.c[0], "{\"argv\":[\"sh\",\"-c\",\"trap 'stty size; "
+	    "exit 3' WINCH; echo ready; while :; do sleep 0.05; done\"],"
+	    "\"tty\":true,\"rows\":10,\"cols\":20}", &r);
+	exec_until(&ag.c[0], &r, "ready");
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "resize", ""), 400);
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "resize", "40"), 400);
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "resize", "0 80"), 400);
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "resize", "40 10001"), 400);
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "resize", "40 80 1"), 400);
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "resize", "40x80"), 400);
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "resize", "-4 80"), 400);
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "resize", " 41\t121\n"), 204);
+	exec_end(&ag.c[0], &r);
+	cr_assert_not_null(strstr(r.out.data, "41 121\r\n"), "%s", r.out.data);
+	cr_assert_eq(r.status, 3, "exit: %s", r.exit);
+	/* Gone: 404 as for the other operations. */
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "resize", "40 80"), 404);
+	result_free(&r);
+
+	/* Not a terminal: 409. */
+	exec_begin(&ag.c[0], "{\"argv\":[\"sleep\",\"0.2\"]}", &plain);
+	cr_assert_eq(exec_op(&ag.c[1], plain.id, "resize", "40 80"), 409);
+	exec_end(&ag.c[0], &plain);
+	result_free(&plain);
+}
+
+Test(agent, tty_hangup_kills_the_command)
+{
+	struct result	r;
+	long		pid;
+	int		i;
+
+	spawn_agent(2, NULL);
+	exec_begin(&ag.c[0], "{\"argv\":[\"sleep\",\"30\"],\"tty\":true}",
+	    &r);
+	pid = r.pid;
+	close(ag.c[0].fd);
+	ag.c[0].fd = -1;
+	for (i = 0; i < 300 && kill(pid, 0) == 0; i++)
+		usleep(10000);
+	cr_assert_eq(kill(pid, 0), -1, "the command outlived its host");
+	assert_serving(&ag.c[1]);
+	result_free(&r);
+}
+
+/* --- File jobs. */
+
+static void
+read_back(const char *path, struct tbuf *out)
+{
+	char	chunk[4096];
+	ssize_t	n;
+	int	fd;
+
+	memset(out, 0, sizeof *out);
+	tbuf_add(out, "", 0);
+	fd = open(path, O_RDONLY);
+	cr_assert(fd != -1, "open %s: %s", path, strerror(errno));
+	while ((n = read(fd, chunk, sizeof chunk)) > 0)
+		tbuf_add(out, chunk, n);
+	close(fd);
+}
+
+/* The names in the test's folder, sorted, one line each. */
+static void
+dir_names(char *out, size_t size)
+{
+	char	cmd[256];
+	FILE	*f;
+	size_t	n;
+
+	snprintf(cmd, sizeof cmd, "ls -A %s", ag.dir);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	n = fread(out, 1, size - 1, f);
+	out[n] = '\0';
+	pclose(f);
+}
+
+static void
+job_json(char *out, size_t size, const char *kind, const char *path,
+    const char *rest)
+{
+	snprintf(out, size, "{\"%s\":\"%s\"%s}", kind, path, rest);
+}
+
+Test(agent, read_job_streams_the_file_byte_exact)
+{
+	struct result	 r;
+	unsigned char	*data;
+	char		 path[256], json[512];
+	size_t		 len = 300000, i;
+
+	spawn_agent(1, NULL);
+	data = malloc(len);
+	for (i = 0; i < len; i++)
+		data[i] = (i * 7919) ^ (i >> 8);
+	tmp_path(path, sizeof path, "blob");
+	write_file(path, data, len, 0600);
+	job_json(json, sizeof json, "read", path, "");
+	exec_run(&ag.c[0], json, &r);
+	cr_assert_eq(r.status, 0, "exit: %s (%s)", r.exit, r.err.data);
+	cr_assert_eq(r.out.len, len);
+	cr_assert_eq(memcmp(r.out.data, data, len), 0);
+	cr_assert_eq(r.err.len, 0);
+	result_free(&r);
+
+	/* An empty file: no output, status 0. */
+	tmp_path(path, sizeof path, "empty");
+	write_file(path, "", 0, 0644);
+	job_json(json, sizeof json, "read", path, "");
+	exec_run(&ag.c[0], json, &r);
+	cr_assert_eq(r.status, 0);
+	cr_assert_eq(r.out.len, 0);
+	result_free(&r);
+	free(data);
+}
+
+Test(agent, read_job_failures_are_the_errno)
+{
+	struct result	r;
+	char		path[256], json[512];
+
+	spawn_agent(1, NULL);
+	tmp_path(path, sizeof path, "missing");
+	job_json(json, sizeof json, "read", path, "");
+	exec_run(&ag.c[0], json, &r);
+	cr_assert_eq(r.status, ENOENT, "exit: %s", r.exit);
+	cr_assert_not_null(strstr(r.err.data, path), "%s", r.err.data);
+	cr_assert_not_null(strstr(r.err.data, strerror(ENOENT)), "%s",
+	    r.err.data);
+	cr_assert_eq(r.out.len, 0);
+	result_free(&r);
+
+	job_json(json, sizeof json, "read", ag.dir, "");
+	exec_run(&ag.c[0], json, &r);
+	cr_assert_eq(r.status, EISDIR, "exit: %s", r.exit);
+	result_free(&r);
+
+	exec_run(&ag.c[0], "{\"read\":\"etc/passwd\"}", &r);
+	cr_assert_eq(r.status, EINVAL, "exit: %s", r.exit);
+	cr_assert_not_null(strstr(r.err.data, "etc/passwd"), "%s", r.err.data);
+	result_free(&r);
+}
+
+Test(agent, write_job_puts_the_file_in_place_whole)
+{
+	struct result	 r;
+	struct tbuf	 back;
+	struct stat	 st, before;
+	char		 path[256], json[512], names[512];
+	char		*big;
+	size_t		 len = 200000;
+	mode_t		 old;
+
+	spawn_agent(2, NULL);
+	big = malloc(len);
+	memset(big, 'z', len);
+	big[0] = '\0';
+	tmp_path(path, sizeof path, "out");
+	write_file(path, "old contents", 12, 0600);
+	cr_assert_eq(stat(path, &before), 0);
+	job_json(json, sizeof json, "write", path, ",\"mode\":1909");
+	exec_begin(&ag.c[0], json, &r);
+	stdin_send(&ag.c[1], r.id, big, len, 204);
+	stdin_send(&ag.c[1], r.id, "tail", 4, 204);
+	/* Until the close, the old file is there, whole. */
+	read_back(path, &back);
+	cr_assert_str_eq(back.data, "old contents");
+	free(back.data);
+	stdin_close(&ag.c[1], r.id);
+	exec_end(&ag.c[0], &r);
+	cr_assert_eq(r.status, 0, "exit: %s (%s)", r.exit, r.err.data);
+	cr_assert_eq(r.err.len, 0);
+	read_back(path, &back);
+	cr_assert_eq(back.len, len + 4);
+	cr_assert_eq(memcmp(back.data, big, len), 0);
+	cr_assert_eq(memcmp(back.data + len, "tail", 4), 0);
+	free(back.data);
+	cr_assert_eq(stat(path, &st), 0);
+	/* 1909 is 03565: exactly, whatever the umask. */
+	cr_assert_eq(st.st_mode & 07777, 03565, "mode %o", st.st_mode & 07777);
+	cr_assert_neq(st.st_ino, before.st_ino, "written in place");
+	dir_names(names, sizeof names);
+	cr_assert_str_eq(names, "out\nqsup-config\n");
+	result_free(&r);
+
+	/* No mode: 0644, even under a umask that would take bits away. */
+	old = umask(0);
+	umask(old);
+	tmp_path(path, sizeof path, "new");
+	job_json(json, sizeof json, "write", path, "");
+	exec_begin(&ag.c[0], json, &r);
+	stdin_close(&ag.c[1], r.id);
+	exec_end(&ag.c[0], &r);
+	cr_assert_eq(r.status, 0, "exit: %s (%s)", r.exit, r.err.data);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 0);
+	cr_assert_eq(st.st_mode & 07777, 0644, "mode %o", st.st_mode & 07777);
+	result_free(&r);
+	free(big);
+}
+
+Test(agent, write_job_failures_leave_nothing)
+{
+	struct result	r;
+	char		path[256], json[512], names[512];
+	struct tbuf	back;
+
+	spawn_agent(2, NULL);
+	job_json(json, sizeof json, "write", ag.dir, "");
+	exec_begin(&ag.c[0], json, &r);
+	exec_end(&ag.c[0], &r);
+	cr_assert_eq(r.status, EISDIR, "exit: %s", r.exit);
+	cr_assert_not_null(strstr(r.err.data, ag.dir), "%s", r.err.data);
+	result_free(&r);
+
+	tmp_path(path, sizeof path, "no/such/dir/f");
+	job_json(json, sizeof json, "write", path, "");
+	exec_begin(&ag.c[0], json, &r);
+	exec_end(&ag.c[0], &r);
+	cr_assert_eq(r.status, ENOENT, "exit: %s", r.exit);
+	result_free(&r);
+
+	exec_begin(&ag.c[0], "{\"write\":\"relative\"}", &r);
+	exec_end(&ag.c[0], &r);
+	cr_assert_eq(r.status, EINVAL, "exit: %s", r.exit);
+	result_free(&r);
+
+	/* Killed half-way: the old file stays, and nothing is left beside. */
+	tmp_path(path, sizeof path, "keep");
+	write_file(path, "kept", 4, 0644);
+	job_json(json, sizeof json, "write", path, "");
+	exec_begin(&ag.c[0], json, &r);
+	stdin_send(&ag.c[1], r.id, "partial", 7, 204);
+	cr_assert_eq(exec_op(&ag.c[1], r.id, "signal", "9"), 204);
+	exec_end(&ag.c[0], &r);
+	cr_assert_eq(r.signal, SIGKILL, "exit: %s", r.exit);
+	result_free(&r);
+	read_back(path, &back);
+	cr_assert_str_eq(back.data, "kept");
+	free(back.data);
+	dir_names(names, sizeof names);
+	cr_assert_str_eq(names, "keep\nqsup-config\n");
+}
+
+Test(agent, exec_json_for_tty_and_file_jobs)
+{
+	struct conn	*c = &ag.c[0];
+
+	spawn_agent(1, NULL);
+	expect_exec_status(c, "{}", 400, "argv");
+	expect_exec_status(c, "{\"argv\":[\"ls\"],\"read\":\"/a\"}", 400,
+	    "only one");
+	expect_exec_status(c, "{\"read\":\"/a\",\"write\":\"/b\"}", 400,
+	    "only one");
+	expect_exec_status(c, "{\"argv\":[\"ls\"],\"write\":\"/b\"}", 400,
+	    "only one");
+	expect_exec_status(c, "{\"read\":1}", 400, "string");
+	expect_exec_status(c, "{\"write\":\"/b\",\"mode\":\"644\"}", 400,
+	    "whole number");
+	expect_exec_status(c, "{\"write\":\"/b\",\"mode\":-1}", 400,
+	    "whole number");
+	expect_exec_status(c, "{\"write\":\"/b\",\"mode\":4096}", 400,
+	    "range");
+	expect_exec_status(c, "{\"write\":\"/b\",\"mode\":4.5}", 400,
+	    "whole number");
+	expect_exec_status(c, "{\"read\":\"/b\",\"mode\":420}", 400,
+	    "mode");
+	expect_exec_status(c, "{\"argv\":[\"ls\"],\"mode\":420}", 400,
+	    "mode");
+	expect_exec_status(c, "{\"read\":\"/b\",\"tty\":true}", 400, "tty");
+	expect_exec_status(c, "{\"argv\":[\"ls\"],\"tty\":1}", 400,
+	    "true or false");
+	expect_exec_status(c, "{\"argv\":[\"ls\"],\"tty\":\"yes\"}", 400,
+	    "true or false");
+	expect_exec_status(c, "{\"argv\":[\"ls\"],\"tty\":true,\"rows\":0}",
+	    400, "range");
+	expect_exec_status(c, "{\"argv\":[\"ls\"],\"tty\":true,"
+	    "\"cols\":10001}", 400, "range");
+	expect_exec_status(c, "{\"argv\":[\"ls\"],\"tty\":true,"
+	    "\"rows\":1e2}", 400, "whole number");
+	expect_exec_status(c, "{\"argv\":[\"ls\"],\"tty\":true,"
+	    "\"rows\":99999999999999999999}", 400, "range");
+	assert_serving(c);
+}
+
+Test(agent, exec_json_accepts_the_new_fields)
+{
+	struct result	r;
+
+	spawn_agent(1, NULL);
+	/* null is the default, and a later key wins, as for cwd. */
+	exec_run(&ag.c[0], "{\"argv\":[\"sh\",\"-c\",\"test -t 1 || "
+	    "echo no-tty\"],\"tty\":null,\"read\":null,\"write\":null}", &r);
+	cr_assert_str_eq(r.out.data, "no-tty\n");
+	result_free(&r);
+	exec_run(&ag.c[0], "{\"tty\":false,\"argv\":[\"stty\",\"size\"],"
+	    "\"rows\":5,\"cols\":7,\"tty\":true,\"rows\":10000,"
+	    "\"cols\":1}", &r);
+	cr_assert_str_eq(r.out.data, "10000 1\r\n");
+	result_free(&r);
+}

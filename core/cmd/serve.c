@@ -1,0 +1,904 @@
+/*
+ * "qsup serve": the named sandboxes, the router, the event stream and the
+ * metrics. A sandbox here is the same struct sandbox "qsup run" drives;
+ * this file keeps many of them by name, answers for them over the API
+ * (docs/api.md) and keeps a dead one's record until it is deleted.
+ *
+ * Nothing here blocks the loop but the few steps a sandbox's start takes
+ * before QEMU runs (the profile, the overlay), as "qsup run" takes them.
+ */
+#include <sys/types.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+#include <jansson.h>
+
+#include "serve_int.h"
+
+const char *const serve_boot_kinds[3] = {
+	"cold", "warm", "template-build"
+};
+
+static void	serve_sb_free(struct serve_sb *);
+static void	serve_sb_gone(struct serve_sb *);
+
+const char *
+serve_state_name(enum serve_state s)
+{
+	switch (s) {
+	case SERVE_BOOTING:
+		return ("booting");
+	case SERVE_READY:
+		return ("ready");
+	case SERVE_STOPPING:
+		return ("stopping");
+	case SERVE_DEAD:
+		return ("dead");
+	}
+	return ("?");
+}
+
+struct serve_sb *
+serve_find(struct serve *srv, const char *name)
+{
+	struct serve_sb	*s;
+
+	TAILQ_FOREACH(s, &srv->sbs, entry) {
+		if (strcmp(s->name, name) == 0)
+			return (s);
+	}
+	return (NULL);
+}
+
+/* Agent ports for execs and uploads: the lowest free one, or -1. */
+int
+serve_port_take(struct serve_sb *s)
+{
+	int	i;
+
+	for (i = 0; i < SERVE_PORTS; i++) {
+		if ((s->ports_busy & (1u << i)) == 0) {
+			s->ports_busy |= 1u << i;
+			return (i);
+		}
+	}
+	return (-1);
+}
+
+void
+serve_port_give(struct serve_sb *s, int i)
+{
+	if (i >= 0)
+		s->ports_busy &= ~(1u << i);
+}
+
+/* The sandbox as the API shows it. */
+void
+serve_sb_json(struct serve_sb *s, struct buf *b)
+{
+	const struct net_port	*np;
+	char			 when[32];
+	struct tm		 tm;
+	struct serve_exec	*e;
+	size_t			 i, n = 0;
+
+	gmtime_r(&s->created, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	buf_puts(b, "{\"name\":");
+	buf_json_string(b, s->name);
+	buf_printf(b, ",\"state\":\"%s\",\"accelerator\":",
+	    serve_state_name(s->state));
+	buf_json_string(b, accel_name(s->accel.accel));
+	buf_puts(b, ",\"accelerator_reason\":");
+	buf_json_string(b, s->accel.why != NULL ? s->accel.why : "");
+	buf_puts(b, ",\"profile\":");
+	buf_json_string(b, s->profile.path != NULL ? s->profile.path : "");
+	buf_puts(b, ",\"image\":");
+	if (s->image != NULL)
+		buf_json_string(b, s->image);
+	else if (s->profile.image != NULL)
+		buf_json_string(b, s->profile.image);
+	else
+		buf_puts(b, "null");
+	buf_printf(b, ",\"memory_mib\":%" PRIu64 ",\"cpus\":%d,\"ports\":[",
+	    s->profile.memory_mib, s->profile.cpus);
+	for (i = 0; i < s->profile.nports; i++) {
+		np = &s->profile.ports[i];
+		buf_printf(b, "%s{\"host\":\"%s:%u\",\"guest\":%u}",
+		    i > 0 ? "," : "", np->address != NULL ? np->address :
+		    "127.0.0.1", s->host_ports != NULL && s->host_ports[i] ?
+		    s->host_ports[i] : np->host, np->guest);
+	}
+	buf_printf(b, "],\"created\":\"%s\",\"start\":", when);
+	if (s->start != NULL)
+		buf_json_string(b, s->start);
+	else
+		buf_puts(b, "null");
+	TAILQ_FOREACH(e, &s->execs, entry)
+		n += e->job == SERVE_EXEC && !e->done;
+	buf_printf(b, ",\"boot_s\":%.3f,\"execs\":%zu,\"reason\":", s->boot_s,
+	    n);
+	if (s->reason != NULL)
+		buf_json_string(b, s->reason);
+	else
+		buf_puts(b, "null");
+	buf_puts(b, ",\"console_tail\":");
+	if (s->tail != NULL)
+		buf_json_string(b, s->tail);
+	else
+		buf_puts(b, "null");
+	buf_puts(b, "}");
+}
+
+void
+serve_sb_event(struct serve_sb *s)
+{
+	struct buf	b = { 0 };
+
+	buf_puts(&b, "{\"name\":");
+	buf_json_string(&b, s->name);
+	buf_printf(&b, ",\"state\":\"%s\",\"reason\":",
+	    s->deleting && s->state == SERVE_DEAD ? "deleted" :
+	    serve_state_name(s->state));
+	if (s->reason != NULL)
+		buf_json_string(&b, s->reason);
+	else
+		buf_puts(&b, "null");
+	buf_puts(&b, "}");
+	serve_event(s->srv, "sandbox", b.data);
+	buf_free(&b);
+}
+
+static void
+serve_waiters_free(struct serve_waiters *w)
+{
+	struct serve_waiter	*x;
+
+	while ((x = TAILQ_FIRST(w)) != NULL) {
+		TAILQ_REMOVE(w, x, entry);
+		free(x);
+	}
+}
+
+static void
+serve_waiter_close_cb(void *arg)
+{
+	struct serve_waiter	*x = arg;
+
+	x->conn = NULL;		/* answered to nobody */
+}
+
+static void
+serve_wait(struct serve_waiters *w, struct serve_sb *s,
+    struct httpd_conn *conn)
+{
+	struct serve_waiter	*x;
+
+	x = xcalloc(1, sizeof *x);
+	x->conn = conn;
+	x->sb = s;
+	httpd_set_close_cb(conn, serve_waiter_close_cb, x);
+	TAILQ_INSERT_TAIL(w, x, entry);
+}
+
+/* Answer every waiter of w with status and body (JSON). */
+static void
+serve_answer(struct serve_waiters *w, int status, const char *body)
+{
+	struct serve_waiter	*x;
+
+	while ((x = TAILQ_FIRST(w)) != NULL) {
+		TAILQ_REMOVE(w, x, entry);
+		if (x->conn != NULL) {
+			httpd_set_close_cb(x->conn, NULL, NULL);
+			httpd_respond_json(x->conn, status, body,
+			    strlen(body));
+		}
+		free(x);
+	}
+}
+
+static void
+serve_ready_cb(struct sandbox *sb, void *arg)
+{
+	struct serve_sb	*s = arg;
+	struct buf	 b = { 0 };
+	size_t		 i;
+
+	s->state = SERVE_READY;
+	s->boot_s = sandbox_boot_seconds(sb);
+	free(s->start);
+	s->start = xstrdup(sandbox_start_kind(sb));
+	for (i = 0; i < 3; i++) {
+		if (strcmp(s->start, serve_boot_kinds[i]) == 0)
+			s->srv->m.boots[i]++;
+	}
+	log_debug("sandbox %s ready in %.3f s (%s)", s->name, s->boot_s,
+	    s->start);
+	serve_sb_json(s, &b);
+	serve_answer(&s->create_waiters, 201, b.data);
+	buf_free(&b);
+	serve_sb_event(s);
+}
+
+static void
+serve_failed_cb(struct sandbox *sb, const char *msg, void *arg)
+{
+	struct serve_sb	*s = arg;
+
+	(void)sb;
+	if (s->reason == NULL)
+		s->reason = xstrdup(msg);
+	if (s->state == SERVE_BOOTING)
+		s->failed = 1;
+	log_warnx("sandbox %s: %s", s->name, msg);
+}
+
+/* QEMU reaped, the console closed: free the sandbox, off its callback. */
+static void
+serve_dead_cb(struct sandbox *sb, void *arg)
+{
+	struct serve_sb	*s = arg;
+
+	(void)sb;
+	ev_timer_set(&s->reap, 0, 0);
+	ev_timer_start(s->srv->loop, &s->reap);
+}
+
+/* The teardown report, as DELETE answers it. */
+static void
+serve_report(struct serve_sb *s)
+{
+	struct buf	b = { 0 };
+
+	buf_puts(&b, "{\"name\":");
+	buf_json_string(&b, s->name);
+	buf_puts(&b, ",\"state\":\"deleted\",\"reason\":");
+	if (s->reason != NULL)
+		buf_json_string(&b, s->reason);
+	else
+		buf_puts(&b, "null");
+	buf_puts(&b, ",\"base_image_untouched\":");
+	if (s->sb != NULL)
+		sandbox_disk_report(s->sb, &b);
+	else
+		buf_puts(&b, "null");
+	buf_puts(&b, ",\"network\":");
+	if (s->sb != NULL && sandbox_net_of(s->sb) != NULL)
+		net_stats_json(sandbox_net_of(s->sb), &b);
+	else {
+		buf_puts(&b, "{\"mode\":");
+		buf_json_string(&b, s->profile.network == NET_MODE_NONE ?
+		    "none" : "not started");
+		buf_puts(&b, "}");
+	}
+	buf_puts(&b, "}");
+	free(s->report);
+	s->report = xstrdup(b.data);
+	buf_free(&b);
+}
+
+/* The sandbox is over: everything of it freed, the record kept or not. */
+static void
+serve_sb_gone(struct serve_sb *s)
+{
+	struct serve	*srv = s->srv;
+	struct net_stats st;
+	struct buf	 tail = { 0 }, b = { 0 };
+	char		*extra;
+
+	if (s->reason == NULL)
+		s->reason = xstrdup(s->deleting ? "deleted" :
+		    srv->stopping ? "the server stopped" : "QEMU exited");
+	if (s->sb != NULL) {
+		sandbox_console_tail(s->sb, SERVE_TAIL_LINES, &tail);
+		if (tail.len > 0)
+			s->tail = xstrdup(tail.data);
+		buf_free(&tail);
+		serve_report(s);
+		if (sandbox_net_of(s->sb) != NULL) {
+			net_stats(sandbox_net_of(s->sb), &st);
+			srv->m.proxy_up += st.proxy_bytes_up;
+			srv->m.proxy_down += st.proxy_bytes_down;
+		}
+	} else if (s->report == NULL)
+		serve_report(s);
+	serve_exec_sandbox_gone(s, s->reason);
+	if (s->sb != NULL) {
+		sandbox_free(s->sb);	/* its run directory goes too */
+		s->sb = NULL;
+	}
+	if (s->pull != NULL) {
+		image_pull_cancel(s->pull);
+		s->pull = NULL;
+	}
+	if (!s->deleting && !srv->stopping && s->state != SERVE_DEAD)
+		srv->m.deaths++;
+	s->state = SERVE_DEAD;
+	serve_sb_event(s);
+	if (!TAILQ_EMPTY(&s->create_waiters)) {
+		/* It never came up: the create fails, and it is gone. */
+		buf_puts(&b, "\"console_tail\":");
+		if (s->tail != NULL)
+			buf_json_string(&b, s->tail);
+		else
+			buf_puts(&b, "null");
+		xasprintf(&extra, "%s", b.data);
+		while (!TAILQ_EMPTY(&s->create_waiters)) {
+			struct serve_waiter *x = TAILQ_FIRST(&s->create_waiters);
+
+			TAILQ_REMOVE(&s->create_waiters, x, entry);
+			if (x->conn != NULL) {
+				httpd_set_close_cb(x->conn, NULL, NULL);
+				httpd_error(x->conn, srv->stopping ? 503 : 500,
+				    s->reason, extra);
+			}
+			free(x);
+		}
+		free(extra);
+		buf_free(&b);
+		s->deleting = 1;
+	}
+	if (s->deleting || srv->stopping) {
+		serve_answer(&s->delete_waiters, 200, s->report);
+		TAILQ_REMOVE(&srv->sbs, s, entry);
+		serve_sb_free(s);
+	}
+	if (srv->stopping && serve_idle(srv))
+		ev_break(srv->loop, EVBREAK_ALL);
+}
+
+static void
+serve_reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	serve_sb_gone(w->data);
+}
+
+static void
+serve_sb_free(struct serve_sb *s)
+{
+	ev_timer_stop(s->srv->loop, &s->reap);
+	serve_waiters_free(&s->create_waiters);
+	serve_waiters_free(&s->delete_waiters);
+	profile_free(&s->profile);
+	free(s->accel.why);
+	free(s->name);
+	free(s->image);
+	free(s->start);
+	free(s->reason);
+	free(s->tail);
+	free(s->report);
+	free(s->host_ports);
+	free(s);
+}
+
+/* Stop s; its record goes once it is dead (now, if it never ran). */
+static void
+serve_sb_stop(struct serve_sb *s, const char *why)
+{
+	if (s->state == SERVE_DEAD || s->state == SERVE_STOPPING)
+		return;
+	if (s->sb == NULL) {
+		serve_sb_gone(s);	/* pulling its image: nothing ran */
+		return;
+	}
+	s->state = SERVE_STOPPING;
+	serve_sb_event(s);
+	sandbox_stop(s->sb, why);
+	/* Stopped before it was launched: no dead callback comes. */
+	if (s->sb != NULL && sandbox_state(s->sb) == SB_DEAD &&
+	    !ev_is_active(&s->reap)) {
+		ev_timer_set(&s->reap, 0, 0);
+		ev_timer_start(s->srv->loop, &s->reap);
+	}
+}
+
+/* The shares the profile names, with the closure it may add. */
+static int
+serve_shares(struct serve_sb *s, char **cause)
+{
+	const struct profile_share	*ps;
+	struct share			*sh;
+	static char			*argv[] = { "sh", NULL };
+	size_t				 i, j, n = 0;
+
+	sh = xcalloc(s->profile.nshares + 1, sizeof *sh);
+	for (i = 0; i < s->profile.nshares; i++) {
+		ps = &s->profile.shares[i];
+		sh[n].host = xstrdup(ps->host);
+		sh[n].guest = xstrdup(ps->guest);
+		sh[n].readonly = !ps->rw;
+		sh[n].exec = ps->exec;
+		if (ps->nignore > 0) {
+			sh[n].ignore = xcalloc(ps->nignore + 1,
+			    sizeof *sh[n].ignore);
+			for (j = 0; j < ps->nignore; j++)
+				sh[n].ignore[j] = xstrdup(ps->ignore[j]);
+		}
+		n++;
+	}
+	if (closure_prepare(&s->profile, sh, &n, argv, s->profile.env,
+	    s->profile.nenv, cause) == -1) {
+		while (n-- > 0)
+			share_free(&sh[n]);
+		free(sh);
+		return (-1);
+	}
+	sandbox_set_shares(s->sb, sh, n);
+	return (0);
+}
+
+/* Launch s's QEMU: -1 with *cause, and s is not started. */
+static int
+serve_sb_launch(struct serve_sb *s, char **cause)
+{
+	struct sandbox_cbs	cbs;
+
+	memset(&cbs, 0, sizeof cbs);
+	cbs.ready = serve_ready_cb;
+	cbs.failed = serve_failed_cb;
+	cbs.dead = serve_dead_cb;
+	cbs.arg = s;
+	s->sb = sandbox_new(s->srv->loop, &s->profile, &cbs);
+	if (s->image != NULL)
+		sandbox_set_image(s->sb, s->image);
+	if (serve_shares(s, cause) == -1 ||
+	    sandbox_start(s->sb, &s->accel, cause) == -1) {
+		sandbox_free(s->sb);
+		s->sb = NULL;
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+serve_pull_done_cb(struct image_pull *ip, const char *path,
+    const char *cause, void *arg)
+{
+	struct serve_sb	*s = arg;
+	char		*why = NULL;
+
+	(void)ip;
+	s->pull = NULL;
+	if (path == NULL) {
+		xasprintf(&s->reason, "image %s: %s", s->profile.image,
+		    cause != NULL ? cause : "cancelled");
+		serve_sb_gone(s);
+		return;
+	}
+	s->image = xstrdup(path);
+	if (serve_sb_launch(s, &why) == -1) {
+		s->reason = why;
+		serve_sb_gone(s);
+	}
+}
+
+/* The profile's image: a file as it is, else cached, else pulled. */
+static int
+serve_sb_image(struct serve_sb *s, char **cause)
+{
+	struct image_req	 req;
+
+	switch (s->profile.image_kind) {
+	case PROFILE_IMAGE_NONE:
+		return (0);
+	case PROFILE_IMAGE_FILE:
+		s->image = xstrdup(s->profile.image);
+		return (0);
+	case PROFILE_IMAGE_NAME:
+	case PROFILE_IMAGE_URL:
+		break;
+	}
+	cmd_image_request(&s->profile, 1, &req);
+	if (req.url == NULL) {
+		xasprintf(cause, "image \"%s\": no URL known for this name "
+		    "(image_base_url, the catalog)", s->profile.image);
+		return (-1);
+	}
+	if ((s->image = image_cached(&req)) != NULL)
+		return (0);
+	s->pull = image_pull_start(s->srv->loop, &req, serve_pull_done_cb, s);
+	return (s->pull != NULL ? 0 : -1);
+}
+
+/* A setting's value from JSON, as --set would take it. */
+static char *
+serve_setting(const char *key, json_t *v)
+{
+	char	*kv = NULL;
+
+	if (json_is_string(v))
+		xasprintf(&kv, "%s=%s", key, json_string_value(v));
+	else if (json_is_integer(v))
+		xasprintf(&kv, "%s=%" JSON_INTEGER_FORMAT, key,
+		    json_integer_value(v));
+	else if (json_is_real(v))
+		xasprintf(&kv, "%s=%.17g", key, json_real_value(v));
+	else if (json_is_boolean(v))
+		xasprintf(&kv, "%s=%s", key, json_is_true(v) ? "true" :
+		    "false");
+	return (kv);
+}
+
+static int
+serve_name_ok(const char *n)
+{
+	size_t	i, len = strlen(n);
+
+	if (len == 0 || len > SERVE_NAME_MAX)
+		return (0);
+	if (!((n[0] >= 'a' && n[0] <= 'z') || (n[0] >= '0' && n[0] <= '9')))
+		return (0);
+	for (i = 0; i < len; i++) {
+		if (!((n[i] >= 'a' && n[i] <= 'z') ||
+		    (n[i] >= '0' && n[i] <= '9') || n[i] == '_' ||
+		    n[i] == '.' || n[i] == '-'))
+			return (0);
+	}
+	return (1);
+}
+
+static size_t
+serve_live(struct serve *srv, uint64_t *mib)
+{
+	struct serve_sb	*s;
+	size_t		 n = 0;
+
+	*mib = 0;
+	TAILQ_FOREACH(s, &srv->sbs, entry) {
+		if (s->state == SERVE_DEAD)
+			continue;
+		n++;
+		*mib += s->profile.memory_mib;
+	}
+	return (n);
+}
+
+/* The request's extra_args: checked, then after the profile's. */
+static int
+serve_extra_args(struct httpd_conn *conn, struct profile *p, json_t *a)
+{
+	char	**all, *cause = NULL;
+	size_t	 i, n, at = 0;
+	int	 rc = -1;
+
+	if (a == NULL)
+		return (0);
+	if (!json_is_array(a))
+		return (serve_bad_field(conn, "extra_args",
+		    "must be an array of strings"));
+	n = p->nextra_args + json_array_size(a);
+	all = xcalloc(n + 1, sizeof *all);
+	for (i = 0; i < p->nextra_args; i++)
+		all[i] = xstrdup(p->extra_args[i]);
+	for (i = 0; i < json_array_size(a); i++) {
+		if (!json_is_string(json_array_get(a, i))) {
+			serve_bad_field(conn, "extra_args", "must be an array "
+			    "of strings");
+			goto out;
+		}
+		all[p->nextra_args + i] = xstrdup(json_string_value(
+		    json_array_get(a, i)));
+	}
+	while (at < n) {
+		if (extra_args_next(all, n, &at, &cause) == -1) {
+			serve_bad_field(conn, "extra_args", cause);
+			free(cause);
+			goto out;
+		}
+	}
+	for (i = 0; i < p->nextra_args; i++)
+		free(p->extra_args[i]);
+	free(p->extra_args);
+	p->extra_args = all;
+	p->nextra_args = n;
+	return (0);
+out:
+	for (i = 0; i < n; i++)
+		free(all[i]);
+	free(all);
+	return (rc);
+}
+
+/*
+ * The settings of a create, as --set takes them: the server's first, so a
+ * request's own win. NULL once answered 400.
+ */
+static char **
+serve_sets(struct serve *srv, struct httpd_conn *conn, json_t *settings,
+    size_t *n)
+{
+	const char	*key;
+	json_t		*v;
+	char		**sets, *field;
+	size_t		 i;
+
+	*n = 0;
+	sets = xcalloc(srv->nsets + (settings != NULL ?
+	    json_object_size(settings) : 0) + 1, sizeof *sets);
+	for (i = 0; i < srv->nsets; i++)
+		sets[(*n)++] = xstrdup(srv->sets[i]);
+	if (settings == NULL)
+		return (sets);
+	json_object_foreach(settings, key, v) {
+		if ((sets[*n] = serve_setting(key, v)) != NULL) {
+			(*n)++;
+			continue;
+		}
+		xasprintf(&field, "settings.%s", key);
+		serve_bad_field(conn, field, "must be a string, a number or a "
+		    "boolean");
+		free(field);
+		while (*n > 0)
+			free(sets[--(*n)]);
+		free(sets);
+		return (NULL);
+	}
+	return (sets);
+}
+
+/* The accelerator s runs under; -1 once answered. */
+static int
+serve_sb_accel(struct serve_sb *s, struct httpd_conn *conn)
+{
+	struct guest	 g;
+	char		*cause = NULL;
+
+	if (guest_resolve(&s->profile, &g, &cause) == -1) {
+		httpd_error(conn, 500, cause, NULL);
+		free(cause);
+		return (-1);
+	}
+	/* A remembered verdict after the first: serve measured at start. */
+	if (kvm_choose(&s->profile, guest_qemu_binary(), g.kernel,
+	    g.initramfs, &s->accel, &cause) == -1) {
+		guest_free(&g);
+		httpd_error(conn, 500, cause, NULL);
+		free(cause);
+		return (-1);
+	}
+	guest_free(&g);
+	return (0);
+}
+
+/* A create's name, profile and wait: -1 once answered 400. */
+static int
+serve_create_fields(struct serve *srv, struct httpd_conn *conn, json_t *j,
+    char **name, const char **profile, int *wait)
+{
+	json_t	*v;
+
+	*name = NULL;
+	*wait = 1;
+	*profile = srv->profile;
+	if ((v = json_object_get(j, "name")) != NULL) {
+		if (!json_is_string(v) || !serve_name_ok(json_string_value(v)))
+			return (serve_bad_field(conn, "name", "1 to 63 of a-z, "
+			    "0-9, '_', '.' and '-', beginning with a letter or "
+			    "a digit"));
+		*name = xstrdup(json_string_value(v));
+	} else {
+		do {
+			free(*name);
+			xasprintf(name, "sb-%u", ++srv->next_name);
+		} while (serve_find(srv, *name) != NULL);
+	}
+	if ((v = json_object_get(j, "wait")) != NULL) {
+		if (!json_is_boolean(v))
+			return (serve_bad_field(conn, "wait", "must be true or "
+			    "false"));
+		*wait = json_is_true(v);
+	}
+	if ((v = json_object_get(j, "profile")) != NULL) {
+		if (!json_is_string(v) || *json_string_value(v) == '\0')
+			return (serve_bad_field(conn, "profile", "must be a "
+			    "profile's name or path"));
+		*profile = json_string_value(v);
+	}
+	return (0);
+}
+
+void
+serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
+    void *arg)
+{
+	static const char *const fields[] = {
+		"name", "profile", "settings", "extra_args", "wait", NULL
+	};
+	struct serve		*srv = arg;
+	struct serve_sb		*s = NULL;
+	json_t			*j, *settings;
+	const char		*profile;
+	char			**sets = NULL, *name = NULL, *cause = NULL;
+	size_t			 nsets = 0, i, live;
+	uint64_t		 mib;
+	struct buf		 b = { 0 };
+	int			 wait = 1;
+
+	if (serve_json_body(conn, body, len, &j) == -1)
+		return;
+	if (serve_check_fields(conn, j, fields) == -1)
+		goto out;
+	if (serve_create_fields(srv, conn, j, &name, &profile, &wait) == -1)
+		goto out;
+	settings = json_object_get(j, "settings");
+	if (settings != NULL && !json_is_object(settings)) {
+		serve_bad_field(conn, "settings", "must be an object of "
+		    "setting names to values");
+		goto out;
+	}
+	sets = serve_sets(srv, conn, settings, &nsets);
+	if (sets == NULL)
+		goto out;
+	if (srv->stopping) {
+		httpd_error(conn, 503, "the server is stopping", NULL);
+		goto out;
+	}
+	if (serve_find(srv, name) != NULL) {
+		xasprintf(&cause, "a sandbox named %s exists", name);
+		httpd_error(conn, 409, cause, NULL);
+		goto out;
+	}
+	s = xcalloc(1, sizeof *s);
+	if (profile_load_set(&s->profile, profile, sets, nsets, &cause) ==
+	    -1) {
+		serve_bad_field(conn, settings != NULL ? "settings" :
+		    "profile", cause);
+		goto out;
+	}
+	if (serve_extra_args(conn, &s->profile, json_object_get(j,
+	    "extra_args")) == -1)
+		goto out;
+	live = serve_live(srv, &mib);
+	if (live >= (size_t)srv->limits.sandboxes) {
+		xasprintf(&cause, "%zu sandboxes already: the server's "
+		    "limit", live);
+		serve_limit(conn, cause, "max_sandboxes", srv->limits.sandboxes);
+		goto out;
+	}
+	if (mib + s->profile.memory_mib > srv->limits.memory_mib) {
+		xasprintf(&cause, "%" PRIu64 " MiB more guest memory would "
+		    "make %" PRIu64 " MiB, past the server's limit",
+		    s->profile.memory_mib, mib + s->profile.memory_mib);
+		serve_limit(conn, cause, "max_memory", srv->limits.memory_mib);
+		goto out;
+	}
+	if (serve_sb_accel(s, conn) == -1)
+		goto out;
+	s->srv = srv;
+	s->name = name;
+	name = NULL;
+	s->state = SERVE_BOOTING;
+	s->created = time(NULL);
+	s->t_created = util_now();
+	TAILQ_INIT(&s->create_waiters);
+	TAILQ_INIT(&s->delete_waiters);
+	TAILQ_INIT(&s->execs);
+	ev_init(&s->reap, serve_reap_cb);
+	s->reap.data = s;
+	if (serve_sb_image(s, &cause) == -1 ||
+	    (s->pull == NULL && serve_sb_launch(s, &cause) == -1)) {
+		httpd_error(conn, 500, cause, NULL);
+		serve_sb_free(s);
+		s = NULL;
+		goto out;
+	}
+	TAILQ_INSERT_TAIL(&srv->sbs, s, entry);
+	serve_sb_event(s);
+	if (wait)
+		serve_wait(&s->create_waiters, s, conn);
+	else {
+		serve_sb_json(s, &b);
+		httpd_respond_json(conn, 202, b.data, b.len);
+		buf_free(&b);
+	}
+	s = NULL;
+out:
+	if (s != NULL) {
+		profile_free(&s->profile);
+		free(s->accel.why);
+		free(s);
+	}
+	for (i = 0; i < nsets; i++)
+		free(sets[i]);
+	free(sets);
+	free(name);
+	free(cause);
+	json_decref(j);
+}
+
+void
+serve_list(struct serve *srv, struct httpd_conn *conn)
+{
+	struct serve_sb	*s;
+	struct buf	 b = { 0 };
+
+	buf_puts(&b, "{\"sandboxes\":[");
+	TAILQ_FOREACH(s, &srv->sbs, entry) {
+		if (s != TAILQ_FIRST(&srv->sbs))
+			buf_puts(&b, ",");
+		serve_sb_json(s, &b);
+	}
+	buf_puts(&b, "]}");
+	httpd_respond_json(conn, 200, b.data, b.len);
+	buf_free(&b);
+}
+
+void
+serve_delete(struct serve_sb *s, struct httpd_conn *conn)
+{
+	struct serve	*srv = s->srv;
+
+	if (s->state == SERVE_DEAD) {
+		/* Freed already: its report was kept. */
+		httpd_respond_json(conn, 200, s->report, strlen(s->report));
+		s->deleting = 1;
+		serve_sb_event(s);
+		TAILQ_REMOVE(&srv->sbs, s, entry);
+		serve_sb_free(s);
+		return;
+	}
+	s->deleting = 1;
+	serve_wait(&s->delete_waiters, s, conn);
+	if (s->state != SERVE_STOPPING)
+		serve_sb_stop(s, "deleted");
+}
+
+/* SIGTERM: every sandbox stopped; serve_idle once all are gone. */
+void
+serve_stop_all(struct serve *srv)
+{
+	struct serve_sb	*s, *next;
+
+	srv->stopping = 1;
+	TAILQ_FOREACH_SAFE(s, &srv->sbs, entry, next) {
+		if (s->state == SERVE_DEAD) {
+			TAILQ_REMOVE(&srv->sbs, s, entry);
+			serve_sb_free(s);
+		} else
+			serve_sb_stop(s, "the server is stopping");
+	}
+}
+
+/* No sandbox left running. */
+int
+serve_idle(struct serve *srv)
+{
+	struct serve_sb	*s;
+
+	TAILQ_FOREACH(s, &srv->sbs, entry) {
+		if (s->sb != NULL || s->pull != NULL)
+			return (0);
+	}
+	return (1);
+}
+
+/* At once: QEMUs killed, everything freed (a second signal, or the end). */
+void
+serve_free(struct serve *srv)
+{
+	struct serve_sb	*s;
+
+	ev_timer_stop(srv->loop, &srv->events_ping);
+	srv->stopping = 1;
+	while ((s = TAILQ_FIRST(&srv->sbs)) != NULL) {
+		if (s->sb != NULL || s->pull != NULL) {
+			if (s->reason == NULL)
+				s->reason = xstrdup("the server stopped");
+			serve_sb_gone(s);	/* removes and frees it */
+		} else {
+			TAILQ_REMOVE(&srv->sbs, s, entry);
+			serve_sb_free(s);
+		}
+	}
+}

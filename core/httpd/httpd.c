@@ -1,0 +1,467 @@
+/*
+ * The server: its listeners (unix sockets, TCP with or without TLS), the
+ * accept path with its connection limit, and the bearer-token check.
+ * Connections themselves are httpd_conn.c's.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "httpd.h"
+#include "httpd_int.h"
+
+#define HTTPD_BACKLOG	128
+
+struct httpd *
+httpd_new(struct ev_loop *loop, const struct httpd_limits *limits,
+    httpd_handler handler, void *arg)
+{
+	struct httpd	*h;
+
+	h = xcalloc(1, sizeof *h);
+	h->loop = loop;
+	if (limits != NULL)
+		h->limits = *limits;
+	if (h->limits.head_max == 0)
+		h->limits.head_max = HTTPD_HEAD_MAX;
+	if (h->limits.body_max == 0)
+		h->limits.body_max = HTTPD_BODY_MAX;
+	if (h->limits.conns_max <= 0)
+		h->limits.conns_max = HTTPD_CONNS_MAX;
+	if (h->limits.out_high == 0)
+		h->limits.out_high = HTTPD_OUT_HIGH;
+	if (h->limits.idle_timeout <= 0)
+		h->limits.idle_timeout = HTTPD_IDLE_TIMEOUT;
+	h->handler = handler;
+	h->arg = arg;
+	TAILQ_INIT(&h->conns);
+	return (h);
+}
+
+void
+httpd_set_token(struct httpd *h, const char *token,
+    const char *const *public)
+{
+	size_t	n = 0, i;
+
+	free(h->token);
+	h->token = token != NULL ? xstrdup(token) : NULL;
+	if (h->public != NULL) {
+		for (i = 0; h->public[i] != NULL; i++)
+			free(h->public[i]);
+		free(h->public);
+		h->public = NULL;
+	}
+	while (public != NULL && public[n] != NULL)
+		n++;
+	h->public = xcalloc(n + 1, sizeof *h->public);
+	for (i = 0; i < n; i++)
+		h->public[i] = xstrdup(public[i]);
+}
+
+/*
+ * Whether the Authorization value carries the token: the time taken
+ * depends on the lengths only, never on where the bytes differ.
+ */
+int
+httpd_authorized(struct httpd *h, const char *auth)
+{
+	const char		*given;
+	size_t			 glen, tlen, i;
+	volatile unsigned char	 diff;
+
+	if (h->token == NULL)
+		return (1);
+	if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
+		return (0);
+	for (given = auth + 7; *given == ' '; given++)
+		;
+	glen = strlen(given);
+	tlen = strlen(h->token);
+	diff = glen != tlen;
+	for (i = 0; i < tlen; i++)
+		diff |= (unsigned char)h->token[i] ^
+		    (unsigned char)given[i < glen ? i : 0];
+	return (diff == 0);
+}
+
+int
+httpd_public(struct httpd *h, const char *path)
+{
+	size_t	i;
+
+	for (i = 0; h->public != NULL && h->public[i] != NULL; i++) {
+		if (strcmp(h->public[i], path) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * One connection over the limit: told so at once, in plain text or not
+ * at all (a TLS client could read no plain answer), and closed without
+ * its request being read. What already arrived is dropped first, so that
+ * the close does not reset the connection under the answer.
+ */
+static void
+httpd_turn_away(struct httpd *h, struct httpd_listener *l, int fd)
+{
+	struct buf	 body = { 0 }, msg = { 0 };
+	char		 fields[64], junk[4096];
+
+	if (l->tls == NULL) {
+		snprintf(fields, sizeof fields, "\"limit\":\"max_connections\","
+		    "\"max\":%d", h->limits.conns_max);
+		httpd_error_json(&body, "too many connections", fields);
+		buf_printf(&msg, "HTTP/1.1 503 %s\r\n"
+		    "Content-Type: application/json\r\n"
+		    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		    wire_reason(503), body.len, body.data);
+		while (recv(fd, junk, sizeof junk, MSG_DONTWAIT) > 0)
+			;
+		(void)send(fd, msg.data, msg.len, MSG_DONTWAIT|MSG_NOSIGNAL);
+		shutdown(fd, SHUT_WR);
+		buf_free(&body);
+		buf_free(&msg);
+	}
+	close(fd);
+}
+
+static void
+httpd_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct httpd_listener	*l = w->data;
+	struct httpd		*h = l->h;
+	int			 fd;
+
+	(void)loop;
+	(void)revents;
+	for (;;) {
+		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK|SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN)
+				log_warn("httpd: accept on %s", l->bound);
+			return;
+		}
+		if (h->nconns >= h->limits.conns_max) {
+			log_debug("httpd: %s: over %d connections, turned "
+			    "away", l->bound, h->limits.conns_max);
+			httpd_turn_away(h, l, fd);
+			continue;
+		}
+		httpd_conn_new(h, l, fd);
+	}
+}
+
+/*
+ * Bind a unix socket at path, mode 0600 from the start: the socket's own
+ * mode, set before bind, is what bind gives the file (less the umask),
+ * so there is no moment when another user could connect.
+ */
+static int
+httpd_listen_unix(struct httpd_listener *l, const char *path, char **cause)
+{
+	struct sockaddr_un	 sun;
+	struct stat		 st;
+	int			 fd = -1, probe;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (*path == '\0' || strlen(path) >= sizeof sun.sun_path) {
+		xasprintf(cause, "unix:%s: path empty or too long", path);
+		return (-1);
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			xasprintf(cause, "unix:%s: exists and is not a socket",
+			    path);
+			return (-1);
+		}
+		probe = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0);
+		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
+		    sizeof sun) == 0) {
+			close(probe);
+			xasprintf(cause, "unix:%s: a server is already "
+			    "listening there", path);
+			return (-1);
+		}
+		if (probe != -1)
+			close(probe);
+		/* Nobody answers: what a dead server left. */
+		if (unlink(path) == -1 && errno != ENOENT) {
+			xasprintf(cause, "unix:%s: cannot remove the stale "
+			    "socket: %s", path, strerror(errno));
+			return (-1);
+		}
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM|SOCK_NONBLOCK|SOCK_CLOEXEC, 0);
+	if (fd == -1 || fchmod(fd, 0600) == -1 ||
+	    bind(fd, (struct sockaddr *)&sun, sizeof sun) == -1 ||
+	    chmod(path, 0600) == -1 || listen(fd, HTTPD_BACKLOG) == -1 ||
+	    stat(path, &st) == -1) {
+		xasprintf(cause, "unix:%s: %s", path, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return (-1);
+	}
+	l->fd = fd;
+	l->unix_path = xstrdup(path);
+	l->unix_dev = st.st_dev;
+	l->unix_ino = st.st_ino;
+	xasprintf(&l->bound, "unix:%s", path);
+	return (0);
+}
+
+static int
+httpd_loopback(const struct sockaddr *sa)
+{
+	const struct sockaddr_in	*sin;
+	const struct sockaddr_in6	*sin6;
+	const uint8_t			*a;
+
+	if (sa->sa_family == AF_INET) {
+		sin = (const struct sockaddr_in *)sa;
+		return ((ntohl(sin->sin_addr.s_addr) >> 24) == 127);
+	}
+	if (sa->sa_family == AF_INET6) {
+		sin6 = (const struct sockaddr_in6 *)sa;
+		if (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr))
+			return (1);
+		a = sin6->sin6_addr.s6_addr;
+		return (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && a[12] == 127);
+	}
+	return (0);
+}
+
+/* "tcp:127.0.0.1:PORT" or "tcp:[::1]:PORT" for what fd is bound to. */
+static char *
+httpd_tcp_name(int fd)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 slen = sizeof ss;
+	char			 host[NI_MAXHOST], serv[NI_MAXSERV], *s;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &slen) == -1 ||
+	    getnameinfo((struct sockaddr *)&ss, slen, host, sizeof host, serv,
+	    sizeof serv, NI_NUMERICHOST|NI_NUMERICSERV) != 0)
+		return (xstrdup("tcp:?"));
+	if (ss.ss_family == AF_INET6)
+		xasprintf(&s, "tcp:[%s]:%s", host, serv);
+	else
+		xasprintf(&s, "tcp:%s:%s", host, serv);
+	return (s);
+}
+
+/* ADDR:PORT or [ADDR6]:PORT, into host and port (both allocated). */
+static int
+httpd_split_hostport(const char *s, char **host, char **port)
+{
+	const char	*e, *c;
+
+	if (*s == '[') {
+		if ((e = strchr(s, ']')) == NULL || e[1] != ':')
+			return (-1);
+		*host = xstrndup(s + 1, e - s - 1);
+		c = e + 1;
+	} else {
+		if ((c = strrchr(s, ':')) == NULL)
+			return (-1);
+		*host = xstrndup(s, c - s);
+	}
+	if (c[1] == '\0' || strspn(c + 1, "0123456789") != strlen(c + 1)) {
+		free(*host);
+		*host = NULL;
+		return (-1);
+	}
+	*port = xstrdup(c + 1);
+	return (0);
+}
+
+static int
+httpd_listen_tcp(struct httpd_listener *l, const char *spec, const char *at,
+    int tls, char **cause)
+{
+	struct addrinfo	 hints, *res = NULL;
+	char		*host = NULL, *port = NULL;
+	int		 fd = -1, on = 1, rc = -1, error;
+
+	if (httpd_split_hostport(at, &host, &port) == -1) {
+		xasprintf(cause, "%s: not tcp:ADDR:PORT or tcp:[ADDR6]:PORT",
+		    spec);
+		goto out;
+	}
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE|AI_NUMERICSERV;
+	if ((error = getaddrinfo(*host != '\0' ? host : NULL, port, &hints,
+	    &res)) != 0) {
+		xasprintf(cause, "%s: %s", spec, gai_strerror(error));
+		goto out;
+	}
+	if (!tls && !httpd_loopback(res->ai_addr)) {
+		xasprintf(cause, "%s: %s is not a loopback address: a TCP "
+		    "listener there needs TLS (--tls-cert FILE --tls-key FILE)",
+		    spec, *host != '\0' ? host : "the wildcard address");
+		goto out;
+	}
+	if ((fd = socket(res->ai_family, res->ai_socktype|SOCK_NONBLOCK|
+	    SOCK_CLOEXEC, res->ai_protocol)) == -1) {
+		xasprintf(cause, "%s: socket: %s", spec, strerror(errno));
+		goto out;
+	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+	if (res->ai_family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+	if (bind(fd, res->ai_addr, res->ai_addrlen) == -1 ||
+	    listen(fd, HTTPD_BACKLOG) == -1) {
+		xasprintf(cause, "%s: %s", spec, strerror(errno));
+		goto out;
+	}
+	l->fd = fd;
+	fd = -1;
+	l->bound = httpd_tcp_name(l->fd);
+	rc = 0;
+out:
+	if (fd != -1)
+		close(fd);
+	if (res != NULL)
+		freeaddrinfo(res);
+	free(host);
+	free(port);
+	return (rc);
+}
+
+int
+httpd_listen(struct httpd *h, const char *spec, const char *cert,
+    const char *key, char **cause)
+{
+	struct httpd_listener	*l;
+	int			 rc;
+
+	*cause = NULL;
+	if ((cert == NULL) != (key == NULL)) {
+		xasprintf(cause, "%s: TLS needs both a certificate and a key "
+		    "(--tls-cert FILE --tls-key FILE)", spec);
+		return (-1);
+	}
+	l = xcalloc(1, sizeof *l);
+	l->h = h;
+	l->fd = -1;
+	if (strncmp(spec, "unix:", 5) == 0) {
+		if (cert != NULL) {
+			xasprintf(cause, "%s: TLS is for TCP listeners", spec);
+			free(l);
+			return (-1);
+		}
+		rc = httpd_listen_unix(l, spec + 5, cause);
+	} else if (strncmp(spec, "tcp:", 4) == 0)
+		rc = httpd_listen_tcp(l, spec, spec + 4, cert != NULL, cause);
+	else {
+		xasprintf(cause, "%s: not unix:PATH, tcp:ADDR:PORT or "
+		    "tcp:[ADDR6]:PORT", spec);
+		rc = -1;
+	}
+	if (rc == 0 && cert != NULL &&
+	    (l->tls = httpd_tls_new(cert, key, cause)) == NULL)
+		rc = -1;
+	if (rc == -1) {
+		if (l->fd != -1)
+			close(l->fd);
+		if (l->unix_path != NULL)
+			unlink(l->unix_path);
+		free(l->unix_path);
+		free(l->bound);
+		free(l);
+		return (-1);
+	}
+	ev_io_init(&l->io, httpd_accept_cb, l->fd, EV_READ);
+	l->io.data = l;
+	ev_io_start(h->loop, &l->io);
+	h->listeners = xreallocarray(h->listeners, h->nlisteners + 1,
+	    sizeof *h->listeners);
+	h->listeners[h->nlisteners++] = l;
+	return (0);
+}
+
+const char *
+httpd_bound(struct httpd *h, size_t i)
+{
+	if (i >= h->nlisteners)
+		return (NULL);
+	return (h->listeners[i]->bound);
+}
+
+int
+httpd_connections(struct httpd *h)
+{
+	return (h->nconns);
+}
+
+/* The socket file goes only if it is still the one we bound. */
+static void
+httpd_listener_stop(struct httpd *h, struct httpd_listener *l)
+{
+	struct stat	st;
+
+	if (l->fd == -1)
+		return;
+	ev_io_stop(h->loop, &l->io);
+	close(l->fd);
+	l->fd = -1;
+	if (l->unix_path != NULL && stat(l->unix_path, &st) == 0 &&
+	    st.st_dev == l->unix_dev && st.st_ino == l->unix_ino)
+		unlink(l->unix_path);
+}
+
+void
+httpd_close_listeners(struct httpd *h)
+{
+	size_t	i;
+
+	for (i = 0; i < h->nlisteners; i++)
+		httpd_listener_stop(h, h->listeners[i]);
+}
+
+void
+httpd_free(struct httpd *h)
+{
+	struct httpd_conn	*c;
+	struct httpd_listener	*l;
+	size_t			 i;
+
+	if (h == NULL)
+		return;
+	httpd_close_listeners(h);
+	while ((c = TAILQ_FIRST(&h->conns)) != NULL) {
+		httpd_conn_close(c, 1);
+		httpd_conn_free(c);
+	}
+	for (i = 0; i < h->nlisteners; i++) {
+		l = h->listeners[i];
+		httpd_tls_free(l->tls);
+		free(l->unix_path);
+		free(l->bound);
+		free(l);
+	}
+	free(h->listeners);
+	httpd_set_token(h, NULL, NULL);
+	free(h->public);
+	free(h);
+}

@@ -1,0 +1,161 @@
+/*
+ * core/httpd's own header: the server, its listeners and its connections,
+ * shared by the files of the layer and nothing else.
+ */
+#ifndef QSUP_HTTPD_INT_H
+#define QSUP_HTTPD_INT_H
+
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <ev.h>
+
+#include "httpd.h"
+
+#define HTTPD_READ_MAX		65536	/* input held at once, past a head */
+#define HTTPD_FIELDS_MAX	128	/* header lines in one head: 431 */
+#define HTTPD_TLS_RECORD	16384	/* the most one TLS write takes */
+
+struct httpd_tls;
+struct httpd_tls_conn;
+
+struct httpd_listener {
+	struct httpd	*h;
+	int		 fd;
+	ev_io		 io;
+	char		*bound;		/* "unix:PATH", "tcp:ADDR:PORT" */
+	char		*unix_path;	/* to unlink, if still ours */
+	dev_t		 unix_dev;
+	ino_t		 unix_ino;
+	struct httpd_tls *tls;		/* or NULL: plain */
+};
+
+/* Where a connection is between requests and inside one. */
+enum httpd_conn_state {
+	HTTPD_C_HEAD = 0,	/* waiting for a request head */
+	HTTPD_C_REQ,		/* the handler owns the request */
+	HTTPD_C_DISCARD,	/* the response ended: dropping its body */
+	HTTPD_C_CLOSING		/* the last response out, then closed */
+};
+
+/* What becomes of a request body's bytes. */
+enum httpd_body_mode {
+	HTTPD_B_NONE = 0,	/* nobody asked yet: they wait in c->in */
+	HTTPD_B_BUFFER,		/* httpd_read_body */
+	HTTPD_B_STREAM,		/* httpd_stream_body */
+	HTTPD_B_DISCARD		/* the response ended without them */
+};
+
+/* Where the response to the current request is. */
+enum httpd_resp_state {
+	HTTPD_R_NONE = 0,
+	HTTPD_R_STREAM,		/* its head out, chunks follow */
+	HTTPD_R_DONE
+};
+
+struct httpd_conn {
+	struct httpd		*h;
+	struct httpd_listener	*l;
+	int			 fd;
+	ev_io			 rd;
+	ev_io			 wr;
+	ev_timer		 idle;
+	ev_timer		 kick;		/* process c->in, next turn */
+	struct httpd_tls_conn	*tls;		/* or NULL */
+
+	enum httpd_conn_state	 state;
+	int			 depth;		/* inside our own callbacks */
+	int			 dead;		/* closed: freed at depth 0 */
+	int			 eof;		/* the peer sent no more */
+	int			 shut;		/* closing: our side shut down */
+	int			 tls_want;	/* the handshake waits for */
+	struct buf		 in;
+	struct buf		 out;
+	size_t			 out_off;	/* sent of out */
+	int			 over;		/* passed out_high: drain due */
+
+	struct httpd_req	 req;
+	char			*store;		/* the req's strings */
+	int			 keep_alive;	/* after this response */
+	int			 continued;	/* "100 Continue" sent */
+
+	enum httpd_body_mode	 body_mode;
+	long long		 body_left;	/* Content-Length still due */
+	struct wire_chunked	 chunked;
+	int			 body_done;
+	int			 body_started;	/* some of it was taken */
+	int			 paused;
+	struct buf		 body;		/* a buffered body */
+	size_t			 discarded;
+	httpd_body_cb		 body_cb;
+	void			*body_arg;
+
+	enum httpd_resp_state	 resp;
+	int			 resp_raw;	/* HTTP/1.0: no chunks, close */
+	int			 head_only;	/* HEAD: no body goes out */
+	struct buf		 headers;	/* httpd_header's, for the next */
+
+	void			(*drain_cb)(void *);
+	void			*drain_arg;
+	void			(*close_cb)(void *);
+	void			*close_arg;
+
+	TAILQ_ENTRY(httpd_conn)	 entry;
+};
+TAILQ_HEAD(httpd_conns, httpd_conn);
+
+struct httpd {
+	struct ev_loop		*loop;
+	struct httpd_limits	 limits;
+	httpd_handler		 handler;
+	void			*arg;
+	char			*token;
+	char			**public;	/* NULL-ended */
+	struct httpd_listener	**listeners;
+	size_t			 nlisteners;
+	struct httpd_conns	 conns;
+	int			 nconns;
+};
+
+/* httpd.c */
+int		 httpd_authorized(struct httpd *, const char *);
+int		 httpd_public(struct httpd *, const char *);
+
+/* httpd_conn.c */
+void		 httpd_conn_new(struct httpd *, struct httpd_listener *, int);
+void		 httpd_conn_close(struct httpd_conn *, int);
+void		 httpd_conn_free(struct httpd_conn *);
+void		 httpd_conn_queue(struct httpd_conn *, const void *, size_t);
+void		 httpd_conn_kick(struct httpd_conn *);
+void		 httpd_conn_next(struct httpd_conn *);
+
+/* httpd_body.c */
+int		 httpd_body_feed(struct httpd_conn *);
+int		 httpd_body_discardable(struct httpd_conn *);
+void		 httpd_body_failed(struct httpd_conn *, int, const char *,
+		     const char *);
+
+/* httpd_resp.c */
+void		 httpd_resp_done(struct httpd_conn *);
+void		 httpd_reject(struct httpd_conn *, int, const char *,
+		     const char *);
+void		 httpd_notify_close(struct httpd_conn *);
+void		 httpd_error_json(struct buf *, const char *, const char *);
+
+/* httpd_tls.c */
+struct httpd_tls *httpd_tls_new(const char *, const char *, char **);
+void		 httpd_tls_free(struct httpd_tls *);
+struct httpd_tls_conn *httpd_tls_conn_new(struct httpd_tls *, int);
+void		 httpd_tls_conn_free(struct httpd_tls_conn *);
+#define HTTPD_TLS_OK	0
+#define HTTPD_TLS_READ	1	/* wants the fd readable */
+#define HTTPD_TLS_WRITE	2	/* wants the fd writable */
+#define HTTPD_TLS_FAIL	-1
+int		 httpd_tls_handshake(struct httpd_tls_conn *);
+int		 httpd_tls_done(struct httpd_tls_conn *);
+ssize_t		 httpd_tls_read(struct httpd_tls_conn *, void *, size_t);
+ssize_t		 httpd_tls_write(struct httpd_tls_conn *, const void *, size_t);
+int		 httpd_tls_pending(struct httpd_tls_conn *);
+void		 httpd_tls_notify(struct httpd_tls_conn *);
+
+#endif
