@@ -80,7 +80,8 @@ stub_exec(void *arg, const char *name, json_t *req, const char *in,
 	}
 	r->exit = json_loads(stub.exit, 0, NULL);
 	r->code = json_integer_value(json_object_get(r->exit, "status"));
-	buf_add(&r->out[0], stub.out, stub.outlen);
+	if (stub.out != NULL)
+		buf_add(&r->out[0], stub.out, stub.outlen);
 	buf_add(&r->out[1], "warn\n", 5);
 	r->truncated[0] = stub.truncated;
 	return (0);
@@ -252,8 +253,9 @@ Test(mcp, tools_list)
 		cr_assert(json_is_object(json_object_get(s, "properties")));
 	}
 	s = json_object_get(json_array_get(tools, 1), "inputSchema");
-	cr_assert(json_equal(json_object_get(s, "required"),
-	    json_pack("[s,s]", "name", "argv")));
+	t = json_pack("[s,s]", "name", "argv");
+	cr_assert(json_equal(json_object_get(s, "required"), t));
+	json_decref(t);
 	cr_assert_str_eq(json_path_str(s, "properties.argv.type"), "array");
 	cr_assert_str_eq(json_path_str(s, "properties.argv.items.type"),
 	    "string");
