@@ -123,7 +123,7 @@ const struct cmd_entry cmd_exec_entry = {
 "\n"
 "  -i, --interactive    our stdin is its stdin (else it reads end of file)\n"
 "  -t, --tty            run it on a terminal of our terminal's size (and\n"
-"                       TERM); ours is put in raw mode while it runs\n"
+"                       TERM); with -i, ours is in raw mode while it runs\n"
 "  -e, --env K=V        a variable of its environment (repeatable)\n"
 "  -w, --workdir DIR    its working directory\n"
 "      --timeout S      kill it after S seconds (exit 124)\n"
@@ -740,7 +740,11 @@ cmd_client_exec(const struct cmd_entry *self, int argc, char **argv)
 		sigaction(sigs[i], &sa, &old[i]);
 	handlers = 1;
 	signal(SIGPIPE, SIG_IGN);
-	if (o.tty && isatty(STDIN_FILENO) &&
+	/*
+	 * Raw mode only when our keys go to its terminal (-i): without -i
+	 * a ^C stays ours, a SIGINT sent on.
+	 */
+	if (o.tty && o.interactive && isatty(STDIN_FILENO) &&
 	    tcgetattr(STDIN_FILENO, &cmd_exec_termios) == 0) {
 		raw = cmd_exec_termios;
 		cfmakeraw(&raw);

@@ -300,6 +300,54 @@ test_errors() {
 	serve_stop
 }
 
+# tcp_serve NAME ARGS...: a server on a loopback port of its own; PORT.
+tcp_serve() {
+	SRV=$T_TMP/$1/srv
+	shift
+	mkdir -p "$SRV"
+	chmod 700 "$SRV"
+	"$QSUP" serve --listen tcp:127.0.0.1:0 --token-file "$SRV/token" "$@" \
+	    >"$SRV/log" 2>&1 &
+	SRV_PID=$!
+	PORT=
+	for _ in $(seq 1 200); do
+		PORT=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' \
+		    "$SRV/log")
+		[ -n "$PORT" ] && break
+		sleep 0.05
+	done
+	export QSUP_TOKEN_FILE=$SRV/token
+	[ -n "$PORT" ] || fail "no port: $(tail -3 "$SRV/log")"
+}
+
+# The same client over TCP, and over TLS with the server's certificate.
+test_tcp_and_tls() {
+	local out err
+	tcp_serve tcp
+	out=$("$QSUP" ls --host "http://127.0.0.1:$PORT")
+	expect_eq "ls over TCP" "NAME  STATE  ACCEL  START  CREATED" "$out"
+	serve_stop
+	mkdir -p "$T_TMP/tls"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+	    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+	    -keyout "$T_TMP/tls/key.pem" -out "$T_TMP/tls/cert.pem" \
+	    2>/dev/null || fail "openssl could not make a certificate"
+	tcp_serve tls --tls-cert "$T_TMP/tls/cert.pem" \
+	    --tls-key "$T_TMP/tls/key.pem"
+	export QSUP_HOST=https://localhost:$PORT
+	out=$("$QSUP" sandbox create --cacert "$T_TMP/tls/cert.pem" tl1)
+	expect_eq "create over TLS" tl1 "$out"
+	out=$(QSUP_CACERT=$T_TMP/tls/cert.pem "$QSUP" exec tl1 -- sh -c \
+	    'seq 1 50000; exit 4' | sha256sum; exit "${PIPESTATUS[0]}")
+	expect_eq "exec over TLS: its status" 4 $?
+	expect_eq "exec over TLS: its output" "$(seq 1 50000 | sha256sum)" "$out"
+	err=$("$QSUP" ls 2>&1)
+	expect_eq "TLS without the CA: status" 125 $?
+	expect_match "TLS without the CA: said" "^qsup: https://localhost:$PORT: .*certificate" "$err"
+	QSUP_CACERT=$T_TMP/tls/cert.pem "$QSUP" rm tl1 >/dev/null
+	serve_stop
+}
+
 for t in $(declare -F | awk '$3 ~ /^test_/ {print $3}'); do
 	run_test "$t"
 done
