@@ -852,7 +852,7 @@ cmd_cp_in(struct client *c, const char *src, const char *name,
 	struct stat	 st;
 	char		*full = NULL, *copy, *cause = NULL;
 	int		 fd, r, mode = -1, ret = QSUP_EXIT_ERROR;
-	long long	 size = -1;
+	long long	 size = -1, written = -1;
 
 	if (strcmp(src, "-") == 0)
 		fd = STDIN_FILENO;
@@ -883,11 +883,17 @@ cmd_cp_in(struct client *c, const char *src, const char *name,
 		free(copy);
 		dst = full;
 	}
-	if ((r = client_put(c, name, dst, mode, fd, size, NULL, 0, NULL,
+	if ((r = client_put(c, name, dst, mode, fd, size, NULL, 0, &written,
 	    &cause)) != 0) {
 		xasprintf(&copy, "%s:%s", name, dst);
 		ret = cmd_client_fail(r, copy, cause);
 		free(copy);
+		goto out;
+	}
+	/* A file that changed size while it went up is not what was asked. */
+	if (size >= 0 && written >= 0 && written != size) {
+		log_warnx("%s:%s: %lld bytes written of %s's %lld (did it "
+		    "change meanwhile?)", name, dst, written, src, size);
 		goto out;
 	}
 	ret = 0;

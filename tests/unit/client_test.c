@@ -67,8 +67,8 @@ Test(client, host_specs)
 Test(client, default_host_and_token)
 {
 	struct client	*c;
-	char		 dir[] = "/tmp/client-test.XXXXXX", *path, *cause = NULL;
-	char		*h;
+	char		 dir[] = "/tmp/client-test.XXXXXX", *path, *h;
+	char		*cause = NULL;
 
 	cr_assert_not_null(mkdtemp(dir));
 	setenv("XDG_RUNTIME_DIR", dir, 1);

@@ -209,8 +209,8 @@ Test(mcp, initialize)
 	cr_assert_str_eq(json_path_str(r, "result.serverInfo.version"), "9.9");
 	json_decref(r);
 	/* A newer version we speak is answered as asked; others with ours. */
-	r = ask(m, "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"initialize\","
-	    "\"params\":{\"protocolVersion\":\"2025-03-26\"}}");
+	r = ask(m, "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":"
+	    "\"initialize\",\"params\":{\"protocolVersion\":\"2025-03-26\"}}");
 	cr_assert_str_eq(json_path_str(r, "id"), "a");
 	cr_assert_str_eq(json_path_str(r, "result.protocolVersion"),
 	    "2025-03-26");
