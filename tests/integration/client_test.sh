@@ -81,6 +81,26 @@ test_lifecycle() {
 	# Output in many pieces, whole and in order.
 	out=$("$QSUP" exec c1 -- sh -c 'seq 1 200000' | sha256sum)
 	expect_eq "seq's output" "$(seq 1 200000 | sha256sum)" "$out"
+	# A reader that waits 5 s: the output waits too, not in qsup's memory
+	# (14 MB of RSS here, 33 MB or more when qsup does not pause).
+	out=$(python3 - "$QSUP" <<-'EOF'
+	import resource, subprocess, sys, time
+	p = subprocess.Popen([sys.argv[1], "exec", "c1", "--", "head", "-c",
+	    "50000000", "/dev/zero"], stdout=subprocess.PIPE)
+	time.sleep(5)
+	n = 0
+	while True:
+	    d = p.stdout.read(65536)
+	    if not d:
+	        break
+	    n += len(d)
+	print(n, p.wait(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+	EOF
+	)
+	expect_eq "50 MB to a slow reader: all of it, status 0" "50000000 0" \
+	    "${out% *}"
+	[ "${out##* }" -lt 25000 ] ||
+	    fail "qsup held the output: max RSS ${out##* } KB for 50 MB"
 	# A reader that goes away: qsup ends as a pipeline's writer does.
 	"$QSUP" exec c1 -- sh -c 'while :; do echo y; done' | head -n 2 \
 	    >/dev/null
