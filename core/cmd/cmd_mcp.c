@@ -1039,7 +1039,9 @@ cmd_mcp_serve_start(struct cmd_mcp_server *srv, const char *cacert,
 
 	memset(srv, 0, sizeof *srv);
 	srv->pid = -1;
-	if ((tmp = getenv("TMPDIR")) == NULL || *tmp != '/')
+	/* A socket's path fits in 108 bytes: a long TMPDIR would not do. */
+	if ((tmp = getenv("TMPDIR")) == NULL || *tmp != '/' ||
+	    strlen(tmp) > 64)
 		tmp = "/tmp";
 	xasprintf(&srv->dir, "%s/qsup-mcp.XXXXXX", tmp);
 	if (mkdtemp(srv->dir) == NULL) {
