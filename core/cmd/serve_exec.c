@@ -373,6 +373,9 @@ serve_event_cb(const char *event, const char *data, size_t len, void *arg,
 			serve_kill(e);
 			return (0);
 		}
+		/* Without stdin, the command reads its end at once. */
+		if (e->job == SERVE_EXEC && !e->want_stdin)
+			serve_control(e, "close", NULL, NULL, NULL);
 		if (e->job == SERVE_EXEC) {
 			e->started = 1;
 			httpd_sse_start(e->conn);
