@@ -81,6 +81,13 @@ return {
 	-- The most disk the templates may take; past it, saving one removes
 	-- the least recently used others. 0: no limit.
 	template_cache_max = "4G",
+	-- qsup serve's limits, read from the server's own profile.
+	serve_max_sandboxes = 16,
+	-- serve_max_memory: 0 is three quarters of the host's.
+	serve_max_memory = 0,
+	serve_max_body = "1M",
+	serve_max_header = "16K",
+	serve_max_connections = 256,
 
 	-- Guest kernel and initramfs, absolute or relative to the profile's
 	-- directory; nil means the built-in guest's.
