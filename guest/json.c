@@ -442,15 +442,55 @@ fail:
 }
 
 /* Parse an exec request body; *cause says what and where on error. */
+/* What a parsed exec asks must make sense: -1 with *cause if not. */
+static int
+json_exec_check(struct json_exec *x, char **cause)
+{
+	size_t	i;
+	int	kinds;
+
+	/* One thing to do: a command, a file to read, or one to write. */
+	kinds = (x->argv != NULL) + (x->read != NULL) + (x->write != NULL);
+	if (kinds > 1) {
+		xasprintf(cause, "argv, read and write: only one of them");
+		return (-1);
+	}
+	if (kinds == 0 || (x->argv != NULL && x->argc == 0)) {
+		xasprintf(cause, "argv: required (a non-empty array of "
+		    "strings), unless read or write is given");
+		return (-1);
+	}
+	if (x->has_mode && x->write == NULL) {
+		xasprintf(cause, "mode: only with write");
+		return (-1);
+	}
+	if (x->tty && x->argv == NULL) {
+		xasprintf(cause, "tty: only with argv");
+		return (-1);
+	}
+	if (!x->has_mode)
+		x->mode = 0644;
+	for (i = 0; i < x->nenv; i++) {
+		if (x->env[i][0] == '=' || strchr(x->env[i], '=') == NULL) {
+			xasprintf(cause, "env: not NAME=VALUE: %s", x->env[i]);
+			return (-1);
+		}
+	}
+	if (x->cwd != NULL && x->cwd[0] == '\0') {
+		xasprintf(cause, "cwd: empty");
+		return (-1);
+	}
+	return (0);
+}
+
 int
 json_parse_exec(const char *buf, size_t len, struct json_exec *x,
     char **cause)
 {
 	struct json	 j = { buf, buf, buf + len, NULL };
 	char		*key = NULL;
-	size_t		 i;
 	long		 v;
-	int		 first, kinds;
+	int		 first;
 
 	memset(x, 0, sizeof *x);
 	*cause = NULL;
@@ -528,37 +568,8 @@ json_parse_exec(const char *buf, size_t len, struct json_exec *x,
 		goto fail;
 	}
 
-	/* One thing to do: a command, a file to read, or one to write. */
-	kinds = (x->argv != NULL) + (x->read != NULL) + (x->write != NULL);
-	if (kinds > 1) {
-		xasprintf(cause, "argv, read and write: only one of them");
+	if (json_exec_check(x, cause) == -1)
 		goto fail_late;
-	}
-	if (kinds == 0 || (x->argv != NULL && x->argc == 0)) {
-		xasprintf(cause, "argv: required (a non-empty array of "
-		    "strings), unless read or write is given");
-		goto fail_late;
-	}
-	if (x->has_mode && x->write == NULL) {
-		xasprintf(cause, "mode: only with write");
-		goto fail_late;
-	}
-	if (x->tty && x->argv == NULL) {
-		xasprintf(cause, "tty: only with argv");
-		goto fail_late;
-	}
-	if (!x->has_mode)
-		x->mode = 0644;
-	for (i = 0; i < x->nenv; i++) {
-		if (x->env[i][0] == '=' || strchr(x->env[i], '=') == NULL) {
-			xasprintf(cause, "env: not NAME=VALUE: %s", x->env[i]);
-			goto fail_late;
-		}
-	}
-	if (x->cwd != NULL && x->cwd[0] == '\0') {
-		xasprintf(cause, "cwd: empty");
-		goto fail_late;
-	}
 	return (0);
 fail:
 	xasprintf(cause, "bad JSON at byte %zu: %s", (size_t)(j.p - j.start),

@@ -4,6 +4,7 @@
 #ifndef QSUP_CMD_H
 #define QSUP_CMD_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "vm.h"
@@ -60,6 +61,18 @@ extern const struct cmd_entry	 cmd_cp_entry;
 extern const struct cmd_entry	 cmd_ls_entry;
 extern const struct cmd_entry	 cmd_rm_entry;
 extern const struct cmd_entry	 cmd_mcp_entry;
+struct client;
+/* A qsup serve of our own: its process and private directory. */
+struct cmd_mcp_server {
+	pid_t	 pid;
+	char	*dir;
+	char	*host;
+	char	*token;
+};
+int		 cmd_mcp_serve_start(struct cmd_mcp_server *, const char *,
+		     struct client **);
+void		 cmd_mcp_serve_stop(struct cmd_mcp_server *);
+extern volatile sig_atomic_t cmd_mcp_stop;	/* a signal came */
 
 /*
  * client.c: the client of "qsup serve"'s API (docs/api.md) through

@@ -691,6 +691,23 @@ cmd_exec_request(const struct cmd_client_opts *o, int argc, char **argv)
 	return (req);
 }
 
+/* Our terminal raw while the command has it, restored at exit. */
+static void
+cmd_exec_make_raw(void)
+{
+	struct termios	raw;
+
+	if (!isatty(STDIN_FILENO) ||
+	    tcgetattr(STDIN_FILENO, &cmd_exec_termios) != 0)
+		return;
+	raw = cmd_exec_termios;
+	cfmakeraw(&raw);
+	if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) == 0) {
+		cmd_exec_raw = 1;
+		atexit(cmd_exec_restore);
+	}
+}
+
 static int
 cmd_client_exec(const struct cmd_entry *self, int argc, char **argv)
 {
@@ -701,7 +718,6 @@ cmd_client_exec(const struct cmd_entry *self, int argc, char **argv)
 	struct client		*c = NULL;
 	struct client_exec	*e = NULL;
 	struct sigaction	 sa, old[4];
-	struct termios		 raw;
 	json_t			*req = NULL;
 	const char		*name;
 	char			*cause = NULL, drain[64];
@@ -744,15 +760,8 @@ cmd_client_exec(const struct cmd_entry *self, int argc, char **argv)
 	 * Raw mode only when our keys go to its terminal (-i): without -i
 	 * a ^C stays ours, a SIGINT sent on.
 	 */
-	if (o.tty && o.interactive && isatty(STDIN_FILENO) &&
-	    tcgetattr(STDIN_FILENO, &cmd_exec_termios) == 0) {
-		raw = cmd_exec_termios;
-		cfmakeraw(&raw);
-		if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) == 0) {
-			cmd_exec_raw = 1;
-			atexit(cmd_exec_restore);
-		}
-	}
+	if (o.tty && o.interactive)
+		cmd_exec_make_raw();
 	/* Our own non-blocking descriptions of stdout and stderr. */
 	out = outq_reopen_nonblock(STDOUT_FILENO, O_WRONLY);
 	err = outq_reopen_nonblock(STDERR_FILENO, O_WRONLY);

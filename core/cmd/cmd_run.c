@@ -72,6 +72,20 @@ cmd_run_valid_env(const char *s)
  * Read run's options into a struct run_options and run. argv[0] is "run",
  * or "qsup" in the short form; the first argument not an option is CMD.
  */
+/* An option getopt refused: said, and qsup's error status. */
+static int
+cmd_run_bad_option(char **argv)
+{
+	if (optopt != 0 && optopt != '?')
+		log_warnx("option -%c: %s", optopt, strchr("pew", optopt) !=
+		    NULL ? "needs a value" : "unknown");
+	else
+		log_warnx("%s: unknown option or missing value",
+		    argv[optind - 1]);
+	fprintf(stderr, "try 'qsup --help'\n");
+	return (QSUP_EXIT_ERROR);
+}
+
 static int
 cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 {
@@ -163,15 +177,7 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 			cmd_usage(self, stdout);
 			return (0);
 		default:
-			if (optopt != 0 && optopt != '?')
-				log_warnx("option -%c: %s", optopt,
-				    strchr("pew", optopt) != NULL ?
-				    "needs a value" : "unknown");
-			else
-				log_warnx("%s: unknown option or missing value",
-				    argv[optind - 1]);
-			fprintf(stderr, "try 'qsup --help'\n");
-			return (QSUP_EXIT_ERROR);
+			return (cmd_run_bad_option(argv));
 		}
 	}
 	if (optind >= argc) {
