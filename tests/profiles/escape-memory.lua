@@ -1,4 +1,5 @@
 local t = {}
+local mib = string.rep(string.rep("x", 1024), 1024)
 while true do
-	t[#t + 1] = string.rep("x", 1024 * 1024) .. #t
+	t[#t + 1] = mib .. #t
 end
