@@ -46,9 +46,11 @@ new_key() {
 # A format-2 template by hand: KEY.shape naming it, KEY.state, a sparse
 # KEY.ram of $2 MiB with $3 MiB written at its start, KEY.meta.
 make_shared() {
-	local key=$1
-	printf 'qsup-template 2 ram shared protocol 1\nqemu-arg -m\n' \
-	    >"$TPL/$key.shape"
+	local key=$1 proto
+	# The agent protocol of this qsup: a template of another is stale.
+	proto=$("$QSUP" --version | sed -n 's/.*(agent protocol \([0-9]*\))$/\1/p')
+	printf 'qsup-template 2 ram shared protocol %s\nqemu-arg -m\n' \
+	    "${proto:?no protocol in qsup --version}" >"$TPL/$key.shape"
 	head -c 100000 /dev/zero >"$TPL/$key.state"
 	truncate -s "$2"M "$TPL/$key.ram"
 	dd if=/dev/urandom of="$TPL/$key.ram" bs=1M count="$3" conv=notrunc \
