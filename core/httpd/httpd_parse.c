@@ -19,12 +19,6 @@ struct httpd_arena {
 };
 
 static int
-httpd_is(const char *s, size_t len, const char *want)
-{
-	return (strlen(want) == len && strncasecmp(s, want, len) == 0);
-}
-
-static int
 httpd_hex(int ch)
 {
 	if (ch >= '0' && ch <= '9')
@@ -132,22 +126,6 @@ httpd_parse_line(const char *line, size_t llen, struct httpd_req *req,
 	return (0);
 }
 
-/* Digits only, at most 18 of them; -1 otherwise. */
-static int
-httpd_decimal(const char *s, size_t len, long long *v)
-{
-	size_t	i;
-
-	if (len == 0 || len > 18)
-		return (-1);
-	for (*v = 0, i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return (-1);
-		*v = *v * 10 + (s[i] - '0');
-	}
-	return (0);
-}
-
 /* Whether the comma-separated list holds the token want. */
 static int
 httpd_list_has(const char *s, size_t len, const char *want)
@@ -163,7 +141,7 @@ httpd_list_has(const char *s, size_t len, const char *want)
 		n = e - s;
 		while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 			n--;
-		if (n > 0 && httpd_is(s, n, want))
+		if (n > 0 && wire_is(s, n, want))
 			return (1);
 		s = e;
 	}
@@ -176,43 +154,35 @@ httpd_parse_field(const char *line, size_t llen, struct httpd_req *req,
     struct httpd_arena *a, const char **why)
 {
 	struct wire_field	 f;
-	size_t			 i;
+	const char		*bad;
 	long long		 cl;
 
-	if (line[0] == ' ' || line[0] == '\t')
-		return (httpd_refuse(why, 400, "folded header line"));
-	if (wire_field_split(line, llen, &f) == -1)
-		return (httpd_refuse(why, 400, "bad header line"));
-	for (i = 0; i < f.vlen; i++) {
-		if (((unsigned char)f.value[i] < 0x20 && f.value[i] != '\t') ||
-		    f.value[i] == 0x7f)
-			return (httpd_refuse(why, 400, "control character in "
-			    "header"));
-	}
-	if (httpd_is(f.name, f.nlen, "Content-Length")) {
-		if (httpd_decimal(f.value, f.vlen, &cl) == -1)
+	if ((bad = wire_field_take(line, llen, &f)) != NULL)
+		return (httpd_refuse(why, 400, bad));
+	if (wire_is(f.name, f.nlen, "Content-Length")) {
+		if (wire_decimal(f.value, f.vlen, 18, &cl) == -1)
 			return (httpd_refuse(why, 400, "bad Content-Length"));
 		if (req->content_length != -1 && req->content_length != cl)
 			return (httpd_refuse(why, 400, "conflicting "
 			    "Content-Length"));
 		req->content_length = cl;
-	} else if (httpd_is(f.name, f.nlen, "Transfer-Encoding")) {
-		if (!httpd_is(f.value, f.vlen, "chunked") || req->chunked)
+	} else if (wire_is(f.name, f.nlen, "Transfer-Encoding")) {
+		if (!wire_is(f.value, f.vlen, "chunked") || req->chunked)
 			return (httpd_refuse(why, 501, "unsupported "
 			    "Transfer-Encoding"));
 		req->chunked = 1;
-	} else if (httpd_is(f.name, f.nlen, "Connection")) {
+	} else if (wire_is(f.name, f.nlen, "Connection")) {
 		if (httpd_list_has(f.value, f.vlen, "close"))
 			req->keep_alive = 0;
-	} else if (httpd_is(f.name, f.nlen, "Expect")) {
-		if (httpd_is(f.value, f.vlen, "100-continue"))
+	} else if (wire_is(f.name, f.nlen, "Expect")) {
+		if (wire_is(f.value, f.vlen, "100-continue"))
 			req->expect_continue = 1;
-	} else if (httpd_is(f.name, f.nlen, "Content-Type")) {
+	} else if (wire_is(f.name, f.nlen, "Content-Type")) {
 		if (req->content_type != NULL)
 			return (httpd_refuse(why, 400, "more than one "
 			    "Content-Type"));
 		req->content_type = httpd_arena_copy(a, f.value, f.vlen);
-	} else if (httpd_is(f.name, f.nlen, "Authorization")) {
+	} else if (wire_is(f.name, f.nlen, "Authorization")) {
 		if (req->authorization != NULL)
 			return (httpd_refuse(why, 400, "more than one "
 			    "Authorization"));

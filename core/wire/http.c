@@ -123,7 +123,29 @@ wire_field_split(const char *line, size_t len, struct wire_field *f)
 	return (0);
 }
 
-static int
+/*
+ * A header line of a request, into *f: NULL, or why it is refused (a
+ * folded line, no "NAME:", a control character in the value).
+ */
+const char *
+wire_field_take(const char *line, size_t len, struct wire_field *f)
+{
+	size_t	i;
+
+	if (len > 0 && (line[0] == ' ' || line[0] == '\t'))
+		return ("folded header line");
+	if (wire_field_split(line, len, f) == -1)
+		return ("bad header line");
+	for (i = 0; i < f->vlen; i++) {
+		if (((unsigned char)f->value[i] < 0x20 &&
+		    f->value[i] != '\t') || f->value[i] == 0x7f)
+			return ("control character in header");
+	}
+	return (NULL);
+}
+
+/* Whether s, len bytes, is want, whatever the case. */
+int
 wire_is(const char *s, size_t len, const char *want)
 {
 	return (strlen(want) == len && strncasecmp(s, want, len) == 0);
@@ -212,7 +234,7 @@ wire_status_line(struct wire_head *h, const char *line, size_t llen)
 }
 
 /* Digits only, at most max digits; -1 otherwise. */
-static int
+int
 wire_decimal(const char *s, size_t len, size_t max, long long *v)
 {
 	size_t	i;
@@ -232,19 +254,11 @@ static int
 wire_request_header(struct wire_head *h, const char *line, size_t llen)
 {
 	struct wire_field	 f;
-	size_t			 i;
+	const char		*why;
 	long long		 cl;
 
-	if (line[0] == ' ' || line[0] == '\t')
-		return (wire_head_fail(h, 400, "folded header line"));
-	if (wire_field_split(line, llen, &f) == -1)
-		return (wire_head_fail(h, 400, "bad header line"));
-	for (i = 0; i < f.vlen; i++) {
-		if (((unsigned char)f.value[i] < 0x20 && f.value[i] != '\t') ||
-		    f.value[i] == 0x7f)
-			return (wire_head_fail(h, 400, "control character in "
-			    "header"));
-	}
+	if ((why = wire_field_take(line, llen, &f)) != NULL)
+		return (wire_head_fail(h, 400, why));
 	if (wire_is(f.name, f.nlen, "Authorization")) {
 		if (h->has_auth)
 			return (wire_head_fail(h, 400, "more than one "

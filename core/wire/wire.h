@@ -239,6 +239,9 @@ int		 wire_token(const char *, size_t);
 int		 wire_request_split(const char *, size_t,
 		     struct wire_request_line *);
 int		 wire_field_split(const char *, size_t, struct wire_field *);
+const char	*wire_field_take(const char *, size_t, struct wire_field *);
+int		 wire_is(const char *, size_t, const char *);
+int		 wire_decimal(const char *, size_t, size_t, long long *);
 void		 wire_head_init(struct wire_head *, int);
 int		 wire_head_line(struct wire_head *, const char *, size_t);
 int		 wire_head_parse(struct wire_head *, int, const char *, size_t);
