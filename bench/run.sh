@@ -154,6 +154,11 @@ bench/image.sh "$cold_runs" "$warm_runs"
 echo
 bench/image_pull.sh
 
+# The server: exec round trip, streams, files, the API against qsup run,
+# the server's RSS.
+echo
+bench/serve.sh "$warm_runs"
+
 # Density, on demand: N sandboxes at once (slow: N guests).
 # The previous format first, then the default, in the same run.
 if [ -n "${QSUP_BENCH_DENSITY:-}" ]; then
