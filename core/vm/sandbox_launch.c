@@ -259,7 +259,7 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	qemu_arg(a, "-serial");
 	qemu_arg(a, "chardev:con");
 	qemu_arg(a, "-device");
-	qemu_arg(a, "virtio-serial-pci");
+	qemu_arg(a, "virtio-serial-device");
 	for (i = 0; i < (int)sb->nshares; i++) {
 		tmp = qemu_escape(sb->shares[i].host);
 		qemu_arg(a, "-fsdev");

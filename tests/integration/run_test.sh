@@ -223,21 +223,6 @@ test_short_form() {
 	expect_match "memory from the profile" 'MemTotal: +2[0-9]{5} kB' "$out"
 }
 
-# What the guest kernel keeps for itself must leave the command most of
-# its memory. The agent ports' receive buffers once took 64 MiB of a
-# guest (1024 pages each on virtio-mmio, whose queues are the maximum
-# size): a 128M sandbox panicked before its first command.
-test_guest_memory_left() {
-	local out free
-	out=$("$QSUP" run --set memory=256M -- sh -c \
-	    'grep MemAvailable /proc/meminfo') || fail "the run failed"
-	free=$(awk '{ print int($2 / 1024) }' <<<"$out")
-	[ "${free:-0}" -ge 140 ] ||
-	    fail "of 256M, $free MB available to the command: $out"
-	"$QSUP" run --set memory=128M -- true 2>"$T_TMP/err" ||
-	    fail "a 128M sandbox: $(tail -n 3 "$T_TMP/err")"
-}
-
 test_never_ready() {
 	local err st t0=$SECONDS
 	# An initramfs whose /init never answers: busybox as init.
