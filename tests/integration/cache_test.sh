@@ -118,13 +118,13 @@ test_ls_shared() {
 check_cap_kept_by_runs() {
 	local ram=$1 one cap before after k m total
 	fresh_cache "cap_$ram"
-	run_mem 128M --set template_ram="$ram" >/dev/null
+	run_mem 192M --set template_ram="$ram" >/dev/null
 	one=$(ls_json '.allocated')
 	[ "$one" -gt 0 ] || { fail "no template"; return; }
 	# One and a half of it, in whole KiB (the setting wants 512-byte units).
 	cap=$(( (one * 3 / 2) / 1024 * 1024 ))
 	before=$(keys)
-	for m in 136M 144M 152M; do
+	for m in 200M 208M 216M; do
 		k=$(run_mem "$m" --set template_ram="$ram" \
 		    --set template_cache_max="$cap")
 		expect_eq "memory=$m builds" '"template-build"' "$k"
@@ -137,7 +137,7 @@ check_cap_kept_by_runs() {
 		before=$after
 	done
 	# A warm run under the cap keeps its own template.
-	expect_eq "warm" '"warm"' "$(run_mem 152M --set template_ram="$ram" \
+	expect_eq "warm" '"warm"' "$(run_mem 216M --set template_ram="$ram" \
 	    --set template_cache_max="$cap")"
 	expect_eq "still there" "$before" "$(keys)"
 }
@@ -156,19 +156,19 @@ test_cap_kept_by_runs_shared() {
 test_restore_is_a_use() {
 	local a b c cap used_a used_b
 	fresh_cache lru
-	run_mem 128M >/dev/null
+	run_mem 192M >/dev/null
 	a=$(keys)
-	run_mem 144M >/dev/null
+	run_mem 208M >/dev/null
 	b=$(new_key "$a" "$(keys)")
 	sleep 1.1	# mtimes in whole seconds
-	expect_eq "a restore" '"warm"' "$(run_mem 128M)"
+	expect_eq "a restore" '"warm"' "$(run_mem 192M)"
 	used_a=$(ls_json ".templates[] | select(.key == \"$a\") | .used")
 	used_b=$(ls_json ".templates[] | select(.key == \"$b\") | .used")
 	[ "$used_a" -gt "$used_b" ] ||
 	    fail "restored $a last used $used_a, saved-only $b $used_b"
 	# Room for about two: the third's save removes b, restored since a.
 	cap=$(( ($(ls_json '.allocated') * 5 / 4) / 1024 * 1024 ))
-	run_mem 160M --set template_cache_max="$cap" >/dev/null
+	run_mem 224M --set template_cache_max="$cap" >/dev/null
 	c=$(new_key "$a
 $b" "$(keys)")
 	expect_eq "a and the new one kept" "$(sort <<<"$a
@@ -179,11 +179,11 @@ $c")" "$(keys)"
 test_prune_by_hand() {
 	local a b c keep out
 	fresh_cache prune
-	run_mem 128M >/dev/null
+	run_mem 192M >/dev/null
 	a=$(keys)
-	run_mem 144M >/dev/null
+	run_mem 208M >/dev/null
 	b=$(new_key "$a" "$(keys)")
-	run_mem 160M >/dev/null
+	run_mem 224M >/dev/null
 	c=$(new_key "$a
 $b" "$(keys)")
 	[ -n "$a" ] && [ -n "$b" ] && [ -n "$c" ] || { fail "three templates: $a $b $c"; return; }
@@ -201,7 +201,7 @@ $b" "$(keys)")
 	expect_eq "the most recently used kept" "$b" "$(keys)"
 	[ ! -e "$TPL/$a.state" ] && [ ! -e "$TPL/$c.state" ] ||
 	    fail "prune left a state file"
-	expect_eq "a warm run of it" '"warm"' "$(run_mem 144M)"
+	expect_eq "a warm run of it" '"warm"' "$(run_mem 208M)"
 	"$QSUP" cache prune --max bogus 2>"$T_TMP/err"
 	expect_eq "a bad size" 125 $?
 	expect_match "said" 'template_cache_max: "bogus" is not a size' "$(cat "$T_TMP/err")"
@@ -213,7 +213,7 @@ test_clear_takes_every_file() {
 	local real k2=00000000000000000000000000000002
 	local k3=00000000000000000000000000000003 out
 	fresh_cache clear
-	run_mem 128M >/dev/null
+	run_mem 192M >/dev/null
 	real=$(keys)
 	make_shared $k2 512 3
 	make_shared $k3 64 1
