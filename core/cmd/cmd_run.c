@@ -68,10 +68,6 @@ cmd_run_valid_env(const char *s)
 	return (1);
 }
 
-/*
- * Read run's options into a struct run_options and run. argv[0] is "run",
- * or "qsup" in the short form; the first argument not an option is CMD.
- */
 /* An option getopt refused: said, and qsup's error status. */
 static int
 cmd_run_bad_option(char **argv)
@@ -86,6 +82,10 @@ cmd_run_bad_option(char **argv)
 	return (QSUP_EXIT_ERROR);
 }
 
+/*
+ * Read run's options into a struct run_options and run. argv[0] is "run",
+ * or "qsup" in the short form; the first argument not an option is CMD.
+ */
 static int
 cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 {
