@@ -48,6 +48,7 @@ httpd_new(struct ev_loop *loop, const struct httpd_limits *limits,
 	h->handler = handler;
 	h->arg = arg;
 	TAILQ_INIT(&h->conns);
+	TAILQ_INIT(&h->lingers);
 	return (h);
 }
 
@@ -110,17 +111,56 @@ httpd_public(struct httpd *h, const char *path)
 	return (0);
 }
 
+static void
+httpd_linger_free(struct httpd_linger *g)
+{
+	struct httpd	*h = g->h;
+
+	ev_io_stop(h->loop, &g->rd);
+	ev_timer_stop(h->loop, &g->timer);
+	close(g->fd);
+	TAILQ_REMOVE(&h->lingers, g, entry);
+	h->nlingers--;
+	free(g);
+}
+
+static void
+httpd_linger_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct httpd_linger	*g = w->data;
+	char			 junk[4096];
+	ssize_t			 n;
+
+	(void)loop;
+	(void)revents;
+	while ((n = recv(g->fd, junk, sizeof junk, MSG_DONTWAIT)) > 0)
+		;
+	if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
+	    errno != EINTR))
+		httpd_linger_free(g);
+}
+
+static void
+httpd_linger_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	httpd_linger_free(w->data);
+}
+
 /*
  * One connection over the limit: told so at once, in plain text or not
- * at all (a TLS client could read no plain answer), and closed without
- * its request being read. What already arrived is dropped first, so that
- * the close does not reset the connection under the answer.
+ * at all (a TLS client could read no plain answer), without its request
+ * being read. It then lingers (struct httpd_linger), or, with
+ * HTTPD_LINGER_MAX already lingering, is closed after dropping what
+ * already arrived.
  */
 static void
 httpd_turn_away(struct httpd *h, struct httpd_listener *l, int fd)
 {
-	struct buf	 body = { 0 }, msg = { 0 };
-	char		 fields[64], junk[4096];
+	struct buf		 body = { 0 }, msg = { 0 };
+	struct httpd_linger	*g;
+	char			 fields[64], junk[4096];
 
 	if (l->tls == NULL) {
 		snprintf(fields, sizeof fields, "\"limit\":\"max_connections\","
@@ -138,7 +178,20 @@ httpd_turn_away(struct httpd *h, struct httpd_listener *l, int fd)
 		buf_free(&body);
 		buf_free(&msg);
 	}
-	close(fd);
+	if (h->nlingers >= HTTPD_LINGER_MAX) {
+		close(fd);
+		return;
+	}
+	g = xcalloc(1, sizeof *g);
+	g->h = h;
+	g->fd = fd;
+	ev_io_init(&g->rd, httpd_linger_read_cb, fd, EV_READ);
+	ev_timer_init(&g->timer, httpd_linger_timer_cb, HTTPD_LINGER_TIME, 0.);
+	g->rd.data = g->timer.data = g;
+	ev_io_start(h->loop, &g->rd);
+	ev_timer_start(h->loop, &g->timer);
+	TAILQ_INSERT_TAIL(&h->lingers, g, entry);
+	h->nlingers++;
 }
 
 static void
@@ -470,6 +523,8 @@ httpd_free(struct httpd *h)
 	if (h == NULL)
 		return;
 	httpd_close_listeners(h);
+	while (!TAILQ_EMPTY(&h->lingers))
+		httpd_linger_free(TAILQ_FIRST(&h->lingers));
 	while ((c = TAILQ_FIRST(&h->conns)) != NULL) {
 		httpd_conn_close(c, 1);
 		httpd_conn_free(c);

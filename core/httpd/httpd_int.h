@@ -16,6 +16,8 @@
 #define HTTPD_FIELDS_MAX	128	/* header lines in one head: 431 */
 #define HTTPD_TLS_RECORD	16384	/* the most one TLS write takes */
 #define HTTPD_ACCEPT_PAUSE	0.5	/* out of fds: seconds before trying again */
+#define HTTPD_LINGER_MAX	32	/* turned-away connections draining */
+#define HTTPD_LINGER_TIME	1.0	/* seconds one may drain */
 
 struct httpd_tls;
 struct httpd_tls_conn;
@@ -106,6 +108,21 @@ struct httpd_conn {
 };
 TAILQ_HEAD(httpd_conns, httpd_conn);
 
+/*
+ * A connection turned away over the limit: its 503 is out and our side
+ * shut, and what the client still sends is read and dropped until it
+ * closes or HTTPD_LINGER_TIME passes. Closing at once, with a request
+ * arriving just after, would reset the connection under the answer.
+ */
+struct httpd_linger {
+	struct httpd		*h;
+	int			 fd;
+	ev_io			 rd;
+	ev_timer		 timer;
+	TAILQ_ENTRY(httpd_linger) entry;
+};
+TAILQ_HEAD(httpd_lingers, httpd_linger);
+
 struct httpd {
 	struct ev_loop		*loop;
 	struct httpd_limits	 limits;
@@ -117,6 +134,8 @@ struct httpd {
 	size_t			 nlisteners;
 	struct httpd_conns	 conns;
 	int			 nconns;
+	struct httpd_lingers	 lingers;
+	int			 nlingers;
 	unsigned long long	 answered[HTTPD_CLASSES];	/* by class */
 };
 

@@ -260,8 +260,10 @@ test_limits() {
 	expect_eq "past max_sandboxes" 503 "$CODE"
 	expect_match "names it" '"limit":"max_sandboxes","max":1' "$out"
 	# Connections held open without a request: the next one is refused.
+	# Its request comes after the server has turned it away (the sleep),
+	# and must still get the answer, not a reset.
 	python3 - "$SOCK" <<'EOF' >"$S/conns"
-import socket, sys
+import socket, sys, time
 held = []
 for _ in range(3):
     s = socket.socket(socket.AF_UNIX)
@@ -269,6 +271,7 @@ for _ in range(3):
     held.append(s)
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
+time.sleep(0.3)
 s.sendall(b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 s.settimeout(5)
 print(s.recv(4096).decode(errors="replace"))
