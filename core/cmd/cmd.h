@@ -168,6 +168,7 @@ char		*mcp_base64(const void *, size_t);
 extern const struct cmd_entry	 cmd_profile_entry;	/* cmd_profile.c */
 extern const struct cmd_entry	 cmd_version_entry;	/* cmd_version.c */
 extern const struct cmd_entry	 cmd_help_entry;	/* cmd_help.c */
+int		 cmd_complete(int, char **);		/* cmd_complete.c */
 
 /* run.c: what "qsup run" does, once cmd_run.c has read its options */
 struct run_options {
