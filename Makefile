@@ -43,6 +43,27 @@ UNIT_BIN	 = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 
 GUEST		 = $(B)/guest/vmlinux $(B)/guest/initramfs.cpio
 
+# Man pages, from contrib/man/*.scd.in: their settings and commands are
+# what $(B)/qsup prints (contrib/man/gen.sh), so they cannot disagree.
+MAN		 = $(B)/man/qsup.1 $(B)/man/qsup-profile.5 $(B)/man/qsup-serve.8
+
+# Where "make install" puts things (./build.sh install [PREFIX]); DESTDIR
+# stages them, the binary still looks for its guest under PREFIX. The
+# guest lives in lib/, not share/: a kernel and an initramfs with a static
+# x86-64 agent are of one architecture, which share/ is not for (FHS).
+PREFIX		?= /usr/local
+BINDIR		 = $(PREFIX)/bin
+LIBDIR		 = $(PREFIX)/lib/qsup
+MANDIR		 = $(PREFIX)/share/man
+BASHCOMPDIR	 = $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR	 = $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR	 = $(PREFIX)/share/fish/vendor_completions.d
+INSTALLED	 = $(BINDIR)/qsup $(LIBDIR)/vmlinux $(LIBDIR)/initramfs.cpio \
+		   $(LIBDIR)/qsup-agent $(MANDIR)/man1/qsup.1 \
+		   $(MANDIR)/man5/qsup-profile.5 $(MANDIR)/man8/qsup-serve.8 \
+		   $(BASHCOMPDIR)/qsup $(ZSHCOMPDIR)/_qsup \
+		   $(FISHCOMPDIR)/qsup.fish
+
 # The unit suites again, and the fuzz targets, under AddressSanitizer and
 # UndefinedBehaviorSanitizer: their own object tree, so the normal build
 # is untouched. Any UBSan finding ends the process, so a test fails.
@@ -87,8 +108,8 @@ $(1)/obj/core/cmd/%.o: INC = $$(I_CMD)
 endef
 $(foreach t,$(B) $(B)/asan $(B)/libfuzzer,$(eval $(call layer_inc,$(t))))
 
-.PHONY: all tests clean
-all: $(B)/qsup $(B)/qsup-agent $(GUEST)
+.PHONY: all tests clean install uninstall FORCE
+all: $(B)/qsup $(B)/qsup-agent $(GUEST) $(MAN)
 tests: all $(UNIT_BIN) $(ASAN_UNIT_BIN) $(FUZZ_BIN) $(B)/asan/qsup
 
 $(B)/obj/%.o: %.c
@@ -102,6 +123,51 @@ $(B)/obj/lua/builtin.o: lua/builtin.S $(wildcard profiles/*.lua lua/*.lua)
 
 $(B)/qsup: $(CORE_OBJ)
 	$(CC) $(QSUP_CFLAGS) -o $@ $(CORE_OBJ) $(QSUP_LIBS)
+
+$(B)/man/%: contrib/man/%.scd.in contrib/man/gen.sh $(B)/qsup
+	@mkdir -p $(dir $@)
+	contrib/man/gen.sh $(B)/qsup $< >$@.scd
+	scdoc <$@.scd >$@.tmp
+	mv $@.tmp $@
+
+# The installed binary: $(B)/qsup's objects, but guest.c's with LIBDIR
+# compiled in, so that a copy taken away from its tree still finds its
+# guest. $(B)/install/libdir changes only when LIBDIR does.
+$(B)/install/libdir: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(LIBDIR)' | cmp -s - $@ || echo '$(LIBDIR)' >$@
+
+$(B)/install/guest.o: INC = $(I_VM)
+$(B)/install/guest.o: core/vm/guest.c $(B)/install/libdir
+	$(CC) $(QSUP_CFLAGS) -DQSUP_LIBDIR='"$(LIBDIR)"' -MMD -MP -c $< -o $@
+
+$(B)/install/qsup: $(filter-out $(B)/obj/core/vm/guest.o,$(CORE_OBJ)) \
+		$(B)/install/guest.o
+	$(CC) $(QSUP_CFLAGS) -o $@ $^ $(QSUP_LIBS)
+
+# The built-in profiles are compiled in (lua/builtin.S): nothing to install.
+install: $(B)/install/qsup $(B)/qsup-agent $(GUEST) $(MAN)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) \
+	    $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -m 0755 $(B)/install/qsup $(DESTDIR)$(BINDIR)/qsup
+	install -m 0644 $(GUEST) $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(B)/qsup-agent $(DESTDIR)$(LIBDIR)/qsup-agent
+	install -m 0644 $(B)/man/qsup.1 $(DESTDIR)$(MANDIR)/man1/qsup.1
+	install -m 0644 $(B)/man/qsup-profile.5 \
+	    $(DESTDIR)$(MANDIR)/man5/qsup-profile.5
+	install -m 0644 $(B)/man/qsup-serve.8 \
+	    $(DESTDIR)$(MANDIR)/man8/qsup-serve.8
+	install -m 0644 contrib/completion/qsup.bash \
+	    $(DESTDIR)$(BASHCOMPDIR)/qsup
+	install -m 0644 contrib/completion/_qsup $(DESTDIR)$(ZSHCOMPDIR)/_qsup
+	install -m 0644 contrib/completion/qsup.fish \
+	    $(DESTDIR)$(FISHCOMPDIR)/qsup.fish
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(LIBDIR) 2>/dev/null
 
 $(B)/qsup-agent: $(AGENT_SRC) $(wildcard guest/*.h) $(wildcard core/wire/*)
 	@mkdir -p $(B)
@@ -175,6 +241,6 @@ $(B)/mkcpio: guest/mkcpio.c
 clean:
 	rm -rf $(B)
 
--include $(CORE_OBJ:.o=.d) $(wildcard $(B)/asan/obj/*/*.d \
+-include $(CORE_OBJ:.o=.d) $(wildcard $(B)/install/*.d $(B)/asan/obj/*/*.d \
 	   $(B)/asan/obj/*/*/*.d $(B)/libfuzzer/obj/*/*.d \
 	   $(B)/libfuzzer/obj/*/*/*.d)

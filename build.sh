@@ -8,6 +8,9 @@
 #                       run tests/fuzz/NAME_fuzz.c under clang's libFuzzer
 #                       (default 300 s), from its corpus; findings go to
 #                       build/libfuzzer/NAME/
+#   ./build.sh install [PREFIX]
+#                       build, then install into PREFIX (default
+#                       /usr/local; DESTDIR in the environment stages it)
 #   ./build.sh bench    build, then run the benchmarks
 #   ./build.sh clean    remove build/
 set -euo pipefail
@@ -23,6 +26,7 @@ PACKAGES=(
 	clang libclang-rt-14-dev
 	mmdebstrap fdisk e2fsprogs
 	curl openssl
+	scdoc
 )
 
 ensure_packages() {
@@ -68,6 +72,11 @@ fuzz)
 	exec "../$2_fuzz" -max_total_time="${3:-300}" -timeout=10 \
 	    -print_final_stats=1 corpus "../../../tests/fuzz/corpus/$2"
 	;;
+install)
+	ensure_packages
+	make -s -j"$jobs" all
+	exec make -s install PREFIX="${2:-/usr/local}"
+	;;
 bench)
 	ensure_packages
 	make -s -j"$jobs" all
@@ -77,7 +86,7 @@ clean)
 	rm -rf build
 	;;
 *)
-	echo "usage: ./build.sh [all|test|fuzz NAME [SECONDS]|bench|clean]" >&2
+	echo "usage: ./build.sh [all|test|fuzz NAME [SECONDS]|install [PREFIX]|bench|clean]" >&2
 	exit 2
 	;;
 esac

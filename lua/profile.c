@@ -539,7 +539,7 @@ profile_set_origins(struct profile_ctx *ctx)
 }
 
 /* $XDG_CONFIG_HOME/qsup/profiles, or ~/.config/qsup/profiles; or NULL. */
-static char *
+char *
 profile_user_dir(void)
 {
 	const char	*base, *home;

@@ -133,6 +133,9 @@ void		 profile_print(const struct profile *, int, struct buf *);
 const char	*profile_sm_name(enum profile_sm);
 void		 profile_free(struct profile *);
 void		 profile_help(struct buf *);
+/* profile_complete.c: names for shell completion, one a line */
+void		 profile_complete_settings(struct buf *, const char *);
+void		 profile_complete_names(struct buf *, const char *);
 /* Measures qsup.kvm when a profile first reads it; sets *why. */
 typedef int	(*profile_kvm_fact)(char **);
 void		 profile_set_kvm_fact(profile_kvm_fact);

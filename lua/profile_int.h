@@ -296,6 +296,7 @@ int	 profile_file_add(struct profile_ctx *, enum profile_file_kind,
 int	 profile_file_short_src(lua_State *, struct profile_file *);
 int	 profile_file_of(struct profile_ctx *, const char *);
 int	 profile_setting_index(const char *);
+char	*profile_user_dir(void);
 
 /* profile_lua.c */
 struct profile_ctx	*profile_ctx(lua_State *);

@@ -35,6 +35,9 @@ int		 cmd_exec(const struct cmd_entry *, int, char **);
 void		 cmd_usage(const struct cmd_entry *, FILE *);
 void		 cmd_usage_all(FILE *);
 
+/* cmd_complete.c: the hidden "qsup __complete WORD...", for the shells */
+int		 cmd_complete(int, char **);
+
 /* The commands, one file each. */
 extern const struct cmd_entry	 cmd_run_entry;		/* cmd_run.c */
 extern const struct cmd_entry	 cmd_cache_entry;	/* cmd_cache.c */

@@ -2,6 +2,7 @@
  * qsup: run untrusted commands inside disposable QEMU microVMs.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "cmd.h"
 
@@ -20,6 +21,8 @@ main(int argc, char **argv)
 		cmd_usage_all(stderr);
 		return (QSUP_EXIT_ERROR);
 	}
+	if (strcmp(argv[1], "__complete") == 0)	/* hidden: for the shells */
+		return (cmd_complete(argc - 1, argv + 1));
 	if ((e = cmd_find(cmd_table, argv[1])) != NULL)
 		return (cmd_exec(e, argc - 1, argv + 1));
 	if (argv[1][0] == '-')

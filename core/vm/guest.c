@@ -13,24 +13,98 @@
 
 #include "vm.h"
 
-/* The default guest lives in guest/ beside the qsup binary (build/). */
-static char *
-guest_default_dir(void)
+/*
+ * The places the default guest is looked for, in order, each a directory
+ * holding vmlinux and initramfs.cpio: $QSUP_GUEST_DIR alone when it is set;
+ * else guest/ beside the binary (the build tree: build/qsup, build/guest),
+ * lib/qsup under the binary's prefix (an install, wherever its tree was
+ * moved: PREFIX/bin/qsup, PREFIX/lib/qsup), and the install's own prefix,
+ * compiled in (QSUP_LIBDIR: a binary copied away from its tree, or one
+ * installed through DESTDIR, which it never looks under). Returns how many.
+ */
+#define GUEST_NDIRS	3
+static size_t
+guest_default_dirs(char *dirs[GUEST_NDIRS])
 {
 	char		 exe[PATH_MAX];
 	const char	*env;
-	char		*slash, *dir;
-	ssize_t		 n;
+	char		*slash;
+	ssize_t		 len;
+	size_t		 n = 0;
 
-	if ((env = getenv("QSUP_GUEST_DIR")) != NULL && *env != '\0')
-		return (xstrdup(env));
-	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) == -1)
-		return (xstrdup("/usr/local/share/qsup/guest"));
-	exe[n] = '\0';
-	if ((slash = strrchr(exe, '/')) != NULL)
-		*slash = '\0';
-	xasprintf(&dir, "%s/guest", exe);
-	return (dir);
+	if ((env = getenv("QSUP_GUEST_DIR")) != NULL && *env != '\0') {
+		dirs[n++] = xstrdup(env);
+		return (n);
+	}
+	if ((len = readlink("/proc/self/exe", exe, sizeof exe - 1)) != -1) {
+		exe[len] = '\0';
+		if ((slash = strrchr(exe, '/')) != NULL)
+			*slash = '\0';
+		xasprintf(&dirs[n++], "%s/guest", exe);
+		if ((slash = strrchr(exe, '/')) != NULL) {
+			*slash = '\0';
+			xasprintf(&dirs[n++], "%s/lib/qsup", exe);
+		}
+	}
+#ifdef QSUP_LIBDIR
+	if (n == 0 || strcmp(dirs[n - 1], QSUP_LIBDIR) != 0)
+		dirs[n++] = xstrdup(QSUP_LIBDIR);
+#endif
+	return (n);
+}
+
+static int
+guest_is_file(const char *path)
+{
+	struct stat	st;
+
+	return (stat(path, &st) == 0 && S_ISREG(st.st_mode));
+}
+
+/*
+ * The first of the places that holds the default guest's files the
+ * profile did not name itself (kernel, initramfs or both), or NULL and
+ * *cause naming every place looked at.
+ */
+static char *
+guest_default_dir(int kernel, int initramfs, char **cause)
+{
+	char		*dirs[GUEST_NDIRS], *path, *found = NULL;
+	struct buf	 b = { 0 };
+	size_t		 i, n;
+	int		 ok;
+
+	n = guest_default_dirs(dirs);
+	for (i = 0; i < n; i++) {
+		ok = 1;
+		if (kernel) {
+			xasprintf(&path, "%s/vmlinux", dirs[i]);
+			ok = guest_is_file(path);
+			free(path);
+		}
+		if (ok && initramfs) {
+			xasprintf(&path, "%s/initramfs.cpio", dirs[i]);
+			ok = guest_is_file(path);
+			free(path);
+		}
+		if (ok && found == NULL) {
+			found = dirs[i];
+			continue;
+		}
+		buf_printf(&b, "%s%s", b.len == 0 ? "" : i + 1 == n ?
+		    " nor " : ", ", dirs[i]);
+		free(dirs[i]);
+	}
+	if (found == NULL)
+		xasprintf(cause, "no default guest (%s%s%s) in %s%s", kernel ?
+		    "vmlinux" : "", kernel && initramfs ? ", " : "",
+		    initramfs ? "initramfs.cpio" : "", n == 0 ? "any place" :
+		    b.data, getenv("QSUP_GUEST_DIR") != NULL &&
+		    *getenv("QSUP_GUEST_DIR") != '\0' ? " (QSUP_GUEST_DIR)" :
+		    ": run ./build.sh to build it, or ./build.sh install to "
+		    "install it; QSUP_GUEST_DIR names another place");
+	buf_free(&b);
+	return (found);
 }
 
 static int
@@ -39,9 +113,8 @@ guest_check(const char *what, const char *path, char **cause)
 	struct stat	st;
 
 	if (stat(path, &st) == -1) {
-		xasprintf(cause, "guest %s %s: %s%s", what, path,
-		    strerror(errno), errno == ENOENT ?
-		    " (run ./build.sh to build the default guest)" : "");
+		xasprintf(cause, "guest %s %s: %s", what, path,
+		    strerror(errno));
 		return (-1);
 	}
 	if (!S_ISREG(st.st_mode)) {
@@ -55,10 +128,13 @@ guest_check(const char *what, const char *path, char **cause)
 int
 guest_resolve(const struct profile *p, struct guest *g, char **cause)
 {
-	char	*dir;
+	char	*dir = NULL;
 
 	memset(g, 0, sizeof *g);
-	dir = guest_default_dir();
+	if ((p->kernel == NULL || p->initramfs == NULL) &&
+	    (dir = guest_default_dir(p->kernel == NULL, p->initramfs == NULL,
+	    cause)) == NULL)
+		return (-1);
 	if (p->kernel != NULL)
 		g->kernel = xstrdup(p->kernel);
 	else
