@@ -177,6 +177,7 @@ void		 mcp_utf8_clean(const char *, size_t, struct buf *);
 char		*mcp_base64(const void *, size_t);
 extern const struct cmd_entry	 cmd_profile_entry;	/* cmd_profile.c */
 extern const struct cmd_entry	 cmd_profile_import_entry; /* cmd_profile_import.c */
+int		 cmd_profile_import(const struct cmd_entry *, int, char **);
 extern const struct cmd_entry	 cmd_version_entry;	/* cmd_version.c */
 extern const struct cmd_entry	 cmd_help_entry;	/* cmd_help.c */
 
