@@ -343,7 +343,7 @@ serve_watch_stop(struct ev_loop *loop, ev_prepare *w, int revents)
 static void
 serve_listen_fds(struct serve_opts *o)
 {
-	static char	 specs[SERVE_LISTEN_FDS_MAX][16];
+	static char	 specs[SERVE_LISTEN_FDS_MAX][32];
 	const char	*pid, *fds;
 	long		 n, i;
 
@@ -352,6 +352,8 @@ serve_listen_fds(struct serve_opts *o)
 	if (pid == NULL || fds == NULL || atol(pid) != (long)getpid())
 		return;
 	n = atol(fds);
+	if (n < 0)
+		n = 0;
 	if (n > SERVE_LISTEN_FDS_MAX)
 		n = SERVE_LISTEN_FDS_MAX;
 	for (i = 0; i < n; i++) {
