@@ -30,6 +30,9 @@ enum {
 	REF_UEVENT
 };
 
+/* Read from the initramfs by qsup doctor; never by the agent itself. */
+__attribute__((used)) const char agent_protocol_mark[] = QSUP_PROTOCOL_MARK;
+
 int			 agent_pid1;
 /*
  * Booted to become a VM state template (qsup.template=1): no seed is read;

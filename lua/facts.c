@@ -118,7 +118,7 @@ facts_cgroup_dir(void)
  * The tightest limit of a cgroup file up the hierarchy, as a number; 0 if
  * none. For cpu.max, "QUOTA PERIOD" gives ceil(QUOTA / PERIOD).
  */
-static uint64_t
+uint64_t
 facts_cgroup_limit(const char *file)
 {
 	char			*dir, *path, *text, *slash;

@@ -156,6 +156,7 @@ const char	*facts_arch(void);
 const char	*facts_triplet(void);
 const char	*facts_glibc(void);
 long		 facts_cpus(void);
+uint64_t	 facts_cgroup_limit(const char *);	/* v2: 0 if none */
 uint64_t	 facts_memory_mib(void);
 int		 facts_python(struct facts_python *);
 void		 facts_python_free(struct facts_python *);

@@ -21,6 +21,7 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_cache_entry,
 	&cmd_image_entry,
 	&cmd_profile_entry,
+	&cmd_doctor_entry,
 	&cmd_version_entry,
 	&cmd_help_entry,
 	NULL

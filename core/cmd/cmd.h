@@ -41,6 +41,16 @@ int		 cmd_complete(int, char **);
 /* The commands, one file each. */
 extern const struct cmd_entry	 cmd_run_entry;		/* cmd_run.c */
 extern const struct cmd_entry	 cmd_cache_entry;	/* cmd_cache.c */
+struct cmd_cache_tally {
+	int		 n;		/* templates */
+	int		 stale;		/* of them: stale or incomplete */
+	int		 unknown;	/* ... of a format qsup cannot read */
+	int		 writing;	/* half-written, writer alive */
+	int		 abandoned;	/* half-written, writer gone */
+	uint64_t	 allocated;	/* bytes on disk, all of them */
+};
+int		 cmd_cache_tally(const char *, struct cmd_cache_tally *);
+extern const struct cmd_entry	 cmd_doctor_entry;	/* cmd_doctor.c */
 extern const struct cmd_entry	 cmd_image_entry;	/* cmd_image.c */
 struct image_req;
 void		 cmd_image_request(const struct profile *, int,
@@ -169,6 +179,8 @@ void		 mcp_free(struct mcp *);
 void		 mcp_utf8_clean(const char *, size_t, struct buf *);
 char		*mcp_base64(const void *, size_t);
 extern const struct cmd_entry	 cmd_profile_entry;	/* cmd_profile.c */
+extern const struct cmd_entry	 cmd_profile_import_entry; /* cmd_profile_import.c */
+int		 cmd_profile_import(const struct cmd_entry *, int, char **);
 extern const struct cmd_entry	 cmd_version_entry;	/* cmd_version.c */
 extern const struct cmd_entry	 cmd_help_entry;	/* cmd_help.c */
 

@@ -463,6 +463,38 @@ cmd_cache_sum(const struct template_info *ti, void *arg)
 	*(uint64_t *)arg += ti->allocated;
 }
 
+/* Counts one template or half-written file into a cmd_cache_tally. */
+static void
+cmd_cache_tally_one(const struct template_info *ti, void *arg)
+{
+	struct cmd_cache_tally	*t = arg;
+
+	t->allocated += ti->allocated;
+	if (ti->writer != 0) {
+		if (ti->writer_alive)
+			t->writing++;
+		else
+			t->abandoned++;
+		return;
+	}
+	t->n++;
+	if (ti->format == 0)
+		t->unknown++;
+	else if (ti->stale || ti->mtime == 0)
+		t->stale++;
+}
+
+/*
+ * What "qsup cache ls" would list in dir, counted (qsup doctor): -1 if
+ * dir cannot be read, errno set.
+ */
+int
+cmd_cache_tally(const char *dir, struct cmd_cache_tally *t)
+{
+	memset(t, 0, sizeof *t);
+	return (template_each(dir, cmd_cache_tally_one, t));
+}
+
 /* "qsup cache prune [--max SIZE]": template_evict, by hand. */
 static int
 cmd_cache_prune(const struct cmd_entry *self, int argc, char **argv)

@@ -77,12 +77,13 @@ static const struct cmd_entry *const cmd_profile_subs[] = {
 	&cmd_profile_show_entry,
 	&cmd_profile_settings_entry,
 	&cmd_profile_facts_entry,
+	&cmd_profile_import_entry,
 	NULL
 };
 
 const struct cmd_entry cmd_profile_entry = {
 	.name = "profile",
-	.summary = "check profiles; show settings and host facts",
+	.summary = "check, show, import profiles; settings and host facts",
 	.help = CMD_PROFILE_NAMES,
 	.subs = cmd_profile_subs,
 	.exec = cmd_profile_exec

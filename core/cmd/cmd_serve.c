@@ -38,9 +38,11 @@ const struct cmd_entry cmd_serve_entry = {
 "a second one kills them at once. The client commands (sandbox create,\n"
 "exec, cp, ls, rm, mcp) talk to it.\n"
 "\n"
-"      --listen SPEC      unix:PATH, or tcp:ADDR:PORT (repeatable; default\n"
-"                         unix:$XDG_RUNTIME_DIR/qsup/qsup.sock, mode 0600).\n"
-"                         A TCP address other than loopback needs TLS.\n"
+"      --listen SPEC      unix:PATH, tcp:ADDR:PORT or fd:N, a socket\n"
+"                         inherited (repeatable; default: systemd's\n"
+"                         sockets, LISTEN_FDS, else unix:$XDG_RUNTIME_DIR/\n"
+"                         qsup/qsup.sock, mode 0600). A TCP address other\n"
+"                         than loopback needs TLS.\n"
 "      --token-file FILE  the bearer token every request but GET\n"
 "                         /v1/healthz must carry (default: token beside\n"
 "                         the default socket); made, mode 0600, if missing\n"
@@ -332,7 +334,40 @@ serve_watch_stop(struct ev_loop *loop, ev_prepare *w, int revents)
 	ev_prepare_stop(loop, w);
 }
 
-/* The listeners: the options', or the default socket in base. */
+/*
+ * systemd's socket activation (sd_listen_fds(3), by hand): the sockets
+ * passed from fd 3 on, when LISTEN_PID names this process; they become
+ * listeners fd:N. Their variables go, so no child sees them.
+ */
+#define SERVE_LISTEN_FDS_MAX	16
+static void
+serve_listen_fds(struct serve_opts *o)
+{
+	static char	 specs[SERVE_LISTEN_FDS_MAX][32];
+	const char	*pid, *fds;
+	long		 n, i;
+
+	pid = getenv("LISTEN_PID");
+	fds = getenv("LISTEN_FDS");
+	if (pid == NULL || fds == NULL || atol(pid) != (long)getpid())
+		return;
+	n = atol(fds);
+	if (n < 0)
+		n = 0;
+	if (n > SERVE_LISTEN_FDS_MAX)
+		n = SERVE_LISTEN_FDS_MAX;
+	for (i = 0; i < n; i++) {
+		snprintf(specs[i], sizeof specs[i], "fd:%ld", 3 + i);
+		o->listen = xreallocarray(o->listen, o->nlisten + 1,
+		    sizeof *o->listen);
+		o->listen[o->nlisten++] = specs[i];
+	}
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+}
+
+/* The listeners: the options', systemd's, or the default socket in base. */
 static int
 serve_listen(struct serve *srv, struct serve_opts *o, const char *base,
     char **sock)
@@ -340,6 +375,8 @@ serve_listen(struct serve *srv, struct serve_opts *o, const char *base,
 	char	*cause = NULL;
 	size_t	 i;
 
+	if (o->nlisten == 0)
+		serve_listen_fds(o);
 	if (o->nlisten == 0) {
 		xasprintf(sock, "unix:%s/qsup.sock", base);
 		o->listen = xreallocarray(o->listen, 1, sizeof *o->listen);

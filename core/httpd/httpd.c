@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -420,6 +421,53 @@ out:
 	return (rc);
 }
 
+/*
+ * A socket already listening, inherited (systemd's socket activation:
+ * fd:3). Not ours to unlink; a TCP one off loopback needs TLS, as ours.
+ */
+static int
+httpd_listen_fd(struct httpd_listener *l, const char *spec, int tls,
+    char **cause)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 len = sizeof ss;
+	char			*end;
+	long			 fd;
+	int			 on = 0;
+	socklen_t		 olen = sizeof on;
+
+	errno = 0;
+	fd = strtol(spec + 3, &end, 10);
+	if (spec[3] == '\0' || *end != '\0' || errno != 0 || fd < 0 ||
+	    fd > INT_MAX) {
+		xasprintf(cause, "%s: not fd:N", spec);
+		return (-1);
+	}
+	if (getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &olen) == -1 ||
+	    !on || getsockname((int)fd, (struct sockaddr *)&ss, &len) == -1) {
+		xasprintf(cause, "%s: not a listening socket%s%s", spec,
+		    errno != 0 ? ": " : "", errno != 0 ? strerror(errno) : "");
+		return (-1);
+	}
+	if (ss.ss_family != AF_UNIX && !tls &&
+	    !httpd_loopback((struct sockaddr *)&ss)) {
+		xasprintf(cause, "%s: not bound to a loopback address: it needs "
+		    "TLS (--tls-cert FILE --tls-key FILE)", spec);
+		return (-1);
+	}
+	if (util_set_nonblock((int)fd) == -1 ||
+	    util_set_cloexec((int)fd, 1) == -1) {
+		xasprintf(cause, "%s: %s", spec, strerror(errno));
+		return (-1);
+	}
+	l->fd = (int)fd;
+	if (ss.ss_family == AF_UNIX)
+		l->bound = xstrdup(spec);
+	else
+		l->bound = httpd_tcp_name(l->fd);
+	return (0);
+}
+
 int
 httpd_listen(struct httpd *h, const char *spec, const char *cert,
     const char *key, char **cause)
@@ -445,9 +493,11 @@ httpd_listen(struct httpd *h, const char *spec, const char *cert,
 		rc = httpd_listen_unix(l, spec + 5, cause);
 	} else if (strncmp(spec, "tcp:", 4) == 0)
 		rc = httpd_listen_tcp(l, spec, spec + 4, cert != NULL, cause);
+	else if (strncmp(spec, "fd:", 3) == 0)
+		rc = httpd_listen_fd(l, spec, cert != NULL, cause);
 	else {
-		xasprintf(cause, "%s: not unix:PATH, tcp:ADDR:PORT or "
-		    "tcp:[ADDR6]:PORT", spec);
+		xasprintf(cause, "%s: not unix:PATH, tcp:ADDR:PORT, "
+		    "tcp:[ADDR6]:PORT or fd:N", spec);
 		rc = -1;
 	}
 	if (rc == 0 && cert != NULL &&

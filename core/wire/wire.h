@@ -150,6 +150,15 @@
 #include <stdint.h>
 
 #define QSUP_PROTOCOL_VERSION	2
+/*
+ * The agent carries this string, so a guest's protocol can be read from
+ * its initramfs without booting it (qsup doctor).
+ */
+#define QSUP_PROTOCOL_MARK_PREFIX	"qsup-agent-protocol="
+#define QSUP_PROTOCOL_STR_(v)	#v
+#define QSUP_PROTOCOL_STR(v)	QSUP_PROTOCOL_STR_(v)
+#define QSUP_PROTOCOL_MARK	QSUP_PROTOCOL_MARK_PREFIX \
+				QSUP_PROTOCOL_STR(QSUP_PROTOCOL_VERSION) ";"
 #define QSUP_PORT_PREFIX	"org.qsup.agent."
 #define QSUP_PORT_COUNT		16
 #define QSUP_SEED_VOLUME	"cidata"
