@@ -4,7 +4,8 @@
  * image is the root. Only env, cwd, entrypoint and cmd are taken from it
  * (an image cannot set the token, the shares or the firewall): its env
  * goes under the profile's and the command's, its cwd applies when the
- * profile names none (a command's own cwd wins anyway), and its
+ * profile names none or "/", the default profile's (a command's own cwd,
+ * qsup run -w, wins anyway), and its
  * entrypoint is put before the argv of a command that asks for it, as
  * "docker run" does (qsup run asks; serve's /exec, like "docker exec",
  * does not). A config that does not parse is a setup error.
@@ -70,7 +71,10 @@ imageconf_load(void)
 	agent_cfg.nenv = n;
 	ic.env = NULL;
 	ic.nenv = 0;
-	if (agent_cfg.cwd == NULL) {
+	/* "/" is the default profile's: the image's WorkingDir wins it. */
+	if (ic.cwd != NULL && (agent_cfg.cwd == NULL ||
+	    strcmp(agent_cfg.cwd, "/") == 0)) {
+		free(agent_cfg.cwd);
 		agent_cfg.cwd = ic.cwd;
 		ic.cwd = NULL;
 	}

@@ -622,7 +622,7 @@ cmd_image_build(const struct cmd_entry *self, int argc, char **argv)
 	}
 	req.from = argv[optind];
 	if (image_build(&req, &sig, &cause) == -1) {
-		log_warnx("image build: %s: %s", req.from, cause);
+		log_warnx("image build: %s", cause);
 		free(cause);
 		return (sig != 0 ? 128 + sig : QSUP_EXIT_ERROR);
 	}

@@ -10,7 +10,9 @@
  * made in a work directory beside OUT and renamed onto OUT at the end:
  * any failure, or SIGINT/SIGTERM/SIGHUP, removes it and leaves no OUT.
  */
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -30,6 +32,7 @@
 #define IMAGE_BUILD_SLACK	(64 * 1024 * 1024)
 #define IMAGE_BUILD_MIN		(16 * 1024 * 1024)
 #define IMAGE_BUILD_LOG_TAIL	600
+#define IMAGE_BUILD_FULL	(1024 * 1024)	/* bytes free: a full disk */
 #define IMAGE_BUILD_ROOT_TYPE	"4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709"
 
 /*
@@ -68,7 +71,9 @@ static const char image_build_script[] =
 struct image_build {
 	const struct image_build_req	*req;
 	char				*work;	/* beside OUT */
-	char				*log;	/* the children's stderr */
+	int				 log;	/* the children's output: a
+						   memfd, so a full disk
+						   cannot swallow it */
 	struct image_tree		*tree;
 	struct image_oci		 oci;
 	int				 is_oci;
@@ -85,29 +90,32 @@ static void
 image_build_signal(int sig)
 {
 	image_build_sig = sig;
+	/* SIGINT: fakeroot's trap for it stops its faked daemon too. */
 	if (image_build_pgid > 0)
-		kill(-image_build_pgid, SIGTERM);
+		kill(-image_build_pgid, SIGINT);
 }
 
 /* The last bytes of the children's log, one line. */
 static char *
 image_build_log_tail(const struct image_build *b)
 {
-	char	*text, *p, *tail;
-	size_t	 len;
+	char	 buf[IMAGE_BUILD_LOG_TAIL + 1], *p, *tail;
+	off_t	 end, off;
+	ssize_t	 n;
 
-	if ((text = util_read_file(b->log, &len, 16 * 1024 * 1024)) == NULL)
-		return (xstrdup("(no output)"));
-	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
-		text[--len] = '\0';
-	p = len > IMAGE_BUILD_LOG_TAIL ? text + len - IMAGE_BUILD_LOG_TAIL :
-	    text;
-	tail = xstrdup(*p != '\0' ? p : "(no output)");
+	if ((end = lseek(b->log, 0, SEEK_END)) == -1)
+		end = 0;
+	off = end > IMAGE_BUILD_LOG_TAIL ? end - IMAGE_BUILD_LOG_TAIL : 0;
+	if ((n = pread(b->log, buf, sizeof buf - 1, off)) < 0)
+		n = 0;
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	tail = xstrdup(n > 0 ? buf : "(no output)");
 	for (p = tail; *p != '\0'; p++) {
-		if (*p == '\n')
+		if (*p == '\n' || (unsigned char)*p < 0x20)
 			*p = ' ';
 	}
-	free(text);
 	return (tail);
 }
 
@@ -119,11 +127,16 @@ static int
 image_build_run(struct image_build *b, char *const argv[], const char *in,
     const char *what, char **cause)
 {
+	struct statvfs	 sv;
 	sigset_t	 all, old;
 	pid_t		 pid;
 	char		*tail;
 	int		 status, fd;
 
+	if (ftruncate(b->log, 0) == -1 || lseek(b->log, 0, SEEK_SET) == -1) {
+		xasprintf(cause, "%s: the log: %s", what, strerror(errno));
+		return (-1);
+	}
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	if ((pid = fork()) == -1) {
@@ -141,9 +154,8 @@ image_build_run(struct image_build *b, char *const argv[], const char *in,
 		if ((fd = open(in != NULL ? in : "/dev/null", O_RDONLY)) == -1 ||
 		    dup2(fd, STDIN_FILENO) == -1)
 			_exit(126);
-		if ((fd = open(b->log, O_WRONLY|O_CREAT|O_TRUNC, 0600)) == -1 ||
-		    dup2(fd, STDOUT_FILENO) == -1 ||
-		    dup2(fd, STDERR_FILENO) == -1)
+		if (dup2(b->log, STDOUT_FILENO) == -1 ||
+		    dup2(b->log, STDERR_FILENO) == -1)
 			_exit(126);
 		closefrom(3);
 		execvp(argv[0], argv);
@@ -154,7 +166,7 @@ image_build_run(struct image_build *b, char *const argv[], const char *in,
 	image_build_pgid = pid;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (image_build_sig != 0)
-		kill(-pid, SIGTERM);
+		kill(-pid, SIGINT);
 	while (waitpid(pid, &status, 0) == -1) {
 		if (errno != EINTR) {
 			status = -1;
@@ -162,6 +174,9 @@ image_build_run(struct image_build *b, char *const argv[], const char *in,
 		}
 	}
 	image_build_pgid = 0;
+	/* Nothing of the group may go on writing in the work directory. */
+	if (status != 0)
+		(void)kill(-pid, SIGKILL);
 	if (image_build_sig != 0) {
 		xasprintf(cause, "interrupted by signal %d", image_build_sig);
 		return (-1);
@@ -169,7 +184,10 @@ image_build_run(struct image_build *b, char *const argv[], const char *in,
 	if (status == 0)
 		return (0);
 	tail = image_build_log_tail(b);
-	if (strstr(tail, "No space left on device") != NULL)
+	/* Not every tool says ENOSPC (tar: "Wrote only 2560 of 10240"). */
+	if (strstr(tail, "No space left on device") != NULL ||
+	    (statvfs(b->work, &sv) == 0 && (uint64_t)sv.f_bavail *
+	    sv.f_frsize < IMAGE_BUILD_FULL))
 		xasprintf(cause, "no space left beside %s (%s): %s",
 		    b->req->out, what, tail);
 	else
@@ -524,7 +542,8 @@ image_build_cleanup(struct image_build *b)
 			log_warn("%s: not all removed", b->work);
 	}
 	free(b->work);
-	free(b->log);
+	if (b->log != -1)
+		close(b->log);
 	image_tree_free(b->tree);
 	image_oci_free(&b->oci);
 	for (i = 0; i < b->argc; i++)
@@ -562,6 +581,26 @@ image_build_steps(struct image_build *b, const char *from, int dir,
 	return (0);
 }
 
+/* Is the directory path inside (or) dir? */
+static int
+image_build_inside(const char *dir, const char *path)
+{
+	char	*d, *p;
+	size_t	 n;
+	int	 in = 0;
+
+	d = realpath(dir, NULL);
+	p = realpath(path, NULL);
+	if (d != NULL && p != NULL) {
+		n = strlen(d);
+		in = strncmp(d, p, n) == 0 && (p[n] == '\0' || p[n] == '/' ||
+		    strcmp(d, "/") == 0);
+	}
+	free(d);
+	free(p);
+	return (in);
+}
+
 int
 image_build(const struct image_build_req *req, int *sig, char **cause)
 {
@@ -574,6 +613,7 @@ image_build(const struct image_build_req *req, int *sig, char **cause)
 	static const int	 sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 
 	memset(&b, 0, sizeof b);
+	b.log = -1;
 	b.req = req;
 	*sig = 0;
 	if (strncmp(from, "oci:", 4) == 0) {
@@ -592,6 +632,13 @@ image_build(const struct image_build_req *req, int *sig, char **cause)
 	base = basename(copy);
 	xasprintf(&b.work, "%s/.%s.build.XXXXXX", parent, base);
 	free(copy);
+	if (dir && image_build_inside(from, parent)) {
+		xasprintf(cause, "%s lies inside the directory %s: mke2fs -d "
+		    "would copy the image into itself", req->out, from);
+		free(parent);
+		free(b.work);
+		return (-1);
+	}
 	free(parent);
 	if (mkdtemp(b.work) == NULL) {
 		xasprintf(cause, "%s: %s", b.work, strerror(errno));
@@ -599,7 +646,11 @@ image_build(const struct image_build_req *req, int *sig, char **cause)
 		b.work = NULL;
 		return (-1);
 	}
-	xasprintf(&b.log, "%s/log", b.work);
+	if ((b.log = memfd_create("qsup-image-build", MFD_CLOEXEC)) == -1) {
+		xasprintf(cause, "memfd_create: %s", strerror(errno));
+		image_build_cleanup(&b);
+		return (-1);
+	}
 
 	image_build_sig = 0;
 	memset(&sa, 0, sizeof sa);

@@ -421,13 +421,18 @@ image_tree_add(struct image_tree *t, const char *file, const char *what,
 {
 	struct archive		*a;
 	struct archive_entry	*e;
+	const char		*err;
 	int			 r, n = 0, ret = -1;
 
 	a = archive_read_new();
 	archive_read_support_filter_all(a);
 	archive_read_support_format_tar(a);
 	if (archive_read_open_filename(a, file, 64 * 1024) != ARCHIVE_OK) {
-		xasprintf(cause, "%s: %s", what, archive_error_string(a));
+		err = archive_error_string(a) != NULL ?
+		    archive_error_string(a) : "cannot read";
+		xasprintf(cause, "%s: %s%s", what, strstr(err,
+		    "Unrecognized archive format") != NULL ?
+		    "not a tar archive: " : "", err);
 		goto out;
 	}
 	for (;;) {
