@@ -23,7 +23,7 @@ PACKAGES=(
 	clang libclang-rt-14-dev
 	mmdebstrap fdisk e2fsprogs
 	curl openssl
-	fakeroot libarchive-dev umoci
+	fakeroot libarchive-dev zstd
 )
 
 ensure_packages() {

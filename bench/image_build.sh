@@ -15,7 +15,8 @@ mirror=${QSUP_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 if [ ! -f "$tar" ]; then
 	mkdir -p "$(dirname "$tar")"
 	echo "bench: mmdebstrap --variant=minbase bookworm (a few minutes)" >&2
-	mmdebstrap --quiet --variant=minbase bookworm "$tar.part" "$mirror"
+	mmdebstrap --quiet --variant=minbase --format=tar bookworm "$tar.part" \
+	    "$mirror"
 	mv "$tar.part" "$tar"
 fi
 tmp=$(mktemp -d /tmp/qsup-bench.XXXXXX)

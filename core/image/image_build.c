@@ -133,6 +133,10 @@ image_build_run(struct image_build *b, char *const argv[], const char *in,
 	char		*tail;
 	int		 status, fd;
 
+	if (image_build_sig != 0) {
+		xasprintf(cause, "interrupted by signal %d", image_build_sig);
+		return (-1);
+	}
 	if (ftruncate(b->log, 0) == -1 || lseek(b->log, 0, SEEK_SET) == -1) {
 		xasprintf(cause, "%s: the log: %s", what, strerror(errno));
 		return (-1);
