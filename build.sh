@@ -26,7 +26,8 @@ PACKAGES=(
 	clang libclang-rt-14-dev
 	mmdebstrap fdisk e2fsprogs
 	curl openssl
-	scdoc
+	scdoc mandoc zsh fish python3-yaml systemd
+	fakeroot libarchive-dev zstd
 )
 
 ensure_packages() {

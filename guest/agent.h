@@ -64,6 +64,10 @@ struct agent_config {
 	int			 root_grow;	/* grow it to fill the disk */
 	unsigned long long	 root_size;	/* its size in bytes; 0: unsaid */
 	int			 root_glibc;	/* look for the image's glibc */
+	char			**entrypoint;	/* QSUP_IMAGE_CONF only */
+	size_t			 nentrypoint;
+	char			**cmd;
+	size_t			 ncmd;
 };
 
 struct port;
@@ -208,6 +212,7 @@ struct json_exec {
 	char	 *write;
 	int	  mode;		/* write's mode; 0644 unless said */
 	int	  has_mode;
+	int	  entrypoint;	/* the image's entrypoint goes first */
 };
 int		 json_parse_exec(const char *, size_t, struct json_exec *,
 		     char **);
@@ -228,6 +233,10 @@ void		 port_event(struct port *, const char *, const void *,
 		     size_t, int);
 void		 port_exec_done(struct port *);
 void		 port_stdin_done(struct port *, int, const char *);
+
+/* imageconf.c */
+void		 imageconf_load(void);
+char		**imageconf_argv(char **, size_t);
 
 /* exec.c */
 int		 exec_start(struct port *, struct json_exec *, unsigned *,

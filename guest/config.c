@@ -173,18 +173,51 @@ config_time(const char *s, struct timespec *ts)
 	return (0);
 }
 
+/* "entropy HEX": the bytes for the guest's pool. */
+static int
+config_entropy(struct agent_config *cfg, const char *hex, const char **cause)
+{
+	size_t	i, n = strlen(hex);
+	int	hi, lo;
+
+	if (n % 2 != 0 || n == 0) {
+		*cause = "bad entropy (want hex bytes)";
+		return (-1);
+	}
+	free(cfg->entropy);
+	cfg->entropy = xmalloc(n / 2);
+	cfg->entropy_len = n / 2;
+	for (i = 0; i < n / 2; i++) {
+		hi = config_hex((unsigned char)hex[2 * i]);
+		lo = config_hex((unsigned char)hex[2 * i + 1]);
+		if (hi == -1 || lo == -1) {
+			*cause = "bad entropy (want hex bytes)";
+			return (-1);
+		}
+		cfg->entropy[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return (0);
+}
+
+static void
+config_push(char ***v, size_t *n, char *s)
+{
+	*v = xreallocarray(*v, *n + 1, sizeof **v);
+	(*v)[(*n)++] = s;
+}
+
 static int
 config_line(struct agent_config *cfg, const char *key, size_t klen,
     const char *val, size_t vlen, const char **cause)
 {
 	char	*f[3] = { NULL, NULL, NULL };
-	size_t	 i, n;
+	size_t	 i;
 	int	 got = 0;
 
 #define KEY(s) (klen == sizeof(s) - 1 && memcmp(key, s, klen) == 0)
 	if (KEY("token") || KEY("hostname") || KEY("cwd") || KEY("time") ||
 	    KEY("entropy") || KEY("env") || KEY("firewall") ||
-	    KEY("root_glibc")) {
+	    KEY("root_glibc") || KEY("entrypoint") || KEY("cmd")) {
 		if (config_fields(val, vlen, f, 1, cause) == -1)
 			return (-1);
 	} else if (KEY("root")) {
@@ -230,33 +263,20 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 		cfg->has_time = 1;
 		free(f[0]);
 	} else if (KEY("entropy")) {
-		n = strlen(f[0]);
-		if (n % 2 != 0 || n == 0) {
-			*cause = "bad entropy (want hex bytes)";
+		if (config_entropy(cfg, f[0], cause) == -1)
 			goto fail;
-		}
-		free(cfg->entropy);
-		cfg->entropy = xmalloc(n / 2);
-		cfg->entropy_len = n / 2;
-		for (i = 0; i < n / 2; i++) {
-			int hi = config_hex((unsigned char)f[0][2 * i]);
-			int lo = config_hex((unsigned char)f[0][2 * i + 1]);
-
-			if (hi == -1 || lo == -1) {
-				*cause = "bad entropy (want hex bytes)";
-				goto fail;
-			}
-			cfg->entropy[i] = (unsigned char)(hi << 4 | lo);
-		}
 		free(f[0]);
 	} else if (KEY("env")) {
 		if (f[0][0] == '=' || strchr(f[0], '=') == NULL) {
 			*cause = "bad env (want NAME=VALUE)";
 			goto fail;
 		}
-		cfg->env = xreallocarray(cfg->env, cfg->nenv + 1,
-		    sizeof *cfg->env);
-		cfg->env[cfg->nenv++] = f[0];
+		config_push(&cfg->env, &cfg->nenv, f[0]);
+	} else if (KEY("entrypoint")) {
+		/* An image's (imageconf.c): one argument a line, in order. */
+		config_push(&cfg->entrypoint, &cfg->nentrypoint, f[0]);
+	} else if (KEY("cmd")) {
+		config_push(&cfg->cmd, &cfg->ncmd, f[0]);
 	} else if (KEY("bind")) {
 		if (f[0][0] != '/' || f[1][0] != '/') {
 			*cause = "bind paths must be absolute";
@@ -367,5 +387,11 @@ config_free(struct agent_config *cfg)
 	free(cfg->binds);
 	free(cfg->firewall);
 	free(cfg->root);
+	for (i = 0; i < cfg->nentrypoint; i++)
+		free(cfg->entrypoint[i]);
+	free(cfg->entrypoint);
+	for (i = 0; i < cfg->ncmd; i++)
+		free(cfg->cmd[i]);
+	free(cfg->cmd);
 	memset(cfg, 0, sizeof *cfg);
 }

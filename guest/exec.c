@@ -304,7 +304,7 @@ exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
 	int		 in[2] = { -1, -1 }, out[2] = { -1, -1 };
 	int		 err[2] = { -1, -1 }, st[2] = { -1, -1 };
 	int		 master = -1, slave = -1;
-	char		**envp = NULL, *kv, *tmp = NULL;
+	char		**envp = NULL, *kv, *tmp = NULL, **argv, **ep = NULL;
 	size_t		 nenv = 0, i;
 	const char	*cwd;
 	int		 ret = -1;
@@ -318,6 +318,9 @@ exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
 	exec_env_default(&envp, &nenv, "TERM=dumb");
 	if ((cwd = x->cwd) == NULL && (cwd = agent_cfg.cwd) == NULL)
 		cwd = "/";
+	if (x->argv != NULL && x->entrypoint)
+		ep = imageconf_argv(x->argv, x->argc);
+	argv = ep != NULL ? ep : x->argv;
 
 	if (x->tty) {
 		if (exec_pty(x->rows, x->cols, &master, &slave, cause) == -1)
@@ -349,7 +352,7 @@ exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
 	if (e->pid == 0 && x->argv == NULL)
 		exec_job_child(in[0], out[1], err[1], x, tmp);
 	if (e->pid == 0)
-		exec_child(in[0], out[1], err[1], st[1], x->argv, envp, cwd,
+		exec_child(in[0], out[1], err[1], st[1], argv, envp, cwd,
 		    x->tty);
 
 	e->id = exec_next_id++;
@@ -367,7 +370,7 @@ exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
 	e->status_fd = st[0];
 	in[1] = out[0] = err[0] = st[0] = -1;
 	if (x->argv != NULL)
-		e->what = xstrdup(x->argv[0]);
+		e->what = xstrdup(argv[0]);
 	else
 		e->what = xstrdup(x->read != NULL ? x->read : x->write);
 	e->tmp = tmp;
@@ -382,6 +385,7 @@ exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
 out:
 	free(e);
 	free(tmp);
+	free(ep);
 	if (slave != -1) {
 		/* The same descriptor stands for the child's three ends. */
 		in[0] = out[1] = err[1] = -1;

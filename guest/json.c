@@ -527,6 +527,9 @@ json_parse_exec(const char *buf, size_t len, struct json_exec *x,
 		} else if (strcmp(key, "tty") == 0) {
 			if (json_bool(&j, &x->tty) == -1)
 				goto fail;
+		} else if (strcmp(key, "entrypoint") == 0) {
+			if (json_bool(&j, &x->entrypoint) == -1)
+				goto fail;
 		} else if (strcmp(key, "rows") == 0) {
 			if (json_uint(&j, 1, JSON_TTY_MAX, &v) == -1)
 				goto fail;

@@ -552,6 +552,7 @@ root_setup(void)
 	if (root_switch(ROOT_STAGE, &why) == -1)
 		goto fail;
 	root_files();
+	imageconf_load();
 	t1 = util_ms(CLOCK_MONOTONIC);
 	/* Only when the host asks: about 40 ms under TCG. */
 	if (agent_cfg.root_glibc)

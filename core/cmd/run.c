@@ -596,7 +596,8 @@ run_ready_cb(struct sandbox *sb, void *arg)
 		buf_json_string(&b, kv);
 		free(kv);
 	}
-	buf_puts(&b, "]");
+	/* An image's entrypoint goes first, as "docker run" puts it. */
+	buf_puts(&b, "],\"entrypoint\":true");
 	if (r->opts->tty) {
 		run_tty_size(&r->rows, &r->cols);
 		buf_puts(&b, ",\"tty\":true");

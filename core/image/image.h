@@ -76,6 +76,22 @@ int		 image_in_use(const char *, const char *, char **);
 /* The last component of url's path, or NULL if it has none usable. */
 char		*image_url_name(const char *);
 
+/* image_build.c: "qsup image build" */
+struct image_build_req {
+	const char	*from;		/* DIR, TARBALL or oci:DIR[:TAG] */
+	const char	*out;		/* the qcow2 to write */
+	uint64_t	 size;		/* the disk's bytes; 0: the tree's
+					   size and headroom */
+};
+/* Build req->out whole or not at all; -1 with *cause (*sig: the signal
+ * that stopped it, else 0). */
+int		 image_build(const struct image_build_req *, int *, char **);
+/* image_tar.c, image_oci.c: untrusted names and configs (fuzzed) */
+char		*image_tar_path(const char *, const char **);
+int		 image_tar_link_inside(const char *, const char *);
+struct json_t;
+int		 image_oci_conf(struct json_t *, struct buf *, char **);
+
 /* image_sums.c: the hex digest of name in a SHA256SUMS/SHA512SUMS text. */
 char		*image_sums_find(const char *, size_t, const char *);
 

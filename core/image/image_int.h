@@ -76,4 +76,28 @@ void		 image_progress_end(struct image_progress_state *, int);
 /* image_sums.c */
 int		 image_is_digest(const char *, size_t);
 
+/* image_tar.c: an image build's archives, checked before extraction */
+struct image_tree;
+struct image_tree *image_tree_new(void);
+void		 image_tree_free(struct image_tree *);
+int		 image_tree_add(struct image_tree *, const char *,
+		     const char *, int, int, struct buf *, struct buf *,
+		     char **);
+int		 image_tree_is_link(const struct image_tree *, const char *);
+uint64_t	 image_tree_bytes(const struct image_tree *);
+size_t		 image_tree_nxattrs(const struct image_tree *);
+int		 image_tree_xattr_script(const struct image_tree *,
+		     const char *, struct buf *, char **);
+
+/* image_oci.c: an OCI image layout */
+struct image_oci {
+	char		**layers;	/* checked blobs, lowest first */
+	char		**digests;
+	size_t		  nlayers;
+	struct buf	  conf;		/* the config's defaults: image.conf */
+};
+int		 image_oci_open(const char *, struct image_oci *, char **);
+void		 image_oci_free(struct image_oci *);
+char		*image_oci_blob_checked(const char *, const char *, char **);
+
 #endif

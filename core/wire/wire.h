@@ -24,7 +24,10 @@
  *                              503 {"error":"..."} when the guest's setup
  *                              failed (a share that did not mount, ...)
  *   POST /exec                 body: JSON {"argv":[...],"env":["K=V",...],
- *                              "cwd":"/dir","tty":true,"rows":N,"cols":N}
+ *                              "cwd":"/dir","tty":true,"rows":N,"cols":N,
+ *                              "entrypoint":true}
+ *                              (entrypoint: the image's, QSUP_IMAGE_CONF,
+ *                              goes before argv, as docker run puts it)
  *                              (tty, rows and cols optional: with tty the
  *                              command runs on a new pseudo-terminal of
  *                              that size, default 24x80, as the leader of
@@ -163,6 +166,12 @@
 #define QSUP_PORT_COUNT		16
 #define QSUP_SEED_VOLUME	"cidata"
 #define QSUP_SEED_CONFIG	"qsup-config"
+/*
+ * Inside an image made by "qsup image build": the container's defaults,
+ * in QSUP_SEED_CONFIG's format ("env K=V", "cwd DIR", "entrypoint ARG",
+ * "cmd ARG"), read by the agent once the image is its root.
+ */
+#define QSUP_IMAGE_CONF		"/etc/qsup/image.conf"
 #define QSUP_CHUNK		32768
 #define QSUP_PROBE_MARK		"qsup-probe-ok"
 /* A command's PATH in the guest unless the profile or -e sets one. */

@@ -1,0 +1,671 @@
+/*
+ * "qsup image build FROM -o OUT": a bootable disk image from a
+ * directory, a tarball or an OCI layout, made by an unprivileged user.
+ * Every archive is checked first (image_tar.c); then ONE fakeroot session
+ * extracts the layers with GNU tar, applies the whiteouts and runs
+ * mke2fs -d, so the owners, modes, device nodes and hard links the
+ * archives say reach the ext4 file system, never the builder's. sfdisk
+ * lays out a GPT whose one partition is typed "Linux root (x86-64)",
+ * debugfs sets the xattrs and qemu-img makes the qcow2. Everything is
+ * made in a work directory beside OUT and renamed onto OUT at the end:
+ * any failure, or SIGINT/SIGTERM/SIGHUP, removes it and leaves no OUT.
+ */
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "image_int.h"
+
+#define IMAGE_BUILD_PART_START	(1024 * 1024)	/* bytes before the root */
+#define IMAGE_BUILD_GPT_END	(1024 * 1024)	/* room for the backup */
+#define IMAGE_BUILD_SLACK	(64 * 1024 * 1024)
+#define IMAGE_BUILD_MIN		(16 * 1024 * 1024)
+#define IMAGE_BUILD_LOG_TAIL	600
+#define IMAGE_BUILD_FULL	(1024 * 1024)	/* bytes free: a full disk */
+#define IMAGE_BUILD_ROOT_TYPE	"4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709"
+
+/*
+ * Run under fakeroot: $1 the work dir, $2 the file system's KiB, $3 the
+ * image.conf to add or "", then per layer: its tar, its whiteouts to
+ * remove, its opaque directories (NUL-separated lists) and "oci" or
+ * "tar". The lists were checked against symlinks before; find and rm get
+ * "./" paths so none reads as an option.
+ */
+static const char image_build_script[] =
+"set -eu\n"
+"w=$1 kib=$2 conf=$3\n"
+"shift 3\n"
+"mkdir \"$w/tree\"\n"
+"cd \"$w/tree\"\n"
+"while [ $# -ge 4 ]; do\n"
+"	if [ -s \"$2\" ]; then xargs -0 rm -rf -- <\"$2\"; fi\n"
+"	if [ -s \"$3\" ]; then\n"
+"		xargs -0 -I{} find {} -mindepth 1 -delete <\"$3\"\n"
+"	fi\n"
+"	if [ \"$4\" = oci ]; then ex=--exclude=.wh.*; else ex=--; fi\n"
+"	tar -x -f \"$1\" -C \"$w/tree\" --numeric-owner --same-owner \\\n"
+"	    --same-permissions --no-xattrs --no-acls --no-selinux \\\n"
+"	    --warning=no-unknown-keyword --warning=no-timestamp \"$ex\"\n"
+"	shift 4\n"
+"done\n"
+"if [ -n \"$conf\" ]; then\n"
+"	mkdir -p -m 755 \"$w/tree/etc/qsup\"\n"
+"	cp \"$conf\" \"$w/tree/etc/qsup/image.conf\"\n"
+"	chown 0:0 \"$w/tree/etc/qsup\" \"$w/tree/etc/qsup/image.conf\"\n"
+"	chmod 644 \"$w/tree/etc/qsup/image.conf\"\n"
+"fi\n"
+"exec mke2fs -q -F -t ext4 -L root -E offset=1048576,nodiscard \\\n"
+"    -d \"$w/tree\" \"$w/disk.raw\" \"${kib}k\"\n";
+
+struct image_build {
+	const struct image_build_req	*req;
+	char				*work;	/* beside OUT */
+	int				 log;	/* the children's output: a
+						   memfd, so a full disk
+						   cannot swallow it */
+	struct image_tree		*tree;
+	struct image_oci		 oci;
+	int				 is_oci;
+	char				**argv;	/* fakeroot's */
+	size_t				 argc;
+	uint64_t			 disk, fs;	/* bytes */
+};
+
+static volatile sig_atomic_t	image_build_sig;
+static volatile pid_t		image_build_pgid;
+
+/* Stop the child's process group; the build then cleans up. */
+static void
+image_build_signal(int sig)
+{
+	image_build_sig = sig;
+	/* SIGINT: fakeroot's trap for it stops its faked daemon too. */
+	if (image_build_pgid > 0)
+		kill(-image_build_pgid, SIGINT);
+}
+
+/* The last bytes of the children's log, one line. */
+static char *
+image_build_log_tail(const struct image_build *b)
+{
+	char	 buf[IMAGE_BUILD_LOG_TAIL + 1], *p, *tail;
+	off_t	 end, off;
+	ssize_t	 n;
+
+	if ((end = lseek(b->log, 0, SEEK_END)) == -1)
+		end = 0;
+	off = end > IMAGE_BUILD_LOG_TAIL ? end - IMAGE_BUILD_LOG_TAIL : 0;
+	if ((n = pread(b->log, buf, sizeof buf - 1, off)) < 0)
+		n = 0;
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	tail = xstrdup(n > 0 ? buf : "(no output)");
+	for (p = tail; *p != '\0'; p++) {
+		if (*p == '\n' || (unsigned char)*p < 0x20)
+			*p = ' ';
+	}
+	return (tail);
+}
+
+/*
+ * Run argv (stdin from in, or /dev/null) in a process group of its own,
+ * its output to the log; -1 with *cause saying what failed and why.
+ */
+static int
+image_build_run(struct image_build *b, char *const argv[], const char *in,
+    const char *what, char **cause)
+{
+	struct statvfs	 sv;
+	sigset_t	 all, old;
+	pid_t		 pid;
+	char		*tail;
+	int		 status, fd;
+
+	if (image_build_sig != 0) {
+		xasprintf(cause, "interrupted by signal %d", image_build_sig);
+		return (-1);
+	}
+	if (ftruncate(b->log, 0) == -1 || lseek(b->log, 0, SEEK_SET) == -1) {
+		xasprintf(cause, "%s: the log: %s", what, strerror(errno));
+		return (-1);
+	}
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	if ((pid = fork()) == -1) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		xasprintf(cause, "%s: fork: %s", what, strerror(errno));
+		return (-1);
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		if ((fd = open(in != NULL ? in : "/dev/null", O_RDONLY)) == -1 ||
+		    dup2(fd, STDIN_FILENO) == -1)
+			_exit(126);
+		if (dup2(b->log, STDOUT_FILENO) == -1 ||
+		    dup2(b->log, STDERR_FILENO) == -1)
+			_exit(126);
+		closefrom(3);
+		execvp(argv[0], argv);
+		dprintf(STDERR_FILENO, "%s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	image_build_pgid = pid;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (image_build_sig != 0)
+		kill(-pid, SIGINT);
+	while (waitpid(pid, &status, 0) == -1) {
+		if (errno != EINTR) {
+			status = -1;
+			break;
+		}
+	}
+	image_build_pgid = 0;
+	/* Nothing of the group may go on writing in the work directory. */
+	if (status != 0)
+		(void)kill(-pid, SIGKILL);
+	if (image_build_sig != 0) {
+		xasprintf(cause, "interrupted by signal %d", image_build_sig);
+		return (-1);
+	}
+	if (status == 0)
+		return (0);
+	tail = image_build_log_tail(b);
+	/* Not every tool says ENOSPC (tar: "Wrote only 2560 of 10240"). */
+	if (strstr(tail, "No space left on device") != NULL ||
+	    (statvfs(b->work, &sv) == 0 && (uint64_t)sv.f_bavail *
+	    sv.f_frsize < IMAGE_BUILD_FULL))
+		xasprintf(cause, "no space left beside %s (%s): %s",
+		    b->req->out, what, tail);
+	else
+		xasprintf(cause, "%s failed (%s %d): %s", what,
+		    WIFSIGNALED(status) ? "signal" : "exit",
+		    WIFSIGNALED(status) ? WTERMSIG(status) :
+		    WEXITSTATUS(status), tail);
+	free(tail);
+	return (-1);
+}
+
+/* Every tool the build runs, or an error naming the Debian package. */
+static int
+image_build_tools(int dir, char **cause)
+{
+	static const char *const tools[][2] = {
+		{ "mke2fs", "e2fsprogs" }, { "debugfs", "e2fsprogs" },
+		{ "sfdisk", "fdisk" }, { "qemu-img", "qemu-utils" },
+		{ "fakeroot", "fakeroot" }, { "tar", "tar" },
+		{ "find", "findutils" }, { "xargs", "findutils" },
+	};
+	char	*p;
+	size_t	 i, n = dir ? 4 : sizeof tools / sizeof tools[0];
+
+	for (i = 0; i < n; i++) {
+		if ((p = util_which(tools[i][0])) == NULL) {
+			xasprintf(cause, "%s not found (Debian package %s)",
+			    tools[i][0], tools[i][1]);
+			return (-1);
+		}
+		free(p);
+	}
+	return (0);
+}
+
+/* A file of the work directory holding buf's bytes; its path. */
+static char *
+image_build_file(struct image_build *b, const char *name,
+    const struct buf *buf, char **cause)
+{
+	char	*path;
+	int	 fd;
+
+	xasprintf(&path, "%s/%s", b->work, name);
+	if ((fd = open(path, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600)) ==
+	    -1 || (buf->len > 0 && write(fd, buf->data, buf->len) !=
+	    (ssize_t)buf->len) || close(fd) == -1) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		free(path);
+		return (NULL);
+	}
+	return (path);
+}
+
+static void
+image_build_arg(struct image_build *b, const char *arg)
+{
+	b->argv = xreallocarray(b->argv, b->argc + 2, sizeof *b->argv);
+	b->argv[b->argc++] = xstrdup(arg);
+	b->argv[b->argc] = NULL;
+}
+
+/* One archive checked, and its four arguments for the script. */
+static int
+image_build_layer(struct image_build *b, const char *file, const char *what,
+    int layer, char **cause)
+{
+	struct buf	 rm = { 0 }, opq = { 0 };
+	char		*name, *prm = NULL, *popq = NULL, *abs;
+	int		 ret = -1;
+
+	if (image_tree_add(b->tree, file, what, layer, b->is_oci, &rm, &opq,
+	    cause) == -1)
+		goto out;
+	xasprintf(&name, "layer%d.rm", layer);
+	prm = image_build_file(b, name, &rm, cause);
+	free(name);
+	xasprintf(&name, "layer%d.opq", layer);
+	popq = prm != NULL ? image_build_file(b, name, &opq, cause) : NULL;
+	free(name);
+	if (popq == NULL)
+		goto out;
+	/* The script runs in the tree: an absolute path. */
+	if ((abs = realpath(file, NULL)) == NULL) {
+		xasprintf(cause, "%s: %s", what, strerror(errno));
+		goto out;
+	}
+	image_build_arg(b, abs);
+	free(abs);
+	image_build_arg(b, prm);
+	image_build_arg(b, popq);
+	image_build_arg(b, b->is_oci ? "oci" : "tar");
+	ret = 0;
+out:
+	buf_free(&rm);
+	buf_free(&opq);
+	free(prm);
+	free(popq);
+	return (ret);
+}
+
+/* FROM's archives checked, the fakeroot command built. */
+static int
+image_build_check(struct image_build *b, const char *from, char **cause)
+{
+	char	*conf = NULL, *what;
+	size_t	 i;
+	int	 ret = -1;
+
+	b->tree = image_tree_new();
+	image_build_arg(b, "fakeroot");
+	image_build_arg(b, "--");
+	image_build_arg(b, "sh");
+	image_build_arg(b, "-c");
+	image_build_arg(b, image_build_script);
+	image_build_arg(b, "sh");
+	image_build_arg(b, b->work);
+	image_build_arg(b, "0");	/* the size, once known */
+	image_build_arg(b, "");		/* image.conf, if any */
+	if (b->is_oci) {
+		if (image_oci_open(from, &b->oci, cause) == -1)
+			goto out;
+		for (i = 0; i < b->oci.nlayers; i++) {
+			xasprintf(&what, "layer %s", b->oci.digests[i]);
+			ret = image_build_layer(b, b->oci.layers[i], what,
+			    (int)i, cause);
+			free(what);
+			if (ret == -1)
+				goto out;
+		}
+		ret = -1;
+		/* The config goes where a symlink of the image would take
+		 * it out of the tree: refused. */
+		if (image_tree_is_link(b->tree, "etc") ||
+		    image_tree_is_link(b->tree, "etc/qsup") ||
+		    image_tree_is_link(b->tree, "etc/qsup/image.conf")) {
+			xasprintf(cause, "the image's /etc, /etc/qsup or %s is "
+			    "a symlink: no place for its config",
+			    QSUP_IMAGE_CONF);
+			goto out;
+		}
+		if ((conf = image_build_file(b, "image.conf", &b->oci.conf,
+		    cause)) == NULL)
+			goto out;
+		free(b->argv[8]);
+		b->argv[8] = conf;
+		conf = NULL;
+	} else {
+		if (image_build_layer(b, from, from, 0, cause) == -1)
+			goto out;
+	}
+	ret = 0;
+out:
+	free(conf);
+	return (ret);
+}
+
+static uint64_t	image_build_dir_bytes;
+
+static int
+image_build_du_cb(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	(void)path;
+	(void)flag;
+	(void)ftw;
+	image_build_dir_bytes += (uint64_t)st->st_blocks * 512 + 256;
+	return (0);
+}
+
+/* The disk's size and the file system's within it. */
+static int
+image_build_sizes(struct image_build *b, uint64_t tree, char **cause)
+{
+	uint64_t	mib = 1024 * 1024;
+
+	if (b->req->size != 0)
+		b->disk = b->req->size / mib * mib;
+	else
+		b->disk = (tree * 4 / 3 + IMAGE_BUILD_SLACK + mib - 1) / mib *
+		    mib + IMAGE_BUILD_PART_START + IMAGE_BUILD_GPT_END;
+	if (b->disk < IMAGE_BUILD_MIN) {
+		xasprintf(cause, "--size: %llu bytes is too small (at least "
+		    "%d MiB)", (unsigned long long)b->req->size,
+		    IMAGE_BUILD_MIN / (1024 * 1024));
+		return (-1);
+	}
+	b->fs = b->disk - IMAGE_BUILD_PART_START - IMAGE_BUILD_GPT_END;
+	return (0);
+}
+
+/* The raw disk: its GPT, one partition of the root type. */
+static int
+image_build_table(struct image_build *b, char **cause)
+{
+	struct buf	 s = { 0 };
+	char		*raw, *in = NULL;
+	char		*argv[] = { "sfdisk", "--quiet", NULL, NULL };
+	int		 fd, ret = -1;
+
+	xasprintf(&raw, "%s/disk.raw", b->work);
+	if ((fd = open(raw, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600)) == -1 ||
+	    ftruncate(fd, (off_t)b->disk) == -1 || close(fd) == -1) {
+		xasprintf(cause, "%s: %s", raw, strerror(errno));
+		goto out;
+	}
+	buf_printf(&s, "label: gpt\nstart=%d, size=%llu, type=%s, name=root\n",
+	    IMAGE_BUILD_PART_START / 512,
+	    (unsigned long long)(b->fs / 512), IMAGE_BUILD_ROOT_TYPE);
+	if ((in = image_build_file(b, "sfdisk.in", &s, cause)) == NULL)
+		goto out;
+	argv[2] = raw;
+	ret = image_build_run(b, argv, in, "sfdisk", cause);
+out:
+	buf_free(&s);
+	free(in);
+	free(raw);
+	return (ret);
+}
+
+/* The xattrs the archives gave, set on the finished file system. */
+static int
+image_build_xattrs(struct image_build *b, char **cause)
+{
+	struct buf	 cmds = { 0 };
+	char		*script = NULL, *dev, *tail;
+	char		*argv[] = { "debugfs", "-w", "-f", NULL, NULL, NULL };
+	int		 ret = -1;
+
+	if (b->tree == NULL || image_tree_nxattrs(b->tree) == 0)
+		return (0);
+	if (image_tree_xattr_script(b->tree, b->work, &cmds, cause) == -1 ||
+	    (script = image_build_file(b, "xattrs.debugfs", &cmds,
+	    cause)) == NULL)
+		goto out;
+	xasprintf(&dev, "%s/disk.raw?offset=%d", b->work,
+	    IMAGE_BUILD_PART_START);
+	argv[3] = script;
+	argv[4] = dev;
+	ret = image_build_run(b, argv, NULL, "debugfs (setting xattrs)",
+	    cause);
+	free(dev);
+	/* debugfs's status says nothing of its commands: its output does. */
+	if (ret == 0) {
+		tail = image_build_log_tail(b);
+		if (strstr(tail, "ea_set:") != NULL) {
+			xasprintf(cause, "debugfs (setting xattrs): %s", tail);
+			ret = -1;
+		}
+		free(tail);
+	}
+out:
+	buf_free(&cmds);
+	free(script);
+	return (ret);
+}
+
+/* The file system, from the checked archives or from the directory. */
+static int
+image_build_fs(struct image_build *b, int dir, char **cause)
+{
+	char	*kib, *raw, *tree;
+	char	*argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-L", "root",
+		    "-E", "offset=1048576,nodiscard", "-d", NULL, NULL, NULL,
+		    NULL };
+	int	 ret;
+
+	xasprintf(&kib, "%lluk", (unsigned long long)(b->fs / 1024));
+	if (dir) {
+		xasprintf(&raw, "%s/disk.raw", b->work);
+		if ((tree = realpath(b->req->from, NULL)) == NULL)
+			tree = xstrdup(b->req->from);
+		argv[10] = tree;
+		argv[11] = raw;
+		argv[12] = kib;
+		ret = image_build_run(b, argv, NULL, "mke2fs", cause);
+		free(tree);
+		free(raw);
+	} else {
+		free(b->argv[7]);
+		xasprintf(&b->argv[7], "%llu",
+		    (unsigned long long)(b->fs / 1024));
+		ret = image_build_run(b, b->argv, NULL, "fakeroot (tar, mke2fs)",
+		    cause);
+	}
+	free(kib);
+	if (ret == -1 && strstr(*cause, "Could not allocate block") != NULL) {
+		kib = *cause;
+		xasprintf(cause, "the file system (%llu MiB) is too small for "
+		    "the tree: give a larger --size (%s)",
+		    (unsigned long long)(b->fs >> 20), kib);
+		free(kib);
+	}
+	return (ret);
+}
+
+/* OUT: the qcow2, written in the work directory, flushed, renamed. */
+static int
+image_build_out(struct image_build *b, char **cause)
+{
+	char	*raw, *tmp, *argv[] = { "qemu-img", "convert", "-f", "raw",
+		    "-O", "qcow2", NULL, NULL, NULL };
+	int	 fd, ret = -1;
+
+	xasprintf(&raw, "%s/disk.raw", b->work);
+	xasprintf(&tmp, "%s/out.qcow2", b->work);
+	argv[6] = raw;
+	argv[7] = tmp;
+	if (image_build_run(b, argv, NULL, "qemu-img convert", cause) == -1)
+		goto out;
+	if ((fd = open(tmp, O_RDONLY|O_CLOEXEC)) == -1 || fsync(fd) == -1) {
+		xasprintf(cause, "%s: %s", tmp, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	if (image_build_sig != 0) {
+		xasprintf(cause, "interrupted by signal %d", image_build_sig);
+		goto out;
+	}
+	if (rename(tmp, b->req->out) == -1) {
+		xasprintf(cause, "%s: %s", b->req->out, strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	free(raw);
+	free(tmp);
+	return (ret);
+}
+
+static int
+image_build_chmod_cb(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	(void)ftw;
+	if (flag == FTW_D || flag == FTW_DNR)
+		(void)chmod(path, (st->st_mode & 07777) | S_IRWXU);
+	return (0);
+}
+
+/* The work directory, gone: directories made reachable first. */
+static void
+image_build_cleanup(struct image_build *b)
+{
+	size_t	i;
+
+	if (b->work != NULL) {
+		(void)nftw(b->work, image_build_chmod_cb, 32, FTW_PHYS);
+		if (util_rm_rf(b->work) == -1)
+			log_warn("%s: not all removed", b->work);
+	}
+	free(b->work);
+	if (b->log != -1)
+		close(b->log);
+	image_tree_free(b->tree);
+	image_oci_free(&b->oci);
+	for (i = 0; i < b->argc; i++)
+		free(b->argv[i]);
+	free(b->argv);
+}
+
+/* The build's steps, in its work directory. */
+static int
+image_build_steps(struct image_build *b, const char *from, int dir,
+    char **cause)
+{
+	uint64_t	tree;
+
+	if (image_build_tools(dir, cause) == -1)
+		return (-1);
+	if (dir) {
+		image_build_dir_bytes = 0;
+		if (nftw(from, image_build_du_cb, 32, FTW_PHYS) == -1) {
+			xasprintf(cause, "%s: %s", from, strerror(errno));
+			return (-1);
+		}
+		tree = image_build_dir_bytes;
+	} else {
+		if (image_build_check(b, from, cause) == -1)
+			return (-1);
+		tree = image_tree_bytes(b->tree);
+	}
+	if (image_build_sizes(b, tree, cause) == -1 ||
+	    image_build_table(b, cause) == -1 ||
+	    image_build_fs(b, dir, cause) == -1 ||
+	    image_build_xattrs(b, cause) == -1 ||
+	    image_build_out(b, cause) == -1)
+		return (-1);
+	return (0);
+}
+
+/* Is the directory path inside (or) dir? */
+static int
+image_build_inside(const char *dir, const char *path)
+{
+	char	*d, *p;
+	size_t	 n;
+	int	 in = 0;
+
+	d = realpath(dir, NULL);
+	p = realpath(path, NULL);
+	if (d != NULL && p != NULL) {
+		n = strlen(d);
+		in = strncmp(d, p, n) == 0 && (p[n] == '\0' || p[n] == '/' ||
+		    strcmp(d, "/") == 0);
+	}
+	free(d);
+	free(p);
+	return (in);
+}
+
+int
+image_build(const struct image_build_req *req, int *sig, char **cause)
+{
+	struct image_build	 b;
+	struct sigaction	 sa, old[3];
+	struct stat		 st;
+	const char		*from = req->from;
+	char			*copy, *parent, *base;
+	int			 i, dir = 0, ret = -1;
+	static const int	 sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+
+	memset(&b, 0, sizeof b);
+	b.log = -1;
+	b.req = req;
+	*sig = 0;
+	if (strncmp(from, "oci:", 4) == 0) {
+		b.is_oci = 1;
+		from += 4;
+	} else if (stat(from, &st) == -1) {
+		xasprintf(cause, "%s: %s", from, strerror(errno));
+		return (-1);
+	} else
+		dir = S_ISDIR(st.st_mode);
+
+	copy = xstrdup(req->out);
+	parent = xstrdup(dirname(copy));
+	free(copy);
+	copy = xstrdup(req->out);
+	base = basename(copy);
+	xasprintf(&b.work, "%s/.%s.build.XXXXXX", parent, base);
+	free(copy);
+	if (dir && image_build_inside(from, parent)) {
+		xasprintf(cause, "%s lies inside the directory %s: mke2fs -d "
+		    "would copy the image into itself", req->out, from);
+		free(parent);
+		free(b.work);
+		return (-1);
+	}
+	free(parent);
+	if (mkdtemp(b.work) == NULL) {
+		xasprintf(cause, "%s: %s", b.work, strerror(errno));
+		free(b.work);
+		b.work = NULL;
+		return (-1);
+	}
+	if ((b.log = memfd_create("qsup-image-build", MFD_CLOEXEC)) == -1) {
+		xasprintf(cause, "memfd_create: %s", strerror(errno));
+		image_build_cleanup(&b);
+		return (-1);
+	}
+
+	image_build_sig = 0;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = image_build_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	ret = image_build_steps(&b, from, dir, cause);
+	image_build_cleanup(&b);
+	for (i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	*sig = image_build_sig;
+	return (ret);
+}
