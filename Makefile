@@ -41,7 +41,8 @@ AGENT_CFLAGS	 = -Os -static -std=gnu11 -D_GNU_SOURCE $(WARN) $(WERROR) -Iguest \
 UNIT_SRC	 = $(wildcard tests/unit/*_test.c)
 UNIT_BIN	 = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 
-GUEST		 = $(B)/guest/vmlinux $(B)/guest/initramfs.cpio
+GUEST		 = $(B)/guest/vmlinux $(B)/guest/initramfs.cpio \
+		   $(B)/guest/qsup-agent
 
 # Man pages, from contrib/man/*.scd.in: their settings and commands are
 # what $(B)/qsup prints (contrib/man/gen.sh), so they cannot disagree.
@@ -233,6 +234,8 @@ $(B)/libfuzzer/%_fuzz: $(B)/libfuzzer/obj/tests/fuzz/%_fuzz.o $(LF_LIB_OBJ)
 # busybox, and the agent as PID 1 (guest/build-image.sh says how).
 $(GUEST) &: guest/build-image.sh guest/modules.txt $(B)/qsup-agent $(B)/mkcpio
 	guest/build-image.sh $(B)
+	cp $(B)/qsup-agent $(B)/guest/qsup-agent.tmp
+	mv $(B)/guest/qsup-agent.tmp $(B)/guest/qsup-agent
 
 $(B)/mkcpio: guest/mkcpio.c
 	@mkdir -p $(B)

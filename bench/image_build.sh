@@ -3,7 +3,7 @@
 # writes (mmdebstrap --variant=minbase bookworm TAR MIRROR, cached under
 # build/images/), built into a qcow2 by an unprivileged user (uid 65534
 # through setpriv when run as root), N times: the median wall time, the
-# output's size and the tarball's. Not part of bench/run.sh.
+# output's size and the tarball's.
 # Usage: bench/image_build.sh [RUNS]   (default 3)
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."

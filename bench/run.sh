@@ -150,6 +150,14 @@ bench/net.sh
 echo
 bench/image.sh "$cold_runs" "$warm_runs"
 
+# boot = "image": a cloud image booting itself against the fast path.
+echo
+bench/cloud.sh
+
+# qsup image build of a Debian minbase tree: time and size.
+echo
+bench/image_build.sh
+
 # Image pulls: qsup against curl from a local HTTP server.
 echo
 bench/image_pull.sh

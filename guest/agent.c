@@ -6,7 +6,11 @@
  *	qsup-agent --config FILE | --seed ISO  --fd N [--fd N ...]
  *	    [--apply-mounts]
  * serves the given inherited descriptors, skips every PID 1 duty, and
- * exits when all of them have been closed.
+ * exits when all of them have been closed. Started by cloud-init in an
+ * image booted with its own kernel and init (boot = "image"):
+ *	qsup-agent --service
+ * it finds its seed and its ports as PID 1 would, but leaves the
+ * system's setup to the image's init, and powers the guest off when told.
  */
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -34,6 +38,7 @@ enum {
 __attribute__((used)) const char agent_protocol_mark[] = QSUP_PROTOCOL_MARK;
 
 int			 agent_pid1;
+int			 agent_service;	/* --service: in a VM, not PID 1 */
 /*
  * Booted to become a VM state template (qsup.template=1): no seed is read;
  * the configuration arrives with POST /setup after a restore.
@@ -78,6 +83,7 @@ agent_usage(void)
 {
 	fprintf(stderr, "usage: qsup-agent --config FILE | --seed ISO | "
 	    "--template --fd N [--fd N ...] [--apply-mounts]\n"
+	    "       qsup-agent --service\n"
 	    "(as PID 1 it takes no arguments)\n");
 	exit(2);
 }
@@ -256,7 +262,7 @@ static void
 agent_shutdown(void)
 {
 	port_flush_all(1000);
-	if (agent_pid1)
+	if (agent_pid1 || agent_service)
 		init_poweroff();
 	exec_kill_all(SIGKILL);
 	exit(0);
@@ -293,7 +299,7 @@ agent_loop(void)
 		for (i = n; i < n + m; i++)
 			kinds[i] = REF_EXEC;
 		n += m;
-		if (agent_pid1 && init_uevent_fd() != -1) {
+		if ((agent_pid1 || agent_service) && init_uevent_fd() != -1) {
 			pfd[n].fd = init_uevent_fd();
 			pfd[n].events = POLLIN;
 			refs[n] = NULL;
@@ -329,7 +335,7 @@ agent_loop(void)
 		port_sweep();
 		if (agent_poweroff_wanted)
 			agent_shutdown();
-		if (!agent_pid1 && port_count() == 0)
+		if (!agent_pid1 && !agent_service && port_count() == 0)
 			agent_shutdown();
 	}
 }
@@ -348,6 +354,11 @@ main(int argc, char **argv)
 
 	if (agent_pid1) {
 		agent_boot();
+		agent_ready_ms = util_ms(CLOCK_BOOTTIME);
+		log_warnx("ready in %lld ms", agent_ready_ms);
+	} else if (argc == 2 && strcmp(argv[1], "--service") == 0) {
+		agent_service = 1;
+		init_service();
 		agent_ready_ms = util_ms(CLOCK_BOOTTIME);
 		log_warnx("ready in %lld ms", agent_ready_ms);
 	} else {

@@ -75,6 +75,7 @@ struct exec;
 
 /* agent.c */
 extern int			 agent_pid1;
+extern int			 agent_service;
 extern int			 agent_template;
 extern struct agent_config	 agent_cfg;
 extern char			*agent_error;
@@ -192,6 +193,7 @@ void		 disk_glibc_scan(const unsigned char *, size_t, int *, int *);
 extern char	*root_device;	/* what is mounted as /, once it is */
 extern char	*root_glibc;	/* the image's glibc version, if found */
 void		 root_setup(void);
+void		 root_service(void);
 void		 root_probe(void);
 
 /* iso.c */
@@ -275,6 +277,7 @@ int		 init_ports_scan(void);
 void		 init_ports(void);
 void		 init_ports_late(void);
 int		 init_uevent_fd(void);
+void		 init_service(void);
 void		 init_poweroff(void) __attribute__((noreturn));
 void		 init_probe(void) __attribute__((noreturn));
 

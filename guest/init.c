@@ -109,13 +109,13 @@ init_loopback(void)
 
 /* One address ioctl on eth0: SIOCSIFADDR, SIOCSIFNETMASK. */
 static int
-init_ifaddr(int s, unsigned long req, const char *addr)
+init_ifaddr(int s, const char *dev, unsigned long req, const char *addr)
 {
 	struct ifreq		 ifr;
 	struct sockaddr_in	*sin;
 
 	memset(&ifr, 0, sizeof ifr);
-	strncpy(ifr.ifr_name, "eth0", sizeof ifr.ifr_name - 1);
+	strncpy(ifr.ifr_name, dev, sizeof ifr.ifr_name - 1);
 	sin = (struct sockaddr_in *)(void *)&ifr.ifr_addr;
 	sin->sin_family = AF_INET;
 	inet_pton(AF_INET, addr, &sin->sin_addr);
@@ -128,15 +128,48 @@ init_ifaddr(int s, unsigned long req, const char *addr)
  * reach is decided on the host, whatever is done here; this only makes
  * the card usable. No card: nothing to do, and nothing is an error.
  */
+/*
+ * The network card: eth0 in qsup's guest; in an image, whose udev may
+ * have renamed it, the first interface that is a device (lo is not).
+ */
+static int
+init_netdev(char *name, size_t size)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		 path[300];
+	int		 found = 0;
+
+	if (access("/sys/class/net/eth0", F_OK) == 0) {
+		snprintf(name, size, "eth0");
+		return (1);
+	}
+	if (!agent_service || (d = opendir("/sys/class/net")) == NULL)
+		return (0);
+	while (!found && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= size)
+			continue;
+		snprintf(path, sizeof path, "/sys/class/net/%s/device",
+		    de->d_name);
+		if (access(path, F_OK) == 0) {
+			memcpy(name, de->d_name, strlen(de->d_name) + 1);
+			found = 1;
+		}
+	}
+	closedir(d);
+	return (found);
+}
+
 void
 init_network(void)
 {
 	struct rtentry		 rt;
 	struct ifreq		 ifr;
 	struct sockaddr_in	*sin;
+	char			 dev[IFNAMSIZ];
 	int			 s, fd;
 
-	if (access("/sys/class/net/eth0", F_OK) == -1)
+	if (!init_netdev(dev, sizeof dev))
 		return;
 	/* No IPv6: the host's stack carries none. */
 	if ((fd = open("/proc/sys/net/ipv6/conf/all/disable_ipv6",
@@ -145,20 +178,20 @@ init_network(void)
 		close(fd);
 	}
 	if ((s = socket(AF_INET, SOCK_DGRAM|SOCK_CLOEXEC, 0)) == -1) {
-		agent_set_error("eth0: socket: %s", strerror(errno));
+		agent_set_error("%s: socket: %s", dev, strerror(errno));
 		return;
 	}
-	if (init_ifaddr(s, SIOCSIFADDR, QSUP_NET_GUEST) == -1 ||
-	    init_ifaddr(s, SIOCSIFNETMASK, QSUP_NET_MASK) == -1) {
-		agent_set_error("eth0: address: %s", strerror(errno));
+	if (init_ifaddr(s, dev, SIOCSIFADDR, QSUP_NET_GUEST) == -1 ||
+	    init_ifaddr(s, dev, SIOCSIFNETMASK, QSUP_NET_MASK) == -1) {
+		agent_set_error("%s: address: %s", dev, strerror(errno));
 		goto out;
 	}
 	memset(&ifr, 0, sizeof ifr);
-	strncpy(ifr.ifr_name, "eth0", sizeof ifr.ifr_name - 1);
+	strncpy(ifr.ifr_name, dev, sizeof ifr.ifr_name - 1);
 	if (ioctl(s, SIOCGIFFLAGS, &ifr) == -1 ||
 	    (ifr.ifr_flags |= IFF_UP|IFF_RUNNING,
 	    ioctl(s, SIOCSIFFLAGS, &ifr) == -1)) {
-		agent_set_error("eth0 up: %s", strerror(errno));
+		agent_set_error("%s up: %s", dev, strerror(errno));
 		goto out;
 	}
 	memset(&rt, 0, sizeof rt);
@@ -170,13 +203,13 @@ init_network(void)
 	sin->sin_family = AF_INET;
 	inet_pton(AF_INET, QSUP_NET_GATEWAY, &sin->sin_addr);
 	rt.rt_flags = RTF_UP|RTF_GATEWAY;
-	rt.rt_dev = (char *)"eth0";
+	rt.rt_dev = dev;
 	if (ioctl(s, SIOCADDRT, &rt) == -1 && errno != EEXIST) {
 		agent_set_error("default route: %s", strerror(errno));
 		goto out;
 	}
 	init_resolv();
-	log_warnx("eth0 %s", QSUP_NET_GUEST);
+	log_warnx("%s %s", dev, QSUP_NET_GUEST);
 out:
 	close(s);
 }
@@ -266,6 +299,28 @@ init_early(void)
 	/* Ctrl-Alt-Del becomes SIGINT to us: a clean poweroff. */
 	(void)reboot(RB_DISABLE_CAD);
 	init_loopback();
+}
+
+/*
+ * --service: in an image booted with its own kernel, started by
+ * cloud-init once the image's init has mounted everything. The image's
+ * system stays as it is; what qsup's seed says is applied (clock, random
+ * seed, hostname, network card, shares, firewall), then the ports.
+ */
+void
+init_service(void)
+{
+	int	probe, nports, template;
+
+	setenv("HOME", "/root", 1);
+	umask(022);
+	(void)init_cmdline(&probe, &nports, &template);
+	init_network();
+	if (init_seed() == 0) {
+		root_service();
+		init_apply_seed();
+	}
+	init_ports();
 }
 
 /* The qsup.* words of the kernel command line. */
@@ -876,6 +931,21 @@ init_umount_all(void)
 void
 init_poweroff(void)
 {
+	if (agent_service) {
+		/*
+		 * The image's own shutdown would take its time, and the disk
+		 * is a throwaway overlay: our commands go, then the guest,
+		 * synced. Only our own children are signalled: the rest is
+		 * the image's init's, and poweroff stops it all.
+		 */
+		exec_kill_all(SIGTERM);
+		(void)init_reap_for(INIT_TERM_GRACE_MS);
+		exec_kill_all(SIGKILL);
+		sync();
+		reboot(RB_POWER_OFF);
+		log_warn("poweroff");
+		_exit(1);
+	}
 	if (!agent_pid1)
 		_exit(0);
 	kill(-1, SIGTERM);

@@ -174,7 +174,7 @@ port_gone(struct port *p)
 	abuf_reset(&p->out);
 	abuf_reset(&p->body);
 	p->state = PORT_HEAD;
-	if (agent_pid1) {
+	if (agent_pid1 || agent_service) {
 		/* virtio-serial: the host may connect again later. */
 		p->down = 1;
 		return;
@@ -490,7 +490,7 @@ port_setup(struct port *p)
 		return;
 	}
 	agent_template = 0;
-	if (agent_pid1) {
+	if (agent_pid1 || agent_service) {
 		init_apply_seed();
 		log_warnx("configured by the host%s", agent_error != NULL ?
 		    " (with errors)" : "");

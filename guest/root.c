@@ -373,6 +373,32 @@ root_find_glibc(void)
 		xasprintf(&root_glibc, "2.%d", banner);
 }
 
+/*
+ * --service: the image booted itself, and its root is mounted already.
+ * Say which device it is (the host expects a root from an image), and
+ * find its glibc if the host asks.
+ */
+void
+root_service(void)
+{
+	FILE	*f;
+	char	 dev[256], dir[256];
+
+	if ((f = fopen("/proc/self/mounts", "re")) != NULL) {
+		while (fscanf(f, "%255s %255s %*[^\n]", dev, dir) == 2) {
+			if (strcmp(dir, "/") == 0 && root_device == NULL)
+				root_device = xstrdup(dev);
+		}
+		fclose(f);
+	}
+	if (root_device == NULL)
+		root_device = xstrdup("/");
+	if (agent_cfg.root_glibc)
+		root_find_glibc();
+	log_warnx("root %s (the image's own), glibc %s", root_device,
+	    root_glibc != NULL ? root_glibc : "not found");
+}
+
 /* What the image gets from qsup: DNS when there is a network, its name. */
 static void
 root_files(void)

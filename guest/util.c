@@ -70,7 +70,7 @@ fatalx(const char *fmt, ...)
 	va_start(ap, fmt);
 	log_vwrite(0, fmt, ap);
 	va_end(ap);
-	if (agent_pid1)
+	if (agent_pid1 || agent_service)
 		init_poweroff();
 	exec_kill_all(SIGKILL);
 	_exit(1);

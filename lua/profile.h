@@ -39,6 +39,10 @@ enum profile_ld {		/* glibc closure copied with shares */
 	PROFILE_LD_FULL,	/* all of /lib/TRIPLET, /usr/lib/TRIPLET */
 	PROFILE_LD_SPARSE	/* the ldd closure only */
 };
+enum profile_boot {		/* what the guest boots */
+	PROFILE_BOOT_KERNEL,	/* qsup's kernel and agent, the image as root */
+	PROFILE_BOOT_IMAGE	/* the image as a PC: its loader, kernel, init */
+};
 enum profile_image {
 	PROFILE_IMAGE_NONE,	/* the built-in guest */
 	PROFILE_IMAGE_NAME,	/* "debian-12": from image_base_url */
@@ -69,6 +73,8 @@ struct profile {
 	double		 start_timeout;	/* seconds; 0: by accelerator */
 	double		 timeout;	/* seconds per command; 0: none */
 	int		 show_boot_console;
+	char		*console_log;	/* the console, kept; NULL: not */
+	enum profile_boot boot;
 	int		 console_on_failure; /* console lines shown; 0: none */
 	int		 warm_start;	/* restore from a saved VM template */
 	enum profile_template_ram template_ram;

@@ -464,6 +464,18 @@ profile_image_check(struct profile_ctx *ctx, lua_State *L, const int *bad)
 	    p->image_kind == PROFILE_IMAGE_NONE)
 		profile_error(ctx, ctx->set_loc[disk], "disk_size: the "
 		    "built-in guest has no disk; set image too");
+	if (p->boot == PROFILE_BOOT_IMAGE && p->image_kind ==
+	    PROFILE_IMAGE_NONE)
+		profile_error(ctx, ctx->set_loc[profile_setting_index("boot")],
+		    "boot: \"image\" boots the image's own kernel, and image "
+		    "is nil; set image too");
+	if (p->boot == PROFILE_BOOT_IMAGE && (p->kernel != NULL ||
+	    p->initramfs != NULL))
+		profile_error(ctx, ctx->set_loc[profile_setting_index(
+		    p->kernel != NULL ? "kernel" : "initramfs")], "%s: "
+		    "boot = \"image\" boots the image's own kernel; leave "
+		    "kernel and initramfs nil", p->kernel != NULL ? "kernel" :
+		    "initramfs");
 	if (p->image_kind == PROFILE_IMAGE_URL)
 		p->image_url = xstrdup(p->image);
 	else if (p->image_kind == PROFILE_IMAGE_NAME && !bad[base])

@@ -69,6 +69,7 @@ enum profile_type {
 	PROFILE_T_URL,		/* an http(s) URL */
 	PROFILE_T_SHA256,	/* 64 hex digits, kept in lower case */
 	PROFILE_T_DIR,		/* host directory, need not exist yet */
+	PROFILE_T_OUTFILE,	/* host file written, in a directory that is */
 	PROFILE_T_SHARES,	/* { { host =, guest =, mode =, ignore = } } */
 	PROFILE_T_ALLOW,	/* { "*.example.org:443", "10.0.0.0/8" } */
 	PROFILE_T_PORTS,	/* { { guest =, host =, address = } } */
@@ -136,7 +137,7 @@ struct profile_type_ops {
 extern const struct profile_type_ops profile_types[];
 
 /* The schema (profile_schema.c): one row per setting. */
-#define PROFILE_NSETTINGS	39
+#define PROFILE_NSETTINGS	41
 extern const struct profile_setting profile_schema[PROFILE_NSETTINGS];
 extern const struct profile_choice profile_kvm_choices[];
 extern const struct profile_choice profile_sm_choices[];

@@ -19,6 +19,13 @@ _Static_assert(sizeof(enum profile_sm) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum profile_ld) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum net_mode) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum profile_image) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum profile_boot) == sizeof(int), "enum size");
+
+static const struct profile_choice profile_boot_choices[] = {
+	{ "kernel", PROFILE_BOOT_KERNEL, 0 },
+	{ "image", PROFILE_BOOT_IMAGE, 0 },
+	{ NULL, 0, 0 }
+};
 
 const struct profile_choice profile_kvm_choices[] = {
 	{ "true", PROFILE_KVM_ON, 0 },
@@ -100,7 +107,14 @@ const struct profile_setting profile_schema[] = {
 	{ .name = "show_boot_console", .type = PROFILE_T_BOOL,
 	  .offset = offsetof(struct profile, show_boot_console),
 	  .def = "false",
-	  .help = "copy the guest's console (kernel, boot) to stderr" },
+	  .help = "copy the guest's console (kernel, boot) to stderr; with "
+	  "boot = \"image\", cloud-init's and the bootstrap's output "
+	  "too, verbose" },
+	{ .name = "console_log", .type = PROFILE_T_OUTFILE,
+	  .offset = offsetof(struct profile, console_log),
+	  .help = "a file the guest's console is written to as it comes, "
+	  "kept after the run (replaced by the next); nil: only the run "
+	  "directory's copy, removed with it" },
 	{ .name = "console_on_failure", .type = PROFILE_T_INT,
 	  .offset = offsetof(struct profile, console_on_failure),
 	  .min = 0, .max = 100000, .def = "20",
@@ -151,6 +165,14 @@ const struct profile_setting profile_schema[] = {
 	  .min = 1, .max = 65536, .def = "256",
 	  .help = "qsup serve: API connections open at once "
 	  "(--max-connections)" },
+	{ .name = "boot", .type = PROFILE_T_CHOICE,
+	  .offset = offsetof(struct profile, boot),
+	  .choices = profile_boot_choices, .def = "\"kernel\"",
+	  .help = "\"kernel\": qsup's fast kernel and agent, with the "
+	  "image (if any) as the root file system; \"image\": the image "
+	  "boots as a PC would (firmware, its boot loader, kernel and init) "
+	  "and cloud-init starts qsup's agent from the seed; slow under "
+	  "emulation (minutes), and never from a template yet" },
 	{ .name = "kernel", .type = PROFILE_T_PATH,
 	  .offset = offsetof(struct profile, kernel),
 	  .help = "guest kernel image; nil: the built-in guest's" },

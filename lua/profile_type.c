@@ -135,6 +135,14 @@ profile_accepts_path(struct buf *b, const struct profile_setting *s)
 }
 
 static void
+profile_accepts_outfile(struct buf *b, const struct profile_setting *s)
+{
+	(void)s;
+	buf_printf(b, "the path of a file to write, absolute or relative to "
+	    "the profile's directory, in a directory that exists");
+}
+
+static void
 profile_accepts_guest_path(struct buf *b, const struct profile_setting *s)
 {
 	(void)s;
@@ -702,6 +710,42 @@ profile_convert_dir(struct profile_ctx *ctx, lua_State *L, int idx,
 	free(path);
 }
 
+/* A host file qsup writes: not a directory, in one that exists. */
+static void
+profile_convert_outfile(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	const char	*value;
+	struct stat	 sb;
+	char		*path, *abs, *slash;
+
+	if ((value = profile_plain_string(L, idx)) == NULL || *value == '\0') {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return;
+	}
+	path = profile_host_path(ctx, loc, value);
+	abs = profile_absolute(path);
+	free(path);
+	if (stat(abs, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		profile_error(ctx, loc, "%s: %s: not a regular file", s->name,
+		    abs);
+		free(abs);
+		return;
+	}
+	slash = strrchr(abs, '/');
+	*slash = '\0';
+	if (stat(*abs == '\0' ? "/" : abs, &sb) == -1 ||
+	    !S_ISDIR(sb.st_mode)) {
+		profile_error(ctx, loc, "%s: %s: no such directory", s->name,
+		    *abs == '\0' ? "/" : abs);
+		free(abs);
+		return;
+	}
+	*slash = '/';
+	free(*PROFILE_FIELD(ctx->p, s, char *));
+	*PROFILE_FIELD(ctx->p, s, char *) = abs;
+}
+
 /* "http://host/..." or "https://host/...", printable, no spaces. */
 static int
 profile_url_ok(const char *v)
@@ -1007,6 +1051,9 @@ const struct profile_type_ops profile_types[] = {
 	    .free = profile_free_str },
 	[PROFILE_T_DIR] = { .convert = profile_convert_dir,
 	    .accepts = profile_accepts_dir, .put = profile_put_str,
+	    .free = profile_free_str },
+	[PROFILE_T_OUTFILE] = { .convert = profile_convert_outfile,
+	    .accepts = profile_accepts_outfile, .put = profile_put_str,
 	    .free = profile_free_str },
 	[PROFILE_T_SHARES] = { .convert = profile_convert_shares,
 	    .accepts = profile_accepts_shares, .put = profile_put_shares,

@@ -60,8 +60,13 @@ return {
 	-- 0: no limit. `qsup run --timeout SECS` overrides it.
 	timeout = 0,
 
-	-- Copy the guest's console (kernel and boot messages) to stderr.
+	-- Copy the guest's console (kernel and boot messages) to stderr;
+	-- with boot = "image", verbose cloud-init and bootstrap output too.
 	show_boot_console = false,
+
+	-- A file the console is written to as it comes, kept after the run
+	-- (the seed's .pysandbox-qemu-console.log); nil: none.
+	console_log = nil,
 
 	-- Lines of the guest's console shown when the sandbox fails (the
 	-- guest does not start, QEMU dies). 0: none.
@@ -88,6 +93,12 @@ return {
 	serve_max_body = "1M",
 	serve_max_header = "16K",
 	serve_max_connections = 256,
+
+	-- What boots: "kernel", qsup's fast kernel and agent, the image (if
+	-- any) only the root file system; "image", the image as a PC would
+	-- (firmware, its boot loader, kernel and init), cloud-init starting
+	-- qsup's agent from the seed. Minutes under emulation; no template.
+	boot = "kernel",
 
 	-- Guest kernel and initramfs, absolute or relative to the profile's
 	-- directory; nil means the built-in guest's.

@@ -160,8 +160,9 @@ net_start(struct net *net, char **cause)
 
 	xasprintf(&net->args[0], "-netdev");
 	xasprintf(&net->args[2], "-device");
-	xasprintf(&net->args[3], "virtio-net-device,netdev=net0,mac=%s,"
-	    "host_mtu=%d", NET_GUEST_MAC, NET_MTU);
+	xasprintf(&net->args[3], "virtio-net-%s,netdev=net0,mac=%s,"
+	    "host_mtu=%d", net->pci ? "pci" : "device", NET_GUEST_MAC,
+	    NET_MTU);
 	return (0);
 }
 
@@ -180,6 +181,7 @@ net_new(struct ev_loop *loop, const struct net_config *cfg, char **cause)
 	net = xcalloc(1, sizeof *net);
 	net->loop = loop;
 	net->mode = cfg->mode;
+	net->pci = cfg->pci;
 	net->fd = net->qemu_fd = -1;
 	TAILQ_INIT(&net->maps);
 	net_copy_rules(net, cfg);

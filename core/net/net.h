@@ -70,6 +70,8 @@ struct net_config {
 	const char			*dir;	/* for its unix sockets (the
 						   sandbox's run directory);
 						   NULL: a private one */
+	int				 pci;	/* the card on PCI, not MMIO
+						   (a PC, not a microVM) */
 };
 struct net_dest {
 	const char	*kind;		/* "connect", "http", "tcp", "dns",

@@ -44,6 +44,7 @@ struct net_fwd {
 struct net {
 	struct ev_loop		*loop;
 	enum net_mode	 mode;
+	int			 pci;	/* virtio-net-pci */
 	struct net_rule	*rules;
 	size_t			 nrules;
 

@@ -259,10 +259,11 @@ out:
  * serial. A template's key leaves out the overlay's file name
  * (template.c), not the base's. An overlay that cannot grow (its file
  * system full) gives the guest I/O errors: QEMU's default for ENOSPC
- * would pause the VM, which qsup would then find not answering.
+ * would pause the VM, which qsup would then find not answering. With
+ * boot, the BIOS boots from it (it boots only the first disk it lists).
  */
 void
-disk_qemu_args(const struct disk *d, struct qemu_argv *a)
+disk_qemu_args(const struct disk *d, struct qemu_argv *a, int boot)
 {
 	char	*base, *overlay;
 
@@ -279,8 +280,8 @@ disk_qemu_args(const struct disk *d, struct qemu_argv *a)
 	    "file.filename=%s,backing=base,discard=unmap", overlay);
 	qemu_arg(a, "-device");
 	qemu_arg(a, "virtio-blk-pci,drive=" DISK_NODE ",serial=%s,"
-	    "werror=report,rerror=report",
-	    QSUP_ROOT_SERIAL);
+	    "werror=report,rerror=report%s",
+	    QSUP_ROOT_SERIAL, boot ? ",bootindex=0" : "");
 	free(base);
 	free(overlay);
 }

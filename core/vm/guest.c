@@ -143,6 +143,16 @@ guest_resolve(const struct profile *p, struct guest *g, char **cause)
 		g->initramfs = xstrdup(p->initramfs);
 	else
 		xasprintf(&g->initramfs, "%s/initramfs.cpio", dir);
+	/* An image's own kernel boots: only the agent is qsup's. */
+	if (p->boot == PROFILE_BOOT_IMAGE) {
+		xasprintf(&g->agent, "%s/qsup-agent", dir);
+		free(dir);
+		if (guest_check("agent", g->agent, cause) == -1) {
+			guest_free(g);
+			return (-1);
+		}
+		return (0);
+	}
 	free(dir);
 	if (guest_check("kernel", g->kernel, cause) == -1 ||
 	    guest_check("initramfs", g->initramfs, cause) == -1) {
@@ -159,6 +169,8 @@ guest_free(struct guest *g)
 	g->kernel = NULL;
 	free(g->initramfs);
 	g->initramfs = NULL;
+	free(g->agent);
+	g->agent = NULL;
 }
 
 const char *

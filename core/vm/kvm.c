@@ -189,7 +189,7 @@ static void
 kvm_probe_argv(struct qemu_argv *a, const char *qemu, const char *kernel,
     const char *initramfs)
 {
-	qemu_argv_machine(a, qemu, ACCEL_KVM, 128, 1, NULL);
+	qemu_argv_machine(a, qemu, ACCEL_KVM, 0, 128, 1, NULL);
 	qemu_argv_kernel(a, kernel, initramfs,
 	    "console=ttyS0 quiet panic=-1 pci=off qsup.probe=1");
 	qemu_arg(a, "-serial");

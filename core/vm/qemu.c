@@ -66,13 +66,14 @@ qemu_escape(const char *s)
 }
 
 /*
- * The machine every QEMU of qsup's is: a microVM under the accelerator,
- * with this much memory and these CPUs, optionally named, with nothing
- * QEMU would add by itself, and always under QEMU's own seccomp filter.
+ * The machine every QEMU of qsup's is: a microVM (or, with pc, a PC for
+ * an image that boots itself) under the accelerator, with this much
+ * memory and these CPUs, optionally named, with nothing QEMU would add
+ * by itself, and always under QEMU's own seccomp filter.
  */
 void
 qemu_argv_machine(struct qemu_argv *a, const char *binary, enum accel accel,
-    unsigned long long mib, int cpus, const char *name)
+    int pc, unsigned long long mib, int cpus, const char *name)
 {
 	qemu_arg(a, "%s", binary);
 	qemu_arg(a, "-M");
@@ -80,10 +81,14 @@ qemu_argv_machine(struct qemu_argv *a, const char *binary, enum accel accel,
 	 * No PIT under TCG: the guest never uses it (microvm's ACPI is
 	 * hardware-reduced, so Linux sets up no legacy timer), yet QEMU's
 	 * runs at 18.2 Hz from reset, ~40 wakeups a second of an idle QEMU.
-	 * Under KVM it would be the kernel's PIT, not measured here.
+	 * Under KVM it would be the kernel's PIT, not measured here. A PC's
+	 * BIOS and boot loader need theirs.
 	 */
-	qemu_arg(a, "%s", accel == ACCEL_KVM ? "microvm,pcie=on" :
-	    "microvm,pcie=on,pit=off");
+	if (pc)
+		qemu_arg(a, "q35");
+	else
+		qemu_arg(a, "%s", accel == ACCEL_KVM ? "microvm,pcie=on" :
+		    "microvm,pcie=on,pit=off");
 	qemu_arg(a, "-accel");
 	if (accel == ACCEL_KVM) {
 		qemu_arg(a, "kvm");

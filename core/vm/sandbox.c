@@ -247,8 +247,10 @@ sandbox_late(struct sandbox *sb, enum sbe ev, const char *why)
 
 	(void)why;
 	xasprintf(&msg, "the guest did not become ready within %g s "
-	    "(accelerator %s)", sandbox_start_timeout(sb),
-	    accel_name(sb->accel.accel));
+	    "(accelerator %s%s%s)", sandbox_start_timeout(sb),
+	    accel_name(sb->accel.accel), sandbox_boot_image(sb) ?
+	    "; the image's boot was at: " : "", sandbox_boot_image(sb) ?
+	    sandbox_boot_phase(sb) : "");
 	sandbox_fail(sb, ev, msg);
 	free(msg);
 }
@@ -604,6 +606,9 @@ sandbox_start_timeout(struct sandbox *sb)
 {
 	if (sb->profile->start_timeout > 0)
 		return (sb->profile->start_timeout);
+	/* A PC boot with cloud-init: about two minutes under TCG. */
+	if (sandbox_boot_image(sb))
+		return (sb->accel.accel == ACCEL_KVM ? 180.0 : 900.0);
 	return (sb->accel.accel == ACCEL_KVM ? 20.0 : 60.0);
 }
 

@@ -119,6 +119,10 @@ struct sandbox {
 	double			 t_spawn;
 	double			 t_ready;
 	double			 save_seconds;
+
+	/* boot = "image" (sandbox_boot.c) */
+	int			 boot_phase;
+	ev_timer		 boot_tick;	/* progress on stderr */
 };
 
 typedef void	(*sandbox_action)(struct sandbox *, enum sbe, const char *);
@@ -140,6 +144,19 @@ void		 sandbox_build_argv(struct sandbox *, struct qemu_argv *);
 int		 sandbox_launch(struct sandbox *, char **);
 void		 sandbox_launch_free(struct sandbox *);
 char		*sandbox_death(struct sandbox *);
+
+/* sandbox_boot.c */
+#define SANDBOX_BOOT_AGENT	"qsup-agent"	/* its name on the seed */
+int		 sandbox_boot_image(const struct sandbox *);
+void		 sandbox_boot_watch(struct sandbox *);
+void		 sandbox_boot_unwatch(struct sandbox *);
+const char	*sandbox_boot_phase(const struct sandbox *);
+void		 sandbox_boot_devices(struct sandbox *, struct qemu_argv *,
+		     const char *);
+void		 sandbox_boot_user_data(struct sandbox *, struct buf *);
+const char	*sandbox_boot_network_config(void);
+int		 sandbox_boot_agent(struct sandbox *, char **, size_t *,
+		     char **);
 
 /* sandbox_seed.c */
 int		 sandbox_write_seed(struct sandbox *, char **);

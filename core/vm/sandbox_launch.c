@@ -145,6 +145,7 @@ sandbox_net(struct sandbox *sb, char **cause)
 	cfg.rules = p->network_allow;
 	cfg.nrules = p->nnetwork_allow;
 	cfg.dir = sb->rundir;
+	cfg.pci = p->boot == PROFILE_BOOT_IMAGE;
 	if ((sb->net = net_new(sb->loop, &cfg, &why)) == NULL) {
 		xasprintf(cause, "network: %s", why);
 		free(why);
@@ -211,36 +212,16 @@ sandbox_ram_args(struct sandbox *sb, struct qemu_argv *a)
 	free(path);
 }
 
-/*
- * QEMU's command line. A template build and a restore must use the same
- * one (but for -incoming and the RAM file's path): the template key is
- * made from it.
- */
-void
-sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
+/* qsup's own kernel, and GUEST.md's measured command line for it. */
+static void
+sandbox_kernel_args(struct sandbox *sb, struct qemu_argv *a)
 {
-	const struct profile	*p = sb->profile;
-	char			*seed, *tmp;
-	char *const		 *na;
-	char			 tsc[64] = "";
-	int			 i;
+	char	tsc[64] = "", *tmp;
 
+	/* The TSC is told under TCG. */
 	if (sb->accel.accel == ACCEL_TCG)
 		snprintf(tsc, sizeof tsc, "tsc_early_khz=%lu tsc=reliable",
 		    guest_tsc_khz());
-	xasprintf(&tmp, "%s/seed.iso", sb->rundir);
-	seed = qemu_escape(tmp);
-	free(tmp);
-
-	xasprintf(&tmp, "qsup:%s", sb->rundir);
-	/* Names the run directory, so a person (or a test) can tell us apart. */
-	qemu_argv_machine(a, guest_qemu_binary(), sb->accel.accel,
-	    (unsigned long long)p->memory_mib, p->cpus, tmp);
-	free(tmp);
-	if (sb->mode != SB_COLD && sandbox_template_format(sb) ==
-	    TEMPLATE_SHARED)
-		sandbox_ram_args(sb, a);
-	/* GUEST.md's measured command line; the TSC is told under TCG. */
 	xasprintf(&tmp, "console=ttyS0 quiet panic=-1 %s "
 	    "no_timer_check cryptomgr.notests random.trust_cpu=on "
 	    "mitigations=off init_on_alloc=0 audit=0 apparmor=0 "
@@ -253,13 +234,46 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	    sb->disk.base != NULL ? " qsup.root=1" : "");
 	qemu_argv_kernel(a, sb->guest.kernel, sb->guest.initramfs, tmp);
 	free(tmp);
+}
+
+/*
+ * QEMU's command line. A template build and a restore must use the same
+ * one (but for -incoming and the RAM file's path): the template key is
+ * made from it. An image that boots itself (sandbox_boot.c) gets a PC.
+ */
+void
+sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
+{
+	const struct profile	*p = sb->profile;
+	char			*seed, *tmp;
+	char *const		 *na;
+	int			 i, pc = sandbox_boot_image(sb);
+
+	xasprintf(&tmp, "%s/seed.iso", sb->rundir);
+	seed = qemu_escape(tmp);
+	free(tmp);
+
+	xasprintf(&tmp, "qsup:%s", sb->rundir);
+	/* Names the run directory, so a person (or a test) can tell us apart. */
+	qemu_argv_machine(a, guest_qemu_binary(), sb->accel.accel, pc,
+	    (unsigned long long)p->memory_mib, p->cpus, tmp);
+	free(tmp);
+	if (sb->mode != SB_COLD && sandbox_template_format(sb) ==
+	    TEMPLATE_SHARED)
+		sandbox_ram_args(sb, a);
+	if (!pc)
+		sandbox_kernel_args(sb, a);
 	qemu_arg(a, "-chardev");
 	qemu_arg(a, "socket,id=con,fd=%d",
 	    sb->console_guest_fd);
 	qemu_arg(a, "-serial");
 	qemu_arg(a, "chardev:con");
-	qemu_arg(a, "-device");
-	qemu_arg(a, "virtio-serial-device");
+	if (pc)
+		sandbox_boot_devices(sb, a, seed);
+	else {
+		qemu_arg(a, "-device");
+		qemu_arg(a, "virtio-serial-device");
+	}
 	for (i = 0; i < (int)sb->nshares; i++) {
 		tmp = qemu_escape(sb->shares[i].host);
 		qemu_arg(a, "-fsdev");
@@ -283,18 +297,18 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	}
 	/* The image's overlay, the base below it read-only (disk.c). */
 	if (sb->disk.base != NULL)
-		disk_qemu_args(&sb->disk, a);
+		disk_qemu_args(&sb->disk, a, pc);
 	/* The network card, on qsup's own stack (core/net.c). */
 	for (na = sb->net != NULL ? net_qemu_args(sb->net) : NULL;
 	    na != NULL && *na != NULL; na++)
 		qemu_arg(a, "%s", *na);
-	if (sb->mode == SB_COLD) {
+	if (sb->mode == SB_COLD && !pc) {
 		qemu_arg(a, "-blockdev");
 		qemu_arg(a, "driver=raw,node-name=seed,"
 		    "read-only=on,file.driver=file,file.filename=%s", seed);
 		qemu_arg(a, "-device");
 		qemu_arg(a, "virtio-blk-device,drive=seed");
-	} else {
+	} else if (sb->mode != SB_COLD) {
 		/* Only for saving the state; a restore does not use it. */
 		qemu_arg(a, "-chardev");
 		qemu_arg(a, "socket,id=qmp,fd=%d",
@@ -412,6 +426,11 @@ sandbox_sockets(struct sandbox *sb, char **cause)
 	free(path);
 	serial_set_close_cb(sb->console, sandbox_console_closed_cb, sb);
 	serial_set_mark_cb(sb->console, sandbox_console_mark_cb, sb);
+	if (sb->profile->console_log != NULL && serial_copy_to(sb->console,
+	    sb->profile->console_log, cause) == -1)
+		return (-1);
+	if (sandbox_boot_image(sb))
+		sandbox_boot_watch(sb);
 	for (i = 0; i < QSUP_PORT_COUNT; i++) {
 		if (sandbox_socketpair(&fd, &sb->port_guest_fd[i], cause) == -1)
 			return (-1);
@@ -541,6 +560,7 @@ sandbox_launch_free(struct sandbox *sb)
 
 	qmp_script_free(sb->incoming);
 	sb->incoming = NULL;
+	sandbox_boot_unwatch(sb);
 	for (i = 0; i < QSUP_PORT_COUNT; i++) {
 		agent_conn_free(sb->ports[i]);
 		sb->ports[i] = NULL;

@@ -96,8 +96,11 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 	}
 	if (sb->profile->cwd != NULL)
 		sandbox_seed_line(cfg, "cwd", sb->profile->cwd);
-	/* The image's root before the shares, which mount inside it. */
-	if (sb->disk.base != NULL)
+	/*
+	 * The image's root before the shares, which mount inside it;
+	 * an image that boots itself has its root already.
+	 */
+	if (sb->disk.base != NULL && !sandbox_boot_image(sb))
 		buf_printf(cfg, "root %s %s %llu\n", QSUP_ROOT_SERIAL,
 		    sb->disk.grow ? "grow" : "keep",
 		    (unsigned long long)sb->disk.size);
@@ -129,11 +132,26 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 int
 sandbox_write_seed(struct sandbox *sb, char **cause)
 {
-	struct seed_file	 files[3];
-	struct buf		 cfg = { 0 }, meta = { 0 };
-	char			*path;
+	struct seed_file	 files[5];
+	struct buf		 cfg = { 0 }, meta = { 0 }, user = { 0 };
+	char			*path, *agent = NULL;
+	size_t			 n = 3, agent_len;
 	int			 rc;
 
+	/* An image that boots itself gets the agent, and a bootstrap. */
+	if (sandbox_boot_image(sb)) {
+		if (sandbox_boot_agent(sb, &agent, &agent_len, cause) == -1)
+			return (-1);
+		sandbox_boot_user_data(sb, &user);
+		files[3].name = SANDBOX_BOOT_AGENT;
+		files[3].data = agent;
+		files[3].len = agent_len;
+		files[4].name = "network-config";
+		files[4].data = sandbox_boot_network_config();
+		files[4].len = strlen(files[4].data);
+		n = 5;
+	} else
+		buf_puts(&user, "#cloud-config\n");
 	sandbox_config(sb, &cfg);
 	/* meta-data and user-data keep the seed usable by cloud-init. */
 	buf_printf(&meta, "instance-id: qsup-%s\nlocal-hostname: qsup\n",
@@ -145,14 +163,16 @@ sandbox_write_seed(struct sandbox *sb, char **cause)
 	files[1].data = cfg.data;
 	files[1].len = cfg.len;
 	files[2].name = "user-data";
-	files[2].data = "#cloud-config\n";
-	files[2].len = strlen(files[2].data);
+	files[2].data = user.data;
+	files[2].len = user.len;
 	xasprintf(&path, "%s/seed.iso", sb->rundir);
-	rc = seed_iso_write(path, files, 3, cause);
+	rc = seed_iso_write(path, files, n, cause);
 	free(path);
 	explicit_bzero(cfg.data, cfg.len);
 	buf_free(&cfg);
 	buf_free(&meta);
+	buf_free(&user);
+	free(agent);
 	return (rc);
 }
 

@@ -99,6 +99,15 @@ sandbox_choose_mode(struct sandbox *sb)
 	sb->mode = SB_COLD;
 	if (!sb->profile->warm_start)
 		return (0);
+	/*
+	 * Not yet for an image that boots itself: its disk changes as it
+	 * boots, so a template would need the disk's state kept with it.
+	 */
+	if (sandbox_boot_image(sb)) {
+		log_debug("warm start: not for boot = \"image\" yet; "
+		    "booting");
+		return (0);
+	}
 	/* The key comes from the template command line, fds aside. */
 	sb->mode = SB_BUILD;
 	sb->console_guest_fd = sb->qmp_guest_fd = 0;

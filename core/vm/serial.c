@@ -46,6 +46,8 @@ struct serial {
 	ev_io		 rd;
 	int		 log_fd;
 	size_t		 logged;
+	int		 copy_fd;	/* console_log's, or -1 */
+	size_t		 copied;
 	char		 ring[SERIAL_TAIL];
 	size_t		 ring_pos;	/* next byte to write */
 	size_t		 ring_len;
@@ -55,6 +57,8 @@ struct serial {
 	void		*close_arg;
 	void		(*mark_cb)(void *, const char *);
 	void		*mark_arg;
+	void		(*line_cb)(void *, const char *);
+	void		*line_arg;
 
 	char		 cur[SERIAL_MARK_LEN + 1];	/* the line so far */
 	size_t		 cur_len;
@@ -72,6 +76,8 @@ serial_line(struct serial *s)
 	char		 *line;
 
 	s->cur[s->cur_len] = '\0';
+	if (s->line_cb != NULL)
+		s->line_cb(s->line_arg, s->cur);
 	for (m = serial_marks; *m != NULL; m++) {
 		if (strstr(s->cur, *m) != NULL)
 			break;
@@ -160,6 +166,10 @@ serial_read(struct serial *s, int rounds)
 			if (write(s->log_fd, chunk, n) == n)
 				s->logged += n;
 		}
+		if (s->copy_fd != -1 && s->copied < SERIAL_LOG_MAX) {
+			if (write(s->copy_fd, chunk, n) == n)
+				s->copied += n;
+		}
 		/* The live view is lossy rather than a brake on the guest. */
 		if (s->live != NULL && outq_pending(s->live) < SERIAL_LIVE_MAX)
 			outq_write(s->live, chunk, n);
@@ -198,7 +208,7 @@ serial_new(struct ev_loop *loop, int fd, const char *path, int live)
 	s = xcalloc(1, sizeof *s);
 	s->loop = loop;
 	s->fd = fd;
-	s->log_fd = -1;
+	s->log_fd = s->copy_fd = -1;
 	if (path != NULL)
 		s->log_fd = open(path, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC,
 		    0600);
@@ -216,6 +226,30 @@ serial_set_close_cb(struct serial *s, void (*cb)(void *), void *arg)
 {
 	s->close_cb = cb;
 	s->close_arg = arg;
+}
+
+/*
+ * Also write the console to path (the profile's console_log), replacing
+ * what it held, under the same cap as the run directory's copy.
+ */
+int
+serial_copy_to(struct serial *s, const char *path, char **cause)
+{
+	if ((s->copy_fd = open(path, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC|
+	    O_NOFOLLOW, 0644)) == -1) {
+		xasprintf(cause, "console_log: %s: %s", path, strerror(errno));
+		return (-1);
+	}
+	return (0);
+}
+
+/* Call cb with every line (its first SERIAL_MARK_LEN bytes) as it ends. */
+void
+serial_set_line_cb(struct serial *s, void (*cb)(void *, const char *),
+    void *arg)
+{
+	s->line_cb = cb;
+	s->line_arg = arg;
 }
 
 /* Call cb with each important line as it is seen. */
@@ -336,5 +370,7 @@ serial_free(struct serial *s)
 		close(s->log_fd);
 		s->log_fd = -1;
 	}
+	if (s->copy_fd != -1)
+		close(s->copy_fd);
 	free(s);
 }

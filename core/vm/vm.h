@@ -75,7 +75,7 @@ void		 qemu_arg(struct qemu_argv *, const char *, ...)
 		     __attribute__((format(printf, 2, 3)));
 char		*qemu_escape(const char *);
 void		 qemu_argv_machine(struct qemu_argv *, const char *,
-		     enum accel, unsigned long long, int, const char *);
+		     enum accel, int, unsigned long long, int, const char *);
 void		 qemu_argv_kernel(struct qemu_argv *, const char *,
 		     const char *, const char *);
 void		 qemu_argv_free(struct qemu_argv *);
@@ -248,7 +248,7 @@ int		 disk_parse_header(const unsigned char *, size_t, uint64_t,
 		     struct disk_info *, char **);
 int		 disk_probe(const char *, struct disk *, char **);
 int		 disk_overlay(struct disk *, const char *, uint64_t, char **);
-void		 disk_qemu_args(const struct disk *, struct qemu_argv *);
+void		 disk_qemu_args(const struct disk *, struct qemu_argv *, int);
 int		 disk_untouched(const struct disk *, struct buf *);
 void		 disk_free(struct disk *);
 
@@ -256,6 +256,7 @@ void		 disk_free(struct disk *);
 struct guest {
 	char		*kernel;
 	char		*initramfs;
+	char		*agent;		/* boot = "image": put on the seed */
 };
 int		 guest_resolve(const struct profile *, struct guest *, char **);
 void		 guest_free(struct guest *);
@@ -268,6 +269,9 @@ struct serial	*serial_new(struct ev_loop *, int, const char *, int);
 void		 serial_tail(struct serial *, int, struct buf *);
 int		 serial_closed(struct serial *);
 void		 serial_set_close_cb(struct serial *, void (*)(void *), void *);
+int		 serial_copy_to(struct serial *, const char *, char **);
+void		 serial_set_line_cb(struct serial *,
+		     void (*)(void *, const char *), void *);
 void		 serial_set_mark_cb(struct serial *,
 		     void (*)(void *, const char *), void *);
 char		*serial_find(struct serial *, const char *);

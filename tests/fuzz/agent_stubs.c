@@ -9,6 +9,7 @@
 
 __attribute__((weak)) int		 agent_pid1;
 __attribute__((weak)) int		 agent_template;
+__attribute__((weak)) int		 agent_service;
 __attribute__((weak)) struct agent_config agent_cfg;
 __attribute__((weak)) char		*agent_error;
 __attribute__((weak)) long long		 agent_ready_ms;

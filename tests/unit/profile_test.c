@@ -27,7 +27,7 @@
 #include "cmd.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	39
+#define NSETTINGS	41
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];
@@ -1964,11 +1964,11 @@ Test(profile, print_is_capped, .init = capture_output)
 Test(profile, help_lists_every_setting)
 {
 	static const char	*names[] = { "use_kvm", "memory", "cpus",
-	    "start_timeout", "timeout", "show_boot_console",
+	    "start_timeout", "timeout", "show_boot_console", "console_log",
 	    "console_on_failure", "warm_start", "template_ram",
 	    "template_cache_max", "serve_max_sandboxes", "serve_max_memory",
 	    "serve_max_body", "serve_max_header", "serve_max_connections",
-	    "kernel", "initramfs", "image",
+	    "boot", "kernel", "initramfs", "image",
 	    "image_base_url", "images_dir", "image_sha256", "image_unverified",
 	    "disk_size", "env", "cwd", "shares", "virtfs",
 	    "virtfs_security_model", "virtfs_cache", "ld_closure_libs",

@@ -31,7 +31,7 @@ Test(qemu, machine_and_kernel)
 	struct qemu_argv	 a = { 0 };
 	char			*s;
 
-	qemu_argv_machine(&a, "qemu-x", ACCEL_KVM, 128, 1, NULL);
+	qemu_argv_machine(&a, "qemu-x", ACCEL_KVM, 0, 128, 1, NULL);
 	qemu_argv_kernel(&a, "/k,1", "/i", "console=ttyS0");
 	s = joined(a.argv);
 	cr_assert_str_eq(s, "qemu-x -M microvm,pcie=on -accel kvm -cpu host "
@@ -45,12 +45,27 @@ Test(qemu, machine_and_kernel)
 	cr_assert_null(a.argv);
 }
 
+/* boot = "image": a PC, whose BIOS and boot loader need their PIT. */
+Test(qemu, pc_for_an_image)
+{
+	struct qemu_argv	 a = { 0 };
+	char			*s;
+
+	qemu_argv_machine(&a, "q", ACCEL_TCG, 1, 1024, 1, NULL);
+	s = joined(a.argv);
+	cr_assert_str_eq(s, "q -M q35 -accel tcg,tb-size=64 -cpu qemu64,+arat "
+	    "-m 1024 -smp 1 -nodefaults -no-user-config -display none "
+	    "-no-reboot -sandbox " QSUP_QEMU_SANDBOX);
+	free(s);
+	qemu_argv_free(&a);
+}
+
 Test(qemu, tcg_named)
 {
 	struct qemu_argv	 a = { 0 };
 	char			*s;
 
-	qemu_argv_machine(&a, "q", ACCEL_TCG, 512, 2, "qsup:/run/x");
+	qemu_argv_machine(&a, "q", ACCEL_TCG, 0, 512, 2, "qsup:/run/x");
 	s = joined(a.argv);
 	cr_assert_str_eq(s, "q -M microvm,pcie=on,pit=off -accel tcg,tb-size=64 -cpu qemu64,+arat "
 	    "-m 512 -smp 2 -name qsup:/run/x -nodefaults -no-user-config "
