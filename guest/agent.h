@@ -64,6 +64,8 @@ struct agent_config {
 	int			 root_grow;	/* grow it to fill the disk */
 	unsigned long long	 root_size;	/* its size in bytes; 0: unsaid */
 	int			 root_glibc;	/* look for the image's glibc */
+	int			 template;	/* boot to template state: the
+						   rest comes with /setup */
 	char			**entrypoint;	/* QSUP_IMAGE_CONF only */
 	size_t			 nentrypoint;
 	char			**cmd;

@@ -217,7 +217,8 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 #define KEY(s) (klen == sizeof(s) - 1 && memcmp(key, s, klen) == 0)
 	if (KEY("token") || KEY("hostname") || KEY("cwd") || KEY("time") ||
 	    KEY("entropy") || KEY("env") || KEY("firewall") ||
-	    KEY("root_glibc") || KEY("entrypoint") || KEY("cmd")) {
+	    KEY("root_glibc") || KEY("entrypoint") || KEY("cmd") ||
+	    KEY("template")) {
 		if (config_fields(val, vlen, f, 1, cause) == -1)
 			return (-1);
 	} else if (KEY("root")) {
@@ -251,6 +252,13 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 			goto fail;
 		}
 		cfg->root_glibc = 1;
+		free(f[0]);
+	} else if (KEY("template")) {
+		if (strcmp(f[0], "1") != 0) {
+			*cause = "bad template (want 1)";
+			goto fail;
+		}
+		cfg->template = 1;
 		free(f[0]);
 	} else if (KEY("cwd")) {
 		free(cfg->cwd);

@@ -316,7 +316,7 @@ init_service(void)
 	umask(022);
 	(void)init_cmdline(&probe, &nports, &template);
 	init_network();
-	if (init_seed() == 0) {
+	if (init_seed() == 0 && !agent_template) {
 		root_service();
 		init_apply_seed();
 	}
@@ -469,6 +469,10 @@ init_try_seed(const char *dev)
 		agent_set_error("%s: %s", dev, cause);
 		free(cause);
 		init_seed_ok = 0;
+	} else if (agent_cfg.template && agent_service) {
+		/* An image's seed, booting it to template state. */
+		agent_template = 1;
+		init_seed_ok = 1;
 	} else if (agent_cfg.token == NULL) {
 		agent_set_error("%s: %s has no token", dev, QSUP_SEED_CONFIG);
 		init_seed_ok = 0;

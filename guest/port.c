@@ -490,6 +490,8 @@ port_setup(struct port *p)
 		return;
 	}
 	agent_template = 0;
+	if (agent_service)
+		root_service();
 	if (agent_pid1 || agent_service) {
 		init_apply_seed();
 		log_warnx("configured by the host%s", agent_error != NULL ?

@@ -384,6 +384,8 @@ root_service(void)
 	FILE	*f;
 	char	 dev[256], dir[256];
 
+	if (root_device != NULL)
+		return;		/* after a restore: found before the save */
 	if ((f = fopen("/proc/self/mounts", "re")) != NULL) {
 		while (fscanf(f, "%255s %255s %*[^\n]", dev, dir) == 2) {
 			if (strcmp(dir, "/") == 0 && root_device == NULL)

@@ -172,7 +172,8 @@ const struct profile_setting profile_schema[] = {
 	  "image (if any) as the root file system; \"image\": the image "
 	  "boots as a PC would (firmware, its boot loader, kernel and init) "
 	  "and cloud-init starts qsup's agent from the seed; slow under "
-	  "emulation (minutes), and never from a template yet" },
+	  "emulation (about a minute), but for warm starts: a template is "
+	  "taken once cloud-init has finished, its disk kept with it" },
 	{ .name = "kernel", .type = PROFILE_T_PATH,
 	  .offset = offsetof(struct profile, kernel),
 	  .help = "guest kernel image; nil: the built-in guest's" },

@@ -97,7 +97,8 @@ return {
 	-- What boots: "kernel", qsup's fast kernel and agent, the image (if
 	-- any) only the root file system; "image", the image as a PC would
 	-- (firmware, its boot loader, kernel and init), cloud-init starting
-	-- qsup's agent from the seed. Minutes under emulation; no template.
+	-- qsup's agent from the seed. About a minute under emulation, cold;
+	-- a warm start restores the image as it was once cloud-init ended.
 	boot = "kernel",
 
 	-- Guest kernel and initramfs, absolute or relative to the profile's

@@ -195,29 +195,18 @@ fail:
  * the base's size or want bytes (disk_size), never smaller. qemu-img is
  * told the base's format, so it never guesses one. -1 with *cause.
  */
-int
-disk_overlay(struct disk *d, const char *dir, uint64_t want, char **cause)
+/* qemu-img create: d->overlay, of d->size, over backing in format fmt. */
+static int
+disk_create(struct disk *d, const char *backing_path, const char *fmt,
+    char **cause)
 {
 	struct buf	 out = { 0 };
 	char		*argv[12], opts[64], size[32], *backing;
 	double		 t0 = util_now();
 	int		 timed_out, n = 0, rc = -1;
 
-	if (want != 0 && want < d->info.virtual_size) {
-		xasprintf(cause, "disk_size (%" PRIu64 " MiB) is smaller than "
-		    "the image %s (%" PRIu64 " MiB); an overlay cannot shrink "
-		    "it", want >> 20, d->base, d->info.virtual_size >> 20);
-		return (-1);
-	}
-	if (want > DISK_SIZE_MAX) {
-		xasprintf(cause, "disk_size: at most 2 TiB");
-		return (-1);
-	}
-	d->size = want > d->info.virtual_size ? want : d->info.virtual_size;
-	d->grow = d->size > d->info.virtual_size;
-	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
-	xasprintf(&backing, "backing_file=%s", d->base);
-	snprintf(opts, sizeof opts, "backing_fmt=%s", d->info.format);
+	xasprintf(&backing, "backing_file=%s", backing_path);
+	snprintf(opts, sizeof opts, "backing_fmt=%s", fmt);
 	snprintf(size, sizeof size, "%" PRIu64, d->size);
 	argv[n++] = "qemu-img";
 	argv[n++] = "create";
@@ -244,13 +233,58 @@ disk_overlay(struct disk *d, const char *dir, uint64_t want, char **cause)
 	}
 	d->overlay_seconds = util_now() - t0;
 	log_debug("overlay %s over %s (%s, %" PRIu64 " MiB) in %.3f s",
-	    d->overlay, d->base, d->info.format, d->size >> 20,
-	    d->overlay_seconds);
+	    d->overlay, backing_path, fmt, d->size >> 20, d->overlay_seconds);
 	rc = 0;
 out:
 	buf_free(&out);
 	free(backing);
 	return (rc);
+}
+
+/*
+ * The overlay: a qcow2 file in dir whose backing file is the base, of
+ * the base's size or want bytes (disk_size), never smaller. qemu-img is
+ * told the base's format, so it never guesses one. -1 with *cause.
+ */
+int
+disk_overlay(struct disk *d, const char *dir, uint64_t want, char **cause)
+{
+	if (want != 0 && want < d->info.virtual_size) {
+		xasprintf(cause, "disk_size (%" PRIu64 " MiB) is smaller than "
+		    "the image %s (%" PRIu64 " MiB); an overlay cannot shrink "
+		    "it", want >> 20, d->base, d->info.virtual_size >> 20);
+		return (-1);
+	}
+	if (want > DISK_SIZE_MAX) {
+		xasprintf(cause, "disk_size: at most 2 TiB");
+		return (-1);
+	}
+	d->size = want > d->info.virtual_size ? want : d->info.virtual_size;
+	d->grow = d->size > d->info.virtual_size;
+	free(d->overlay);
+	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
+	free(d->middle);
+	d->middle = NULL;
+	return (disk_create(d, d->base, d->info.format, cause));
+}
+
+/*
+ * The overlay made again over middle, a template's disk (itself a qcow2
+ * overlay of the base, of the same size), or, with middle NULL, over the
+ * base again: where a restore of a template with a disk goes, and where
+ * the boot that follows a failed one goes back.
+ */
+int
+disk_overlay_on(struct disk *d, const char *dir, const char *middle,
+    char **cause)
+{
+	free(d->overlay);
+	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
+	free(d->middle);
+	d->middle = middle != NULL ? xstrdup(middle) : NULL;
+	if (middle == NULL)
+		return (disk_create(d, d->base, d->info.format, cause));
+	return (disk_create(d, middle, "qcow2", cause));
 }
 
 /*
@@ -275,9 +309,17 @@ disk_qemu_args(const struct disk *d, struct qemu_argv *a, int boot)
 	qemu_arg(a, "-blockdev");
 	qemu_arg(a, "driver=%s,node-name=base,file=base-file,read-only=on",
 	    d->info.format);
+	if (d->middle != NULL) {
+		free(base);
+		base = qemu_escape(d->middle);
+		qemu_arg(a, "-blockdev");
+		qemu_arg(a, "driver=qcow2,node-name=tdisk,file.driver=file,"
+		    "file.filename=%s,backing=base,read-only=on", base);
+	}
 	qemu_arg(a, "-blockdev");
 	qemu_arg(a, "driver=qcow2,node-name=" DISK_NODE ",file.driver=file,"
-	    "file.filename=%s,backing=base,discard=unmap", overlay);
+	    "file.filename=%s,backing=%s,discard=unmap", overlay,
+	    d->middle != NULL ? "tdisk" : "base");
 	qemu_arg(a, "-device");
 	qemu_arg(a, "virtio-blk-pci,drive=" DISK_NODE ",serial=%s,"
 	    "werror=report,rerror=report%s",
@@ -323,5 +365,6 @@ disk_free(struct disk *d)
 {
 	free(d->base);
 	free(d->overlay);
+	free(d->middle);
 	memset(d, 0, sizeof *d);
 }

@@ -153,15 +153,26 @@ sandbox_boot_bootstrap(struct sandbox *sb, struct buf *b)
 	    "    mount -t iso9660 -o ro,nodev,nosuid \"$dev\" \"$d/seed\"\n"
 	    "    cp \"$d/seed/" SANDBOX_BOOT_AGENT "\" \"$d/agent\"\n"
 	    "    umount \"$d/seed\"\n"
-	    "    chmod 0700 \"$d/agent\"\n"
+	    "    chmod 0700 \"$d/agent\"\n");
+	/*
+	 * A template is taken once cloud-init has finished: the agent,
+	 * which answers only then, waits for it (a service of its own, so
+	 * nothing waits on it in turn).
+	 */
+	if (sb->mode != SB_COLD)
+		buf_puts(b, "    run=\"cloud-init status --wait >/dev/null 2>&1;"
+		    " exec $d/agent --service\"\n");
+	else
+		buf_puts(b, "    run=\"exec $d/agent --service\"\n");
+	buf_puts(b,
 	    "    if command -v systemd-run >/dev/null 2>&1 &&"
 	    " [ -d /run/systemd/system ]; then\n"
 	    "      systemd-run --unit=qsup-agent --collect --no-block"
 	    " -p DefaultDependencies=no -p StandardOutput=tty"
 	    " -p TTYPath=/dev/console"
-	    " -p StandardError=tty \"$d/agent\" --service\n"
+	    " -p StandardError=tty /bin/sh -c \"$run\"\n"
 	    "    else\n"
-	    "      setsid \"$d/agent\" --service </dev/null >/dev/console"
+	    "      setsid /bin/sh -c \"$run\" </dev/null >/dev/console"
 	    " 2>&1 &\n"
 	    "    fi\n"
 	    "    echo 'qsup: the agent is started'\n");

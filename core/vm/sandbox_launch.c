@@ -427,7 +427,7 @@ sandbox_sockets(struct sandbox *sb, char **cause)
 	serial_set_close_cb(sb->console, sandbox_console_closed_cb, sb);
 	serial_set_mark_cb(sb->console, sandbox_console_mark_cb, sb);
 	if (sb->profile->console_log != NULL && serial_copy_to(sb->console,
-	    sb->profile->console_log, cause) == -1)
+	    sb->profile->console_log, sb->t_spawn == 0, cause) == -1)
 		return (-1);
 	if (sandbox_boot_image(sb))
 		sandbox_boot_watch(sb);
@@ -513,7 +513,16 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	if (sb->mode == SB_BUILD && sb->tpl.format == TEMPLATE_SHARED &&
 	    template_ram_tmp(&sb->tpl, cause) == -1)
 		return (-1);
-	if (sb->mode == SB_COLD && sandbox_write_seed(sb, cause) == -1)
+	if ((sb->mode == SB_COLD || sandbox_boot_image(sb)) &&
+	    sandbox_write_seed(sb, cause) == -1)
+		return (-1);
+	/*
+	 * A template with a disk: the restore's overlay goes over the
+	 * template's disk; a boot after a failed restore, over the base.
+	 */
+	if (sb->tpl.with_disk && (sb->mode == SB_RESTORE ||
+	    sb->disk.middle != NULL) && disk_overlay_on(&sb->disk, sb->rundir,
+	    sb->mode == SB_RESTORE ? sb->tpl.disk : NULL, cause) == -1)
 		return (-1);
 	if (sandbox_sockets(sb, cause) == -1)
 		return (-1);

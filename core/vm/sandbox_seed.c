@@ -152,7 +152,15 @@ sandbox_write_seed(struct sandbox *sb, char **cause)
 		n = 5;
 	} else
 		buf_puts(&user, "#cloud-config\n");
-	sandbox_config(sb, &cfg);
+	/*
+	 * An image booting to template state, or restored from one, has
+	 * its seed too (the same in both: a restore's devices are the
+	 * build's), but what makes the sandbox its own comes with /setup.
+	 */
+	if (sb->mode != SB_COLD)
+		buf_puts(&cfg, "template 1\n");
+	else
+		sandbox_config(sb, &cfg);
 	/* meta-data and user-data keep the seed usable by cloud-init. */
 	buf_printf(&meta, "instance-id: qsup-%s\nlocal-hostname: qsup\n",
 	    strrchr(sb->rundir, '-') + 1);

@@ -99,15 +99,6 @@ sandbox_choose_mode(struct sandbox *sb)
 	sb->mode = SB_COLD;
 	if (!sb->profile->warm_start)
 		return (0);
-	/*
-	 * Not yet for an image that boots itself: its disk changes as it
-	 * boots, so a template would need the disk's state kept with it.
-	 */
-	if (sandbox_boot_image(sb)) {
-		log_debug("warm start: not for boot = \"image\" yet; "
-		    "booting");
-		return (0);
-	}
 	/* The key comes from the template command line, fds aside. */
 	sb->mode = SB_BUILD;
 	sb->console_guest_fd = sb->qmp_guest_fd = 0;
@@ -133,7 +124,12 @@ sandbox_choose_mode(struct sandbox *sb)
 	    sb->guest.initramfs, sandbox_template_format(sb)) == -1) {
 		log_debug("no cache directory: no warm start");
 		sb->mode = SB_COLD;
-	} else if (sandbox_pick_mode(sb) == -1) {
+		qemu_argv_free(&a);
+		return (0);
+	}
+	/* An image that boots itself writes its disk: it is kept too. */
+	sb->tpl.with_disk = sandbox_boot_image(sb);
+	if (sandbox_pick_mode(sb) == -1) {
 		/*
 		 * Booting too would cost a whole boot's CPU while the builder
 		 * needs it: wait for its template (sandbox_builder_done).
@@ -195,6 +191,10 @@ sandbox_save_qmp(struct sandbox *sb, char **cause)
 	    "{\"uri\":\"fd:snap\"}}\n", -1, 5, NULL, cause) == -1 ||
 	    qmp_wait_event(&q, "MIGRATION", "completed", "failed",
 	    SANDBOX_SAVE_MAX, cause) == -1)
+		goto out;
+	/* QEMU flushed the disk at the migration's end, and is stopped. */
+	if (sb->tpl.with_disk && template_save_disk(&sb->tpl,
+	    sb->disk.overlay, cause) == -1)
 		goto out;
 	if (template_commit(&sb->tpl, fd, cause) == -1)
 		goto out;

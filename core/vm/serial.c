@@ -230,13 +230,15 @@ serial_set_close_cb(struct serial *s, void (*cb)(void *), void *arg)
 
 /*
  * Also write the console to path (the profile's console_log), replacing
- * what it held, under the same cap as the run directory's copy.
+ * what it held (with first: a run's first QEMU; a later one, restoring
+ * the template the first saved, adds to it), under the same cap as the
+ * run directory's copy.
  */
 int
-serial_copy_to(struct serial *s, const char *path, char **cause)
+serial_copy_to(struct serial *s, const char *path, int first, char **cause)
 {
-	if ((s->copy_fd = open(path, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC|
-	    O_NOFOLLOW, 0644)) == -1) {
+	if ((s->copy_fd = open(path, O_WRONLY|O_CREAT|O_CLOEXEC|O_NOFOLLOW|
+	    (first ? O_TRUNC : O_APPEND), 0644)) == -1) {
 		xasprintf(cause, "console_log: %s: %s", path, strerror(errno));
 		return (-1);
 	}

@@ -18,6 +18,13 @@
  * boot it was written in, and after a reboot the template is rebuilt.
  * Format 1 (template_ram = "stream") keeps the RAM in the stream.
  *
+ * An image that boots itself (boot = "image") writes to its disk while it
+ * boots to template state, and its RAM (the page cache) holds what it
+ * read and wrote: KEY.disk keeps that disk, the overlay as it was at the
+ * save, and every restore's overlay goes over KEY.disk (with the base
+ * below it), never over the base alone. Like KEY.ram it is never written
+ * again once in place; QEMU opens it read-only.
+ *
  * The state file is renamed into place last, so a template exists only
  * once it is whole. Until then its files are KEY.*.PID, PID its writer's:
  * a qsup killed outright leaves them, and template_sweep removes those
@@ -207,7 +214,9 @@ template_init(struct template *t, char **argv, const char *kernel,
 	for (i = 1; argv[i] != NULL; i++) {
 		/*
 		 * The run directory, and what a share exports and how: only
-		 * QEMU's side of it, not the guest's state.
+		 * QEMU's side of it, not the guest's state. The overlay's and
+		 * the seed's files are the run's own (an image that boots
+		 * itself has its seed attached in every mode).
 		 */
 		if (strcmp(argv[i - 1], "-name") == 0 ||
 		    strcmp(argv[i - 1], "-fsdev") == 0 ||
@@ -215,8 +224,9 @@ template_init(struct template *t, char **argv, const char *kernel,
 		    strncmp(argv[i], "memory-backend-file,id=" TEMPLATE_RAM_ID
 		    ",", 24 + strlen(TEMPLATE_RAM_ID)) == 0) ||
 		    (strcmp(argv[i - 1], "-blockdev") == 0 &&
-		    strncmp(argv[i], "driver=qcow2,node-name=" DISK_NODE ",",
-		    24 + strlen(DISK_NODE)) == 0))
+		    (strncmp(argv[i], "driver=qcow2,node-name=" DISK_NODE ",",
+		    24 + strlen(DISK_NODE)) == 0 ||
+		    strncmp(argv[i], "driver=raw,node-name=seed,", 26) == 0)))
 			buf_puts(&b, "*\n");
 		else
 			template_arg(&b, argv[i]);
@@ -227,6 +237,7 @@ template_init(struct template *t, char **argv, const char *kernel,
 	xasprintf(&t->state, "%s/%s.state", t->dir, t->key);
 	xasprintf(&t->shape_path, "%s/%s.shape", t->dir, t->key);
 	xasprintf(&t->ram, "%s/%s.ram", t->dir, t->key);
+	xasprintf(&t->disk, "%s/%s.disk", t->dir, t->key);
 	return (0);
 }
 
@@ -327,6 +338,8 @@ template_exists(struct template *t)
 	if (stat(t->state, &st) == -1)
 		return (0);
 	if (t->format == TEMPLATE_SHARED && stat(t->ram, &ram) == -1)
+		return (0);
+	if (t->with_disk && access(t->disk, R_OK) == -1)
 		return (0);
 	return (template_same(t, &st, &ram));
 }
@@ -462,6 +475,67 @@ template_write_file(const char *path, const char *data, size_t len)
 }
 
 /*
+ * boot = "image": the guest's disk as it is at the save (the image's
+ * boot wrote to it), copied from the run's overlay once QEMU has stopped
+ * and flushed it at the migration's end, to KEY.disk.PID; committed with
+ * the state. Every restore's overlay has it as its backing file, and the
+ * base below it.
+ */
+int
+template_save_disk(struct template *t, const char *overlay, char **cause)
+{
+	char	 buf[65536];
+	ssize_t	 n, w;
+	off_t	 off;
+	int	 in, out = -1, rc = -1;
+
+	free(t->disk_tmp);
+	xasprintf(&t->disk_tmp, "%s/%s.disk.%ld", t->dir, t->key,
+	    (long)getpid());
+	if ((in = open(overlay, O_RDONLY|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", overlay, strerror(errno));
+		return (-1);
+	}
+	if ((out = open(t->disk_tmp, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC,
+	    0600)) == -1) {
+		xasprintf(cause, "%s: %s", t->disk_tmp, strerror(errno));
+		goto out;
+	}
+	/* In the kernel where it can (a reflink on some file systems). */
+	while ((n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0)
+		;
+	if (n == -1 && (errno == EXDEV || errno == ENOSYS ||
+	    errno == EINVAL || errno == EOPNOTSUPP)) {
+		off = lseek(out, 0, SEEK_CUR);
+		if (off == -1 || lseek(in, off, SEEK_SET) == -1)
+			goto fail;
+		while ((n = read(in, buf, sizeof buf)) > 0) {
+			for (off = 0; off < n; off += w) {
+				if ((w = write(out, buf + off, n - off)) == -1)
+					goto fail;
+			}
+		}
+	}
+	if (n == -1 || fsync(out) == -1)
+		goto fail;
+	rc = 0;
+	goto out;
+fail:
+	xasprintf(cause, "saving the disk to %s: %s", t->disk_tmp,
+	    strerror(errno));
+out:
+	close(in);
+	if (out != -1)
+		close(out);
+	if (rc == -1) {
+		unlink(t->disk_tmp);
+		free(t->disk_tmp);
+		t->disk_tmp = NULL;
+	}
+	return (rc);
+}
+
+/*
  * The state is whole (fd is the file QEMU wrote; for format 2, the QEMU
  * that wrote t->ram_tmp through its mapping is stopped and writes no
  * more): put it in place, the RAM before the state.
@@ -489,12 +563,17 @@ template_commit(struct template *t, int fd, char **cause)
 		goto fail;
 	if (t->format == TEMPLATE_SHARED && rename(t->ram_tmp, t->ram) == -1)
 		goto fail;
+	if (t->with_disk && (t->disk_tmp == NULL ||
+	    rename(t->disk_tmp, t->disk) == -1))
+		goto fail;
 	if (rename(t->tmp, t->state) == -1)
 		goto fail;
 	free(t->tmp);
 	t->tmp = NULL;
 	free(t->ram_tmp);
 	t->ram_tmp = NULL;
+	free(t->disk_tmp);
+	t->disk_tmp = NULL;
 	return (0);
 
 fail:
@@ -515,6 +594,10 @@ template_abandon(struct template *t)
 		unlink(t->ram_tmp);
 	free(t->ram_tmp);
 	t->ram_tmp = NULL;
+	if (t->disk_tmp != NULL)
+		unlink(t->disk_tmp);
+	free(t->disk_tmp);
+	t->disk_tmp = NULL;
 }
 
 /* A template that would not restore: gone, so the next run rebuilds it. */
@@ -535,6 +618,7 @@ template_free(struct template *t)
 	free(t->shape_path);
 	free(t->shape);
 	free(t->ram);
+	free(t->disk);
 	memset(t, 0, sizeof *t);
 	t->lock_fd = -1;
 }

@@ -177,6 +177,10 @@ struct template {
 	char		*shape_path;
 	char		*tmp;		/* KEY.state.PID, while saving */
 	char		*ram_tmp;	/* KEY.ram.PID, while building */
+	char		*disk;		/* KEY.disk: an image's disk as the
+					   guest left it, for boot = "image" */
+	char		*disk_tmp;	/* KEY.disk.PID, while saving */
+	int		 with_disk;	/* the template has (needs) a disk */
 	int		 lock_fd;
 };
 int		 template_init(struct template *, char **, const char *,
@@ -188,6 +192,7 @@ int		 template_lock(struct template *);
 void		 template_unlock(struct template *);
 int		 template_open_tmp(struct template *, char **);
 int		 template_commit(struct template *, int, char **);
+int		 template_save_disk(struct template *, const char *, char **);
 void		 template_abandon(struct template *);
 void		 template_discard(struct template *);
 void		 template_free(struct template *);
@@ -240,6 +245,8 @@ struct disk {
 	struct disk_info info;
 	struct stat	 before;	/* the base, before the run */
 	char		*overlay;	/* in the run directory */
+	char		*middle;	/* a template's disk between the base
+					   and the overlay, or NULL */
 	uint64_t	 size;		/* the overlay's, bytes */
 	int		 grow;		/* larger than the base */
 	double		 overlay_seconds;
@@ -248,6 +255,8 @@ int		 disk_parse_header(const unsigned char *, size_t, uint64_t,
 		     struct disk_info *, char **);
 int		 disk_probe(const char *, struct disk *, char **);
 int		 disk_overlay(struct disk *, const char *, uint64_t, char **);
+int		 disk_overlay_on(struct disk *, const char *, const char *,
+		     char **);
 void		 disk_qemu_args(const struct disk *, struct qemu_argv *, int);
 int		 disk_untouched(const struct disk *, struct buf *);
 void		 disk_free(struct disk *);
@@ -269,7 +278,7 @@ struct serial	*serial_new(struct ev_loop *, int, const char *, int);
 void		 serial_tail(struct serial *, int, struct buf *);
 int		 serial_closed(struct serial *);
 void		 serial_set_close_cb(struct serial *, void (*)(void *), void *);
-int		 serial_copy_to(struct serial *, const char *, char **);
+int		 serial_copy_to(struct serial *, const char *, int, char **);
 void		 serial_set_line_cb(struct serial *,
 		     void (*)(void *, const char *), void *);
 void		 serial_set_mark_cb(struct serial *,

@@ -57,6 +57,8 @@ mmdebstrap --quiet --variant=minbase \
     --essential-hook='echo MODULES=list > "$1/etc/initramfs-tools/conf.d/modules.conf"' \
     --essential-hook='printf "%s\n" virtio_pci virtio_blk ext4 > "$1/etc/initramfs-tools/modules"' \
     --customize-hook='echo qsup-cloud > "$1/etc/hostname"' \
+    --customize-hook='echo "en_US.UTF-8 UTF-8" > "$1/etc/locale.gen"' \
+    --customize-hook='chroot "$1" locale-gen' \
     --customize-hook='echo "LABEL=root / ext4 defaults 0 1" > "$1/etc/fstab"' \
     --customize-hook='rm -rf "$1"/var/cache/apt/*.bin "$1"/var/lib/apt/lists/*' \
     --customize-hook="set -e

@@ -14,6 +14,7 @@ if ! bash tests/images/cloud.sh "$IMG"; then
 fi
 IMG_SUM=$(sha256sum "$IMG" | cut -d' ' -f1)
 
+# Cold unless a test says otherwise (test_warm_start).
 image_run() {
 	"$QSUP" run --set boot=image --set image="$IMG" "$@"
 }
@@ -81,6 +82,31 @@ test_mount_failure_is_fatal() {
 	    "$(cat "$err")"
 }
 
+# The first run builds a template once cloud-init has finished (its disk
+# kept with it), the next restores it: cloud-init done, what the template's
+# boot wrote there, nothing the first run's command wrote.
+test_warm_start() {
+	local out err=$T_TMP/err
+	fresh_cache cloud_warm
+	out=$(image_run --json -- sh -c 'cloud-init status; echo one >/root/mine' 2>"$err")
+	expect_eq "exit" 0 $?
+	expect_eq "the first run builds" '"template-build"' \
+	    "$(json_field start "$err")"
+	expect_eq "taken once cloud-init finished" "status: done" "$out"
+	out=$(image_run --json -- sh -c 'cloud-init status; cat /root/mine 2>&1; cat /proc/1/comm' 2>"$err")
+	expect_eq "exit" 0 $?
+	expect_eq "the next run restores" '"warm"' "$(json_field start "$err")"
+	expect_eq "cloud-init, done before the save" "status: done" \
+	    "$(sed -n 1p <<<"$out")"
+	expect_match "a fresh overlay over the template's disk" \
+	    'No such file' "$(sed -n 2p <<<"$out")"
+	expect_eq "the image's init" systemd "$(sed -n 3p <<<"$out")"
+	ls "$XDG_CACHE_HOME"/qsup/templates/*.disk >/dev/null 2>&1 ||
+	    fail "no template disk in the cache"
+	expect_eq "the base image's digest" "$IMG_SUM" \
+	    "$(sha256sum "$IMG" | cut -d' ' -f1)"
+}
+
 # What cannot work is refused before anything starts.
 test_bad_settings() {
 	local err
@@ -97,7 +123,7 @@ test_bad_settings() {
 }
 
 for t in test_bad_settings test_image_boots_itself test_verbose_boot_console \
-    test_mount_failure_is_fatal; do
+    test_mount_failure_is_fatal test_warm_start; do
 	run_test "$t"
 done
 finish
