@@ -69,17 +69,22 @@ test_verbose_boot_console() {
 	expect_match "cloud-init at debug level" '\[DEBUG\]' "$(cat "$err")"
 }
 
-# A share the agent cannot mount is fatal: the sandbox does not start.
+# A share the agent cannot mount is fatal: the sandbox does not start,
+# whether the agent read the seed (cold) or got /setup (restored).
 test_mount_failure_is_fatal() {
-	local err=$T_TMP/err dir=$T_TMP/share
+	local err=$T_TMP/err dir=$T_TMP/share warm rc
 	mkdir -p "$dir"
-	image_run --share "$dir:/proc/qsup-cannot" -- echo ran >"$T_TMP/out" \
-	    2>"$err"
-	local rc=$?
-	[ "$rc" -ne 0 ] || fail "the sandbox started without its share"
-	[ ! -s "$T_TMP/out" ] || fail "CMD ran: $(cat "$T_TMP/out")"
-	expect_match "the mount is named" 'mount .*/proc/qsup-cannot' \
-	    "$(cat "$err")"
+	for warm in false true; do
+		image_run --set warm_start=$warm --share "$dir:/proc/qsup-cannot" \
+		    -- echo ran >"$T_TMP/out" 2>"$err"
+		rc=$?
+		[ "$rc" -ne 0 ] ||
+		    fail "warm_start=$warm: the sandbox started without its share"
+		[ ! -s "$T_TMP/out" ] ||
+		    fail "warm_start=$warm: CMD ran: $(cat "$T_TMP/out")"
+		expect_match "warm_start=$warm: the mount is named" \
+		    'mount .*/proc/qsup-cannot' "$(cat "$err")"
+	done
 }
 
 # The first run builds a template once cloud-init has finished (its disk
