@@ -74,6 +74,30 @@ cmd_exec(const struct cmd_entry *e, int argc, char **argv)
 	return (e->exec(e, argc, argv));
 }
 
+/*
+ * getopt's '?' (opterr off): which option, and why (unknown, or its
+ * value missing: optstring, the one getopt was given, says which short
+ * options take one), then where the help is: "qsup CMD --help", or
+ * "qsup --help" with cmd NULL.
+ */
+int
+cmd_bad_option(const char *optstring, char **argv, const char *cmd)
+{
+	const char	*p;
+
+	if (optopt > 0 && optopt < 0x100 && optopt != '?' &&
+	    optopt != ':') {
+		p = strchr(optstring, optopt);
+		log_warnx("option -%c: %s", optopt, p != NULL && p[1] == ':' ?
+		    "needs a value" : "unknown");
+	} else
+		log_warnx("%s: unknown option or missing value",
+		    argv[optind - 1]);
+	fprintf(stderr, "try 'qsup %s%s--help'\n", cmd != NULL ? cmd : "",
+	    cmd != NULL ? " " : "");
+	return (QSUP_EXIT_ERROR);
+}
+
 /* e's forms, "usage: qsup ..." then "       qsup ...": n printed so far. */
 static int
 cmd_usage_lines(const struct cmd_entry *e, FILE *f, int n)

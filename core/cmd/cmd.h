@@ -33,6 +33,13 @@ const struct cmd_entry *cmd_find(const struct cmd_entry *const *,
 		     const char *);
 int		 cmd_exec(const struct cmd_entry *, int, char **);
 void		 cmd_usage(const struct cmd_entry *, FILE *);
+int		 cmd_bad_option(const char *, char **, const char *);
+
+/* cmd_tty.c */
+#define CMD_TTY_MAX	10000	/* rows, cols: what the agent takes */
+void		 cmd_tty_raw(void);
+void		 cmd_tty_restore(void);
+int		 cmd_tty_size(unsigned *, unsigned *);
 void		 cmd_usage_all(FILE *);
 
 /* cmd_complete.c: the hidden "qsup __complete WORD...", for the shells */

@@ -8,7 +8,6 @@
  * the others exit 0, 1 when the server refused (its error is printed),
  * 125 on a usage error or when there was no answer.
  */
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -19,12 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "cmd.h"
+
+#define CMD_CLIENT_OPTS	"+p:ite:w:vh"	/* getopt's short options */
 
 static int	cmd_sandbox_exec(const struct cmd_entry *, int, char **);
 static int	cmd_sandbox_create(const struct cmd_entry *, int, char **);
@@ -228,7 +228,7 @@ cmd_client_args(const struct cmd_entry *self, int argc, char **argv,
 	memset(o, 0, sizeof *o);
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+p:ite:w:vh", longopts,
+	while ((ch = getopt_long(argc, argv, CMD_CLIENT_OPTS, longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 0x102:
@@ -311,8 +311,8 @@ cmd_client_args(const struct cmd_entry *self, int argc, char **argv,
 			cmd_client_opts_free(o);
 			return (1);
 		default:
-			log_warnx("%s: unknown option or missing value; try "
-			    "'qsup %s --help'", argv[optind - 1], self->name);
+			(void)cmd_bad_option(CMD_CLIENT_OPTS, argv,
+			    self->name);
 			goto usage;
 		}
 	}
@@ -594,8 +594,6 @@ static volatile sig_atomic_t	cmd_exec_sigs[3];	/* INT, TERM, HUP */
 static volatile sig_atomic_t	cmd_exec_winch;
 
 /* The terminal as it was before raw mode, restored on every way out. */
-static struct termios		cmd_exec_termios;
-static int			cmd_exec_raw;
 
 static void
 cmd_exec_sig_cb(int sig)
@@ -621,31 +619,6 @@ cmd_exec_sig_cb(int sig)
 	errno = saved;
 }
 
-static void
-cmd_exec_restore(void)
-{
-	if (cmd_exec_raw) {
-		tcsetattr(STDIN_FILENO, TCSAFLUSH, &cmd_exec_termios);
-		cmd_exec_raw = 0;
-	}
-}
-
-/* Our terminal's size, if stdin or stdout is one. */
-static int
-cmd_exec_winsize(int *rows, int *cols)
-{
-	struct winsize	ws;
-
-	if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == -1 &&
-	    ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == -1)
-		return (-1);
-	if (ws.ws_row == 0 || ws.ws_col == 0)
-		return (-1);
-	*rows = ws.ws_row;
-	*cols = ws.ws_col;
-	return (0);
-}
-
 /* The body of POST .../exec for o and the command in argv. */
 static json_t *
 cmd_exec_request(const struct cmd_client_opts *o, int argc, char **argv)
@@ -654,7 +627,8 @@ cmd_exec_request(const struct cmd_client_opts *o, int argc, char **argv)
 	const char	*term;
 	char		*key, *eq;
 	size_t		 i;
-	int		 k, rows, cols, has_term = 0;
+	unsigned	 rows, cols;
+	int		 k, has_term = 0;
 
 	req = json_object();
 	args = json_array();
@@ -681,7 +655,7 @@ cmd_exec_request(const struct cmd_client_opts *o, int argc, char **argv)
 		json_object_set_new(req, "stdin", json_true());
 	if (o->tty) {
 		json_object_set_new(req, "tty", json_true());
-		if (cmd_exec_winsize(&rows, &cols) == 0) {
+		if (cmd_tty_size(&rows, &cols) == 0) {
 			json_object_set_new(req, "rows", json_integer(rows));
 			json_object_set_new(req, "cols", json_integer(cols));
 		}
@@ -689,23 +663,6 @@ cmd_exec_request(const struct cmd_client_opts *o, int argc, char **argv)
 	if (o->timeout > 0)
 		json_object_set_new(req, "timeout", json_real(o->timeout));
 	return (req);
-}
-
-/* Our terminal raw while the command has it, restored at exit. */
-static void
-cmd_exec_make_raw(void)
-{
-	struct termios	raw;
-
-	if (!isatty(STDIN_FILENO) ||
-	    tcgetattr(STDIN_FILENO, &cmd_exec_termios) != 0)
-		return;
-	raw = cmd_exec_termios;
-	cfmakeraw(&raw);
-	if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) == 0) {
-		cmd_exec_raw = 1;
-		atexit(cmd_exec_restore);
-	}
 }
 
 static int
@@ -721,7 +678,8 @@ cmd_client_exec(const struct cmd_entry *self, int argc, char **argv)
 	json_t			*req = NULL;
 	const char		*name;
 	char			*cause = NULL, drain[64];
-	int			 r, i, woken, rows, cols, refused, ret;
+	unsigned		 rows, cols;
+	int			 r, i, woken, refused, ret;
 	int			 out = -1, err = -1, seen[3] = { 0, 0, 0 };
 	int			 handlers = 0;
 
@@ -761,7 +719,7 @@ cmd_client_exec(const struct cmd_entry *self, int argc, char **argv)
 	 * a ^C stays ours, a SIGINT sent on.
 	 */
 	if (o.tty && o.interactive)
-		cmd_exec_make_raw();
+		cmd_tty_raw();
 	/* Our own non-blocking descriptions of stdout and stderr. */
 	out = outq_reopen_nonblock(STDOUT_FILENO, O_WRONLY);
 	err = outq_reopen_nonblock(STDERR_FILENO, O_WRONLY);
@@ -780,8 +738,8 @@ cmd_client_exec(const struct cmd_entry *self, int argc, char **argv)
 			/* nothing */;
 		if (cmd_exec_winch) {
 			cmd_exec_winch = 0;
-			if (o.tty && cmd_exec_winsize(&rows, &cols) == 0)
-				client_exec_resize(e, rows, cols);
+			if (o.tty && cmd_tty_size(&rows, &cols) == 0)
+				client_exec_resize(e, (int)rows, (int)cols);
 		}
 		for (i = 0; i < 3; i++) {
 			if (cmd_exec_sigs[i] == seen[i])
@@ -805,12 +763,12 @@ cmd_client_exec(const struct cmd_entry *self, int argc, char **argv)
 	} else if (r == -1 && cause == NULL)
 		cause = xstrdup(client_exec_stream(e)->cause);
 	if (cause != NULL) {
-		cmd_exec_restore();
+		cmd_tty_restore();
 		log_warnx("%s", cause);
 		free(cause);
 	}
 out:
-	cmd_exec_restore();
+	cmd_tty_restore();
 	client_exec_free(e);
 	if (handlers) {
 		for (i = 0; i < 4; i++)

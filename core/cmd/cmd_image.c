@@ -138,7 +138,8 @@ cmd_image_args(const struct cmd_entry *self, int argc, char **argv,
 		{ "help",	no_argument,		NULL, 'h' },
 		{ NULL,		0,			NULL, 0 }
 	};
-	int	ch;
+	char	*what;
+	int	 ch;
 
 	memset(o, 0, sizeof *o);
 	o->sets = xcalloc(1, sizeof *o->sets);
@@ -174,9 +175,9 @@ cmd_image_args(const struct cmd_entry *self, int argc, char **argv,
 			free(o->sets);
 			return (1);
 		default:
-			log_warnx("%s: unknown option or missing value; try "
-			    "'qsup image %s --help'", argv[optind - 1],
-			    self->name);
+			xasprintf(&what, "image %s", self->name);
+			(void)cmd_bad_option("p:vh", argv, what);
+			free(what);
 			free(o->sets);
 			return (-1);
 		}
@@ -611,9 +612,7 @@ cmd_image_build(const struct cmd_entry *self, int argc, char **argv)
 			cmd_usage(self, stdout);
 			return (0);
 		default:
-			log_warnx("%s: unknown option or missing value; try "
-			    "'qsup image build --help'", argv[optind - 1]);
-			return (QSUP_EXIT_ERROR);
+			return (cmd_bad_option("o:vh", argv, "image build"));
 		}
 	}
 	if (argc - optind != 1 || req.out == NULL) {

@@ -1126,9 +1126,7 @@ cmd_mcp_exec(const struct cmd_entry *self, int argc, char **argv)
 			cmd_usage(self, stdout);
 			return (0);
 		default:
-			log_warnx("%s: unknown option or missing value; try "
-			    "'qsup mcp --help'", argv[optind - 1]);
-			return (QSUP_EXIT_ERROR);
+			return (cmd_bad_option("vh", argv, "mcp"));
 		}
 	}
 	if (optind != argc) {

@@ -9,6 +9,8 @@
 
 #include "cmd.h"
 
+#define CMD_RUN_OPTS	"+p:e:w:tivh"	/* getopt's: run's short options */
+
 static int	cmd_run_exec(const struct cmd_entry *, int, char **);
 
 const struct cmd_entry cmd_run_entry = {
@@ -68,19 +70,6 @@ cmd_run_valid_env(const char *s)
 	return (1);
 }
 
-/* An option getopt refused: said, and qsup's error status. */
-static int
-cmd_run_bad_option(char **argv)
-{
-	if (optopt != 0 && optopt != '?')
-		log_warnx("option -%c: %s", optopt, strchr("pew", optopt) !=
-		    NULL ? "needs a value" : "unknown");
-	else
-		log_warnx("%s: unknown option or missing value",
-		    argv[optind - 1]);
-	fprintf(stderr, "try 'qsup --help'\n");
-	return (QSUP_EXIT_ERROR);
-}
 
 /*
  * Read run's options into a struct run_options and run. argv[0] is "run",
@@ -110,7 +99,7 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	/* '+': stop at the command, whose own flags are not ours. */
-	while ((ch = getopt_long(argc, argv, "+p:e:w:tivh", longopts,
+	while ((ch = getopt_long(argc, argv, CMD_RUN_OPTS, longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'p':
@@ -177,7 +166,7 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 			cmd_usage(self, stdout);
 			return (0);
 		default:
-			return (cmd_run_bad_option(argv));
+			return (cmd_bad_option(CMD_RUN_OPTS, argv, NULL));
 		}
 	}
 	if (optind >= argc) {

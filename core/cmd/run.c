@@ -11,9 +11,8 @@
  * is a terminal it is in raw mode while the command runs: every key, ^C
  * and ^Z too, is a byte for the guest's terminal, whose line discipline
  * makes signals of them there. The host terminal's settings are put back
- * on every way out (run_tty_restore, also at exit).
+ * on every way out (cmd_tty_restore, also at exit).
  */
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 
 #include <errno.h>
@@ -23,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <ev.h>
@@ -42,7 +40,6 @@
 #define RUN_SIGNAL_GRACE	1.0	/* after SIGINT, before teardown */
 #define RUN_LOST_GRACE		3.0	/* exec port gone, QEMU not yet reaped */
 #define RUN_ERR_TAIL		2048	/* stderr kept for closure_hint() */
-#define RUN_TTY_MAX		10000	/* rows, cols: what the agent takes */
 
 struct run {
 	struct ev_loop		*loop;
@@ -106,60 +103,6 @@ static volatile sig_atomic_t	 run_first_signal;
 static struct ev_loop		*run_sig_loop;
 static ev_async			*run_sig_async;
 
-/*
- * The host terminal's settings from before raw mode, for every way out:
- * the run's own ends, and exit() from anywhere (atexit).
- */
-static struct termios		 run_tty_saved;
-static volatile sig_atomic_t	 run_tty_is_raw;
-static int			 run_tty_atexit;
-
-static void
-run_tty_restore(void)
-{
-	if (!run_tty_is_raw)
-		return;
-	run_tty_is_raw = 0;
-	(void)tcsetattr(STDIN_FILENO, TCSANOW, &run_tty_saved);
-}
-
-/* -t with a terminal on stdin: raw for the command's life. */
-static void
-run_tty_raw(struct run *r)
-{
-	struct termios	t;
-
-	if (!r->opts->tty || run_tty_is_raw || !isatty(STDIN_FILENO) ||
-	    tcgetattr(STDIN_FILENO, &run_tty_saved) == -1)
-		return;
-	if (!run_tty_atexit) {
-		atexit(run_tty_restore);
-		run_tty_atexit = 1;
-	}
-	t = run_tty_saved;
-	cfmakeraw(&t);
-	if (tcsetattr(STDIN_FILENO, TCSANOW, &t) == -1) {
-		log_debug("raw mode for stdin: %s", strerror(errno));
-		return;
-	}
-	run_tty_is_raw = 1;
-}
-
-/* Our terminal's size: stdout's, else stdin's; 0 when neither has one. */
-static void
-run_tty_size(unsigned *rows, unsigned *cols)
-{
-	struct winsize	ws;
-
-	*rows = *cols = 0;
-	if ((ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == -1 &&
-	    ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == -1) || ws.ws_row == 0 ||
-	    ws.ws_col == 0)
-		return;
-	*rows = ws.ws_row > RUN_TTY_MAX ? RUN_TTY_MAX : ws.ws_row;
-	*cols = ws.ws_col > RUN_TTY_MAX ? RUN_TTY_MAX : ws.ws_col;
-}
-
 /* Tell the guest's terminal our size, if it changed since it was told. */
 static void
 run_tty_resize(struct run *r)
@@ -167,7 +110,7 @@ run_tty_resize(struct run *r)
 	char		path[64], body[32];
 	unsigned	rows, cols;
 
-	run_tty_size(&rows, &cols);
+	(void)cmd_tty_size(&rows, &cols);
 	if (r->exec_id < 0 || r->exited || rows == 0 ||
 	    (rows == r->rows && cols == r->cols))
 		return;
@@ -416,7 +359,7 @@ run_exited(struct run *r)
 	r->qemu_rss_kb = sandbox_qemu_rss_kb(r->sb);
 	ev_timer_stop(r->loop, &r->timeout);
 	ev_io_stop(r->loop, &r->in);
-	run_tty_restore();
+	cmd_tty_restore();
 	if (x->signal > 0) {
 		r->exit_signal = x->signal;
 		status = 128 + x->signal;
@@ -465,7 +408,7 @@ run_event_cb(const char *event, const char *data, size_t len, void *arg,
 		r->exec_id = id;
 		log_debug("command started in the guest (exec %lld)", id);
 		if (r->opts->tty && !r->interrupted) {
-			run_tty_raw(r);
+			cmd_tty_raw();
 			/* It may have changed since the request. */
 			run_tty_resize(r);
 		}
@@ -599,7 +542,7 @@ run_ready_cb(struct sandbox *sb, void *arg)
 	/* An image's entrypoint goes first, as "docker run" puts it. */
 	buf_puts(&b, "],\"entrypoint\":true");
 	if (r->opts->tty) {
-		run_tty_size(&r->rows, &r->cols);
+		(void)cmd_tty_size(&r->rows, &r->cols);
 		buf_puts(&b, ",\"tty\":true");
 		if (r->rows != 0)
 			buf_printf(&b, ",\"rows\":%u,\"cols\":%u", r->rows,
@@ -630,7 +573,7 @@ run_teardown(struct run *r, const char *why)
 	ev_timer_stop(r->loop, &r->grace);
 	ev_timer_stop(r->loop, &r->timeout);
 	ev_io_stop(r->loop, &r->in);
-	run_tty_restore();
+	cmd_tty_restore();
 	sandbox_stop(r->sb, why);
 }
 
@@ -1150,7 +1093,7 @@ fail:
 interrupted:
 	run_note_signal(&r);
 done:
-	run_tty_restore();
+	cmd_tty_restore();
 	run_log_timings(&r);
 	run_log_net(&r);
 	if (opts->json)
