@@ -15,31 +15,15 @@
 # system, sfdisk lays out the GPT, and this script does what grub-install
 # would: GRUB's boot sector into the protective MBR's code area, pointed
 # at the core image in the BIOS boot partition, whose first sector is
-# pointed at the rest. OUT is rebuilt only when this script changes
-# (OUT.stamp); a half-built image is never left at OUT.
+# pointed at the rest. OUT is rebuilt only when this script or lib.sh
+# changes (OUT.stamp); a half-built image is never left at OUT.
 set -euo pipefail
 PATH=$PATH:/usr/sbin:/sbin
 PROG=cloud.sh
-
-die() {
-	echo "$PROG: $*" >&2
-	exit 1
-}
-
-[ $# -eq 1 ] || { echo "usage: $PROG OUT.qcow2" >&2; exit 2; }
-OUT=$1
-STAMP=$(sha256sum "$0" | cut -d' ' -f1)
-if [ -f "$OUT" ] && [ "$(cat "$OUT.stamp" 2>/dev/null)" = "$STAMP" ]; then
-	exit 0
-fi
-for tool in mmdebstrap mke2fs sfdisk qemu-img python3; do
-	command -v "$tool" >/dev/null ||
-	    die "$tool not found (Debian packages: mmdebstrap, e2fsprogs, fdisk, qemu-utils, python3)"
-done
-MIRROR=${QSUP_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-mkdir -p "$(dirname "$OUT")"
-WORK=$(mktemp -d "$(dirname "$OUT")/.cloud.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+ARGC=$#
+OUT=${1:-}
+. "$(dirname "$0")/lib.sh"
+image_start python3
 
 # The kernel's command line, as a cloud image's GRUB gives it: the root
 # by label (the seed is a virtio disk too, so vda may be either), the
@@ -81,24 +65,7 @@ CORE_BYTES=$(stat -c %s "$WORK/core.img")
     die "GRUB's core image ($CORE_BYTES bytes) does not fit its partition"
 
 # The file system: the tree's size, a third more, and 128 MiB to spare.
-KIB=$(du -sk "$WORK/root" | cut -f1)
-FS_MIB=$(( (KIB * 4 / 3) / 1024 + 128 ))
-mke2fs -q -t ext4 -L root -d "$WORK/root" "$WORK/root.ext4" "${FS_MIB}M"
-rm -rf "$WORK/root"
-
-# As debian.sh: 1 MiB of GPT, 3 MiB BIOS boot (sector 2048), 8 MiB EFI
-# (empty here), then the root; 1 MiB spare for the backup GPT.
-DISK_MIB=$((1 + 3 + 8 + FS_MIB + 1))
-truncate -s "${DISK_MIB}M" "$WORK/disk.raw"
-sfdisk --quiet "$WORK/disk.raw" <<SFDISK
-label: gpt
-$WORK/disk.raw14 : start=2048, size=6144, type=21686148-6449-6E6F-744E-656564454649
-$WORK/disk.raw15 : start=8192, size=16384, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B
-$WORK/disk.raw1 : start=24576, size=$((FS_MIB * 2048)), type=4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709
-SFDISK
-dd if="$WORK/root.ext4" of="$WORK/disk.raw" bs=1M seek=12 conv=notrunc \
-    status=none
-rm -f "$WORK/root.ext4"
+image_disk "$WORK/root" 128
 
 # What grub-install does for a BIOS boot partition at sector 2048: the
 # boot sector's code (its first 440 bytes: the partition table stays)
@@ -119,7 +86,4 @@ with open(disk, "r+b") as f:
     f.seek(2048 * 512)
     f.write(core)
 EOF
-qemu-img convert -f raw -O qcow2 "$WORK/disk.raw" "$WORK/out.qcow2"
-mv "$WORK/out.qcow2" "$OUT"
-echo "$STAMP" >"$OUT.stamp"
-echo "$PROG: $OUT: $(du -h "$OUT" | cut -f1) ($DISK_MIB MiB disk)" >&2
+image_finish
