@@ -12,6 +12,8 @@
 #                       build, then install into PREFIX (default
 #                       /usr/local; DESTDIR in the environment stages it)
 #   ./build.sh bench    build, then run the benchmarks
+#   ./build.sh deps     only install the Debian packages (as root); the
+#                       container image's build stage caches this layer
 #   ./build.sh clean    remove build/
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
@@ -78,6 +80,9 @@ install)
 	make -s -j"$jobs" all
 	exec make -s install PREFIX="${2:-/usr/local}"
 	;;
+deps)
+	ensure_packages
+	;;
 bench)
 	ensure_packages
 	make -s -j"$jobs" all
@@ -87,7 +92,7 @@ clean)
 	rm -rf build
 	;;
 *)
-	echo "usage: ./build.sh [all|test|fuzz NAME [SECONDS]|install [PREFIX]|bench|clean]" >&2
+	echo "usage: ./build.sh [all|test|fuzz NAME [SECONDS]|install [PREFIX]|bench|deps|clean]" >&2
 	exit 2
 	;;
 esac
