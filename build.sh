@@ -30,6 +30,7 @@ PACKAGES=(
 	curl openssl
 	scdoc mandoc zsh fish python3-yaml systemd
 	fakeroot libarchive-dev zstd
+	podman runc
 )
 
 ensure_packages() {
