@@ -10,9 +10,11 @@
 # directory is removed), so a rerun only rebuilds what changed; its run
 # root in /tmp/qsup-podman-*/, containers.conf in the test's temporary
 # directory. (Podman 4.3 still writes its blob-info cache to
-# /var/lib/containers/cache/, whatever --root says.) Builds use the host's network (apt reaches the mirror; no CNI
-# bridge, firewall rule or IPAM file is made on the host) and runs have
-# none (qsup's guest networking is QEMU's own slirp).
+# /var/lib/containers/cache/, whatever --root says.) Builds use the host's
+# network (apt reaches the mirror; no CNI bridge, firewall rule or IPAM
+# file is made on the host) and runs have none (qsup's guest networking
+# is QEMU's own slirp). A cold run takes about 3.5 minutes here, a rerun
+# with nothing changed about 12 s.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
 CF=contrib/container/Containerfile
@@ -25,12 +27,12 @@ MIRROR=${QSUP_TEST_MIRROR:-http://deb.debian.org/debian}
 # Why the image cannot be tested here, once known: every later test skips.
 SKIP=
 
-# overlay.skip_mount_home: else the overlay driver leaves its directory
-# bind-mounted on itself after podman exits, and rm -rf build fails
-# ("Device or resource busy").
 # The run root and libpod's tmp dir are recorded in the store's database,
 # so they stay the same from run to run; podman wants the run root's path
 # under 50 characters, so it is in /tmp, named by the store's path.
+# overlay.skip_mount_home: else the overlay driver leaves its directory
+# bind-mounted on itself after podman exits, and rm -rf build fails
+# ("Device or resource busy").
 PRUN=/tmp/qsup-podman-$(printf %s "$CK" | sha256sum | cut -c1-12)
 PM=(podman --root "$CK/root" --runroot "$PRUN/run" --tmpdir "$PRUN/tmp"
     --storage-opt overlay.skip_mount_home=true)
