@@ -12,6 +12,8 @@
 #                       build, then install into PREFIX (default
 #                       /usr/local; DESTDIR in the environment stages it)
 #   ./build.sh bench    build, then run the benchmarks
+#   ./build.sh deps     only install the Debian packages (as root); the
+#                       container image's build stage caches this layer
 #   ./build.sh clean    remove build/
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
@@ -28,6 +30,7 @@ PACKAGES=(
 	curl openssl
 	scdoc mandoc zsh fish python3-yaml systemd
 	fakeroot libarchive-dev zstd
+	podman runc
 )
 
 ensure_packages() {
@@ -78,6 +81,9 @@ install)
 	make -s -j"$jobs" all
 	exec make -s install PREFIX="${2:-/usr/local}"
 	;;
+deps)
+	ensure_packages
+	;;
 bench)
 	ensure_packages
 	make -s -j"$jobs" all
@@ -87,7 +93,7 @@ clean)
 	rm -rf build
 	;;
 *)
-	echo "usage: ./build.sh [all|test|fuzz NAME [SECONDS]|install [PREFIX]|bench|clean]" >&2
+	echo "usage: ./build.sh [all|test|fuzz NAME [SECONDS]|install [PREFIX]|bench|deps|clean]" >&2
 	exit 2
 	;;
 esac

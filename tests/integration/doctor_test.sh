@@ -2,8 +2,8 @@
 # qsup doctor, qsup profile import and contrib/ as a user meets them: the
 # host's checks (text and JSON), a broken guest named, a seed's
 # .py-sandboxes turned into a profile that runs, and contrib's files
-# checked with what this machine has (systemd-analyze, python3-yaml,
-# Podman).
+# checked with what this machine has (systemd-analyze, python3-yaml;
+# contrib/container's image: container_test.sh).
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
 CHECKS="profile qemu guest kvm seccomp cache templates run_dir container cgroup images_dir"
@@ -168,34 +168,10 @@ PY
 	expect_eq "manifests" "Deployment Deployment Job Service" "$out"
 }
 
-# The image builds with Podman, where this machine lets it.
-test_contrib_container() {
-	local out
-	if ! command -v podman >/dev/null; then
-		echo "    skip: no podman (apt-get install podman)"
-		return
-	fi
-	out=$(timeout 120 podman pull -q docker.io/library/debian:bookworm 2>&1)
-	if [ $? -ne 0 ]; then
-		echo "    skip: podman cannot pull the base image here: $(tail -n 1 <<<"$out")"
-		return
-	fi
-	out=$(timeout 3000 podman build -q -t qsup-doctor-test \
-	    -f contrib/container/Containerfile . 2>&1)
-	if [ $? -ne 0 ]; then
-		echo "    skip: podman build failed here: $(tail -n 3 <<<"$out")"
-		return
-	fi
-	out=$(podman run --rm qsup-doctor-test qsup version 2>&1)
-	expect_match "qsup in the image" 'qsup' "$out"
-	podman rmi -f qsup-doctor-test >/dev/null 2>&1
-}
-
 run_test test_doctor_ok
 run_test test_doctor_broken_guest
 run_test test_doctor_bad_profile
 run_test test_import
 run_test test_contrib_systemd
 run_test test_contrib_kubernetes
-run_test test_contrib_container
 finish
