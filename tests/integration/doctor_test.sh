@@ -43,7 +43,7 @@ test_doctor_broken_guest() {
 	out=$(QSUP_GUEST_DIR=/nonexistent "$QSUP" doctor 2>&1)
 	st=$?
 	expect_eq "status" 1 $st
-	expect_match "guest fails" '^fail +guest +guest kernel /nonexistent/vmlinux' "$out"
+	expect_match "guest fails" '^fail +guest +no default guest \(vmlinux, initramfs.cpio\) in /nonexistent \(QSUP_GUEST_DIR\)' "$out"
 	expect_match "remedy" 'QSUP_GUEST_DIR names a directory without the guest' "$out"
 	expect_match "summary" '^no sandbox can run here: guest failed$' "$out"
 	out=$(QSUP_GUEST_DIR=/nonexistent "$QSUP" doctor --json 2>/dev/null)
