@@ -113,8 +113,16 @@ profile_share_host(struct profile_ctx *ctx, lua_State *L, int e, int k,
 			profile_error(ctx, floc, "%s: %s: not a directory",
 			    what, path);
 			bad = 1;
-		} else
+		} else {
 			sh->host = profile_absolute(path);
+			/*
+			 * The guest's default: the path as written, its
+			 * links unresolved (a share of /lib64, a link to
+			 * usr/lib64, is /lib64 in the guest).
+			 */
+			free(sh->guest);
+			sh->guest = profile_lexical(path);
+		}
 		free(path);
 	}
 	lua_pop(L, 1);
@@ -133,16 +141,17 @@ profile_share_guest(struct profile_ctx *ctx, lua_State *L, int e, int k,
 	snprintf(what, sizeof what, "shares[%d].guest", k);
 	floc = profile_field_loc(L, e, "guest", eloc);
 	lua_getfield(L, e, "guest");
-	if (lua_isnil(L, -1)) {
-		if (sh->host != NULL)
-			sh->guest = xstrdup(sh->host);
-	} else if ((v = profile_plain_string(L, -1)) == NULL || v[0] != '/') {
+	if (lua_isnil(L, -1))
+		;	/* the host's path as written (profile_share_host) */
+	else if ((v = profile_plain_string(L, -1)) == NULL || v[0] != '/') {
 		profile_bad_as(ctx, L, -1, what, floc, v == NULL ?
 		    "is not valid" : "is not absolute",
 		    "an absolute path in the guest");
 		bad = 1;
-	} else
+	} else {
+		free(sh->guest);
 		sh->guest = util_path_normalize(v);
+	}
 	if (sh->guest != NULL && profile_guest_reserved(sh->guest)) {
 		profile_error(ctx, floc, "%s: %s is the guest system's own "
 		    "(/, /proc, /sys and /dev cannot be shared over)", what,

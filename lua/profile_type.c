@@ -607,6 +607,20 @@ profile_absolute(const char *path)
 	return (norm);
 }
 
+/* path made absolute and normalized, its links left as they are. */
+char *
+profile_lexical(const char *path)
+{
+	char	cwd[PATH_MAX], *full, *norm;
+
+	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+		return (util_path_normalize(path));
+	xasprintf(&full, "%s/%s", cwd, path);
+	norm = util_path_normalize(full);
+	free(full);
+	return (norm);
+}
+
 /* Is the string at idx free of NUL bytes? Its length in *len. */
 int
 profile_string_ok(lua_State *L, int idx, size_t *len)

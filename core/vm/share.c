@@ -30,7 +30,7 @@
 
 /*
  * HOST[:GUEST][:ro|rw], the --share form. The guest path defaults to the
- * host's (resolved by share_check); the mode to read-only. A path
+ * host's as given (share_check); the mode to read-only. A path
  * containing ':' cannot be given this way (use a profile).
  */
 int
@@ -88,7 +88,7 @@ fail:
 int
 share_check(struct share *sh, char **cause)
 {
-	char		 real[PATH_MAX];
+	char		 real[PATH_MAX], cwd[PATH_MAX], *given;
 	struct stat	 st;
 
 	if (realpath(sh->host, real) == NULL || stat(real, &st) == -1) {
@@ -100,10 +100,21 @@ share_check(struct share *sh, char **cause)
 		    "directories)", sh->host);
 		return (-1);
 	}
+	/*
+	 * The guest's default: the host path as given, made absolute, its
+	 * links unresolved: --share /lib64 (a link to usr/lib64) is /lib64
+	 * in the guest, where its programs look for their loader.
+	 */
+	if (sh->guest == NULL && sh->host[0] == '/')
+		sh->guest = util_path_normalize(sh->host);
+	else if (sh->guest == NULL && getcwd(cwd, sizeof cwd) != NULL) {
+		xasprintf(&given, "%s/%s", cwd, sh->host);
+		sh->guest = util_path_normalize(given);
+		free(given);
+	} else if (sh->guest == NULL)
+		sh->guest = xstrdup(real);
 	free(sh->host);
 	sh->host = xstrdup(real);
-	if (sh->guest == NULL)
-		sh->guest = xstrdup(real);
 	return (0);
 }
 

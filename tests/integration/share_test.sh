@@ -458,6 +458,24 @@ setxattr ok" "$out"
 	expect_eq "nothing on the host" "$before" "$(xattrs "$ro")"
 }
 
+# A share named by a link is at the link's path in the guest, not at
+# where the link leads (--share /lib64, a link to usr/lib64, is /lib64:
+# where programs look for their loader), from --share and a profile alike.
+test_share_of_a_link_is_at_its_path() {
+	local out prof=$T_TMP/link.lua
+	mkdir -p "$T_TMP/real"
+	echo there >"$T_TMP/real/f"
+	ln -sfn real "$T_TMP/link"
+	out=$("$QSUP" run --share "$T_TMP/link" -- sh -c "cat $T_TMP/link/f; ls -d $T_TMP/real 2>&1; true")
+	expect_eq "exit" 0 $?
+	expect_eq "--share: at the link's path" there "$(sed -n 1p <<<"$out")"
+	expect_match "--share: not at its target's" 'No such file' \
+	    "$(sed -n 2p <<<"$out")"
+	printf 'return { shares = { { host = "link" } } }\n' >"$prof"
+	out=$("$QSUP" run --profile "$prof" -- cat "$T_TMP/link/f")
+	expect_eq "a profile's share: at the link's path" there "$out"
+}
+
 for t in $(declare -F | awk '$3 ~ /^test_/ {print $3}'); do
 	run_test "$t"
 done
