@@ -109,21 +109,6 @@ extra_args_in(const char *s, const char **list)
 	return (0);
 }
 
-/* "/a//b/./c/../d" to "/a/b/d"; relative paths from the current directory. */
-static char *
-extra_args_normalize(const char *path)
-{
-	char	 cwd[PATH_MAX], *full, *out;
-
-	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
-		full = xstrdup(path);
-	else
-		xasprintf(&full, "%s/%s", cwd, path);
-	out = util_path_normalize(full);
-	free(full);
-	return (out);
-}
-
 /* Does this path reach a host device? Lexically, then as the host has it. */
 static int
 extra_args_device(const char *value, char **why)
@@ -139,7 +124,7 @@ extra_args_device(const char *value, char **why)
 	}
 	if (value[0] != '/' && value[0] != '.')
 		return (0);
-	norm = extra_args_normalize(value);
+	norm = util_path_absolute(value);
 	if ((strncmp(norm, "/dev/", 5) == 0 || strcmp(norm, "/dev") == 0) &&
 	    !extra_args_in(norm, extra_args_dev_ok))
 		hit = 1;

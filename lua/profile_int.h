@@ -344,7 +344,6 @@ void	 profile_bad(struct profile_ctx *, lua_State *, int,
 const char	*profile_whole(lua_State *, int, double, double, long long *);
 char	*profile_host_path(struct profile_ctx *, int, const char *);
 char	*profile_absolute(const char *);
-char	*profile_lexical(const char *);
 int	 profile_string_ok(lua_State *, int, size_t *);
 const char	*profile_plain_string(lua_State *, int);
 void	 profile_convert(struct profile_ctx *, lua_State *, int,

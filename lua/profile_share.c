@@ -121,7 +121,7 @@ profile_share_host(struct profile_ctx *ctx, lua_State *L, int e, int k,
 			 * usr/lib64, is /lib64 in the guest).
 			 */
 			free(sh->guest);
-			sh->guest = profile_lexical(path);
+			sh->guest = util_path_absolute(path);
 		}
 		free(path);
 	}

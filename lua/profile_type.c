@@ -595,30 +595,11 @@ profile_host_path(struct profile_ctx *ctx, int loc, const char *value)
 char *
 profile_absolute(const char *path)
 {
-	char	cwd[PATH_MAX], *real, *full, *norm;
+	char	*real;
 
 	if ((real = realpath(path, NULL)) != NULL)
 		return (real);
-	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
-		return (util_path_normalize(path));
-	xasprintf(&full, "%s/%s", cwd, path);
-	norm = util_path_normalize(full);
-	free(full);
-	return (norm);
-}
-
-/* path made absolute and normalized, its links left as they are. */
-char *
-profile_lexical(const char *path)
-{
-	char	cwd[PATH_MAX], *full, *norm;
-
-	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
-		return (util_path_normalize(path));
-	xasprintf(&full, "%s/%s", cwd, path);
-	norm = util_path_normalize(full);
-	free(full);
-	return (norm);
+	return (util_path_absolute(path));
 }
 
 /* Is the string at idx free of NUL bytes? Its length in *len. */

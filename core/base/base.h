@@ -40,6 +40,7 @@ int		 util_set_nonblock(int);
 int		 util_set_cloexec(int, int);
 int		 util_rm_rf(const char *);
 char		*util_path_normalize(const char *);
+char		*util_path_absolute(const char *);
 char		*util_which(const char *);
 char		*util_read_file(const char *, size_t *, size_t);
 int		 util_write_file(const char *, const char *);
@@ -55,6 +56,8 @@ struct buf {
 };
 void		 buf_add(struct buf *, const void *, size_t);
 void		 buf_puts(struct buf *, const char *);
+void		 buf_seed_value(struct buf *, const char *);
+void		 buf_seed_line(struct buf *, const char *, const char *);
 void		 buf_printf(struct buf *, const char *, ...)
 		     __attribute__((format(printf, 2, 3)));
 void		 buf_json_string(struct buf *, const char *);

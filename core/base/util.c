@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -214,6 +215,23 @@ util_rm_rf(const char *path)
 	if (rmdir(path) == -1 && errno != ENOENT)
 		rc = -1;
 	return (rc);
+}
+
+/*
+ * path made absolute (from the current directory) and normalized,
+ * lexically: its links are left as they are.
+ */
+char *
+util_path_absolute(const char *path)
+{
+	char	 cwd[PATH_MAX], *full, *out;
+
+	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+		return (util_path_normalize(path));
+	xasprintf(&full, "%s/%s", cwd, path);
+	out = util_path_normalize(full);
+	free(full);
+	return (out);
 }
 
 /* "/a//b/./c/../d" to "/a/b/d", lexically (no symlink is looked at). */
@@ -501,6 +519,19 @@ void
 buf_json_string(struct buf *b, const char *s)
 {
 	wire_json_string(buf_put, b, s);
+}
+
+/* Append s, or "KEY S\n", in the seed's encoding (the wire layer's). */
+void
+buf_seed_value(struct buf *b, const char *s)
+{
+	wire_seed_value(buf_put, b, s);
+}
+
+void
+buf_seed_line(struct buf *b, const char *key, const char *value)
+{
+	wire_seed_line(buf_put, b, key, value);
 }
 
 /* Drop the first n bytes. */

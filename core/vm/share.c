@@ -88,7 +88,7 @@ fail:
 int
 share_check(struct share *sh, char **cause)
 {
-	char		 real[PATH_MAX], cwd[PATH_MAX], *given;
+	char		 real[PATH_MAX];
 	struct stat	 st;
 
 	if (realpath(sh->host, real) == NULL || stat(real, &st) == -1) {
@@ -105,14 +105,8 @@ share_check(struct share *sh, char **cause)
 	 * links unresolved: --share /lib64 (a link to usr/lib64) is /lib64
 	 * in the guest, where its programs look for their loader.
 	 */
-	if (sh->guest == NULL && sh->host[0] == '/')
-		sh->guest = util_path_normalize(sh->host);
-	else if (sh->guest == NULL && getcwd(cwd, sizeof cwd) != NULL) {
-		xasprintf(&given, "%s/%s", cwd, sh->host);
-		sh->guest = util_path_normalize(given);
-		free(given);
-	} else if (sh->guest == NULL)
-		sh->guest = xstrdup(real);
+	if (sh->guest == NULL)
+		sh->guest = util_path_absolute(sh->host);
 	free(sh->host);
 	sh->host = xstrdup(real);
 	return (0);
