@@ -283,22 +283,6 @@ out:
 	return (ret);
 }
 
-/* "KEY VALUE\n", the value percent-encoded as the agent's seed is. */
-static void
-image_oci_line(struct buf *b, const char *key, const char *value)
-{
-	const char	*s;
-
-	buf_printf(b, "%s ", key);
-	for (s = value; *s != '\0'; s++) {
-		if (*s <= 0x20 || *s >= 0x7f || *s == '%')
-			buf_printf(b, "%%%02X", (unsigned char)*s);
-		else
-			buf_add(b, s, 1);
-	}
-	buf_add(b, "\n", 1);
-}
-
 /* An array of strings of the config, each a line of key; -1 with *why. */
 static int
 image_oci_strings(json_t *c, const char *name, const char *key,
@@ -327,7 +311,7 @@ image_oci_strings(json_t *c, const char *name, const char *key,
 			    i, v);
 			return (-1);
 		}
-		image_oci_line(b, key, v);
+		buf_seed_line(b, key, v);
 	}
 	return (0);
 }
@@ -363,7 +347,7 @@ image_oci_conf(json_t *cfg, struct buf *b, char **why)
 			return (-1);
 		}
 		if (*v != '\0')
-			image_oci_line(b, "cwd", v);
+			buf_seed_line(b, "cwd", v);
 	}
 	return (0);
 }

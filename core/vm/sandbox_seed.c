@@ -13,27 +13,6 @@
 
 #include "sandbox_int.h"
 
-/* Percent-encode a seed value (core/wire/wire.h). */
-static void
-sandbox_seed_value(struct buf *b, const char *s)
-{
-	for (; *s != '\0'; s++) {
-		if (*s <= 0x20 || *s >= 0x7f || *s == '%')
-			buf_printf(b, "%%%02X", (unsigned char)*s);
-		else
-			buf_add(b, s, 1);
-	}
-}
-
-/* "KEY VALUE\n", the value percent-encoded (core/wire/wire.h). */
-static void
-sandbox_seed_line(struct buf *b, const char *key, const char *value)
-{
-	buf_printf(b, "%s ", key);
-	sandbox_seed_value(b, value);
-	buf_add(b, "\n", 1);
-}
-
 /*
  * The guest's own firewall (guest_firewall), as iptables-restore input:
  * out only to what qsup's network answers for this mode (its DNS, and in
@@ -86,16 +65,16 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 	/* The proxy first: the profile's own env may override it. */
 	for (env = sb->net != NULL ? net_guest_env(sb->net) : NULL;
 	    env != NULL && *env != NULL; env++)
-		sandbox_seed_line(cfg, "env", *env);
+		buf_seed_line(cfg, "env", *env);
 	for (i = 0; i < sb->profile->nenv; i++)
-		sandbox_seed_line(cfg, "env", sb->profile->env[i]);
+		buf_seed_line(cfg, "env", sb->profile->env[i]);
 	if (sb->profile->guest_firewall && sb->net != NULL) {
 		sandbox_firewall(sb, &rules);
-		sandbox_seed_line(cfg, "firewall", rules.data);
+		buf_seed_line(cfg, "firewall", rules.data);
 		buf_free(&rules);
 	}
 	if (sb->profile->cwd != NULL)
-		sandbox_seed_line(cfg, "cwd", sb->profile->cwd);
+		buf_seed_line(cfg, "cwd", sb->profile->cwd);
 	/*
 	 * The image's root before the shares, which mount inside it;
 	 * an image that boots itself has its root already.
@@ -109,7 +88,7 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 		buf_puts(cfg, "root_glibc 1\n");
 	for (i = 0; i < sb->nshares; i++) {
 		buf_printf(cfg, "mount %s ", sb->shares[i].tag);
-		sandbox_seed_value(cfg, sb->shares[i].guest);
+		buf_seed_value(cfg, sb->shares[i].guest);
 		buf_printf(cfg, " %s\n", sb->shares[i].readonly ? "ro" : "rw");
 	}
 	/* After every mount: their sources lie in the shares. */
@@ -119,9 +98,9 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 			xasprintf(&src, "%s%s", strcmp(sh->guest, "/") == 0 ?
 			    "" : sh->guest, sh->binds[j].src);
 			buf_add(cfg, "bind ", 5);
-			sandbox_seed_value(cfg, src);
+			buf_seed_value(cfg, src);
 			buf_add(cfg, " ", 1);
-			sandbox_seed_value(cfg, sh->binds[j].dst);
+			buf_seed_value(cfg, sh->binds[j].dst);
 			buf_printf(cfg, " %s\n", sh->readonly ? "ro" : "rw");
 			free(src);
 		}

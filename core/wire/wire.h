@@ -299,4 +299,9 @@ void		 wire_sse_free(struct wire_sse *);
 /* json.c */
 void		 wire_json_string(wire_put_cb *, void *, const char *);
 
+/* seed.c */
+void		 wire_seed_value(wire_put_cb *, void *, const char *);
+void		 wire_seed_line(wire_put_cb *, void *, const char *,
+		     const char *);
+
 #endif

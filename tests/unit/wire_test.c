@@ -1,7 +1,7 @@
 /*
  * The wire layer's codecs on their own: the head parser in both roles,
  * the chunked codec both ways and in both modes, the SSE writer and
- * reader, the JSON string writer.
+ * reader, the JSON string writer, the seed's value encoding.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -453,5 +453,18 @@ Test(wire, json_string)
 	b.len = 0;
 	wire_json_string(put_cb, &b, "");
 	cr_assert_str_eq(b.data, "\"\"");
+	free(b.data);
+}
+
+/* The seed's encoding: spaces, control bytes, '%' and high bytes as %XX. */
+Test(wire, seed_line)
+{
+	struct wire_buf	 b = { 0 };
+
+	wire_seed_line(put_cb, &b, "env", "A=x y%\n\x7f\xc3\xa9~!");
+	cr_assert_str_eq(b.data, "env A=x%20y%25%0A%7F%C3%A9~!\n");
+	b.len = 0;
+	wire_seed_value(put_cb, &b, "");
+	cr_assert_eq(b.len, 0);
 	free(b.data);
 }
