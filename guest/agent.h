@@ -102,6 +102,7 @@ char		*xstrndup(const char *, size_t);
 int		 xasprintf(char **, const char *, ...)
 		     __attribute__((format(printf, 2, 3)));
 long long	 util_ms(clockid_t);
+int		 util_read_fd(int, char **, size_t *, size_t);
 int		 util_read_file(const char *, char **, size_t *, size_t);
 int		 util_mkdir_p(const char *, mode_t);
 void		 abuf_add(struct abuf *, const void *, size_t);

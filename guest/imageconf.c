@@ -45,12 +45,13 @@ imageconf_load(void)
 		close(fd);
 		return;
 	}
-	close(fd);
-	if (util_read_file(QSUP_IMAGE_CONF, &text, &len, AGENT_CONFIG_MAX) ==
-	    -1) {
+	/* The file checked, not whatever is at its name by now. */
+	if (util_read_fd(fd, &text, &len, AGENT_CONFIG_MAX) == -1) {
 		agent_set_error("%s: %s", QSUP_IMAGE_CONF, strerror(errno));
+		close(fd);
 		return;
 	}
+	close(fd);
 	memset(&ic, 0, sizeof ic);
 	if (config_parse(&ic, text, len, &cause) == -1) {
 		agent_set_error("%s: %s", QSUP_IMAGE_CONF, cause);

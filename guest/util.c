@@ -155,17 +155,18 @@ util_ms(clockid_t clock)
 	return ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
-/* Read a whole file of at most max bytes; the result is NUL-terminated. */
+/*
+ * Read what fd holds, at most max bytes; the result is NUL-terminated.
+ * fd stays open.
+ */
 int
-util_read_file(const char *path, char **out, size_t *outlen, size_t max)
+util_read_fd(int fd, char **out, size_t *outlen, size_t max)
 {
 	struct abuf	b = { 0 };
 	char		chunk[4096];
 	ssize_t		n;
-	int		fd, ret = -1;
+	int		ret = -1;
 
-	if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1)
-		return (-1);
 	for (;;) {
 		n = read(fd, chunk, sizeof chunk);
 		if (n == -1 && errno == EINTR)
@@ -187,7 +188,21 @@ util_read_file(const char *path, char **out, size_t *outlen, size_t max)
 	ret = 0;
 out:
 	abuf_free(&b);
+	return (ret);
+}
+
+/* Read a whole file of at most max bytes; the result is NUL-terminated. */
+int
+util_read_file(const char *path, char **out, size_t *outlen, size_t max)
+{
+	int	fd, ret, saved;
+
+	if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1)
+		return (-1);
+	ret = util_read_fd(fd, out, outlen, max);
+	saved = errno;
 	close(fd);
+	errno = saved;
 	return (ret);
 }
 
