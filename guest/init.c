@@ -107,7 +107,7 @@ init_loopback(void)
 	close(s);
 }
 
-/* One address ioctl on eth0: SIOCSIFADDR, SIOCSIFNETMASK. */
+/* One address ioctl on the card dev: SIOCSIFADDR, SIOCSIFNETMASK. */
 static int
 init_ifaddr(int s, const char *dev, unsigned long req, const char *addr)
 {
@@ -122,12 +122,6 @@ init_ifaddr(int s, const char *dev, unsigned long req, const char *addr)
 	return (ioctl(s, req, &ifr));
 }
 
-/*
- * The network card, when qsup gave the guest one: the fixed addresses of
- * qsup's user-mode network (core/net.c), IPv4 only. What the guest may
- * reach is decided on the host, whatever is done here; this only makes
- * the card usable. No card: nothing to do, and nothing is an error.
- */
 /*
  * The network card: eth0 in qsup's guest; in an image, whose udev may
  * have renamed it, the first interface that is a device (lo is not).
@@ -160,6 +154,12 @@ init_netdev(char *name, size_t size)
 	return (found);
 }
 
+/*
+ * The network card, when qsup gave the guest one: the fixed addresses of
+ * qsup's user-mode network (core/net.c), IPv4 only. What the guest may
+ * reach is decided on the host, whatever is done here; this only makes
+ * the card usable. No card: nothing to do, and nothing is an error.
+ */
 void
 init_network(void)
 {

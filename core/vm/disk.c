@@ -190,11 +190,6 @@ fail:
 	return (-1);
 }
 
-/*
- * The overlay: a qcow2 file in dir whose backing file is the base, of
- * the base's size or want bytes (disk_size), never smaller. qemu-img is
- * told the base's format, so it never guesses one. -1 with *cause.
- */
 /* qemu-img create: d->overlay, of d->size, over backing in format fmt. */
 static int
 disk_create(struct disk *d, const char *backing_path, const char *fmt,
@@ -261,11 +256,7 @@ disk_overlay(struct disk *d, const char *dir, uint64_t want, char **cause)
 	}
 	d->size = want > d->info.virtual_size ? want : d->info.virtual_size;
 	d->grow = d->size > d->info.virtual_size;
-	free(d->overlay);
-	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
-	free(d->middle);
-	d->middle = NULL;
-	return (disk_create(d, d->base, d->info.format, cause));
+	return (disk_overlay_on(d, dir, NULL, cause));
 }
 
 /*
@@ -282,14 +273,14 @@ disk_overlay_on(struct disk *d, const char *dir, const char *middle,
 	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
 	free(d->middle);
 	d->middle = middle != NULL ? xstrdup(middle) : NULL;
-	if (middle == NULL)
-		return (disk_create(d, d->base, d->info.format, cause));
-	return (disk_create(d, middle, "qcow2", cause));
+	return (disk_create(d, middle != NULL ? middle : d->base,
+	    middle != NULL ? "qcow2" : d->info.format, cause));
 }
 
 /*
  * QEMU's nodes: the base opened read-only, in the format its header
- * said; the overlay over it; the disk the guest sees, found there by its
+ * said; a template's disk over it, read-only too, when there is one; the
+ * overlay over those; the disk the guest sees, found there by its
  * serial. A template's key leaves out the overlay's file name
  * (template.c), not the base's. An overlay that cannot grow (its file
  * system full) gives the guest I/O errors: QEMU's default for ENOSPC
@@ -299,7 +290,7 @@ disk_overlay_on(struct disk *d, const char *dir, const char *middle,
 void
 disk_qemu_args(const struct disk *d, struct qemu_argv *a, int boot)
 {
-	char	*base, *overlay;
+	char	*base, *overlay, *middle;
 
 	base = qemu_escape(d->base);
 	overlay = qemu_escape(d->overlay);
@@ -310,11 +301,11 @@ disk_qemu_args(const struct disk *d, struct qemu_argv *a, int boot)
 	qemu_arg(a, "driver=%s,node-name=base,file=base-file,read-only=on",
 	    d->info.format);
 	if (d->middle != NULL) {
-		free(base);
-		base = qemu_escape(d->middle);
+		middle = qemu_escape(d->middle);
 		qemu_arg(a, "-blockdev");
 		qemu_arg(a, "driver=qcow2,node-name=tdisk,file.driver=file,"
-		    "file.filename=%s,backing=base,read-only=on", base);
+		    "file.filename=%s,backing=base,read-only=on", middle);
+		free(middle);
 	}
 	qemu_arg(a, "-blockdev");
 	qemu_arg(a, "driver=qcow2,node-name=" DISK_NODE ",file.driver=file,"

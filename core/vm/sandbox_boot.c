@@ -2,10 +2,10 @@
  * boot = "image": the image boots as a PC would (q35, the BIOS, the
  * image's own boot loader, kernel and init), and cloud-init, reading the
  * NoCloud seed, starts qsup's agent from it. What differs from the fast
- * path is here: the machine and its PCI devices, the seed's user-data
- * and the agent on the seed, and the progress shown while such a boot,
- * minutes under emulation, goes on. Once the agent answers, the sandbox
- * is the same as any other.
+ * path is here (but for the PCI devices, sandbox_build_argv's): the
+ * seed's user-data and the agent on the seed, and the progress shown
+ * while such a boot, minutes under emulation, goes on. Once the agent
+ * answers, the sandbox is the same as any other.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -101,25 +101,6 @@ const char *
 sandbox_boot_phase(const struct sandbox *sb)
 {
 	return (sandbox_boot_phases[sb->boot_phase].phase);
-}
-
-/*
- * The devices that differ from the microVM's: a PC has no virtio-mmio,
- * so the agent ports' bus and the seed are on PCI (as are the shares,
- * the disk and the card on both machines).
- */
-void
-sandbox_boot_devices(struct sandbox *sb, struct qemu_argv *a,
-    const char *seed)
-{
-	(void)sb;
-	qemu_arg(a, "-device");
-	qemu_arg(a, "virtio-serial-pci");
-	qemu_arg(a, "-blockdev");
-	qemu_arg(a, "driver=raw,node-name=seed,read-only=on,"
-	    "file.driver=file,file.filename=%s", seed);
-	qemu_arg(a, "-device");
-	qemu_arg(a, "virtio-blk-pci,drive=seed");
 }
 
 /*

@@ -151,8 +151,6 @@ int		 sandbox_boot_image(const struct sandbox *);
 void		 sandbox_boot_watch(struct sandbox *);
 void		 sandbox_boot_unwatch(struct sandbox *);
 const char	*sandbox_boot_phase(const struct sandbox *);
-void		 sandbox_boot_devices(struct sandbox *, struct qemu_argv *,
-		     const char *);
 void		 sandbox_boot_user_data(struct sandbox *, struct buf *);
 const char	*sandbox_boot_network_config(void);
 int		 sandbox_boot_agent(struct sandbox *, char **, size_t *,

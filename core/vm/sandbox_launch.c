@@ -145,7 +145,7 @@ sandbox_net(struct sandbox *sb, char **cause)
 	cfg.rules = p->network_allow;
 	cfg.nrules = p->nnetwork_allow;
 	cfg.dir = sb->rundir;
-	cfg.pci = p->boot == PROFILE_BOOT_IMAGE;
+	cfg.pci = sandbox_boot_image(sb);
 	if ((sb->net = net_new(sb->loop, &cfg, &why)) == NULL) {
 		xasprintf(cause, "network: %s", why);
 		free(why);
@@ -268,12 +268,9 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	    sb->console_guest_fd);
 	qemu_arg(a, "-serial");
 	qemu_arg(a, "chardev:con");
-	if (pc)
-		sandbox_boot_devices(sb, a, seed);
-	else {
-		qemu_arg(a, "-device");
-		qemu_arg(a, "virtio-serial-device");
-	}
+	/* A PC has no virtio-mmio: its agent ports and seed go on PCI. */
+	qemu_arg(a, "-device");
+	qemu_arg(a, pc ? "virtio-serial-pci" : "virtio-serial-device");
 	for (i = 0; i < (int)sb->nshares; i++) {
 		tmp = qemu_escape(sb->shares[i].host);
 		qemu_arg(a, "-fsdev");
@@ -302,13 +299,16 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	for (na = sb->net != NULL ? net_qemu_args(sb->net) : NULL;
 	    na != NULL && *na != NULL; na++)
 		qemu_arg(a, "%s", *na);
-	if (sb->mode == SB_COLD && !pc) {
+	/* An image that boots itself has its seed in every mode. */
+	if (sb->mode == SB_COLD || pc) {
 		qemu_arg(a, "-blockdev");
 		qemu_arg(a, "driver=raw,node-name=seed,"
 		    "read-only=on,file.driver=file,file.filename=%s", seed);
 		qemu_arg(a, "-device");
-		qemu_arg(a, "virtio-blk-device,drive=seed");
-	} else if (sb->mode != SB_COLD) {
+		qemu_arg(a, "%s,drive=seed", pc ? "virtio-blk-pci" :
+		    "virtio-blk-device");
+	}
+	if (sb->mode != SB_COLD) {
 		/* Only for saving the state; a restore does not use it. */
 		qemu_arg(a, "-chardev");
 		qemu_arg(a, "socket,id=qmp,fd=%d",
