@@ -292,9 +292,10 @@ profile_push_default(lua_State *L, const struct profile_setting *s)
 }
 
 /*
- * Push the value of --set NAME=VALUE: true, false, nil, a number, a Lua
- * table or string literal, else VALUE as a string (for a list setting, a
- * list of it). Returns -1 if it is not valid Lua (reported).
+ * Push the value of --set NAME=VALUE: nil; true, false or a number but
+ * for a setting of text; a Lua table or string literal; else VALUE as a
+ * string (for a list setting, a list of it). Returns -1 if it is not
+ * valid Lua (reported).
  */
 static int
 profile_set_value(struct profile_ctx *ctx, lua_State *L, int fi,
@@ -303,16 +304,19 @@ profile_set_value(struct profile_ctx *ctx, lua_State *L, int fi,
 	char	*code;
 	int	 status;
 
-	if (strcmp(value, "true") == 0 || strcmp(value, "false") == 0) {
-		lua_pushboolean(L, value[0] == 't');
-		return (0);
-	}
 	if (strcmp(value, "nil") == 0) {
 		lua_pushnil(L);
 		return (0);
 	}
-	if (*value != '\0' && lua_stringtonumber(L, value) != 0)
-		return (0);
+	/* A digest of digits alone, a file named "true": still strings. */
+	if (!profile_types[s->type].textual) {
+		if (strcmp(value, "true") == 0 || strcmp(value, "false") == 0) {
+			lua_pushboolean(L, value[0] == 't');
+			return (0);
+		}
+		if (*value != '\0' && lua_stringtonumber(L, value) != 0)
+			return (0);
+	}
 	if (*value == '{' || *value == '"' || *value == '\'' ||
 	    strncmp(value, "[[", 2) == 0 || strncmp(value, "[=", 2) == 0) {
 		/* A literal: no globals, and the profile's limits. */

@@ -132,6 +132,7 @@ struct profile_type_ops {
 	void	(*json_more)(struct buf *, const struct profile *);
 	void	(*free)(struct profile *, const struct profile_setting *);
 	int	  set_list;	/* --set NAME=VALUE gives { VALUE } */
+	int	  textual;	/* --set NAME=VALUE: VALUE stays a string */
 	const char *list_form;	/* expected, for a list with other keys */
 };
 extern const struct profile_type_ops profile_types[];

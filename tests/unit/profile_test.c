@@ -900,6 +900,31 @@ Test(profile, set_nil_is_the_default)
 	profile_free(&p);
 }
 
+/*
+ * A setting of text keeps the text whatever its characters: a digest of
+ * digits alone was once read as the number 0 and refused; a file named
+ * "true" is a file. Numbers and booleans are still read for the others.
+ */
+Test(profile, set_text_stays_text)
+{
+	static char	*sets[] = {
+		"image=debian-12",
+		"image_sha256=0123456789012345678901234567890123456789012345678"
+		    "901234567890123",
+		"console_log=true", "cpus=2", "warm_start=false",
+	};
+	struct profile	 p;
+
+	load_ok_set(&p, FIXTURES "/empty.lua", sets, 5);
+	cr_assert_str_eq(p.image_sha256, "012345678901234567890123456789012"
+	    "3456789012345678901234567890123");
+	cr_assert_not_null(strstr(p.console_log, "/true"), "%s",
+	    p.console_log);
+	cr_assert_eq(p.cpus, 2);
+	cr_assert_eq(p.warm_start, 0);
+	profile_free(&p);
+}
+
 /* Checked as a profile is, every mistake at once, named by its --set. */
 Test(profile, set_mistakes)
 {
