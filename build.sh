@@ -27,7 +27,7 @@ PACKAGES=(
 	fdisk e2fsprogs
 	clang libclang-rt-14-dev
 	mmdebstrap fdisk e2fsprogs
-	curl openssl
+	curl openssl jq
 	scdoc mandoc zsh fish python3-yaml systemd
 	fakeroot libarchive-dev zstd
 	podman runc
