@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The size limits, checked over every C file of core/, lua/, staging/ and
 # guest/: a file is at most SIZE_FILE_MAX lines, a function at most
-# SIZE_FUNC_MAX (from its column-0 '{' to its column-0 '}', as house
-# style writes every function). Each offender is named,
+# SIZE_FUNC_MAX (from the line of its name to its column-0 '}', both
+# counted, as house style writes every function). Each offender is named,
 #
 #   FILE:LINE: function NAME is N lines (at most 120)
 #   FILE: file is N lines (at most 1200)
@@ -47,9 +47,9 @@ check_file() {
 		}
 	}
 	/^\}/ && open {
-		if (FNR - open > gmax)
+		if (FNR - fline + 1 > gmax)
 			printf("%s:%d: function %s is %d lines (at most %d)\n",
-			    file, fline, fname, FNR - open, gmax)
+			    file, fline, fname, FNR - fline + 1, gmax)
 		open = 0
 		nameline = 0
 	}
@@ -76,11 +76,12 @@ check() {
 	[ "$bad" -eq 0 ]
 }
 
-# A function called NAME of N lines from '{' to '}', two-line signature.
+# A function called NAME of N lines from its name to its '}', two-line
+# signature.
 plant_function() {
 	local name=$1 n=$2 i
 	printf '\nstatic int\n%s(int a,\n    int b)\n{\n' "$name"
-	for ((i = 0; i < n - 2; i++)); do
+	for ((i = 0; i < n - 5; i++)); do
 		printf '\ta += b;\n'
 	done
 	printf '\treturn (a);\n}\n'

@@ -592,8 +592,10 @@ out:
 static int			cmd_exec_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t	cmd_exec_sigs[3];	/* INT, TERM, HUP */
 static volatile sig_atomic_t	cmd_exec_winch;
-
-/* The terminal as it was before raw mode, restored on every way out. */
+#define CMD_EXEC_NSIGS	4
+static const int		cmd_exec_caught[CMD_EXEC_NSIGS] = {
+	SIGINT, SIGTERM, SIGHUP, SIGWINCH
+};
 
 static void
 cmd_exec_sig_cb(int sig)
@@ -665,16 +667,50 @@ cmd_exec_request(const struct cmd_client_opts *o, int argc, char **argv)
 	return (req);
 }
 
+/*
+ * Catch INT, TERM, HUP and WINCH through cmd_exec_pipe (the old actions
+ * into old), SIGPIPE ignored; cmd_exec_sigs_restore puts them back.
+ */
+static void
+cmd_exec_sigs_catch(struct sigaction *old)
+{
+	struct sigaction	sa;
+	int			i;
+
+	if (pipe2(cmd_exec_pipe, O_CLOEXEC|O_NONBLOCK) == -1)
+		fatalx("pipe2 failed");
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = cmd_exec_sig_cb;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	for (i = 0; i < CMD_EXEC_NSIGS; i++)
+		sigaction(cmd_exec_caught[i], &sa, &old[i]);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void
+cmd_exec_sigs_restore(const struct sigaction *old)
+{
+	int	i;
+
+	for (i = 0; i < CMD_EXEC_NSIGS; i++)
+		sigaction(cmd_exec_caught[i], &old[i], NULL);
+	if (cmd_exec_pipe[0] != -1) {
+		close(cmd_exec_pipe[0]);
+		close(cmd_exec_pipe[1]);
+		cmd_exec_pipe[0] = cmd_exec_pipe[1] = -1;
+	}
+}
+
 static int
 cmd_client_exec(const struct cmd_entry *self, int argc, char **argv)
 {
-	static const int	 sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH };
 	static const char	*names[] = { "INT", "TERM", "HUP" };
 	static const int	 nums[] = { SIGINT, SIGTERM, SIGHUP };
 	struct cmd_client_opts	 o;
 	struct client		*c = NULL;
 	struct client_exec	*e = NULL;
-	struct sigaction	 sa, old[4];
+	struct sigaction	 old[CMD_EXEC_NSIGS];
 	json_t			*req = NULL;
 	const char		*name;
 	char			*cause = NULL, drain[64];
@@ -704,16 +740,8 @@ cmd_client_exec(const struct cmd_entry *self, int argc, char **argv)
 	req = cmd_exec_request(&o, argc - 1, argv + 1);
 
 	/* Signals, before the exec starts: none of them may be lost. */
-	if (pipe2(cmd_exec_pipe, O_CLOEXEC|O_NONBLOCK) == -1)
-		fatalx("pipe2 failed");
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = cmd_exec_sig_cb;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	for (i = 0; i < 4; i++)
-		sigaction(sigs[i], &sa, &old[i]);
+	cmd_exec_sigs_catch(old);
 	handlers = 1;
-	signal(SIGPIPE, SIG_IGN);
 	/*
 	 * Raw mode only when our keys go to its terminal (-i): without -i
 	 * a ^C stays ours, a SIGINT sent on.
@@ -770,15 +798,8 @@ cmd_client_exec(const struct cmd_entry *self, int argc, char **argv)
 out:
 	cmd_tty_restore();
 	client_exec_free(e);
-	if (handlers) {
-		for (i = 0; i < 4; i++)
-			sigaction(sigs[i], &old[i], NULL);
-	}
-	if (cmd_exec_pipe[0] != -1) {
-		close(cmd_exec_pipe[0]);
-		close(cmd_exec_pipe[1]);
-		cmd_exec_pipe[0] = cmd_exec_pipe[1] = -1;
-	}
+	if (handlers)
+		cmd_exec_sigs_restore(old);
 	if (out != -1 && out != STDOUT_FILENO)
 		close(out);
 	if (err != -1 && err != STDERR_FILENO)

@@ -72,6 +72,80 @@ cmd_run_valid_env(const char *s)
 
 
 /*
+ * One of run's options, ch with optarg, into o: 0, -1 if its value is
+ * wrong (said), 1 if ch is none of them.
+ */
+static int
+cmd_run_opt(struct run_options *o, int ch)
+{
+	char	*end;
+
+	switch (ch) {
+	case 'p':
+		o->profile = optarg;
+		break;
+	case 'e':
+		if (!cmd_run_valid_env(optarg)) {
+			log_warnx("-e %s: expected NAME=VALUE with NAME made "
+			    "of letters, digits and _", optarg);
+			return (-1);
+		}
+		o->env = xreallocarray(o->env, o->nenv + 1, sizeof *o->env);
+		o->env[o->nenv++] = optarg;
+		break;
+	case 'w':
+		if (*optarg != '/') {
+			log_warnx("-w %s: the working directory must be an "
+			    "absolute path in the guest", optarg);
+			return (-1);
+		}
+		o->cwd = optarg;
+		break;
+	case 'T':
+		o->timeout = strtod(optarg, &end);
+		if (end == optarg || *end != '\0' || !(o->timeout > 0) ||
+		    o->timeout > 1e9) {
+			log_warnx("--timeout %s: expected a positive number "
+			    "of seconds", optarg);
+			return (-1);
+		}
+		break;
+	case 'C':
+		o->console = 1;
+		break;
+	case 't':
+		o->tty = 1;
+		break;
+	case 'i':
+		o->interactive = 1;
+		break;
+	case 'S':
+		o->shares = xreallocarray(o->shares, o->nshares + 1,
+		    sizeof *o->shares);
+		o->shares[o->nshares++] = optarg;
+		break;
+	case 'J':
+		o->json = 1;
+		break;
+	case 0x100:	/* --set: checked with the profile */
+		if (strchr(optarg, '=') == NULL || *optarg == '=') {
+			log_warnx("--set %s: expected NAME=VALUE", optarg);
+			return (-1);
+		}
+		o->sets = xreallocarray(o->sets, o->nsets + 1,
+		    sizeof *o->sets);
+		o->sets[o->nsets++] = optarg;
+		break;
+	case 'v':
+		log_verbose = 1;
+		break;
+	default:
+		return (1);
+	}
+	return (0);
+}
+
+/*
  * Read run's options into a struct run_options and run. argv[0] is "run",
  * or "qsup" in the short form; the first argument not an option is CMD.
  */
@@ -92,8 +166,7 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 		{ NULL,		0,			NULL, 0 }
 	};
 	struct run_options	 opts;
-	char			*end;
-	int			 ch, rc;
+	int			 ch, rc = QSUP_EXIT_ERROR;
 
 	memset(&opts, 0, sizeof opts);
 	optind = 1;
@@ -101,78 +174,23 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 	/* '+': stop at the command, whose own flags are not ours. */
 	while ((ch = getopt_long(argc, argv, CMD_RUN_OPTS, longopts,
 	    NULL)) != -1) {
-		switch (ch) {
-		case 'p':
-			opts.profile = optarg;
-			break;
-		case 'e':
-			if (!cmd_run_valid_env(optarg)) {
-				log_warnx("-e %s: expected NAME=VALUE with NAME "
-				    "made of letters, digits and _", optarg);
-				return (QSUP_EXIT_ERROR);
-			}
-			opts.env = xreallocarray(opts.env, opts.nenv + 1,
-			    sizeof *opts.env);
-			opts.env[opts.nenv++] = optarg;
-			break;
-		case 'w':
-			if (*optarg != '/') {
-				log_warnx("-w %s: the working directory must be "
-				    "an absolute path in the guest", optarg);
-				return (QSUP_EXIT_ERROR);
-			}
-			opts.cwd = optarg;
-			break;
-		case 'T':
-			opts.timeout = strtod(optarg, &end);
-			if (end == optarg || *end != '\0' ||
-			    !(opts.timeout > 0) || opts.timeout > 1e9) {
-				log_warnx("--timeout %s: expected a positive "
-				    "number of seconds", optarg);
-				return (QSUP_EXIT_ERROR);
-			}
-			break;
-		case 'C':
-			opts.console = 1;
-			break;
-		case 't':
-			opts.tty = 1;
-			break;
-		case 'i':
-			opts.interactive = 1;
-			break;
-		case 'S':
-			opts.shares = xreallocarray(opts.shares,
-			    opts.nshares + 1, sizeof *opts.shares);
-			opts.shares[opts.nshares++] = optarg;
-			break;
-		case 'J':
-			opts.json = 1;
-			break;
-		case 0x100:	/* --set: checked with the profile */
-			if (strchr(optarg, '=') == NULL || *optarg == '=') {
-				log_warnx("--set %s: expected NAME=VALUE",
-				    optarg);
-				return (QSUP_EXIT_ERROR);
-			}
-			opts.sets = xreallocarray(opts.sets, opts.nsets + 1,
-			    sizeof *opts.sets);
-			opts.sets[opts.nsets++] = optarg;
-			break;
-		case 'v':
-			log_verbose = 1;
-			break;
-		case 'h':
+		if (ch == 'h') {
 			cmd_usage(self, stdout);
-			return (0);
-		default:
-			return (cmd_bad_option(CMD_RUN_OPTS, argv, NULL));
+			rc = 0;
+			goto out;
+		}
+		switch (cmd_run_opt(&opts, ch)) {
+		case -1:
+			goto out;
+		case 1:
+			rc = cmd_bad_option(CMD_RUN_OPTS, argv, NULL);
+			goto out;
 		}
 	}
 	if (optind >= argc) {
 		log_warnx("no command given: qsup run [options] -- CMD "
 		    "[ARG...]");
-		return (QSUP_EXIT_ERROR);
+		goto out;
 	}
 	/*
 	 * The short form, "qsup -v run -- CMD": the options were meant for
@@ -185,13 +203,11 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 		log_warnx("'%s' is a command: put the options after it (qsup "
 		    "%s -v ...), or '--' before a program of that name",
 		    argv[optind], argv[optind]);
-		free(opts.env);
-		free(opts.shares);
-		free(opts.sets);
-		return (QSUP_EXIT_ERROR);
+		goto out;
 	}
 	opts.argv = argv + optind;
 	rc = run_main(&opts);
+out:
 	free(opts.env);
 	free(opts.shares);
 	free(opts.sets);

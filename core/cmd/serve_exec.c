@@ -514,6 +514,45 @@ serve_exec_send(struct serve_exec *e, struct buf *body)
 	    body->data, body->len, serve_done_cb, serve_event_cb, e);
 }
 
+/* The agent's /exec request for the checked body j. */
+static void
+serve_exec_request(struct buf *b, json_t *j, int tty, long long rows,
+    long long cols)
+{
+	json_t		*argv, *env, *v;
+	const char	*key;
+	struct buf	 kv = { 0 };
+	size_t		 i;
+
+	argv = json_object_get(j, "argv");
+	buf_puts(b, "{\"argv\":[");
+	for (i = 0; i < json_array_size(argv); i++) {
+		buf_puts(b, i > 0 ? "," : "");
+		buf_json_string(b, json_string_value(json_array_get(argv, i)));
+	}
+	buf_puts(b, "],\"env\":[");
+	i = 0;
+	if ((env = json_object_get(j, "env")) != NULL) {
+		json_object_foreach(env, key, v) {
+			buf_puts(&kv, "");
+			kv.len = 0;
+			buf_printf(&kv, "%s=%s", key, json_string_value(v));
+			buf_puts(b, i++ > 0 ? "," : "");
+			buf_json_string(b, kv.data);
+		}
+	}
+	buf_puts(b, "]");
+	if ((v = json_object_get(j, "cwd")) != NULL) {
+		buf_puts(b, ",\"cwd\":");
+		buf_json_string(b, json_string_value(v));
+	}
+	if (tty)
+		buf_printf(b, ",\"tty\":true,\"rows\":%lld,\"cols\":%lld",
+		    rows, cols);
+	buf_puts(b, "}");
+	buf_free(&kv);
+}
+
 static void
 serve_exec_body(struct httpd_conn *conn, const char *body, size_t len,
     void *arg)
@@ -598,31 +637,7 @@ serve_exec_body(struct httpd_conn *conn, const char *body, size_t len,
 		goto out;
 	e->tty = tty;
 	e->timeout = timeout;
-	buf_puts(&b, "{\"argv\":[");
-	for (i = 0; i < json_array_size(argv); i++) {
-		buf_puts(&b, i > 0 ? "," : "");
-		buf_json_string(&b, json_string_value(json_array_get(argv, i)));
-	}
-	buf_puts(&b, "],\"env\":[");
-	i = 0;
-	if (env != NULL) {
-		json_object_foreach(env, key, v) {
-			buf_puts(&kv, "");
-			kv.len = 0;
-			buf_printf(&kv, "%s=%s", key, json_string_value(v));
-			buf_puts(&b, i++ > 0 ? "," : "");
-			buf_json_string(&b, kv.data);
-		}
-	}
-	buf_puts(&b, "]");
-	if ((v = json_object_get(j, "cwd")) != NULL) {
-		buf_puts(&b, ",\"cwd\":");
-		buf_json_string(&b, json_string_value(v));
-	}
-	if (tty)
-		buf_printf(&b, ",\"tty\":true,\"rows\":%lld,\"cols\":%lld",
-		    rows, cols);
-	buf_puts(&b, "}");
+	serve_exec_request(&b, j, tty, rows, cols);
 	if (timeout > 0) {
 		ev_timer_set(&e->timer, timeout, 0);
 		ev_timer_start(s->srv->loop, &e->timer);
