@@ -158,9 +158,37 @@ template_writer_alive(long pid)
 }
 
 /*
+ * Remove NAME of dir if it is a KEY.lock that no one holds (its holder was
+ * killed outright, or an older qsup kept it): taken first, and removed
+ * only if still the file at its path, as template_lock takes it.
+ */
+static int
+template_sweep_lock(const char *dir, const char *name)
+{
+	struct stat	 sf, sp;
+	size_t		 len = strlen(name);
+	char		*path;
+	int		 fd, gone = 0;
+
+	if (len <= 5 || strcmp(name + len - 5, ".lock") != 0 ||
+	    !template_is_key(name, len - 5))
+		return (0);
+	xasprintf(&path, "%s/%s", dir, name);
+	if ((fd = open(path, O_RDONLY|O_CLOEXEC|O_NOFOLLOW)) != -1) {
+		if (flock(fd, LOCK_EX|LOCK_NB) == 0 && fstat(fd, &sf) == 0 &&
+		    lstat(path, &sp) == 0 && sf.st_dev == sp.st_dev &&
+		    sf.st_ino == sp.st_ino && unlink(path) == 0)
+			gone = 1;
+		close(fd);
+	}
+	free(path);
+	return (gone);
+}
+
+/*
  * Remove the half-written files of templates/ whose writer is gone (a
- * qsup killed outright while it saved one); never one whose writer is
- * alive. Returns how many went.
+ * qsup killed outright while it saved one), and locks no one holds;
+ * never a file whose writer is alive. Returns how many went.
  */
 int
 template_sweep(const char *dir)
@@ -174,6 +202,10 @@ template_sweep(const char *dir)
 	if ((d = opendir(dir)) == NULL)
 		return (0);
 	while ((de = readdir(d)) != NULL) {
+		if (template_sweep_lock(dir, de->d_name)) {
+			n++;
+			continue;
+		}
 		if (template_partial(de->d_name, &pid) == 0 ||
 		    template_writer_alive(pid))
 			continue;
@@ -383,22 +415,38 @@ fail:
 	return (-1);
 }
 
-/* Become the one builder of this template, without waiting. */
+/*
+ * Become the one builder of this template, without waiting. KEY.lock is
+ * removed by whoever holds it when it lets go, so a failed build leaves
+ * nothing: a lock taken on a file that is no longer at its path (removed
+ * after we opened it) is let go and taken again on the new one.
+ */
 int
 template_lock(struct template *t)
 {
-	char	*path;
+	struct stat	 sf, sp;
+	char		*path;
+	int		 tries;
 
 	xasprintf(&path, "%s/%s.lock", t->dir, t->key);
-	t->lock_fd = open(path, O_RDWR|O_CREAT|O_CLOEXEC, 0600);
+	for (tries = 0; tries < 8; tries++) {
+		t->lock_fd = open(path, O_RDWR|O_CREAT|O_CLOEXEC, 0600);
+		if (t->lock_fd == -1)
+			break;
+		if (flock(t->lock_fd, LOCK_EX|LOCK_NB) == -1) {
+			close(t->lock_fd);
+			t->lock_fd = -1;
+			break;
+		}
+		if (fstat(t->lock_fd, &sf) == 0 && stat(path, &sp) == 0 &&
+		    sf.st_dev == sp.st_dev && sf.st_ino == sp.st_ino)
+			break;
+		close(t->lock_fd);
+		t->lock_fd = -1;
+	}
 	free(path);
 	if (t->lock_fd == -1)
 		return (-1);
-	if (flock(t->lock_fd, LOCK_EX|LOCK_NB) == -1) {
-		close(t->lock_fd);
-		t->lock_fd = -1;
-		return (-1);
-	}
 	/* Someone may have finished it while we looked. */
 	if (template_exists(t)) {
 		template_unlock(t);
@@ -407,10 +455,16 @@ template_lock(struct template *t)
 	return (0);
 }
 
+/* Let go of the lock, removing its file while it is still ours. */
 void
 template_unlock(struct template *t)
 {
+	char	*path;
+
 	if (t->lock_fd != -1) {
+		xasprintf(&path, "%s/%s.lock", t->dir, t->key);
+		unlink(path);
+		free(path);
 		close(t->lock_fd);
 		t->lock_fd = -1;
 	}

@@ -408,10 +408,9 @@ template_evict(const char *dir, uint64_t max, const char *keep)
 /*
  * Remove the template KEY of dir: its state first (so that it is no
  * longer there for template_exists), then every other KEY.SUFFIX file,
- * KEY.ram too. Not KEY.lock: a builder may hold it, and one that opened
- * it before the unlink would build alongside one that makes it anew. Nor
- * half-written files: those of a live writer are its, template_sweep
- * takes the others.
+ * KEY.ram too. Not KEY.lock: only its holder removes it (template.c's
+ * template_unlock). Nor half-written files: those of a live writer are
+ * its, template_sweep takes the others.
  */
 void
 template_remove(const char *dir, const char *key)

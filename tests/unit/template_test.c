@@ -1,3 +1,4 @@
+#include <sys/file.h>
 #include <sys/wait.h>
 
 #include <fcntl.h>
@@ -72,7 +73,7 @@ Test(template, lock_is_exclusive_and_commit_is_whole)
 {
 	const char	*argv[] = { "qemu-system-x86_64", "-m", "64", NULL };
 	struct template	 t1, t2;
-	char		*cause = NULL;
+	char		*cause = NULL, *lock;
 	int		 fd;
 
 	cr_assert_eq(template_init(&t1, (char **)(uintptr_t)argv, "/bin/sh",
@@ -90,7 +91,11 @@ Test(template, lock_is_exclusive_and_commit_is_whole)
 	cr_assert_eq(template_commit(&t1, fd, &cause), 0, "%s", cause);
 	close(fd);
 	cr_assert_eq(template_exists(&t2), 1);
+	xasprintf(&lock, "%s/%s.lock", t1.dir, t1.key);
+	cr_assert_eq(access(lock, F_OK), 0);
 	template_unlock(&t1);
+	cr_assert_eq(access(lock, F_OK), -1, "the lock's file was left");
+	free(lock);
 	/* Finished by someone else: no need to lock it. */
 	cr_assert_eq(template_lock(&t2), -1);
 	/* Changed behind our back: not used. */
@@ -144,8 +149,9 @@ dead_pid(void)
 Test(template, sweep_removes_half_written_files_of_dead_writers)
 {
 	const char	*key = "0123456789abcdef0123456789abcdef";
-	char		*tdir, name[128];
+	char		*tdir, *path, name[128];
 	long		 dead = dead_pid(), live = (long)getpid();
+	int		 held;
 	struct template	 t;
 	const char	*argv[] = { "qemu-system-x86_64", NULL };
 
@@ -161,6 +167,11 @@ Test(template, sweep_removes_half_written_files_of_dead_writers)
 	touch(tdir, name);
 	touch(tdir, "0123456789abcdef0123456789abcdef.state");
 	touch(tdir, "0123456789abcdef0123456789abcdef.lock");
+	/* A builder's lock, held. */
+	xasprintf(&path, "%s/fedcba9876543210fedcba9876543210.lock", tdir);
+	held = open(path, O_RDWR|O_CREAT|O_CLOEXEC, 0600);
+	cr_assert(held != -1 && flock(held, LOCK_EX|LOCK_NB) == 0);
+	free(path);
 	touch(tdir, "other.1");
 
 	/* Every start with warm start sweeps. */
@@ -176,9 +187,13 @@ Test(template, sweep_removes_half_written_files_of_dead_writers)
 	snprintf(name, sizeof name, "%s.state.%ld", key, live);
 	cr_assert(exists(tdir, name), "a live writer's state was removed");
 	cr_assert(exists(tdir, "0123456789abcdef0123456789abcdef.state"));
-	cr_assert(exists(tdir, "0123456789abcdef0123456789abcdef.lock"));
+	cr_assert(!exists(tdir, "0123456789abcdef0123456789abcdef.lock"),
+	    "a lock no one holds was left");
+	cr_assert(exists(tdir, "fedcba9876543210fedcba9876543210.lock"),
+	    "a held lock was removed");
 	cr_assert(exists(tdir, "other.1"));
 	cr_assert_eq(template_sweep(tdir), 0);
+	close(held);
 	free(tdir);
 }
 
