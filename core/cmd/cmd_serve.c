@@ -166,11 +166,12 @@ serve_parse(const struct cmd_entry *self, struct serve_opts *o, int argc,
 }
 
 /*
- * The token: read from path, which must be ours alone, or made there. A
- * token readable by others would let them drive every sandbox.
+ * The token: read from path, which must be ours alone, or made there (*made
+ * set: a start that fails takes it back). A token readable by others
+ * would let them drive every sandbox.
  */
 static char *
-serve_token(const char *path, char **cause)
+serve_token(const char *path, int *made, char **cause)
 {
 	struct stat	 st;
 	char		*t, *tok;
@@ -192,6 +193,7 @@ serve_token(const char *path, char **cause)
 			return (NULL);
 		}
 		log_debug("a new token in %s", path);
+		*made = 1;
 		return (tok);
 	}
 	if (fd == -1 || fstat(fd, &st) == -1) {
@@ -413,7 +415,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	char			*base = NULL, *cause = NULL, *token = NULL;
 	char			*token_path = NULL, *sock = NULL;
 	size_t			 i;
-	int			 rc = QSUP_EXIT_ERROR;
+	int			 rc = QSUP_EXIT_ERROR, made_token = 0;
 
 	if (serve_parse(self, &o, argc, argv) == -1)
 		return (QSUP_EXIT_ERROR);
@@ -432,7 +434,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 		token_path = xstrdup(o.token_file);
 	else
 		xasprintf(&token_path, "%s/token", base);
-	if ((token = serve_token(token_path, &cause)) == NULL) {
+	if ((token = serve_token(token_path, &made_token, &cause)) == NULL) {
 		log_warnx("%s", cause);
 		goto out;
 	}
@@ -501,6 +503,8 @@ stop:
 	outq_free(err);
 out:
 	free(cause);
+	if (rc != 0 && made_token)
+		unlink(token_path);
 	if (token != NULL) {
 		explicit_bzero(token, strlen(token));
 		free(token);
