@@ -96,6 +96,7 @@ struct profile {
 	char		*image_sums_url; /* its checksum file; NULL: beside it */
 	char		*image_sha256;	/* pinned: 64 lowercase hex digits */
 	int		 image_unverified; /* no digest found: use it anyway */
+	uint64_t	 image_max_size; /* bytes a download may have */
 	uint64_t	 disk_size;	/* bytes; 0: the base image's own */
 	char		*image_glibc;	/* the catalog's entry's, "2.36"; NULL:
 					   not known (a URL, a file, a name

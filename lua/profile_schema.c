@@ -215,6 +215,15 @@ const struct profile_setting profile_schema[] = {
 	  .help = "use a downloaded image for which no digest is found (no "
 	  "image_sha256, no checksum file naming it); false: such an image "
 	  "is refused" },
+	{ .name = "image_max_size", .type = PROFILE_T_BYTES,
+	  .offset = offsetof(struct profile, image_max_size),
+	  .min = (double)PROFILE_MIB, .max = (double)((uint64_t)2 << 40),
+	  .def = "\"16G\"",
+	  .help = "the most bytes a downloaded image may have: a larger "
+	  "Content-Length is refused before the download, a body that goes "
+	  "past it is stopped, and nothing of either is kept; never more "
+	  "than the free space of images_dir's file system less a margin "
+	  "(5% of it, at most 1G)" },
 	{ .name = "disk_size", .type = PROFILE_T_BYTES,
 	  .offset = offsetof(struct profile, disk_size),
 	  .min = (double)PROFILE_MIB, .max = (double)((uint64_t)2 << 40),

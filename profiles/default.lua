@@ -130,6 +130,12 @@ return {
 	-- true. A digest for a file image, or for none, is refused.
 	image_sha256 = qsup.env("QSUP_IMAGE_SHA256"),
 	image_unverified = false,
+	-- The most a downloaded image may weigh: a larger Content-Length is
+	-- refused before a byte is written, a body that goes on past it is
+	-- stopped, and nothing of either is kept. Never more than the free
+	-- space of images_dir's file system less a margin (5% of it, at most
+	-- 1G), whatever this says. Bytes as for disk_size, 1M to 2T.
+	image_max_size = "16G",
 
 	-- The guest's disk (a fresh copy-on-write overlay over the image each
 	-- run, the image never written) grows to this size, its root file

@@ -39,10 +39,12 @@ static const struct cmd_entry cmd_image_pull_entry = {
 "Download NAME (from the catalog) or URL, or the profile's image, into\n"
 "images_dir, checked against image_sha256, else a SHA256SUMS or SHA512SUMS\n"
 "file beside it (image_sums_url: another one); refused with no digest\n"
-"unless image_unverified is set. Resumed where a dropped connection or an\n"
-"interrupted pull stopped. An image already there is used as it is. The\n"
-"path is printed on stdout. HTTPS trusts the system's CAs, or the bundle\n"
-"named by $CURL_CA_BUNDLE or $SSL_CERT_FILE (and $SSL_CERT_DIR).\n"
+"unless image_unverified is set. Resumed where a dropped connection, a\n"
+"stall or an interrupted pull stopped. At most image_max_size bytes, and\n"
+"never more than images_dir's disk has room for. An image already there\n"
+"is used as it is. The path is printed on stdout. HTTPS trusts the\n"
+"system's CAs, or the bundle named by $CURL_CA_BUNDLE or $SSL_CERT_FILE\n"
+"(and $SSL_CERT_DIR).\n"
 "\n"
 CMD_IMAGE_OPTS
 "      --sha256 HEX     the digest to check against (image_sha256)\n"
@@ -232,6 +234,7 @@ cmd_image_request(const struct profile *p, int quiet, struct image_req *req)
 	req->sums_url = p->image_sums_url;
 	req->sha256 = p->image_sha256;
 	req->unverified_ok = p->image_unverified;
+	req->max_size = p->image_max_size;
 	req->dir = p->images_dir;
 	req->progress = quiet ? IMAGE_PROGRESS_QUIET : IMAGE_PROGRESS_AUTO;
 }

@@ -5,6 +5,7 @@
  * one. The download itself is image_pull.c's.
  */
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -49,6 +50,39 @@ image_stall_timeout(const struct image_req *req)
 	    (t = strtod(e, NULL)) > 0 && t < 1e6)
 		return (t);
 	return (IMAGE_STALL_DEFAULT);
+}
+
+/*
+ * The most bytes req's image may have in dir, counting the have bytes of
+ * its part already there: image_max_size, or the free space of dir's file
+ * system less a margin, whichever is smaller; *why names which, with its
+ * bytes, for a message. The margin (5% of the file system, at most 1 GiB)
+ * is the host's: a full disk fails more than the pull.
+ */
+uint64_t
+image_room(const struct image_req *req, const char *dir, uint64_t have,
+    char **why)
+{
+	struct statvfs	sv;
+	uint64_t	max, avail, margin, room;
+
+	max = req->max_size != 0 ? req->max_size : IMAGE_MAX_SIZE_DEFAULT;
+	if (statvfs(dir, &sv) == 0) {
+		avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+		margin = (uint64_t)sv.f_blocks * sv.f_frsize / 20;
+		if (margin > IMAGE_ROOM_MARGIN_MAX)
+			margin = IMAGE_ROOM_MARGIN_MAX;
+		room = have + (avail > margin ? avail - margin : 0);
+		if (room < max) {
+			xasprintf(why, "the room in %s, %llu bytes (its free "
+			    "space less a margin of %llu)", dir,
+			    (unsigned long long)room,
+			    (unsigned long long)margin);
+			return (room);
+		}
+	}
+	xasprintf(why, "image_max_size, %llu bytes", (unsigned long long)max);
+	return (max);
 }
 
 /*
@@ -190,14 +224,14 @@ image_paths_ours(struct image_paths *ip, const char *url)
  * Where req's image is kept: dir/NAME, NAME the URL's last component;
  * when another URL's image (or a file of the user's) has that name, the
  * first 8 hex digits of the URL's SHA-256, a dash and NAME. Makes dir
- * and its .partial (0700) if missing.
+ * (0700) if missing; its .partial is the pull's, made with its lock.
  */
 int
 image_paths_make(const struct image_req *req, struct image_paths *ip,
     char **cause)
 {
 	unsigned char	 d[32];
-	char		*name, *alt, *hex, *part;
+	char		*name, *alt, *hex;
 
 	memset(ip, 0, sizeof *ip);
 	*cause = NULL;
@@ -213,15 +247,12 @@ image_paths_make(const struct image_req *req, struct image_paths *ip,
 		free(name);
 		return (-1);
 	}
-	xasprintf(&part, "%s/%s", ip->dir, IMAGE_PARTIAL_DIR);
-	if (util_mkdir_p(part, 0700) == -1) {
-		xasprintf(cause, "%s: %s", part, strerror(errno));
-		free(part);
+	if (util_mkdir_p(ip->dir, 0700) == -1) {
+		xasprintf(cause, "%s: %s", ip->dir, strerror(errno));
 		free(name);
 		image_paths_free(ip);
 		return (-1);
 	}
-	free(part);
 	image_paths_fill(ip, name);
 	if (!image_paths_ours(ip, req->url)) {
 		mbedtls_sha256_ret((const unsigned char *)req->url,
@@ -345,6 +376,10 @@ image_remove(const char *dir, const char *name, char **cause)
 			xasprintf(cause, "%s: %s", path, strerror(errno));
 		free(path);
 	}
+	/* A pull's lock is its own to remove: .partial only if empty. */
+	xasprintf(&path, "%s/%s", dir, IMAGE_PARTIAL_DIR);
+	(void)rmdir(path);
+	free(path);
 	if (*cause != NULL)
 		return (-1);
 	if (!found) {

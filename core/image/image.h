@@ -33,6 +33,9 @@ struct image_req {
 	double		 stall_timeout;	/* seconds without a byte before
 					   giving up; 0: 30, or
 					   $QSUP_IMAGE_STALL_TIMEOUT */
+	uint64_t	 max_size;	/* the most bytes the image may
+					   have; 0: 16 GiB (and never more
+					   than the disk's room) */
 };
 
 /* What NAME.meta records of an image beside it (qsup image ls). */

@@ -629,8 +629,17 @@ image_build(const struct image_build_req *req, int *sig, char **cause)
 	} else
 		dir = S_ISDIR(st.st_mode);
 
+	/*
+	 * The work directory by its real path: the script cds into its tree
+	 * and gives tar and mke2fs paths under it, which a relative OUT
+	 * would make relative to the tree itself.
+	 */
 	copy = xstrdup(req->out);
-	parent = xstrdup(dirname(copy));
+	if ((parent = realpath(dirname(copy), NULL)) == NULL) {
+		xasprintf(cause, "%s: %s", req->out, strerror(errno));
+		free(copy);
+		return (-1);
+	}
 	free(copy);
 	copy = xstrdup(req->out);
 	base = basename(copy);

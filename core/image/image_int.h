@@ -19,6 +19,8 @@
 #define IMAGE_REDIRS_MAX	10
 #define IMAGE_RETRIES_MAX	5	/* resumes after a dropped connection */
 #define IMAGE_STALL_DEFAULT	30.0	/* seconds without a byte */
+#define IMAGE_MAX_SIZE_DEFAULT	((uint64_t)16 << 30)	/* image_max_size */
+#define IMAGE_ROOM_MARGIN_MAX	((uint64_t)1 << 30)	/* left free, at most */
 
 /* Where one image of one URL lives, and its pieces. */
 struct image_paths {
@@ -37,6 +39,8 @@ int		 image_meta_write(const char *, const struct image_info *,
 		     char **);
 int		 image_meta_read(const char *, struct image_info *);
 double		 image_stall_timeout(const struct image_req *);
+uint64_t	 image_room(const struct image_req *, const char *, uint64_t,
+		     char **);
 
 /* image_hash.c: the digests, hashed by a thread behind the writer */
 struct image_hasher {

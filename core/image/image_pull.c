@@ -6,8 +6,12 @@
  * SHA256SUMS/SHA512SUMS beside the URL), then the file itself into
  * images_dir/.partial, hashed as it arrives, resumed with Range after a
  * dropped connection or a qsup that was interrupted, and renamed into
- * place only once whole and verified. Any failure but an interruption
- * removes the part.
+ * place only once whole and verified. The image is capped (image_room:
+ * image_max_size, the disk's room): a larger Content-Length is refused
+ * before its body, a body going past the cap is stopped. The part is kept
+ * for the next pull after an interruption, a stall or a connection that
+ * kept dropping; any other failure removes it. The lock goes at the end
+ * of every pull, and .partial with it when it is empty.
  */
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -26,6 +30,7 @@
 #include "image_int.h"
 
 #define IMAGE_LOCK_RETRY_S	0.2
+#define IMAGE_LOCK_TRIES	100	/* races with a pull ending */
 #define IMAGE_BUFFER		(512 * 1024)
 
 enum image_phase {
@@ -53,6 +58,7 @@ struct image_pull {
 
 	enum image_phase	 phase;
 	int			 lock_fd;
+	int			 locked;	/* lock_fd's flock is ours */
 	int			 lock_said;
 	ev_timer		 lock_timer;
 
@@ -78,9 +84,13 @@ struct image_pull {
 	int			 retries;
 	int			 restart;	/* the server ignored Range */
 	int			 body;		/* its status looked at */
-	int			 got_cr;
+	int			 got_cr, got_len;
 	uint64_t		 cr_start, cr_total;
 	uint64_t		 unsat_total;	/* a 416's Content-Range */
+	long			 hcode;		/* the response's status */
+	uint64_t		 hlen;		/* its Content-Length */
+	uint64_t		 cap;		/* the most bytes it may have */
+	char			*cap_why;	/* what cap is, for messages */
 	char			*werr;
 	struct image_hasher	 hasher;
 	struct image_progress_state *ps;
@@ -100,6 +110,28 @@ image_curl_init(void)
 		curl_global_init(CURL_GLOBAL_DEFAULT);
 		done = 1;
 	}
+}
+
+/*
+ * Let the image's lock go: its file unlinked while still held (a waiter
+ * that opened it then finds the path gone or another file, and opens it
+ * again), then closed; then .partial, if that was its last file.
+ */
+static void
+image_pull_unlock(struct image_pull *p)
+{
+	char	*part;
+
+	if (p->lock_fd == -1)
+		return;
+	if (p->locked)
+		(void)unlink(p->ip.lock);
+	close(p->lock_fd);
+	p->lock_fd = -1;
+	p->locked = 0;
+	xasprintf(&part, "%s/%s", p->ip.dir, IMAGE_PARTIAL_DIR);
+	(void)rmdir(part);	/* not empty: another image's lock or part */
+	free(part);
 }
 
 /* Stop and free everything but p itself; the lock goes last. */
@@ -130,10 +162,7 @@ image_pull_stop(struct image_pull *p)
 		close(p->fd);
 		p->fd = -1;
 	}
-	if (p->lock_fd != -1) {
-		close(p->lock_fd);
-		p->lock_fd = -1;
-	}
+	image_pull_unlock(p);
 	image_progress_end(p->ps, 0);
 	p->ps = NULL;
 }
@@ -156,6 +185,7 @@ image_pull_free(struct image_pull *p)
 	free(p->want);
 	free(p->checked);
 	free(p->werr);
+	free(p->cap_why);
 	free(p);
 }
 
@@ -172,7 +202,18 @@ image_pull_finish(struct image_pull *p, const char *path, const char *cause)
 	image_pull_free(p);
 }
 
-/* A failure: the part removed (only an interruption keeps it). */
+/* The end of a pull that failed: its part kept or removed, then cb. */
+static void
+image_pull_failed(struct image_pull *p, int keep, const char *cause)
+{
+	if (p->phase == IMAGE_PH_DATA && !keep) {
+		unlink(p->ip.partial);
+		unlink(p->ip.partial_url);
+	}
+	image_pull_finish(p, NULL, cause);
+}
+
+/* A failure: the part removed (its bytes are wrong, or too many). */
 static void
 image_pull_fail(struct image_pull *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -185,11 +226,34 @@ image_pull_fail(struct image_pull *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	xvasprintf(&cause, fmt, ap);
 	va_end(ap);
-	if (p->phase == IMAGE_PH_DATA) {
-		unlink(p->ip.partial);
-		unlink(p->ip.partial_url);
-	}
-	image_pull_finish(p, NULL, cause);
+	image_pull_failed(p, 0, cause);
+	free(cause);
+}
+
+/*
+ * A failure of the connection (a stall, drops past the retries): what
+ * came is what the server sent, so the part stays for the next pull to
+ * resume, as after an interruption.
+ */
+static void
+image_pull_give_up(struct image_pull *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void
+image_pull_give_up(struct image_pull *p, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*cause, *kept;
+
+	va_start(ap, fmt);
+	xvasprintf(&cause, fmt, ap);
+	va_end(ap);
+	if (p->phase == IMAGE_PH_DATA && p->have > 0) {
+		xasprintf(&kept, "%s; the part (%llu bytes) is kept: the next "
+		    "pull resumes it", cause, (unsigned long long)p->have);
+		image_pull_failed(p, 1, kept);
+		free(kept);
+	} else
+		image_pull_failed(p, 0, cause);
 	free(cause);
 }
 
@@ -344,7 +408,7 @@ image_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (p->easy == NULL || ev_now(loop) - p->last < p->stall)
 		return;
 	if (p->phase == IMAGE_PH_DATA)
-		image_pull_fail(p, "%s: stalled: no data for %ld s (%llu of "
+		image_pull_give_up(p, "%s: stalled: no data for %ld s (%llu of "
 		    "%llu bytes there)", p->req.url, p->stall,
 		    (unsigned long long)p->have, (unsigned long long)p->total);
 	else
@@ -527,7 +591,34 @@ image_pull_truncate(struct image_pull *p)
 	return (0);
 }
 
-/* A response's header line: its status line, its Content-Range. */
+/*
+ * The end of a response's headers: an image larger than its cap is
+ * refused here, before a byte of its body is written.
+ */
+static int
+image_pull_headers_end(struct image_pull *p)
+{
+	uint64_t	 size;
+	const char	*from;
+
+	if (p->hcode == 200 && p->got_len) {
+		size = p->hlen;
+		from = "Content-Length";
+	} else if (p->hcode == 206 && p->got_cr) {
+		size = p->cr_total;
+		from = "Content-Range";
+	} else
+		return (0);
+	if (size <= p->cap)
+		return (0);
+	free(p->werr);
+	xasprintf(&p->werr, "%s: its size, %llu bytes (%s), is more than %s: "
+	    "not downloaded", p->req.url, (unsigned long long)size, from,
+	    p->cap_why);
+	return (-1);
+}
+
+/* A response's header line: its status, Content-Length, Content-Range. */
 static size_t
 image_header_cb(char *data, size_t size, size_t n, void *arg)
 {
@@ -537,9 +628,25 @@ image_header_cb(char *data, size_t size, size_t n, void *arg)
 
 	n *= size;
 	p->last = ev_now(p->loop);
-	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
-		p->got_cr = 0;
+	if (n >= 5 && n < sizeof line && strncmp(data, "HTTP/", 5) == 0) {
+		memcpy(line, data, n);
+		line[n] = '\0';
+		p->got_cr = p->got_len = 0;
 		p->unsat_total = 0;
+		if (sscanf(line, "HTTP/%*s %ld", &p->hcode) != 1)
+			p->hcode = 0;
+	} else if (n > 15 && n < sizeof line &&
+	    strncasecmp(data, "Content-Length:", 15) == 0) {
+		memcpy(line, data + 15, n - 15);
+		line[n - 15] = '\0';
+		if (sscanf(line, " %llu", &t) == 1) {
+			p->got_len = 1;
+			p->hlen = t;
+		}
+	} else if ((n == 2 && data[0] == '\r' && data[1] == '\n') ||
+	    (n == 1 && data[0] == '\n')) {
+		if (image_pull_headers_end(p) == -1)
+			return (0);
 	} else if (n > 14 && n < sizeof line &&
 	    strncasecmp(data, "Content-Range:", 14) == 0) {
 		memcpy(line, data + 14, n - 14);
@@ -605,6 +712,19 @@ image_data_write_cb(char *data, size_t size, size_t n, void *arg)
 	p->last = ev_now(p->loop);
 	if (!p->body && image_pull_body_start(p) == -1)
 		return (0);
+	if (p->have + n > p->cap || (p->total != 0 && p->have + n >
+	    p->total)) {
+		free(p->werr);
+		if (p->have + n > p->cap)
+			xasprintf(&p->werr, "%s: the body goes past %s: "
+			    "stopped; the part is removed", p->req.url,
+			    p->cap_why);
+		else
+			xasprintf(&p->werr, "%s: the body goes past the %llu "
+			    "bytes it announced: stopped; the part is removed",
+			    p->req.url, (unsigned long long)p->total);
+		return (0);
+	}
 	while (off < n) {
 		if ((w = write(p->fd, data + off, n - off)) == -1) {
 			if (errno == EINTR)
@@ -641,9 +761,11 @@ image_pull_request(struct image_pull *p)
 	curl_easy_setopt(e, CURLOPT_FAILONERROR, 0L);
 	p->asked = p->have;
 	p->body = 0;
-	p->got_cr = 0;
+	p->got_cr = p->got_len = 0;
 	p->unsat_total = 0;
 	p->restart = 0;
+	free(p->cap_why);
+	p->cap = image_room(&p->req, p->ip.dir, p->have, &p->cap_why);
 	/* Not CURLOPT_RESUME_FROM: its checks fail where a restart does. */
 	if (p->have > 0) {
 		snprintf(range, sizeof range, "%llu-",
@@ -727,7 +849,7 @@ image_pull_hashed(void *arg)
 	struct image_info	 ii;
 	unsigned char		 d[32], d5[64];
 	char			*got256, *got, *cause = NULL;
-	int			 is512 = image_pull_is512(p);
+	int			 is512 = image_pull_is512(p), saved;
 
 	if (image_hasher_result(&p->hasher, d, d5) == -1) {
 		image_pull_fail(p, "%s: reading it back: %s", p->ip.partial,
@@ -763,7 +885,9 @@ image_pull_hashed(void *arg)
 	}
 	free(got256);
 	if (rename(p->ip.partial, p->ip.path) == -1) {
-		image_pull_fail(p, "%s: %s", p->ip.path, strerror(errno));
+		saved = errno;
+		unlink(p->ip.meta);	/* it would vouch for no image */
+		image_pull_fail(p, "%s: %s", p->ip.path, strerror(saved));
 		return;
 	}
 	unlink(p->ip.partial_url);
@@ -838,12 +962,18 @@ image_pull_data_done(struct image_pull *p, CURLcode rc)
 		return;
 	}
 	if (rc == CURLE_OPERATION_TIMEDOUT) {
-		image_pull_fail(p, "%s: stalled: no data for %ld s (%llu of "
+		image_pull_give_up(p, "%s: stalled: no data for %ld s (%llu of "
 		    "%llu bytes there)", p->req.url, p->stall,
 		    (unsigned long long)p->have, (unsigned long long)p->total);
 		return;
 	}
-	if (image_curl_dropped(rc) && p->retries++ < IMAGE_RETRIES_MAX) {
+	if (!image_curl_dropped(rc)) {
+		image_pull_fail(p, "%s: %s (%llu of %llu bytes there)",
+		    p->req.url, image_curl_error(p, rc),
+		    (unsigned long long)p->have, (unsigned long long)p->total);
+		return;
+	}
+	if (p->retries++ < IMAGE_RETRIES_MAX) {
 		log_info("%s: the connection dropped at %llu bytes (%s): "
 		    "resuming (%d of %d)", p->req.url,
 		    (unsigned long long)p->have, image_curl_error(p, rc),
@@ -851,7 +981,7 @@ image_pull_data_done(struct image_pull *p, CURLcode rc)
 		image_pull_request(p);
 		return;
 	}
-	image_pull_fail(p, "%s: %s (%llu of %llu bytes there)", p->req.url,
+	image_pull_give_up(p, "%s: %s (%llu of %llu bytes there)", p->req.url,
 	    image_curl_error(p, rc), (unsigned long long)p->have,
 	    (unsigned long long)p->total);
 }
@@ -876,6 +1006,69 @@ image_pull_check(struct image_pull *p)
 }
 
 /*
+ * Open the lock's file, making .partial first: a pull that just ended
+ * may have removed it, even between the two.
+ */
+static int
+image_lock_open(struct image_pull *p, char **cause)
+{
+	char		*part;
+	const char	*what = NULL;
+	int		 tries;
+
+	xasprintf(&part, "%s/%s", p->ip.dir, IMAGE_PARTIAL_DIR);
+	for (tries = 0; tries < IMAGE_LOCK_TRIES && what == NULL; tries++) {
+		if (mkdir(part, 0700) == -1 && errno != EEXIST)
+			what = part;
+		else if ((p->lock_fd = open(p->ip.lock, O_RDWR | O_CREAT |
+		    O_NOFOLLOW | O_CLOEXEC, 0600)) != -1)
+			break;
+		else if (errno != ENOENT)
+			what = p->ip.lock;
+	}
+	if (p->lock_fd == -1)
+		xasprintf(cause, "%s: %s", what != NULL ? what : p->ip.lock,
+		    strerror(errno));
+	free(part);
+	return (p->lock_fd == -1 ? -1 : 0);
+}
+
+/*
+ * Take the image's lock without waiting: 1 taken, 0 held by another qsup
+ * (try again later), -1 with *cause. Its holder unlinks the file before
+ * letting go, so one taken must still be the file its path names; if it
+ * is not, it is opened again.
+ */
+static int
+image_lock_take(struct image_pull *p, char **cause)
+{
+	struct stat	 fst, pst;
+	int		 tries;
+
+	for (tries = 0; tries < IMAGE_LOCK_TRIES; tries++) {
+		if (p->lock_fd == -1 && image_lock_open(p, cause) == -1)
+			return (-1);
+		if (flock(p->lock_fd, LOCK_EX | LOCK_NB) == -1) {
+			if (errno == EWOULDBLOCK || errno == EINTR)
+				return (0);
+			xasprintf(cause, "%s: %s", p->ip.lock, strerror(errno));
+			return (-1);
+		}
+		if (fstat(p->lock_fd, &fst) == 0 &&
+		    stat(p->ip.lock, &pst) == 0 && fst.st_dev == pst.st_dev &&
+		    fst.st_ino == pst.st_ino) {
+			p->locked = 1;
+			return (1);
+		}
+		close(p->lock_fd);
+		p->lock_fd = -1;
+	}
+	xasprintf(cause, "%s: taken from under us %d times", p->ip.lock,
+	    IMAGE_LOCK_TRIES);
+	return (-1);
+}
+
+/*
  * Take the image's lock (another qsup pulling the same image holds it:
  * try again on a timer), then pull unless that other one has put it in
  * place meanwhile.
@@ -886,6 +1079,7 @@ image_lock_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct image_pull	*p = w->data;
 	struct image_paths	 ip;
 	char			*path, *cause;
+	int			 rc;
 
 	(void)loop;
 	(void)revents;
@@ -893,17 +1087,12 @@ image_lock_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		image_pull_finish(p, NULL, p->early);
 		return;
 	}
-	if (p->lock_fd == -1 && (p->lock_fd = open(p->ip.lock,
-	    O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1) {
-		image_pull_fail(p, "%s: %s", p->ip.lock, strerror(errno));
+	if ((rc = image_lock_take(p, &cause)) == -1) {
+		image_pull_fail(p, "%s", cause);
+		free(cause);
 		return;
 	}
-	if (flock(p->lock_fd, LOCK_EX | LOCK_NB) == -1) {
-		if (errno != EWOULDBLOCK && errno != EINTR) {
-			image_pull_fail(p, "%s: %s", p->ip.lock,
-			    strerror(errno));
-			return;
-		}
+	if (rc == 0) {
 		if (!p->lock_said++)
 			log_info("%s: another qsup is pulling it; waiting",
 			    p->ip.name);
@@ -923,8 +1112,7 @@ image_lock_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	}
 	if (strcmp(ip.name, p->ip.name) != 0) {
-		close(p->lock_fd);
-		p->lock_fd = -1;
+		image_pull_unlock(p);
 		image_paths_free(&p->ip);
 		p->ip = ip;
 		ev_timer_set(&p->lock_timer, 0, 0);

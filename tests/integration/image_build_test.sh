@@ -4,7 +4,8 @@
 # tarball, an OCI layout of two layers and a directory, each booted on
 # qsup's fast path to look at what the archive said: a set-uid root
 # binary, a file of uid 1234, hard links, device nodes, the whiteouts, the
-# OCI config's Env, WorkingDir and Entrypoint. xattrs are looked at in the
+# OCI config's Env, WorkingDir and Entrypoint; each input again with a
+# relative FROM and OUT from another directory. xattrs are looked at in the
 # built file system with debugfs (the guest's busybox has no getfattr).
 # Bad input: each a non-zero exit, a message naming the entry, and
 # nothing left beside OUT. The archives are written entry by entry by
@@ -145,6 +146,50 @@ test_directory() {
 	expect_nothing_left
 }
 
+# has_file IMG PATH: PATH is a regular file in IMG's root file system.
+has_file() {
+	qemu-img convert -O raw "$1" "$IB/fs.raw" &&
+	    debugfs -R "stat $2" "$IB/fs.raw?offset=1048576" 2>/dev/null |
+	    grep -q 'Type: regular'
+	local rc=$?
+	rm -f "$IB/fs.raw"
+	return $rc
+}
+
+# Relative OUT and FROM, from another working directory: the work
+# directory beside OUT was relative, and the script, run in the tree,
+# gave tar a path relative to the tree.
+test_relative_paths() {
+	local d=$IB/out
+	[ -d "$IB/tree/home" ] || as_builder tar -xf "$IB/base.tar" \
+	    -C "$IB/tree" --no-same-owner 2>/dev/null
+	as_builder mkdir -p "$d/sub"
+	(cd "$d/sub" && as_builder "$IB/qsup" image build ../../base.tar.gz \
+	    -o rel-tar.qcow2) >/dev/null 2>"$T_TMP/err" ||
+	    fail "tarball, relative -o: $(cat "$T_TMP/err")"
+	(cd "$d/sub" && as_builder "$IB/qsup" image build oci:../../oci:latest \
+	    -o ./rel-oci.qcow2) >/dev/null 2>"$T_TMP/err" ||
+	    fail "OCI layout, relative -o: $(cat "$T_TMP/err")"
+	(cd "$d/sub" && as_builder "$IB/qsup" image build ../../tree \
+	    -o ../rel-dir.qcow2) >/dev/null 2>"$T_TMP/err" ||
+	    fail "directory, relative -o: $(cat "$T_TMP/err")"
+	expect_eq "beside OUT in sub" "rel-oci.qcow2 rel-tar.qcow2" \
+	    "$(ls -A "$d/sub" | tr '\n' ' ' | sed 's/ $//')"
+	has_file "$d/sub/rel-tar.qcow2" /home/u/f || fail "tarball: no /home/u/f"
+	has_file "$d/sub/rel-oci.qcow2" /srv/added || fail "OCI: no /srv/added"
+	has_file "$d/rel-dir.qcow2" /home/u/f || fail "directory: no /home/u/f"
+	rm -f "$d/rel-dir.qcow2"
+	# A failure with a relative OUT leaves nothing beside it either.
+	rm -rf "$d/sub"/*
+	python3 "$HELPER" bad dotdot "$IB/dotdot.tar"
+	(cd "$d/sub" && as_builder "$IB/qsup" image build ../../dotdot.tar \
+	    -o bad.qcow2) >/dev/null 2>"$T_TMP/err" && fail "built dotdot.tar"
+	expect_match "refused" 'a ".." component' "$(cat "$T_TMP/err")"
+	expect_eq "beside a relative OUT" "" "$(ls -A "$d/sub")"
+	rm -rf "$d/sub"
+	expect_nothing_left
+}
+
 # expect_refused WHAT ERE FROM [OPTIONS]: non-zero, ERE in the message.
 expect_refused() {
 	local what=$1 ere=$2 err=$T_TMP/err
@@ -282,6 +327,7 @@ test_signal_cleans_up() {
 run_test test_tarball_owners_modes_links_devices
 run_test test_oci_layers_whiteouts_config
 run_test test_directory
+run_test test_relative_paths
 run_test test_bad_archives
 run_test test_bad_oci
 run_test test_full_disk

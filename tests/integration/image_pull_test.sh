@@ -6,8 +6,13 @@
 # --unverified, a 404, a stalled server, two pulls at once downloading
 # once, a full images_dir, HTTPS with the test's own CA, SHA512SUMS,
 # a redirect, a server ignoring Range, progress lines (none under --json),
-# ls, rm, and rm refused while a sandbox uses the image. After
-# each failure: no image, no part left. No QEMU is needed.
+# ls, rm, and rm refused while a sandbox uses the image; a body that never
+# ends (stopped at image_max_size, or at the room left on the disk), a
+# Content-Length over either (refused before a byte is written), a body
+# short of its Content-Length, a redirect to file://. After each failure
+# the whole of images_dir is listed: no image, no lock, no temporary file,
+# and no part unless the connection stalled or dropped (kept for the next
+# pull to resume). No QEMU is needed.
 . "$(dirname "$0")/lib.sh"
 
 W=$T_TMP/www
@@ -59,13 +64,24 @@ pull() {
 log_since() { tail -n +$((LOG_AT + 1)) "$LOG"; }
 requests() { log_since | grep -cF -- "$1 " || true; }
 
-# Nothing of a failed pull: no image, no .meta, no part (the locks stay).
+# Everything in images_dir (hidden files too), on one line, sorted.
+images_tree() {
+	(cd "$XDG_DATA_HOME/qsup/images" 2>/dev/null &&
+	    find . -mindepth 1 | sed 's|^\./||' | LC_ALL=C sort | tr '\n' ' ' |
+	    sed 's/ $//')
+}
+
+# Nothing of a failed pull: no image, no .meta, no part, no lock, no
+# temporary file, no .partial.
 expect_nothing_left() {
-	local d=$XDG_DATA_HOME/qsup/images left
-	left=$(cd "$d" 2>/dev/null && ls -A | grep -v '^\.partial$')
-	[ -z "$left" ] || fail "left in images_dir: $left"
-	left=$(cd "$d/.partial" 2>/dev/null && ls -A | grep -v '\.lock$')
-	[ -z "$left" ] || fail "part left in .partial: $left"
+	expect_eq "left in images_dir" "" "$(images_tree)"
+}
+
+# expect_part_kept NAME: a pull that stopped where the next one resumes:
+# the part and its URL, and nothing else (no lock).
+expect_part_kept() {
+	expect_eq "in images_dir" ".partial .partial/$1 .partial/$1.url" \
+	    "$(images_tree)"
 }
 
 # Each test its own images_dir.
@@ -86,6 +102,7 @@ test_pull() {
 	expect_match "meta" "\"url\":\"$URL/good/disk.img\"" \
 	    "$(cat "$OUT.meta" 2>/dev/null)"
 	expect_match "meta" "\"sha256\":\"$GOOD256\"" "$(cat "$OUT.meta")"
+	expect_eq "images_dir" "disk.img disk.img.meta" "$(images_tree)"
 }
 
 test_cached_no_request() {
@@ -130,6 +147,7 @@ interrupt() {
 	size=$(stat -c %s "$part" 2>/dev/null || echo 0)
 	[ "$size" -gt 0 ] && [ "$size" -lt 3000000 ] ||
 	    fail "no part kept after SIG$1 (size $size)"
+	[ "$1" = KILL ] || expect_part_kept disk.img
 	pull "$URL/slow/1000000/good/disk.img"
 	expect_eq "status of the next pull" 0 "$RC"
 	cmp -s "$OUT" "$W/good/disk.img" || fail "the image differs: $ERR"
@@ -138,6 +156,8 @@ interrupt() {
 	    "$(log_since)"
 	expect_match "said" "resuming the part left at [0-9]+ bytes" "$ERR"
 	[ ! -e "$part" ] || fail "the part is still there"
+	# A lock a killed qsup left goes with the next pull's.
+	expect_eq "images_dir" "disk.img disk.img.meta" "$(images_tree)"
 }
 
 test_interrupted_resumes() {
@@ -191,6 +211,9 @@ test_same_name_at_once() {
 	    "$(cat "$(cat "$T_TMP/a").meta")"
 	expect_match "second's .meta" "slow/3000001/nosums/disk.img" \
 	    "$(cat "$(cat "$T_TMP/b").meta")"
+	expect_match "images_dir" \
+	    "^[0-9a-f]{8}-disk.img [0-9a-f]{8}-disk.img.meta disk.img disk.img.meta$" \
+	    "$(images_tree)"
 }
 
 test_redirects_bounded() {
@@ -279,14 +302,88 @@ test_404() {
 	expect_nothing_left
 }
 
+# A stall keeps the part: what came is what the server sent, and the
+# next pull resumes it.
 test_stall() {
 	local t0=$SECONDS
 	setup test_stall
 	export QSUP_IMAGE_STALL_TIMEOUT=2
 	pull "$URL/stall/1000000/good/disk.img"
 	expect_eq "status" 125 "$RC"
-	expect_match "error" "stall/1000000/good/disk.img: stalled: no data for 2 s" "$ERR"
+	expect_match "error" "stall/1000000/good/disk.img: stalled: no data for 2 s.*the part \(1000000 bytes\) is kept" "$ERR"
 	[ $((SECONDS - t0)) -le 15 ] || fail "took $((SECONDS - t0)) s"
+	expect_part_kept disk.img
+	pull "$URL/stall/1000000/good/disk.img"
+	expect_match "resumed" "resuming the part left at 1000000 bytes" "$ERR"
+	expect_part_kept disk.img
+}
+
+# A body that never ends, the digest pinned: stopped at image_max_size,
+# nothing kept.
+test_endless_body() {
+	local t0=$SECONDS
+	setup test_endless_body
+	pull --sha256 "$GOOD256" --set image_max_size=10M "$URL/endless/good/disk.img"
+	expect_eq "status" 125 "$RC"
+	expect_match "error" "endless/good/disk.img: the body goes past image_max_size, 10485760 bytes: stopped; the part is removed" "$ERR"
+	[ $((SECONDS - t0)) -le 20 ] || fail "took $((SECONDS - t0)) s"
+	expect_nothing_left
+	# Its checksum file never ends either: bounded as well.
+	pull --set image_max_size=10M "$URL/endless/good/disk.img"
+	expect_eq "status, unpinned" 125 "$RC"
+	expect_match "error, unpinned" "SHA256SUMS: over [0-9]+ bytes" "$ERR"
+	expect_nothing_left
+}
+
+# A Content-Length over the cap: refused before any byte is written (the
+# slow server would take 30 s to send its 3 MB).
+test_huge_length() {
+	local t0=$SECONDS d
+	setup test_huge_length
+	d=$XDG_DATA_HOME/qsup/images
+	pull --sha256 "$GOOD256" --set image_max_size=1M "$URL/slow/100000/good/disk.img"
+	expect_eq "status" 125 "$RC"
+	expect_match "error" "slow/100000/good/disk.img: its size, 3000000 bytes \(Content-Length\), is more than image_max_size, 1048576 bytes: not downloaded" "$ERR"
+	[ $((SECONDS - t0)) -le 10 ] || fail "took $((SECONDS - t0)) s"
+	expect_nothing_left
+	# 1 PB: more than the disk has, whatever image_max_size says.
+	pull --sha256 "$GOOD256" --set image_max_size=2T "$URL/huge/slow/100000/good/disk.img"
+	expect_eq "status, 1 PB" 125 "$RC"
+	expect_match "error, 1 PB" "its size, 1000000000000000 bytes \(Content-Length\), is more than the room in $d, [0-9]+ bytes \(its free space less a margin of [0-9]+\): not downloaded" "$ERR"
+	[ $((SECONDS - t0)) -le 20 ] || fail "took $((SECONDS - t0)) s"
+	expect_nothing_left
+}
+
+# A body short of its Content-Length, every time: a dropped connection,
+# resumed 5 times, then given up with the part kept; the next pull
+# resumes it.
+test_short_body() {
+	setup test_short_body
+	pull --sha256 "$GOOD256" "$URL/short/1000/good/disk.img"
+	expect_eq "status" 125 "$RC"
+	expect_match "error" "short/1000/good/disk.img: .*\(6000 of 3000000 bytes there\); the part \(6000 bytes\) is kept" "$ERR"
+	expect_part_kept disk.img
+	pull --sha256 "$GOOD256" "$URL/short/1000/good/disk.img"
+	expect_match "resumed" "resuming the part left at 6000 bytes" "$ERR"
+	expect_match "server saw it" "^/short/1000/good/disk.img range=bytes=6000- status=206" \
+	    "$(log_since)"
+	expect_part_kept disk.img
+	# qsup image rm takes a kept part, and .partial with it.
+	"$QSUP" image rm disk.img >/dev/null
+	expect_eq "rm of a part" 0 "$?"
+	expect_nothing_left
+}
+
+# A redirect to file:// is not followed, for the image or its checksums.
+test_redirect_to_file() {
+	setup test_redirect_to_file
+	pull --sha256 "$GOOD256" "$URL/tofile/good/disk.img"
+	expect_eq "status" 125 "$RC"
+	expect_match "error" "tofile/good/disk.img: .*\"?file\"? not supported" "$ERR"
+	expect_nothing_left
+	pull "$URL/tofile/good/disk.img"
+	expect_eq "status, checksums" 125 "$RC"
+	expect_match "error, checksums" "tofile/good/SHA256SUMS: .*\"?file\"? not supported" "$ERR"
 	expect_nothing_left
 }
 
@@ -309,24 +406,49 @@ test_concurrent() {
 	expect_eq "first's status" 0 "$ra"
 	expect_eq "second's status" 0 "$rb"
 	expect_eq "same path" "$(cat "$T_TMP/a")" "$(cat "$T_TMP/b")"
+	expect_eq "images_dir" "disk.img disk.img.meta" "$(images_tree)"
 	expect_eq "downloads" 1 "$(requests /slow/3000000/good/disk.img)"
 	expect_match "one waited" "another qsup is pulling it" \
 	    "$(cat "$T_TMP/ea" "$T_TMP/eb")"
 	cmp -s "$(cat "$T_TMP/a")" "$W/good/disk.img" || fail "the image differs"
 }
 
+# images_dir on a 4 MB tmpfs: a Content-Length over its room is refused,
+# a body that never ends stops at it, and a disk that another writer
+# fills meanwhile (ENOSPC) ends the pull; nothing kept of any.
 test_full_disk() {
-	local d
+	local d pid i
 	setup test_full_disk
 	d=$XDG_DATA_HOME/qsup/images
 	mkdir -p "$d"
-	if ! mount -t tmpfs -o size=1m tmpfs "$d" 2>"$T_TMP/mnt"; then
+	if ! mount -t tmpfs -o size=4m tmpfs "$d" 2>"$T_TMP/mnt"; then
 		echo "    SKIP test_full_disk: mount refused: $(cat "$T_TMP/mnt")"
 		return
 	fi
+	head -c 2000000 /dev/zero >"$d/other"
 	pull "$URL/good/disk.img"
 	expect_eq "status" 125 "$RC"
-	expect_match "error" "good/disk.img: no space left in $d" "$ERR"
+	expect_match "error" "good/disk.img: its size, 3000000 bytes \(Content-Length\), is more than the room in $d, [0-9]+ bytes" "$ERR"
+	rm -f "$d/other"
+	expect_nothing_left
+	pull --sha256 "$GOOD256" "$URL/endless/good/disk.img"
+	expect_eq "status, endless" 125 "$RC"
+	expect_match "error, endless" "the body goes past the room in $d, [0-9]+ bytes" "$ERR"
+	expect_nothing_left
+	"$QSUP" image pull --sha256 "$GOOD256" \
+	    "$URL/slow/400000/endless/good/disk.img" >/dev/null \
+	    2>"$T_TMP/err" & pid=$!
+	for i in $(seq 100); do
+		[ "$(stat -c %s "$d/.partial/disk.img" 2>/dev/null || echo 0)" \
+		    -gt 400000 ] && break
+		sleep 0.1
+	done
+	head -c 8000000 /dev/zero >"$d/fill" 2>/dev/null
+	wait "$pid"
+	expect_eq "status, disk filled" 125 "$?"
+	expect_match "error, disk filled" "disk.img: no space left in $d" \
+	    "$(cat "$T_TMP/err")"
+	rm -f "$d/fill"
 	expect_nothing_left
 	umount "$d"
 }
@@ -414,7 +536,8 @@ for t in test_pull test_cached_no_request test_dropped_resumes \
     test_same_name_at_once test_redirects_bounded test_profile test_wrong_digest \
     test_missing_sums test_unverified_ok test_sha512sums test_404 test_stall \
     test_redirect test_concurrent test_full_disk test_https test_progress \
-    test_ls_rm test_rm_in_use; do
+    test_ls_rm test_rm_in_use test_endless_body test_huge_length \
+    test_short_body test_redirect_to_file; do
 	run_test "$t"
 done
 finish

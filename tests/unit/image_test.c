@@ -6,7 +6,9 @@
  * themselves are tests/integration/image_pull_test.sh's.
  */
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -196,9 +198,11 @@ Test(image, cached, .init = image_setup, .fini = image_teardown)
 	char			*path, *got, *cause, part[PATH_MAX];
 
 	cr_assert_null(image_cached(&req));
-	snprintf(part, sizeof part, "%s/.partial", tmp);
-	cr_assert_eq(stat(part, &st), 0);
+	cr_assert_eq(stat(tmp, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0700);
+	/* .partial is a pull's, made with its lock and gone with it. */
+	snprintf(part, sizeof part, "%s/.partial", tmp);
+	cr_assert_eq(stat(part, &st), -1);
 	path = fake_image(req.url, 10);
 	got = image_cached(&req);
 	cr_assert_not_null(got);
@@ -379,6 +383,57 @@ pull_run(const struct image_req *req, struct pull_seen *s)
 	ev_loop_destroy(loop);
 }
 
+/* How many entries dir has (its hidden ones too). */
+static int
+dir_entries(const char *dir)
+{
+	DIR		*d;
+	struct dirent	*de;
+	int		 n = 0;
+
+	cr_assert_not_null(d = opendir(dir));
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0)
+			n++;
+	}
+	closedir(d);
+	return (n);
+}
+
+/*
+ * The cap: image_max_size, or the room on the disk less its margin,
+ * whichever is smaller, a part already there counted; named either way.
+ */
+Test(image, room, .init = image_setup, .fini = image_teardown)
+{
+	struct image_req	 req = { .max_size = 1024 * 1024 };
+	struct statvfs		 sv;
+	uint64_t		 room, avail;
+	char			*why;
+
+	cr_assert_eq(image_room(&req, tmp, 0, &why), 1024 * 1024);
+	cr_assert_str_eq(why, "image_max_size, 1048576 bytes");
+	free(why);
+	req.max_size = 0;
+	cr_assert_leq(image_room(&req, tmp, 0, &why), IMAGE_MAX_SIZE_DEFAULT);
+	free(why);
+	/* Past any disk: the room, never more than the free space. */
+	req.max_size = UINT64_MAX / 2;
+	cr_assert_eq(statvfs(tmp, &sv), 0);
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	room = image_room(&req, tmp, 0, &why);
+	cr_assert_lt(room, avail + 64 * 1024 * 1024);
+	cr_assert(strncmp(why, "the room in ", 12) == 0, "%s", why);
+	cr_assert(strstr(why, tmp) != NULL, "%s", why);
+	cr_assert(strstr(why, "less a margin of ") != NULL, "%s", why);
+	free(why);
+	/* A part of 1 TB already there is room it takes. */
+	cr_assert_geq(image_room(&req, tmp, (uint64_t)1 << 40, &why),
+	    (uint64_t)1 << 40);
+	free(why);
+}
+
 Test(image, pull_failures, .init = image_setup, .fini = image_teardown)
 {
 	struct image_req	req = { .dir = tmp,
@@ -406,12 +461,8 @@ Test(image, pull_failures, .init = image_setup, .fini = image_teardown)
 	cr_assert(strstr(s.cause, "http://127.0.0.1:1/d.img: ") != NULL, "%s",
 	    s.cause);
 	free(s.cause);
-	{
-		char	part[PATH_MAX];
-
-		snprintf(part, sizeof part, "%s/.partial/d.img", tmp);
-		cr_assert_eq(access(part, F_OK), -1);
-	}
+	/* Nothing at all: no part, no lock, no .partial. */
+	cr_assert_eq(dir_entries(tmp), 0, "%s is not empty", tmp);
 }
 
 Test(image, pull_cached_makes_no_request, .init = image_setup,

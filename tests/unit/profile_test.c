@@ -27,7 +27,7 @@
 #include "cmd.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	41
+#define NSETTINGS	42
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];
@@ -1995,7 +1995,7 @@ Test(profile, help_lists_every_setting)
 	    "serve_max_body", "serve_max_header", "serve_max_connections",
 	    "boot", "kernel", "initramfs", "image",
 	    "image_base_url", "images_dir", "image_sha256", "image_unverified",
-	    "disk_size", "env", "cwd", "shares", "virtfs",
+	    "image_max_size", "disk_size", "env", "cwd", "shares", "virtfs",
 	    "virtfs_security_model", "virtfs_cache", "ld_closure_libs",
 	    "ld_closure_extra", "network", "network_allow", "network_open_ack",
 	    "ports", "network_tcp", "network_rules", "guest_firewall",

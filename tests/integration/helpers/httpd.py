@@ -13,6 +13,11 @@
 #   /badrange/F    answer a Range with 206 but a Content-Range from 0
 #   /redirect/F    302 to /F (one /redirect less: a chain of them nests)
 #   /404/F         404
+#   /short/N/F     cut every body after N bytes (the connection closed)
+#   /endless/F     200 without a Content-Length, F over and over, never
+#                  ending (until the client goes)
+#   /huge/F        200 claiming a Content-Length of 1 PB, then F's bytes
+#   /tofile/F      302 to file:///etc/passwd
 import http.server
 import os
 import re
@@ -38,11 +43,13 @@ def parse(path):
     faults = {}
     parts = path.split("?")[0].lstrip("/").split("/")
     while parts:
-        if parts[0] in ("drop", "stall", "slow") and len(parts) > 1 and \
+        if parts[0] in ("drop", "stall", "slow", "short") and \
+                len(parts) > 1 and \
                 parts[1].isdigit():
             faults[parts[0]] = int(parts[1])
             parts = parts[2:]
-        elif parts[0] in ("norange", "badrange", "redirect", "404"):
+        elif parts[0] in ("norange", "badrange", "redirect", "404",
+                          "endless", "huge", "tofile"):
             faults[parts[0]] = True
             parts = parts[1:]
         else:
@@ -86,9 +93,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        if "tofile" in faults:
+            self.note(302)
+            self.send_response(302)
+            self.send_header("Location", "file:///etc/passwd")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         path = os.path.realpath(os.path.join(root, rel))
         if not path.startswith(root + "/") or not os.path.isfile(path):
             return self.fail(404)
+        if "endless" in faults:
+            return self.endless(path, faults)
         size = os.path.getsize(path)
         start, end = 0, size - 1
         rng = self.headers.get("Range")
@@ -112,7 +128,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             shown = 0 if "badrange" in faults else start
             self.send_header("Content-Range", "bytes %d-%d/%d" % (
                 shown, end, size))
-        self.send_header("Content-Length", str(end - start + 1))
+        if "huge" in faults:
+            self.send_header("Content-Length", str(10 ** 15))
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(end - start + 1))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
         if self.command == "HEAD":
@@ -129,6 +149,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     limit = faults["drop"]
         if "stall" in faults:
             limit = faults["stall"]
+        if "short" in faults:
+            limit = faults["short"]
+        if "huge" in faults:
+            n += 1      # short of what it claims: closed after the file
         rate = faults.get("slow")
         sent = 0
         t0 = time.monotonic()
@@ -160,6 +184,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.connection.shutdown(2)
             except OSError:
                 pass
+
+
+    def endless(self, path, faults):
+        """F's bytes over and over, no length: a body that never ends."""
+        self.note(200)
+        self.send_response(200)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        if self.command == "HEAD":
+            return
+        with open(path, "rb") as f:
+            data = f.read()
+        rate = faults.get("slow")
+        step = max(1, rate // 10) if rate else CHUNK
+        try:
+            while True:
+                for i in range(0, len(data), step):
+                    self.wfile.write(data[i:i + step])
+                    if rate:
+                        time.sleep(0.1)
+        except OSError:
+            pass
 
 
 class Server(http.server.ThreadingHTTPServer):
