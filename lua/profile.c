@@ -3,8 +3,9 @@
  * sandbox{...}), run in a fresh, sandboxed lua_State (profile_lua.c) and
  * checked against profile_schema (profile_schema.c), the one description
  * of every setting. All problems of a profile are reported at once, one
- * per line, each as "FILE:LINE: ..."; this file keeps them, and the files
- * of a load, and runs a load from its text to a struct profile.
+ * per line, each as "FILE:LINE: ..." (profile_error.c). This file, the
+ * loader, runs a load from its text to a struct profile, above every other
+ * file of the engine but the completion's.
  *
  * Settings given on the command line (--set NAME=VALUE) go through the
  * same checks, and each setting remembers where it came from, for "qsup
@@ -12,13 +13,11 @@
  *
  * Growing the language: a new setting is a row in profile_schema and, if it
  * needs one, a new PROFILE_T_* type with its row of operations in
- * profile_types (profile_type.c). Everything else (defaults, unknown-key
+ * profile_types (profile_schema.c). Everything else (defaults, unknown-key
  * suggestions, help, error lines, show) follows from the tables.
  */
 #include <sys/stat.h>
 
-#include <ctype.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,231 +26,9 @@
 
 #include "profile_int.h"
 
-/* "FILE:LINE", "FILE" or "--set K=V" for a location. */
-char *
-profile_loc_text(struct profile_ctx *ctx, int loc)
-{
-	const struct profile_file	*f;
-	int				 fi = PROFILE_LOC_FILE(loc);
-	int				 line = PROFILE_LOC_LINE(loc);
-	char				*s;
-
-	if (fi >= ctx->nfiles)
-		return (xstrdup(ctx->path));
-	f = &ctx->files[fi];
-	if (line == 0 || f->kind == PROFILE_FILE_CMDLINE)
-		return (xstrdup(f->name));
-	xasprintf(&s, "%s:%d", f->name, line);
-	return (s);
-}
-
-/*
- * Record an error (text is taken). One error is one line, whatever a
- * profile's strings or a --set hold: control characters are escaped.
- */
-void
-profile_add_error(struct profile_ctx *ctx, int loc, char *text)
-{
-	struct profile_error	*e;
-	struct buf		 b = { 0 };
-	const unsigned char	*u;
-
-	for (u = (const unsigned char *)text; *u != '\0'; u++) {
-		if (*u < 0x20 || *u == 0x7f)
-			break;
-	}
-	if (*u != '\0') {
-		for (u = (const unsigned char *)text; *u != '\0'; u++) {
-			if (*u == '\n')
-				buf_printf(&b, "\\n");
-			else if (*u == '\t')
-				buf_printf(&b, "\\t");
-			else if (*u < 0x20 || *u == 0x7f)
-				buf_printf(&b, "\\%03o", *u);
-			else
-				buf_add(&b, u, 1);
-		}
-		free(text);
-		text = b.data;
-	}
-	ctx->errs = xreallocarray(ctx->errs, ctx->nerrs + 1, sizeof *ctx->errs);
-	e = &ctx->errs[ctx->nerrs++];
-	e->loc = loc;
-	e->text = text;
-}
-
-static void
-profile_verror(struct profile_ctx *ctx, int loc, const char *fmt, va_list ap)
-{
-	char	*msg, *where, *text;
-
-	xvasprintf(&msg, fmt, ap);
-	where = profile_loc_text(ctx, loc);
-	xasprintf(&text, "%s: %s", where, msg);
-	profile_add_error(ctx, loc, text);
-	free(where);
-	free(msg);
-}
-
-void
-profile_error(struct profile_ctx *ctx, int loc, const char *fmt, ...)
-{
-	va_list	ap;
-
-	va_start(ap, fmt);
-	profile_verror(ctx, loc, fmt, ap);
-	va_end(ap);
-}
-
-/* strcmp, but runs of digits compare as numbers: "[2]" before "[10]". */
-static int
-profile_natcmp(const char *a, const char *b)
-{
-	const char	*ea, *eb;
-	size_t		 la, lb;
-	int		 c;
-
-	while (*a != '\0' && *b != '\0') {
-		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
-			while (*a == '0' && isdigit((unsigned char)a[1]))
-				a++;
-			while (*b == '0' && isdigit((unsigned char)b[1]))
-				b++;
-			for (ea = a; isdigit((unsigned char)*ea); ea++)
-				;
-			for (eb = b; isdigit((unsigned char)*eb); eb++)
-				;
-			la = ea - a;
-			lb = eb - b;
-			if (la != lb)
-				return (la < lb ? -1 : 1);
-			if ((c = strncmp(a, b, la)) != 0)
-				return (c);
-			a = ea;
-			b = eb;
-			continue;
-		}
-		if (*a != *b)
-			return ((unsigned char)*a < (unsigned char)*b ? -1 : 1);
-		a++;
-		b++;
-	}
-	return (*a == *b ? 0 : *a == '\0' ? -1 : 1);
-}
-
-/* By place, then by text: the same for the same profile, run after run. */
-static int
-profile_error_cmp(const void *a, const void *b)
-{
-	const struct profile_error	*ea = a, *eb = b;
-
-	if (ea->loc != eb->loc)
-		return (ea->loc < eb->loc ? -1 : 1);
-	return (profile_natcmp(ea->text, eb->text));
-}
-
-/* -------------------------------------------------------------------------
- * The files of a load.
- */
-
-/* Directory part of a path, as a base for relative ones; NULL: ".". */
-static char *
-profile_dirname(const char *path)
-{
-	char	*dir, *slash;
-
-	dir = xstrdup(path);
-	if ((slash = strrchr(dir, '/')) == NULL) {
-		free(dir);
-		return (NULL);
-	}
-	if (slash == dir)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	return (dir);
-}
-
-/* Register a file; returns its index, or -1 if there are too many. */
-int
-profile_file_add(struct profile_ctx *ctx, enum profile_file_kind kind,
-    const char *name, const char *key)
-{
-	struct profile_file	*f;
-
-	if (ctx->nfiles == PROFILE_FILES_MAX)
-		return (-1);
-	f = &ctx->files[ctx->nfiles];
-	memset(f, 0, sizeof *f);
-	f->kind = kind;
-	f->name = xstrdup(name);
-	f->key = xstrdup(key);
-	if (kind == PROFILE_FILE_DISK) {
-		xasprintf(&f->chunkname, "@%s", name);
-		f->dir = profile_dirname(name);
-	} else
-		xasprintf(&f->chunkname, "=%s", name);
-	return (ctx->nfiles++);
-}
-
-/* How Lua will shorten this file's name in its messages. */
-int
-profile_file_short_src(lua_State *L, struct profile_file *f)
-{
-	lua_Debug	ar;
-
-	if (luaL_loadbufferx(L, "", 0, f->chunkname, "t") != LUA_OK)
-		return (-1);
-	lua_getinfo(L, ">S", &ar);
-	snprintf(f->short_src, sizeof f->short_src, "%s", ar.short_src);
-	return (0);
-}
-
-/* The file a running function comes from, or -1 if not one of ours. */
-int
-profile_file_of(struct profile_ctx *ctx, const char *source)
-{
-	int	i;
-
-	if (source == NULL)
-		return (-1);
-	if (ctx->last_file < ctx->nfiles &&
-	    strcmp(ctx->files[ctx->last_file].chunkname, source) == 0)
-		return (ctx->last_file);
-	for (i = 0; i < ctx->nfiles; i++) {
-		if (strcmp(ctx->files[i].chunkname, source) == 0) {
-			ctx->last_file = i;
-			return (i);
-		}
-	}
-	return (-1);
-}
-
-static void
-profile_files_free(struct profile_ctx *ctx)
-{
-	int	i;
-
-	for (i = 0; i < ctx->nfiles; i++) {
-		free(ctx->files[i].name);
-		free(ctx->files[i].chunkname);
-		free(ctx->files[i].dir);
-		free(ctx->files[i].key);
-	}
-	ctx->nfiles = 0;
-}
-
 /* -------------------------------------------------------------------------
  * Defaults, the command line, and the profile as a whole.
  */
-
-int
-profile_setting_index(const char *name)
-{
-	const struct profile_setting	*s = profile_setting_find(name);
-
-	return (s == NULL ? -1 : (int)(s - profile_schema));
-}
 
 /* Push the schema's default of s, from its Lua expression. */
 static void
@@ -411,14 +188,6 @@ profile_apply_sets(struct profile_ctx *ctx, lua_State *L, int t)
 	buf_free(&b);
 }
 
-/* Settings that only make sense together. */
-static void
-profile_cross_check(struct profile_ctx *ctx, const int *bad)
-{
-	profile_cross_check_shares(ctx, bad);
-	profile_cross_check_net(ctx, bad);
-}
-
 /*
  * Check the settings and fill the profile (under lua_pcall). Argument 1 is
  * what the chunk returned.
@@ -521,8 +290,7 @@ profile_apply_cb(lua_State *L)
 		bad[i] = ctx->nerrs != nerrs;
 		lua_pop(L, 1);
 	}
-	profile_cross_check(ctx, bad);
-	profile_image_check(ctx, L, bad);	/* image_url, from the catalog */
+	profile_check(ctx, L, bad);	/* settings together; image_url */
 	return (0);
 }
 
@@ -638,10 +406,8 @@ profile_run(struct profile *p, enum profile_file_kind kind, const char *name,
     char **cause)
 {
 	struct profile_ctx	 ctx;
-	struct buf		 b = { 0 };
 	lua_State		*L = NULL;
 	char			*key, *dir;
-	size_t			 i;
 	int			 status, rc = -1;
 	double			 t0 = util_now();
 
@@ -649,6 +415,7 @@ profile_run(struct profile *p, enum profile_file_kind kind, const char *name,
 	memset(&ctx, 0, sizeof ctx);
 	*cause = NULL;
 	ctx.p = p;
+	ctx.types = profile_types;
 	ctx.path = name;
 	ctx.sets = sets;
 	ctx.nsets = nsets;
@@ -724,21 +491,12 @@ out:
 	if (L != NULL)
 		lua_close(L);
 	profile_blocks_free(&ctx);
-	if (ctx.nerrs > 0) {
-		qsort(ctx.errs, ctx.nerrs, sizeof *ctx.errs, profile_error_cmp);
-		for (i = 0; i < ctx.nerrs; i++) {
-			buf_printf(&b, "%s%s", i == 0 ? "" : "\n",
-			    ctx.errs[i].text);
-			free(ctx.errs[i].text);
-		}
-		*cause = b.data;
-	}
+	*cause = profile_error_text(&ctx);
 	if (rc != 0) {
 		profile_free(p);
 		memset(p, 0, sizeof *p);
 	}
 	profile_files_free(&ctx);
-	free(ctx.errs);
 	free(ctx.traceback);
 	free(ctx.root);
 	return (rc);

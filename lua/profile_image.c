@@ -438,46 +438,18 @@ profile_image_name(struct profile_ctx *ctx, lua_State *L, int loc)
 }
 
 /*
- * After the settings are converted: resolve image, and refuse the image
- * settings that would do nothing (a digest for a file, a disk size for
- * the built-in guest).
+ * Once the settings are converted and checked (profile_check.c): what the
+ * host downloads for image, from image itself or the catalog, written at
+ * loc; a name is looked up only if image_base_url was taken (!base_bad).
  */
 void
-profile_image_check(struct profile_ctx *ctx, lua_State *L, const int *bad)
+profile_image_resolve(struct profile_ctx *ctx, lua_State *L, int loc,
+    int base_bad)
 {
 	struct profile	*p = ctx->p;
-	int		 img = profile_setting_index("image");
-	int		 base = profile_setting_index("image_base_url");
-	int		 sha = profile_setting_index("image_sha256");
-	int		 disk = profile_setting_index("disk_size");
 
-	if (bad[img])
-		return;
-	if (p->image_sha256 != NULL && !bad[sha] &&
-	    (p->image_kind == PROFILE_IMAGE_NONE ||
-	    p->image_kind == PROFILE_IMAGE_FILE))
-		profile_error(ctx, ctx->set_loc[sha], "image_sha256: pins a "
-		    "downloaded image, and image is %s", p->image_kind ==
-		    PROFILE_IMAGE_NONE ? "nil (the built-in guest)" :
-		    "a file (nothing is downloaded)");
-	if (p->disk_size != 0 && !bad[disk] &&
-	    p->image_kind == PROFILE_IMAGE_NONE)
-		profile_error(ctx, ctx->set_loc[disk], "disk_size: the "
-		    "built-in guest has no disk; set image too");
-	if (p->boot == PROFILE_BOOT_IMAGE && p->image_kind ==
-	    PROFILE_IMAGE_NONE)
-		profile_error(ctx, ctx->set_loc[profile_setting_index("boot")],
-		    "boot: \"image\" boots the image's own kernel, and image "
-		    "is nil; set image too");
-	if (p->boot == PROFILE_BOOT_IMAGE && (p->kernel != NULL ||
-	    p->initramfs != NULL))
-		profile_error(ctx, ctx->set_loc[profile_setting_index(
-		    p->kernel != NULL ? "kernel" : "initramfs")], "%s: "
-		    "boot = \"image\" boots the image's own kernel; leave "
-		    "kernel and initramfs nil", p->kernel != NULL ? "kernel" :
-		    "initramfs");
 	if (p->image_kind == PROFILE_IMAGE_URL)
 		p->image_url = xstrdup(p->image);
-	else if (p->image_kind == PROFILE_IMAGE_NAME && !bad[base])
-		profile_image_name(ctx, L, ctx->set_loc[img]);
+	else if (p->image_kind == PROFILE_IMAGE_NAME && !base_bad)
+		profile_image_name(ctx, L, loc);
 }

@@ -1,19 +1,38 @@
 /*
  * lua/'s own declarations, shared by its files and no one else's: the
  * schema's types, one load's context (struct profile_ctx) and the
- * functions the files of the profile engine give each other.
+ * functions the files of the profile engine give each other: a section
+ * per file, in the order of the list below, which is the order of the
+ * calls. A file calls only files listed before it, never one after
+ * (tests/circles.py checks that no two files call each other, however
+ * far round); a lower file that needs an upper one's work is handed it,
+ * as ctx->types hands the type table to the converters below it.
+ * facts.c and extra_args.c, beside them, call none of them.
  *
- *   profile.c          loading: errors, files, --set, defaults, the whole
- *   profile_lua.c      the sandboxed Lua state: libraries, limits, hooks
- *   profile_include.c  include() and extend(), built-in profiles
+ * The bottom: one load, its values and its errors.
+ *   profile_ctx.c      profile_ctx(), registry keys, the files of a load,
+ *                      locations; calls no other file
+ *   profile_value.c    values read from Lua and shown in messages; calls
+ *                      no other file
+ *   profile_error.c    errors, reported sorted; a bad value (profile_bad),
+ *                      the closest name
+ * The setting types, each file calling the bottom and those before it:
  *   profile_track.c    where each setting was written
- *   profile_schema.c   the settings table, names, show and help
- *   profile_type.c     the setting types: one row of operations each
- *   profile_list.c     what list settings share; env, extra_args
- *   profile_net.c      network, network_allow, ports, network_tcp, rules
- *   profile_share.c    shares, ld_closure_extra, their cross check
+ *   profile_list.c     what list settings share; env, extra_args; showing
+ *                      strings and lists
+ *   profile_type.c     the scalar types: booleans, choices, sizes, paths
+ *   profile_net.c      network_allow, ports, network_tcp, network_rules
+ *   profile_share.c    shares, ld_closure_extra
  *   profile_image.c    the image catalog (catalog.lua), image_sha256, and
  *                      turning image into what to download
+ *   profile_include.c  include() and extend(), built-in profiles
+ * The top, each calling any file before it:
+ *   profile_schema.c   the settings table and the type table (a row of
+ *                      operations per type), names, show and help
+ *   profile_check.c    the settings that only make sense together
+ *   profile_lua.c      the sandboxed Lua state: libraries, limits, hooks
+ *   profile.c          the loader: --set, defaults, the whole load
+ *   profile_complete.c names for shell completion
  */
 #ifndef QSUP_PROFILE_INT_H
 #define QSUP_PROFILE_INT_H
@@ -108,7 +127,7 @@ struct profile_setting {
 };
 
 /*
- * What a setting type does: one row of profile_types (profile_type.c)
+ * What a setting type does: one row of profile_types (profile_schema.c)
  * per PROFILE_T_*, as tmux's options table. convert checks the value at
  * idx (never nil) against setting s and stores it in ctx->p, or reports
  * why not at loc; accepts says what the type takes, for messages and
@@ -135,13 +154,8 @@ struct profile_type_ops {
 	int	  textual;	/* --set NAME=VALUE: VALUE stays a string */
 	const char *list_form;	/* expected, for a list with other keys */
 };
-extern const struct profile_type_ops profile_types[];
 
-/* The schema (profile_schema.c): one row per setting. */
-#define PROFILE_NSETTINGS	42
-extern const struct profile_setting profile_schema[PROFILE_NSETTINGS];
-extern const struct profile_choice profile_kvm_choices[];
-extern const struct profile_choice profile_sm_choices[];
+#define PROFILE_NSETTINGS	42	/* rows of profile_schema */
 
 #define PROFILE_FIELD(p, s, type) \
 	((type *)(void *)((char *)(p) + (s)->offset))
@@ -245,15 +259,15 @@ struct profile_ctx {
 
 	struct profile_error	*errs;
 	size_t			 nerrs;
+
+	/*
+	 * profile_types, which the converters reach through here, below the
+	 * schema that holds it: a bad value is described by its type.
+	 */
+	const struct profile_type_ops	*types;
 };
 
 
-/* Registry keys (profile_lua.c): their addresses are what matters. */
-extern const char	profile_key_track;
-extern const char	profile_key_sandbox;
-extern const char	profile_key_defenv;
-extern const char	profile_key_catalog;	/* catalog.lua's table */
-extern const char	profile_key_views;	/* table -> its read-only view */
 
 #define PROFILE_ACCEPTS_SHARE	"{ host = PATH, guest = PATH, mode = \"ro\" " \
 	"or \"rw\", ignore = { GLOB, ... }, exec = false }"
@@ -288,38 +302,38 @@ struct profile_items {
 	void	(*free)(void *);
 };
 
-/* profile.c */
-char	*profile_loc_text(struct profile_ctx *, int);
-void	 profile_add_error(struct profile_ctx *, int, char *);
-void	 profile_error(struct profile_ctx *, int, const char *, ...)
-	    __attribute__((format(printf, 3, 4)));
+/* profile_ctx.c */
+extern const char	profile_key_track;	/* registry keys: their */
+extern const char	profile_key_sandbox;	/* addresses are what */
+extern const char	profile_key_defenv;	/* matters */
+struct profile_ctx	*profile_ctx(lua_State *);
+char	*profile_dirname(const char *);
 int	 profile_file_add(struct profile_ctx *, enum profile_file_kind,
 		    const char *, const char *);
 int	 profile_file_short_src(lua_State *, struct profile_file *);
 int	 profile_file_of(struct profile_ctx *, const char *);
-int	 profile_setting_index(const char *);
-char	*profile_user_dir(void);
+void	 profile_files_free(struct profile_ctx *);
+char	*profile_loc_text(struct profile_ctx *, int);
+char	*profile_host_path(struct profile_ctx *, int, const char *);
 
-/* profile_lua.c */
-struct profile_ctx	*profile_ctx(lua_State *);
-void	 profile_blocks_free(struct profile_ctx *);
-void	*profile_alloc(void *, void *, size_t, size_t);
-void	 profile_hook_cb(lua_State *, lua_Debug *);
-int	 profile_msgh_cb(lua_State *);
-int	 profile_lua_message(struct profile_ctx *, const char *);
-void	 profile_lua_error(struct profile_ctx *, lua_State *, int);
-void	 profile_watch(struct profile_ctx *);
-void	 profile_unwatch(void);
+/* profile_value.c */
+void	 profile_show(struct buf *, lua_State *, int);
+const char	*profile_whole(lua_State *, int, double, double, long long *);
+int	 profile_string_ok(lua_State *, int, size_t *);
+const char	*profile_plain_string(lua_State *, int);
+char	*profile_absolute(const char *);
+
+/* profile_error.c */
+void	 profile_add_error(struct profile_ctx *, int, char *);
+void	 profile_error(struct profile_ctx *, int, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
+char	*profile_error_text(struct profile_ctx *);
 void	 profile_raise(lua_State *, char *) __attribute__((noreturn));
-int	 profile_setup_cb(lua_State *);
-int	 profile_pcall(struct profile_ctx *, int, int);
-
-/* profile_include.c */
-const char	*profile_builtin(const char *);
-void	 profile_builtin_names(struct buf *);
-char	*profile_read_file(const char *, size_t *, char **);
-int	 profile_include_cb(lua_State *);
-int	 profile_extend_cb(lua_State *);
+void	 profile_bad_as(struct profile_ctx *, lua_State *, int, const char *,
+		    int, const char *, const char *);
+void	 profile_bad(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int, const char *);
+const char	*profile_closest(const char *, const char *const *, size_t);
 
 /* profile_track.c */
 void	 profile_shadow_set(lua_State *, int, const char *, int);
@@ -329,41 +343,95 @@ int	 profile_key_loc(lua_State *, int, const char *);
 int	 profile_item_loc(lua_State *, int, int);
 int	 profile_table_loc(lua_State *, int);
 
-/* profile_schema.c */
-const struct profile_setting	*profile_setting_find(const char *);
-const char	*profile_closest(const char *, const char *const *, size_t);
-const char	*profile_suggest(const char *);
-void	 profile_print(const struct profile *, int, struct buf *);
+/* profile_list.c */
+int	 profile_list(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int, int *);
+int	 profile_fields(struct profile_ctx *, lua_State *, int, const char *,
+		    const char *const *, size_t, int);
+int	 profile_field_loc(lua_State *, int, const char *, int);
+void	 profile_convert_items(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int,
+		    const struct profile_items *);
+void	 profile_put_string(struct buf *, const char *, int);
+void	 profile_put_list(struct buf *, char *const *, size_t, int);
+void	 profile_put_key(struct buf *, const char *, int);
+void	 profile_strv_store(struct profile_ctx *,
+		    const struct profile_setting *, char **, size_t, int);
+void	 profile_convert_env(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_convert_args(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_accepts_env(struct buf *, const struct profile_setting *);
+void	 profile_accepts_args(struct buf *, const struct profile_setting *);
+void	 profile_put_strs(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_free_strs(struct profile *, const struct profile_setting *);
 
 /* profile_type.c */
-void	 profile_accepts(struct buf *, const struct profile_setting *);
-void	 profile_show(struct buf *, lua_State *, int);
-void	 profile_bad_as(struct profile_ctx *, lua_State *, int, const char *,
-		    int, const char *, const char *);
-void	 profile_bad(struct profile_ctx *, lua_State *, int,
-		    const struct profile_setting *, int, const char *);
-const char	*profile_whole(lua_State *, int, double, double, long long *);
-char	*profile_host_path(struct profile_ctx *, int, const char *);
-char	*profile_absolute(const char *);
-int	 profile_string_ok(lua_State *, int, size_t *);
-const char	*profile_plain_string(lua_State *, int);
-void	 profile_convert(struct profile_ctx *, lua_State *, int,
+void	 profile_accepts_bool(struct buf *, const struct profile_setting *);
+void	 profile_accepts_choice(struct buf *, const struct profile_setting *);
+void	 profile_accepts_size(struct buf *, const struct profile_setting *);
+void	 profile_accepts_bytes(struct buf *, const struct profile_setting *);
+void	 profile_accepts_int(struct buf *, const struct profile_setting *);
+void	 profile_accepts_seconds(struct buf *, const struct profile_setting *);
+void	 profile_accepts_path(struct buf *, const struct profile_setting *);
+void	 profile_accepts_outfile(struct buf *, const struct profile_setting *);
+void	 profile_accepts_guest_path(struct buf *, const struct profile_setting *);
+void	 profile_accepts_image(struct buf *, const struct profile_setting *);
+void	 profile_accepts_url(struct buf *, const struct profile_setting *);
+void	 profile_accepts_dir(struct buf *, const struct profile_setting *);
+char	*profile_hint_bool(const char *, const struct profile_setting *);
+char	*profile_hint_choice(const char *, const struct profile_setting *);
+char	*profile_hint_size(const char *, const struct profile_setting *);
+char	*profile_hint_number(const char *, const struct profile_setting *);
+void	 profile_convert_size(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
-void	 profile_put(struct buf *, const struct profile *,
+void	 profile_convert_bytes(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_convert_path(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_convert_dir(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_convert_outfile(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_convert_url(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_convert_image(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_convert_bool(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_convert_choice(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_convert_int(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_convert_seconds(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_put_bool(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_put_choice(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_put_size(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_put_bytes(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_put_int(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_put_seconds(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_put_str(struct buf *, const struct profile *,
 		    const struct profile_setting *, int);
 void	 profile_free_str(struct profile *, const struct profile_setting *);
 
 /* profile_net.c */
+void	 profile_tcp_map_free(void *);
 void	 profile_convert_allow(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
 void	 profile_convert_ports(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
-void	 profile_tcp_map_free(void *);
 void	 profile_convert_tcp(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
 void	 profile_convert_rules(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
-void	 profile_cross_check_net(struct profile_ctx *, const int *);
 void	 profile_put_ports(struct buf *, const struct profile *,
 		    const struct profile_setting *, int);
 void	 profile_put_tcp(struct buf *, const struct profile *,
@@ -381,33 +449,22 @@ void	 profile_put_compiled(struct buf *, const struct profile *,
 		    const struct profile_setting *, const char *);
 void	 profile_put_compiled_json(struct buf *, const struct profile *);
 
-/* profile_list.c */
-int	 profile_list(struct profile_ctx *, lua_State *, int,
-		    const struct profile_setting *, int, int *);
-int	 profile_fields(struct profile_ctx *, lua_State *, int, const char *,
-		    const char *const *, size_t, int);
-int	 profile_field_loc(lua_State *, int, const char *, int);
-void	 profile_convert_items(struct profile_ctx *, lua_State *, int,
-		    const struct profile_setting *, int,
-		    const struct profile_items *);
-void	 profile_put_string(struct buf *, const char *, int);
-void	 profile_put_list(struct buf *, char *const *, size_t, int);
-void	 profile_put_key(struct buf *, const char *, int);
-void	 profile_free_strs(struct profile *, const struct profile_setting *);
-void	 profile_strv_store(struct profile_ctx *,
-		    const struct profile_setting *, char **, size_t, int);
-void	 profile_convert_env(struct profile_ctx *, lua_State *, int,
+/* profile_share.c */
+void	 profile_share_free(void *);
+void	 profile_convert_shares(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
-void	 profile_convert_args(struct profile_ctx *, lua_State *, int,
+void	 profile_convert_libs(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
-void	 profile_accepts_env(struct buf *, const struct profile_setting *);
-void	 profile_accepts_args(struct buf *, const struct profile_setting *);
-void	 profile_put_strs(struct buf *, const struct profile *,
+void	 profile_put_shares(struct buf *, const struct profile *,
 		    const struct profile_setting *, int);
+void	 profile_free_shares(struct profile *, const struct profile_setting *);
+void	 profile_accepts_shares(struct buf *, const struct profile_setting *);
+void	 profile_accepts_libs(struct buf *, const struct profile_setting *);
 
 /* profile_image.c */
+extern const char	profile_key_catalog;	/* catalog.lua's table */
+extern const char	profile_key_views;	/* table -> its read-only view */
 void	 profile_catalog_push(lua_State *);
-void	 profile_image_check(struct profile_ctx *, lua_State *, const int *);
 void	 profile_convert_sha256(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
 void	 profile_accepts_sha256(struct buf *, const struct profile_setting *);
@@ -416,18 +473,40 @@ void	 profile_image_notes(struct buf *, const struct profile *,
 		    const struct profile_setting *, const char *);
 void	 profile_image_json(struct buf *, const struct profile *);
 void	 profile_image_free(struct profile *, const struct profile_setting *);
+void	 profile_image_resolve(struct profile_ctx *, lua_State *, int, int);
 
-/* profile_share.c */
-void	 profile_share_free(void *);
-void	 profile_convert_shares(struct profile_ctx *, lua_State *, int,
+/* profile_include.c */
+const char	*profile_builtin(const char *);
+void	 profile_builtin_names(struct buf *);
+char	*profile_read_file(const char *, size_t *, char **);
+int	 profile_include_cb(lua_State *);
+int	 profile_extend_cb(lua_State *);
+
+/* profile_schema.c */
+extern const struct profile_type_ops profile_types[];
+extern const struct profile_setting profile_schema[PROFILE_NSETTINGS];
+const struct profile_setting	*profile_setting_find(const char *);
+int	 profile_setting_index(const char *);
+const char	*profile_suggest(const char *);
+void	 profile_convert(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
-void	 profile_convert_libs(struct profile_ctx *, lua_State *, int,
-		    const struct profile_setting *, int);
-void	 profile_cross_check_shares(struct profile_ctx *, const int *);
-void	 profile_put_shares(struct buf *, const struct profile *,
-		    const struct profile_setting *, int);
-void	 profile_free_shares(struct profile *, const struct profile_setting *);
-void	 profile_accepts_shares(struct buf *, const struct profile_setting *);
-void	 profile_accepts_libs(struct buf *, const struct profile_setting *);
+
+/* profile_check.c */
+void	 profile_check(struct profile_ctx *, lua_State *, const int *);
+
+/* profile_lua.c */
+void	 profile_blocks_free(struct profile_ctx *);
+void	*profile_alloc(void *, void *, size_t, size_t);
+void	 profile_hook_cb(lua_State *, lua_Debug *);
+int	 profile_msgh_cb(lua_State *);
+int	 profile_lua_message(struct profile_ctx *, const char *);
+void	 profile_lua_error(struct profile_ctx *, lua_State *, int);
+void	 profile_watch(struct profile_ctx *);
+void	 profile_unwatch(void);
+int	 profile_setup_cb(lua_State *);
+int	 profile_pcall(struct profile_ctx *, int, int);
+
+/* profile.c */
+char	*profile_user_dir(void);
 
 #endif

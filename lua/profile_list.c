@@ -159,8 +159,8 @@ profile_list(struct profile_ctx *ctx, lua_State *L, int idx,
 			continue;
 		profile_show(&b, L, -1);
 		profile_error(ctx, *tloc, "%s: has a field %s; expected %s",
-		    s->name, b.data, profile_types[s->type].list_form != NULL ?
-		    profile_types[s->type].list_form : "a list: { ..., ... }");
+		    s->name, b.data, ctx->types[s->type].list_form != NULL ?
+		    ctx->types[s->type].list_form : "a list: { ..., ... }");
 		buf_free(&b);
 		lua_pop(L, 1);
 		return (-1);

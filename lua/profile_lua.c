@@ -34,19 +34,6 @@
 
 #include "profile_int.h"
 
-const char	profile_key_track = 'T';
-const char	profile_key_sandbox = 'S';
-const char	profile_key_defenv = 'D';
-
-struct profile_ctx *
-profile_ctx(lua_State *L)
-{
-	void	*ud;
-
-	lua_getallocf(L, &ud);
-	return (ud);
-}
-
 /*
  * Out of time, found anywhere: from now on every instruction raises the
  * time-limit error, pcall or not.
@@ -712,18 +699,6 @@ profile_sandbox_cb(lua_State *L)
 	lua_pushvalue(L, 1);
 	lua_rawsetp(L, LUA_REGISTRYINDEX, &profile_key_sandbox);
 	return (1);
-}
-
-/* Raise "WHERE: msg" at the Lua function calling us, freeing msg. */
-__attribute__((noreturn)) void
-profile_raise(lua_State *L, char *msg)
-{
-	luaL_where(L, 1);
-	lua_pushstring(L, msg);
-	free(msg);
-	lua_concat(L, 2);
-	lua_error(L);
-	abort();	/* not reached */
 }
 
 /* qsup.env(NAME): the host's environment variable, or nil. */

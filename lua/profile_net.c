@@ -1,7 +1,8 @@
 /*
  * The network settings: network_allow, ports, network_tcp and
  * network_rules (the seed's socket rules, compiled into network_allow and
- * ports), how they are shown, and their checks against network.
+ * ports), and how they are shown; their checks against network are
+ * profile_check.c's.
  */
 
 #include <sys/socket.h>
@@ -413,102 +414,6 @@ profile_convert_rules(struct profile_ctx *ctx, lua_State *L, int idx,
 		bad = 1;
 	}
 	profile_strv_store(ctx, s, v, nv, bad);
-}
-
-/* What network_rules compiled into, against the network mode. */
-static void
-profile_cross_check_rules(struct profile_ctx *ctx, int loc)
-{
-	const struct profile			*p = ctx->p;
-	const struct net_rule		*r;
-	const char				*mode;
-	size_t					 i;
-	int					 out = 0, deny = 0, in = 0;
-
-	mode = net_mode_name(p->network);
-	for (i = 0; i < p->nnetwork_allow; i++) {
-		r = &p->network_allow[i];
-		if (r->from_rule != 0 && !r->deny && out == 0)
-			out = r->from_rule;
-		if (r->from_rule != 0 && r->deny && deny == 0)
-			deny = r->from_rule;
-	}
-	for (i = 0; i < p->nports && in == 0; i++)
-		in = p->ports[i].from_rule;
-	if (out != 0 && p->network != NET_MODE_ALLOWLIST)
-		profile_error(ctx, loc, "network_rules[%d]: ALLOW ... OUT "
-		    "needs network = \"allowlist\", and network is \"%s\"; "
-		    "write network = \"allowlist\" for qsup to let the rules "
-		    "through", out, mode);
-	if (deny != 0 && p->network == NET_MODE_OPEN)
-		profile_error(ctx, loc, "network_rules[%d]: DENY ... OUT is "
-		    "enforced with network = \"allowlist\" only, and "
-		    "network = \"open\" lets everything through", deny);
-	if (in != 0 && p->network == NET_MODE_NONE)
-		profile_error(ctx, loc, "network_rules[%d]: ALLOW ... IN "
-		    "forwards ports, which needs a network card, and network "
-		    "is \"none\"; write network = \"restricted\" (the guest "
-		    "still reaches nothing)", in);
-}
-
-/* The network settings that only make sense together. */
-void
-profile_cross_check_net(struct profile_ctx *ctx, const int *bad)
-{
-	const struct profile	*p = ctx->p;
-	int			 net = profile_setting_index("network");
-	int			 allow = profile_setting_index("network_allow");
-	int			 ack =
-	    profile_setting_index("network_open_ack");
-	int			 ports = profile_setting_index("ports");
-	int			 tcp = profile_setting_index("network_tcp");
-	int			 rules = profile_setting_index("network_rules");
-	int			 fw = profile_setting_index("guest_firewall");
-	size_t			 i, nallow = 0, nwritten = 0, nports = 0;
-
-	if (bad[net] || bad[allow] || bad[ack] || bad[ports] || bad[tcp] ||
-	    bad[rules] || bad[fw])
-		return;
-	for (i = 0; i < p->nnetwork_allow; i++) {
-		nallow += !p->network_allow[i].deny;
-		nwritten += p->network_allow[i].from_rule == 0;
-	}
-	for (i = 0; i < p->nports; i++)
-		nports += p->ports[i].from_rule == 0;
-	if (p->network == NET_MODE_OPEN && !p->network_open_ack)
-		profile_error(ctx, ctx->set_loc[net], "network: \"open\" lets "
-		    "the guest reach the internet and every service listening "
-		    "on the host's 127.0.0.1 (as 10.0.2.2); to accept that, "
-		    "also write network_open_ack = true, or list what it needs "
-		    "with network = \"allowlist\" and network_allow");
-	if (p->network == NET_MODE_ALLOWLIST && nallow == 0)
-		profile_error(ctx, ctx->set_loc[net], "network: \"allowlist\" "
-		    "with an empty network_allow lets nothing through; list "
-		    "what the guest may reach in network_allow, or write "
-		    "network = \"restricted\"");
-	if (p->network != NET_MODE_ALLOWLIST && nwritten > 0)
-		profile_error(ctx, ctx->set_loc[allow], "network_allow: has "
-		    "no effect unless network = \"allowlist\"");
-	if (p->network == NET_MODE_NONE && nports > 0)
-		profile_error(ctx, ctx->set_loc[ports], "ports: forwarding "
-		    "needs a network card, and network is \"none\"; write "
-		    "network = \"restricted\" (the guest still reaches "
-		    "nothing)");
-	if ((p->network == NET_MODE_NONE ||
-	    p->network == NET_MODE_OPEN) && p->nnetwork_tcp > 0)
-		profile_error(ctx, ctx->set_loc[tcp], "network_tcp: maps need "
-		    "network = \"restricted\" or \"allowlist\", and network "
-		    "is \"%s\"%s", net_mode_name(p->network),
-		    p->network == NET_MODE_NONE ? " (no network card)" :
-		    " (the guest reaches everything without them)");
-	if (p->guest_firewall && (p->network == NET_MODE_NONE ||
-	    p->network == NET_MODE_OPEN))
-		profile_error(ctx, ctx->set_loc[fw], "guest_firewall: needs "
-		    "network = \"restricted\" or \"allowlist\", and network "
-		    "is \"%s\"%s", net_mode_name(p->network),
-		    p->network == NET_MODE_NONE ? " (no network card to "
-		    "guard)" : " (it would let everything through)");
-	profile_cross_check_rules(ctx, ctx->set_loc[rules]);
 }
 
 static void

@@ -1,9 +1,12 @@
 /*
  * The schema: every setting, its type, range or choices, default and
  * help, in one table (what "qsup profile settings" prints), with the names
- * a profile may write for one; and showing a loaded profile, as Lua that
- * loads back to the same settings or as JSON, each setting with where it
- * came from.
+ * a profile may write for one; beside it the table of setting types, a row
+ * of operations (convert, accepts, hint, put, free) per PROFILE_T_*, from
+ * the files of the types below it (profile_type.c, profile_list.c,
+ * profile_net.c, profile_share.c, profile_image.c), which never call up
+ * to here; and showing a loaded profile, as Lua that loads back to the
+ * same settings or as JSON, each setting with where it came from.
  */
 
 #include <ctype.h>
@@ -27,7 +30,7 @@ static const struct profile_choice profile_boot_choices[] = {
 	{ NULL, 0, 0 }
 };
 
-const struct profile_choice profile_kvm_choices[] = {
+static const struct profile_choice profile_kvm_choices[] = {
 	{ "true", PROFILE_KVM_ON, 0 },
 	{ "false", PROFILE_KVM_OFF, 0 },
 	{ "auto", PROFILE_KVM_AUTO, 0 },
@@ -51,7 +54,7 @@ static const struct profile_choice profile_virtfs_choices[] = {
  * QEMU's own names; the seed's "auto" (QEMU has none) is qsup's choice,
  * "none": the mapped models break every host symlink (core/share.c).
  */
-const struct profile_choice profile_sm_choices[] = {
+static const struct profile_choice profile_sm_choices[] = {
 	{ "none", PROFILE_SM_NONE, 0 },
 	{ "mapped-xattr", PROFILE_SM_MAPPED_XATTR, 0 },
 	{ "mapped-file", PROFILE_SM_MAPPED_FILE, 0 },
@@ -75,6 +78,84 @@ static const struct profile_choice profile_net_choices[] = {
 	{ "open", NET_MODE_OPEN, 0 },
 	{ NULL, 0, 0 }
 };
+
+#define PROFILE_ITEM_TABLES	"a list: { { host = ... }, ... }"
+
+/*
+ * Every setting type: one row of operations each (struct
+ * profile_type_ops in profile_int.h). The settings themselves are rows
+ * of profile_schema.
+ */
+const struct profile_type_ops profile_types[] = {
+	[PROFILE_T_BOOL] = { .convert = profile_convert_bool,
+	    .accepts = profile_accepts_bool, .hint = profile_hint_bool,
+	    .put = profile_put_bool },
+	[PROFILE_T_CHOICE] = { .convert = profile_convert_choice,
+	    .accepts = profile_accepts_choice, .hint = profile_hint_choice,
+	    .put = profile_put_choice },
+	[PROFILE_T_SIZE] = { .convert = profile_convert_size,
+	    .accepts = profile_accepts_size, .hint = profile_hint_size,
+	    .put = profile_put_size },
+	[PROFILE_T_BYTES] = { .convert = profile_convert_bytes,
+	    .accepts = profile_accepts_bytes, .hint = profile_hint_size,
+	    .put = profile_put_bytes },
+	[PROFILE_T_INT] = { .convert = profile_convert_int,
+	    .accepts = profile_accepts_int, .hint = profile_hint_number,
+	    .put = profile_put_int },
+	[PROFILE_T_SECONDS] = { .convert = profile_convert_seconds,
+	    .accepts = profile_accepts_seconds, .hint = profile_hint_number,
+	    .put = profile_put_seconds },
+	[PROFILE_T_PATH] = { .convert = profile_convert_path,
+	    .accepts = profile_accepts_path, .put = profile_put_str,
+	    .free = profile_free_str, .textual = 1 },
+	[PROFILE_T_GUEST_PATH] = { .convert = profile_convert_path,
+	    .accepts = profile_accepts_guest_path, .put = profile_put_str,
+	    .free = profile_free_str, .textual = 1 },
+	[PROFILE_T_ENV] = { .convert = profile_convert_env,
+	    .accepts = profile_accepts_env, .put = profile_put_strs,
+	    .free = profile_free_strs, .set_list = 1, .textual = 1 },
+	[PROFILE_T_IMAGE] = { .convert = profile_convert_image,
+	    .accepts = profile_accepts_image, .put = profile_put_str,
+	    .notes = profile_image_notes, .json_more = profile_image_json,
+	    .free = profile_image_free, .textual = 1 },
+	[PROFILE_T_SHA256] = { .convert = profile_convert_sha256,
+	    .accepts = profile_accepts_sha256, .hint = profile_hint_sha256,
+	    .put = profile_put_str, .free = profile_free_str, .textual = 1 },
+	[PROFILE_T_URL] = { .convert = profile_convert_url,
+	    .accepts = profile_accepts_url, .put = profile_put_str,
+	    .free = profile_free_str, .textual = 1 },
+	[PROFILE_T_DIR] = { .convert = profile_convert_dir,
+	    .accepts = profile_accepts_dir, .put = profile_put_str,
+	    .free = profile_free_str, .textual = 1 },
+	[PROFILE_T_OUTFILE] = { .convert = profile_convert_outfile,
+	    .accepts = profile_accepts_outfile, .put = profile_put_str,
+	    .free = profile_free_str, .textual = 1 },
+	[PROFILE_T_SHARES] = { .convert = profile_convert_shares,
+	    .accepts = profile_accepts_shares, .put = profile_put_shares,
+	    .free = profile_free_shares, .list_form = PROFILE_ITEM_TABLES },
+	[PROFILE_T_ALLOW] = { .convert = profile_convert_allow,
+	    .accepts = profile_accepts_allow, .put = profile_put_allow,
+	    .notes = profile_put_compiled, .free = profile_free_allow,
+	    .set_list = 1, .textual = 1 },
+	[PROFILE_T_PORTS] = { .convert = profile_convert_ports,
+	    .accepts = profile_accepts_ports, .put = profile_put_ports,
+	    .notes = profile_put_compiled, .free = profile_free_ports },
+	[PROFILE_T_TCP] = { .convert = profile_convert_tcp,
+	    .accepts = profile_accepts_tcp, .put = profile_put_tcp,
+	    .free = profile_free_tcp, .list_form = PROFILE_ITEM_TABLES },
+	[PROFILE_T_RULES] = { .convert = profile_convert_rules,
+	    .accepts = profile_accepts_rules, .put = profile_put_strs,
+	    .json_more = profile_put_compiled_json, .free = profile_free_strs,
+	    .set_list = 1, .textual = 1 },
+	[PROFILE_T_ARGS] = { .convert = profile_convert_args,
+	    .accepts = profile_accepts_args, .put = profile_put_strs,
+	    .free = profile_free_strs, .set_list = 1, .textual = 1 },
+	[PROFILE_T_LIBS] = { .convert = profile_convert_libs,
+	    .accepts = profile_accepts_libs, .put = profile_put_strs,
+	    .free = profile_free_strs, .set_list = 1, .textual = 1 },
+};
+_Static_assert(sizeof profile_types / sizeof profile_types[0] ==
+    PROFILE_T_LIBS + 1, "a row per type");
 
 /*
  * Every setting. The defaults here and in profiles/default.lua must agree
@@ -359,64 +440,13 @@ profile_setting_find(const char *name)
 	return (NULL);
 }
 
-/* Edit distance, case-blind, with transpositions (optimal string alignment). */
-static size_t
-profile_distance(const char *a, const char *b)
+/* The row of setting name in profile_schema, or -1. */
+int
+profile_setting_index(const char *name)
 {
-	size_t	la = strlen(a), lb = strlen(b), w = lb + 1;
-	size_t	i, j, best, *d;
-	int	ca, cb;
+	const struct profile_setting	*s = profile_setting_find(name);
 
-	if (la > 64 || lb > 64)
-		return (SIZE_MAX);
-	d = xcalloc((la + 1) * w, sizeof *d);
-	for (i = 0; i <= la; i++)
-		d[i * w] = i;
-	for (j = 0; j <= lb; j++)
-		d[j] = j;
-	for (i = 1; i <= la; i++) {
-		for (j = 1; j <= lb; j++) {
-			ca = tolower((unsigned char)a[i - 1]);
-			cb = tolower((unsigned char)b[j - 1]);
-			best = d[(i - 1) * w + j - 1] + (ca != cb);
-			if (d[(i - 1) * w + j] + 1 < best)
-				best = d[(i - 1) * w + j] + 1;
-			if (d[i * w + j - 1] + 1 < best)
-				best = d[i * w + j - 1] + 1;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
-			    a[i - 2] == b[j - 1] &&
-			    d[(i - 2) * w + j - 2] + 1 < best)
-				best = d[(i - 2) * w + j - 2] + 1;
-			d[i * w + j] = best;
-		}
-	}
-	best = d[la * w + lb];
-	free(d);
-	return (best);
-}
-
-/* The name in names[] a misspelt one probably meant, or NULL. */
-const char *
-profile_closest(const char *name, const char *const *names, size_t n)
-{
-	const char	*best = NULL;
-	size_t		 i, d, best_d = SIZE_MAX, len = strlen(name);
-
-	for (i = 0; i < n; i++) {
-		d = profile_distance(name, names[i]);
-		if (d < best_d) {
-			best_d = d;
-			best = names[i];
-		}
-	}
-	if (best_d <= 2 && best_d < len)
-		return (best);
-	/* "mem" for "memory". */
-	for (i = 0; i < n; i++) {
-		if (len >= 3 && strncmp(names[i], name, len) == 0)
-			return (names[i]);
-	}
-	return (NULL);
+	return (s == NULL ? -1 : (int)(s - profile_schema));
 }
 
 /* The setting a misspelt name probably meant, or NULL. */
@@ -458,6 +488,35 @@ const char *
 profile_sm_name(enum profile_sm sm)
 {
 	return (profile_choice_name(profile_sm_choices, sm, "none"));
+}
+
+/* -------------------------------------------------------------------------
+ * A setting's operations, through its type's row.
+ */
+
+/* What a setting accepts, for help. */
+static void
+profile_accepts(struct buf *b, const struct profile_setting *s)
+{
+	profile_types[s->type].accepts(b, s);
+}
+
+/* Check the value at idx against setting s and store it in the profile. */
+void
+profile_convert(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	if (lua_isnil(L, idx))
+		return;		/* stays NULL: the built-in choice */
+	profile_types[s->type].convert(ctx, L, idx, s, loc);
+}
+
+/* The value of setting s in p. */
+static void
+profile_put(struct buf *b, const struct profile *p,
+    const struct profile_setting *s, int json)
+{
+	profile_types[s->type].put(b, p, s, json);
 }
 
 /* -------------------------------------------------------------------------

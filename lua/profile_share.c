@@ -1,7 +1,7 @@
 /*
  * The share settings: shares (host trees the guest sees over 9p, with
- * ignore globs), ld_closure_extra, how shares are shown, and the check of
- * virtfs_security_model against read-write shares.
+ * ignore globs), ld_closure_extra, and how shares are shown; the check of
+ * virtfs_security_model against read-write shares is profile_check.c's.
  */
 #include <sys/stat.h>
 
@@ -338,32 +338,6 @@ profile_convert_libs(struct profile_ctx *ctx, lua_State *L, int idx,
 		lua_pop(L, 1);
 	}
 	profile_strv_store(ctx, s, v, nv, bad);
-}
-
-/*
- * "passthrough" gives the guest's owners and modes to the host's files: never
- * with a read-write share (core/share.c checks --share ones at start).
- */
-void
-profile_cross_check_shares(struct profile_ctx *ctx, const int *bad)
-{
-	const struct profile	*p = ctx->p;
-	int			 sm =
-	    profile_setting_index("virtfs_security_model");
-	int			 shares = profile_setting_index("shares");
-	size_t			 i;
-
-	if (bad[sm] || bad[shares] ||
-	    p->virtfs_security_model != PROFILE_SM_PASSTHROUGH)
-		return;
-	for (i = 0; i < p->nshares && !p->shares[i].rw; i++)
-		;
-	if (i == p->nshares)
-		return;
-	profile_error(ctx, ctx->set_loc[sm], "virtfs_security_model: "
-	    "\"passthrough\" would let the guest chown files and set setuid "
-	    "bits on the host through the read-write share of %s; write "
-	    "\"none\" (the default) or \"mapped-xattr\"", p->shares[i].host);
 }
 
 void

@@ -1,8 +1,10 @@
 /*
- * The setting types: how a value of each is checked and converted into
- * struct profile, what it accepts (for messages and help), what to write
- * instead of a near miss, how it is shown, and how it is freed. The
- * helpers every type uses to report a bad value are here too.
+ * The scalar setting types (booleans, choices, sizes, numbers, paths,
+ * URLs, image): how a value of each is checked and converted into struct
+ * profile, what it accepts (for messages and help), what to write instead
+ * of a near miss, and how it is shown and freed. Their rows of operations
+ * are in profile_types (profile_schema.c), above this file; the list,
+ * network, share and image_sha256 types have files of their own.
  */
 #include <sys/stat.h>
 
@@ -45,21 +47,14 @@ profile_show_bytes(struct buf *b, uint64_t bytes)
 	return (1);
 }
 
-/* What a setting accepts, for messages and help. */
 void
-profile_accepts(struct buf *b, const struct profile_setting *s)
-{
-	profile_types[s->type].accepts(b, s);
-}
-
-static void
 profile_accepts_bool(struct buf *b, const struct profile_setting *s)
 {
 	(void)s;
 	buf_printf(b, "true or false");
 }
 
-static void
+void
 profile_accepts_choice(struct buf *b, const struct profile_setting *s)
 {
 	const struct profile_choice	*c, *a;
@@ -90,7 +85,7 @@ profile_accepts_choice(struct buf *b, const struct profile_setting *s)
 	}
 }
 
-static void
+void
 profile_accepts_size(struct buf *b, const struct profile_setting *s)
 {
 	buf_printf(b, "MiB as a whole number (1024) or a string with "
@@ -100,7 +95,7 @@ profile_accepts_size(struct buf *b, const struct profile_setting *s)
 	profile_show_mib(b, (uint64_t)s->max);
 }
 
-static void
+void
 profile_accepts_bytes(struct buf *b, const struct profile_setting *s)
 {
 	buf_printf(b, "bytes as a whole number (10737418240) or a string with "
@@ -112,21 +107,21 @@ profile_accepts_bytes(struct buf *b, const struct profile_setting *s)
 	(void)profile_show_bytes(b, (uint64_t)s->max);
 }
 
-static void
+void
 profile_accepts_int(struct buf *b, const struct profile_setting *s)
 {
 	buf_printf(b, "a whole number from %.0f to %.0f", s->min,
 	    s->max);
 }
 
-static void
+void
 profile_accepts_seconds(struct buf *b, const struct profile_setting *s)
 {
 	buf_printf(b, "a number of seconds from %g to %g", s->min,
 	    s->max);
 }
 
-static void
+void
 profile_accepts_path(struct buf *b, const struct profile_setting *s)
 {
 	(void)s;
@@ -134,7 +129,7 @@ profile_accepts_path(struct buf *b, const struct profile_setting *s)
 	    "the profile's directory");
 }
 
-static void
+void
 profile_accepts_outfile(struct buf *b, const struct profile_setting *s)
 {
 	(void)s;
@@ -142,14 +137,14 @@ profile_accepts_outfile(struct buf *b, const struct profile_setting *s)
 	    "the profile's directory, in a directory that exists");
 }
 
-static void
+void
 profile_accepts_guest_path(struct buf *b, const struct profile_setting *s)
 {
 	(void)s;
 	buf_printf(b, "an absolute path in the guest");
 }
 
-static void
+void
 profile_accepts_image(struct buf *b, const struct profile_setting *s)
 {
 	(void)s;
@@ -158,74 +153,19 @@ profile_accepts_image(struct buf *b, const struct profile_setting *s)
 	    "\"./disk.qcow2\")");
 }
 
-static void
+void
 profile_accepts_url(struct buf *b, const struct profile_setting *s)
 {
 	(void)s;
 	buf_printf(b, "an http:// or https:// URL");
 }
 
-static void
+void
 profile_accepts_dir(struct buf *b, const struct profile_setting *s)
 {
 	(void)s;
 	buf_printf(b, "the path of a directory, absolute or relative "
 	    "to the profile's directory");
-}
-
-/* A value as a message shows it: quoted and cut short if a string. */
-void
-profile_show(struct buf *b, lua_State *L, int idx)
-{
-	const unsigned char	*s;
-	size_t			 len, i;
-
-	switch (lua_type(L, idx)) {
-	case LUA_TSTRING:
-		s = (const unsigned char *)lua_tolstring(L, idx, &len);
-		buf_add(b, "\"", 1);
-		for (i = 0; i < len && i < PROFILE_SHOW_MAX; i++) {
-			if (s[i] == '"' || s[i] == '\\')
-				buf_printf(b, "\\%c", s[i]);
-			else if (s[i] < 0x20 || s[i] == 0x7f)
-				buf_printf(b, "\\%u", s[i]);
-			else
-				buf_add(b, &s[i], 1);
-		}
-		buf_add(b, len > PROFILE_SHOW_MAX ? "\"..." : "\"",
-		    len > PROFILE_SHOW_MAX ? 4 : 1);
-		break;
-	case LUA_TNUMBER:
-		if (lua_isinteger(L, idx))
-			buf_printf(b, "%lld", (long long)lua_tointeger(L, idx));
-		else if (isnan(lua_tonumber(L, idx)))
-			buf_printf(b, "nan");
-		else
-			buf_printf(b, "%.14g", (double)lua_tonumber(L, idx));
-		break;
-	case LUA_TBOOLEAN:
-		buf_printf(b, "%s", lua_toboolean(L, idx) ? "true" : "false");
-		break;
-	case LUA_TNIL:
-		buf_printf(b, "nil");
-		break;
-	default:
-		buf_printf(b, "a %s", luaL_typename(L, idx));
-		break;
-	}
-}
-
-/* "NAME: VALUE WHY; expected ACCEPTS" */
-void
-profile_bad_as(struct profile_ctx *ctx, lua_State *L, int idx,
-    const char *name, int loc, const char *why, const char *accepts)
-{
-	struct buf	shown = { 0 };
-
-	profile_show(&shown, L, idx);
-	profile_error(ctx, loc, "%s: %s %s; expected %s", name, shown.data,
-	    why, accepts);
-	buf_free(&shown);
 }
 
 /* Is s one of "true", "yes", ... (1) or "false", "no", ... (0)? -1: no. */
@@ -277,22 +217,7 @@ profile_size_hint(const char *s)
 	return (h);
 }
 
-/*
- * What to write instead, when a wrong value is a near miss: a quoted
- * number or boolean, a unit with a B, a choice in the wrong case.
- */
-static char *
-profile_hint(lua_State *L, int idx, const struct profile_setting *s)
-{
-	char	*(*hint)(const char *, const struct profile_setting *);
-
-	if (lua_type(L, idx) != LUA_TSTRING ||
-	    (hint = profile_types[s->type].hint) == NULL)
-		return (NULL);
-	return (hint(lua_tostring(L, idx), s));
-}
-
-static char *
+char *
 profile_hint_bool(const char *v, const struct profile_setting *s)
 {
 	char	*h = NULL;
@@ -305,7 +230,7 @@ profile_hint_bool(const char *v, const struct profile_setting *s)
 	return (h);
 }
 
-static char *
+char *
 profile_hint_choice(const char *v, const struct profile_setting *s)
 {
 	const struct profile_choice	*c;
@@ -313,12 +238,12 @@ profile_hint_choice(const char *v, const struct profile_setting *s)
 	const char			*best;
 	char				*h = NULL;
 	size_t				 n = 0;
-	int				 t;
+	int				 t, boolean, booleans = 0;
 
 	for (c = s->choices; c->name != NULL && n < 16; c++) {
-		if (strcasecmp(c->name, v) == 0 &&
-		    (strcmp(c->name, "true") == 0 ||
-		    strcmp(c->name, "false") == 0)) {
+		boolean = strcmp(c->name, "true") == 0 ||
+		    strcmp(c->name, "false") == 0;
+		if (strcasecmp(c->name, v) == 0 && boolean) {
 			xasprintf(&h, "write %s, without quotes",
 			    c->name);
 			return (h);
@@ -327,10 +252,11 @@ profile_hint_choice(const char *v, const struct profile_setting *s)
 			xasprintf(&h, "write \"%s\"", c->name);
 			return (h);
 		}
+		booleans |= boolean;
 		names[n++] = c->name;
 	}
-	if (s->choices == profile_kvm_choices &&
-	    (t = profile_truthy(v)) != -1) {
+	/* Choices that take true and false (use_kvm): "yes" is true. */
+	if (booleans && (t = profile_truthy(v)) != -1) {
 		xasprintf(&h, "write %s, without quotes",
 		    t ? "true" : "false");
 		return (h);
@@ -345,7 +271,7 @@ profile_hint_choice(const char *v, const struct profile_setting *s)
 	return (h);
 }
 
-static char *
+char *
 profile_hint_size(const char *v, const struct profile_setting *s)
 {
 	char	*h = NULL, *size;
@@ -359,7 +285,7 @@ profile_hint_size(const char *v, const struct profile_setting *s)
 }
 
 /* For PROFILE_T_INT and PROFILE_T_SECONDS. */
-static char *
+char *
 profile_hint_number(const char *v, const struct profile_setting *s)
 {
 	char	*h = NULL, *end;
@@ -371,25 +297,6 @@ profile_hint_number(const char *v, const struct profile_setting *s)
 	else if (end != v && strcmp(end, "s") == 0)
 		xasprintf(&h, "write %.*s", (int)(end - v), v);
 	return (h);
-}
-
-/* "memory: "2GB" is not a size (write "2G"); expected ..." */
-void
-profile_bad(struct profile_ctx *ctx, lua_State *L, int idx,
-    const struct profile_setting *s, int loc, const char *why)
-{
-	struct buf	 accepts = { 0 }, w = { 0 };
-	char		*hint;
-
-	profile_accepts(&accepts, s);
-	buf_printf(&w, "%s", why);
-	if ((hint = profile_hint(L, idx, s)) != NULL) {
-		buf_printf(&w, " (%s)", hint);
-		free(hint);
-	}
-	profile_bad_as(ctx, L, idx, s->name, loc, w.data, accepts.data);
-	buf_free(&accepts);
-	buf_free(&w);
 }
 
 enum profile_size {
@@ -463,32 +370,6 @@ profile_parse_size(const char *s, uint64_t bare_unit, uint64_t *bytes)
 }
 
 /*
- * A whole number in [min, max] from an integer, or a float with an integral
- * value. Returns 0, or a reason.
- */
-const char *
-profile_whole(lua_State *L, int idx, double min, double max, long long *v)
-{
-	lua_Number	f;
-
-	if (lua_type(L, idx) != LUA_TNUMBER)
-		return ("is not valid");
-	if (lua_isinteger(L, idx)) {
-		*v = lua_tointeger(L, idx);
-		if ((double)*v < min || (double)*v > max)
-			return ("is out of range");
-		return (NULL);
-	}
-	f = lua_tonumber(L, idx);
-	if (isnan(f) || f != floor(f))
-		return ("is not a whole number");
-	if (f < min || f > max)
-		return ("is out of range");
-	*v = (long long)f;
-	return (NULL);
-}
-
-/*
  * A size from a number of unit bytes or a string (profile_parse_size), a
  * whole number of units, in [min, max] units: 0, or why not.
  */
@@ -529,7 +410,7 @@ profile_size_value(lua_State *L, int idx, const struct profile_setting *s,
 }
 
 /* memory: MiB. */
-static void
+void
 profile_convert_size(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
@@ -548,7 +429,7 @@ profile_convert_size(struct profile_ctx *ctx, lua_State *L, int idx,
  * disk_size: bytes, in whole 512-byte sectors (what a virtio disk has).
  * Refused rather than rounded: the size asked for is the size made.
  */
-static void
+void
 profile_convert_bytes(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
@@ -564,66 +445,6 @@ profile_convert_bytes(struct profile_ctx *ctx, lua_State *L, int idx,
 		return;
 	}
 	*PROFILE_FIELD(ctx->p, s, uint64_t) = bytes;
-}
-
-/* The directory relative paths written at loc are relative to. */
-static const char *
-profile_loc_dir(struct profile_ctx *ctx, int loc)
-{
-	int	f = PROFILE_LOC_FILE(loc);
-
-	if (f >= ctx->nfiles || ctx->files[f].kind != PROFILE_FILE_DISK)
-		return (NULL);
-	return (ctx->files[f].dir);
-}
-
-/* A host path as written at loc, joined to its file's directory. */
-char *
-profile_host_path(struct profile_ctx *ctx, int loc, const char *value)
-{
-	const char	*dir = profile_loc_dir(ctx, loc);
-	char		*path;
-
-	if (value[0] == '/' || dir == NULL)
-		return (xstrdup(value));
-	xasprintf(&path, "%s%s%s", dir,
-	    dir[strlen(dir) - 1] == '/' ? "" : "/", value);
-	return (path);
-}
-
-/* An absolute path on the host: real if it exists, else normalized. */
-char *
-profile_absolute(const char *path)
-{
-	char	*real;
-
-	if ((real = realpath(path, NULL)) != NULL)
-		return (real);
-	return (util_path_absolute(path));
-}
-
-/* Is the string at idx free of NUL bytes? Its length in *len. */
-int
-profile_string_ok(lua_State *L, int idx, size_t *len)
-{
-	const char	*s = lua_tolstring(L, idx, len);
-
-	return (s != NULL && strlen(s) == *len);
-}
-
-/* A string without NUL bytes, shorter than PATH_MAX: its text, or NULL. */
-const char *
-profile_plain_string(lua_State *L, int idx)
-{
-	const char	*value;
-	size_t		 len;
-
-	if (lua_type(L, idx) != LUA_TSTRING)
-		return (NULL);
-	value = lua_tolstring(L, idx, &len);
-	if (len == 0 || strlen(value) != len || len >= PATH_MAX)
-		return (NULL);
-	return (value);
 }
 
 /*
@@ -655,7 +476,7 @@ profile_host_file(struct profile_ctx *ctx, const struct profile_setting *s,
 	return (abs);
 }
 
-static void
+void
 profile_convert_path(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
@@ -681,7 +502,7 @@ profile_convert_path(struct profile_ctx *ctx, lua_State *L, int idx,
 }
 
 /* A host directory that need not exist yet (it is made when needed). */
-static void
+void
 profile_convert_dir(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
@@ -706,7 +527,7 @@ profile_convert_dir(struct profile_ctx *ctx, lua_State *L, int idx,
 }
 
 /* A host file qsup writes: not a directory, in one that exists. */
-static void
+void
 profile_convert_outfile(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
@@ -762,7 +583,7 @@ profile_url_ok(const char *v)
 	return (1);
 }
 
-static void
+void
 profile_convert_url(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
@@ -778,7 +599,7 @@ profile_convert_url(struct profile_ctx *ctx, lua_State *L, int idx,
 }
 
 /* A name, a URL or a file: which one is told by its form. */
-static void
+void
 profile_convert_image(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
@@ -821,7 +642,7 @@ profile_convert_image(struct profile_ctx *ctx, lua_State *L, int idx,
 	memcpy((char *)ctx->p + s->offset_n, &kind, sizeof kind);
 }
 
-static void
+void
 profile_convert_bool(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
@@ -832,7 +653,7 @@ profile_convert_bool(struct profile_ctx *ctx, lua_State *L, int idx,
 	*PROFILE_FIELD(ctx->p, s, int) = lua_toboolean(L, idx);
 }
 
-static void
+void
 profile_convert_choice(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
@@ -856,7 +677,7 @@ profile_convert_choice(struct profile_ctx *ctx, lua_State *L, int idx,
 	memcpy(PROFILE_FIELD(ctx->p, s, int), &c->value, sizeof (int));
 }
 
-static void
+void
 profile_convert_int(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
@@ -870,7 +691,7 @@ profile_convert_int(struct profile_ctx *ctx, lua_State *L, int idx,
 	*PROFILE_FIELD(ctx->p, s, int) = (int)v;
 }
 
-static void
+void
 profile_convert_seconds(struct profile_ctx *ctx, lua_State *L, int idx,
     const struct profile_setting *s, int loc)
 {
@@ -888,25 +709,7 @@ profile_convert_seconds(struct profile_ctx *ctx, lua_State *L, int idx,
 	*PROFILE_FIELD(ctx->p, s, double) = (double)f;
 }
 
-/* Check the value at idx against setting s and store it in the profile. */
 void
-profile_convert(struct profile_ctx *ctx, lua_State *L, int idx,
-    const struct profile_setting *s, int loc)
-{
-	if (lua_isnil(L, idx))
-		return;		/* stays NULL: the built-in choice */
-	profile_types[s->type].convert(ctx, L, idx, s, loc);
-}
-
-/* The value of setting s in p. */
-void
-profile_put(struct buf *b, const struct profile *p,
-    const struct profile_setting *s, int json)
-{
-	profile_types[s->type].put(b, p, s, json);
-}
-
-static void
 profile_put_bool(struct buf *b, const struct profile *p,
     const struct profile_setting *s, int json)
 {
@@ -914,7 +717,7 @@ profile_put_bool(struct buf *b, const struct profile *p,
 	buf_printf(b, "%s", *PROFILE_CFIELD(p, s, int) ? "true" : "false");
 }
 
-static void
+void
 profile_put_choice(struct buf *b, const struct profile *p,
     const struct profile_setting *s, int json)
 {
@@ -935,7 +738,7 @@ profile_put_choice(struct buf *b, const struct profile *p,
 		profile_put_string(b, name, json);
 }
 
-static void
+void
 profile_put_size(struct buf *b, const struct profile *p,
     const struct profile_setting *s, int json)
 {
@@ -951,7 +754,7 @@ profile_put_size(struct buf *b, const struct profile *p,
 }
 
 /* disk_size: nil for 0 (the base image's own), "10G", or bytes. */
-static void
+void
 profile_put_bytes(struct buf *b, const struct profile *p,
     const struct profile_setting *s, int json)
 {
@@ -968,7 +771,7 @@ profile_put_bytes(struct buf *b, const struct profile *p,
 	}
 }
 
-static void
+void
 profile_put_int(struct buf *b, const struct profile *p,
     const struct profile_setting *s, int json)
 {
@@ -976,7 +779,7 @@ profile_put_int(struct buf *b, const struct profile *p,
 	buf_printf(b, "%d", *PROFILE_CFIELD(p, s, int));
 }
 
-static void
+void
 profile_put_seconds(struct buf *b, const struct profile *p,
     const struct profile_setting *s, int json)
 {
@@ -985,7 +788,7 @@ profile_put_seconds(struct buf *b, const struct profile *p,
 }
 
 /* A string setting: a path, an image, a URL. */
-static void
+void
 profile_put_str(struct buf *b, const struct profile *p,
     const struct profile_setting *s, int json)
 {
@@ -998,81 +801,3 @@ profile_free_str(struct profile *p, const struct profile_setting *s)
 	free(*PROFILE_FIELD(p, s, char *));
 	*PROFILE_FIELD(p, s, char *) = NULL;
 }
-
-#define PROFILE_ITEM_TABLES	"a list: { { host = ... }, ... }"
-
-/*
- * Every setting type: one row of operations each (struct
- * profile_type_ops in profile_int.h). The settings themselves are rows
- * of profile_schema.
- */
-const struct profile_type_ops profile_types[] = {
-	[PROFILE_T_BOOL] = { .convert = profile_convert_bool,
-	    .accepts = profile_accepts_bool, .hint = profile_hint_bool,
-	    .put = profile_put_bool },
-	[PROFILE_T_CHOICE] = { .convert = profile_convert_choice,
-	    .accepts = profile_accepts_choice, .hint = profile_hint_choice,
-	    .put = profile_put_choice },
-	[PROFILE_T_SIZE] = { .convert = profile_convert_size,
-	    .accepts = profile_accepts_size, .hint = profile_hint_size,
-	    .put = profile_put_size },
-	[PROFILE_T_BYTES] = { .convert = profile_convert_bytes,
-	    .accepts = profile_accepts_bytes, .hint = profile_hint_size,
-	    .put = profile_put_bytes },
-	[PROFILE_T_INT] = { .convert = profile_convert_int,
-	    .accepts = profile_accepts_int, .hint = profile_hint_number,
-	    .put = profile_put_int },
-	[PROFILE_T_SECONDS] = { .convert = profile_convert_seconds,
-	    .accepts = profile_accepts_seconds, .hint = profile_hint_number,
-	    .put = profile_put_seconds },
-	[PROFILE_T_PATH] = { .convert = profile_convert_path,
-	    .accepts = profile_accepts_path, .put = profile_put_str,
-	    .free = profile_free_str, .textual = 1 },
-	[PROFILE_T_GUEST_PATH] = { .convert = profile_convert_path,
-	    .accepts = profile_accepts_guest_path, .put = profile_put_str,
-	    .free = profile_free_str, .textual = 1 },
-	[PROFILE_T_ENV] = { .convert = profile_convert_env,
-	    .accepts = profile_accepts_env, .put = profile_put_strs,
-	    .free = profile_free_strs, .set_list = 1, .textual = 1 },
-	[PROFILE_T_IMAGE] = { .convert = profile_convert_image,
-	    .accepts = profile_accepts_image, .put = profile_put_str,
-	    .notes = profile_image_notes, .json_more = profile_image_json,
-	    .free = profile_image_free, .textual = 1 },
-	[PROFILE_T_SHA256] = { .convert = profile_convert_sha256,
-	    .accepts = profile_accepts_sha256, .hint = profile_hint_sha256,
-	    .put = profile_put_str, .free = profile_free_str, .textual = 1 },
-	[PROFILE_T_URL] = { .convert = profile_convert_url,
-	    .accepts = profile_accepts_url, .put = profile_put_str,
-	    .free = profile_free_str, .textual = 1 },
-	[PROFILE_T_DIR] = { .convert = profile_convert_dir,
-	    .accepts = profile_accepts_dir, .put = profile_put_str,
-	    .free = profile_free_str, .textual = 1 },
-	[PROFILE_T_OUTFILE] = { .convert = profile_convert_outfile,
-	    .accepts = profile_accepts_outfile, .put = profile_put_str,
-	    .free = profile_free_str, .textual = 1 },
-	[PROFILE_T_SHARES] = { .convert = profile_convert_shares,
-	    .accepts = profile_accepts_shares, .put = profile_put_shares,
-	    .free = profile_free_shares, .list_form = PROFILE_ITEM_TABLES },
-	[PROFILE_T_ALLOW] = { .convert = profile_convert_allow,
-	    .accepts = profile_accepts_allow, .put = profile_put_allow,
-	    .notes = profile_put_compiled, .free = profile_free_allow,
-	    .set_list = 1, .textual = 1 },
-	[PROFILE_T_PORTS] = { .convert = profile_convert_ports,
-	    .accepts = profile_accepts_ports, .put = profile_put_ports,
-	    .notes = profile_put_compiled, .free = profile_free_ports },
-	[PROFILE_T_TCP] = { .convert = profile_convert_tcp,
-	    .accepts = profile_accepts_tcp, .put = profile_put_tcp,
-	    .free = profile_free_tcp, .list_form = PROFILE_ITEM_TABLES },
-	[PROFILE_T_RULES] = { .convert = profile_convert_rules,
-	    .accepts = profile_accepts_rules, .put = profile_put_strs,
-	    .json_more = profile_put_compiled_json, .free = profile_free_strs,
-	    .set_list = 1, .textual = 1 },
-	[PROFILE_T_ARGS] = { .convert = profile_convert_args,
-	    .accepts = profile_accepts_args, .put = profile_put_strs,
-	    .free = profile_free_strs, .set_list = 1, .textual = 1 },
-	[PROFILE_T_LIBS] = { .convert = profile_convert_libs,
-	    .accepts = profile_accepts_libs, .put = profile_put_strs,
-	    .free = profile_free_strs, .set_list = 1, .textual = 1 },
-};
-_Static_assert(sizeof profile_types / sizeof profile_types[0] ==
-    PROFILE_T_LIBS + 1, "a row per type");
