@@ -173,7 +173,9 @@ $(B)/qsup-agent: $(AGENT_SRC) $(wildcard guest/*.h) $(wildcard core/wire/*)
 	$(MUSL_CC) $(AGENT_CFLAGS) -o $@ $(AGENT_SRC)
 	strip $@
 
-$(B)/tests/%_test: tests/unit/%_test.c $(LIB_OBJ)
+# A suite's own helpers are its headers, tests/unit/*.h (agent_helpers.h).
+UNIT_HDR	 = $(wildcard tests/unit/*.h)
+$(B)/tests/%_test: tests/unit/%_test.c $(UNIT_HDR) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(QSUP_CFLAGS) -o $@ $< $(LIB_OBJ) $(QSUP_LIBS) -lcriterion
 
@@ -189,7 +191,7 @@ $(B)/asan/obj/tests/fuzz/%.o $(B)/libfuzzer/obj/tests/fuzz/%.o: \
 	QSUP_DEFS += -include tests/fuzz/fuzz.h
 
 # leak_check.c makes a leak fail the test that leaked (its header says how).
-$(B)/asan/tests/%_test: tests/unit/%_test.c $(ASAN_LIB_OBJ) \
+$(B)/asan/tests/%_test: tests/unit/%_test.c $(UNIT_HDR) $(ASAN_LIB_OBJ) \
 		$(B)/asan/obj/tests/unit/leak_check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(ASAN_CFLAGS) -o $@ $< $(B)/asan/obj/tests/unit/leak_check.o \
