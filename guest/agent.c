@@ -74,7 +74,7 @@ agent_signal_cb(int sig)
 
 /*
  * SIGCHLD, SIGTERM, SIGINT and SIGIO (a port's host came or went:
- * init.c) arrive through a signalfd. They also get a handler: the
+ * port_recheck) arrive through a signalfd. They also get a handler: the
  * kernel drops signals with the default action sent to PID 1.
  */
 static void
