@@ -80,15 +80,13 @@ ASAN_CORE_OBJ	 = $(patsubst $(B)/obj/%,$(B)/asan/obj/%,$(filter-out \
 
 # Fuzz targets: tests/fuzz/NAME_fuzz.c, each with tests/fuzz/corpus/NAME/.
 # Those named agent_* link the guest agent's sources and the wire layer
-# (all but guest/agent.c, the one with main(), whose globals agent_stubs.c
-# gives); the others link
-# qsup's core. $(B)/fuzz/NAME_fuzz runs the corpus and a bounded number of
+# (all but guest/agent.c, the one with main(), on which nothing else
+# leans); the others link qsup's core. $(B)/fuzz/NAME_fuzz runs the corpus and a bounded number of
 # mutations (tests/fuzz/driver.c); $(B)/libfuzzer/NAME_fuzz is the same
 # target for clang's libFuzzer (./build.sh fuzz NAME), built on demand.
 FUZZ_SRC	 = $(wildcard tests/fuzz/*_fuzz.c)
 FUZZ_BIN	 = $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
-AGENT_LIB_SRC	 = $(filter-out guest/agent.c,$(AGENT_SRC)) \
-		   tests/fuzz/agent_stubs.c
+AGENT_LIB_SRC	 = $(filter-out guest/agent.c,$(AGENT_SRC))
 CLANG		?= clang
 LF_SAN		 = -fsanitize=address,undefined -fno-sanitize-recover=all
 LF_CFLAGS	 = -O1 -g $(LF_SAN) -fsanitize=fuzzer-no-link $(QSUP_DEFS)
@@ -175,7 +173,8 @@ $(B)/qsup-agent: $(AGENT_SRC) $(wildcard guest/*.h) $(wildcard core/wire/*)
 	$(MUSL_CC) $(AGENT_CFLAGS) -o $@ $(AGENT_SRC)
 	strip $@
 
-# A suite's own helpers are its headers, tests/unit/*.h (profile_helpers.h).
+# A suite's own helpers are its headers, tests/unit/*.h (profile_helpers.h,
+# agent_helpers.h).
 UNIT_HDR	 = $(wildcard tests/unit/*.h)
 $(B)/tests/%_test: tests/unit/%_test.c $(UNIT_HDR) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -200,8 +199,7 @@ $(B)/asan/tests/%_test: tests/unit/%_test.c $(UNIT_HDR) $(ASAN_LIB_OBJ) \
 	    $(ASAN_LIB_OBJ) $(QSUP_LIBS) -lcriterion \
 	    -Wl,--wrap=criterion_internal_test_main
 
-# An archive: a target takes only the agent's files it needs, and may
-# define what agent_stubs.c gives (weak) itself.
+# An archive: a target takes only the agent's files it needs.
 $(B)/asan/agent.a: $(patsubst %.c,$(B)/asan/obj/%.o,$(AGENT_LIB_SRC))
 	rm -f $@
 	ar rcs $@ $^

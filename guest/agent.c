@@ -1,7 +1,10 @@
 /*
  * qsup-agent: the in-guest agent (wire.h). As PID 1 of the default
  * microVM guest it sets the guest up (init.c), then serves the
- * protocol on every agent port from one poll loop. Not as PID 1 it is a
+ * protocol on every agent port from one poll loop. main owns both
+ * parts' state: setup's (struct init_state, init.c and below) and the
+ * service's (struct agent: port.c, exec.c, vport.c), which reads the
+ * first; setup never calls into the service. Not as PID 1 it is a
  * test harness for the protocol:
  *	qsup-agent --config FILE | --seed ISO  --fd N [--fd N ...]
  *	    [--apply-mounts]
@@ -37,47 +40,6 @@ enum {
 /* Read from the initramfs by qsup doctor; never by the agent itself. */
 __attribute__((used)) const char agent_protocol_mark[] = QSUP_PROTOCOL_MARK;
 
-int			 agent_pid1;
-int			 agent_service;	/* --service: in a VM, not PID 1 */
-/*
- * Booted to become a VM state template (qsup.template=1): no seed is read;
- * the configuration arrives with POST /setup after a restore.
- */
-int			 agent_template;
-struct agent_config	 agent_cfg;
-char			*agent_error;
-long long		 agent_ready_ms;
-char			 agent_kernel[65];
-
-static int		 agent_sigfd = -1;
-static int		 agent_poweroff_wanted;
-
-/* The first setup error wins: it is the cause, later ones follow from it. */
-void
-agent_set_error(const char *fmt, ...)
-{
-	va_list	 ap;
-	char	*msg;
-
-	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) == -1)
-		msg = NULL;
-	va_end(ap);
-	if (msg == NULL)
-		fatalx("out of memory");
-	log_warnx("%s", msg);
-	if (agent_error == NULL)
-		agent_error = msg;
-	else
-		free(msg);
-}
-
-void
-agent_poweroff_request(void)
-{
-	agent_poweroff_wanted = 1;
-}
-
 static void __attribute__((noreturn))
 agent_usage(void)
 {
@@ -90,12 +52,12 @@ agent_usage(void)
 
 /* Descriptors 0-2 must be open, or pipes would land on them. */
 static void
-agent_std_fds(void)
+agent_std_fds(struct init_state *st)
 {
 	int	fd;
 
-	if (agent_pid1) {
-		init_console();
+	if (st->pid1) {
+		init_console(st);
 		return;
 	}
 	while ((fd = open("/dev/null", O_RDWR)) != -1 && fd <= 2)
@@ -112,11 +74,11 @@ agent_signal_cb(int sig)
 
 /*
  * SIGCHLD, SIGTERM, SIGINT and SIGIO (a port's host came or went:
- * init.c) arrive through a signalfd. They also get a handler: the
+ * port_recheck) arrive through a signalfd. They also get a handler: the
  * kernel drops signals with the default action sent to PID 1.
  */
 static void
-agent_signals(void)
+agent_signals(struct agent *a)
 {
 	struct sigaction	sa;
 	sigset_t		set;
@@ -139,35 +101,36 @@ agent_signals(void)
 	sigaddset(&set, SIGIO);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
 		fatalx("sigprocmask: %s", strerror(errno));
-	agent_sigfd = signalfd(-1, &set, SFD_NONBLOCK|SFD_CLOEXEC);
-	if (agent_sigfd == -1)
+	a->sigfd = signalfd(-1, &set, SFD_NONBLOCK|SFD_CLOEXEC);
+	if (a->sigfd == -1)
 		fatalx("signalfd: %s", strerror(errno));
 }
 
 static void
-agent_signal_read(void)
+agent_signal_read(struct agent *a)
 {
 	struct signalfd_siginfo	si;
 	pid_t			pid;
 	int			status, io = 0;
 
-	while (read(agent_sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+	while (read(a->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
 		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
-			agent_poweroff_wanted = 1;
+			a->poweroff = 1;
 		if (si.ssi_signo == SIGIO)
 			io = 1;
 	}
 	if (io)
-		port_recheck();
+		port_recheck(a);
 	/* Every child, ours or orphaned onto PID 1, is reaped here. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-		exec_reaped(pid, status);
+		exec_reaped(a, pid, status);
 }
 
 /* Test mode: configuration from a file, ports from inherited fds. */
 static void
-agent_test_setup(int argc, char **argv)
+agent_test_setup(struct agent *a, int argc, char **argv)
 {
+	struct init_state	*st = a->init;
 	const char	*config = NULL, *seed = NULL;
 	char		*text = NULL, *cause = NULL, *end, name[32];
 	size_t		 len;
@@ -182,7 +145,7 @@ agent_test_setup(int argc, char **argv)
 		else if (strcmp(argv[i], "--apply-mounts") == 0)
 			mounts = 1;
 		else if (strcmp(argv[i], "--template") == 0)
-			agent_template = 1;
+			st->template = 1;
 		else if (strcmp(argv[i], "--fd") == 0 && i + 1 < argc) {
 			errno = 0;
 			fd = strtol(argv[++i], &end, 10);
@@ -197,14 +160,14 @@ agent_test_setup(int argc, char **argv)
 			    F_GETFL)) == -1)
 				fatalx("--fd %ld: %s", fd, strerror(errno));
 			snprintf(name, sizeof name, "fd %ld", fd);
-			port_add((int)fd, name);
+			port_add(a, (int)fd, name);
 			nfds++;
 		} else
 			agent_usage();
 	}
 	if (nfds == 0 || (config != NULL && seed != NULL) ||
-	    (config == NULL && seed == NULL && !agent_template) ||
-	    (agent_template && (config != NULL || seed != NULL)))
+	    (config == NULL && seed == NULL && !st->template) ||
+	    (st->template && (config != NULL || seed != NULL)))
 		agent_usage();
 
 	if (config != NULL) {
@@ -214,10 +177,10 @@ agent_test_setup(int argc, char **argv)
 			    strerror(errno));
 			exit(2);
 		}
-		if (config_parse(&agent_cfg, text, len, &cause) == -1)
-			agent_set_error("%s", cause);
-		else if (agent_cfg.token == NULL)
-			agent_set_error("%s: no token", config);
+		if (config_parse(&st->cfg, text, len, &cause) == -1)
+			util_set_error(&st->error, "%s", cause);
+		else if (st->cfg.token == NULL)
+			util_set_error(&st->error, "%s: no token", config);
 	} else if (seed != NULL) {
 		if ((sfd = open(seed, O_RDONLY|O_CLOEXEC)) == -1) {
 			fprintf(stderr, "qsup-agent: %s: %s\n", seed,
@@ -225,52 +188,73 @@ agent_test_setup(int argc, char **argv)
 			exit(2);
 		}
 		if (iso_is_seed(sfd) != 1)
-			agent_set_error("no seed disk");
+			util_set_error(&st->error, "no seed disk");
 		else if (iso_read_config(sfd, &text, &len, &cause) == -1 ||
-		    config_parse(&agent_cfg, text, len, &cause) == -1)
-			agent_set_error("%s: %s", seed, cause);
-		else if (agent_cfg.token == NULL)
-			agent_set_error("%s: no token", seed);
+		    config_parse(&st->cfg, text, len, &cause) == -1)
+			util_set_error(&st->error, "%s: %s", seed, cause);
+		else if (st->cfg.token == NULL)
+			util_set_error(&st->error, "%s: no token", seed);
 		close(sfd);
 	}
 	free(text);
 	free(cause);
-	if (mounts && agent_error == NULL)
-		init_mounts();
+	if (mounts && st->error == NULL)
+		init_mounts(st);
 	/* Like PID 1, adopt orphans, so every test sees the same reaping. */
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 }
 
+/* PID 1: setup, then the ports the service is to serve. */
 static void
-agent_boot(void)
+agent_boot(struct agent *a)
 {
-	int	probe, nports;
+	struct init_state	*st = a->init;
+	int			 probe;
 
-	init_early();
-	init_cmdline(&probe, &nports, &agent_template);
+	init_early(st);
+	init_cmdline(st, &probe, &st->template);
 	if (probe)
 		init_probe();
-	init_modules();
-	init_network();
+	init_modules(st);
+	netcfg_up(st);
 	/* A seed that does not parse is not half applied. */
-	if (!agent_template && init_seed() == 0)
-		init_apply_seed();
-	init_ports();
+	if (!st->template && init_seed(st) == 0)
+		init_apply_seed(st);
+	vport_wait(a);
+}
+
+/* How setup's poweroff reaches the service's commands. */
+static void
+agent_kill_cb(int sig, void *arg)
+{
+	exec_kill_all(arg, sig);
+}
+
+/* fatalx's last word (util.c): PID 1 powers off rather than exit. */
+static void
+agent_fatal_cb(void *arg)
+{
+	struct agent	*a = arg;
+
+	if (a->init->pid1 || a->init->service)
+		init_poweroff(a->init, agent_kill_cb, a);
+	exec_kill_all(a, SIGKILL);
 }
 
 static void
-agent_shutdown(void)
+agent_shutdown(struct agent *a)
 {
-	port_flush_all(1000);
-	if (agent_pid1 || agent_service)
-		init_poweroff();
-	exec_kill_all(SIGKILL);
+	port_flush_all(a, 1000);
+	if (a->init->pid1 || a->init->service)
+		init_poweroff(a->init, agent_kill_cb, a);
+	exec_kill_all(a, SIGKILL);
 	exit(0);
 }
 
 static void
-agent_loop(void)
+agent_loop(struct agent *a)
 {
+	struct init_state	*st = a->init;
 	struct pollfd	*pfd = NULL;
 	void		**refs = NULL;
 	int		*kinds = NULL;
@@ -278,29 +262,29 @@ agent_loop(void)
 
 	/*
 	 * No timeout: an idle guest sleeps until the host, a child or the
-	 * kernel has something to say (port_recheck, init_ports_late).
+	 * kernel has something to say (port_recheck, vport_late).
 	 */
 	for (;;) {
-		max = 2 + port_count() + 3 * exec_count();
+		max = 2 + port_count(a) + 3 * exec_count(a);
 		pfd = xreallocarray(pfd, max, sizeof *pfd);
 		refs = xreallocarray(refs, max, sizeof *refs);
 		kinds = xreallocarray(kinds, max, sizeof *kinds);
 
-		pfd[0].fd = agent_sigfd;
+		pfd[0].fd = a->sigfd;
 		pfd[0].events = POLLIN;
 		refs[0] = NULL;
 		kinds[0] = REF_SIGNAL;
 		n = 1;
-		m = port_pollfds(pfd + n, refs + n, max - n);
+		m = port_pollfds(a, pfd + n, refs + n, max - n);
 		for (i = n; i < n + m; i++)
 			kinds[i] = REF_PORT;
 		n += m;
-		m = exec_pollfds(pfd + n, refs + n, max - n);
+		m = exec_pollfds(a, pfd + n, refs + n, max - n);
 		for (i = n; i < n + m; i++)
 			kinds[i] = REF_EXEC;
 		n += m;
-		if ((agent_pid1 || agent_service) && init_uevent_fd() != -1) {
-			pfd[n].fd = init_uevent_fd();
+		if ((st->pid1 || st->service) && vport_uevent_fd(a) != -1) {
+			pfd[n].fd = vport_uevent_fd(a);
 			pfd[n].events = POLLIN;
 			refs[n] = NULL;
 			kinds[n++] = REF_UEVENT;
@@ -318,7 +302,7 @@ agent_loop(void)
 				continue;
 			switch (kinds[i]) {
 			case REF_SIGNAL:
-				agent_signal_read();
+				agent_signal_read(a);
 				break;
 			case REF_PORT:
 				port_handle(refs[i], pfd[i].revents);
@@ -327,44 +311,56 @@ agent_loop(void)
 				exec_handle(refs[i], &pfd[i]);
 				break;
 			case REF_UEVENT:
-				init_ports_late();
+				vport_late(a);
 				break;
 			}
 		}
-		exec_sweep();
-		port_sweep();
-		if (agent_poweroff_wanted)
-			agent_shutdown();
-		if (!agent_pid1 && !agent_service && port_count() == 0)
-			agent_shutdown();
+		exec_sweep(a);
+		port_sweep(a);
+		if (a->poweroff)
+			agent_shutdown(a);
+		if (!st->pid1 && !st->service && port_count(a) == 0)
+			agent_shutdown(a);
 	}
 }
 
 int
 main(int argc, char **argv)
 {
-	struct utsname	u;
-	long long	start = util_ms(CLOCK_MONOTONIC);
+	struct init_state	st;
+	struct agent		a;
+	struct utsname		u;
+	long long		start = util_ms(CLOCK_MONOTONIC);
 
-	agent_pid1 = getpid() == 1;
-	agent_std_fds();
+	memset(&st, 0, sizeof st);
+	st.nports = QSUP_PORT_COUNT;
+	memset(&a, 0, sizeof a);
+	a.init = &st;
+	a.exec_next_id = 1;
+	a.sigfd = -1;
+	a.uevent = -1;
+	util_set_fatal(agent_fatal_cb, &a);
+
+	st.pid1 = getpid() == 1;
+	agent_std_fds(&st);
 	if (uname(&u) == 0)
-		snprintf(agent_kernel, sizeof agent_kernel, "%s", u.release);
-	agent_signals();
+		snprintf(st.kernel, sizeof st.kernel, "%s", u.release);
+	agent_signals(&a);
 
-	if (agent_pid1) {
-		agent_boot();
-		agent_ready_ms = util_ms(CLOCK_BOOTTIME);
-		log_warnx("ready in %lld ms", agent_ready_ms);
+	if (st.pid1) {
+		agent_boot(&a);
+		a.ready_ms = util_ms(CLOCK_BOOTTIME);
+		log_warnx("ready in %lld ms", a.ready_ms);
 	} else if (argc == 2 && strcmp(argv[1], "--service") == 0) {
-		agent_service = 1;
-		init_service();
-		agent_ready_ms = util_ms(CLOCK_BOOTTIME);
-		log_warnx("ready in %lld ms", agent_ready_ms);
+		st.service = 1;
+		init_service(&st);
+		vport_wait(&a);
+		a.ready_ms = util_ms(CLOCK_BOOTTIME);
+		log_warnx("ready in %lld ms", a.ready_ms);
 	} else {
-		agent_test_setup(argc, argv);
-		agent_ready_ms = util_ms(CLOCK_MONOTONIC) - start;
+		agent_test_setup(&a, argc, argv);
+		a.ready_ms = util_ms(CLOCK_MONOTONIC) - start;
 	}
-	agent_loop();
+	agent_loop(&a);
 	return (0);
 }

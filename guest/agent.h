@@ -75,17 +75,66 @@ struct agent_config {
 struct port;
 struct exec;
 
-/* agent.c */
-extern int			 agent_pid1;
-extern int			 agent_service;
-extern int			 agent_template;
-extern struct agent_config	 agent_cfg;
-extern char			*agent_error;
-extern long long		 agent_ready_ms;
-extern char			 agent_kernel[65];
-void		 agent_set_error(const char *, ...)
-		     __attribute__((format(printf, 1, 2)));
-void		 agent_poweroff_request(void);
+/*
+ * PID-1 setup (init.c and the files below it: netcfg.c, module.c,
+ * root.c, imageconf.c, config.c, iso.c, disk.c): what it found and
+ * made. main owns it; setup fills it in and never calls into the
+ * service, which reads it through struct agent.
+ */
+struct init_state {
+	int			 pid1;
+	int			 service;	/* --service: not PID 1 */
+	/*
+	 * Booted to become a VM state template (qsup.template=1): no seed
+	 * is read; the configuration arrives with POST /setup after a
+	 * restore.
+	 */
+	int			 template;
+	struct agent_config	 cfg;
+	char			*error;		/* the first setup error */
+	char			 kernel[65];	/* uname's release */
+	int			 nports;	/* agent ports to wait for */
+	int			 ports_told;	/* qsup.ports= was given */
+	int			 dev_mounted;	/* by init_console */
+	int			 root_wanted;	/* qsup.root=1: a disk image */
+	int			 root_loaded;	/* the root's modules are in */
+	int			 seed_ok;
+	char			*root_device;	/* what is mounted as /, once
+						   it is */
+	char			*root_glibc;	/* the image's glibc version */
+	char			 root_probed[256];	/* root_probe's find */
+	char			**entrypoint;	/* the image's (imageconf.c) */
+	size_t			 nentrypoint;
+};
+
+/*
+ * The request service (agent.c's loop, port.c, exec.c, job.c,
+ * vport.c): its ports and execs, and what setup made, which it reads
+ * and, on POST /setup, asks setup to fill in.
+ */
+struct agent {
+	struct init_state	*init;
+	struct port		*ports;
+	struct exec		*execs;
+	unsigned		 exec_next_id;
+	int			 sigfd;
+	int			 poweroff;	/* asked to power off */
+	long long		 ready_ms;
+	int			 uevent;	/* while ports are missing */
+};
+
+/*
+ * How an exec reports to the connection its events stream to (port.c
+ * gives these): exec.c sits below port.c and calls it only through them.
+ */
+struct exec_cb {
+	void	(*event)(void *, const char *, const void *, size_t, int);
+	void	(*exited)(void *);	/* the exit event has been sent */
+	void	(*stdin_done)(void *, int, const char *);
+	size_t	(*pending)(const void *);	/* output not yet written */
+};
+
+/* agent.c: main, the loop; nothing calls into it. */
 
 /* util.c */
 void		 log_warn(const char *, ...)
@@ -94,6 +143,9 @@ void		 log_warnx(const char *, ...)
 		     __attribute__((format(printf, 1, 2)));
 void		 fatalx(const char *, ...)
 		     __attribute__((format(printf, 1, 2), noreturn));
+void		 util_set_fatal(void (*)(void *), void *);
+void		 util_set_error(char **, const char *, ...)
+		     __attribute__((format(printf, 2, 3)));
 void		*xmalloc(size_t);
 void		*xcalloc(size_t, size_t);
 void		*xreallocarray(void *, size_t, size_t);
@@ -193,11 +245,9 @@ void		 disk_grow_free(struct disk_grow *);
 void		 disk_glibc_scan(const unsigned char *, size_t, int *, int *);
 
 /* root.c */
-extern char	*root_device;	/* what is mounted as /, once it is */
-extern char	*root_glibc;	/* the image's glibc version, if found */
-void		 root_setup(void);
-void		 root_service(void);
-void		 root_probe(void);
+void		 root_setup(struct init_state *);
+void		 root_service(struct init_state *);
+void		 root_probe(struct init_state *);
 
 /* iso.c */
 int		 iso_is_seed(int);
@@ -224,64 +274,66 @@ int		 json_parse_exec(const char *, size_t, struct json_exec *,
 void		 json_exec_free(struct json_exec *);
 
 /* port.c */
-void		 port_add(int, const char *);
-int		 port_has(const char *);
-int		 port_count(void);
-int		 port_live_count(void);
-size_t		 port_pending(const struct port *);
-int		 port_pollfds(struct pollfd *, void **, int);
+void		 port_add(struct agent *, int, const char *);
+int		 port_has(struct agent *, const char *);
+int		 port_count(struct agent *);
+int		 port_pollfds(struct agent *, struct pollfd *, void **, int);
 void		 port_handle(struct port *, int);
-void		 port_sweep(void);
-void		 port_recheck(void);
-void		 port_flush_all(int);
-void		 port_event(struct port *, const char *, const void *,
-		     size_t, int);
-void		 port_exec_done(struct port *);
-void		 port_stdin_done(struct port *, int, const char *);
+void		 port_sweep(struct agent *);
+void		 port_recheck(struct agent *);
+void		 port_flush_all(struct agent *, int);
+
+/* vport.c */
+void		 vport_wait(struct agent *);
+int		 vport_uevent_fd(struct agent *);
+void		 vport_late(struct agent *);
 
 /* imageconf.c */
-void		 imageconf_load(void);
-char		**imageconf_argv(char **, size_t);
+void		 imageconf_load(struct init_state *);
+char		**imageconf_argv(const struct init_state *, char **, size_t);
 
 /* exec.c */
-int		 exec_start(struct port *, struct json_exec *, unsigned *,
-		     pid_t *, char **);
-struct exec	*exec_find(unsigned);
-int		 exec_stdin(struct exec *, struct port *, struct abuf *,
+int		 exec_start(struct agent *, const struct exec_cb *, void *,
+		     struct json_exec *, unsigned *, pid_t *, char **);
+struct exec	*exec_find(struct agent *, unsigned);
+int		 exec_stdin(struct exec *, void *, struct abuf *,
 		     const char **);
 void		 exec_close_stdin(struct exec *);
 int		 exec_signal(struct exec *, int);
 int		 exec_resize(struct exec *, unsigned, unsigned);
-void		 exec_port_gone(struct port *);
-int		 exec_pollfds(struct pollfd *, void **, int);
+void		 exec_port_gone(struct agent *, void *);
+int		 exec_pollfds(struct agent *, struct pollfd *, void **, int);
 void		 exec_handle(void *, const struct pollfd *);
-void		 exec_reaped(pid_t, int);
-void		 exec_sweep(void);
-void		 exec_kill_all(int);
-int		 exec_count(void);
+void		 exec_reaped(struct agent *, pid_t, int);
+void		 exec_sweep(struct agent *);
+void		 exec_kill_all(struct agent *, int);
+int		 exec_count(struct agent *);
 
 /* job.c */
 int		 job_read(const char *);
 int		 job_write(const char *, int, const char *);
 
+/* netcfg.c */
+void		 netcfg_loopback(void);
+void		 netcfg_up(struct init_state *);
+void		 netcfg_resolv(void);
+
+/* module.c */
+int		 module_load(const char *, const char *);
+int		 module_root(struct init_state *);
+
 /* init.c */
-void		 init_console(void);
-void		 init_early(void);
-int		 init_cmdline(int *, int *, int *);
-void		 init_modules(void);
-int		 init_modules_root(void);
-void		 init_resolv(void);
-void		 init_network(void);
-void		 init_firewall(void);
-int		 init_seed(void);
-void		 init_mounts(void);
-void		 init_apply_seed(void);
-int		 init_ports_scan(void);
-void		 init_ports(void);
-void		 init_ports_late(void);
-int		 init_uevent_fd(void);
-void		 init_service(void);
-void		 init_poweroff(void) __attribute__((noreturn));
+void		 init_console(struct init_state *);
+void		 init_early(struct init_state *);
+int		 init_cmdline(struct init_state *, int *, int *);
+void		 init_modules(struct init_state *);
+int		 init_seed(struct init_state *);
+void		 init_mounts(struct init_state *);
+void		 init_apply_seed(struct init_state *);
+void		 init_service(struct init_state *);
+int		 init_setup(struct init_state *, const char *, size_t, char **);
+void		 init_poweroff(struct init_state *, void (*)(int, void *),
+		     void *) __attribute__((noreturn));
 void		 init_probe(void) __attribute__((noreturn));
 
 #endif

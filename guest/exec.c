@@ -51,14 +51,15 @@ struct exec_failure {
 struct exec {
 	unsigned	 id;
 	pid_t		 pid;
-	struct port	*port;		/* NULL: the host is gone */
+	const struct exec_cb	*cb;	/* how events reach port */
+	void		*port;		/* NULL: the host is gone */
 	int		 out_fd;
 	int		 err_fd;
 	int		 in_fd;
 	int		 status_fd;	/* CLOEXEC: exec failures */
 
 	struct abuf	 in_buf;	/* one stdin body being written */
-	struct port	*in_port;	/* waiting for that write's 204 */
+	void		*in_port;	/* waiting for that write's 204 */
 	int		 in_close;	/* close stdin after in_buf */
 
 	int		 tty;		/* out_fd and in_fd: a pty's master */
@@ -73,8 +74,6 @@ struct exec {
 	struct exec	*next;
 };
 
-static struct exec	*execs;
-static unsigned		 exec_next_id = 1;
 static char		 exec_chunk[QSUP_CHUNK];
 
 static void
@@ -87,11 +86,11 @@ exec_close(int *fd)
 }
 
 struct exec *
-exec_find(unsigned id)
+exec_find(struct agent *a, unsigned id)
 {
 	struct exec	*e;
 
-	for (e = execs; e != NULL; e = e->next) {
+	for (e = a->execs; e != NULL; e = e->next) {
 		if (e->id == id && !e->done)
 			return (e);
 	}
@@ -99,12 +98,12 @@ exec_find(unsigned id)
 }
 
 int
-exec_count(void)
+exec_count(struct agent *a)
 {
 	struct exec	*e;
 	int		 n = 0;
 
-	for (e = execs; e != NULL; e = e->next)
+	for (e = a->execs; e != NULL; e = e->next)
 		n++;
 	return (n);
 }
@@ -295,10 +294,10 @@ exec_pipe(int fds[2], int parent_end)
 	return (0);
 }
 
-/* Start a command whose events stream to p. */
+/* Start a command whose events stream to p, through cb. */
 int
-exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
-    char **cause)
+exec_start(struct agent *a, const struct exec_cb *cb, void *p,
+    struct json_exec *x, unsigned *id, pid_t *pid, char **cause)
 {
 	struct exec	*e = NULL;
 	int		 in[2] = { -1, -1 }, out[2] = { -1, -1 };
@@ -309,17 +308,17 @@ exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
 	const char	*cwd;
 	int		 ret = -1;
 
-	for (i = 0; i < agent_cfg.nenv; i++)
-		exec_env_set(&envp, &nenv, agent_cfg.env[i]);
+	for (i = 0; i < a->init->cfg.nenv; i++)
+		exec_env_set(&envp, &nenv, a->init->cfg.env[i]);
 	for (i = 0; i < x->nenv; i++)
 		exec_env_set(&envp, &nenv, x->env[i]);
 	exec_env_default(&envp, &nenv, "PATH=" AGENT_PATH);
 	exec_env_default(&envp, &nenv, "HOME=/root");
 	exec_env_default(&envp, &nenv, "TERM=dumb");
-	if ((cwd = x->cwd) == NULL && (cwd = agent_cfg.cwd) == NULL)
+	if ((cwd = x->cwd) == NULL && (cwd = a->init->cfg.cwd) == NULL)
 		cwd = "/";
 	if (x->argv != NULL && x->entrypoint)
-		ep = imageconf_argv(x->argv, x->argc);
+		ep = imageconf_argv(a->init, x->argv, x->argc);
 	argv = ep != NULL ? ep : x->argv;
 
 	if (x->tty) {
@@ -342,7 +341,7 @@ exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
 		goto out;
 	}
 	if (x->write != NULL)
-		tmp = exec_job_tmp(x->write, exec_next_id);
+		tmp = exec_job_tmp(x->write, a->exec_next_id);
 	e = xcalloc(1, sizeof *e);
 	e->pid = fork();
 	if (e->pid == -1) {
@@ -355,7 +354,8 @@ exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
 		exec_child(in[0], out[1], err[1], st[1], argv, envp, cwd,
 		    x->tty);
 
-	e->id = exec_next_id++;
+	e->id = a->exec_next_id++;
+	e->cb = cb;
 	e->port = p;
 	e->tty = x->tty;
 	e->in_fd = in[1];
@@ -376,8 +376,8 @@ exec_start(struct port *p, struct json_exec *x, unsigned *id, pid_t *pid,
 	e->tmp = tmp;
 	tmp = NULL;
 	e->cwd = xstrdup(cwd);
-	e->next = execs;
-	execs = e;
+	e->next = a->execs;
+	a->execs = e;
 	*id = e->id;
 	*pid = e->pid;
 	e = NULL;
@@ -435,10 +435,10 @@ exec_stdin_push(struct exec *e)
 
 /*
  * Queue body for the command's stdin: 0 when written at once, 1 when p
- * must wait (port_stdin_done answers it later), -1 with *cause for 409.
+ * must wait (stdin_done answers it later), -1 with *cause for 409.
  */
 int
-exec_stdin(struct exec *e, struct port *p, struct abuf *body,
+exec_stdin(struct exec *e, void *p, struct abuf *body,
     const char **cause)
 {
 	int	r;
@@ -510,11 +510,11 @@ exec_signal(struct exec *e, int sig)
 
 /* p's host end is gone: nobody can see these commands' output. */
 void
-exec_port_gone(struct port *p)
+exec_port_gone(struct agent *a, void *p)
 {
 	struct exec	*e;
 
-	for (e = execs; e != NULL; e = e->next) {
+	for (e = a->execs; e != NULL; e = e->next) {
 		if (e->port == p) {
 			e->port = NULL;
 			if (!e->reaped)
@@ -532,7 +532,7 @@ exec_port_gone(struct port *p)
 static int
 exec_readable(const struct exec *e)
 {
-	return (e->port == NULL || port_pending(e->port) < AGENT_OUT_HIGH);
+	return (e->port == NULL || e->cb->pending(e->port) < AGENT_OUT_HIGH);
 }
 
 /*
@@ -540,12 +540,12 @@ exec_readable(const struct exec *e)
  * from the entry's events (POLLOUT: stdin) and fd number.
  */
 int
-exec_pollfds(struct pollfd *pfd, void **refs, int max)
+exec_pollfds(struct agent *a, struct pollfd *pfd, void **refs, int max)
 {
 	struct exec	*e;
 	int		 n = 0;
 
-	for (e = execs; e != NULL; e = e->next) {
+	for (e = a->execs; e != NULL; e = e->next) {
 		if (e->done)
 			continue;
 		if (n + 3 > max)
@@ -590,7 +590,7 @@ exec_read(struct exec *e, int which)
 		return (-1);
 	}
 	if (e->port != NULL)
-		port_event(e->port, which == EXEC_OUT ? QSUP_EVENT_STDOUT :
+		e->cb->event(e->port, which == EXEC_OUT ? QSUP_EVENT_STDOUT :
 		    QSUP_EVENT_STDERR, exec_chunk, n, 1);
 	return ((size_t)n == sizeof exec_chunk || e->tty ? 1 : 0);
 }
@@ -599,7 +599,7 @@ void
 exec_handle(void *ref, const struct pollfd *pfd)
 {
 	struct exec	*e = ref;
-	struct port	*p;
+	void		*p;
 	int		 r;
 
 	if (e->done || pfd->revents == 0)
@@ -613,16 +613,16 @@ exec_handle(void *ref, const struct pollfd *pfd)
 		if (r == 1 || (p = e->in_port) == NULL)
 			return;
 		e->in_port = NULL;
-		port_stdin_done(p, r == 0 ? 204 : 409, "stdin closed");
+		e->cb->stdin_done(p, r == 0 ? 204 : 409, "stdin closed");
 	}
 }
 
 void
-exec_reaped(pid_t pid, int status)
+exec_reaped(struct agent *a, pid_t pid, int status)
 {
 	struct exec	*e;
 
-	for (e = execs; e != NULL; e = e->next) {
+	for (e = a->execs; e != NULL; e = e->next) {
 		if (e->pid == pid && !e->reaped) {
 			e->reaped = 1;
 			e->status = status;
@@ -657,7 +657,7 @@ exec_finish(struct exec *e)
 	struct abuf		 b = { 0 };
 	char			*msg;
 	ssize_t			 n;
-	struct port		*p;
+	void			*p;
 
 	exec_drain(e, EXEC_OUT);
 	exec_drain(e, EXEC_ERR);
@@ -689,14 +689,14 @@ exec_finish(struct exec *e)
 		abuf_printf(&b, "{\"status\":%d}", WEXITSTATUS(e->status));
 
 	if ((p = e->port) != NULL) {
-		port_event(p, QSUP_EVENT_EXIT, b.data, b.len, 0);
+		e->cb->event(p, QSUP_EVENT_EXIT, b.data, b.len, 0);
 		e->port = NULL;
-		port_exec_done(p);
+		e->cb->exited(p);
 	}
 	abuf_free(&b);
 	if ((p = e->in_port) != NULL) {
 		e->in_port = NULL;
-		port_stdin_done(p, 409, "command exited");
+		e->cb->stdin_done(p, 409, "command exited");
 	}
 	exec_close(&e->in_fd);
 	abuf_free(&e->in_buf);
@@ -705,15 +705,15 @@ exec_finish(struct exec *e)
 
 /* After each loop turn: finish reaped commands and free them. */
 void
-exec_sweep(void)
+exec_sweep(struct agent *a)
 {
 	struct exec	*e, **ep;
 
-	for (e = execs; e != NULL; e = e->next) {
+	for (e = a->execs; e != NULL; e = e->next) {
 		if (e->reaped && !e->done)
 			exec_finish(e);
 	}
-	for (ep = &execs; (e = *ep) != NULL;) {
+	for (ep = &a->execs; (e = *ep) != NULL;) {
 		if (!e->done) {
 			ep = &e->next;
 			continue;
@@ -727,11 +727,11 @@ exec_sweep(void)
 }
 
 void
-exec_kill_all(int sig)
+exec_kill_all(struct agent *a, int sig)
 {
 	struct exec	*e;
 
-	for (e = execs; e != NULL; e = e->next) {
+	for (e = a->execs; e != NULL; e = e->next) {
 		if (!e->reaped)
 			exec_signal(e, sig);
 	}

@@ -24,6 +24,7 @@ enum port_state {
 };
 
 struct port {
+	struct agent		*agent;
 	int			 fd;
 	char			*name;
 	enum port_state		 state;
@@ -41,31 +42,43 @@ struct port {
 	struct port		*next;
 };
 
-static struct port	*ports;
 static char		 port_chunk[64 * 1024];
 
 static void	port_advance(struct port *);
+static void	port_event(void *, const char *, const void *, size_t, int);
+static void	port_exec_done(void *);
+static void	port_stdin_done(void *, int, const char *);
+static size_t	port_pending(const void *);
+
+/* How exec.c, below this file, reports to the port it streams to. */
+static const struct exec_cb port_exec_cb = {
+	port_event,
+	port_exec_done,
+	port_stdin_done,
+	port_pending
+};
 
 void
-port_add(int fd, const char *name)
+port_add(struct agent *a, int fd, const char *name)
 {
 	struct port	*p, **pp;
 
 	p = xcalloc(1, sizeof *p);
+	p->agent = a;
 	p->fd = fd;
 	p->name = xstrdup(name);
 	p->state = PORT_HEAD;
-	for (pp = &ports; *pp != NULL; pp = &(*pp)->next)
+	for (pp = &a->ports; *pp != NULL; pp = &(*pp)->next)
 		;
 	*pp = p;
 }
 
 int
-port_has(const char *name)
+port_has(struct agent *a, const char *name)
 {
 	struct port	*p;
 
-	for (p = ports; p != NULL; p = p->next) {
+	for (p = a->ports; p != NULL; p = p->next) {
 		if (strcmp(p->name, name) == 0)
 			return (1);
 	}
@@ -73,33 +86,21 @@ port_has(const char *name)
 }
 
 int
-port_count(void)
+port_count(struct agent *a)
 {
 	struct port	*p;
 	int		 n = 0;
 
-	for (p = ports; p != NULL; p = p->next)
+	for (p = a->ports; p != NULL; p = p->next)
 		n++;
 	return (n);
 }
 
-/* Ports whose host side is connected. */
-int
-port_live_count(void)
+static size_t
+port_pending(const void *arg)
 {
-	struct port	*p;
-	int		 n = 0;
+	const struct port	*p = arg;
 
-	for (p = ports; p != NULL; p = p->next) {
-		if (!p->dead && !p->down)
-			n++;
-	}
-	return (n);
-}
-
-size_t
-port_pending(const struct port *p)
-{
 	return (abuf_used(&p->out));
 }
 
@@ -131,11 +132,12 @@ port_error(struct port *p, int status, const char *msg)
 }
 
 /* One Server-Sent Event in its own HTTP chunk. */
-void
-port_event(struct port *p, const char *name, const void *data, size_t len,
+static void
+port_event(void *arg, const char *name, const void *data, size_t len,
     int base64)
 {
-	size_t	dlen = base64 ? (len + 2) / 3 * 4 : len;
+	struct port	*p = arg;
+	size_t		 dlen = base64 ? (len + 2) / 3 * 4 : len;
 
 	wire_chunk_start(abuf_put, &p->out, wire_sse_size(name, dlen));
 	wire_sse_start(abuf_put, &p->out, name);
@@ -148,16 +150,20 @@ port_event(struct port *p, const char *name, const void *data, size_t len,
 }
 
 /* The exec streaming on p has sent its exit event: end the body. */
-void
-port_exec_done(struct port *p)
+static void
+port_exec_done(void *arg)
 {
+	struct port	*p = arg;
+
 	wire_chunk_last(abuf_put, &p->out);
 	p->state = PORT_HEAD;
 }
 
-void
-port_stdin_done(struct port *p, int status, const char *msg)
+static void
+port_stdin_done(void *arg, int status, const char *msg)
 {
+	struct port	*p = arg;
+
 	if (status == 204)
 		port_respond(p, 204, NULL);
 	else
@@ -169,12 +175,12 @@ port_stdin_done(struct port *p, int status, const char *msg)
 static void
 port_gone(struct port *p)
 {
-	exec_port_gone(p);
+	exec_port_gone(p->agent, p);
 	abuf_reset(&p->in);
 	abuf_reset(&p->out);
 	abuf_reset(&p->body);
 	p->state = PORT_HEAD;
-	if (agent_pid1 || agent_service) {
+	if (p->agent->init->pid1 || p->agent->init->service) {
 		/* virtio-serial: the host may connect again later. */
 		p->down = 1;
 		return;
@@ -210,14 +216,15 @@ port_auth_ok(struct port *p)
 		return (0);
 	for (v += 7; *v == ' '; v++)
 		;
-	return (port_token_equal(agent_cfg.token, v));
+	return (port_token_equal(p->agent->init->cfg.token, v));
 }
 
 /* A head has been parsed: decide whether its body is wanted. */
 static void
 port_begin_body(struct port *p)
 {
-	const char	*why;
+	struct init_state	*st = p->agent->init;
+	const char		*why;
 
 	abuf_reset(&p->body);
 	wire_chunked_init(&p->chunked, 0);
@@ -227,15 +234,15 @@ port_begin_body(struct port *p)
 	if (p->req.expect_continue)
 		abuf_printf(&p->out, "HTTP/1.1 100 Continue\r\n\r\n");
 
-	if (agent_template) {
+	if (st->template) {
 		/* Nothing secret yet: port_dispatch serves only /ping, /setup. */
 		if (p->req.content_length > AGENT_BODY_MAX) {
 			port_error(p, 413, "request body too large");
 			p->discard = 1;
 		}
-	} else if (agent_cfg.token == NULL) {
+	} else if (st->cfg.token == NULL) {
 		/* No seed, so no token to check: nothing is served. */
-		why = agent_error != NULL ? agent_error : "no seed disk";
+		why = st->error != NULL ? st->error : "no seed disk";
 		port_error(p, 503, why);
 		p->discard = 1;
 	} else if (!port_auth_ok(p)) {
@@ -314,24 +321,25 @@ port_exec_path(const char *path, unsigned *id, const char **op)
 static void
 port_ping(struct port *p)
 {
-	struct abuf	b = { 0 };
+	struct init_state	*st = p->agent->init;
+	struct abuf		 b = { 0 };
 
-	if (agent_error != NULL) {
-		port_error(p, 503, agent_error);
+	if (st->error != NULL) {
+		port_error(p, 503, st->error);
 		return;
 	}
 	abuf_printf(&b, "{\"version\":%d,\"boot_ms\":%lld,%s\"kernel\":",
-	    QSUP_PROTOCOL_VERSION, agent_ready_ms,
-	    agent_template ? "\"template\":true," : "");
-	wire_json_string(abuf_put, &b, agent_kernel);
+	    QSUP_PROTOCOL_VERSION, p->agent->ready_ms,
+	    st->template ? "\"template\":true," : "");
+	wire_json_string(abuf_put, &b, st->kernel);
 	/* The image mounted as the root, and its glibc, for the host to check. */
-	if (root_device != NULL) {
+	if (st->root_device != NULL) {
 		abuf_printf(&b, ",\"root\":");
-		wire_json_string(abuf_put, &b, root_device);
+		wire_json_string(abuf_put, &b, st->root_device);
 	}
-	if (root_device != NULL && root_glibc != NULL) {
+	if (st->root_device != NULL && st->root_glibc != NULL) {
 		abuf_printf(&b, ",\"glibc\":");
-		wire_json_string(abuf_put, &b, root_glibc);
+		wire_json_string(abuf_put, &b, st->root_glibc);
 	}
 	abuf_add(&b, "}", 1);
 	port_respond(p, 200, b.data);
@@ -353,7 +361,8 @@ port_exec(struct port *p)
 		free(cause);
 		return;
 	}
-	if (exec_start(p, &x, &id, &pid, &cause) == -1) {
+	if (exec_start(p->agent, &port_exec_cb, p, &x, &id, &pid,
+	    &cause) == -1) {
 		port_error(p, 500, cause);
 		free(cause);
 		json_exec_free(&x);
@@ -468,34 +477,17 @@ port_exec_op(struct port *p, struct exec *e, const char *op)
 	}
 }
 
-/*
- * POST /setup: a guest restored from a template gets its own
- * configuration, in the seed's qsup-config format, and applies it as a cold
- * boot applies the seed: clock, entropy, hostname, shares.
- */
+/* POST /setup: setup applies the host's configuration (init_setup). */
 static void
 port_setup(struct port *p)
 {
 	char	*cause = NULL;
 
-	if (config_parse(&agent_cfg, p->body.data != NULL ?
+	if (init_setup(p->agent->init, p->body.data != NULL ?
 	    abuf_start(&p->body) : "", abuf_used(&p->body), &cause) == -1) {
 		port_error(p, 400, cause);
 		free(cause);
 		return;
-	}
-	if (agent_cfg.token == NULL) {
-		config_free(&agent_cfg);
-		port_error(p, 400, "setup without a token");
-		return;
-	}
-	agent_template = 0;
-	if (agent_service)
-		root_service();
-	if (agent_pid1 || agent_service) {
-		init_apply_seed();
-		log_warnx("configured by the host%s", agent_error != NULL ?
-		    " (with errors)" : "");
 	}
 	port_ping(p);
 }
@@ -504,20 +496,22 @@ port_setup(struct port *p)
 static void
 port_dispatch(struct port *p)
 {
-	const char	*path = p->req.path, *method = p->req.method, *op;
-	struct exec	*e;
-	unsigned	 id;
-	int		 post = strcmp(method, "POST") == 0;
+	struct init_state	*st = p->agent->init;
+	const char		*path = p->req.path, *method = p->req.method;
+	const char		*op;
+	struct exec		*e;
+	unsigned		 id;
+	int			 post = strcmp(method, "POST") == 0;
 
 	p->state = PORT_HEAD;
 	if (strcmp(path, "/setup") == 0) {
 		if (!post)
 			port_error(p, 405, "use POST");
-		else if (!agent_template)
+		else if (!st->template)
 			port_error(p, 409, "already configured");
 		else
 			port_setup(p);
-	} else if (agent_template && strcmp(path, "/ping") != 0)
+	} else if (st->template && strcmp(path, "/ping") != 0)
 		port_error(p, 503, "not configured yet (a template)");
 	else if (strcmp(path, "/ping") == 0) {
 		if (strcmp(method, "GET") != 0)
@@ -529,11 +523,11 @@ port_dispatch(struct port *p)
 			port_error(p, 405, "use POST");
 		else {
 			port_respond(p, 204, NULL);
-			agent_poweroff_request();
+			p->agent->poweroff = 1;
 		}
-	} else if (agent_error != NULL &&
+	} else if (st->error != NULL &&
 	    (strcmp(path, "/exec") == 0 || strncmp(path, "/exec/", 6) == 0))
-		port_error(p, 503, agent_error);
+		port_error(p, 503, st->error);
 	else if (strcmp(path, "/exec") == 0) {
 		if (!post)
 			port_error(p, 405, "use POST");
@@ -544,7 +538,7 @@ port_dispatch(struct port *p)
 	    strcmp(op, "signal") == 0 || strcmp(op, "resize") == 0)) {
 		if (!post)
 			port_error(p, 405, "use POST");
-		else if ((e = exec_find(id)) == NULL)
+		else if ((e = exec_find(p->agent, id)) == NULL)
 			port_error(p, 404, "no such exec");
 		else
 			port_exec_op(p, e, op);
@@ -680,12 +674,12 @@ port_wants_read(const struct port *p)
  * wanted, so that the host hanging up (POLLHUP) is seen at once.
  */
 int
-port_pollfds(struct pollfd *pfd, void **refs, int max)
+port_pollfds(struct agent *a, struct pollfd *pfd, void **refs, int max)
 {
 	struct port	*p;
 	int		 n = 0;
 
-	for (p = ports; p != NULL && n < max; p = p->next) {
+	for (p = a->ports; p != NULL && n < max; p = p->next) {
 		if (p->dead || p->down)
 			continue;
 		pfd[n].fd = p->fd;
@@ -714,17 +708,17 @@ port_handle(struct port *p, int revents)
 
 /* After each loop turn: answer what became answerable, write, free. */
 void
-port_sweep(void)
+port_sweep(struct agent *a)
 {
 	struct port	*p, **pp;
 
-	for (p = ports; p != NULL; p = p->next) {
+	for (p = a->ports; p != NULL; p = p->next) {
 		if (p->dead || p->down)
 			continue;
 		port_advance(p);
 		port_flush(p);
 	}
-	for (pp = &ports; (p = *pp) != NULL;) {
+	for (pp = &a->ports; (p = *pp) != NULL;) {
 		if (!p->dead) {
 			pp = &p->next;
 			continue;
@@ -741,19 +735,19 @@ port_sweep(void)
 /*
  * A virtio-serial port reports POLLHUP for as long as no host is
  * connected; such a port is left out of the poll set (it would spin).
- * The guest's ports are opened with O_ASYNC (init_ports_scan), and the
+ * The guest's ports are opened with O_ASYNC (vport.c), and the
  * kernel sends SIGIO when the host connects or hangs up, so this runs
  * on SIGIO only: no timer wakes an idle guest to look. A SIGIO that
  * came between the hang-up and the port being marked down is still
  * pending in the signalfd, so no return of the host is missed.
  */
 void
-port_recheck(void)
+port_recheck(struct agent *a)
 {
 	struct port	*p;
 	struct pollfd	 pfd;
 
-	for (p = ports; p != NULL; p = p->next) {
+	for (p = a->ports; p != NULL; p = p->next) {
 		if (!p->down)
 			continue;
 		pfd.fd = p->fd;
@@ -767,13 +761,13 @@ port_recheck(void)
 
 /* Before powering off: give pending answers up to ms to leave. */
 void
-port_flush_all(int ms)
+port_flush_all(struct agent *a, int ms)
 {
 	struct pollfd	 pfd;
 	struct port	*p;
 	long long	 deadline = util_ms(CLOCK_MONOTONIC) + ms, left;
 
-	for (p = ports; p != NULL; p = p->next) {
+	for (p = a->ports; p != NULL; p = p->next) {
 		while (!p->dead && !p->down && abuf_used(&p->out) > 0) {
 			left = deadline - util_ms(CLOCK_MONOTONIC);
 			if (left <= 0)

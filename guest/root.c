@@ -63,10 +63,6 @@ struct root_blkpg_arg {
 	void		*data;
 };
 
-char	*root_device;
-char	*root_glibc;
-static char	 root_probed[256];	/* root_probe's find, or "" */
-
 static void
 root_sleep_ms(int ms)
 {
@@ -316,13 +312,13 @@ out:
 
 /* "2.N" of the first libc of the image found, read for a bounded length. */
 static void
-root_find_glibc(void)
+root_find_glibc(struct init_state *st)
 {
 	static const char *const pats[] = { "/lib/*/libc.so.6",
 	    "/usr/lib/*/libc.so.6", "/lib64/libc.so.6", "/usr/lib64/libc.so.6",
 	    "/lib/libc.so.6", "/usr/lib/libc.so.6", NULL };
 	glob_t		 gl;
-	struct stat	 st;
+	struct stat	 sb;
 	unsigned char	*buf;
 	uint64_t	 size, end, off;
 	size_t		 i, total = 0, len;
@@ -335,8 +331,8 @@ root_find_glibc(void)
 			/* No FIFO or device may stall PID 1. */
 			fd = open(gl.gl_pathv[0], O_RDONLY|O_NONBLOCK|
 			    O_CLOEXEC);
-			if (fd != -1 && (fstat(fd, &st) == -1 ||
-			    !S_ISREG(st.st_mode))) {
+			if (fd != -1 && (fstat(fd, &sb) == -1 ||
+			    !S_ISREG(sb.st_mode))) {
 				close(fd);
 				fd = -1;
 			}
@@ -352,7 +348,7 @@ root_find_glibc(void)
 	 * one after it, so no match is cut.
 	 */
 	buf = xmalloc(ROOT_LIBC_CHUNK + DISK_GLIBC_OVERLAP);
-	size = (uint64_t)st.st_size;
+	size = (uint64_t)sb.st_size;
 	end = size;
 	while (banner == -1 && total < ROOT_LIBC_MAX && end > 0) {
 		off = end > ROOT_LIBC_CHUNK ? end - ROOT_LIBC_CHUNK : 0;
@@ -370,7 +366,7 @@ root_find_glibc(void)
 	if (banner == -1)
 		banner = best;
 	if (banner != -1)
-		xasprintf(&root_glibc, "2.%d", banner);
+		xasprintf(&st->root_glibc, "2.%d", banner);
 }
 
 /*
@@ -379,43 +375,43 @@ root_find_glibc(void)
  * find its glibc if the host asks.
  */
 void
-root_service(void)
+root_service(struct init_state *st)
 {
 	FILE	*f;
 	char	 dev[256], dir[256];
 
-	if (root_device != NULL)
+	if (st->root_device != NULL)
 		return;		/* after a restore: found before the save */
 	if ((f = fopen("/proc/self/mounts", "re")) != NULL) {
 		while (fscanf(f, "%255s %255s %*[^\n]", dev, dir) == 2) {
-			if (strcmp(dir, "/") == 0 && root_device == NULL)
-				root_device = xstrdup(dev);
+			if (strcmp(dir, "/") == 0 && st->root_device == NULL)
+				st->root_device = xstrdup(dev);
 		}
 		fclose(f);
 	}
-	if (root_device == NULL)
-		root_device = xstrdup("/");
-	if (agent_cfg.root_glibc)
-		root_find_glibc();
-	log_warnx("root %s (the image's own), glibc %s", root_device,
-	    root_glibc != NULL ? root_glibc : "not found");
+	if (st->root_device == NULL)
+		st->root_device = xstrdup("/");
+	if (st->cfg.root_glibc)
+		root_find_glibc(st);
+	log_warnx("root %s (the image's own), glibc %s", st->root_device,
+	    st->root_glibc != NULL ? st->root_glibc : "not found");
 }
 
 /* What the image gets from qsup: DNS when there is a network, its name. */
 static void
-root_files(void)
+root_files(struct init_state *st)
 {
 	int	fd;
 
-	init_resolv();
-	if (agent_cfg.hostname == NULL)
+	netcfg_resolv();
+	if (st->cfg.hostname == NULL)
 		return;
 	if ((fd = open("/etc/hostname", O_WRONLY|O_CREAT|O_TRUNC|O_NOFOLLOW|
 	    O_CLOEXEC, 0644)) == -1) {
 		log_warn("/etc/hostname");
 		return;
 	}
-	dprintf(fd, "%s\n", agent_cfg.hostname);
+	dprintf(fd, "%s\n", st->cfg.hostname);
 	close(fd);
 }
 
@@ -427,13 +423,13 @@ root_files(void)
  * the serial, and only that one is taken from here.
  */
 void
-root_probe(void)
+root_probe(struct init_state *st)
 {
 	char	seen[512];
 
-	if (root_find_disk(ROOT_PROBE_SERIAL, root_probed, sizeof root_probed,
-	    seen, sizeof seen) == -1)
-		root_probed[0] = '\0';
+	if (root_find_disk(ROOT_PROBE_SERIAL, st->root_probed,
+	    sizeof st->root_probed, seen, sizeof seen) == -1)
+		st->root_probed[0] = '\0';
 }
 
 /* Is /sys/block/name still there? */
@@ -472,12 +468,12 @@ root_node(const char *disk, int partno)
  * would be silent.
  */
 static int
-root_wait_size(int fd, const char *path, char **why)
+root_wait_size(struct init_state *st, int fd, const char *path, char **why)
 {
 	uint64_t	size = 0;
 	long long	deadline;
 
-	if (agent_cfg.root_size == 0)
+	if (st->cfg.root_size == 0)
 		return (0);
 	deadline = util_ms(CLOCK_MONOTONIC) + ROOT_WAIT_MS;
 	for (;;) {
@@ -485,7 +481,7 @@ root_wait_size(int fd, const char *path, char **why)
 			xasprintf(why, "%s: size: %s", path, strerror(errno));
 			return (-1);
 		}
-		if (size == agent_cfg.root_size)
+		if (size == st->cfg.root_size)
 			return (0);
 		if (util_ms(CLOCK_MONOTONIC) >= deadline)
 			break;
@@ -494,13 +490,14 @@ root_wait_size(int fd, const char *path, char **why)
 	xasprintf(why, "%s is %llu bytes, the host says %llu (a guest restored "
 	    "from a template sees the template's disk size until the host "
 	    "resizes the disk)", path, (unsigned long long)size,
-	    agent_cfg.root_size);
+	    st->cfg.root_size);
 	return (-1);
 }
 
 /* Open the disk and read it afresh: never a view cached at template time. */
 static int
-root_open(const char *disk, struct disk_reader *d, int *fd, char **why)
+root_open(struct init_state *st, const char *disk, struct disk_reader *d,
+    int *fd, char **why)
 {
 	char		path[300];
 	uint64_t	size;
@@ -511,7 +508,7 @@ root_open(const char *disk, struct disk_reader *d, int *fd, char **why)
 		xasprintf(why, "%s: %s", path, strerror(errno));
 		return (-1);
 	}
-	if (root_wait_size(*fd, path, why) == -1)
+	if (root_wait_size(st, *fd, path, why) == -1)
 		return (-1);
 	if (ioctl(*fd, BLKFLSBUF, 0) == -1 || ioctl(*fd, BLKRRPART, 0) == -1) {
 		xasprintf(why, "%s: re-reading the disk: %s", path,
@@ -535,7 +532,7 @@ root_open(const char *disk, struct disk_reader *d, int *fd, char **why)
  * PID 1: in test mode there is no disk, and the host's root stays.
  */
 void
-root_setup(void)
+root_setup(struct init_state *st)
 {
 	struct disk_reader	 d;
 	struct disk_root	 r;
@@ -544,27 +541,27 @@ root_setup(void)
 	int			 fd = -1;
 
 	memset(&r, 0, sizeof r);
-	if (agent_cfg.root == NULL || root_device != NULL || !agent_pid1)
+	if (st->cfg.root == NULL || st->root_device != NULL || !st->pid1)
 		return;
-	if (init_modules_root() == -1)
+	if (module_root(st) == -1)
 		log_warnx("no list of the root's modules; mounting anyway");
-	if (root_probed[0] != '\0' && strcmp(agent_cfg.root,
-	    ROOT_PROBE_SERIAL) == 0 && root_disk_present(root_probed))
-		snprintf(disk, sizeof disk, "%s", root_probed);
-	else if (root_find_disk(agent_cfg.root, disk, sizeof disk, seen,
+	if (st->root_probed[0] != '\0' && strcmp(st->cfg.root,
+	    ROOT_PROBE_SERIAL) == 0 && root_disk_present(st->root_probed))
+		snprintf(disk, sizeof disk, "%s", st->root_probed);
+	else if (root_find_disk(st->cfg.root, disk, sizeof disk, seen,
 	    sizeof seen) == -1) {
-		agent_set_error("root disk: no virtio disk with serial %s "
-		    "(seen: %s)", agent_cfg.root, seen);
+		util_set_error(&st->error, "root disk: no virtio disk with "
+		    "serial %s (seen: %s)", st->cfg.root, seen);
 		return;
 	}
-	if (root_open(disk, &d, &fd, &why) == -1)
+	if (root_open(st, disk, &d, &fd, &why) == -1)
 		goto fail;
 	if (disk_find_root(&d, &r) == -1) {
 		xasprintf(&why, "/dev/%s: no root file system found: %s",
 		    disk, r.seen);
 		goto fail;
 	}
-	if (agent_cfg.root_grow &&
+	if (st->cfg.root_grow &&
 	    root_grow_table(fd, disk, &r, &d, &why) == -1)
 		goto fail;
 	dev = root_node(disk, r.partno);
@@ -575,24 +572,24 @@ root_setup(void)
 		    "");
 		goto fail;
 	}
-	if (agent_cfg.root_grow && root_grow_fs(ROOT_STAGE, &r, &why) == -1)
+	if (st->cfg.root_grow && root_grow_fs(ROOT_STAGE, &r, &why) == -1)
 		goto fail;
 	if (root_switch(ROOT_STAGE, &why) == -1)
 		goto fail;
-	root_files();
-	imageconf_load();
+	root_files(st);
+	imageconf_load(st);
 	t1 = util_ms(CLOCK_MONOTONIC);
 	/* Only when the host asks: about 40 ms under TCG. */
-	if (agent_cfg.root_glibc)
-		root_find_glibc();
-	root_device = dev;
+	if (st->cfg.root_glibc)
+		root_find_glibc(st);
+	st->root_device = dev;
 	dev = NULL;
 	log_warnx("root %s (found %s) in %lld ms, glibc %s in %lld ms",
-	    root_device, r.how, t1 - t0, root_glibc != NULL ? root_glibc :
-	    "not found", util_ms(CLOCK_MONOTONIC) - t1);
+	    st->root_device, r.how, t1 - t0, st->root_glibc != NULL ?
+	    st->root_glibc : "not found", util_ms(CLOCK_MONOTONIC) - t1);
 	goto out;
 fail:
-	agent_set_error("root disk: %s", why);
+	util_set_error(&st->error, "root disk: %s", why);
 out:
 	free(why);
 	free(dev);

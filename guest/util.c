@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +60,21 @@ log_warnx(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* PID 1 must never exit (the kernel panics): it powers off instead. */
+/*
+ * What fatalx runs before it exits: PID 1 must never exit (the kernel
+ * panics), so the agent's powers the guest off instead. Set by main, so
+ * that this file, at the bottom, calls nothing above it.
+ */
+static void	(*util_fatal_cb)(void *);
+static void	 *util_fatal_arg;
+
+void
+util_set_fatal(void (*cb)(void *), void *arg)
+{
+	util_fatal_cb = cb;
+	util_fatal_arg = arg;
+}
+
 void
 fatalx(const char *fmt, ...)
 {
@@ -70,10 +83,29 @@ fatalx(const char *fmt, ...)
 	va_start(ap, fmt);
 	log_vwrite(0, fmt, ap);
 	va_end(ap);
-	if (agent_pid1 || agent_service)
-		init_poweroff();
-	exec_kill_all(SIGKILL);
+	if (util_fatal_cb != NULL)
+		util_fatal_cb(util_fatal_arg);
 	_exit(1);
+}
+
+/* The first setup error wins: it is the cause, later ones follow from it. */
+void
+util_set_error(char **error, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*msg;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) == -1)
+		msg = NULL;
+	va_end(ap);
+	if (msg == NULL)
+		fatalx("out of memory");
+	log_warnx("%s", msg);
+	if (*error == NULL)
+		*error = msg;
+	else
+		free(msg);
 }
 
 void *

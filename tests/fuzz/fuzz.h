@@ -6,7 +6,7 @@
  * A target is one file, tests/fuzz/NAME_fuzz.c, with its seed corpus in
  * tests/fuzz/corpus/NAME/ (real inputs). NAME agent_*: linked with the
  * agent's sources, the .c files of guest/ and core/wire/ but guest/agent.c
- * (agent_stubs.c gives its globals, weak); any other NAME: with qsup's
+ * (main, on which nothing else leans); any other NAME: with qsup's
  * core (core/, lua/, staging/ but core/cmd/main.c). The Makefile finds
  * targets by wildcard; tests/fuzz/run.sh runs each under ASan and UBSan
  * in ./build.sh test, and ./build.sh fuzz NAME under libFuzzer. A target keeps its own noise off
