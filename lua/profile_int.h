@@ -137,7 +137,7 @@ struct profile_type_ops {
 extern const struct profile_type_ops profile_types[];
 
 /* The schema (profile_schema.c): one row per setting. */
-#define PROFILE_NSETTINGS	41
+#define PROFILE_NSETTINGS	46
 extern const struct profile_setting profile_schema[PROFILE_NSETTINGS];
 extern const struct profile_choice profile_kvm_choices[];
 extern const struct profile_choice profile_sm_choices[];
