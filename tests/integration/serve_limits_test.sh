@@ -220,6 +220,46 @@ EOF
 	serve_stop
 }
 
+# Still so with the deadlines: a 100 MB JSON body is refused (413) at
+# once, from its head, and the server does not grow reading it.
+test_big_body_413() {
+	local out rss
+	serve_start --body-timeout 1
+	out=$(py <<'EOF'
+import socket, sys, time
+port, token = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(("POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+    "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+    "Content-Length: 100000000\r\n\r\n" % token).encode())
+t0, got, piece = time.time(), b"", b" " * 65536
+s.setblocking(False)
+try:
+    for _ in range(1526):
+        try:
+            s.send(piece)
+        except BlockingIOError:
+            time.sleep(0.01)
+        try:
+            got += s.recv(4096)
+        except BlockingIOError:
+            pass
+        if b"}" in got:
+            break
+except OSError:
+    pass
+print("answered at %.1f" % (time.time() - t0))
+print(got.decode(errors="replace"))
+EOF
+)
+	rss=$(awk '/VmRSS/ {print $2}' "/proc/$SERVE_PID/status")
+	expect_match "at once" '^answered at [01]\.' "$(head -1 <<<"$out")"
+	expect_match "413" '^HTTP/1.1 413 ' "$out"
+	expect_match "names the limit" '"limit":"max_body"' "$out"
+	expect_eq "server RSS bounded (${rss} kB)" 1 "$((rss < 100000))"
+	serve_stop
+}
+
 # The event stream is quiet (its keep-alive comment comes every 15 s):
 # every timeout at 1 s, it is still open after 4.
 test_quiet_stream_stays() {
@@ -252,7 +292,7 @@ EOF
 }
 
 for t in test_slow_head test_idle_flood test_per_address_cap \
-    test_stalled_body test_quiet_stream_stays; do
+    test_stalled_body test_big_body_413 test_quiet_stream_stays; do
 	run_test "$t"
 done
 finish
