@@ -85,6 +85,11 @@ struct profile {
 	uint64_t	 serve_max_body;	/* bytes */
 	uint64_t	 serve_max_header;	/* bytes */
 	int		 serve_max_connections;
+	int		 serve_max_conns_per_addr;	/* 0: no cap */
+	int		 serve_max_unauthenticated;	/* 0: half */
+	double		 serve_head_timeout;	/* seconds */
+	double		 serve_idle_timeout;
+	double		 serve_body_timeout;
 	char		*kernel;	/* NULL: the default guest's */
 	char		*initramfs;	/* NULL: the default guest's */
 	char		*image;		/* NULL: the built-in guest */

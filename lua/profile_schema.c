@@ -246,6 +246,39 @@ const struct profile_setting profile_schema[] = {
 	  .min = 1, .max = 65536, .def = "256",
 	  .help = "qsup serve: API connections open at once "
 	  "(--max-connections)" },
+	{ .name = "serve_max_connections_per_address", .type = PROFILE_T_INT,
+	  .offset = offsetof(struct profile, serve_max_conns_per_addr),
+	  .min = 0, .max = 65536, .def = "64",
+	  .help = "qsup serve: connections from one TCP client address (an "
+	  "IPv6 /64); past it, its oldest connection without the token is "
+	  "closed, or the new one gets 503; unix socket clients, all the "
+	  "server's user, are not counted; 0: no cap "
+	  "(--max-connections-per-address)" },
+	{ .name = "serve_max_unauthenticated", .type = PROFILE_T_INT,
+	  .offset = offsetof(struct profile, serve_max_unauthenticated),
+	  .min = 0, .max = 65536, .def = "0",
+	  .help = "qsup serve: connections that have not yet sent the token; "
+	  "past it (or with every connection taken) the oldest of them "
+	  "waiting for a request is closed for the new one, so they never "
+	  "hold the rest; 0: half of serve_max_connections "
+	  "(--max-unauthenticated)" },
+	{ .name = "serve_head_timeout", .type = PROFILE_T_SECONDS,
+	  .offset = offsetof(struct profile, serve_head_timeout),
+	  .min = 0.1, .max = 3600, .def = "10",
+	  .help = "qsup serve: seconds a request's head has to arrive whole, "
+	  "from the connection or the next request's first byte; then 408 "
+	  "and closed (--head-timeout)" },
+	{ .name = "serve_idle_timeout", .type = PROFILE_T_SECONDS,
+	  .offset = offsetof(struct profile, serve_idle_timeout),
+	  .min = 0.1, .max = 86400, .def = "60",
+	  .help = "qsup serve: seconds a kept-alive connection may wait for "
+	  "its next request (or leave an answer unread); event and exec "
+	  "streams are not timed (--idle-timeout)" },
+	{ .name = "serve_body_timeout", .type = PROFILE_T_SECONDS,
+	  .offset = offsetof(struct profile, serve_body_timeout),
+	  .min = 0.1, .max = 86400, .def = "60",
+	  .help = "qsup serve: seconds a request body may send nothing (a "
+	  "stdin or file upload too); then 408 and closed (--body-timeout)" },
 	{ .name = "boot", .type = PROFILE_T_CHOICE,
 	  .offset = offsetof(struct profile, boot),
 	  .choices = profile_boot_choices, .def = "\"kernel\"",

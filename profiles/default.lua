@@ -93,6 +93,18 @@ return {
 	serve_max_body = "1M",
 	serve_max_header = "16K",
 	serve_max_connections = 256,
+	-- From one TCP address (an IPv6 /64); 0: no cap. Unix socket
+	-- clients are the server's own user, and not counted.
+	serve_max_connections_per_address = 64,
+	-- Connections that have not sent the token yet; 0: half of
+	-- serve_max_connections. The oldest of them is closed for a new one.
+	serve_max_unauthenticated = 0,
+	-- Seconds for a request's head to arrive whole, a kept-alive
+	-- connection to wait for its next request, a body to send its next
+	-- byte. Event and exec streams are never cut.
+	serve_head_timeout = 10,
+	serve_idle_timeout = 60,
+	serve_body_timeout = 60,
 
 	-- What boots: "kernel", qsup's fast kernel and agent, the image (if
 	-- any) only the root file system; "image", the image as a PC would

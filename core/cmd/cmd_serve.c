@@ -58,6 +58,18 @@ const struct cmd_entry cmd_serve_entry = {
 "      --max-body SIZE    a JSON body (default 1M)\n"
 "      --max-header SIZE  a request's head (default 16K)\n"
 "      --max-connections N  (default 256)\n"
+"      --max-connections-per-address N\n"
+"                         from one TCP address, an IPv6 /64 (default 64;\n"
+"                         0: no cap); unix socket clients are not counted\n"
+"      --max-unauthenticated N\n"
+"                         connections that have not sent the token yet\n"
+"                         (default: half of --max-connections); the oldest\n"
+"                         idle one is closed to let a new one in\n"
+"      --head-timeout S   seconds for a request's head to arrive (10)\n"
+"      --idle-timeout S   seconds a kept-alive connection waits for its\n"
+"                         next request (60)\n"
+"      --body-timeout S   seconds a request body may send nothing (60);\n"
+"                         event and exec streams are never cut\n"
 "  -v, --verbose          say what happens on stderr\n",
 	.exec = cmd_serve_exec
 };
@@ -98,6 +110,12 @@ serve_parse(const struct cmd_entry *self, struct serve_opts *o, int argc,
 		{ "max-body",		required_argument,	NULL, 0x107 },
 		{ "max-header",		required_argument,	NULL, 0x108 },
 		{ "max-connections",	required_argument,	NULL, 0x109 },
+		{ "max-connections-per-address", required_argument, NULL,
+		  0x10a },
+		{ "max-unauthenticated", required_argument,	NULL, 0x10b },
+		{ "head-timeout",	required_argument,	NULL, 0x10c },
+		{ "idle-timeout",	required_argument,	NULL, 0x10d },
+		{ "body-timeout",	required_argument,	NULL, 0x10e },
 		{ "verbose",		no_argument,		NULL, 'v' },
 		{ NULL,			0,			NULL, 0 }
 	};
@@ -145,6 +163,22 @@ serve_parse(const struct cmd_entry *self, struct serve_opts *o, int argc,
 			break;
 		case 0x109:
 			serve_add_set(o, "serve_max_connections", optarg);
+			break;
+		case 0x10a:
+			serve_add_set(o, "serve_max_connections_per_address",
+			    optarg);
+			break;
+		case 0x10b:
+			serve_add_set(o, "serve_max_unauthenticated", optarg);
+			break;
+		case 0x10c:
+			serve_add_set(o, "serve_head_timeout", optarg);
+			break;
+		case 0x10d:
+			serve_add_set(o, "serve_idle_timeout", optarg);
+			break;
+		case 0x10e:
+			serve_add_set(o, "serve_body_timeout", optarg);
 			break;
 		case 'v':
 			log_verbose = 1;
@@ -398,6 +432,30 @@ serve_listen(struct serve *srv, struct serve_opts *o, const char *base,
 	return (0);
 }
 
+/* The server's limits, from its profile: its own and its HTTP server's. */
+static void
+serve_set_limits(struct serve *srv, const struct profile *p,
+    struct httpd_limits *hl)
+{
+	srv->limits.sandboxes = p->serve_max_sandboxes;
+	srv->limits.memory_mib = p->serve_max_memory_mib != 0 ?
+	    p->serve_max_memory_mib : facts_memory_mib() * 3 / 4;
+	srv->limits.body = p->serve_max_body;
+	srv->limits.header = p->serve_max_header;
+	srv->limits.connections = p->serve_max_connections;
+	memset(hl, 0, sizeof *hl);
+	hl->head_max = srv->limits.header;
+	hl->body_max = srv->limits.body;
+	hl->conns_max = srv->limits.connections;
+	/* The profile's 0 is "no cap"; httpd's 0 is "its default". */
+	hl->conns_per_addr = p->serve_max_conns_per_addr != 0 ?
+	    p->serve_max_conns_per_addr : -1;
+	hl->unauth_max = p->serve_max_unauthenticated;
+	hl->head_timeout = p->serve_head_timeout;
+	hl->idle_timeout = p->serve_idle_timeout;
+	hl->body_timeout = p->serve_body_timeout;
+}
+
 static int
 cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 {
@@ -460,16 +518,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	srv.profile = o.profile;
 	srv.sets = o.sets;
 	srv.nsets = o.nsets;
-	srv.limits.sandboxes = p.serve_max_sandboxes;
-	srv.limits.memory_mib = p.serve_max_memory_mib != 0 ?
-	    p.serve_max_memory_mib : facts_memory_mib() * 3 / 4;
-	srv.limits.body = p.serve_max_body;
-	srv.limits.header = p.serve_max_header;
-	srv.limits.connections = p.serve_max_connections;
-	memset(&hl, 0, sizeof hl);
-	hl.head_max = srv.limits.header;
-	hl.body_max = srv.limits.body;
-	hl.conns_max = srv.limits.connections;
+	serve_set_limits(&srv, &p, &hl);
 	srv.httpd = httpd_new(loop, &hl, serve_handle, &srv);
 	httpd_set_token(srv.httpd, token, public);
 	if (serve_listen(&srv, &o, base, &sock) == -1)

@@ -137,6 +137,7 @@ serve_metrics(struct serve *srv, struct httpd_conn *conn)
 	struct net_stats	 st;
 	unsigned long long	 n[4] = { 0 }, up, down, running = 0, cum = 0;
 	unsigned long long	 answered[HTTPD_CLASSES];
+	unsigned long long	 shed[HTTPD_SHED_N];
 	struct buf		 b = { 0 };
 	size_t			 i;
 
@@ -196,6 +197,18 @@ serve_metrics(struct serve *srv, struct httpd_conn *conn)
 	buf_printf(&b, "# HELP qsup_connections Open API connections.\n"
 	    "# TYPE qsup_connections gauge\nqsup_connections %d\n",
 	    httpd_connections(srv->httpd));
+	buf_printf(&b, "# HELP qsup_connections_unauthenticated Open API "
+	    "connections that have not yet sent the token.\n"
+	    "# TYPE qsup_connections_unauthenticated gauge\n"
+	    "qsup_connections_unauthenticated %d\n",
+	    httpd_unauthenticated(srv->httpd));
+	buf_puts(&b, "# HELP qsup_http_connections_closed_total API "
+	    "connections closed or turned away by a limit, by the limit.\n"
+	    "# TYPE qsup_http_connections_closed_total counter\n");
+	httpd_shed(srv->httpd, shed);
+	for (i = 0; i < HTTPD_SHED_N; i++)
+		buf_printf(&b, "qsup_http_connections_closed_total"
+		    "{reason=\"%s\"} %llu\n", httpd_shed_names[i], shed[i]);
 	httpd_respond(conn, 200, "text/plain; version=0.0.4", b.data, b.len);
 	buf_free(&b);
 }

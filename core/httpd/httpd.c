@@ -1,7 +1,8 @@
 /*
  * The server: its listeners (unix sockets, TCP with or without TLS), the
- * accept path with its connection limit, and the bearer-token check.
- * Connections themselves are httpd_conn.c's.
+ * accept path and the answer to a connection turned away, and the
+ * bearer-token check. Who is let in is httpd_admit.c's; connections
+ * themselves are httpd_conn.c's.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -31,6 +32,7 @@ httpd_new(struct ev_loop *loop, const struct httpd_limits *limits,
     httpd_handler handler, void *arg)
 {
 	struct httpd	*h;
+	size_t		 i;
 
 	h = xcalloc(1, sizeof *h);
 	h->loop = loop;
@@ -44,12 +46,28 @@ httpd_new(struct ev_loop *loop, const struct httpd_limits *limits,
 		h->limits.conns_max = HTTPD_CONNS_MAX;
 	if (h->limits.out_high == 0)
 		h->limits.out_high = HTTPD_OUT_HIGH;
+	if (h->limits.head_timeout <= 0)
+		h->limits.head_timeout = HTTPD_HEAD_TIMEOUT;
 	if (h->limits.idle_timeout <= 0)
 		h->limits.idle_timeout = HTTPD_IDLE_TIMEOUT;
+	if (h->limits.body_timeout <= 0)
+		h->limits.body_timeout = HTTPD_BODY_TIMEOUT;
+	if (h->limits.conns_per_addr == 0)
+		h->limits.conns_per_addr = HTTPD_CONNS_PER_ADDR;
+	if (h->limits.unauth_max <= 0)
+		h->limits.unauth_max = h->limits.conns_max / 2;
+	if (h->limits.unauth_max > h->limits.conns_max)
+		h->limits.unauth_max = h->limits.conns_max;
+	if (h->limits.unauth_max < 1)
+		h->limits.unauth_max = 1;
 	h->handler = handler;
 	h->arg = arg;
 	TAILQ_INIT(&h->conns);
+	TAILQ_INIT(&h->idle_unauth);
+	TAILQ_INIT(&h->idle_auth);
 	TAILQ_INIT(&h->lingers);
+	for (i = 0; i < HTTPD_PEER_BUCKETS; i++)
+		LIST_INIT(&h->peers[i]);
 	return (h);
 }
 
@@ -149,24 +167,54 @@ httpd_linger_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	httpd_linger_free(w->data);
 }
 
+/* What a connection turned away by a limit is told. */
+static void
+httpd_turn_away_why(struct httpd *h, enum httpd_shed why, struct buf *body)
+{
+	char	fields[80];
+
+	switch (why) {
+	case HTTPD_SHED_PER_ADDRESS:
+		snprintf(fields, sizeof fields, "\"limit\":"
+		    "\"max_connections_per_address\",\"max\":%d",
+		    h->limits.conns_per_addr);
+		httpd_error_json(body, "too many connections from this "
+		    "address", fields);
+		break;
+	case HTTPD_SHED_UNAUTHENTICATED:
+		snprintf(fields, sizeof fields, "\"limit\":"
+		    "\"max_unauthenticated\",\"max\":%d", h->limits.unauth_max);
+		httpd_error_json(body, "too many connections without the "
+		    "token", fields);
+		break;
+	default:
+		snprintf(fields, sizeof fields, "\"limit\":\"max_connections\","
+		    "\"max\":%d", h->limits.conns_max);
+		httpd_error_json(body, "too many connections", fields);
+		break;
+	}
+}
+
 /*
- * One connection over the limit: told so at once, in plain text or not
- * at all (a TLS client could read no plain answer), without its request
+ * One connection over a limit: told so at once, in plain text or not at
+ * all (a TLS client could read no plain answer), without its request
  * being read. It then lingers (struct httpd_linger), or, with
  * HTTPD_LINGER_MAX already lingering, is closed after dropping what
  * already arrived.
  */
-static void
-httpd_turn_away(struct httpd *h, struct httpd_listener *l, int fd)
+void
+httpd_turn_away(struct httpd *h, struct httpd_listener *l, int fd,
+    enum httpd_shed why)
 {
 	struct buf		 body = { 0 }, msg = { 0 };
 	struct httpd_linger	*g;
-	char			 fields[64], junk[4096];
+	char			 junk[4096];
 
+	log_debug("httpd: %s: a connection turned away (%s)", l->bound,
+	    httpd_shed_names[why]);
+	h->shed[why]++;
 	if (l->tls == NULL) {
-		snprintf(fields, sizeof fields, "\"limit\":\"max_connections\","
-		    "\"max\":%d", h->limits.conns_max);
-		httpd_error_json(&body, "too many connections", fields);
+		httpd_turn_away_why(h, why, &body);
 		httpd_count(h, 503);
 		buf_printf(&msg, "HTTP/1.1 503 %s\r\n"
 		    "Content-Type: application/json\r\n"
@@ -199,12 +247,15 @@ static void
 httpd_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct httpd_listener	*l = w->data;
-	struct httpd		*h = l->h;
+	struct sockaddr_storage	 ss;
+	socklen_t		 slen;
 	int			 fd;
 
 	(void)revents;
 	for (;;) {
-		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK|SOCK_CLOEXEC);
+		slen = sizeof ss;
+		fd = accept4(l->fd, (struct sockaddr *)&ss, &slen,
+		    SOCK_NONBLOCK|SOCK_CLOEXEC);
 		if (fd == -1) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -219,13 +270,9 @@ httpd_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			ev_timer_start(loop, &l->pause);
 			return;
 		}
-		if (h->nconns >= h->limits.conns_max) {
-			log_debug("httpd: %s: over %d connections, turned "
-			    "away", l->bound, h->limits.conns_max);
-			httpd_turn_away(h, l, fd);
-			continue;
-		}
-		httpd_conn_new(h, l, fd);
+		if (slen > sizeof ss)
+			ss.ss_family = AF_UNSPEC;
+		httpd_admit(l->h, l, fd, (struct sockaddr *)&ss);
 	}
 }
 
@@ -537,6 +584,12 @@ httpd_connections(struct httpd *h)
 	return (h->nconns);
 }
 
+int
+httpd_unauthenticated(struct httpd *h)
+{
+	return (h->nunauth);
+}
+
 /* The socket file goes only if it is still the one we bound. */
 static void
 httpd_listener_stop(struct httpd *h, struct httpd_listener *l)
@@ -605,4 +658,21 @@ void
 httpd_answered(struct httpd *h, unsigned long long out[HTTPD_CLASSES])
 {
 	memcpy(out, h->answered, sizeof h->answered);
+}
+
+const char *const httpd_shed_names[HTTPD_SHED_N] = {
+	[HTTPD_SHED_HEAD_TIMEOUT] = "head_timeout",
+	[HTTPD_SHED_IDLE_TIMEOUT] = "idle_timeout",
+	[HTTPD_SHED_BODY_TIMEOUT] = "body_timeout",
+	[HTTPD_SHED_SEND_TIMEOUT] = "send_timeout",
+	[HTTPD_SHED_PER_ADDRESS] = "per_address",
+	[HTTPD_SHED_UNAUTHENTICATED] = "unauthenticated",
+	[HTTPD_SHED_IDLE] = "idle_for_room",
+	[HTTPD_SHED_FULL] = "full"
+};
+
+void
+httpd_shed(struct httpd *h, unsigned long long out[HTTPD_SHED_N])
+{
+	memcpy(out, h->shed, sizeof h->shed);
 }

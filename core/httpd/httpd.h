@@ -11,7 +11,21 @@
  * Nothing here blocks: a client that stops reading fills its own bounded
  * output queue, and the producer (the handler) is told to pause through
  * httpd_pending() and the drain callback; a client that stops sending
- * holds only its own connection, timed out when idle.
+ * holds only its own connection, and not for long: a head has
+ * head_timeout to arrive whole (counted from the connection, or from the
+ * first byte of a later request), a kept-alive connection idle_timeout
+ * between requests, a body body_timeout between two of its bytes (as
+ * nginx's client_header_timeout, keepalive_timeout, client_body_timeout).
+ * A request the handler holds (an event stream, an exec's output) is not
+ * timed: it is the handler's.
+ *
+ * Nor can clients that never authenticate fill the server: a TCP client
+ * address holds at most conns_per_addr connections, connections that have
+ * not yet carried the token at most unauth_max, and when a new connection
+ * finds no room, an idle one is closed for it: the oldest of those not yet
+ * authenticated, else (when the unauthenticated are within their share)
+ * the oldest kept-alive one between requests. Only when every connection
+ * is busy is the new one turned away (503).
  *
  * The connection a handler holds is valid until its response ends
  * (httpd_end, or a whole response) or close_cb has been called; the drain
@@ -35,16 +49,27 @@ struct ev_loop;
 #define HTTPD_BODY_MAX		(1024 * 1024)	/* a buffered body: 413 */
 #define HTTPD_CONNS_MAX		256		/* open connections: 503 */
 #define HTTPD_OUT_HIGH		(1024 * 1024)	/* queued output: "pause" */
-#define HTTPD_IDLE_TIMEOUT	60.0		/* no request, no response
-						   under way: closed */
+#define HTTPD_HEAD_TIMEOUT	10.0		/* seconds for a whole head: 408 */
+#define HTTPD_IDLE_TIMEOUT	60.0		/* kept alive, no request, no
+						   answer going out: closed */
+#define HTTPD_BODY_TIMEOUT	60.0		/* no byte of a body: 408 */
+#define HTTPD_CONNS_PER_ADDR	64		/* from one TCP address: 503 */
 #define HTTPD_TARGET_MAX	4096		/* path and query: 414 */
 
+/*
+ * conns_per_addr -1: no cap by address; unauth_max 0: half of conns_max
+ * (at least 1), more than conns_max: conns_max.
+ */
 struct httpd_limits {
 	size_t		 head_max;
 	size_t		 body_max;
 	int		 conns_max;
 	size_t		 out_high;
+	double		 head_timeout;
 	double		 idle_timeout;
+	double		 body_timeout;
+	int		 conns_per_addr;
+	int		 unauth_max;
 };
 
 /*
@@ -118,9 +143,27 @@ int		 httpd_listen(struct httpd *, const char *, const char *,
 /* The address listener i is bound to, as a spec ("tcp:127.0.0.1:PORT"). */
 const char	*httpd_bound(struct httpd *, size_t);
 int		 httpd_connections(struct httpd *);
+/* Of those, the ones that have not yet carried the token. */
+int		 httpd_unauthenticated(struct httpd *);
 /* Responses begun, by status class: 1xx to 5xx, then any other. */
 #define HTTPD_CLASSES	6
 void		 httpd_answered(struct httpd *, unsigned long long[HTTPD_CLASSES]);
+
+/* Why connections were closed or turned away by a limit, counted. */
+enum httpd_shed {
+	HTTPD_SHED_HEAD_TIMEOUT = 0,	/* the head late: 408 */
+	HTTPD_SHED_IDLE_TIMEOUT,	/* kept alive, no request */
+	HTTPD_SHED_BODY_TIMEOUT,	/* the body stalled: 408 */
+	HTTPD_SHED_SEND_TIMEOUT,	/* an answer left unread */
+	HTTPD_SHED_PER_ADDRESS,		/* its address at conns_per_addr */
+	HTTPD_SHED_UNAUTHENTICATED,	/* closed for room, or over unauth_max */
+	HTTPD_SHED_IDLE,		/* kept alive, closed for room */
+	HTTPD_SHED_FULL,		/* turned away: every one busy */
+	HTTPD_SHED_N
+};
+/* "head_timeout", ...: for metrics' labels. */
+extern const char *const httpd_shed_names[HTTPD_SHED_N];
+void		 httpd_shed(struct httpd *, unsigned long long[HTTPD_SHED_N]);
 /* Stop accepting; open connections go on. */
 void		 httpd_close_listeners(struct httpd *);
 /* Everything closed, unix sockets unlinked. */

@@ -12,12 +12,15 @@
  * - close_cb fires when the request ends other than by the handler's own
  *   response: the client closed or half-closed, a read or write failed,
  *   the body could not be taken (413 past body_max, 400 for bad chunked
- *   framing: the server answers that itself if no response had begun),
- *   the body stalled past idle_timeout, httpd_abort, or httpd_free.
- * - The idle clock runs between requests, while a response is drained
- *   after its end, and while a body being read waits for bytes; not
- *   while the handler holds the request otherwise (an SSE stream, a slow
- *   answer) or has paused the body.
+ *   framing, 408 when it stalled past body_timeout: the server answers
+ *   that itself if no response had begun), httpd_abort, or httpd_free.
+ * - One timer, one deadline at a time (enum httpd_clock): the head's, from
+ *   the connection's start or the next head's first byte, whatever comes
+ *   in meanwhile; idle_timeout between requests of a kept-alive
+ *   connection, and while a response is drained after its end;
+ *   body_timeout between two bytes of a body being read. None while the
+ *   handler holds the request otherwise (an SSE stream, an exec's output,
+ *   a slow answer) or has paused the body: a quiet stream is not idle.
  * - A body left unread when the response ends is read and dropped, and
  *   the connection kept, unless the client waits for "100 Continue" that
  *   never went out, more than body_max is still due by Content-Length, or
@@ -52,12 +55,16 @@ httpd_conn_cap(struct httpd_conn *c)
 	return (max > HTTPD_READ_MAX ? max : HTTPD_READ_MAX);
 }
 
-/* Some progress on the wire: the idle clock starts again. */
+/*
+ * Some progress on the wire: a body's or an answer's clock starts again;
+ * a head's and a linger's do not, or a byte a second would hold them.
+ */
 static void
 httpd_conn_touch(struct httpd_conn *c)
 {
-	if (ev_is_active(&c->idle))
-		ev_timer_again(c->h->loop, &c->idle);
+	if ((c->clock == HTTPD_K_BODY || c->clock == HTTPD_K_SEND) &&
+	    ev_is_active(&c->timer))
+		ev_timer_again(c->h->loop, &c->timer);
 }
 
 static void
@@ -114,6 +121,8 @@ httpd_conn_fill(struct httpd_conn *c)
 		httpd_conn_close(c, 1);
 		return;
 	}
+	if (progress && c->state == HTTPD_C_HEAD && c->head_start == 0)
+		c->head_start = ev_now(c->h->loop);
 	if (progress)
 		httpd_conn_touch(c);
 }
@@ -188,17 +197,66 @@ out:
 	httpd_conn_process(c);
 }
 
+/* A head that did not come in time: 408 if some of it did, else closed. */
 static void
-httpd_conn_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
+httpd_conn_head_late(struct httpd_conn *c)
+{
+	char	fields[64];
+
+	c->h->shed[HTTPD_SHED_HEAD_TIMEOUT]++;
+	if (c->in.len == 0 || (c->tls != NULL && !httpd_tls_done(c->tls))) {
+		log_debug("httpd: %s: no request in %g s, closed",
+		    c->l->bound, c->h->limits.head_timeout);
+		httpd_conn_close(c, 0);
+		return;
+	}
+	snprintf(fields, sizeof fields, "\"limit\":\"head_timeout\","
+	    "\"max\":%g", c->h->limits.head_timeout);
+	httpd_reject(c, 408, "request head timed out", fields);
+}
+
+static void
+httpd_conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct httpd_conn	*c = w->data;
+	struct httpd		*h = c->h;
+	char			 fields[64];
 
 	(void)loop;
 	(void)revents;
-	if (!c->shut)
-		log_debug("httpd: %s: idle for %.0f s, closed", c->l->bound,
-		    c->h->limits.idle_timeout);
-	httpd_conn_close(c, 1);
+	switch (c->clock) {
+	case HTTPD_K_HEAD:
+		httpd_conn_head_late(c);
+		break;
+	case HTTPD_K_IDLE:
+		h->shed[HTTPD_SHED_IDLE_TIMEOUT]++;
+		log_debug("httpd: %s: kept alive with no request for %g s, "
+		    "closed", c->l->bound, h->limits.idle_timeout);
+		httpd_conn_close(c, 0);
+		break;
+	case HTTPD_K_BODY:
+		h->shed[HTTPD_SHED_BODY_TIMEOUT]++;
+		snprintf(fields, sizeof fields, "\"limit\":\"body_timeout\","
+		    "\"max\":%g", h->limits.body_timeout);
+		if (c->state == HTTPD_C_REQ)
+			httpd_body_failed(c, 408, "request body timed out",
+			    fields);
+		else
+			httpd_conn_close(c, 0);
+		break;
+	case HTTPD_K_SEND:
+		h->shed[HTTPD_SHED_SEND_TIMEOUT]++;
+		log_debug("httpd: %s: the answer left unread for %g s, closed",
+		    c->l->bound, h->limits.idle_timeout);
+		httpd_conn_close(c, 1);
+		break;
+	case HTTPD_K_LINGER:
+	case HTTPD_K_NONE:
+		httpd_conn_close(c, 1);
+		break;
+	}
+	/* Spent: httpd_conn_update sets the next one. */
+	c->clock = HTTPD_K_NONE;
 	httpd_conn_process(c);
 }
 
@@ -210,8 +268,14 @@ httpd_conn_kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	httpd_conn_process(w->data);
 }
 
+/*
+ * A connection taken (httpd_admit's): peer's count already has it. Its
+ * head's clock starts now, as nginx's client_header_timeout does for a
+ * connection's first request: one that sends nothing is not kept.
+ */
 void
-httpd_conn_new(struct httpd *h, struct httpd_listener *l, int fd)
+httpd_conn_new(struct httpd *h, struct httpd_listener *l, int fd,
+    struct httpd_peer *peer)
 {
 	struct httpd_conn	*c;
 
@@ -223,20 +287,50 @@ httpd_conn_new(struct httpd *h, struct httpd_listener *l, int fd)
 	    (c->tls = httpd_tls_conn_new(l->tls, fd)) == NULL) {
 		log_warnx("httpd: %s: cannot set up TLS for a connection",
 		    l->bound);
+		httpd_peer_put(h, peer);
 		close(fd);
 		free(c);
 		return;
 	}
+	c->peer = peer;
 	c->tls_want = HTTPD_TLS_READ;
+	c->head_start = ev_now(h->loop);
 	ev_io_init(&c->rd, httpd_conn_io_cb, fd, EV_READ);
 	ev_io_init(&c->wr, httpd_conn_io_cb, fd, EV_WRITE);
-	ev_init(&c->idle, httpd_conn_idle_cb);
-	c->idle.repeat = h->limits.idle_timeout;
+	ev_init(&c->timer, httpd_conn_timer_cb);
 	ev_timer_init(&c->kick, httpd_conn_kick_cb, 0., 0.);
-	c->rd.data = c->wr.data = c->idle.data = c->kick.data = c;
+	c->rd.data = c->wr.data = c->timer.data = c->kick.data = c;
 	TAILQ_INSERT_TAIL(&h->conns, c, entry);
 	h->nconns++;
+	h->nunauth++;
 	httpd_conn_process(c);
+}
+
+/* A request carried the token: the connection is no longer the first to go. */
+void
+httpd_conn_authed(struct httpd_conn *c)
+{
+	if (c->authed)
+		return;
+	c->authed = 1;
+	c->h->nunauth--;
+}
+
+/* Waiting for a head: on its list, oldest first, where room is found. */
+static void
+httpd_conn_park(struct httpd_conn *c)
+{
+	struct httpd_conns	*want = NULL;
+
+	if (!c->dead && c->state == HTTPD_C_HEAD)
+		want = c->authed ? &c->h->idle_auth : &c->h->idle_unauth;
+	if (want == c->parked)
+		return;
+	if (c->parked != NULL)
+		TAILQ_REMOVE(c->parked, c, park);
+	if (want != NULL)
+		TAILQ_INSERT_TAIL(want, c, park);
+	c->parked = want;
 }
 
 /* The handler is told its request ended without it: once. */
@@ -268,7 +362,7 @@ httpd_conn_close(struct httpd_conn *c, int notify)
 	c->dead = 1;
 	ev_io_stop(loop, &c->rd);
 	ev_io_stop(loop, &c->wr);
-	ev_timer_stop(loop, &c->idle);
+	ev_timer_stop(loop, &c->timer);
 	ev_timer_stop(loop, &c->kick);
 	if (c->tls != NULL) {
 		httpd_tls_conn_free(c->tls);
@@ -278,6 +372,11 @@ httpd_conn_close(struct httpd_conn *c, int notify)
 	c->fd = -1;
 	TAILQ_REMOVE(&c->h->conns, c, entry);
 	c->h->nconns--;
+	if (!c->authed)
+		c->h->nunauth--;
+	httpd_conn_park(c);
+	httpd_peer_put(c->h, c->peer);
+	c->peer = NULL;
 	if (notify)
 		httpd_notify_close(c);
 	c->close_cb = NULL;
@@ -329,6 +428,8 @@ httpd_conn_next(struct httpd_conn *c)
 	c->paused = 0;
 	c->resp = HTTPD_R_NONE;
 	c->state = c->keep_alive ? HTTPD_C_HEAD : HTTPD_C_CLOSING;
+	/* A head already in (pipelined) is timed from now. */
+	c->head_start = c->in.len > 0 ? ev_now(c->h->loop) : 0;
 }
 
 /* A new request: its head parsed into c->req, c->store. */
@@ -350,7 +451,10 @@ httpd_conn_begin(struct httpd_conn *c)
 	c->resp = HTTPD_R_NONE;
 	c->resp_raw = c->req.minor == 0;
 	c->head_only = strcmp(c->req.method, "HEAD") == 0;
+	c->requests++;
 	c->req.authorized = httpd_authorized(h, c->req.authorization);
+	if (c->req.authorized)
+		httpd_conn_authed(c);
 	if (!c->req.authorized && !httpd_public(h, c->req.path)) {
 		httpd_header(c, "WWW-Authenticate: Bearer\r\n");
 		httpd_error(c, 401, "missing or wrong bearer token", NULL);
@@ -398,12 +502,79 @@ httpd_conn_head(struct httpd_conn *c)
 	return (1);
 }
 
+/* The deadline for what the connection waits on now. */
+static enum httpd_clock
+httpd_conn_clock_want(struct httpd_conn *c)
+{
+	if (c->shut)
+		return (HTTPD_K_LINGER);
+	if (c->state != HTTPD_C_REQ && httpd_pending(c) > 0)
+		return (HTTPD_K_SEND);
+	switch (c->state) {
+	case HTTPD_C_HEAD:
+		if (c->requests == 0 || c->head_start != 0 ||
+		    (c->tls != NULL && !httpd_tls_done(c->tls)))
+			return (HTTPD_K_HEAD);
+		return (HTTPD_K_IDLE);
+	case HTTPD_C_REQ:
+		if (c->body_mode != HTTPD_B_NONE && !c->body_done &&
+		    !c->paused)
+			return (HTTPD_K_BODY);
+		return (HTTPD_K_NONE);
+	case HTTPD_C_DISCARD:
+		return (HTTPD_K_BODY);
+	case HTTPD_C_CLOSING:
+		break;
+	}
+	return (HTTPD_K_SEND);
+}
+
+/* The timer set for that deadline, unless it already is. */
+static void
+httpd_conn_clock(struct httpd_conn *c)
+{
+	struct ev_loop		*loop = c->h->loop;
+	const struct httpd_limits *lim = &c->h->limits;
+	enum httpd_clock	 want = httpd_conn_clock_want(c);
+	double			 after = 0;
+
+	if (want == c->clock && (want != HTTPD_K_HEAD ||
+	    c->clock_from == c->head_start))
+		return;
+	ev_timer_stop(loop, &c->timer);
+	c->clock = want;
+	switch (want) {
+	case HTTPD_K_NONE:
+		return;
+	case HTTPD_K_HEAD:
+		c->clock_from = c->head_start;
+		after = c->head_start + lim->head_timeout - ev_now(loop);
+		if (after < 0)
+			after = 0;
+		ev_timer_set(&c->timer, after, 0.);
+		break;
+	case HTTPD_K_IDLE:
+	case HTTPD_K_SEND:
+		ev_timer_set(&c->timer, lim->idle_timeout, lim->idle_timeout);
+		break;
+	case HTTPD_K_BODY:
+		ev_timer_set(&c->timer, lim->body_timeout, lim->body_timeout);
+		break;
+	case HTTPD_K_LINGER:
+		after = lim->idle_timeout < HTTPD_LINGER ? lim->idle_timeout :
+		    HTTPD_LINGER;
+		ev_timer_set(&c->timer, after, 0.);
+		break;
+	}
+	ev_timer_start(loop, &c->timer);
+}
+
 /* Which watchers run, for what the connection waits on now. */
 static void
 httpd_conn_update(struct httpd_conn *c)
 {
 	struct ev_loop	*loop = c->h->loop;
-	int		 rd, wr, idle;
+	int		 rd, wr;
 
 	if (c->tls != NULL && !httpd_tls_done(c->tls)) {
 		rd = c->tls_want == HTTPD_TLS_READ;
@@ -427,13 +598,8 @@ httpd_conn_update(struct httpd_conn *c)
 	/* Bytes TLS already took off the socket wake no watcher. */
 	if (rd && c->tls != NULL && httpd_tls_pending(c->tls))
 		ev_feed_event(loop, &c->rd, EV_READ);
-
-	idle = c->state != HTTPD_C_REQ || (c->body_mode != HTTPD_B_NONE &&
-	    !c->body_done && !c->paused);
-	if (idle && !ev_is_active(&c->idle))
-		ev_timer_again(loop, &c->idle);
-	else if (!idle && ev_is_active(&c->idle))
-		ev_timer_stop(loop, &c->idle);
+	httpd_conn_clock(c);
+	httpd_conn_park(c);
 }
 
 /*
@@ -449,10 +615,6 @@ httpd_conn_linger(struct httpd_conn *c)
 	shutdown(c->fd, SHUT_WR);
 	c->shut = 1;
 	buf_free(&c->in);
-	ev_timer_stop(c->h->loop, &c->idle);
-	c->idle.repeat = c->h->limits.idle_timeout < HTTPD_LINGER ?
-	    c->h->limits.idle_timeout : HTTPD_LINGER;
-	ev_timer_again(c->h->loop, &c->idle);
 }
 
 /* The client sent no more: what that means depends on where we are. */

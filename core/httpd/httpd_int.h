@@ -18,9 +18,12 @@
 #define HTTPD_ACCEPT_PAUSE	0.5	/* out of fds: seconds before trying again */
 #define HTTPD_LINGER_MAX	32	/* turned-away connections draining */
 #define HTTPD_LINGER_TIME	1.0	/* seconds one may drain */
+#define HTTPD_PEER_BUCKETS	256	/* the client addresses' hash table */
 
+struct sockaddr;
 struct httpd_tls;
 struct httpd_tls_conn;
+TAILQ_HEAD(httpd_conns, httpd_conn);
 
 struct httpd_listener {
 	struct httpd	*h;
@@ -41,6 +44,32 @@ enum httpd_conn_state {
 	HTTPD_C_DISCARD,	/* the response ended: dropping its body */
 	HTTPD_C_CLOSING		/* the last response out, then closed */
 };
+
+/*
+ * Which deadline the connection's timer keeps. HEAD's is counted from
+ * c->head_start and not moved by progress, so a head sent a byte at a time
+ * still ends; BODY and SEND move with each byte; LINGER does not.
+ */
+enum httpd_clock {
+	HTTPD_K_NONE = 0,	/* the handler holds the request */
+	HTTPD_K_HEAD,		/* head_timeout for the (first) head */
+	HTTPD_K_IDLE,		/* kept alive, nothing sent: idle_timeout */
+	HTTPD_K_BODY,		/* a body wanted: body_timeout a byte */
+	HTTPD_K_SEND,		/* an answer after its end: idle_timeout */
+	HTTPD_K_LINGER		/* closing: HTTPD_LINGER at most */
+};
+
+/*
+ * One client address (IPv4, or an IPv6 /64: the least one site is given)
+ * and its connections; a unix socket's peers have none.
+ */
+struct httpd_peer {
+	unsigned char		 addr[8];
+	int			 family;
+	int			 nconns;
+	LIST_ENTRY(httpd_peer)	 entry;
+};
+LIST_HEAD(httpd_peers, httpd_peer);
 
 /* What becomes of a request body's bytes. */
 enum httpd_body_mode {
@@ -63,9 +92,17 @@ struct httpd_conn {
 	int			 fd;
 	ev_io			 rd;
 	ev_io			 wr;
-	ev_timer		 idle;
+	ev_timer		 timer;		/* the deadline c->clock says */
 	ev_timer		 kick;		/* process c->in, next turn */
 	struct httpd_tls_conn	*tls;		/* or NULL */
+	struct httpd_peer	*peer;		/* or NULL: a unix socket's */
+
+	enum httpd_clock	 clock;
+	ev_tstamp		 clock_from;	/* the head_start it counts from */
+	ev_tstamp		 head_start;	/* the head's first byte, or 0 */
+	int			 requests;	/* heads taken */
+	int			 authed;	/* a request carried the token */
+	struct httpd_conns	*parked;	/* idle_unauth or idle_auth */
 
 	enum httpd_conn_state	 state;
 	int			 depth;		/* inside our own callbacks */
@@ -105,8 +142,8 @@ struct httpd_conn {
 	void			*close_arg;
 
 	TAILQ_ENTRY(httpd_conn)	 entry;
+	TAILQ_ENTRY(httpd_conn)	 park;		/* in c->parked */
 };
-TAILQ_HEAD(httpd_conns, httpd_conn);
 
 /*
  * A connection turned away over the limit: its 503 is out and our side
@@ -134,6 +171,12 @@ struct httpd {
 	size_t			 nlisteners;
 	struct httpd_conns	 conns;
 	int			 nconns;
+	int			 nunauth;	/* of them, not authed */
+	/* Waiting for a head, oldest first: the first to close for room. */
+	struct httpd_conns	 idle_unauth;
+	struct httpd_conns	 idle_auth;
+	struct httpd_peers	 peers[HTTPD_PEER_BUCKETS];
+	unsigned long long	 shed[HTTPD_SHED_N];
 	struct httpd_lingers	 lingers;
 	int			 nlingers;
 	unsigned long long	 answered[HTTPD_CLASSES];	/* by class */
@@ -143,9 +186,18 @@ struct httpd {
 void		 httpd_count(struct httpd *, int);
 int		 httpd_authorized(struct httpd *, const char *);
 int		 httpd_public(struct httpd *, const char *);
+void		 httpd_turn_away(struct httpd *, struct httpd_listener *, int,
+		     enum httpd_shed);
+
+/* httpd_admit.c */
+void		 httpd_admit(struct httpd *, struct httpd_listener *, int,
+		     const struct sockaddr *);
+void		 httpd_peer_put(struct httpd *, struct httpd_peer *);
 
 /* httpd_conn.c */
-void		 httpd_conn_new(struct httpd *, struct httpd_listener *, int);
+void		 httpd_conn_new(struct httpd *, struct httpd_listener *, int,
+		     struct httpd_peer *);
+void		 httpd_conn_authed(struct httpd_conn *);
 void		 httpd_conn_close(struct httpd_conn *, int);
 void		 httpd_conn_free(struct httpd_conn *);
 void		 httpd_conn_queue(struct httpd_conn *, const void *, size_t);

@@ -180,7 +180,7 @@ fuzz_conn(const char *p, size_t len, size_t piece, int token)
 	l.fd = -1;
 	l.bound = "fuzz";
 	util_set_nonblock(sv[0]);
-	httpd_conn_new(h, &l, sv[0]);
+	httpd_conn_new(h, &l, sv[0], NULL);
 	for (i = 0; off < len && i < 10000; i++) {
 		n = len - off < piece ? len - off : piece;
 		if ((w = send(sv[1], p + off, n, MSG_DONTWAIT|MSG_NOSIGNAL)) >

@@ -259,15 +259,20 @@ test_limits() {
 	out=$BODY
 	expect_eq "past max_sandboxes" 503 "$CODE"
 	expect_match "names it" '"limit":"max_sandboxes","max":1' "$out"
-	# Connections held open without a request: the next one is refused.
-	# Its request comes after the server has turned it away (the sleep),
-	# and must still get the answer, not a reset.
-	python3 - "$SOCK" <<'EOF' >"$S/conns"
+	# Connections busy with a request (event streams): the next one is
+	# refused (idle ones would be closed for it instead). Its request
+	# comes after the server has turned it away (the sleep), and must
+	# still get the answer, not a reset.
+	python3 - "$SOCK" "$TOKEN" <<'EOF' >"$S/conns"
 import socket, sys, time
 held = []
 for _ in range(3):
     s = socket.socket(socket.AF_UNIX)
     s.connect(sys.argv[1])
+    s.sendall(("GET /v1/events HTTP/1.1\r\nHost: x\r\n"
+        "Authorization: Bearer %s\r\n\r\n" % sys.argv[2]).encode())
+    s.settimeout(5)
+    s.recv(4096)
     held.append(s)
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])

@@ -30,7 +30,7 @@
 #include "cmd.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	42
+#define NSETTINGS	47
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];

@@ -969,6 +969,8 @@ Test(profile, help_lists_every_setting)
 	    "console_on_failure", "warm_start", "template_ram",
 	    "template_cache_max", "serve_max_sandboxes", "serve_max_memory",
 	    "serve_max_body", "serve_max_header", "serve_max_connections",
+	    "serve_max_connections_per_address", "serve_max_unauthenticated",
+	    "serve_head_timeout", "serve_idle_timeout", "serve_body_timeout",
 	    "boot", "kernel", "initramfs", "image",
 	    "image_base_url", "images_dir", "image_sha256", "image_unverified",
 	    "image_max_size", "disk_size", "env", "cwd", "shares", "virtfs",
