@@ -455,7 +455,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	loop = ev_default_loop(EVFLAG_AUTO);
 	err = outq_new(loop, STDERR_FILENO);
-	log_set_queue(err);
+	log_set_output(outq_put, err);
 	serve_init(&srv, loop);
 	srv.profile = o.profile;
 	srv.sets = o.sets;
@@ -499,7 +499,7 @@ stop:
 	httpd_free(srv.httpd);
 	log_info("stopped");
 	outq_flush_blocking(err);
-	log_set_queue(NULL);
+	log_set_output(NULL, NULL);
 	outq_free(err);
 out:
 	free(cause);
