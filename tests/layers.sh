@@ -9,6 +9,9 @@
 # other. guest/ (the static in-guest agent) may include its own headers and
 # the wire layer's, nothing else, and no host layer includes guest/'s.
 #
+# Within a folder, calls between files go one way (tests/circles.py):
+# a circle of them fails, in every folder but those circles_open names.
+#
 #   tests/layers.sh [ROOT]      check ROOT (default: this tree)
 #   tests/layers.sh --self-test check that the check fails on planted
 #                               upward includes, and passes without them
@@ -70,7 +73,29 @@ check() {
 		done
 	done
 	echo "layers: $files files checked, $bad bad includes"
+	circles "$root" || bad=$((bad + 1))
 	[ "$bad" -eq 0 ]
+}
+
+# Inside a folder, files lean one way too (tests/circles.py): a circle of
+# calls between its files fails. The folders not yet untangled are
+# named, and their circles shown, until they are (issue #28).
+circles_open=(core/base staging core/net core/httpd lua core/vm core/cmd guest)
+circles() {
+	local root=$1 dir held=() out rc=0
+	for dir in "${!rank[@]}"; do
+		[[ " ${circles_open[*]} " == *" $dir "* ]] || held+=("$dir")
+	done
+	if ! out=$(python3 "$here/circles.py" "$root" $(printf '%s\n' \
+	    "${held[@]}" | sort)); then
+		echo "$out"
+		rc=1
+	fi
+	echo "circles: ${#held[@]} folders checked, $(grep -c . <<<"$out") circles"
+	out=$(python3 "$here/circles.py" "$root" "${circles_open[@]}")
+	[ -z "$out" ] || echo "not yet untangled (issue #28):" \
+	    "$(grep -c . <<<"$out") circles in ${circles_open[*]}"
+	return $rc
 }
 
 self_test() {
@@ -109,6 +134,21 @@ self_test() {
 		fi
 		mv "$tmp/$f.orig" "$tmp/$f"
 	done
+	# Two files of one folder that call each other.
+	printf 'int plant_b(void);\nint\nplant_a(void)\n{\n\treturn (plant_b());\n}\n' \
+	    >"$tmp/core/image/plant_a.c"
+	printf 'int plant_a(void);\nint\nplant_b(void)\n{\n\treturn (plant_a());\n}\n' \
+	    >"$tmp/core/image/plant_b.c"
+	if out=$(check "$tmp"); then
+		echo "FAIL: a circle of two files was let through"
+		fail=$((fail + 1))
+	elif ! grep -q "core/image: a circle of 2 files: plant_a.c -> plant_b.c -> plant_a.c" <<<"$out"; then
+		echo "FAIL: the circle is not named in: $out"
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+	rm -f "$tmp/core/image/plant_a.c" "$tmp/core/image/plant_b.c"
 	echo "$pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
 }
