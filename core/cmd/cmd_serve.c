@@ -404,7 +404,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	struct serve_opts	 o;
 	struct serve		 srv;
 	struct profile		 p;
-	struct httpd_limits	 hl;
+	struct httpd_limits	 hl = { 0 };
 	struct accel_choice	 accel = { 0 };
 	struct guest		 g;
 	struct ev_loop		*loop;
@@ -466,7 +466,6 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	srv.limits.body = p.serve_max_body;
 	srv.limits.header = p.serve_max_header;
 	srv.limits.connections = p.serve_max_connections;
-	memset(&hl, 0, sizeof hl);
 	hl.head_max = srv.limits.header;
 	hl.body_max = srv.limits.body;
 	hl.conns_max = srv.limits.connections;
