@@ -3,9 +3,10 @@
  * Ethernet frame preceded by its length, 4 bytes big-endian. Every frame
  * the guest sends is read here and given to the callback net.c hands down
  * (net_frame(), a layer above: it answers DNS, which sends through here);
- * every frame slirp makes is queued back, at most NET_OUT_MAX bytes (beyond that frames are
- * dropped, and TCP in the guest retransmits). A QEMU that goes away or
- * breaks the framing takes the link down; net_relink() makes a new one.
+ * every frame slirp makes is queued back, at most NET_OUT_MAX bytes
+ * (beyond that frames are dropped, and TCP in the guest retransmits). A
+ * QEMU that goes away or breaks the framing takes the link down;
+ * net_relink() makes a new one.
  */
 #include <sys/socket.h>
 
