@@ -36,25 +36,6 @@
 #define CACHE_MAGIC	"qsup-staged 1"
 #define CACHE_MANIFEST_MAX (256 << 20)
 
-/* One manifest line: "INO SIZE SEC.NSEC MODE PATH", PATH %-escaped. */
-void
-staging_manifest_add(struct buf *b, const char *rel, const struct stat *sb)
-{
-	const char	*p;
-
-	buf_printf(b, "%llu %lld %lld.%09ld %o ",
-	    (unsigned long long)sb->st_ino, (long long)sb->st_size,
-	    (long long)sb->st_mtim.tv_sec, sb->st_mtim.tv_nsec,
-	    (unsigned int)sb->st_mode);
-	for (p = rel; *p != '\0'; p++) {
-		if (*p == '\n' || *p == '%')
-			buf_printf(b, "%%%02X", (unsigned char)*p);
-		else
-			buf_add(b, p, 1);
-	}
-	buf_add(b, "\n", 1);
-}
-
 /* Does the source still match the manifest? 1 yes, 0 no. */
 static int
 cache_fresh(const char *src, const char *manifest)

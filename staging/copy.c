@@ -481,6 +481,28 @@ copy_read_dir(int fd, size_t *np)
 	return (names);
 }
 
+/*
+ * One manifest line (cache.c keeps the manifest; the copy writes it as it
+ * goes): "INO SIZE SEC.NSEC MODE PATH", PATH %-escaped.
+ */
+void
+staging_manifest_add(struct buf *b, const char *rel, const struct stat *sb)
+{
+	const char	*p;
+
+	buf_printf(b, "%llu %lld %lld.%09ld %o ",
+	    (unsigned long long)sb->st_ino, (long long)sb->st_size,
+	    (long long)sb->st_mtim.tv_sec, sb->st_mtim.tv_nsec,
+	    (unsigned int)sb->st_mode);
+	for (p = rel; *p != '\0'; p++) {
+		if (*p == '\n' || *p == '%')
+			buf_printf(b, "%%%02X", (unsigned char)*p);
+		else
+			buf_add(b, p, 1);
+	}
+	buf_add(b, "\n", 1);
+}
+
 static void copy_dir(struct copy_ctx *, int, int, int);
 
 /* One directory entry; c->rel already names it. */

@@ -49,6 +49,8 @@ int		 staging_ignored(const char *const *, const char *, int);
 void		 staging_stats_free(struct staging_stats *);
 int		 staging_remove(const char *);
 int		 staging_on_overlay(const char *);
+void		 staging_manifest_add(struct buf *, const char *,
+		     const struct stat *);
 
 /* cache.c */
 int		 staging_cache_stage(const char *, const char *, int,
@@ -56,8 +58,6 @@ int		 staging_cache_stage(const char *, const char *, int,
 		     struct staging_stats *, char **);
 void		 staging_cache_release(int);
 int		 staging_cache_cmd(const char *, int, int);
-void		 staging_manifest_add(struct buf *, const char *,
-		     const struct stat *);
 
 /* ldd.c */
 enum staging_via {

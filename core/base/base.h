@@ -79,8 +79,7 @@ char		*token_hex_of(const unsigned char *, size_t);
 /* log.c */
 extern int	 log_verbose;
 void		 log_init(const char *);
-struct outq;
-void		 log_set_queue(struct outq *);
+void		 log_set_output(void (*)(void *, const void *, size_t), void *);
 void		 log_debug(const char *, ...)
 		     __attribute__((format(printf, 1, 2)));
 void		 log_info(const char *, ...)
@@ -99,6 +98,7 @@ struct ev_loop;
 struct outq;
 struct outq	*outq_new(struct ev_loop *, int);
 void		 outq_write(struct outq *, const void *, size_t);
+void		 outq_put(void *, const void *, size_t);
 size_t		 outq_pending(struct outq *);
 void		 outq_set_drain_cb(struct outq *, void (*)(void *), void *);
 int		 outq_flush_blocking(struct outq *);

@@ -1,6 +1,11 @@
 /*
  * Messages for a person, on stderr, prefixed "qsup: ".
  * log_warn appends strerror(errno); log_warnx does not.
+ *
+ * The bottom of core/base: it uses libc only, so that every other file
+ * of the folder (allocation in util.c first) may die through fatalx.
+ * Where the messages go while the loop runs is handed down to it
+ * (log_set_output) rather than known here.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +16,9 @@
 
 int		 log_verbose;
 static const char *log_name = "qsup";
-static struct outq *log_queue;	/* stderr's queue while the loop runs */
+/* where messages go while the loop runs: stderr's queue */
+static void	(*log_out)(void *, const void *, size_t);
+static void	*log_out_arg;
 
 void
 log_init(const char *name)
@@ -20,14 +27,39 @@ log_init(const char *name)
 }
 
 /*
- * While set, messages go through q (the non-blocking queue in front of
- * stderr) rather than stdio: a stderr nobody reads then holds them, not
- * qsup, and they keep their order with the command's own stderr.
+ * While set, messages go through out(arg, ...) (outq_put onto the
+ * non-blocking queue in front of stderr) rather than stdio: a stderr
+ * nobody reads then holds them, not qsup, and they keep their order with
+ * the command's own stderr. NULL goes back to stdio.
  */
 void
-log_set_queue(struct outq *q)
+log_set_output(void (*out)(void *, const void *, size_t), void *arg)
 {
-	log_queue = q;
+	log_out = out;
+	log_out_arg = arg;
+}
+
+/* xvasprintf's contract without util.c, which leans on this file. */
+static int
+log_vasprintf(char **ret, const char *fmt, va_list ap)
+{
+	int	n;
+
+	if ((n = vasprintf(ret, fmt, ap)) == -1)
+		fatalx("out of memory (formatting)");
+	return (n);
+}
+
+static int
+log_asprintf(char **ret, const char *fmt, ...)
+{
+	va_list	ap;
+	int	n;
+
+	va_start(ap, fmt);
+	n = log_vasprintf(ret, fmt, ap);
+	va_end(ap);
+	return (n);
 }
 
 static void
@@ -38,13 +70,13 @@ log_vwrite(const char *fmt, va_list ap, const char *suffix)
 	char	*line;
 	int	 n;
 
-	xvasprintf(&msg, fmt, ap);
+	log_vasprintf(&msg, fmt, ap);
 	if (suffix != NULL)
-		n = xasprintf(&line, "%s: %s: %s\n", log_name, msg, suffix);
+		n = log_asprintf(&line, "%s: %s: %s\n", log_name, msg, suffix);
 	else
-		n = xasprintf(&line, "%s: %s\n", log_name, msg);
-	if (log_queue != NULL)
-		outq_write(log_queue, line, n);
+		n = log_asprintf(&line, "%s: %s\n", log_name, msg);
+	if (log_out != NULL)
+		log_out(log_out_arg, line, n);
 	else
 		fputs(line, stderr);
 	free(line);

@@ -118,6 +118,13 @@ outq_write(struct outq *q, const void *data, size_t len)
 	}
 }
 
+/* outq_write as a callback (log_set_output), as buf_put is buf_add. */
+void
+outq_put(void *arg, const void *data, size_t len)
+{
+	outq_write(arg, data, len);
+}
+
 size_t
 outq_pending(struct outq *q)
 {

@@ -462,7 +462,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	struct serve_opts	 o;
 	struct serve		 srv;
 	struct profile		 p;
-	struct httpd_limits	 hl;
+	struct httpd_limits	 hl = { 0 };
 	struct accel_choice	 accel = { 0 };
 	struct guest		 g;
 	struct ev_loop		*loop;
@@ -513,7 +513,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	loop = ev_default_loop(EVFLAG_AUTO);
 	err = outq_new(loop, STDERR_FILENO);
-	log_set_queue(err);
+	log_set_output(outq_put, err);
 	serve_init(&srv, loop);
 	srv.profile = o.profile;
 	srv.sets = o.sets;
@@ -548,7 +548,7 @@ stop:
 	httpd_free(srv.httpd);
 	log_info("stopped");
 	outq_flush_blocking(err);
-	log_set_queue(NULL);
+	log_set_output(NULL, NULL);
 	outq_free(err);
 out:
 	free(cause);

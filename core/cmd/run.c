@@ -968,7 +968,7 @@ run_loop_init(struct run *r)
 	r->loop = ev_default_loop(EVFLAG_AUTO);
 	r->out = outq_new(r->loop, STDOUT_FILENO);
 	r->err = outq_new(r->loop, STDERR_FILENO);
-	log_set_queue(r->err);
+	log_set_output(outq_put, r->err);
 	outq_set_drain_cb(r->out, run_drain_cb, r);
 	outq_set_drain_cb(r->err, run_drain_cb, r);
 	/*
@@ -1105,7 +1105,7 @@ done:
 		ev_signal_stop(r.loop, &r.winch);
 		/* What was said since the last flush (a second signal: no). */
 		outq_flush_blocking(r.err);
-		log_set_queue(NULL);
+		log_set_output(NULL, NULL);
 		outq_free(r.out);
 		outq_free(r.err);
 	}

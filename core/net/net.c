@@ -14,7 +14,7 @@
  *   slirp's sockets	NET_SOCKETS_MAX (every guest connection, UDP flow
  *			or ping slirp opens one for); past it new ones are
  *			dropped: a SYN is sent again by the guest
- *   proxy and maps	NET_CONNS_MAX connections in all (net_conn_open),
+ *   proxy and maps	NET_CONNS_MAX connections in all (net_proxy_accept),
  *			NET_PROXY_BUF_MAX each way each (net_proxy.c)
  *   DNS		DNS_PENDING_MAX lookups at once (net_dns.c)
  *   the listing	NET_DESTS_MAX destinations, then only counted
@@ -29,17 +29,22 @@
  *               answers the names the rules allow (net_dns.c)
  *   open        slirp unrestricted: everything, the host's 127.0.0.1 too
  *
- * The files of the layer (net_int.h declares what they share):
+ * The files of the layer (net_int.h declares what they share), top down;
+ * each calls only files below it, so they can be read, tested and changed
+ * a layer at a time. net.c owns struct net and hands it down: the lower
+ * files read the fields they need from it, and what must go up goes
+ * through a callback (net_link.c's frames to net_frame()).
  *   net.c          the network's life: net_new, net_free, QEMU's arguments
+ *   net_frame.c    what each frame from the guest goes through
+ *   net_dns.c      the guest's resolver, answered from the frames
  *   net_slirp.c    libslirp's callbacks, driven by the loop
  *   net_link.c     the socketpair to QEMU, frames in and out
- *   net_frame.c    what each frame from the guest goes through
  *   net_map.c      TCP maps into our listeners, host ports forwarded
- *   net_stats.c    what the guest tried, counted and listed
- *   net_dns.c      the guest's resolver, answered from the frames
  *   net_proxy.c    the HTTP proxy and the TCP maps' listeners
+ *   net_stats.c    what the guest tried, counted and listed
+ *   net_rule.c     network modes' names, network_allow and network_rules,
+ *                  and their matching
  *   net_resolve.c  getaddrinfo_a, answered in the loop
- *   net_rule.c     network_allow and network_rules, and their matching
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -55,56 +60,6 @@
 #include <ev.h>
 
 #include "net_int.h"
-
-/*
- * One more connection through the proxy or a TCP map, if there is room
- * (NET_CONNS_MAX for all listeners together: each holds two descriptors
- * and two buffers); -1 if not. net_conn_close gives it back.
- */
-int
-net_conn_open(struct net *net)
-{
-	if (net->nconns >= NET_CONNS_MAX)
-		return (-1);
-	net->nconns++;
-	return (0);
-}
-
-/* A connection of net_conn_open() is closed. */
-void
-net_conn_close(struct net *net)
-{
-	net->nconns--;
-}
-
-/* The allowlist, for the proxy and DNS; *n rules. */
-const struct net_rule *
-net_rules(struct net *net, size_t *n)
-{
-	*n = net->nrules;
-	return (net->rules);
-}
-
-/* The mode net was made for. */
-enum net_mode
-net_mode(struct net *net)
-{
-	return (net->mode);
-}
-
-/* The host lookups of the proxy and DNS, shared. */
-struct net_resolver *
-net_resolver(struct net *net)
-{
-	return (net->resolver);
-}
-
-/* The loop net runs in. */
-struct ev_loop *
-net_loop(struct net *net)
-{
-	return (net->loop);
-}
 
 /* The directory of the unix sockets: the caller's, or one of our own. */
 static int
@@ -154,7 +109,7 @@ net_start(struct net *net, char **cause)
 {
 	if (net_slirp_start(net, cause) == -1)
 		return (-1);
-	net_link_start(net);
+	net_link_start(net, net_frame);
 	if (net_relink(net, cause) == -1)
 		return (-1);
 
@@ -241,16 +196,6 @@ net_guest_env(struct net *net)
 	return (net->env);
 }
 
-/* QEMU has forked with its end: ours must not keep it open. */
-void
-net_qemu_started(struct net *net)
-{
-	if (net->qemu_fd != -1) {
-		close(net->qemu_fd);
-		net->qemu_fd = -1;
-	}
-}
-
 /* The network gone: its listeners, slirp, the link, what it counted. */
 void
 net_free(struct net *net)
@@ -303,21 +248,4 @@ net_free(struct net *net)
 	for (i = 0; i < sizeof net->env / sizeof net->env[0]; i++)
 		free(net->env[i]);
 	free(net);
-}
-
-/* The name of network mode m, as profiles write it. */
-const char *
-net_mode_name(enum net_mode m)
-{
-	switch (m) {
-	case NET_MODE_RESTRICTED:
-		return ("restricted");
-	case NET_MODE_NONE:
-		return ("none");
-	case NET_MODE_ALLOWLIST:
-		return ("allowlist");
-	case NET_MODE_OPEN:
-		return ("open");
-	}
-	return ("?");
 }

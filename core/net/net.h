@@ -40,9 +40,9 @@ struct net_port {
 	char		*address;	/* host address to listen on */
 	int		 from_rule;	/* as in struct net_rule */
 };
-const char	*net_mode_name(enum net_mode);
 
-/* net_rule.c: network_allow rules, and network_rules compiled */
+/* net_rule.c: the modes' names, network_allow rules, network_rules compiled */
+const char	*net_mode_name(enum net_mode);
 #define NET_RULE_IN_MAX	64	/* ports of one range forwarded in */
 int		 net_rule_parse(const char *, struct net_rule *, char **);
 #define NET_RULE_HOST_ADDR 0x1	/* net_rule_parse_host(): an address will do */

@@ -265,10 +265,11 @@ net_dns_query(struct net_dns *dns, struct net_dns_query *q,
 			net_dns_reply(dns, q, DNS_NOERROR, NULL, 0);
 		return;
 	}
-	rules = net_rules(net, &nrules);
-	if (net_mode(net) != NET_MODE_ALLOWLIST ||
+	rules = net->rules;
+	nrules = net->nrules;
+	if (net->mode != NET_MODE_ALLOWLIST ||
 	    net_rule_match(rules, nrules, q->name, NULL, 0) == NULL) {
-		why = net_mode(net) != NET_MODE_ALLOWLIST ?
+		why = net->mode != NET_MODE_ALLOWLIST ?
 		    xstrdup("the network is restricted") : net_rule_why(rules,
 		    nrules, q->name, NULL, 0, "no rule allows the name");
 		net_note(net, "dns", q->name, 0, why);
@@ -287,7 +288,7 @@ net_dns_query(struct net_dns *dns, struct net_dns_query *q,
 	}
 	pq = xmalloc(sizeof *pq);
 	*pq = *q;
-	pq->lookup = net_lookup_start(net_resolver(net), pq->name, 0, AF_INET,
+	pq->lookup = net_lookup_start(net->resolver, pq->name, 0, AF_INET,
 	    net_dns_lookup_cb, pq, &err);
 	if (pq->lookup == NULL) {
 		net_dns_reply(dns, q, DNS_SERVFAIL, NULL, 0);

@@ -57,6 +57,8 @@ struct net {
 	ev_prepare		 prepare;
 	ev_check		 check;
 	ev_timer		 tick;
+	void			(*frame_cb)(struct net *,	/* net_frame() */
+				    const unsigned char *, size_t);
 	unsigned char		*in;
 	size_t			 inlen;
 	struct buf		 out;
@@ -67,7 +69,7 @@ struct net {
 	unsigned int		 gen;
 	int			 nsockets;	/* slirp's open sockets */
 
-	int			 nconns;	/* net_conn_open() */
+	int			 nconns;	/* of the proxy and maps (net_proxy.c) */
 
 	char			*dir;		/* the unix sockets */
 	int			 own_dir;
@@ -86,31 +88,40 @@ struct net {
 	size_t			 ndests;
 };
 
-/* net.c: the network's life, and what its other files ask of it */
-const struct net_rule *net_rules(struct net *, size_t *);
-int		 net_conn_open(struct net *);
-void		 net_conn_close(struct net *);
-enum net_mode net_mode(struct net *);
-struct net_resolver *net_resolver(struct net *);
-struct ev_loop	*net_loop(struct net *);
+/*
+ * The files' sections, top down: each file calls only those below it (see
+ * net.c; tests/circles.py checks). What a lower file needs of the network
+ * it reads from struct net; what it reports up goes through a callback.
+ */
+/* net.c: the network's life, on top; it owns struct net (net.h only) */
+/* net_frame.c: what each frame from the guest goes through */
+void		 net_frame(struct net *, const unsigned char *, size_t);
+/* net_dns.c: the guest's resolver, answered from the frames */
+struct net_dns	*net_dns_new(struct net *);
+int		 net_dns_frame(struct net_dns *, const unsigned char *, size_t);
+void		 net_dns_free(struct net_dns *);
 /* net_slirp.c: libslirp driven by the loop */
 int		 net_slirp_start(struct net *, char **);
 void		 net_slirp_free(struct net *);
 /* net_link.c: the socketpair to QEMU, a frame at a time */
-void		 net_link_start(struct net *);
+void		 net_link_start(struct net *, void (*)(struct net *,
+		     const unsigned char *, size_t));
 void		 net_link_send(struct net *, const void *, size_t);
 void		 net_link_flush(struct net *);
-/* net_frame.c: what each frame from the guest goes through */
-void		 net_frame(struct net *, const unsigned char *, size_t);
 /* net_map.c: TCP maps into our listeners, host ports forwarded */
 int		 net_map_add(struct net *, const char *, struct in_addr, int,
 		     const char *, int, char **);
 int		 net_map_at(struct net *, const unsigned char *, int);
 int		 net_map_find(struct net *, const char *, struct in_addr *);
+/* net_proxy.c: the HTTP proxy and TCP maps, one unix listener each */
+struct net_proxy *net_proxy_new(struct net *, const char *, const char *, int,
+		     char **);
+void		 net_proxy_accept(struct net_proxy *);
+void		 net_proxy_free(struct net_proxy *);
 /* net_stats.c: what the guest tried, counted and listed */
 void		 net_note(struct net *, const char *, const char *, int,
 		     const char *);
-/* net_rule.c */
+/* net_rule.c: matching destinations against the rules (net.h: parsing) */
 int		 net_host_valid(const char *);
 const struct net_rule *net_rule_match(const struct net_rule *,
 		     size_t, const char *, const struct sockaddr *, int);
@@ -131,14 +142,5 @@ struct net_lookup *net_lookup_start(struct net_resolver *, const char *, int,
 void		 net_lookup_cancel(struct net_lookup *);
 int		 net_name_loopback(const char *);
 void		 net_resolver_free(struct net_resolver *);
-/* net_proxy.c: the HTTP proxy and TCP maps, one unix listener each */
-struct net_proxy *net_proxy_new(struct net *, const char *, const char *, int,
-		     char **);
-void		 net_proxy_accept(struct net_proxy *);
-void		 net_proxy_free(struct net_proxy *);
-/* net_dns.c: the guest's resolver, answered from the frames */
-struct net_dns	*net_dns_new(struct net *);
-int		 net_dns_frame(struct net_dns *, const unsigned char *, size_t);
-void		 net_dns_free(struct net_dns *);
 
 #endif

@@ -1,10 +1,12 @@
 /*
  * The link to QEMU: one end of a socketpair (-netdev stream), each
  * Ethernet frame preceded by its length, 4 bytes big-endian. Every frame
- * the guest sends is read here and given to net_frame(); every frame slirp
- * makes is queued back, at most NET_OUT_MAX bytes (beyond that frames are
- * dropped, and TCP in the guest retransmits). A QEMU that goes away or
- * breaks the framing takes the link down; net_relink() makes a new one.
+ * the guest sends is read here and given to the callback net.c hands down
+ * (net_frame(), a layer above: it answers DNS, which sends through here);
+ * every frame slirp makes is queued back, at most NET_OUT_MAX bytes
+ * (beyond that frames are dropped, and TCP in the guest retransmits). A
+ * QEMU that goes away or breaks the framing takes the link down;
+ * net_relink() makes a new one.
  */
 #include <sys/socket.h>
 
@@ -103,7 +105,7 @@ net_link_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 
-/* Frames from QEMU: each given to net_frame(), whole or not at all. */
+/* Frames from QEMU: each given to net->frame_cb, whole or not at all. */
 static void
 net_link_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -139,7 +141,7 @@ net_link_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (net->inlen - off - 4 < len)
 			break;
 		if (len >= 14)
-			net_frame(net, p + 4, len);
+			net->frame_cb(net, p + 4, len);
 		off += 4 + len;
 		/*
 		 * slirp connects to our unix sockets with a blocking
@@ -158,6 +160,16 @@ net_link_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+
+/* QEMU has forked with its end: ours must not keep it open. */
+void
+net_qemu_started(struct net *net)
+{
+	if (net->qemu_fd != -1) {
+		close(net->qemu_fd);
+		net->qemu_fd = -1;
+	}
+}
 
 /*
  * A new link to QEMU: a socketpair, its watcher, the -netdev argument
@@ -201,10 +213,15 @@ net_relink(struct net *net, char **cause)
 	return (0);
 }
 
-/* The link's buffer and watchers, before its first net_relink(). */
+/*
+ * The link's buffer and watchers, before its first net_relink(); each
+ * frame from the guest will go to frame_cb.
+ */
 void
-net_link_start(struct net *net)
+net_link_start(struct net *net, void (*frame_cb)(struct net *,
+    const unsigned char *, size_t))
 {
+	net->frame_cb = frame_cb;
 	net->in = xmalloc(NET_IN_SIZE);
 	ev_init(&net->rd, net_link_read_cb);
 	net->rd.data = net;

@@ -179,7 +179,7 @@ net_proxy_conn_free(struct net_proxy_conn *c)
 
 	TAILQ_REMOVE(&px->conns, c, entry);
 	px->nconns--;
-	net_conn_close(px->net);
+	px->net->nconns--;
 	net_lookup_cancel(c->lookup);
 	ev_io_stop(px->loop, &c->crd);
 	ev_io_stop(px->loop, &c->cwr);
@@ -317,7 +317,8 @@ net_proxy_lookup_cb(const struct addrinfo *res, int err, void *arg)
 	char				*why = NULL;
 
 	c->lookup = NULL;
-	rules = net_rules(c->px->net, &nrules);
+	rules = c->px->net->rules;
+	nrules = c->px->net->nrules;
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
 			continue;
@@ -367,7 +368,8 @@ net_proxy_start(struct net_proxy_conn *c)
 
 	xasprintf(&c->what, strchr(c->host, ':') != NULL ? "[%s]:%d" :
 	    "%s:%d", c->host, c->port);
-	rules = net_rules(c->px->net, &nrules);
+	rules = c->px->net->rules;
+	nrules = c->px->net->nrules;
 	memset(&ss, 0, sizeof ss);
 	if (inet_pton(AF_INET, c->host, &sin->sin_addr) == 1 ||
 	    inet_pton(AF_INET6, c->host, &sin6->sin6_addr) == 1) {
@@ -404,7 +406,7 @@ net_proxy_start(struct net_proxy_conn *c)
 	}
 	c->state = NET_PROXY_LOOKUP;
 	net_proxy_timer(c, NET_PROXY_CONNECT_TIMEOUT);
-	c->lookup = net_lookup_start(net_resolver(c->px->net), c->host,
+	c->lookup = net_lookup_start(c->px->net->resolver, c->host,
 	    c->port, AF_UNSPEC, net_proxy_lookup_cb, c, &err);
 	if (c->lookup == NULL) {
 		log_debug("net: cannot resolve %s: %s", c->host,
@@ -901,12 +903,17 @@ net_proxy_accept(struct net_proxy *px)
 			}
 			return;
 		}
-		if (net_conn_open(px->net) == -1) {
+		/*
+		 * NET_CONNS_MAX over all listeners together, counted in net:
+		 * each connection holds two descriptors and two buffers.
+		 */
+		if (px->net->nconns >= NET_CONNS_MAX) {
 			net_note(px->net, px->host != NULL ? "tcp" : "http",
 			    "(any)", 0, "too many connections at once");
 			close(fd);
 			continue;
 		}
+		px->net->nconns++;
 		net_proxy_conn_new(px, fd);
 	}
 }
@@ -949,7 +956,7 @@ net_proxy_new(struct net *net, const char *path, const char *host, int port,
 	memcpy(sun.sun_path, path, strlen(path) + 1);
 	px = xcalloc(1, sizeof *px);
 	px->net = net;
-	px->loop = net_loop(net);
+	px->loop = net->loop;
 	px->path = xstrdup(path);
 	px->host = host != NULL ? xstrdup(host) : NULL;
 	px->port = port;

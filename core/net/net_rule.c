@@ -940,3 +940,20 @@ net_rule_addr_allowed(const struct net_rule *rules, size_t n,
 	return (net_name_loopback(name_rule->host) &&
 	    net_rule_addr_loopback(addr));
 }
+
+/* The name of network mode m, as profiles write it. */
+const char *
+net_mode_name(enum net_mode m)
+{
+	switch (m) {
+	case NET_MODE_RESTRICTED:
+		return ("restricted");
+	case NET_MODE_NONE:
+		return ("none");
+	case NET_MODE_ALLOWLIST:
+		return ("allowlist");
+	case NET_MODE_OPEN:
+		return ("open");
+	}
+	return ("?");
+}
