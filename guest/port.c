@@ -296,28 +296,6 @@ port_body(struct port *p)
 	return (p->left == 0);
 }
 
-/* "/exec/<id>/<op>": 0 and the parts, or -1. */
-static int
-port_exec_path(const char *path, unsigned *id, const char **op)
-{
-	const char	*s = path + strlen("/exec/");
-	unsigned long	 v = 0;
-	int		 digits = 0;
-
-	if (strncmp(path, "/exec/", 6) != 0)
-		return (-1);
-	for (; *s >= '0' && *s <= '9'; s++) {
-		if (++digits > 9)
-			return (-1);
-		v = v * 10 + (*s - '0');
-	}
-	if (digits == 0 || *s != '/')
-		return (-1);
-	*id = v;
-	*op = s + 1;
-	return (0);
-}
-
 static void
 port_ping(struct port *p)
 {
@@ -434,7 +412,7 @@ port_exec_op(struct port *p, struct exec *e, const char *op)
 	unsigned	 rows, cols;
 	int		 r;
 
-	if (strcmp(op, "stdin") == 0) {
+	if (strcmp(op, WIRE_OP_STDIN) == 0) {
 		r = exec_stdin(e, p, &p->body, &cause);
 		if (r == -1)
 			port_error(p, 409, cause);
@@ -442,10 +420,10 @@ port_exec_op(struct port *p, struct exec *e, const char *op)
 			port_respond(p, 204, NULL);
 		else
 			p->state = PORT_STDIN;
-	} else if (strcmp(op, "close") == 0) {
+	} else if (strcmp(op, WIRE_OP_CLOSE) == 0) {
 		exec_close_stdin(e);
 		port_respond(p, 204, NULL);
-	} else if (strcmp(op, "resize") == 0) {
+	} else if (strcmp(op, WIRE_OP_RESIZE) == 0) {
 		if (port_resize_body(p, &rows, &cols) == -1)
 			port_error(p, 400, "expected \"ROWS COLS\", each "
 			    "1-10000");
@@ -526,16 +504,16 @@ port_dispatch(struct port *p)
 			p->agent->poweroff = 1;
 		}
 	} else if (st->error != NULL &&
-	    (strcmp(path, "/exec") == 0 || strncmp(path, "/exec/", 6) == 0))
+	    (strcmp(path, WIRE_EXEC) == 0 ||
+	    strncmp(path, WIRE_EXEC "/", sizeof WIRE_EXEC) == 0))
 		port_error(p, 503, st->error);
-	else if (strcmp(path, "/exec") == 0) {
+	else if (strcmp(path, WIRE_EXEC) == 0) {
 		if (!post)
 			port_error(p, 405, "use POST");
 		else
 			port_exec(p);
-	} else if (port_exec_path(path, &id, &op) == 0 &&
-	    (strcmp(op, "stdin") == 0 || strcmp(op, "close") == 0 ||
-	    strcmp(op, "signal") == 0 || strcmp(op, "resize") == 0)) {
+	} else if (wire_exec_path_parse(path, &id, &op) == 0 &&
+	    wire_exec_op(op)) {
 		if (!post)
 			port_error(p, 405, "use POST");
 		else if ((e = exec_find(p->agent, id)) == NULL)

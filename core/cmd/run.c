@@ -2,10 +2,12 @@
  * "qsup run": one sandbox, one command. Boot, run the command with its
  * stdio streamed both ways, pass its exit status through, tear down.
  *
- * Agent ports: 0 carries the ping and then the exec stream, 1 the stdin
- * uploads (each waits for the command to take the bytes, so it may block),
- * 2 signals and terminal resizes, which must get through even when stdin
- * is stuck.
+ * The command is an exec (core/vm/exec.c), which speaks the agent's
+ * protocol; this file says what to run and where its output goes. Agent
+ * ports: 0 carries the ping and then the exec stream, 1 the stdin uploads
+ * (each waits for the command to take the bytes, so it may block), 2
+ * signals, terminal resizes and stdin's close, which must get through
+ * even when stdin is stuck.
  *
  * With -t the command runs on a terminal in the guest, and when our stdin
  * is a terminal it is in raw mode while the command runs: every key, ^C
@@ -54,6 +56,7 @@ struct run {
 	ev_io			 in;
 	int			 in_eof;
 	int			 forward_stdin;	/* else only /close */
+	struct exec		*x;		/* the command, once ready */
 
 	ev_signal		 winch;		/* -t: our terminal's size */
 	unsigned		 rows;		/* the guest terminal's, as */
@@ -62,14 +65,10 @@ struct run {
 	ev_async		 sigasync;	/* run_sig_handler's news */
 	int			 hard_stop;	/* a second signal came */
 	int			 retry;		/* boot again (run_kvm_failed) */
-	ev_timer		 timeout;
 	ev_timer		 grace;
 	ev_timer		 lost;
 
-	long long		 exec_id;	/* -1 until "start" */
-	int			 exit_seen;	/* the exit event arrived */
-	struct agent_exit	 exit;		/* what it said */
-	int			 exited;	/* and its stream ended well */
+	int			 exited;	/* its stream ended well */
 	int			 status;	/* qsup's exit status */
 	long long		 exit_signal;	/* 0 or the signal */
 	int			 interrupted;	/* the signal we got */
@@ -107,19 +106,15 @@ static ev_async			*run_sig_async;
 static void
 run_tty_resize(struct run *r)
 {
-	char		path[64], body[32];
 	unsigned	rows, cols;
 
 	(void)cmd_tty_size(&rows, &cols);
-	if (r->exec_id < 0 || r->exited || rows == 0 ||
+	if (r->x == NULL || exec_id(r->x) < 0 || r->exited || rows == 0 ||
 	    (rows == r->rows && cols == r->cols))
 		return;
 	r->rows = rows;
 	r->cols = cols;
-	snprintf(path, sizeof path, "/exec/%lld/resize", r->exec_id);
-	snprintf(body, sizeof body, "%u %u", rows, cols);
-	agent_request(sandbox_port(r->sb, RUN_PORT_CONTROL), "POST", path,
-	    body, strlen(body), NULL, NULL, r);
+	exec_resize(r->x, rows, cols, NULL, NULL);
 }
 
 static void
@@ -204,13 +199,12 @@ static void
 run_drain_cb(void *arg)
 {
 	struct run		*r = arg;
-	struct agent_conn	*c;
 
-	/* Also called for qsup's own messages, before the agent exists. */
-	if (r->sb == NULL || (c = sandbox_port(r->sb, RUN_PORT_EXEC)) == NULL)
+	/* Also called for qsup's own messages, before the command exists. */
+	if (r->x == NULL)
 		return;
 	if (outq_pending(r->out) + outq_pending(r->err) < RUN_OUT_HIGH)
-		agent_conn_pause(c, 0);
+		exec_resume(r->x);
 }
 
 /* Keep the last bytes of the command's stderr, for run_exit_hint. */
@@ -247,35 +241,39 @@ run_exit_hint(struct run *r, int status)
 	free(line);
 }
 
-static void
-run_output(struct run *r, struct outq *q, const char *data, size_t len)
+/* The command's output to ours; held in the guest while ours is full. */
+static int
+run_output_cb(struct exec *x, enum exec_stream stream, const char *data,
+    size_t len, void *arg)
 {
+	struct run	*r = arg;
+	struct outq	*q = stream == EXEC_STDERR ? r->err : r->out;
 	unsigned char	*raw;
 	size_t		 n;
 
+	(void)x;
 	raw = xmalloc(len * 3 / 4 + 3);
 	n = util_base64_decode(data, len, raw);
 	outq_write(q, raw, n);
 	if (q == r->err && r->sparse)
 		run_err_tail(r, raw, n);
 	free(raw);
-	if (outq_pending(r->out) + outq_pending(r->err) >= RUN_OUT_HIGH)
-		agent_conn_pause(sandbox_port(r->sb, RUN_PORT_EXEC), 1);
+	return (outq_pending(r->out) + outq_pending(r->err) >= RUN_OUT_HIGH);
 }
 
+/* The agent took what we read (read on), or takes no more. */
 static void
-run_stdin_done_cb(int status, const char *body, size_t len, void *arg)
+run_stdin_cb(struct exec *x, enum exec_stdin_news news, void *arg)
 {
 	struct run	*r = arg;
 
-	(void)body;
-	(void)len;
-	if (status != 204) {
+	(void)x;
+	if (news == EXEC_STDIN_REFUSED) {
 		/* The command is gone or closed its stdin: stop sending. */
 		r->in_eof = 1;
 		return;
 	}
-	if (!r->in_eof && !r->exited)
+	if (news == EXEC_STDIN_SENT && !r->in_eof && !r->exited)
 		ev_io_start(r->loop, &r->in);
 }
 
@@ -283,7 +281,7 @@ static void
 run_stdin_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct run	*r = w->data;
-	char		*chunk, path[64];
+	char		*chunk;
 	ssize_t		 n;
 
 	(void)revents;
@@ -301,63 +299,35 @@ run_stdin_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		 * the guest's terminal starts): typed for the end of what we
 		 * forwarded, as script(1) does, so "cat" there ends too.
 		 */
-		if (r->opts->tty && r->forward_stdin) {
-			snprintf(path, sizeof path, "/exec/%lld/stdin",
-			    r->exec_id);
-			agent_request(sandbox_port(r->sb, RUN_PORT_STDIN),
-			    "POST", path, "\004", 1, NULL, NULL, r);
-		}
-		snprintf(path, sizeof path, "/exec/%lld/close", r->exec_id);
-		agent_request(sandbox_port(r->sb, RUN_PORT_STDIN), "POST", path,
-		    NULL, 0, NULL, NULL, r);
+		if (r->opts->tty && r->forward_stdin)
+			(void)exec_stdin_write(r->x, "\004", 1);
+		exec_stdin_close(r->x);
 	} else {
 		/* One upload in flight: the agent's 204 paces us. */
-		snprintf(path, sizeof path, "/exec/%lld/stdin", r->exec_id);
-		agent_request(sandbox_port(r->sb, RUN_PORT_STDIN), "POST", path,
-		    chunk, n, run_stdin_done_cb, NULL, r);
+		(void)exec_stdin_write(r->x, chunk, n);
 	}
 	free(chunk);
 }
 
+/* To the command, once it started and until it exited. */
 static void
 run_send_signal(struct run *r, int sig)
 {
-	char	path[64], body[16];
-
-	if (r->exec_id < 0 || r->exited)
+	if (r->x == NULL || r->exited)
 		return;
-	snprintf(path, sizeof path, "/exec/%lld/signal", r->exec_id);
-	snprintf(body, sizeof body, "%d", sig);
-	agent_request(sandbox_port(r->sb, RUN_PORT_CONTROL), "POST", path,
-	    body, strlen(body), NULL, NULL, r);
-}
-
-/*
- * The exit event: checked, and kept until the stream ends well. Until then
- * it is only the guest's word: the timeout, signals and the start of the
- * next phase do not depend on it (a guest can forge one).
- */
-static int
-run_exit_event(struct run *r, const char *data, size_t len, char **cause)
-{
-	if (agent_parse_exit(data, len, &r->exit, cause) == -1)
-		return (-1);
-	r->exit_seen = 1;
-	return (0);
+	(void)exec_signal(r->x, sig, NULL, NULL);
 }
 
 /* The exec stream ended after its exit event: the command is done. */
 static void
-run_exited(struct run *r)
+run_exited(struct run *r, const struct exec_result *x)
 {
-	struct agent_exit	*x = &r->exit;
 	char			*oom;
 	int			 status;
 
 	r->exited = 1;
 	r->t_exit = util_now();
 	r->qemu_rss_kb = sandbox_qemu_rss_kb(r->sb);
-	ev_timer_stop(r->loop, &r->timeout);
 	ev_io_stop(r->loop, &r->in);
 	cmd_tty_restore();
 	if (x->signal > 0) {
@@ -376,69 +346,32 @@ run_exited(struct run *r)
 	if (!r->interrupted && !r->timed_out)
 		r->status = status;
 	run_exit_hint(r, status);
-	if (x->error != NULL) {
-		log_warnx("%s", x->error);
-		run_set_error(r, x->error);
+	if (x->exit_error != NULL) {
+		log_warnx("%s", x->exit_error);
+		run_set_error(r, x->exit_error);
 	}
 }
 
-/* One event of the exec stream; -1 if it breaks the protocol. */
-static int
-run_event_cb(const char *event, const char *data, size_t len, void *arg,
-    char **cause)
+/* Started: our terminal goes raw, and stdin flows (or a signal goes). */
+static void
+run_started_cb(struct exec *x, void *arg)
 {
 	struct run	*r = arg;
-	struct buf	 name = { 0 };
-	json_t		*j;
-	long long	 id;
 
-	if (r->exit_seen) {
-		xasprintf(cause, "an event after the exit event");
-		return (-1);
+	log_debug("command started in the guest (exec %lld)", exec_id(x));
+	if (r->opts->tty && !r->interrupted) {
+		cmd_tty_raw();
+		/* It may have changed since the request. */
+		run_tty_resize(r);
 	}
-	if (strcmp(event, QSUP_EVENT_START) == 0) {
-		j = json_read(data, len, 0);
-		if (r->exec_id >= 0 || json_path_int(j, "id", &id) == -1 ||
-		    id < 0 || id > INT_MAX) {
-			json_decref(j);
-			xasprintf(cause, "a bad start event");
-			return (-1);
-		}
-		json_decref(j);
-		r->exec_id = id;
-		log_debug("command started in the guest (exec %lld)", id);
-		if (r->opts->tty && !r->interrupted) {
-			cmd_tty_raw();
-			/* It may have changed since the request. */
-			run_tty_resize(r);
-		}
-		if (r->interrupted)
-			run_send_signal(r, r->interrupted);
-		else if (r->in_fd != -1)
-			ev_io_start(r->loop, &r->in);
-		else {
-			r->in_eof = 1;
-			run_stdin_read_cb(r->loop, &r->in, 0);
-		}
-		return (0);
-	}
-	if (r->exec_id < 0) {
-		xasprintf(cause, "an event before the start event");
-		return (-1);
-	}
-	if (strcmp(event, QSUP_EVENT_STDOUT) == 0)
-		run_output(r, r->out, data, len);
-	else if (strcmp(event, QSUP_EVENT_STDERR) == 0)
-		run_output(r, r->err, data, len);
-	else if (strcmp(event, QSUP_EVENT_EXIT) == 0)
-		return (run_exit_event(r, data, len, cause));
+	if (r->interrupted)
+		run_send_signal(r, r->interrupted);
+	else if (r->in_fd != -1)
+		ev_io_start(r->loop, &r->in);
 	else {
-		agent_escape(&name, event, strlen(event), 32);
-		xasprintf(cause, "an unknown event \"%s\"", name.data);
-		buf_free(&name);
-		return (-1);
+		r->in_eof = 1;
+		run_stdin_read_cb(r->loop, &r->in, 0);
 	}
-	return (0);
 }
 
 /* QEMU closed the exec port but has not been reaped: do not wait forever. */
@@ -458,56 +391,102 @@ run_lost_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /*
- * The exec response ended. Only a complete, well-formed stream that
- * carried an exit event ends the command; anything else is qsup's error.
+ * The exec stream ended. Only a complete, well-formed stream that carried
+ * an exit event ends the command; anything else is qsup's error.
  */
 static void
-run_exec_done_cb(int status, const char *body, size_t len, void *arg)
+run_done_cb(struct exec *x, const struct exec_result *res, void *arg)
 {
 	struct run	*r = arg;
-	struct buf	 b = { 0 };
+	const char	*msg = res->error;
 
-	if (status == 200 && r->exit_seen) {
-		run_exited(r);
+	(void)x;
+	switch (res->end) {
+	case EXEC_END_EXITED:
+		run_exited(r, res);
 		run_teardown(r, "the command finished");
 		return;
-	}
-	if (status == AGENT_CLOSED) {
+	case EXEC_END_GONE:
+		return;		/* run_main, at its end */
+	case EXEC_END_CLOSED:
 		/* QEMU is going: sandbox_child_cb will say why. */
-		log_debug("the exec port closed (%.*s)", (int)len, body);
+		log_debug("the exec port closed (%s)", res->error);
 		if (sandbox_state(r->sb) >= SB_STOPPING)
 			return;		/* and we knew */
 		ev_timer_set(&r->lost, RUN_LOST_GRACE, 0);
 		ev_timer_start(r->loop, &r->lost);
 		return;
-	}
-	if (status == 200)
-		buf_puts(&b, "the agent broke the protocol: the command's "
-		    "stream ended without an exit event");
-	else if (status == AGENT_BROKEN)
-		buf_add(&b, body, len);
-	else {
-		buf_printf(&b, "the agent refused the command (%d): ", status);
-		agent_escape(&b, body, len, AGENT_ERROR_MAX);
+	case EXEC_END_NO_EXIT:
+		msg = "the agent broke the protocol: the command's stream "
+		    "ended without an exit event";
+		break;
+	case EXEC_END_BROKEN:
+	case EXEC_END_REFUSED:
+		break;
 	}
 	if (!r->interrupted && !r->timed_out) {
-		log_warnx("%s", b.data);
+		log_warnx("%s", msg);
 		r->status = QSUP_EXIT_ERROR;
 	}
-	run_set_error(r, b.data);
-	run_teardown(r, b.data);
-	buf_free(&b);
+	run_set_error(r, msg);
+	run_teardown(r, msg);
+}
+
+/* The timeout: the exec killed the command; the run ends. */
+static void
+run_timed_out_cb(struct exec *x, void *arg)
+{
+	struct run	*r = arg;
+	char		*msg;
+
+	(void)x;
+	r->timed_out = 1;
+	r->status = QSUP_EXIT_TIMEOUT;
+	xasprintf(&msg, "the command timed out after %g s", r->opts->timeout);
+	log_warnx("%s", msg);
+	run_set_error(r, msg);
+	free(msg);
+	run_teardown(r, "timeout");
+}
+
+/*
+ * The command's environment: -e's, and with -t our TERM unless -e gave
+ * one, since the guest's terminal is ours to draw on. The array is the
+ * caller's to free, the strings are not, but the last (*kv).
+ */
+static char **
+run_env(struct run *r, size_t *n, char **kv)
+{
+	char		**env;
+	const char	*term;
+	size_t		  i;
+	int		  has_term = 0;
+
+	env = xcalloc(r->opts->nenv + 2, sizeof *env);
+	for (i = 0; i < r->opts->nenv; i++) {
+		env[i] = r->opts->env[i];
+		if (strncmp(env[i], "TERM=", 5) == 0)
+			has_term = 1;
+	}
+	*kv = NULL;
+	if (r->opts->tty && !has_term && (term = getenv("TERM")) != NULL &&
+	    *term != '\0') {
+		xasprintf(kv, "TERM=%s", term);
+		env[i++] = *kv;
+	}
+	*n = i;
+	return (env);
 }
 
 static void
 run_ready_cb(struct sandbox *sb, void *arg)
 {
-	struct run	*r = arg;
-	struct buf	 b = { 0 };
-	char		**a, *kv;
-	const char	*term;
-	size_t		 i;
-	int		 has_term = 0;
+	struct run		*r = arg;
+	struct exec_spec	 spec;
+	struct exec_ports	 ports = { RUN_PORT_EXEC, RUN_PORT_STDIN,
+				     RUN_PORT_CONTROL };
+	struct exec_cbs		 cbs;
+	char			**env, *kv;
 
 	r->t_ready = util_now();
 	log_debug("guest ready in %.3f s (%s start)", sandbox_boot_seconds(sb),
@@ -516,50 +495,31 @@ run_ready_cb(struct sandbox *sb, void *arg)
 		run_teardown(r, "interrupted");
 		return;
 	}
-	buf_puts(&b, "{\"argv\":[");
-	for (a = r->opts->argv; *a != NULL; a++) {
-		if (a != r->opts->argv)
-			buf_puts(&b, ",");
-		buf_json_string(&b, *a);
-	}
-	buf_puts(&b, "],\"env\":[");
-	for (i = 0; i < r->opts->nenv; i++) {
-		if (i > 0)
-			buf_puts(&b, ",");
-		buf_json_string(&b, r->opts->env[i]);
-		if (strncmp(r->opts->env[i], "TERM=", 5) == 0)
-			has_term = 1;
-	}
-	/* The guest's terminal is ours to draw on: our TERM, unless -e's. */
-	if (r->opts->tty && !has_term && (term = getenv("TERM")) != NULL &&
-	    *term != '\0') {
-		xasprintf(&kv, "TERM=%s", term);
-		if (i > 0)
-			buf_puts(&b, ",");
-		buf_json_string(&b, kv);
-		free(kv);
-	}
+	memset(&spec, 0, sizeof spec);
+	spec.kind = EXEC_COMMAND;
+	spec.argv = r->opts->argv;
+	spec.env = env = run_env(r, &spec.nenv, &kv);
+	spec.cwd = r->opts->cwd;
 	/* An image's entrypoint goes first, as "docker run" puts it. */
-	buf_puts(&b, "],\"entrypoint\":true");
-	if (r->opts->tty) {
+	spec.entrypoint = 1;
+	if ((spec.tty = r->opts->tty)) {
 		(void)cmd_tty_size(&r->rows, &r->cols);
-		buf_puts(&b, ",\"tty\":true");
-		if (r->rows != 0)
-			buf_printf(&b, ",\"rows\":%u,\"cols\":%u", r->rows,
-			    r->cols);
+		spec.rows = r->rows;	/* 0: the agent's default */
+		spec.cols = r->cols;
 	}
-	if (r->opts->cwd != NULL) {
-		buf_puts(&b, ",\"cwd\":");
-		buf_json_string(&b, r->opts->cwd);
-	}
-	buf_puts(&b, "}");
-	agent_request(sandbox_port(sb, RUN_PORT_EXEC), "POST", "/exec",
-	    b.data, b.len, run_exec_done_cb, run_event_cb, r);
-	buf_free(&b);
-	if (r->opts->timeout > 0) {
-		ev_timer_set(&r->timeout, r->opts->timeout, 0);
-		ev_timer_start(r->loop, &r->timeout);
-	}
+	spec.timeout = r->opts->timeout;
+	spec.feed_stdin = 1;	/* by run_stdin_read_cb, or closed there */
+	memset(&cbs, 0, sizeof cbs);
+	cbs.started = run_started_cb;
+	cbs.output = run_output_cb;
+	cbs.stdin_news = run_stdin_cb;
+	cbs.timed_out = run_timed_out_cb;
+	cbs.done = run_done_cb;
+	cbs.arg = r;
+	r->x = exec_new(r->loop, sb, &spec, &ports, &cbs);
+	free(env);
+	free(kv);
+	exec_start(r->x);
 }
 
 static void
@@ -571,28 +531,11 @@ run_teardown(struct run *r, const char *why)
 		r->qemu_rss_kb = sandbox_qemu_rss_kb(r->sb);
 	}
 	ev_timer_stop(r->loop, &r->grace);
-	ev_timer_stop(r->loop, &r->timeout);
+	if (r->x != NULL)
+		exec_set_timeout(r->x, 0);
 	ev_io_stop(r->loop, &r->in);
 	cmd_tty_restore();
 	sandbox_stop(r->sb, why);
-}
-
-static void
-run_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct run	*r = w->data;
-	char		*msg;
-
-	(void)loop;
-	(void)revents;
-	r->timed_out = 1;
-	r->status = QSUP_EXIT_TIMEOUT;
-	xasprintf(&msg, "the command timed out after %g s", r->opts->timeout);
-	log_warnx("%s", msg);
-	run_set_error(r, msg);
-	free(msg);
-	run_send_signal(r, SIGKILL);
-	run_teardown(r, "timeout");
 }
 
 static void
@@ -691,6 +634,17 @@ run_signal_cb(struct ev_loop *loop, ev_async *w, int revents)
 	}
 	if (run_nsignals >= 2)
 		run_hard_stop(r);
+}
+
+/* The command's exec, before its sandbox goes (its ports with it). */
+static void
+run_exec_free(struct run *r)
+{
+	if (r->x == NULL)
+		return;
+	exec_gone(r->x, "the run is over");
+	exec_free(r->x);
+	r->x = NULL;
 }
 
 /*
@@ -992,8 +946,6 @@ run_loop_init(struct run *r)
 	ev_async_start(r->loop, &r->sigasync);
 	run_sig_async = &r->sigasync;
 	run_sig_loop = r->loop;
-	ev_init(&r->timeout, run_timeout_cb);
-	r->timeout.data = r;
 	ev_init(&r->grace, run_grace_cb);
 	r->grace.data = r;
 	ev_init(&r->lost, run_lost_cb);
@@ -1014,7 +966,6 @@ run_main(struct run_options *opts)
 
 	memset(&r, 0, sizeof r);
 	r.opts = opts;
-	r.exec_id = -1;
 	r.in_fd = -1;
 	r.t_start = util_now();
 	/* From the start: a signal while preparing stops the run too. */
@@ -1070,6 +1021,7 @@ run_main(struct run_options *opts)
 		}
 		/* run_kvm_failed: again, under TCG. */
 		r.retry = 0;
+		run_exec_free(&r);
 		sandbox_free(r.sb);
 		r.sb = NULL;
 	}
@@ -1098,6 +1050,7 @@ done:
 	run_log_net(&r);
 	if (opts->json)
 		run_json_summary(&r);
+	run_exec_free(&r);
 	sandbox_free(r.sb);
 	if (r.loop != NULL) {
 		run_sig_loop = NULL;
@@ -1115,7 +1068,6 @@ done:
 	free(r.error);
 	free(r.image);
 	cmd_pull_free(&r.pull);
-	free(r.exit.error);
 	profile_free(&r.profile);
 	return (r.status);
 }

@@ -123,7 +123,7 @@ serve_sb_json(struct serve_sb *s, struct buf *b)
 	else
 		buf_puts(b, "null");
 	TAILQ_FOREACH(e, &s->execs, entry)
-		n += e->job == SERVE_EXEC && !e->done;
+		n += serve_exec_running(e);
 	buf_printf(b, ",\"boot_s\":%.3f,\"execs\":%zu,\"reason\":", s->boot_s,
 	    n);
 	if (s->reason != NULL)

@@ -1,11 +1,13 @@
 /*
- * "qsup serve": commands and files in a running sandbox. Each exec holds
- * one agent port for its stream (and one more for its stdin or a file's
- * upload), so execs never wait on each other; signals, stdin's close and
- * terminal sizes go through the control port, which the agent answers at
- * once. A file is a job the agent runs like a command (wire.h), so both
- * stream any size with the same backpressure: a client that does not
- * read pauses its own port, and so its own command, in the guest.
+ * "qsup serve": commands and files in a running sandbox, the HTTP side of
+ * them; the agent's side, the protocol, is an exec's (core/vm/exec.c).
+ * Each exec holds one agent port for its stream (and one more for its
+ * stdin or a file's upload), so execs never wait on each other; signals,
+ * stdin's close and terminal sizes go through the control port, which the
+ * agent answers at once. A file is a job the agent runs like a command
+ * (wire.h), so both stream any size with the same backpressure: a client
+ * that does not read pauses its own port, and so its own command, in the
+ * guest.
  */
 #include <errno.h>
 #include <limits.h>
@@ -25,7 +27,6 @@
 #define SERVE_TTY_MAX	10000	/* rows, cols */
 
 static void	serve_exec_maybe_free(struct serve_exec *);
-static void	serve_stdin_pump(struct serve_exec *);
 
 static struct serve_exec *
 serve_exec_find(struct serve_sb *s, unsigned id)
@@ -77,68 +78,51 @@ serve_signal_number(const char *s)
 	return ((int)n);
 }
 
-/* A request to the agent about e, on the control port. */
-static void
-serve_control(struct serve_exec *e, const char *op, const char *body,
-    agent_response_cb cb, void *arg)
-{
-	char	path[64];
-
-	snprintf(path, sizeof path, "/exec/%lld/%s", e->guest_id, op);
-	agent_request(sandbox_port(e->sb->sb, SERVE_PORT_CONTROL), "POST",
-	    path, body, body != NULL ? strlen(body) : 0, cb, NULL, arg);
-}
-
-static void
-serve_kill(struct serve_exec *e)
-{
-	if (e->done || e->guest_id < 0 || e->sb->sb == NULL)
-		return;
-	serve_control(e, "signal", "9", NULL, NULL);
-}
-
 /* The exit event's JSON, for the client. */
 static void
-serve_exit_json(struct serve_exec *e, const char *error, struct buf *b)
+serve_exit_json(const struct exec_result *r, const char *error,
+    struct buf *b)
 {
 	buf_puts(b, "{\"status\":");
-	if (error == NULL && e->exit.signal == 0)
-		buf_printf(b, "%d", e->exit.status);
+	if (error == NULL && r->signal == 0)
+		buf_printf(b, "%d", r->status);
 	else
 		buf_puts(b, "null");
 	buf_puts(b, ",\"signal\":");
-	if (error == NULL && e->exit.signal > 0)
-		buf_printf(b, "%d", e->exit.signal);
+	if (error == NULL && r->signal > 0)
+		buf_printf(b, "%d", r->signal);
 	else
 		buf_puts(b, "null");
 	buf_printf(b, ",\"timed_out\":%s,\"error\":",
-	    e->timed_out ? "true" : "false");
+	    r->timed_out ? "true" : "false");
 	if (error != NULL)
 		buf_json_string(b, error);
-	else if (e->exit.error != NULL)
-		buf_json_string(b, e->exit.error);
+	else if (r->exit_error != NULL)
+		buf_json_string(b, r->exit_error);
 	else
 		buf_puts(b, "null");
 	buf_puts(b, "}");
 }
 
+/* On /v1/events: it runs (r NULL), or it exited as r says. */
 static void
-serve_exec_event(struct serve_exec *e, const char *state)
+serve_exec_event(struct serve_exec *e, const struct exec_result *r)
 {
 	struct buf	b = { 0 };
 
 	buf_puts(&b, "{\"sandbox\":");
 	buf_json_string(&b, e->sb->name);
-	buf_printf(&b, ",\"id\":%u,\"state\":\"%s\"", e->id, state);
-	if (strcmp(state, "exited") == 0) {
+	buf_printf(&b, ",\"id\":%u,\"state\":\"%s\"", e->id, r == NULL ?
+	    "running" : "exited");
+	if (r != NULL) {
 		buf_puts(&b, ",\"status\":");
-		if (e->exit_seen && e->exit.signal == 0)
-			buf_printf(&b, "%d", e->exit.status);
+		if (r->exit_seen && r->signal == 0)
+			buf_printf(&b, "%d", r->status);
 		else
 			buf_puts(&b, "null");
 		buf_puts(&b, ",\"signal\":");
-		if (e->exit_seen && e->exit.signal > 0)
-			buf_printf(&b, "%d", e->exit.signal);
+		if (r->exit_seen && r->signal > 0)
+			buf_printf(&b, "%d", r->signal);
 		else
 			buf_puts(&b, "null");
 		buf_printf(&b, ",\"seconds\":%.6f", util_now() - e->t_start);
@@ -146,6 +130,13 @@ serve_exec_event(struct serve_exec *e, const char *state)
 	buf_puts(&b, "}");
 	serve_event(e->sb->srv, "exec", b.data);
 	buf_free(&b);
+}
+
+/* Counted in "execs" and qsup_execs_running. */
+int
+serve_exec_running(const struct serve_exec *e)
+{
+	return (e->job == SERVE_EXEC && exec_state(e->x) != EXEC_DONE);
 }
 
 /* A file job's errno as an HTTP status. */
@@ -182,15 +173,12 @@ serve_client_close_cb(void *arg)
 
 	if (e->in_conn == e->conn) {	/* a file's upload: the same */
 		e->in_conn = NULL;
-		e->in_buf.len = 0;
+		exec_stdin_drop(e->x);
 	}
 	e->conn = NULL;
-	if (!e->done) {
+	if (exec_state(e->x) != EXEC_DONE) {
 		log_debug("exec %u: its client went away: killed", e->id);
-		serve_kill(e);
-		/* What it printed meanwhile is read and dropped, to its end. */
-		if (e->sb->sb != NULL)
-			agent_conn_pause(sandbox_port(e->sb->sb, e->port), 0);
+		exec_detach(e->x);
 	}
 	serve_exec_maybe_free(e);
 }
@@ -200,66 +188,50 @@ serve_drain_cb(void *arg)
 {
 	struct serve_exec	*e = arg;
 
-	if (!e->done && e->sb->sb != NULL)
-		agent_conn_pause(sandbox_port(e->sb->sb, e->port), 0);
+	exec_resume(e->x);
 }
 
-/* The stream is over: the client told, the exec's ports given back. */
+/* A file job's failure, told its client. */
 static void
-serve_exec_finish(struct serve_exec *e, const char *error)
+serve_job_failed(struct serve_exec *e, const struct exec_result *r)
 {
-	struct buf	 b = { 0 };
-	char		*msg;
-	int		 status, ok;
+	char	*msg;
 
-	if (e->done)
-		return;
-	e->done = 1;
-	ev_timer_stop(e->sb->srv->loop, &e->timer);
-	serve_port_give(e->sb, e->port);
-	if (!e->in_flight) {
-		serve_port_give(e->sb, e->in_port);
-		e->in_port = -1;
-	}
-	if (e->job == SERVE_EXEC) {
-		serve_exec_observe(e->sb->srv, util_now() - e->t_start);
-		serve_exec_event(e, "exited");
-	}
-	ok = error == NULL && e->exit_seen;
-	if (e->conn != NULL) {
-		httpd_set_close_cb(e->conn, NULL, NULL);
-		httpd_set_drain_cb(e->conn, NULL, NULL);
-	}
-	if (e->conn == NULL)
-		;
-	else if (e->job == SERVE_EXEC && e->started) {
-		serve_exit_json(e, error, &b);
-		httpd_sse_event(e->conn, QSUP_EVENT_EXIT, b.data, b.len);
-		httpd_end(e->conn);
-	} else if (!ok) {
-		httpd_error(e->conn, 500, error != NULL ? error :
-		    "the agent ended the stream without an exit event", NULL);
-	} else if (e->job != SERVE_EXEC && e->exit.signal == 0 &&
-	    e->exit.status != 0) {
-		/* A file job that failed: its errno and its message. */
-		status = e->exit.status;
+	if (r->signal == 0) {
+		/* Its errno and its message. */
 		if (e->started)
 			httpd_abort(e->conn);	/* cut short: no clean end */
 		else {
 			xasprintf(&msg, "%s", e->err.len > 0 ? e->err.data :
-			    strerror(status));
+			    strerror(r->status));
 			msg[strcspn(msg, "\n")] = '\0';
-			httpd_error(e->conn, serve_errno_status(status), msg,
-			    NULL);
+			httpd_error(e->conn, serve_errno_status(r->status),
+			    msg, NULL);
 			free(msg);
 		}
-	} else if (e->job != SERVE_EXEC && e->exit.signal != 0) {
-		if (e->started)
-			httpd_abort(e->conn);
-		else
-			httpd_error(e->conn, 500, "the file job was killed",
-			    NULL);
-	} else if (e->job == SERVE_READ) {
+	} else if (e->started)
+		httpd_abort(e->conn);
+	else
+		httpd_error(e->conn, 500, "the file job was killed", NULL);
+}
+
+/* The answer, at the stream's end, to a client still there. */
+static void
+serve_exec_answer(struct serve_exec *e, const struct exec_result *r,
+    const char *error)
+{
+	struct buf	 b = { 0 };
+
+	if (e->job == SERVE_EXEC && e->started) {
+		serve_exit_json(r, error, &b);
+		httpd_sse_event(e->conn, QSUP_EVENT_EXIT, b.data, b.len);
+		httpd_end(e->conn);
+	} else if (error != NULL || !r->exit_seen) {
+		httpd_error(e->conn, 500, error != NULL ? error :
+		    "the agent ended the stream without an exit event", NULL);
+	} else if (e->job != SERVE_EXEC && (r->signal != 0 || r->status != 0))
+		serve_job_failed(e, r);
+	else if (e->job == SERVE_READ) {
 		if (e->started)
 			httpd_end(e->conn);
 		else
@@ -273,8 +245,48 @@ serve_exec_finish(struct serve_exec *e, const char *error)
 	} else
 		httpd_error(e->conn, 500, "the agent refused the command",
 		    NULL);
-	if (e->conn != NULL && e->job == SERVE_WRITE && e->in_conn == e->conn)
-		e->in_conn = NULL;
+	buf_free(&b);
+}
+
+/* The stream is over: the client told, the exec's ports given back. */
+static void
+serve_done_cb(struct exec *x, const struct exec_result *r, void *arg)
+{
+	struct serve_exec	*e = arg;
+	struct buf		 b = { 0 };
+	const char		*error = NULL;
+
+	(void)x;
+	switch (r->end) {
+	case EXEC_END_EXITED:
+		break;
+	case EXEC_END_CLOSED:
+		buf_printf(&b, "the sandbox is gone (%s)", r->error);
+		error = b.data;
+		break;
+	case EXEC_END_NO_EXIT:
+	case EXEC_END_BROKEN:
+	case EXEC_END_REFUSED:
+	case EXEC_END_GONE:
+		error = r->error;
+		break;
+	}
+	serve_port_give(e->sb, e->port);
+	if (!exec_stdin_busy(e->x)) {
+		serve_port_give(e->sb, e->in_port);
+		e->in_port = -1;
+	}
+	if (e->job == SERVE_EXEC) {
+		serve_exec_observe(e->sb->srv, util_now() - e->t_start);
+		serve_exec_event(e, r);
+	}
+	if (e->conn != NULL) {
+		httpd_set_close_cb(e->conn, NULL, NULL);
+		httpd_set_drain_cb(e->conn, NULL, NULL);
+		serve_exec_answer(e, r, error);
+		if (e->job == SERVE_WRITE && e->in_conn == e->conn)
+			e->in_conn = NULL;
+	}
 	e->conn = NULL;
 	buf_free(&b);
 	serve_exec_maybe_free(e);
@@ -283,48 +295,42 @@ serve_exec_finish(struct serve_exec *e, const char *error)
 static void
 serve_exec_maybe_free(struct serve_exec *e)
 {
-	if (!e->done || e->conn != NULL || e->in_conn != NULL ||
-	    e->in_flight)
+	if (exec_state(e->x) != EXEC_DONE || e->conn != NULL ||
+	    e->in_conn != NULL || exec_stdin_busy(e->x))
 		return;
 	TAILQ_REMOVE(&e->sb->execs, e, entry);
 	serve_port_give(e->sb, e->in_port);
-	ev_timer_stop(e->sb->srv->loop, &e->timer);
-	free(e->exit.error);
+	exec_free(e->x);
 	free(e->path);
 	buf_free(&e->err);
-	buf_free(&e->in_buf);
 	free(e);
 }
 
-/* Is data base64, as the client will decode it? */
-static int
-serve_base64_ok(const char *data, size_t len)
-{
-	size_t	i;
-	char	c;
-
-	for (i = 0; i < len; i++) {
-		c = data[i];
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-		    (c >= '0' && c <= '9') || c == '+' || c == '/' ||
-		    c == '='))
-			return (0);
-	}
-	return (1);
-}
-
 /* Output for the client; the guest waits while the client does not read. */
-static void
-serve_output(struct serve_exec *e, const char *event, const char *data,
-    size_t len)
+static int
+serve_output_cb(struct exec *x, enum exec_stream stream, const char *data,
+    size_t len, void *arg)
 {
-	unsigned char	*raw;
-	size_t		 n;
+	struct serve_exec	*e = arg;
+	unsigned char		*raw;
+	size_t			 n;
 
-	if (e->conn == NULL)
-		return;
+	(void)x;
+	if (e->job != SERVE_EXEC && stream == EXEC_STDERR) {
+		/* A file job's says why it failed: kept, bounded. */
+		raw = xmalloc(len * 3 / 4 + 3);
+		n = util_base64_decode(data, len, raw);
+		if (e->err.len + n > SERVE_ERR_MAX)
+			n = SERVE_ERR_MAX - e->err.len;
+		buf_add(&e->err, raw, n);
+		free(raw);
+		return (0);
+	}
+	if (e->job == SERVE_WRITE || e->conn == NULL)
+		return (0);	/* a write job says nothing on stdout */
 	if (e->job == SERVE_EXEC)
-		httpd_sse_event(e->conn, event, data, len);
+		httpd_sse_event(e->conn, stream == EXEC_STDERR ?
+		    QSUP_EVENT_STDERR : QSUP_EVENT_STDOUT, data, len);
 	else {
 		raw = xmalloc(len * 3 / 4 + 3);
 		n = util_base64_decode(data, len, raw);
@@ -337,142 +343,120 @@ serve_output(struct serve_exec *e, const char *event, const char *data,
 		e->bytes += n;
 		free(raw);
 	}
-	if (httpd_over(e->conn))
-		agent_conn_pause(sandbox_port(e->sb->sb, e->port), 1);
+	return (httpd_over(e->conn));
 }
 
 static void	serve_body_cb(struct httpd_conn *, const char *, size_t,
 		    void *);
 
-static int
-serve_event_cb(const char *event, const char *data, size_t len, void *arg,
-    char **cause)
+/* Started: an exec's client gets its stream, a file upload may come. */
+static void
+serve_started_cb(struct exec *x, void *arg)
 {
 	struct serve_exec	*e = arg;
 	struct buf		 b = { 0 };
-	json_t			*j;
-	long long		 id;
-	unsigned char		*raw;
-	size_t			 n;
 
-	if (e->exit_seen) {
-		xasprintf(cause, "an event after the exit event");
-		return (-1);
-	}
-	if (strcmp(event, QSUP_EVENT_START) == 0) {
-		j = json_read(data, len, 0);
-		if (e->guest_id >= 0 || json_path_int(j, "id", &id) == -1 ||
-		    id < 0 || id > INT_MAX) {
-			json_decref(j);
-			xasprintf(cause, "a bad start event");
-			return (-1);
-		}
-		json_decref(j);
-		e->guest_id = id;
-		if (e->conn == NULL) {
-			serve_kill(e);
-			return (0);
-		}
-		/* Without stdin, the command reads its end at once. */
-		if (e->job == SERVE_EXEC && !e->want_stdin)
-			serve_control(e, "close", NULL, NULL, NULL);
-		if (e->job == SERVE_EXEC) {
-			e->started = 1;
-			httpd_sse_start(e->conn);
-			buf_printf(&b, "{\"id\":%u}", e->id);
-			httpd_sse_event(e->conn, QSUP_EVENT_START, b.data,
-			    b.len);
-			buf_free(&b);
-			serve_exec_event(e, "running");
-		} else if (e->job == SERVE_WRITE) {
-			/* Now the body may come: it is the file. */
-			e->in_conn = e->conn;
-			httpd_stream_body(e->conn, serve_body_cb, e);
-		}
-		return (0);
-	}
-	if (e->guest_id < 0) {
-		xasprintf(cause, "an event before the start event");
-		return (-1);
-	}
-	if (strcmp(event, QSUP_EVENT_EXIT) == 0) {
-		if (agent_parse_exit(data, len, &e->exit, cause) == -1)
-			return (-1);
-		e->exit_seen = 1;
-		return (0);
-	}
-	if (strcmp(event, QSUP_EVENT_STDOUT) != 0 &&
-	    strcmp(event, QSUP_EVENT_STDERR) != 0) {
-		agent_escape(&b, event, strlen(event), 32);
-		xasprintf(cause, "an unknown event \"%s\"", b.data);
+	(void)x;
+	if (e->job == SERVE_EXEC) {
+		e->started = 1;
+		httpd_sse_start(e->conn);
+		buf_printf(&b, "{\"id\":%u}", e->id);
+		httpd_sse_event(e->conn, QSUP_EVENT_START, b.data, b.len);
 		buf_free(&b);
-		return (-1);
+		serve_exec_event(e, NULL);
+	} else if (e->job == SERVE_WRITE) {
+		/* Now the body may come: it is the file. */
+		e->in_conn = e->conn;
+		httpd_stream_body(e->conn, serve_body_cb, e);
 	}
-	if (!serve_base64_ok(data, len)) {
-		xasprintf(cause, "output that is not base64");
-		return (-1);
-	}
-	if (e->job != SERVE_EXEC && strcmp(event, QSUP_EVENT_STDERR) == 0) {
-		raw = xmalloc(len * 3 / 4 + 3);
-		n = util_base64_decode(data, len, raw);
-		if (e->err.len + n > SERVE_ERR_MAX)
-			n = SERVE_ERR_MAX - e->err.len;
-		buf_add(&e->err, raw, n);
-		free(raw);
-		return (0);
-	}
-	if (e->job == SERVE_WRITE)
-		return (0);	/* a write job says nothing on stdout */
-	serve_output(e, event, data, len);
-	return (0);
 }
 
+/* The body's end, once the exec has taken all of it. */
 static void
-serve_done_cb(int status, const char *body, size_t len, void *arg)
+serve_stdin_settle(struct serve_exec *e)
 {
-	struct serve_exec	*e = arg;
-	struct buf		 b = { 0 };
+	struct httpd_conn	*c = e->in_conn;
 
-	if (status == 200 && e->exit_seen) {
-		serve_exec_finish(e, NULL);
+	if (c == NULL || !e->in_eof || exec_stdin_queued(e->x) > 0 ||
+	    exec_stdin_busy(e->x))
+		return;
+	e->in_conn = NULL;
+	if (e->job == SERVE_WRITE) {
+		/* The whole file is there: the job puts it in place. */
+		exec_stdin_close(e->x);
 		return;
 	}
-	if (status == 200)
-		buf_puts(&b, "the agent ended the stream without an exit "
-		    "event");
-	else if (status == AGENT_CLOSED)
-		buf_printf(&b, "the sandbox is gone (%.*s)", (int)len, body);
-	else if (status == AGENT_BROKEN)
-		buf_add(&b, body, len);
-	else {
-		buf_printf(&b, "the agent refused the command (%d): ",
-		    status);
-		agent_escape(&b, body, len, AGENT_ERROR_MAX);
-	}
-	serve_exec_finish(e, b.data);
-	buf_free(&b);
+	httpd_set_close_cb(c, NULL, NULL);
+	httpd_respond(c, 204, NULL, NULL, 0);
+	serve_exec_maybe_free(e);
 }
 
+/* The stdin upload's client learns its stdin is closed. */
 static void
-serve_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+serve_stdin_refused(struct serve_exec *e)
 {
-	struct serve_exec	*e = w->data;
+	struct httpd_conn	*c;
 
-	(void)loop;
-	(void)revents;
-	e->timed_out = 1;
-	serve_kill(e);
+	if ((c = e->in_conn) == NULL)
+		return;
+	e->in_conn = NULL;
+	if (e->job == SERVE_WRITE) {
+		/* The job ended early; its exit says why. */
+		e->in_eof = 1;
+		return;
+	}
+	httpd_set_close_cb(c, NULL, NULL);
+	httpd_error(c, 409, "the command's stdin is closed", NULL);
 }
 
-/* A new exec of s for conn, its ports taken: NULL once answered 503. */
+/* stdin: the agent took a piece, took no more, or closed it. */
+static void
+serve_stdin_cb(struct exec *x, enum exec_stdin_news news, void *arg)
+{
+	struct serve_exec	*e = arg;
+	struct httpd_conn	*c;
+
+	if (exec_state(x) == EXEC_DONE && !exec_stdin_busy(x)) {
+		serve_port_give(e->sb, e->in_port);
+		e->in_port = -1;
+	}
+	switch (news) {
+	case EXEC_STDIN_SENT:
+		if (e->in_conn != NULL &&
+		    exec_stdin_queued(x) < SERVE_CHUNK)
+			httpd_body_pause(e->in_conn, 0);
+		serve_stdin_settle(e);
+		break;
+	case EXEC_STDIN_REFUSED:
+		serve_stdin_refused(e);
+		break;
+	case EXEC_STDIN_CLOSED:
+		/* An empty body closed it: now it is answered. */
+		if ((c = e->in_conn) != NULL && e->job == SERVE_EXEC) {
+			e->in_conn = NULL;
+			httpd_set_close_cb(c, NULL, NULL);
+			httpd_respond(c, 204, NULL, NULL, 0);
+		}
+		break;
+	}
+	serve_exec_maybe_free(e);
+}
+
+/*
+ * A new exec of spec in s for conn, its ports taken; NULL once answered
+ * 409 or 503. Nothing goes to the agent before exec_start(e->x).
+ */
 static struct serve_exec *
 serve_exec_new(struct serve_sb *s, struct httpd_conn *conn,
-    enum serve_job job, int uploads)
+    enum serve_job job, const struct exec_spec *spec)
 {
 	struct serve_exec	*e;
+	struct exec_ports	 ports;
+	struct exec_cbs		 cbs;
 	char			*msg;
-	int			 port, in_port = -1;
+	int			 port, in_port = -1, uploads;
 
+	uploads = job == SERVE_WRITE || spec->feed_stdin;
 	if (s->state != SERVE_READY || s->sb == NULL) {
 		xasprintf(&msg, "sandbox %s is %s", s->name,
 		    serve_state_name(s->state));
@@ -492,65 +476,143 @@ serve_exec_new(struct serve_sb *s, struct httpd_conn *conn,
 	e = xcalloc(1, sizeof *e);
 	e->sb = s;
 	e->id = ++s->srv->next_exec;
-	e->guest_id = -1;
 	e->job = job;
 	e->port = port;
 	e->in_port = in_port;
 	e->want_stdin = uploads;
 	e->conn = conn;
 	e->t_start = util_now();
-	ev_init(&e->timer, serve_timeout_cb);
-	e->timer.data = e;
+	ports.stream = port;
+	ports.in = in_port;
+	ports.control = SERVE_PORT_CONTROL;
+	memset(&cbs, 0, sizeof cbs);
+	cbs.started = serve_started_cb;
+	cbs.output = serve_output_cb;
+	cbs.stdin_news = serve_stdin_cb;
+	cbs.done = serve_done_cb;
+	cbs.arg = e;
+	e->x = exec_new(s->srv->loop, s->sb, spec, &ports, &cbs);
 	TAILQ_INSERT_TAIL(&s->execs, e, entry);
 	httpd_set_close_cb(conn, serve_client_close_cb, e);
 	httpd_set_drain_cb(conn, serve_drain_cb, e);
 	return (e);
 }
 
+/* An exec's body, checked: its spec, and the strings it points to. */
+struct serve_spec {
+	struct exec_spec	 spec;
+	char			**argv;		/* copies, NULL-terminated */
+	char			**env;
+};
+
 static void
-serve_exec_send(struct serve_exec *e, struct buf *body)
+serve_spec_free(struct serve_spec *sp)
 {
-	agent_request(sandbox_port(e->sb->sb, e->port), "POST", "/exec",
-	    body->data, body->len, serve_done_cb, serve_event_cb, e);
+	size_t	i;
+
+	for (i = 0; i < sp->spec.nenv; i++)
+		free(sp->env[i]);
+	free(sp->env);
+	for (i = 0; sp->argv != NULL && sp->argv[i] != NULL; i++)
+		free(sp->argv[i]);
+	free(sp->argv);
 }
 
-/* The agent's /exec request for the checked body j. */
-static void
-serve_exec_request(struct buf *b, json_t *j, int tty, long long rows,
-    long long cols)
+/* argv and env of j into sp; the field at fault, or NULL. */
+static const char *
+serve_spec_argv(json_t *j, struct serve_spec *sp, const char **why)
 {
 	json_t		*argv, *env, *v;
 	const char	*key;
-	struct buf	 kv = { 0 };
 	size_t		 i;
 
 	argv = json_object_get(j, "argv");
-	buf_puts(b, "{\"argv\":[");
+	*why = "must be a non-empty array of strings";
+	if (argv == NULL || !json_is_array(argv) || json_array_size(argv) == 0)
+		return ("argv");
+	sp->argv = xcalloc(json_array_size(argv) + 1, sizeof *sp->argv);
 	for (i = 0; i < json_array_size(argv); i++) {
-		buf_puts(b, i > 0 ? "," : "");
-		buf_json_string(b, json_string_value(json_array_get(argv, i)));
+		if (!json_is_string(json_array_get(argv, i)))
+			return ("argv");
+		sp->argv[i] = xstrdup(json_string_value(json_array_get(argv,
+		    i)));
 	}
-	buf_puts(b, "],\"env\":[");
-	i = 0;
-	if ((env = json_object_get(j, "env")) != NULL) {
-		json_object_foreach(env, key, v) {
-			buf_puts(&kv, "");
-			kv.len = 0;
-			buf_printf(&kv, "%s=%s", key, json_string_value(v));
-			buf_puts(b, i++ > 0 ? "," : "");
-			buf_json_string(b, kv.data);
-		}
+	if ((env = json_object_get(j, "env")) == NULL)
+		return (NULL);
+	*why = "must be an object of names to strings";
+	if (!json_is_object(env))
+		return ("env");
+	*why = "must be an object of names (without '=') to strings";
+	sp->env = xcalloc(json_object_size(env) + 1, sizeof *sp->env);
+	json_object_foreach(env, key, v) {
+		if (!json_is_string(v) || *key == '\0' ||
+		    strchr(key, '=') != NULL)
+			return ("env");
+		xasprintf(&sp->env[sp->spec.nenv++], "%s=%s", key,
+		    json_string_value(v));
 	}
-	buf_puts(b, "]");
+	return (NULL);
+}
+
+/*
+ * The body j of an exec in s, checked into sp once: the field at fault
+ * (why says how), or NULL.
+ */
+static const char *
+serve_spec_parse(json_t *j, struct serve_sb *s, struct serve_spec *sp,
+    const char **why)
+{
+	json_t		*v;
+	const char	*bad;
+	long long	 n;
+
+	memset(sp, 0, sizeof *sp);
+	sp->spec.kind = EXEC_COMMAND;
+	sp->spec.rows = 24;
+	sp->spec.cols = 80;
+	if ((bad = serve_spec_argv(j, sp, why)) != NULL)
+		return (bad);
+	sp->spec.argv = sp->argv;
+	sp->spec.env = sp->env;
 	if ((v = json_object_get(j, "cwd")) != NULL) {
-		buf_puts(b, ",\"cwd\":");
-		buf_json_string(b, json_string_value(v));
+		*why = "must be an absolute path";
+		if (!json_is_string(v) || json_string_value(v)[0] != '/')
+			return ("cwd");
+		sp->spec.cwd = json_string_value(v);
 	}
-	if (tty)
-		buf_printf(b, ",\"tty\":true,\"rows\":%lld,\"cols\":%lld",
-		    rows, cols);
-	buf_puts(b, "}");
-	buf_free(&kv);
+	*why = "must be true or false";
+	if ((v = json_object_get(j, "stdin")) != NULL) {
+		if (!json_is_boolean(v))
+			return ("stdin");
+		sp->spec.feed_stdin = json_is_true(v);
+	}
+	if ((v = json_object_get(j, "tty")) != NULL) {
+		if (!json_is_boolean(v))
+			return ("tty");
+		sp->spec.tty = json_is_true(v);
+	}
+	*why = "must be an integer 1-10000";
+	if ((v = json_object_get(j, "rows")) != NULL) {
+		if (!json_is_integer(v) || (n = json_integer_value(v)) < 1 ||
+		    n > SERVE_TTY_MAX)
+			return ("rows");
+		sp->spec.rows = n;
+	}
+	if ((v = json_object_get(j, "cols")) != NULL) {
+		if (!json_is_integer(v) || (n = json_integer_value(v)) < 1 ||
+		    n > SERVE_TTY_MAX)
+			return ("cols");
+		sp->spec.cols = n;
+	}
+	/* Without one, the profile's timeout applies, as to qsup run. */
+	sp->spec.timeout = s->profile.timeout;
+	if ((v = json_object_get(j, "timeout")) != NULL) {
+		*why = "must be a number of seconds, 0 or more";
+		if (!json_is_number(v) ||
+		    (sp->spec.timeout = json_number_value(v)) < 0)
+			return ("timeout");
+	}
+	return (NULL);
 }
 
 static void
@@ -563,91 +625,27 @@ serve_exec_body(struct httpd_conn *conn, const char *body, size_t len,
 	};
 	struct serve_sb		*s = arg;
 	struct serve_exec	*e;
-	json_t			*j, *argv, *env, *v;
-	const char		*key, *bad = NULL, *why = NULL;
-	struct buf		 b = { 0 }, kv = { 0 }, msg = { 0 };
-	long long		 rows = 24, cols = 80;
-	double			 timeout = 0;
-	int			 want_stdin = 0, tty = 0;
-	size_t			 i;
+	struct serve_spec	 sp;
+	json_t			*j;
+	const char		*bad, *why;
+	struct buf		 kv = { 0 }, msg = { 0 };
 
+	memset(&sp, 0, sizeof sp);
 	if (serve_json_body(conn, body, len, &j) == -1)
 		return;
 	if (serve_check_fields(conn, j, fields) == -1)
 		goto out;
-	argv = json_object_get(j, "argv");
-	if (argv == NULL || !json_is_array(argv) || json_array_size(argv) == 0)
-		bad = "argv", why = "must be a non-empty array of strings";
-	for (i = 0; bad == NULL && i < json_array_size(argv); i++) {
-		if (!json_is_string(json_array_get(argv, i)))
-			bad = "argv", why = "must be a non-empty array of "
-			    "strings";
-	}
-	env = json_object_get(j, "env");
-	if (bad == NULL && env != NULL && !json_is_object(env))
-		bad = "env", why = "must be an object of names to strings";
-	if (bad == NULL && env != NULL) {
-		json_object_foreach(env, key, v) {
-			if (!json_is_string(v) || *key == '\0' ||
-			    strchr(key, '=') != NULL) {
-				bad = "env", why = "must be an object of names "
-				    "(without '=') to strings";
-				break;
-			}
-		}
-	}
-	if (bad == NULL && (v = json_object_get(j, "cwd")) != NULL &&
-	    (!json_is_string(v) || json_string_value(v)[0] != '/'))
-		bad = "cwd", why = "must be an absolute path";
-	if (bad == NULL && (v = json_object_get(j, "stdin")) != NULL) {
-		if (!json_is_boolean(v))
-			bad = "stdin", why = "must be true or false";
-		want_stdin = json_is_true(v);
-	}
-	if (bad == NULL && (v = json_object_get(j, "tty")) != NULL) {
-		if (!json_is_boolean(v))
-			bad = "tty", why = "must be true or false";
-		tty = json_is_true(v);
-	}
-	if (bad == NULL && (v = json_object_get(j, "rows")) != NULL) {
-		if (!json_is_integer(v) || (rows = json_integer_value(v)) < 1 ||
-		    rows > SERVE_TTY_MAX)
-			bad = "rows", why = "must be an integer 1-10000";
-	}
-	if (bad == NULL && (v = json_object_get(j, "cols")) != NULL) {
-		if (!json_is_integer(v) || (cols = json_integer_value(v)) < 1 ||
-		    cols > SERVE_TTY_MAX)
-			bad = "cols", why = "must be an integer 1-10000";
-	}
-	/* Without one, the profile's timeout applies, as to qsup run. */
-	timeout = s->profile.timeout;
-	if (bad == NULL && (v = json_object_get(j, "timeout")) != NULL) {
-		if (!json_is_number(v) || (timeout = json_number_value(v)) < 0)
-			bad = "timeout", why = "must be a number of seconds, "
-			    "0 or more";
-	}
-	if (bad != NULL) {
+	if ((bad = serve_spec_parse(j, s, &sp, &why)) != NULL) {
 		buf_printf(&msg, "%s: %s", bad, why);
 		buf_puts(&kv, "\"field\":");
 		buf_json_string(&kv, bad);
 		httpd_error(conn, 400, msg.data, kv.data);
 		goto out;
 	}
-	if ((e = serve_exec_new(s, conn, SERVE_EXEC, want_stdin)) == NULL)
-		goto out;
-	e->tty = tty;
-	e->timeout = timeout;
-	serve_exec_request(&b, j, tty, rows, cols);
-	if (timeout > 0) {
-		ev_timer_set(&e->timer, timeout, 0);
-		ev_timer_start(s->srv->loop, &e->timer);
-	}
-	serve_exec_send(e, &b);
-	/* Without stdin, the command reads its end at once. */
-	if (!want_stdin)
-		e->in_closed = 1;
+	if ((e = serve_exec_new(s, conn, SERVE_EXEC, &sp.spec)) != NULL)
+		exec_start(e->x);	/* e may be gone after */
 out:
-	buf_free(&b);
+	serve_spec_free(&sp);
 	buf_free(&kv);
 	buf_free(&msg);
 	json_decref(j);
@@ -661,95 +659,6 @@ serve_exec_post(struct serve_sb *s, struct httpd_conn *conn,
 	httpd_read_body(conn, serve_exec_body, s);
 }
 
-/* stdin: the agent took a piece (204), or will take no more. */
-static void
-serve_upload_cb(int status, const char *body, size_t len, void *arg)
-{
-	struct serve_exec	*e = arg;
-	struct httpd_conn	*c;
-
-	(void)body;
-	(void)len;
-	e->in_flight = 0;
-	if (e->done) {
-		serve_port_give(e->sb, e->in_port);
-		e->in_port = -1;
-	}
-	if (status != 204) {
-		e->in_closed = 1;
-		e->in_buf.len = 0;
-		if ((c = e->in_conn) != NULL) {
-			e->in_conn = NULL;
-			if (e->job == SERVE_WRITE) {
-				/* The job ended early; its exit says why. */
-				e->in_eof = 1;
-			} else {
-				httpd_set_close_cb(c, NULL, NULL);
-				httpd_error(c, 409, "the command's stdin is "
-				    "closed", NULL);
-			}
-		}
-		serve_exec_maybe_free(e);
-		return;
-	}
-	serve_stdin_pump(e);
-}
-
-static void
-serve_close_done_cb(int status, const char *body, size_t len, void *arg)
-{
-	struct serve_exec	*e = arg;
-	struct httpd_conn	*c;
-
-	(void)body;
-	(void)len;
-	(void)status;
-	if ((c = e->in_conn) != NULL && e->job == SERVE_EXEC) {
-		e->in_conn = NULL;
-		httpd_set_close_cb(c, NULL, NULL);
-		httpd_respond(c, 204, NULL, NULL, 0);
-	}
-	serve_exec_maybe_free(e);
-}
-
-/* The next piece to the agent; at the body's end, the answer. */
-static void
-serve_stdin_pump(struct serve_exec *e)
-{
-	struct httpd_conn	*c = e->in_conn;
-	char			 path[64];
-	size_t			 n;
-
-	if (e->in_flight || e->in_closed || e->sb->sb == NULL)
-		return;
-	if (e->in_buf.len > 0) {
-		n = e->in_buf.len < SERVE_CHUNK ? e->in_buf.len : SERVE_CHUNK;
-		snprintf(path, sizeof path, "/exec/%lld/stdin", e->guest_id);
-		e->in_flight = 1;
-		if (e->job == SERVE_WRITE)
-			e->bytes += n;
-		agent_request(sandbox_port(e->sb->sb, e->in_port), "POST",
-		    path, e->in_buf.data, n, serve_upload_cb, NULL, e);
-		buf_consume(&e->in_buf, n);
-		if (c != NULL && e->in_buf.len < SERVE_CHUNK)
-			httpd_body_pause(c, 0);
-		return;
-	}
-	if (!e->in_eof || c == NULL)
-		return;
-	if (e->job == SERVE_WRITE) {
-		/* The whole file is there: the job puts it in place. */
-		e->in_closed = 1;
-		e->in_conn = NULL;
-		serve_control(e, "close", NULL, NULL, NULL);
-		return;
-	}
-	e->in_conn = NULL;
-	httpd_set_close_cb(c, NULL, NULL);
-	httpd_respond(c, 204, NULL, NULL, 0);
-	serve_exec_maybe_free(e);
-}
-
 static void
 serve_body_cb(struct httpd_conn *conn, const char *data, size_t len,
     void *arg)
@@ -761,11 +670,17 @@ serve_body_cb(struct httpd_conn *conn, const char *data, size_t len,
 	if (len == 0)
 		e->in_eof = 1;
 	else {
-		buf_add(&e->in_buf, data, len);
-		if (e->in_buf.len >= SERVE_CHUNK)
+		if (e->job == SERVE_WRITE)
+			e->bytes += len;
+		if (exec_stdin_write(e->x, data, len) == -1) {
+			serve_stdin_refused(e);
+			serve_exec_maybe_free(e);
+			return;
+		}
+		if (exec_stdin_queued(e->x) >= SERVE_CHUNK)
 			httpd_body_pause(conn, 1);
 	}
-	serve_stdin_pump(e);
+	serve_stdin_settle(e);
 }
 
 static void
@@ -774,7 +689,7 @@ serve_in_close_cb(void *arg)
 	struct serve_exec	*e = arg;
 
 	e->in_conn = NULL;
-	e->in_buf.len = 0;
+	exec_stdin_drop(e->x);
 	serve_exec_maybe_free(e);
 }
 
@@ -787,7 +702,7 @@ serve_stdin(struct serve_exec *e, struct httpd_conn *conn,
 		    "\"stdin\": true", NULL);
 		return;
 	}
-	if (e->done || e->in_closed) {
+	if (exec_state(e->x) == EXEC_DONE || !exec_stdin_open(e->x)) {
 		httpd_error(conn, 409, "the command's stdin is closed", NULL);
 		return;
 	}
@@ -800,8 +715,7 @@ serve_stdin(struct serve_exec *e, struct httpd_conn *conn,
 	e->in_eof = 0;
 	httpd_set_close_cb(conn, serve_in_close_cb, e);
 	if (!req->has_body) {
-		e->in_closed = 1;
-		serve_control(e, "close", NULL, serve_close_done_cb, e);
+		exec_stdin_close(e->x);	/* answered when the agent is */
 		return;
 	}
 	httpd_stream_body(conn, serve_body_cb, e);
@@ -856,15 +770,14 @@ serve_op_body(struct httpd_conn *conn, const char *body, size_t len,
 	struct serve_waiter	*w;
 	json_t			*j, *v;
 	long long		 rows = 0, cols = 0;
-	char			 text[32];
-	int			 sig;
+	int			 sig = -1;
 	const char		*rfields[] = { "rows", "cols", NULL };
 	const char		*sfields[] = { "signal", NULL };
 
 	e = serve_exec_find(op->sb, op->id);
 	if (serve_json_body(conn, body, len, &j) == -1)
 		goto out;
-	if (e == NULL || e->done) {
+	if (e == NULL || exec_state(e->x) == EXEC_DONE) {
 		httpd_error(conn, e == NULL ? 404 : 409, e == NULL ?
 		    "no such exec" : "the command is over", NULL);
 		goto out;
@@ -873,7 +786,6 @@ serve_op_body(struct httpd_conn *conn, const char *body, size_t len,
 		if (serve_check_fields(conn, j, sfields) == -1)
 			goto out;
 		v = json_object_get(j, "signal");
-		sig = -1;
 		if (v != NULL && json_is_string(v))
 			sig = serve_signal_number(json_string_value(v));
 		else if (v != NULL && json_is_integer(v) &&
@@ -886,7 +798,6 @@ serve_op_body(struct httpd_conn *conn, const char *body, size_t len,
 			    "\"field\":\"signal\"");
 			goto out;
 		}
-		snprintf(text, sizeof text, "%d", sig);
 	} else {
 		if (serve_check_fields(conn, j, rfields) == -1)
 			goto out;
@@ -897,21 +808,23 @@ serve_op_body(struct httpd_conn *conn, const char *body, size_t len,
 			    "1-10000", NULL);
 			goto out;
 		}
-		if (!e->tty) {
+		if (!exec_tty(e->x)) {
 			httpd_error(conn, 409, "this exec has no terminal",
 			    NULL);
 			goto out;
 		}
-		snprintf(text, sizeof text, "%lld %lld", rows, cols);
 	}
-	if (e->guest_id < 0) {
+	if (exec_id(e->x) < 0) {
 		httpd_error(conn, 409, "the command has not started yet", NULL);
 		goto out;
 	}
 	w = xcalloc(1, sizeof *w);
 	w->conn = conn;
 	httpd_set_close_cb(conn, serve_op_close_cb, w);
-	serve_control(e, op->op, text, serve_op_done_cb, w);
+	if (sig != -1)
+		exec_signal(e->x, sig, serve_op_done_cb, w);
+	else
+		exec_resize(e->x, rows, cols, serve_op_done_cb, w);
 out:
 	json_decref(j);
 	free(op);
@@ -945,7 +858,7 @@ serve_files(struct serve_sb *s, struct httpd_conn *conn,
     const struct httpd_req *req)
 {
 	struct serve_exec	*e;
-	struct buf		 b = { 0 };
+	struct exec_spec	 spec;
 	char			*path, *mode, *end;
 	unsigned long		 m = 0644;
 	int			 put = strcmp(req->method, "PUT") == 0;
@@ -967,18 +880,16 @@ serve_files(struct serve_sb *s, struct httpd_conn *conn,
 			goto out;
 		}
 	}
+	memset(&spec, 0, sizeof spec);
+	spec.kind = put ? EXEC_WRITE : EXEC_READ;
+	spec.path = path;
+	spec.mode = m;
 	if ((e = serve_exec_new(s, conn, put ? SERVE_WRITE : SERVE_READ,
-	    put)) == NULL)
+	    &spec)) == NULL)
 		goto out;
 	e->path = xstrdup(path);
-	buf_puts(&b, put ? "{\"write\":" : "{\"read\":");
-	buf_json_string(&b, path);
-	if (put)
-		buf_printf(&b, ",\"mode\":%lu", m);
-	buf_puts(&b, "}");
-	serve_exec_send(e, &b);
+	exec_start(e->x);	/* e may be gone after */
 out:
-	buf_free(&b);
 	free(path);
 	free(mode);
 }
@@ -990,18 +901,19 @@ serve_exec_sandbox_gone(struct serve_sb *s, const char *why)
 	struct serve_exec	*e, *next;
 	struct httpd_conn	*c;
 	char			*msg;
+	int			 done;
 
 	xasprintf(&msg, "the sandbox is gone: %s", why);
 	TAILQ_FOREACH_SAFE(e, &s->execs, entry, next) {
-		e->in_flight = 0;	/* its answer will never come */
 		if ((c = e->in_conn) != NULL && c != e->conn) {
 			e->in_conn = NULL;
 			httpd_set_close_cb(c, NULL, NULL);
 			httpd_error(c, 409, msg, NULL);
 		}
-		if (!e->done)
-			serve_exec_finish(e, msg);
-		else
+		/* Its answers will never come: it ends now (serve_done_cb). */
+		done = exec_state(e->x) == EXEC_DONE;
+		exec_gone(e->x, msg);
+		if (done)
 			serve_exec_maybe_free(e);
 	}
 	/* What is left waits for its own client, which is told nothing. */

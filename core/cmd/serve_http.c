@@ -146,7 +146,7 @@ serve_metrics(struct serve *srv, struct httpd_conn *conn)
 	TAILQ_FOREACH(s, &srv->sbs, entry) {
 		n[s->state]++;
 		TAILQ_FOREACH(e, &s->execs, entry)
-			running += e->job == SERVE_EXEC && !e->done;
+			running += serve_exec_running(e);
 		if (s->sb != NULL && sandbox_net_of(s->sb) != NULL) {
 			net_stats(sandbox_net_of(s->sb), &st);
 			up += st.proxy_bytes_up;

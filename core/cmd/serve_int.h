@@ -32,7 +32,7 @@
 							   resize */
 #define SERVE_PORTS		(QSUP_PORT_COUNT - 2)	/* 0..: execs,
 							   uploads */
-#define SERVE_CHUNK		(256 * 1024)	/* a stdin or file upload piece */
+#define SERVE_CHUNK		EXEC_STDIN_PIECE /* a stdin or file upload piece */
 #define SERVE_EVENTS_PING	15.0	/* a comment on /v1/events */
 #define SERVE_EVENTS_HIGH	(256 * 1024)	/* a subscriber this far
 						   behind is dropped */
@@ -62,35 +62,29 @@ enum serve_job {
 struct serve;
 struct serve_sb;
 
-/* One exec (or file job) in a sandbox, from its request to its exit. */
+/*
+ * One exec (or file job) in a sandbox, from its request to its exit: the
+ * HTTP side of it (its client, its stdin uploads, its ports); the agent's
+ * side is its exec (core/vm/exec.c).
+ */
 struct serve_exec {
 	struct serve_sb		*sb;
 	TAILQ_ENTRY(serve_exec)	 entry;
 	unsigned		 id;		/* the API's */
-	long long		 guest_id;	/* the agent's; -1 before start */
 	enum serve_job		 job;
+	struct exec		*x;
 	int			 port;		/* its stream's */
 	int			 in_port;	/* its uploads', or -1 */
-	int			 tty;
 	int			 want_stdin;
 	char			*path;		/* a file job's */
 	struct httpd_conn	*conn;		/* its client, NULL once gone */
 	int			 started;	/* the client got its head */
-	int			 done;		/* the stream ended */
-	int			 exit_seen;
-	struct agent_exit	 exit;
-	int			 timed_out;
-	double			 timeout;
-	ev_timer		 timer;
 	double			 t_start;
 	uint64_t		 bytes;		/* a file job's, so far */
 	struct buf		 err;		/* a file job's stderr, bounded */
-	/* stdin: one request's body at a time, forwarded a piece at once */
+	/* stdin: one request's body at a time, queued in the exec */
 	struct httpd_conn	*in_conn;
-	struct buf		 in_buf;
 	int			 in_eof;	/* that body ended */
-	int			 in_flight;	/* an upload to the agent */
-	int			 in_closed;	/* stdin closed, or refused */
 };
 TAILQ_HEAD(serve_execs, serve_exec);
 
@@ -204,6 +198,7 @@ void		 serve_exec_op(struct serve_sb *, struct httpd_conn *,
 void		 serve_files(struct serve_sb *, struct httpd_conn *,
 		     const struct httpd_req *);
 void		 serve_exec_sandbox_gone(struct serve_sb *, const char *);
+int		 serve_exec_running(const struct serve_exec *);
 int		 serve_signal_number(const char *);
 
 #endif

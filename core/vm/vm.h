@@ -365,5 +365,109 @@ void		 sandbox_console_tail(struct sandbox *, int, struct buf *);
 char		*sandbox_console_oom(struct sandbox *);
 void		 sandbox_free(struct sandbox *);
 
+/*
+ * exec.c: one command, or file job, the agent runs: its /exec request
+ * built from a typed spec, its stream (start, output, exit) held to the
+ * protocol, stdin paced by the agent's 204s, signals, terminal sizes, a
+ * timeout, and its end. A state table (exec_actions) says what each event
+ * does in each state. Its user (qsup run, qsup serve) may detach early
+ * (its client went away: the command is killed, its output read and
+ * dropped); the exec is freed once its stream has ended, nothing of it is
+ * in flight, and its user has released it (exec_free), as tmux's jobs are.
+ */
+#define EXEC_STDIN_PIECE	(256 * 1024)	/* the most one upload holds */
+enum exec_kind {
+	EXEC_COMMAND,
+	EXEC_READ,		/* a file job: the file's bytes as stdout */
+	EXEC_WRITE		/* a file job: stdin becomes the file */
+};
+struct exec_spec {
+	enum exec_kind	 kind;
+	char *const	*argv;		/* EXEC_COMMAND: NULL-terminated */
+	char *const	*env;		/* "K=V" each */
+	size_t		 nenv;
+	const char	*cwd;		/* NULL: the agent's */
+	int		 entrypoint;	/* the image's entrypoint goes first */
+	int		 tty;
+	unsigned	 rows, cols;	/* with tty; 0: the agent's 24x80 */
+	double		 timeout;	/* seconds; 0: none */
+	int		 feed_stdin;	/* EXEC_COMMAND: else closed at start */
+	const char	*path;		/* EXEC_READ, EXEC_WRITE */
+	unsigned	 mode;		/* EXEC_WRITE */
+};
+struct exec_ports {		/* agent ports, as sandbox_port numbers them */
+	int		 stream;	/* the /exec request and its events */
+	int		 in;		/* stdin uploads; -1: none */
+	int		 control;	/* signals, resizes, stdin's close */
+};
+enum exec_state {
+	EXEC_STARTING,		/* /exec sent, no start event yet */
+	EXEC_RUNNING,		/* started: output may come */
+	EXEC_EXITED,		/* the exit event came, the stream goes on */
+	EXEC_DONE,		/* the stream ended, one way or another */
+	EXEC_NSTATES
+};
+enum exec_end {
+	EXEC_END_EXITED,	/* a stream that ended well after its exit */
+	EXEC_END_NO_EXIT,	/* ... without one */
+	EXEC_END_BROKEN,	/* the agent broke the protocol */
+	EXEC_END_REFUSED,	/* the agent answered /exec with an error */
+	EXEC_END_CLOSED,	/* the port closed: QEMU is going */
+	EXEC_END_GONE		/* the sandbox went first (exec_gone) */
+};
+struct exec_result {
+	enum exec_end	 end;
+	int		 exit_seen;	/* the exit event came (the guest's
+					   word until end is EXITED) */
+	int		 status;	/* of the exit event */
+	int		 signal;	/* 0 or the signal that ended it */
+	const char	*exit_error;	/* the exit event's, or NULL */
+	int		 timed_out;	/* the exec's timeout killed it */
+	const char	*error;		/* NULL when EXITED, else why: the
+					   port's reason when CLOSED */
+};
+enum exec_stream {
+	EXEC_STDOUT,
+	EXEC_STDERR
+};
+enum exec_stdin_news {
+	EXEC_STDIN_SENT,	/* an upload was taken (204) */
+	EXEC_STDIN_REFUSED,	/* stdin is closed: what was queued dropped */
+	EXEC_STDIN_CLOSED	/* the close was answered */
+};
+struct exec;
+struct exec_cbs {		/* each may be NULL; arg is theirs */
+	void	(*started)(struct exec *, void *);
+	/* Base64 as the agent sent it, checked; nonzero: pause the stream
+	   until exec_resume. */
+	int	(*output)(struct exec *, enum exec_stream, const char *,
+		    size_t, void *);
+	void	(*stdin_news)(struct exec *, enum exec_stdin_news, void *);
+	void	(*timed_out)(struct exec *, void *);	/* killed already */
+	void	(*done)(struct exec *, const struct exec_result *, void *);
+	void	*arg;
+};
+void		 exec_request(const struct exec_spec *, struct buf *);
+struct exec	*exec_new(struct ev_loop *, struct sandbox *,
+		     const struct exec_spec *, const struct exec_ports *,
+		     const struct exec_cbs *);
+void		 exec_start(struct exec *);
+enum exec_state	 exec_state(const struct exec *);
+long long	 exec_id(const struct exec *);
+int		 exec_tty(const struct exec *);
+int		 exec_signal(struct exec *, int, agent_response_cb, void *);
+int		 exec_resize(struct exec *, unsigned, unsigned,
+		     agent_response_cb, void *);
+void		 exec_set_timeout(struct exec *, double);
+void		 exec_resume(struct exec *);
+int		 exec_stdin_write(struct exec *, const void *, size_t);
+void		 exec_stdin_close(struct exec *);
+void		 exec_stdin_drop(struct exec *);
+int		 exec_stdin_open(const struct exec *);
+size_t		 exec_stdin_queued(const struct exec *);
+int		 exec_stdin_busy(const struct exec *);
+void		 exec_detach(struct exec *);
+void		 exec_gone(struct exec *, const char *);
+void		 exec_free(struct exec *);
 
 #endif

@@ -8,6 +8,7 @@
  * (400, 414, 431, 501, 505), qsup holds the agent to the protocol
  * strictly and names what broke it. The caller bounds the head's size.
  */
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -424,4 +425,46 @@ wire_reason(int status)
 		return ("HTTP Version Not Supported");
 	}
 	return ("Unknown");
+}
+
+/* The path of op (WIRE_OP_*) on exec id; size at least WIRE_EXEC_PATH_MAX. */
+void
+wire_exec_path(char *buf, size_t size, long long id, const char *op)
+{
+	snprintf(buf, size, WIRE_EXEC "/%lld/%s", id, op);
+}
+
+/* Is op one of the WIRE_OP_* an exec takes? */
+int
+wire_exec_op(const char *op)
+{
+	return (strcmp(op, WIRE_OP_STDIN) == 0 ||
+	    strcmp(op, WIRE_OP_CLOSE) == 0 ||
+	    strcmp(op, WIRE_OP_SIGNAL) == 0 ||
+	    strcmp(op, WIRE_OP_RESIZE) == 0);
+}
+
+/*
+ * WIRE_EXEC"/<id>/<op>", id 1-9 digits: 0 with the id and op (pointing
+ * into path, unchecked: wire_exec_op says), or -1.
+ */
+int
+wire_exec_path_parse(const char *path, unsigned *id, const char **op)
+{
+	const char	*s;
+	unsigned long	 v = 0;
+	int		 digits = 0;
+
+	if (strncmp(path, WIRE_EXEC "/", sizeof WIRE_EXEC) != 0)
+		return (-1);
+	for (s = path + sizeof WIRE_EXEC; *s >= '0' && *s <= '9'; s++) {
+		if (++digits > 9)
+			return (-1);
+		v = v * 10 + (*s - '0');
+	}
+	if (digits == 0 || *s != '/')
+		return (-1);
+	*id = v;
+	*op = s + 1;
+	return (0);
 }

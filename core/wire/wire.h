@@ -188,6 +188,18 @@
 #define QSUP_NET_GATEWAY	"10.0.2.2"
 #define QSUP_NET_DNS		"10.0.2.3"
 
+/*
+ * The exec requests' paths (above): POST WIRE_EXEC starts one, POST
+ * WIRE_EXEC"/<id>/<op>" reaches it, op one of WIRE_OP_*. wire_exec_path
+ * writes such a path, wire_exec_path_parse reads one (the agent's router).
+ */
+#define WIRE_EXEC		"/exec"
+#define WIRE_OP_STDIN		"stdin"
+#define WIRE_OP_CLOSE		"close"
+#define WIRE_OP_SIGNAL		"signal"
+#define WIRE_OP_RESIZE		"resize"
+#define WIRE_EXEC_PATH_MAX	64	/* holds any of them, with any id */
+
 #define QSUP_EVENT_START	"start"
 #define QSUP_EVENT_STDOUT	"stdout"
 #define QSUP_EVENT_STDERR	"stderr"
@@ -264,6 +276,9 @@ void		 wire_head_init(struct wire_head *, int);
 int		 wire_head_line(struct wire_head *, const char *, size_t);
 int		 wire_head_parse(struct wire_head *, int, const char *, size_t);
 const char	*wire_reason(int);
+void		 wire_exec_path(char *, size_t, long long, const char *);
+int		 wire_exec_path_parse(const char *, unsigned *, const char **);
+int		 wire_exec_op(const char *);
 
 /* chunked.c */
 struct wire_chunked {
