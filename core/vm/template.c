@@ -64,19 +64,6 @@ template_dir(void)
 	return (dir);
 }
 
-void
-template_file_id(struct buf *b, const char *what, const char *path)
-{
-	struct stat	st;
-
-	if (stat(path, &st) == -1)
-		buf_printf(b, "%s %s missing\n", what, path);
-	else
-		buf_printf(b, "%s %s %lld %lld.%09ld\n", what, path,
-		    (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-		    st.st_mtim.tv_nsec);
-}
-
 /*
  * "fd=12" says nothing about the VM's state: it is written "fd=*" (and
  * -netdev stream's "addr.str=12", "addr.str=*").
@@ -103,58 +90,6 @@ template_arg(struct buf *b, const char *arg)
 			buf_add(b, p, 1);
 	}
 	buf_add(b, "\n", 1);
-}
-
-/*
- * Is name[0..len) a key, 16 bytes of SHA-256 in lower-case hex
- * (template_init)? Anything else in the directory is none of a
- * template's files, whatever its suffix, and never listed nor removed.
- */
-int
-template_is_key(const char *name, size_t len)
-{
-	size_t	i;
-
-	if (len != TEMPLATE_KEY_LEN)
-		return (0);
-	for (i = 0; i < len; i++) {
-		if (!isdigit((unsigned char)name[i]) &&
-		    (name[i] < 'a' || name[i] > 'f'))
-			return (0);
-	}
-	return (1);
-}
-
-/*
- * Is name a half-written file, KEY.KIND.PID? KIND is any: those this
- * qsup writes (state, meta, shape, ram) and a newer one's alike, so that
- * nothing of a live writer is ever taken for a whole template's file,
- * nor removed with it. Then *pid is its writer's and the return the
- * length of its KEY.
- */
-size_t
-template_partial(const char *name, long *pid)
-{
-	const char	*dot, *p;
-	size_t		 key = strcspn(name, ".");
-
-	if (!template_is_key(name, key) ||
-	    (dot = strrchr(name, '.')) == NULL || dot == name + key ||
-	    dot[1] == '\0')
-		return (0);
-	for (p = dot + 1; *p != '\0'; p++) {
-		if (!isdigit((unsigned char)*p))
-			return (0);
-	}
-	*pid = strtol(dot + 1, NULL, 10);
-	return (*pid > 0 ? key : 0);
-}
-
-/* Is the process that writes a half-written file still there? */
-int
-template_writer_alive(long pid)
-{
-	return (kill((pid_t)pid, 0) == 0 || errno != ESRCH);
 }
 
 /*

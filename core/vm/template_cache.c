@@ -2,7 +2,8 @@
  * VM state templates for warm starts. A template is the saved state of a
  * guest booted to the agent's template state; template.c makes, checks and
  * restores them, template_cache.c lists them for "qsup cache" and keeps
- * the cache under its size cap (least recently used out first).
+ * the cache under its size cap (least recently used out first), both
+ * through template_file.c's names of their files.
  *
  * What a template costs is what its files take on disk (st_blocks), not
  * their apparent size: a format-2 KEY.ram is as big as the guest's memory
@@ -403,38 +404,4 @@ template_evict(const char *dir, uint64_t max, const char *keep)
 	}
 	template_scan_free(&s);
 	return (n);
-}
-
-/*
- * Remove the template KEY of dir: its state first (so that it is no
- * longer there for template_exists), then every other KEY.SUFFIX file,
- * KEY.ram too. Not KEY.lock: only its holder removes it (template.c's
- * template_unlock). Nor half-written files: those of a live writer are
- * its, template_sweep takes the others.
- */
-void
-template_remove(const char *dir, const char *key)
-{
-	struct dirent	*de;
-	DIR		*d;
-	char		*path;
-	size_t		 len = strlen(key);
-	long		 pid;
-
-	if (!template_is_key(key, len))
-		return;
-	xasprintf(&path, "%s/%s.state", dir, key);
-	unlink(path);
-	free(path);
-	if ((d = opendir(dir)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (strncmp(de->d_name, key, len) != 0 ||
-		    de->d_name[len] != '.' ||
-		    strcmp(de->d_name + len, ".lock") == 0 ||
-		    template_partial(de->d_name, &pid) > 0)
-			continue;
-		unlinkat(dirfd(d), de->d_name, 0);
-	}
-	closedir(d);
 }

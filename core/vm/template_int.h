@@ -1,5 +1,7 @@
 /*
- * What template.c and template_cache.c share, and no one else.
+ * What the template's files share, and no one else: template.c (make,
+ * check, open) and template_cache.c (list, evict) on top of
+ * template_file.c (the names of a template's files, and their removal).
  */
 #ifndef QSUP_TEMPLATE_INT_H
 #define QSUP_TEMPLATE_INT_H
@@ -21,6 +23,7 @@
 #define TEMPLATE_SHAPE_STREAM	"qsup-template 1"
 #define TEMPLATE_SHAPE_SHARED	"qsup-template 2 ram shared"
 
+/* template_file.c */
 void		 template_file_id(struct buf *, const char *, const char *);
 #define TEMPLATE_KEY_LEN	32	/* hex digits */
 int		 template_is_key(const char *, size_t);
