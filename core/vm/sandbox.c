@@ -7,8 +7,12 @@
  * A sandbox is dead once QEMU has been reaped and its console has reached
  * EOF (tmux's JOB_DEAD and JOB_CLOSED).
  *
- * The other sandbox_*.c files hold its parts: one QEMU launch, the
- * guest's configuration, the warm start and the liveness pings.
+ * The other sandbox_*.c files hold its parts, below it (sandbox_int.h
+ * says in what order): one QEMU launch, the warm start, QEMU's command
+ * line, the guest's configuration, the deadlines and liveness pings, and
+ * what an image that boots itself changes. They report what happens to
+ * the sandbox as events (sb->event, which sandbox_new points here), and
+ * this file alone acts on them.
  */
 #include <sys/stat.h>
 
@@ -495,85 +499,6 @@ sandbox_event(struct sandbox *sb, enum sbe ev, const char *why)
 	sandbox_actions[sb->state][ev](sb, ev, why);
 }
 
-/* Does a share show host library directories (closure_prepare)? */
-int
-sandbox_host_libs(struct sandbox *sb)
-{
-	size_t	i;
-
-	for (i = 0; i < sb->nshares; i++) {
-		if (sb->shares[i].host_libs)
-			return (1);
-	}
-	return (0);
-}
-
-/*
- * A configured agent (not one in template state) of a sandbox with an
- * image says which device it mounted as the root (its commands would
- * otherwise run in the initramfs, silently) and the image's glibc, which
- * must not be newer than the host's when host library directories are
- * shared over the image's. NULL, or why the sandbox cannot go on.
- */
-static char *
-sandbox_image_refused(struct sandbox *sb, const char *body, size_t len)
-{
-	json_t		*j;
-	char		*why = NULL;
-
-	if (sb->disk.base == NULL)
-		return (NULL);
-	if ((j = json_read(body, len, 0)) == NULL)
-		return (NULL);	/* the state table judges it */
-	if (json_is_true(json_object_get(j, "template")))
-		goto out;
-	if (json_path_str(j, "root") == NULL) {
-		why = xstrdup("the agent answered without having mounted the "
-		    "image's root file system (an agent too old for disk "
-		    "images?)");
-		goto out;
-	}
-	log_debug("the image's root is %s in the guest (glibc %s)",
-	    json_path_str(j, "root"), json_path_str(j, "glibc") != NULL ?
-	    json_path_str(j, "glibc") : "not found");
-	if (sandbox_host_libs(sb))
-		(void)closure_glibc_newer(json_path_str(j, "glibc"), &why);
-out:
-	json_decref(j);
-	return (why);
-}
-
-/*
- * The answer to the first request of a launch: the ping of a boot, or
- * the /setup of a restore or a saved build.
- */
-void
-sandbox_reply_cb(int status, const char *body, size_t len, void *arg)
-{
-	struct sandbox	*sb = arg;
-	char		*msg;
-
-	if (status == AGENT_CLOSED)
-		return;		/* QEMU is gone; SBE_EXITED says why */
-	if (status == 200 &&
-	    (msg = sandbox_image_refused(sb, body, len)) != NULL) {
-		sandbox_event(sb, SBE_REFUSED, msg);
-		free(msg);
-		return;
-	}
-	if (status == 200 || status == AGENT_BROKEN) {
-		xasprintf(&msg, "%.*s", (int)len, body);
-		sandbox_event(sb, status == 200 ? SBE_UP : SBE_BROKEN, msg);
-	} else {
-		xasprintf(&msg, "guest setup failed (%d): %.*s%s", status,
-		    (int)len, body, sandbox_share_named(sb, body));
-		/* A template of another agent would refuse so. */
-		sandbox_event(sb, status == 503 ? SBE_SETUP_FAILED :
-		    SBE_REFUSED, msg);
-	}
-	free(msg);
-}
-
 static void
 sandbox_deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -601,17 +526,6 @@ sandbox_exit_cb(struct qemu *q, void *arg)
 	sandbox_event(sb, SBE_EXITED, NULL);
 }
 
-double
-sandbox_start_timeout(struct sandbox *sb)
-{
-	if (sb->profile->start_timeout > 0)
-		return (sb->profile->start_timeout);
-	/* A PC boot with cloud-init: about two minutes under TCG. */
-	if (sandbox_boot_image(sb))
-		return (sb->accel.accel == ACCEL_KVM ? 180.0 : 900.0);
-	return (sb->accel.accel == ACCEL_KVM ? 20.0 : 60.0);
-}
-
 struct sandbox *
 sandbox_new(struct ev_loop *loop, const struct profile *p,
     const struct sandbox_cbs *cbs)
@@ -623,6 +537,7 @@ sandbox_new(struct ev_loop *loop, const struct profile *p,
 	sb->loop = loop;
 	sb->profile = p;
 	sb->cbs = *cbs;
+	sb->event = sandbox_event;
 	sb->state = SBS_NEW;
 	sb->qemu = qemu_new(loop, sandbox_exit_cb, NULL, sb);
 	sb->console_guest_fd = -1;

@@ -1,9 +1,14 @@
 /*
- * The sandbox's insides, shared by its files (and its unit test) only:
- * sandbox.c (the state table and the API), sandbox_launch.c (one QEMU
- * launch), sandbox_seed.c (the guest's configuration), sandbox_warm.c
- * (the warm-start choice and the template save) and sandbox_live.c (the
- * liveness pings).
+ * The sandbox's insides, shared by its files (and its unit test) only.
+ * They lean one way, a section each below in that order: sandbox.c (the
+ * state table and the API) on top; sandbox_launch.c (one QEMU launch);
+ * sandbox_warm.c (the warm-start choice and the template save);
+ * sandbox_argv.c (QEMU's command line, which keys the templates);
+ * sandbox_seed.c (the guest's configuration, and the agent's answer to
+ * it); sandbox_live.c (the start's deadline and the liveness pings);
+ * sandbox_boot.c (what boot = "image" changes) at the bottom. What the
+ * files below sandbox.c see happen goes up as an event through
+ * sb->event; only sandbox.c's table acts on it.
  */
 #ifndef QSUP_SANDBOX_INT_H
 #define QSUP_SANDBOX_INT_H
@@ -74,6 +79,12 @@ struct sandbox {
 	struct ev_loop		*loop;
 	const struct profile	*profile;
 	struct sandbox_cbs	 cbs;
+	/*
+	 * sandbox.c's sandbox_event, set by sandbox_new: the files below it
+	 * report what happens through it, and never change the state.
+	 */
+	void			(*event)(struct sandbox *, enum sbe,
+				    const char *);
 	enum sbs		 state;
 	enum sandbox_mode	 mode;
 	struct accel_choice	 accel;
@@ -131,19 +142,36 @@ typedef void	(*sandbox_action)(struct sandbox *, enum sbe, const char *);
 extern const sandbox_action sandbox_actions[SBS_COUNT][SBE_COUNT];
 void		 sandbox_event(struct sandbox *, enum sbe, const char *);
 const char	*sandbox_sbs_name(enum sbs);
-int		 sandbox_host_libs(struct sandbox *);
 const char	*sandbox_sbe_name(enum sbe);
 enum sandbox_state sandbox_public(enum sbs);
-void		 sandbox_reply_cb(int, const char *, size_t, void *);
-double		 sandbox_start_timeout(struct sandbox *);
 
 /* sandbox_launch.c */
 int		 sandbox_stage_exec(struct sandbox *);
 int		 sandbox_net(struct sandbox *, char **);
-void		 sandbox_build_argv(struct sandbox *, struct qemu_argv *);
 int		 sandbox_launch(struct sandbox *, char **);
 void		 sandbox_launch_free(struct sandbox *);
 char		*sandbox_death(struct sandbox *);
+
+/* sandbox_warm.c */
+int		 sandbox_choose_mode(struct sandbox *);
+void		 sandbox_rechoose_mode(struct sandbox *);
+int		 sandbox_builder_done(struct sandbox *, double);
+void		 sandbox_save(struct sandbox *);
+
+/* sandbox_argv.c */
+int		 sandbox_template_format(struct sandbox *);
+void		 sandbox_build_argv(struct sandbox *, struct qemu_argv *);
+
+/* sandbox_seed.c */
+int		 sandbox_write_seed(struct sandbox *, char **);
+void		 sandbox_reply_cb(int, const char *, size_t, void *);
+void		 sandbox_send_setup(struct sandbox *);
+
+/* sandbox_live.c */
+double		 sandbox_start_timeout(struct sandbox *);
+void		 sandbox_live_start(struct sandbox *);
+void		 sandbox_live_stop(struct sandbox *);
+void		 sandbox_console_mark_cb(void *, const char *);
 
 /* sandbox_boot.c */
 #define SANDBOX_BOOT_AGENT	"qsup-agent"	/* its name on the seed */
@@ -155,22 +183,5 @@ void		 sandbox_boot_user_data(struct sandbox *, struct buf *);
 const char	*sandbox_boot_network_config(void);
 int		 sandbox_boot_agent(struct sandbox *, char **, size_t *,
 		     char **);
-
-/* sandbox_seed.c */
-int		 sandbox_write_seed(struct sandbox *, char **);
-void		 sandbox_send_setup(struct sandbox *);
-const char	*sandbox_share_named(struct sandbox *, const char *);
-
-/* sandbox_warm.c */
-int		 sandbox_template_format(struct sandbox *);
-int		 sandbox_choose_mode(struct sandbox *);
-void		 sandbox_rechoose_mode(struct sandbox *);
-int		 sandbox_builder_done(struct sandbox *, double);
-void		 sandbox_save(struct sandbox *);
-
-/* sandbox_live.c */
-void		 sandbox_live_start(struct sandbox *);
-void		 sandbox_live_stop(struct sandbox *);
-void		 sandbox_console_mark_cb(void *, const char *);
 
 #endif

@@ -1,9 +1,11 @@
 /*
- * Liveness: once ready, the guest's agent is pinged on a port of its own
- * every SANDBOX_PING_EVERY s; a guest that leaves one unanswered this
- * long has stopped (halted, wedged, paused). Under TCG a loaded host can
- * slow the guest down a lot, so it gets more time. A halted guest never
- * ends QEMU, so the console's word of it ends the run at once.
+ * How long the guest may keep qsup waiting: its start (the deadline each
+ * launch sets), then, once it is ready, each liveness ping. Liveness: the
+ * guest's agent is pinged on a port of its own every SANDBOX_PING_EVERY
+ * s; a guest that leaves one unanswered this long has stopped (halted,
+ * wedged, paused). Under TCG a loaded host can slow the guest down a lot,
+ * so it gets more time. A halted guest never ends QEMU, so the console's
+ * word of it ends the run at once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,22 @@
 #define SANDBOX_PING_MAX_KVM	10.0
 #define SANDBOX_PING_MAX_TCG	20.0
 
+/*
+ * How long a launch may take until the agent answers: the profile's
+ * start_timeout, else what a start of this kind takes under this
+ * accelerator, with room to spare.
+ */
+double
+sandbox_start_timeout(struct sandbox *sb)
+{
+	if (sb->profile->start_timeout > 0)
+		return (sb->profile->start_timeout);
+	/* A PC boot with cloud-init: about two minutes under TCG. */
+	if (sandbox_boot_image(sb))
+		return (sb->accel.accel == ACCEL_KVM ? 180.0 : 900.0);
+	return (sb->accel.accel == ACCEL_KVM ? 20.0 : 60.0);
+}
+
 /* A ping's answer: any answer says the agent runs. */
 static void
 sandbox_pong_cb(int status, const char *body, size_t len, void *arg)
@@ -28,7 +46,7 @@ sandbox_pong_cb(int status, const char *body, size_t len, void *arg)
 		return;		/* QEMU is going; SBE_EXITED says why */
 	if (status == AGENT_BROKEN) {
 		xasprintf(&msg, "%.*s", (int)len, body);
-		sandbox_event(sb, SBE_BROKEN, msg);
+		sb->event(sb, SBE_BROKEN, msg);
 		free(msg);
 		return;
 	}
@@ -66,7 +84,7 @@ sandbox_live_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			return;
 		xasprintf(&msg, "the guest stopped answering for %.0f s",
 		    now - sb->ping_sent);
-		sandbox_event(sb, SBE_LOST, msg);
+		sb->event(sb, SBE_LOST, msg);
 		free(msg);
 		return;
 	}
@@ -107,5 +125,5 @@ sandbox_console_mark_cb(void *arg, const char *line)
 
 	/* Once QEMU is reaped, sandbox_death tells it all. */
 	if (!qemu_reaped(sb->qemu) && strstr(line, "reboot: System halted") != NULL)
-		sandbox_event(sb, SBE_HALTED, "the guest halted");
+		sb->event(sb, SBE_HALTED, "the guest halted");
 }

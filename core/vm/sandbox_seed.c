@@ -1,7 +1,10 @@
 /*
  * The guest's configuration, in the seed's qsup-config format: on the
  * seed ISO of a cold boot, or posted to /setup after a template build or
- * restore. Its values are percent-encoded (core/wire/wire.h).
+ * restore. Its values are percent-encoded (core/wire/wire.h). And what
+ * the agent's answer to a launch's first request says of it (the ping of
+ * a boot, the /setup of a restore or a saved build), reported to the
+ * state table as an event (sb->event).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -10,6 +13,7 @@
 #include <time.h>
 
 #include <ev.h>
+#include <jansson.h>
 
 #include "sandbox_int.h"
 
@@ -43,6 +47,19 @@ sandbox_firewall(struct sandbox *sb, struct buf *b)
 		buf_printf(b, "-A INPUT -p tcp --dport %u -j ACCEPT\n",
 		    p->ports[i].guest);
 	buf_puts(b, "COMMIT\n");
+}
+
+/* Does a share show host library directories (closure_prepare)? */
+static int
+sandbox_host_libs(struct sandbox *sb)
+{
+	size_t	i;
+
+	for (i = 0; i < sb->nshares; i++) {
+		if (sb->shares[i].host_libs)
+			return (1);
+	}
+	return (0);
 }
 
 /* The guest's configuration, in the seed's qsup-config format. */
@@ -164,7 +181,7 @@ sandbox_write_seed(struct sandbox *sb, char **cause)
 }
 
 /* A mount error names a tag; say which host tree that is. */
-const char *
+static const char *
 sandbox_share_named(struct sandbox *sb, const char *body)
 {
 	static char	 what[PATH_MAX + 32];
@@ -185,6 +202,73 @@ sandbox_share_named(struct sandbox *sb, const char *body)
 	return ("");
 }
 
+
+/*
+ * A configured agent (not one in template state) of a sandbox with an
+ * image says which device it mounted as the root (its commands would
+ * otherwise run in the initramfs, silently) and the image's glibc, which
+ * must not be newer than the host's when host library directories are
+ * shared over the image's. NULL, or why the sandbox cannot go on.
+ */
+static char *
+sandbox_image_refused(struct sandbox *sb, const char *body, size_t len)
+{
+	json_t		*j;
+	char		*why = NULL;
+
+	if (sb->disk.base == NULL)
+		return (NULL);
+	if ((j = json_read(body, len, 0)) == NULL)
+		return (NULL);	/* the state table judges it */
+	if (json_is_true(json_object_get(j, "template")))
+		goto out;
+	if (json_path_str(j, "root") == NULL) {
+		why = xstrdup("the agent answered without having mounted the "
+		    "image's root file system (an agent too old for disk "
+		    "images?)");
+		goto out;
+	}
+	log_debug("the image's root is %s in the guest (glibc %s)",
+	    json_path_str(j, "root"), json_path_str(j, "glibc") != NULL ?
+	    json_path_str(j, "glibc") : "not found");
+	if (sandbox_host_libs(sb))
+		(void)closure_glibc_newer(json_path_str(j, "glibc"), &why);
+out:
+	json_decref(j);
+	return (why);
+}
+
+/*
+ * The answer to the first request of a launch: the ping of a boot, or
+ * the /setup of a restore or a saved build.
+ */
+void
+sandbox_reply_cb(int status, const char *body, size_t len, void *arg)
+{
+	struct sandbox	*sb = arg;
+	char		*msg;
+
+	if (status == AGENT_CLOSED)
+		return;		/* QEMU is gone; SBE_EXITED says why */
+	if (status == 200 &&
+	    (msg = sandbox_image_refused(sb, body, len)) != NULL) {
+		sb->event(sb, SBE_REFUSED, msg);
+		free(msg);
+		return;
+	}
+	if (status == 200 || status == AGENT_BROKEN) {
+		xasprintf(&msg, "%.*s", (int)len, body);
+		sb->event(sb, status == 200 ? SBE_UP : SBE_BROKEN, msg);
+	} else {
+		xasprintf(&msg, "guest setup failed (%d): %.*s%s", status,
+		    (int)len, body, sandbox_share_named(sb, body));
+		/* A template of another agent would refuse so. */
+		sb->event(sb, status == 503 ? SBE_SETUP_FAILED :
+		    SBE_REFUSED, msg);
+	}
+	free(msg);
+}
+
 /* Give the guest its own configuration (template builds and restores). */
 void
 sandbox_send_setup(struct sandbox *sb)
@@ -197,4 +281,3 @@ sandbox_send_setup(struct sandbox *sb)
 	explicit_bzero(cfg.data, cfg.len);
 	buf_free(&cfg);
 }
-

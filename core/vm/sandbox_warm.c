@@ -12,14 +12,6 @@
 
 #include "sandbox_int.h"
 
-/* The format of this sandbox's templates, as the profile says. */
-int
-sandbox_template_format(struct sandbox *sb)
-{
-	return (sb->profile->template_ram == PROFILE_TRAM_STREAM ?
-	    TEMPLATE_STREAM : TEMPLATE_SHARED);
-}
-
 /*
  * Room for a new template with shared RAM: the build's guest writes its
  * memory into the cache's file system as it boots, and a write that finds

@@ -1,0 +1,165 @@
+/*
+ * QEMU's command line for a sandbox (qemu.c's builder does the quoting
+ * and the machine): the same for a template build and every restore of
+ * it, but for -incoming and the RAM file's path, since the template's
+ * key is made of it (sandbox_warm.c). Below both the launch, which runs
+ * it, and the warm start, which keys templates by it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ev.h>
+
+#include "sandbox_int.h"
+
+/* The format of this sandbox's templates, as the profile says. */
+int
+sandbox_template_format(struct sandbox *sb)
+{
+	return (sb->profile->template_ram == PROFILE_TRAM_STREAM ?
+	    TEMPLATE_STREAM : TEMPLATE_SHARED);
+}
+
+/*
+ * Shared RAM (format 2): the guest's memory is a file. The build's QEMU
+ * maps the template's new RAM file shared (the guest writes the file); a
+ * restore maps the template's private (copy-on-write), through the
+ * descriptor qsup checked it by. Only the size counts for the key.
+ */
+static void
+sandbox_ram_args(struct sandbox *sb, struct qemu_argv *a)
+{
+	char	*path;
+
+	if (sb->mode == SB_RESTORE)
+		xasprintf(&path, "/proc/self/fd/%d", sb->ram_fd);
+	else
+		path = qemu_escape(sb->tpl.ram_tmp != NULL ? sb->tpl.ram_tmp :
+		    "-");
+	qemu_arg(a, "-object");
+	qemu_arg(a, "memory-backend-file,id=" TEMPLATE_RAM_ID ",size=%lluM,"
+	    "mem-path=%s,share=%s", (unsigned long long)sb->profile->memory_mib,
+	    path, sb->mode == SB_RESTORE ? "off" : "on");
+	qemu_arg(a, "-machine");
+	qemu_arg(a, "memory-backend=" TEMPLATE_RAM_ID);
+	free(path);
+}
+
+/* qsup's own kernel, and GUEST.md's measured command line for it. */
+static void
+sandbox_kernel_args(struct sandbox *sb, struct qemu_argv *a)
+{
+	char	tsc[64] = "", *tmp;
+
+	/* The TSC is told under TCG. */
+	if (sb->accel.accel == ACCEL_TCG)
+		snprintf(tsc, sizeof tsc, "tsc_early_khz=%lu tsc=reliable",
+		    guest_tsc_khz());
+	xasprintf(&tmp, "console=ttyS0 quiet panic=-1 %s "
+	    "no_timer_check cryptomgr.notests random.trust_cpu=on "
+	    "mitigations=off init_on_alloc=0 audit=0 apparmor=0 "
+	    "8250.nr_uarts=1 nowatchdog psi=0 cgroup_disable=memory "
+	    "sysctl.vm.compaction_proactiveness=0 "
+	    "initcall_blacklist=init_kprobe_trace,"
+	    "crypto_kdf108_init,init_mmio_trace,"
+	    "init_trace_printk_function_export qsup.ports=%d%s%s", tsc,
+	    QSUP_PORT_COUNT, sb->mode == SB_COLD ? "" : " qsup.template=1",
+	    sb->disk.base != NULL ? " qsup.root=1" : "");
+	qemu_argv_kernel(a, sb->guest.kernel, sb->guest.initramfs, tmp);
+	free(tmp);
+}
+
+/*
+ * QEMU's command line. A template build and a restore must use the same
+ * one (but for -incoming and the RAM file's path): the template key is
+ * made from it. An image that boots itself (sandbox_boot.c) gets a PC.
+ */
+void
+sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
+{
+	const struct profile	*p = sb->profile;
+	char			*seed, *tmp;
+	char *const		 *na;
+	int			 i, pc = sandbox_boot_image(sb);
+
+	xasprintf(&tmp, "%s/seed.iso", sb->rundir);
+	seed = qemu_escape(tmp);
+	free(tmp);
+
+	xasprintf(&tmp, "qsup:%s", sb->rundir);
+	/* Names the run directory, so a person (or a test) can tell us apart. */
+	qemu_argv_machine(a, guest_qemu_binary(), sb->accel.accel, pc,
+	    (unsigned long long)p->memory_mib, p->cpus, tmp);
+	free(tmp);
+	if (sb->mode != SB_COLD && sandbox_template_format(sb) ==
+	    TEMPLATE_SHARED)
+		sandbox_ram_args(sb, a);
+	if (!pc)
+		sandbox_kernel_args(sb, a);
+	qemu_arg(a, "-chardev");
+	qemu_arg(a, "socket,id=con,fd=%d",
+	    sb->console_guest_fd);
+	qemu_arg(a, "-serial");
+	qemu_arg(a, "chardev:con");
+	/* A PC has no virtio-mmio: its agent ports and seed go on PCI. */
+	qemu_arg(a, "-device");
+	qemu_arg(a, pc ? "virtio-serial-pci" : "virtio-serial-device");
+	for (i = 0; i < (int)sb->nshares; i++) {
+		tmp = qemu_escape(sb->shares[i].host);
+		qemu_arg(a, "-fsdev");
+		qemu_arg(a, "local,id=fs%d,path=%s,"
+		    "security_model=%s%s", i, tmp, profile_sm_name(
+		    share_model(&sb->shares[i], p->virtfs_security_model)),
+		    sb->shares[i].readonly ? ",readonly=on" : "");
+		free(tmp);
+		qemu_arg(a, "-device");
+		qemu_arg(a, "virtio-9p-pci,fsdev=fs%d,"
+		    "mount_tag=%s", i, sb->shares[i].tag);
+	}
+	for (i = 0; i < QSUP_PORT_COUNT; i++) {
+		qemu_arg(a, "-chardev");
+		qemu_arg(a, "socket,id=agent%d,fd=%d", i,
+		    sb->port_guest_fd[i]);
+		qemu_arg(a, "-device");
+		qemu_arg(a,
+		    "virtserialport,chardev=agent%d,name=%s%d", i,
+		    QSUP_PORT_PREFIX, i);
+	}
+	/* The image's overlay, the base below it read-only (disk.c). */
+	if (sb->disk.base != NULL)
+		disk_qemu_args(&sb->disk, a, pc);
+	/* The network card, on qsup's own stack (core/net.c). */
+	for (na = sb->net != NULL ? net_qemu_args(sb->net) : NULL;
+	    na != NULL && *na != NULL; na++)
+		qemu_arg(a, "%s", *na);
+	/* An image that boots itself has its seed in every mode. */
+	if (sb->mode == SB_COLD || pc) {
+		qemu_arg(a, "-blockdev");
+		qemu_arg(a, "driver=raw,node-name=seed,"
+		    "read-only=on,file.driver=file,file.filename=%s", seed);
+		qemu_arg(a, "-device");
+		qemu_arg(a, "%s,drive=seed", pc ? "virtio-blk-pci" :
+		    "virtio-blk-device");
+	}
+	if (sb->mode != SB_COLD) {
+		/* Only for saving the state; a restore does not use it. */
+		qemu_arg(a, "-chardev");
+		qemu_arg(a, "socket,id=qmp,fd=%d",
+		    sb->qmp_guest_fd);
+		qemu_arg(a, "-mon");
+		qemu_arg(a, "chardev=qmp,mode=control");
+	}
+	/* The operator's own flags, checked by the profile loader. */
+	for (i = 0; i < (int)p->nextra_args; i++)
+		qemu_arg(a, "%s", p->extra_args[i]);
+	if (sb->mode == SB_RESTORE) {
+		/* Shared RAM: x-ignore-shared is set first (QMP). */
+		qemu_arg(a, "-incoming");
+		if (sandbox_template_format(sb) == TEMPLATE_SHARED)
+			qemu_arg(a, "defer");
+		else
+			qemu_arg(a, "fd:%d", sb->state_fd);
+	}
+	free(seed);
+}
