@@ -1,8 +1,10 @@
 /*
- * The server: its listeners (unix sockets, TCP with or without TLS), the
- * accept path and the answer to a connection turned away, and the
- * bearer-token check. Who is let in is httpd_admit.c's; connections
- * themselves are httpd_conn.c's.
+ * The server, on top of the layer's other files: its listeners (unix
+ * sockets, TCP with or without TLS), the accept path, and the answer to a
+ * connection turned away. Who is let in is httpd_admit.c's to say, and
+ * the accept path does what it says: a connection (httpd_conn.c's) or a
+ * 503. What a connection needs of the server (limits, the token and the
+ * public paths, the counts) it reads from struct httpd, set here.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -92,44 +94,6 @@ httpd_set_token(struct httpd *h, const char *token,
 		h->public[i] = xstrdup(public[i]);
 }
 
-/*
- * Whether the Authorization value carries the token: the time taken
- * depends on the lengths only, never on where the bytes differ.
- */
-int
-httpd_authorized(struct httpd *h, const char *auth)
-{
-	const char		*given;
-	size_t			 glen, tlen, i;
-	volatile unsigned char	 diff;
-
-	if (h->token == NULL)
-		return (1);
-	if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
-		return (0);
-	for (given = auth + 7; *given == ' '; given++)
-		;
-	glen = strlen(given);
-	tlen = strlen(h->token);
-	diff = glen != tlen;
-	for (i = 0; i < tlen; i++)
-		diff |= (unsigned char)h->token[i] ^
-		    (unsigned char)given[i < glen ? i : 0];
-	return (diff == 0);
-}
-
-int
-httpd_public(struct httpd *h, const char *path)
-{
-	size_t	i;
-
-	for (i = 0; h->public != NULL && h->public[i] != NULL; i++) {
-		if (strcmp(h->public[i], path) == 0)
-			return (1);
-	}
-	return (0);
-}
-
 static void
 httpd_linger_free(struct httpd_linger *g)
 {
@@ -202,7 +166,7 @@ httpd_turn_away_why(struct httpd *h, enum httpd_shed why, struct buf *body)
  * HTTPD_LINGER_MAX already lingering, is closed after dropping what
  * already arrived.
  */
-void
+static void
 httpd_turn_away(struct httpd *h, struct httpd_listener *l, int fd,
     enum httpd_shed why)
 {
@@ -248,8 +212,9 @@ httpd_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct httpd_listener	*l = w->data;
 	struct sockaddr_storage	 ss;
+	struct httpd_peer	*p;
 	socklen_t		 slen;
-	int			 fd;
+	int			 fd, why;
 
 	(void)revents;
 	for (;;) {
@@ -272,7 +237,10 @@ httpd_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		if (slen > sizeof ss)
 			ss.ss_family = AF_UNSPEC;
-		httpd_admit(l->h, l, fd, (struct sockaddr *)&ss);
+		if ((why = httpd_admit(l->h, (struct sockaddr *)&ss, &p)) != -1)
+			httpd_turn_away(l->h, l, fd, why);
+		else
+			httpd_conn_new(l->h, l, fd, p);
 	}
 }
 
@@ -646,33 +614,7 @@ httpd_free(struct httpd *h)
 }
 
 void
-httpd_count(struct httpd *h, int status)
-{
-	int	class = status / 100 - 1;
-
-	h->answered[class >= 0 && class < HTTPD_CLASSES - 1 ? class :
-	    HTTPD_CLASSES - 1]++;
-}
-
-void
 httpd_answered(struct httpd *h, unsigned long long out[HTTPD_CLASSES])
 {
 	memcpy(out, h->answered, sizeof h->answered);
-}
-
-const char *const httpd_shed_names[HTTPD_SHED_N] = {
-	[HTTPD_SHED_HEAD_TIMEOUT] = "head_timeout",
-	[HTTPD_SHED_IDLE_TIMEOUT] = "idle_timeout",
-	[HTTPD_SHED_BODY_TIMEOUT] = "body_timeout",
-	[HTTPD_SHED_SEND_TIMEOUT] = "send_timeout",
-	[HTTPD_SHED_PER_ADDRESS] = "per_address",
-	[HTTPD_SHED_UNAUTHENTICATED] = "unauthenticated",
-	[HTTPD_SHED_IDLE] = "idle_for_room",
-	[HTTPD_SHED_FULL] = "full"
-};
-
-void
-httpd_shed(struct httpd *h, unsigned long long out[HTTPD_SHED_N])
-{
-	memcpy(out, h->shed, sizeof h->shed);
 }

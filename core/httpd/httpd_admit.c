@@ -6,8 +6,9 @@
  * that finds no room is let in by closing an idle one (waiting for a
  * head): the oldest not yet authenticated first, else, when the
  * unauthenticated are within their share, the oldest kept alive between
- * requests. Only then is it turned away (503), as nginx's limit_conn and
- * a full server would.
+ * requests. Only then is it turned away (503, by httpd.c), as nginx's
+ * limit_conn and a full server would. The reasons a connection is shed,
+ * here or by its deadlines, are named and counted here for /metrics.
  *
  * Unix socket peers are not capped by address: the socket is the
  * server's user's alone (mode 0600, or what systemd's unit allows), every
@@ -27,81 +28,6 @@
 
 #include "httpd.h"
 #include "httpd_int.h"
-
-/* The address's key: an IPv4 address, or an IPv6 /64. 0: none (unix). */
-static int
-httpd_peer_key(const struct sockaddr *sa, unsigned char key[8], int *family)
-{
-	const struct sockaddr_in	*sin;
-	const struct sockaddr_in6	*sin6;
-
-	memset(key, 0, 8);
-	if (sa->sa_family == AF_INET) {
-		sin = (const struct sockaddr_in *)sa;
-		memcpy(key, &sin->sin_addr, 4);
-		*family = AF_INET;
-		return (1);
-	}
-	if (sa->sa_family == AF_INET6) {
-		sin6 = (const struct sockaddr_in6 *)sa;
-		if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
-			memcpy(key, sin6->sin6_addr.s6_addr + 12, 4);
-			*family = AF_INET;
-		} else {
-			memcpy(key, sin6->sin6_addr.s6_addr, 8);
-			*family = AF_INET6;
-		}
-		return (1);
-	}
-	return (0);
-}
-
-/* FNV-1a: the table's only reader is us, and the keys are short. */
-static size_t
-httpd_peer_hash(const unsigned char key[8], int family)
-{
-	uint32_t	h = 2166136261u;
-	size_t		i;
-
-	for (i = 0; i < 8; i++)
-		h = (h ^ key[i]) * 16777619u;
-	h = (h ^ (unsigned)family) * 16777619u;
-	return (h % HTTPD_PEER_BUCKETS);
-}
-
-/* The address's record, made with no connection if it had none. */
-static struct httpd_peer *
-httpd_peer_get(struct httpd *h, const struct sockaddr *sa)
-{
-	struct httpd_peers	*b;
-	struct httpd_peer	*p;
-	unsigned char		 key[8];
-	int			 family;
-
-	if (!httpd_peer_key(sa, key, &family))
-		return (NULL);
-	b = &h->peers[httpd_peer_hash(key, family)];
-	LIST_FOREACH(p, b, entry) {
-		if (p->family == family && memcmp(p->addr, key, 8) == 0)
-			return (p);
-	}
-	p = xcalloc(1, sizeof *p);
-	memcpy(p->addr, key, 8);
-	p->family = family;
-	LIST_INSERT_HEAD(b, p, entry);
-	return (p);
-}
-
-/* A connection of p's is gone (or never came): p goes with its last. */
-void
-httpd_peer_put(struct httpd *h, struct httpd_peer *p)
-{
-	(void)h;
-	if (p == NULL || --p->nconns > 0)
-		return;
-	LIST_REMOVE(p, entry);
-	free(p);
-}
 
 /*
  * The oldest connection of list that may be closed for room: waiting for
@@ -171,23 +97,40 @@ httpd_make_room(struct httpd *h, struct httpd_peer *p)
 }
 
 /*
- * A connection just accepted from sa: taken (and its count in its
- * address's record with it), or turned away.
+ * A connection just accepted from sa: -1 when it is taken, its count in
+ * its address's record *p (NULL for a unix socket's), which its close lets
+ * go of; else why it is to be turned away (enum httpd_shed), counted
+ * nowhere. httpd.c, above us, makes the one or turns away the other.
  */
-void
-httpd_admit(struct httpd *h, struct httpd_listener *l, int fd,
-    const struct sockaddr *sa)
+int
+httpd_admit(struct httpd *h, const struct sockaddr *sa, struct httpd_peer **p)
 {
-	struct httpd_peer	*p;
-	int			 why;
+	int	why;
 
-	p = httpd_peer_get(h, sa);
-	if (p != NULL)
-		p->nconns++;	/* held while room is made: not freed under us */
-	if ((why = httpd_make_room(h, p)) != -1) {
-		httpd_peer_put(h, p);
-		httpd_turn_away(h, l, fd, why);
-		return;
+	*p = httpd_peer_get(h, sa);
+	if (*p != NULL)
+		(*p)->nconns++;	/* held while room is made: not freed under us */
+	if ((why = httpd_make_room(h, *p)) != -1) {
+		httpd_peer_put(h, *p);
+		*p = NULL;
+		return (why);
 	}
-	httpd_conn_new(h, l, fd, p);
+	return (-1);
+}
+
+const char *const httpd_shed_names[HTTPD_SHED_N] = {
+	[HTTPD_SHED_HEAD_TIMEOUT] = "head_timeout",
+	[HTTPD_SHED_IDLE_TIMEOUT] = "idle_timeout",
+	[HTTPD_SHED_BODY_TIMEOUT] = "body_timeout",
+	[HTTPD_SHED_SEND_TIMEOUT] = "send_timeout",
+	[HTTPD_SHED_PER_ADDRESS] = "per_address",
+	[HTTPD_SHED_UNAUTHENTICATED] = "unauthenticated",
+	[HTTPD_SHED_IDLE] = "idle_for_room",
+	[HTTPD_SHED_FULL] = "full"
+};
+
+void
+httpd_shed(struct httpd *h, unsigned long long out[HTTPD_SHED_N])
+{
+	memcpy(out, h->shed, sizeof h->shed);
 }

@@ -11,23 +11,6 @@
 #include "httpd_int.h"
 
 /*
- * Whether what is left of an unread body may be dropped to keep the
- * connection: not when the client waits for "100 Continue" before it
- * sends any (it may never send it), nor when more than body_max is due.
- */
-int
-httpd_body_discardable(struct httpd_conn *c)
-{
-	if (c->body_done)
-		return (1);
-	if (c->req.expect_continue && !c->continued && !c->body_started)
-		return (0);
-	if (!c->req.chunked && (size_t)c->body_left > c->h->limits.body_max)
-		return (0);
-	return (1);
-}
-
-/*
  * The body cannot be taken (too large, badly framed): the handler hears
  * of it through close_cb, the client gets the status if no response had
  * begun, and the connection closes, the rest of the body unread.

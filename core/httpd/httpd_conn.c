@@ -6,7 +6,8 @@
  * at once. Whatever the handler calls, no callback of ours runs inside
  * that call (but httpd_abort's close_cb): state changes are taken up by
  * httpd_conn_process on the next turn of the loop (c->kick), so a
- * handler never finds itself re-entered.
+ * handler never finds itself re-entered. Each request's bearer token is
+ * checked here, against the server's (c->h), in constant time.
  *
  * What httpd.h leaves to us:
  * - close_cb fires when the request ends other than by the handler's own
@@ -35,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <ev.h>
@@ -307,7 +309,7 @@ httpd_conn_new(struct httpd *h, struct httpd_listener *l, int fd,
 }
 
 /* A request carried the token: the connection is no longer the first to go. */
-void
+static void
 httpd_conn_authed(struct httpd_conn *c)
 {
 	if (c->authed)
@@ -316,120 +318,43 @@ httpd_conn_authed(struct httpd_conn *c)
 	c->h->nunauth--;
 }
 
-/* Waiting for a head: on its list, oldest first, where room is found. */
-static void
-httpd_conn_park(struct httpd_conn *c)
-{
-	struct httpd_conns	*want = NULL;
-
-	if (!c->dead && c->state == HTTPD_C_HEAD)
-		want = c->authed ? &c->h->idle_auth : &c->h->idle_unauth;
-	if (want == c->parked)
-		return;
-	if (c->parked != NULL)
-		TAILQ_REMOVE(c->parked, c, park);
-	if (want != NULL)
-		TAILQ_INSERT_TAIL(want, c, park);
-	c->parked = want;
-}
-
-/* The handler is told its request ended without it: once. */
-void
-httpd_notify_close(struct httpd_conn *c)
-{
-	void	(*cb)(void *) = c->close_cb;
-
-	c->close_cb = NULL;
-	c->drain_cb = NULL;
-	if (cb != NULL && c->state == HTTPD_C_REQ && c->resp != HTTPD_R_DONE) {
-		c->depth++;
-		cb(c->close_arg);
-		c->depth--;
-	}
-}
-
 /*
- * Closed at once: the fd and the watchers go now, the memory once no
- * callback of ours is under way (httpd_conn_process frees it).
+ * Whether the Authorization value carries the token: the time taken
+ * depends on the lengths only, never on where the bytes differ.
  */
-void
-httpd_conn_close(struct httpd_conn *c, int notify)
+static int
+httpd_authorized(struct httpd *h, const char *auth)
 {
-	struct ev_loop	*loop = c->h->loop;
+	const char		*given;
+	size_t			 glen, tlen, i;
+	volatile unsigned char	 diff;
 
-	if (c->dead)
-		return;
-	c->dead = 1;
-	ev_io_stop(loop, &c->rd);
-	ev_io_stop(loop, &c->wr);
-	ev_timer_stop(loop, &c->timer);
-	ev_timer_stop(loop, &c->kick);
-	if (c->tls != NULL) {
-		httpd_tls_conn_free(c->tls);
-		c->tls = NULL;
+	if (h->token == NULL)
+		return (1);
+	if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
+		return (0);
+	for (given = auth + 7; *given == ' '; given++)
+		;
+	glen = strlen(given);
+	tlen = strlen(h->token);
+	diff = glen != tlen;
+	for (i = 0; i < tlen; i++)
+		diff |= (unsigned char)h->token[i] ^
+		    (unsigned char)given[i < glen ? i : 0];
+	return (diff == 0);
+}
+
+/* A path the server answers without the token (httpd_set_token). */
+static int
+httpd_public(struct httpd *h, const char *path)
+{
+	size_t	i;
+
+	for (i = 0; h->public != NULL && h->public[i] != NULL; i++) {
+		if (strcmp(h->public[i], path) == 0)
+			return (1);
 	}
-	close(c->fd);
-	c->fd = -1;
-	TAILQ_REMOVE(&c->h->conns, c, entry);
-	c->h->nconns--;
-	if (!c->authed)
-		c->h->nunauth--;
-	httpd_conn_park(c);
-	httpd_peer_put(c->h, c->peer);
-	c->peer = NULL;
-	if (notify)
-		httpd_notify_close(c);
-	c->close_cb = NULL;
-	c->drain_cb = NULL;
-}
-
-void
-httpd_conn_free(struct httpd_conn *c)
-{
-	buf_free(&c->in);
-	buf_free(&c->out);
-	buf_free(&c->body);
-	buf_free(&c->headers);
-	free(c->store);
-	free(c);
-}
-
-void
-httpd_conn_queue(struct httpd_conn *c, const void *p, size_t len)
-{
-	if (c->dead || len == 0)
-		return;
-	buf_add(&c->out, p, len);
-	if (httpd_pending(c) >= c->h->limits.out_high)
-		c->over = 1;
-	if (c->tls == NULL || httpd_tls_done(c->tls))
-		ev_io_start(c->h->loop, &c->wr);
-}
-
-/* State changed outside our callbacks: take it up on the loop's next turn. */
-void
-httpd_conn_kick(struct httpd_conn *c)
-{
-	if (!c->dead && !ev_is_active(&c->kick))
-		ev_timer_start(c->h->loop, &c->kick);
-}
-
-/* The request is over, body and response: the next one, or the end. */
-void
-httpd_conn_next(struct httpd_conn *c)
-{
-	free(c->store);
-	c->store = NULL;
-	memset(&c->req, 0, sizeof c->req);
-	buf_free(&c->body);
-	buf_free(&c->headers);
-	c->body_mode = HTTPD_B_NONE;
-	c->body_cb = NULL;
-	c->paused = 0;
-	c->resp = HTTPD_R_NONE;
-	c->state = c->keep_alive ? HTTPD_C_HEAD : HTTPD_C_CLOSING;
-	/* A head already in (pipelined) is timed from now. */
-	c->head_start = c->in.len > 0 ? ev_now(c->h->loop) : 0;
+	return (0);
 }
 
 /* A new request: its head parsed into c->req, c->store. */
@@ -693,40 +618,4 @@ httpd_conn_process(struct httpd_conn *c)
 		return;
 	}
 	httpd_conn_update(c);
-}
-
-size_t
-httpd_pending(struct httpd_conn *c)
-{
-	return (c->out.len - c->out_off);
-}
-
-int
-httpd_over(struct httpd_conn *c)
-{
-	return (httpd_pending(c) >= c->h->limits.out_high);
-}
-
-void
-httpd_set_drain_cb(struct httpd_conn *c, void (*cb)(void *), void *arg)
-{
-	c->drain_cb = cb;
-	c->drain_arg = arg;
-}
-
-void
-httpd_set_close_cb(struct httpd_conn *c, void (*cb)(void *), void *arg)
-{
-	c->close_cb = cb;
-	c->close_arg = arg;
-}
-
-void
-httpd_abort(struct httpd_conn *c)
-{
-	if (c->dead)
-		return;
-	httpd_conn_close(c, 1);
-	if (c->depth == 0)
-		httpd_conn_free(c);
 }

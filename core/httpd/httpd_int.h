@@ -1,6 +1,14 @@
 /*
  * core/httpd's own header: the server, its listeners and its connections,
- * shared by the files of the layer and nothing else.
+ * shared by the files of the layer and nothing else. The files lean one
+ * way, a section each below in that order (httpd_parse.c's is httpd.h's):
+ * httpd.c (the server, on top), httpd_admit.c (who gets a connection),
+ * httpd_conn.c (a connection's state machine), httpd_body.c (request
+ * bodies), httpd_resp.c (responses), httpd_queue.c (what those may do to
+ * a connection without re-entering it), httpd_peer.c (client addresses),
+ * and httpd_tls.c at the bottom. What a connection needs of the server
+ * (its limits, the token and public paths, the lists and counts) it reads
+ * from struct httpd, which the server hands down as c->h.
  */
 #ifndef QSUP_HTTPD_INT_H
 #define QSUP_HTTPD_INT_H
@@ -182,40 +190,38 @@ struct httpd {
 	unsigned long long	 answered[HTTPD_CLASSES];	/* by class */
 };
 
-/* httpd.c */
-void		 httpd_count(struct httpd *, int);
-int		 httpd_authorized(struct httpd *, const char *);
-int		 httpd_public(struct httpd *, const char *);
-void		 httpd_turn_away(struct httpd *, struct httpd_listener *, int,
-		     enum httpd_shed);
-
 /* httpd_admit.c */
-void		 httpd_admit(struct httpd *, struct httpd_listener *, int,
-		     const struct sockaddr *);
-void		 httpd_peer_put(struct httpd *, struct httpd_peer *);
+int		 httpd_admit(struct httpd *, const struct sockaddr *,
+		     struct httpd_peer **);
 
 /* httpd_conn.c */
 void		 httpd_conn_new(struct httpd *, struct httpd_listener *, int,
 		     struct httpd_peer *);
-void		 httpd_conn_authed(struct httpd_conn *);
-void		 httpd_conn_close(struct httpd_conn *, int);
-void		 httpd_conn_free(struct httpd_conn *);
-void		 httpd_conn_queue(struct httpd_conn *, const void *, size_t);
-void		 httpd_conn_kick(struct httpd_conn *);
-void		 httpd_conn_next(struct httpd_conn *);
 
 /* httpd_body.c */
 int		 httpd_body_feed(struct httpd_conn *);
-int		 httpd_body_discardable(struct httpd_conn *);
 void		 httpd_body_failed(struct httpd_conn *, int, const char *,
 		     const char *);
 
 /* httpd_resp.c */
+void		 httpd_error_json(struct buf *, const char *, const char *);
+void		 httpd_count(struct httpd *, int);
 void		 httpd_resp_done(struct httpd_conn *);
 void		 httpd_reject(struct httpd_conn *, int, const char *,
 		     const char *);
+
+/* httpd_queue.c */
+void		 httpd_conn_queue(struct httpd_conn *, const void *, size_t);
+void		 httpd_conn_kick(struct httpd_conn *);
+void		 httpd_conn_next(struct httpd_conn *);
 void		 httpd_notify_close(struct httpd_conn *);
-void		 httpd_error_json(struct buf *, const char *, const char *);
+void		 httpd_conn_park(struct httpd_conn *);
+void		 httpd_conn_close(struct httpd_conn *, int);
+void		 httpd_conn_free(struct httpd_conn *);
+
+/* httpd_peer.c */
+struct httpd_peer *httpd_peer_get(struct httpd *, const struct sockaddr *);
+void		 httpd_peer_put(struct httpd *, struct httpd_peer *);
 
 /* httpd_tls.c */
 struct httpd_tls *httpd_tls_new(const char *, const char *, char **);

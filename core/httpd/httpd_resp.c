@@ -35,6 +35,33 @@ httpd_error_json(struct buf *b, const char *msg, const char *fields)
 	buf_puts(b, "}");
 }
 
+/* One more answer of this status, in its class (httpd_answered). */
+void
+httpd_count(struct httpd *h, int status)
+{
+	int	class = status / 100 - 1;
+
+	h->answered[class >= 0 && class < HTTPD_CLASSES - 1 ? class :
+	    HTTPD_CLASSES - 1]++;
+}
+
+/*
+ * Whether what is left of an unread body may be dropped to keep the
+ * connection: not when the client waits for "100 Continue" before it
+ * sends any (it may never send it), nor when more than body_max is due.
+ */
+static int
+httpd_body_discardable(struct httpd_conn *c)
+{
+	if (c->body_done)
+		return (1);
+	if (c->req.expect_continue && !c->continued && !c->body_started)
+		return (0);
+	if (!c->req.chunked && (size_t)c->body_left > c->h->limits.body_max)
+		return (0);
+	return (1);
+}
+
 /* Whether a response of this status carries no body at all. */
 static int
 httpd_no_body(int status)
