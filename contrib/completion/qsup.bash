@@ -1,5 +1,5 @@
 # bash completion for qsup. The candidates come from qsup itself
-# (qsup __complete WORDS...), from its command table, --help texts and
+# (qsup __complete WORDS...), from its command table, options tables and
 # profile schema, so they are those of the qsup on PATH.
 
 # bash splits words at COMP_WORDBREAKS (= and : among them): --set

@@ -74,30 +74,6 @@ cmd_exec(const struct cmd_entry *e, int argc, char **argv)
 	return (e->exec(e, argc, argv));
 }
 
-/*
- * getopt's '?' (opterr off): which option, and why (unknown, or its
- * value missing: optstring, the one getopt was given, says which short
- * options take one), then where the help is: "qsup CMD --help", or
- * "qsup --help" with cmd NULL.
- */
-int
-cmd_bad_option(const char *optstring, char **argv, const char *cmd)
-{
-	const char	*p;
-
-	if (optopt > 0 && optopt < 0x100 && optopt != '?' &&
-	    optopt != ':') {
-		p = strchr(optstring, optopt);
-		log_warnx("option -%c: %s", optopt, p != NULL && p[1] == ':' ?
-		    "needs a value" : "unknown");
-	} else
-		log_warnx("%s: unknown option or missing value",
-		    argv[optind - 1]);
-	fprintf(stderr, "try 'qsup %s%s--help'\n", cmd != NULL ? cmd : "",
-	    cmd != NULL ? " " : "");
-	return (QSUP_EXIT_ERROR);
-}
-
 /* e's forms, "usage: qsup ..." then "       qsup ...": n printed so far. */
 static int
 cmd_usage_lines(const struct cmd_entry *e, FILE *f, int n)
@@ -163,9 +139,36 @@ cmd_list(const struct cmd_entry *const *table, int all, const char *indent,
 	}
 }
 
+/* --help's after the forms: e's help, its options' lines, its notes. */
+static void
+cmd_usage_body(const struct cmd_entry *e, FILE *f)
+{
+	if (e->help != NULL)
+		fputs(e->help, f);
+	cmd_args_print(e->options, e->column != 0 ? e->column : CMD_COLUMN,
+	    f);
+	if (e->notes != NULL)
+		fputs(e->notes, f);
+}
+
+/* Has e anything to say beyond its forms? */
+static int
+cmd_usage_has_body(const struct cmd_entry *e)
+{
+	const struct cmd_option	*o;
+
+	if (e->help != NULL || e->notes != NULL)
+		return (1);
+	for (o = e->options; o != NULL && o->key != 0; o++) {
+		if (o->help != NULL && !(o->flags & CMD_O_HIDDEN))
+			return (1);
+	}
+	return (0);
+}
+
 /*
  * What "qsup CMD --help" prints: CMD's forms, its subcommands if it has
- * some, and the rest of its help.
+ * some, and the rest of its help, its options' lines among it.
  */
 void
 cmd_usage(const struct cmd_entry *e, FILE *f)
@@ -175,8 +178,10 @@ cmd_usage(const struct cmd_entry *e, FILE *f)
 		fputc('\n', f);
 		cmd_list(e->subs, 0, "", f);
 	}
-	if (e->help != NULL)
-		fprintf(f, "\n%s", e->help);
+	if (cmd_usage_has_body(e)) {
+		fputc('\n', f);
+		cmd_usage_body(e, f);
+	}
 }
 
 /*
@@ -193,6 +198,7 @@ cmd_usage_all(FILE *f)
 		n = cmd_usage_lines(cmd_table[i], f, n);
 	fprintf(f, "\ncommands:\n");
 	cmd_list(cmd_table, 1, "  ", f);
-	fprintf(f, "\nrun's %s\n'qsup COMMAND --help' says what COMMAND "
-	    "takes.\n", cmd_run_entry.help);
+	fprintf(f, "\nrun's ");
+	cmd_usage_body(&cmd_run_entry, f);
+	fprintf(f, "\n'qsup COMMAND --help' says what COMMAND takes.\n");
 }

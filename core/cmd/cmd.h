@@ -12,19 +12,90 @@
 #define QSUP_VERSION	"0.1.0"
 
 /*
+ * cmd_args.c: a command's options, declared in its entry (an array ended
+ * by an empty one), read by one parser (getopt_long, built from the
+ * array) into a struct cmd_args the command reads, and shown by --help
+ * and offered by the shells' completions from the same array.
+ */
+enum cmd_value {
+	CMD_V_NONE,		/* a flag: takes no value */
+	CMD_V_STRING,
+	CMD_V_FILE,		/* a host file: the shells offer paths */
+	CMD_V_DIR,		/* a host directory (or HOST:GUEST) */
+	CMD_V_PROFILE,		/* a profile's name or path */
+	CMD_V_SETTING,		/* NAME=VALUE, a profile setting */
+	CMD_V_ENV,		/* NAME=VALUE, an environment variable */
+	CMD_V_NUMBER,
+	CMD_V_SECONDS,
+	CMD_V_SIZE		/* 4G, 512M, bytes */
+};
+#define CMD_O_REPEAT	0x1	/* given more than once, each value counts */
+#define CMD_O_HIDDEN	0x2	/* taken, but neither shown nor offered */
+#define CMD_O_HELP	0x4	/* asks for --help (cmd_args_parse: 1) */
+#define CMD_O_LONG	0x100	/* keys of the options with no short name */
+struct cmd_option {
+	int		 key;	/* the short name, or CMD_O_LONG + N */
+	const char	*name;	/* the long name, or NULL */
+	enum cmd_value	 value;
+	const char	*meta;	/* the value's name in --help, "FILE" */
+	int		 flags;	/* CMD_O_* */
+	const char	*help;	/* its lines in --help; NULL: not listed
+				   there (the prose may say it) */
+};
+/* -h and --help among the options: --help, not listed. */
+#define CMD_OPTION_HELP	{ 'h', "help", CMD_V_NONE, NULL, CMD_O_HELP, NULL }
+struct cmd_args_item {
+	int		 key;
+	char		*value;		/* NULL for a flag */
+};
+struct cmd_args {
+	const struct cmd_option	 *options;
+	struct cmd_args_item	 *items;	/* each option given, in order */
+	size_t			  nitems;
+	char			***values;	/* each option's, by index */
+	size_t			 *nvalues;
+	int			  argc;		/* the operands */
+	char			**argv;
+	int			  dashdash;	/* "--" was before them */
+	int			  bad;		/* getopt's optopt, on -1 */
+	int			  bad_value;	/* ... a short one that needs a
+						   value */
+	const char		 *bad_word;	/* the word it was in */
+};
+struct cmd_entry;
+int		 cmd_args_parse(const struct cmd_entry *, int, char **,
+		     struct cmd_args *);
+void		 cmd_args_free(struct cmd_args *);
+int		 cmd_args_has(const struct cmd_args *, int);
+const char	*cmd_args_get(const struct cmd_args *, int);
+char		**cmd_args_list(const struct cmd_args *, int, size_t *);
+int		 cmd_args_bad(const struct cmd_args *, const char *);
+void		 cmd_args_print(const struct cmd_option *, int, FILE *);
+const struct cmd_option *cmd_args_find(const struct cmd_option *,
+		     const char *);
+
+/*
  * cmd.c: the command table. A command is one entry, in a file of its own
  * (cmd_NAME.c); one with subcommands has a table of them (subs), and its
  * exec is called only when none of them is named. exec gets the command's
  * arguments from its own name on (argv[0]) and returns qsup's exit status.
+ * Its --help: usage, then help, the options' lines (those with a help),
+ * then notes.
  */
 #define CMD_ALIASES	2
+#define CMD_COLUMN	23	/* where option lines' help starts */
+#define CMD_IN_ORDER	0x1	/* options end at the first operand */
 struct cmd_entry {
 	const char		 *name;
 	const char		 *alias[CMD_ALIASES];	/* or NULL */
 	const char		 *usage;	/* its forms, one a line, after
 						   "qsup "; NULL: its subs' */
 	const char		 *summary;	/* one line, for "qsup help" */
-	const char		 *help;		/* the rest of --help, or NULL */
+	const char		 *help;		/* --help's before the options */
+	const struct cmd_option	 *options;	/* or NULL */
+	int			  flags;	/* CMD_IN_ORDER */
+	int			  column;	/* 0: CMD_COLUMN */
+	const char		 *notes;	/* --help's after the options */
 	const struct cmd_entry	*const *subs;	/* NULL-ended, or NULL */
 	int			(*exec)(const struct cmd_entry *, int, char **);
 };
@@ -33,7 +104,6 @@ const struct cmd_entry *cmd_find(const struct cmd_entry *const *,
 		     const char *);
 int		 cmd_exec(const struct cmd_entry *, int, char **);
 void		 cmd_usage(const struct cmd_entry *, FILE *);
-int		 cmd_bad_option(const char *, char **, const char *);
 
 /* cmd_tty.c */
 #define CMD_TTY_MAX	10000	/* rows, cols: what the agent takes */
@@ -198,7 +268,7 @@ struct run_options {
 	char		**env;
 	size_t		 nenv;
 	const char	*cwd;
-	const char	**shares;	/* --share specs */
+	char		**shares;	/* --share specs */
 	size_t		 nshares;
 	char		**sets;		/* --set NAME=VALUE, for the profile */
 	size_t		 nsets;

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +21,43 @@ static int	cmd_cache_ls(const struct cmd_entry *, int, char **);
 static int	cmd_cache_clear(const struct cmd_entry *, int, char **);
 static int	cmd_cache_prune(const struct cmd_entry *, int, char **);
 
-#define CMD_CACHE_PROFILE_HELP \
-"  -p, --profile FILE   the profile whose template_cache_max applies (else\n" \
-"                       the default profile's)\n" \
-"      --set NAME=VALUE override a profile setting (repeatable)\n"
+#define CMD_CACHE_SET	(CMD_O_LONG + 0)
+#define CMD_CACHE_JSON	(CMD_O_LONG + 1)
+#define CMD_CACHE_STALE	(CMD_O_LONG + 2)
+#define CMD_CACHE_MAX	(CMD_O_LONG + 3)
+
+/* The profile's options, and -v, which every subcommand takes unsaid. */
+#define CMD_CACHE_PROFILE_OPTIONS \
+	{ 'p', "profile", CMD_V_PROFILE, "FILE", 0, \
+	  "the profile whose template_cache_max applies (else\n" \
+	  "the default profile's)" }, \
+	{ CMD_CACHE_SET, "set", CMD_V_SETTING, "NAME=VALUE", CMD_O_REPEAT, \
+	  "override a profile setting (repeatable)" }
+#define CMD_CACHE_VERBOSE \
+	{ 'v', "verbose", CMD_V_NONE, NULL, CMD_O_HIDDEN, NULL }, \
+	{ 0, NULL, 0, NULL, 0, NULL }
+
+static const struct cmd_option cmd_cache_ls_options[] = {
+	CMD_CACHE_PROFILE_OPTIONS,
+	{ CMD_CACHE_JSON, "json", CMD_V_NONE, NULL, 0,
+	  "the templates as a JSON object on stdout" },
+	CMD_CACHE_VERBOSE
+};
+
+static const struct cmd_option cmd_cache_clear_options[] = {
+	{ CMD_CACHE_STALE, "stale", CMD_V_NONE, NULL, 0,
+	  "only the templates and trees that are stale, and the\n"
+	  "templates of a format this qsup cannot read" },
+	CMD_CACHE_VERBOSE
+};
+
+static const struct cmd_option cmd_cache_prune_options[] = {
+	{ CMD_CACHE_MAX, "max", CMD_V_SIZE, "SIZE", 0,
+	  "the cap (\"2G\", \"500M\", bytes; 0: no limit),\n"
+	  "instead of the profile's template_cache_max" },
+	CMD_CACHE_PROFILE_OPTIONS,
+	CMD_CACHE_VERBOSE
+};
 
 static const struct cmd_entry cmd_cache_ls_entry = {
 	.name = "ls",
@@ -42,9 +74,9 @@ static const struct cmd_entry cmd_cache_ls_entry = {
 "one and its writer, the total against the cap (template_cache_max of the\n"
 "profile; each run applies its own profile's), and each staged copy of a\n"
 "shared tree. Sizes are of what the files take on disk, MB of 10^6 bytes.\n"
-"\n"
-CMD_CACHE_PROFILE_HELP
-"      --json           the templates as a JSON object on stdout\n",
+"\n",
+	.options = cmd_cache_ls_options,
+	.flags = CMD_IN_ORDER,
 	.exec = cmd_cache_ls
 };
 
@@ -56,9 +88,10 @@ static const struct cmd_entry cmd_cache_clear_entry = {
 "Remove every template (all of its files, its RAM file too), the\n"
 "half-written ones whose writer is gone, and the staged trees no sandbox\n"
 "uses.\n"
-"\n"
-"      --stale  only the templates and trees that are stale, and the\n"
-"               templates of a format this qsup cannot read\n",
+"\n",
+	.options = cmd_cache_clear_options,
+	.flags = CMD_IN_ORDER,
+	.column = 15,
 	.exec = cmd_cache_clear
 };
 
@@ -71,10 +104,9 @@ static const struct cmd_entry cmd_cache_prune_entry = {
 "take more than the cap on disk, remove the unusable ones (unknown\n"
 "format, stale) and then the least recently used. A save under way and\n"
 "a live writer's half-written files stay.\n"
-"\n"
-"      --max SIZE       the cap (\"2G\", \"500M\", bytes; 0: no limit),\n"
-"                       instead of the profile's template_cache_max\n"
-CMD_CACHE_PROFILE_HELP,
+"\n",
+	.options = cmd_cache_prune_options,
+	.flags = CMD_IN_ORDER,
 	.exec = cmd_cache_prune
 };
 
@@ -94,11 +126,6 @@ const struct cmd_entry cmd_cache_entry = {
 
 /* What a usage error of cache, ls, clear or prune says. */
 #define CMD_CACHE_USAGE	"usage: qsup cache ls | clear [--stale] | prune"
-
-#define CMD_CACHE_O_PROFILE	0x1	/* --profile, --set */
-#define CMD_CACHE_O_JSON	0x2
-#define CMD_CACHE_O_STALE	0x4
-#define CMD_CACHE_O_MAX		0x8
 
 struct cmd_cache_opts {
 	const char	*profile;
@@ -126,67 +153,34 @@ struct cmd_cache_clear {
 	int		 nparts;
 };
 
-/* The options of a subcommand (those of what); -1: a usage error, said. */
+/* The options of a subcommand; -1: a usage error, said. */
 static int
-cmd_cache_args(const struct cmd_entry *self, int argc, char **argv, int what,
+cmd_cache_args(const struct cmd_entry *self, int argc, char **argv,
     struct cmd_cache_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "profile",	required_argument,	NULL, 'p' },
-		{ "set",	required_argument,	NULL, 0x100 },
-		{ "json",	no_argument,		NULL, 0x101 },
-		{ "stale",	no_argument,		NULL, 0x102 },
-		{ "max",	required_argument,	NULL, 0x103 },
-		{ "verbose",	no_argument,		NULL, 'v' },
-		{ NULL,		0,			NULL, 0 }
-	};
-	int	ch, bad = 0;
+	struct cmd_args	  a;
+	char		**sets;
+	const char	 *max;
+	int		  rc = -1;
 
 	memset(o, 0, sizeof *o);
-	o->sets = xcalloc(1, sizeof *o->sets);
-	optind = 1;
-	opterr = 0;
-	while (!bad && (ch = getopt_long(argc, argv, "+p:v", longopts,
-	    NULL)) != -1) {
-		switch (ch) {
-		case 'p':
-			o->profile = optarg;
-			bad = !(what & CMD_CACHE_O_PROFILE);
-			break;
-		case 0x100:
-			o->sets = xreallocarray(o->sets, o->nsets + 2,
-			    sizeof *o->sets);
-			o->sets[o->nsets++] = optarg;
-			bad = !(what & CMD_CACHE_O_PROFILE);
-			break;
-		case 0x101:
-			o->json = 1;
-			bad = !(what & CMD_CACHE_O_JSON);
-			break;
-		case 0x102:
-			o->only_stale = 1;
-			bad = !(what & CMD_CACHE_O_STALE);
-			break;
-		case 0x103:
-			free(o->max);
-			xasprintf(&o->max, "template_cache_max=%s", optarg);
-			bad = !(what & CMD_CACHE_O_MAX);
-			break;
-		case 'v':
+	if (cmd_args_parse(self, argc, argv, &a) == 0 && a.argc == 0) {
+		o->profile = cmd_args_get(&a, 'p');
+		sets = cmd_args_list(&a, CMD_CACHE_SET, &o->nsets);
+		o->sets = xcalloc(o->nsets + 2, sizeof *o->sets);
+		if (o->nsets > 0)
+			memcpy(o->sets, sets, o->nsets * sizeof *o->sets);
+		o->json = cmd_args_has(&a, CMD_CACHE_JSON);
+		o->only_stale = cmd_args_has(&a, CMD_CACHE_STALE);
+		if ((max = cmd_args_get(&a, CMD_CACHE_MAX)) != NULL)
+			xasprintf(&o->max, "template_cache_max=%s", max);
+		if (cmd_args_has(&a, 'v'))
 			log_verbose = 1;
-			break;
-		default:
-			bad = 1;
-			break;
-		}
-	}
-	if (bad || optind < argc) {
+		rc = 0;
+	} else
 		log_warnx("usage: qsup %s", self->usage);
-		free(o->sets);
-		free(o->max);
-		return (-1);
-	}
-	return (0);
+	cmd_args_free(&a);
+	return (rc);
 }
 
 /*
@@ -388,8 +382,7 @@ cmd_cache_ls(const struct cmd_entry *self, int argc, char **argv)
 	uint64_t		 max = 0;
 	int			 have_cap, rc = 0;
 
-	if (cmd_cache_args(self, argc, argv, CMD_CACHE_O_PROFILE |
-	    CMD_CACHE_O_JSON, &o) == -1)
+	if (cmd_cache_args(self, argc, argv, &o) == -1)
 		return (QSUP_EXIT_ERROR);
 	if ((dir = cmd_cache_dir()) == NULL) {
 		free(o.sets);
@@ -434,7 +427,7 @@ cmd_cache_clear(const struct cmd_entry *self, int argc, char **argv)
 	struct cmd_cache_clear	 c;
 	char			*dir;
 
-	if (cmd_cache_args(self, argc, argv, CMD_CACHE_O_STALE, &o) == -1)
+	if (cmd_cache_args(self, argc, argv, &o) == -1)
 		return (QSUP_EXIT_ERROR);
 	free(o.sets);
 	if ((dir = cmd_cache_dir()) == NULL)
@@ -504,8 +497,7 @@ cmd_cache_prune(const struct cmd_entry *self, int argc, char **argv)
 	uint64_t		 max, before = 0, after = 0;
 	int			 n, rc;
 
-	if (cmd_cache_args(self, argc, argv, CMD_CACHE_O_PROFILE |
-	    CMD_CACHE_O_MAX, &o) == -1)
+	if (cmd_cache_args(self, argc, argv, &o) == -1)
 		return (QSUP_EXIT_ERROR);
 	rc = cmd_cache_cap(&o, &max);
 	free(o.sets);

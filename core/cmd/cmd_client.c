@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,8 +23,6 @@
 
 #include "cmd.h"
 
-#define CMD_CLIENT_OPTS	"+p:ite:w:vh"	/* getopt's short options */
-
 static int	cmd_sandbox_exec(const struct cmd_entry *, int, char **);
 static int	cmd_sandbox_create(const struct cmd_entry *, int, char **);
 static int	cmd_sandbox_inspect(const struct cmd_entry *, int, char **);
@@ -36,11 +33,25 @@ static int	cmd_client_cp(const struct cmd_entry *, int, char **);
 
 #define CMD_CLIENT_EXIT_REFUSED	1
 
-#define CMD_CLIENT_HOST_HELP \
-"      --host HOST      the server: unix:PATH, http://127.0.0.1:PORT or\n" \
-"                       https://HOST:PORT (default: QSUP_HOST, else\n" \
-"                       unix:$XDG_RUNTIME_DIR/qsup/qsup.sock)\n" \
-"      --cacert FILE    the CA of an https server (default: QSUP_CACERT)\n" \
+#define CMD_CLIENT_HOST		(CMD_O_LONG + 0)
+#define CMD_CLIENT_CACERT	(CMD_O_LONG + 1)
+#define CMD_CLIENT_JSON		(CMD_O_LONG + 2)
+#define CMD_CLIENT_SET		(CMD_O_LONG + 3)
+#define CMD_CLIENT_TIMEOUT	(CMD_O_LONG + 4)
+
+/* What every client command takes, after its own options. */
+#define CMD_CLIENT_HOST_OPTIONS \
+	{ CMD_CLIENT_HOST, "host", CMD_V_STRING, "HOST", 0, \
+	  "the server: unix:PATH, http://127.0.0.1:PORT or\n" \
+	  "https://HOST:PORT (default: QSUP_HOST, else\n" \
+	  "unix:$XDG_RUNTIME_DIR/qsup/qsup.sock)" }, \
+	{ CMD_CLIENT_CACERT, "cacert", CMD_V_FILE, "FILE", 0, \
+	  "the CA of an https server (default: QSUP_CACERT)" }, \
+	{ 'v', "verbose", CMD_V_NONE, NULL, CMD_O_HIDDEN, NULL }, \
+	CMD_OPTION_HELP, \
+	{ 0, NULL, 0, NULL, 0, NULL }
+
+#define CMD_CLIENT_TOKEN_HELP \
 "The token is QSUP_TOKEN, else the file QSUP_TOKEN_FILE names, else the\n" \
 "server's default token file.\n"
 
@@ -52,8 +63,45 @@ static int	cmd_client_cp(const struct cmd_entry *, int, char **);
 "Delete each sandbox named, printing its name once it is gone; a failure\n" \
 "for one does not stop the others. Exit 1 if any was refused, 125 if\n" \
 "the server did not answer.\n" \
-"\n" \
-CMD_CLIENT_HOST_HELP
+"\n"
+
+#define CMD_CLIENT_LS_HELP \
+"One line each: NAME STATE ACCEL START CREATED; with --json the server's\n" \
+"answer, {\"sandboxes\": [...]}.\n" \
+"\n"
+
+static const struct cmd_option cmd_client_options[] = {
+	CMD_CLIENT_HOST_OPTIONS
+};
+
+static const struct cmd_option cmd_client_ls_options[] = {
+	{ CMD_CLIENT_JSON, "json", CMD_V_NONE, NULL, 0, NULL },
+	CMD_CLIENT_HOST_OPTIONS
+};
+
+static const struct cmd_option cmd_sandbox_create_options[] = {
+	{ 'p', "profile", CMD_V_PROFILE, "P", 0,
+	  "its profile, a name or a path on the server's host" },
+	{ CMD_CLIENT_SET, "set", CMD_V_SETTING, "K=V", CMD_O_REPEAT,
+	  "a profile setting (repeatable), checked as run's" },
+	{ CMD_CLIENT_JSON, "json", CMD_V_NONE, NULL, 0,
+	  "print the sandbox as JSON" },
+	CMD_CLIENT_HOST_OPTIONS
+};
+
+static const struct cmd_option cmd_exec_options[] = {
+	{ 'i', "interactive", CMD_V_NONE, NULL, 0,
+	  "our stdin is its stdin (else it reads end of file)" },
+	{ 't', "tty", CMD_V_NONE, NULL, 0,
+	  "run it on a terminal of our terminal's size (and\n"
+	  "TERM); with -i, ours is in raw mode while it runs" },
+	{ 'e', "env", CMD_V_ENV, "K=V", CMD_O_REPEAT,
+	  "a variable of its environment (repeatable)" },
+	{ 'w', "workdir", CMD_V_STRING, "DIR", 0, "its working directory" },
+	{ CMD_CLIENT_TIMEOUT, "timeout", CMD_V_SECONDS, "S", 0,
+	  "kill it after S seconds (exit 124)" },
+	CMD_CLIENT_HOST_OPTIONS
+};
 
 static const struct cmd_entry cmd_sandbox_create_entry = {
 	.name = "create",
@@ -62,11 +110,10 @@ static const struct cmd_entry cmd_sandbox_create_entry = {
 	.help =
 "Start a sandbox on the server and wait until it is ready; print its name\n"
 "(the server picks sb-N without NAME), or with --json the whole sandbox.\n"
-"\n"
-"  -p, --profile P      its profile, a name or a path on the server's host\n"
-"      --set K=V        a profile setting (repeatable), checked as run's\n"
-"      --json           print the sandbox as JSON\n"
-CMD_CLIENT_HOST_HELP "\n" CMD_CLIENT_STATUS_HELP,
+"\n",
+	.options = cmd_sandbox_create_options,
+	.flags = CMD_IN_ORDER,
+	.notes = CMD_CLIENT_TOKEN_HELP "\n" CMD_CLIENT_STATUS_HELP,
 	.exec = cmd_sandbox_create
 };
 
@@ -74,11 +121,10 @@ static const struct cmd_entry cmd_sandbox_ls_entry = {
 	.name = "ls",
 	.usage = "sandbox ls [--json]",
 	.summary = "the server's sandboxes (as qsup ls)",
-	.help =
-"One line each: NAME STATE ACCEL START CREATED; with --json the server's\n"
-"answer, {\"sandboxes\": [...]}.\n"
-"\n"
-CMD_CLIENT_HOST_HELP "\n" CMD_CLIENT_STATUS_HELP,
+	.help = CMD_CLIENT_LS_HELP,
+	.options = cmd_client_ls_options,
+	.flags = CMD_IN_ORDER,
+	.notes = CMD_CLIENT_TOKEN_HELP "\n" CMD_CLIENT_STATUS_HELP,
 	.exec = cmd_client_ls
 };
 
@@ -87,6 +133,9 @@ static const struct cmd_entry cmd_sandbox_rm_entry = {
 	.usage = "sandbox rm NAME...",
 	.summary = "tear sandboxes down (as qsup rm)",
 	.help = CMD_CLIENT_RM_HELP,
+	.options = cmd_client_options,
+	.flags = CMD_IN_ORDER,
+	.notes = CMD_CLIENT_TOKEN_HELP,
 	.exec = cmd_client_rm
 };
 
@@ -94,7 +143,9 @@ static const struct cmd_entry cmd_sandbox_inspect_entry = {
 	.name = "inspect",
 	.usage = "sandbox inspect NAME",
 	.summary = "one sandbox, as JSON",
-	.help = CMD_CLIENT_HOST_HELP "\n" CMD_CLIENT_STATUS_HELP,
+	.options = cmd_client_options,
+	.flags = CMD_IN_ORDER,
+	.notes = CMD_CLIENT_TOKEN_HELP "\n" CMD_CLIENT_STATUS_HELP,
 	.exec = cmd_sandbox_inspect
 };
 
@@ -118,16 +169,11 @@ const struct cmd_entry cmd_exec_entry = {
 	.usage = "exec [-i] [-t] [-e K=V]... [-w DIR] [--timeout S] NAME -- "
 	    "CMD...",
 	.summary = "run a command in a server's sandbox",
-	.help =
-"Run CMD in the sandbox NAME, its output streamed to ours.\n"
-"\n"
-"  -i, --interactive    our stdin is its stdin (else it reads end of file)\n"
-"  -t, --tty            run it on a terminal of our terminal's size (and\n"
-"                       TERM); with -i, ours is in raw mode while it runs\n"
-"  -e, --env K=V        a variable of its environment (repeatable)\n"
-"  -w, --workdir DIR    its working directory\n"
-"      --timeout S      kill it after S seconds (exit 124)\n"
-CMD_CLIENT_HOST_HELP
+	.help = "Run CMD in the sandbox NAME, its output streamed to ours.\n"
+"\n",
+	.options = cmd_exec_options,
+	.flags = CMD_IN_ORDER,
+	.notes = CMD_CLIENT_TOKEN_HELP
 "\n"
 "SIGINT, SIGTERM and SIGHUP are sent on to the command; a second one\n"
 "makes qsup give up at once (the server then kills the command).\n"
@@ -147,8 +193,10 @@ const struct cmd_entry cmd_cp_entry = {
 "directory gets SRC's name, and the file is written beside DST and\n"
 "renamed over it, so a failure leaves no part of it. Paths in the\n"
 "sandbox are absolute.\n"
-"\n"
-CMD_CLIENT_HOST_HELP "\n" CMD_CLIENT_STATUS_HELP,
+"\n",
+	.options = cmd_client_options,
+	.flags = CMD_IN_ORDER,
+	.notes = CMD_CLIENT_TOKEN_HELP "\n" CMD_CLIENT_STATUS_HELP,
 	.exec = cmd_client_cp
 };
 
@@ -156,10 +204,10 @@ const struct cmd_entry cmd_ls_entry = {
 	.name = "ls",
 	.usage = "ls [--json]",
 	.summary = "list a server's sandboxes",
-	.help = "One line each: NAME STATE ACCEL START CREATED; with --json "
-"the server's\nanswer, {\"sandboxes\": [...]}.\n"
-"\n"
-CMD_CLIENT_HOST_HELP "\n" CMD_CLIENT_STATUS_HELP,
+	.help = CMD_CLIENT_LS_HELP,
+	.options = cmd_client_ls_options,
+	.flags = CMD_IN_ORDER,
+	.notes = CMD_CLIENT_TOKEN_HELP "\n" CMD_CLIENT_STATUS_HELP,
 	.exec = cmd_client_ls
 };
 
@@ -168,14 +216,14 @@ const struct cmd_entry cmd_rm_entry = {
 	.usage = "rm NAME...",
 	.summary = "tear down a server's sandboxes",
 	.help = CMD_CLIENT_RM_HELP,
+	.options = cmd_client_options,
+	.flags = CMD_IN_ORDER,
+	.notes = CMD_CLIENT_TOKEN_HELP,
 	.exec = cmd_client_rm
 };
 
-#define CMD_CLIENT_O_JSON	0x1
-#define CMD_CLIENT_O_CREATE	0x2	/* --profile, --set */
-#define CMD_CLIENT_O_EXEC	0x4	/* -i, -t, -e, -w, --timeout */
-
 struct cmd_client_opts {
+	struct cmd_args	 a;
 	const char	*host;
 	const char	*cacert;
 	const char	*profile;
@@ -194,129 +242,81 @@ struct cmd_client_opts {
 static void
 cmd_client_opts_free(struct cmd_client_opts *o)
 {
-	free(o->sets);
-	free(o->env);
+	cmd_args_free(&o->a);
+}
+
+/* The values of o's options checked, in the order given: 0, or -1 (said). */
+static int
+cmd_client_check(struct cmd_client_opts *o)
+{
+	const struct cmd_args_item	*it;
+	char				*end;
+	size_t				 i;
+
+	for (i = 0; i < o->a.nitems; i++) {
+		it = &o->a.items[i];
+		switch (it->key) {
+		case CMD_CLIENT_SET:
+		case 'e':
+			if (strchr(it->value, '=') == NULL ||
+			    it->value[0] == '=') {
+				log_warnx("%s %s: not NAME=VALUE", it->key ==
+				    'e' ? "-e" : "--set", it->value);
+				return (-1);
+			}
+			break;
+		case CMD_CLIENT_TIMEOUT:
+			errno = 0;
+			o->timeout = strtod(it->value, &end);
+			if (errno != 0 || end == it->value || *end != '\0' ||
+			    o->timeout < 0 || o->timeout > 1e9) {
+				log_warnx("--timeout %s: not a number of "
+				    "seconds", it->value);
+				return (-1);
+			}
+			break;
+		}
+	}
+	return (0);
 }
 
 /*
- * The options a command takes (what: CMD_CLIENT_O_*), up to its first
- * operand: 0; 1 when --help was asked (and printed); -1 on a usage error
- * (said).
+ * The options of a command, up to its first operand: 0; 1 when --help
+ * was asked (and printed); -1 on a usage error (said).
  */
 static int
 cmd_client_args(const struct cmd_entry *self, int argc, char **argv,
-    int what, struct cmd_client_opts *o)
+    struct cmd_client_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "host",	 required_argument,	NULL, 0x100 },
-		{ "cacert",	 required_argument,	NULL, 0x101 },
-		{ "json",	 no_argument,		NULL, 0x102 },
-		{ "profile",	 required_argument,	NULL, 'p' },
-		{ "set",	 required_argument,	NULL, 0x103 },
-		{ "interactive", no_argument,		NULL, 'i' },
-		{ "tty",	 no_argument,		NULL, 't' },
-		{ "env",	 required_argument,	NULL, 'e' },
-		{ "workdir",	 required_argument,	NULL, 'w' },
-		{ "timeout",	 required_argument,	NULL, 0x104 },
-		{ "verbose",	 no_argument,		NULL, 'v' },
-		{ "help",	 no_argument,		NULL, 'h' },
-		{ NULL,		 0,			NULL, 0 }
-	};
-	char	*end;
-	int	 ch, need;
+	struct cmd_args	*a = &o->a;
+	int		 r;
 
 	memset(o, 0, sizeof *o);
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, CMD_CLIENT_OPTS, longopts,
-	    NULL)) != -1) {
-		switch (ch) {
-		case 0x102:
-			need = CMD_CLIENT_O_JSON;
-			break;
-		case 'p':
-		case 0x103:
-			need = CMD_CLIENT_O_CREATE;
-			break;
-		case 'i':
-		case 't':
-		case 'e':
-		case 'w':
-		case 0x104:
-			need = CMD_CLIENT_O_EXEC;
-			break;
-		default:
-			need = 0;
-			break;
-		}
-		if (need != 0 && (what & need) == 0)
-			ch = '?';
-		switch (ch) {
-		case 0x100:
-			o->host = optarg;
-			break;
-		case 0x101:
-			o->cacert = optarg;
-			break;
-		case 0x102:
-			o->json = 1;
-			break;
-		case 'p':
-			o->profile = optarg;
-			break;
-		case 0x103:
-			if (strchr(optarg, '=') == NULL ||
-			    optarg[0] == '=') {
-				log_warnx("--set %s: not NAME=VALUE", optarg);
-				goto usage;
-			}
-			o->sets = xreallocarray(o->sets, o->nsets + 1,
-			    sizeof *o->sets);
-			o->sets[o->nsets++] = optarg;
-			break;
-		case 'i':
-			o->interactive = 1;
-			break;
-		case 't':
-			o->tty = 1;
-			break;
-		case 'e':
-			if (strchr(optarg, '=') == NULL ||
-			    optarg[0] == '=') {
-				log_warnx("-e %s: not NAME=VALUE", optarg);
-				goto usage;
-			}
-			o->env = xreallocarray(o->env, o->nenv + 1,
-			    sizeof *o->env);
-			o->env[o->nenv++] = optarg;
-			break;
-		case 'w':
-			o->cwd = optarg;
-			break;
-		case 0x104:
-			errno = 0;
-			o->timeout = strtod(optarg, &end);
-			if (errno != 0 || end == optarg || *end != '\0' ||
-			    o->timeout < 0 || o->timeout > 1e9) {
-				log_warnx("--timeout %s: not a number of "
-				    "seconds", optarg);
-				goto usage;
-			}
-			break;
-		case 'v':
-			log_verbose = 1;
-			break;
-		case 'h':
-			cmd_usage(self, stdout);
-			cmd_client_opts_free(o);
-			return (1);
-		default:
-			(void)cmd_bad_option(CMD_CLIENT_OPTS, argv,
-			    self->name);
-			goto usage;
-		}
+	/* The values before a --help or a bad option are checked first. */
+	r = cmd_args_parse(self, argc, argv, a);
+	if (cmd_client_check(o) == -1)
+		goto usage;
+	if (r == 1) {
+		cmd_usage(self, stdout);
+		cmd_client_opts_free(o);
+		return (1);
 	}
-	o->optind = optind;
+	if (r == -1) {
+		(void)cmd_args_bad(a, self->name);
+		goto usage;
+	}
+	o->host = cmd_args_get(a, CMD_CLIENT_HOST);
+	o->cacert = cmd_args_get(a, CMD_CLIENT_CACERT);
+	o->json = cmd_args_has(a, CMD_CLIENT_JSON);
+	o->profile = cmd_args_get(a, 'p');
+	o->sets = cmd_args_list(a, CMD_CLIENT_SET, &o->nsets);
+	o->interactive = cmd_args_has(a, 'i');
+	o->tty = cmd_args_has(a, 't');
+	o->env = cmd_args_list(a, 'e', &o->nenv);
+	o->cwd = cmd_args_get(a, 'w');
+	if (cmd_args_has(a, 'v'))
+		log_verbose = 1;
+	o->optind = argc - a->argc;
 	return (0);
 usage:
 	cmd_client_opts_free(o);
@@ -382,8 +382,7 @@ cmd_sandbox_create(const struct cmd_entry *self, int argc, char **argv)
 	size_t			 i;
 	int			 r, ret = QSUP_EXIT_ERROR;
 
-	if ((r = cmd_client_args(self, argc, argv,
-	    CMD_CLIENT_O_CREATE|CMD_CLIENT_O_JSON, &o)) != 0)
+	if ((r = cmd_client_args(self, argc, argv, &o)) != 0)
 		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
 	if (argc - o.optind > 1) {
 		log_warnx("usage: qsup %s", self->usage);
@@ -434,7 +433,7 @@ cmd_sandbox_inspect(const struct cmd_entry *self, int argc, char **argv)
 	char			*cause = NULL, *path;
 	int			 r, ret = QSUP_EXIT_ERROR;
 
-	if ((r = cmd_client_args(self, argc, argv, 0, &o)) != 0)
+	if ((r = cmd_client_args(self, argc, argv, &o)) != 0)
 		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
 	if (argc - o.optind != 1) {
 		log_warnx("usage: qsup %s", self->usage);
@@ -488,8 +487,7 @@ cmd_client_ls(const struct cmd_entry *self, int argc, char **argv)
 	int			 width[5], r, ret = QSUP_EXIT_ERROR, pass, k, w;
 	size_t			 i;
 
-	if ((r = cmd_client_args(self, argc, argv, CMD_CLIENT_O_JSON,
-	    &o)) != 0)
+	if ((r = cmd_client_args(self, argc, argv, &o)) != 0)
 		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
 	if (argc - o.optind != 0) {
 		log_warnx("usage: qsup %s", self->usage);
@@ -554,7 +552,7 @@ cmd_client_rm(const struct cmd_entry *self, int argc, char **argv)
 	char			*cause, *path;
 	int			 r, i, ret = QSUP_EXIT_ERROR;
 
-	if ((r = cmd_client_args(self, argc, argv, 0, &o)) != 0)
+	if ((r = cmd_client_args(self, argc, argv, &o)) != 0)
 		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
 	if (argc - o.optind < 1) {
 		log_warnx("usage: qsup %s", self->usage);
@@ -720,8 +718,7 @@ cmd_client_exec(const struct cmd_entry *self, int argc, char **argv)
 	int			 handlers = 0;
 
 	ret = QSUP_EXIT_ERROR;
-	if ((r = cmd_client_args(self, argc, argv, CMD_CLIENT_O_EXEC,
-	    &o)) != 0)
+	if ((r = cmd_client_args(self, argc, argv, &o)) != 0)
 		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
 	argc -= o.optind;
 	argv += o.optind;
@@ -969,7 +966,7 @@ cmd_client_cp(const struct cmd_entry *self, int argc, char **argv)
 	char			*sname = NULL, *dname = NULL;
 	int			 r, sr, dr, ret = QSUP_EXIT_ERROR;
 
-	if ((r = cmd_client_args(self, argc, argv, 0, &o)) != 0)
+	if ((r = cmd_client_args(self, argc, argv, &o)) != 0)
 		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
 	if (argc - o.optind != 2) {
 		log_warnx("usage: qsup cp SRC NAME:DST | qsup cp NAME:SRC DST");

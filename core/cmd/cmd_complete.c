@@ -3,22 +3,15 @@
  * scripts of contrib/completion call it), one candidate a line, each
  * beginning with CUR; a last line "::files" or "::dirs" asks the shell to
  * add host paths. Commands and subcommands come from the command table,
- * options from each command's usage and help (the text --help prints),
- * settings and profile names from the profile layer, so a completion
- * cannot drift from what qsup takes. Hidden: main() calls it by name.
+ * options and what their values are from each command's options
+ * (cmd_args.c), settings and profile names from the profile layer, so a
+ * completion cannot drift from what qsup takes. Hidden: main() calls it
+ * by name.
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cmd.h"
-
-#define CMD_COMPLETE_OPTS	48
-
-struct cmd_complete_opt {
-	char	name[32];	/* "-p", "--profile" */
-	char	arg[32];	/* the value's name in the help, "FILE"; or "" */
-};
 
 /* Print s if it begins with cur. */
 static void
@@ -28,95 +21,31 @@ cmd_complete_put(const char *s, const char *cur)
 		printf("%s\n", s);
 }
 
-/* Is p, inside text, the start of an option: -x or --word? */
-static size_t
-cmd_complete_token(const char *text, const char *p)
+/* e's options that begin with cur: each name, then --help and -h. */
+static void
+cmd_complete_opts(const struct cmd_entry *e, const char *cur)
 {
-	size_t	n;
+	const struct cmd_option	*o;
+	char			 name[64];
+	int			 help = 0;
 
-	if (p[0] != '-' || (p != text && strchr(" [(|\n", p[-1]) == NULL))
-		return (0);
-	n = p[1] == '-' ? 2 : 1;
-	if (!isalpha((unsigned char)p[n]))
-		return (0);
-	while (isalnum((unsigned char)p[n]) || p[n] == '-')
-		n++;
-	if (n > 2 && p[1] != '-')
-		return (0);	/* "-ti": prose, not an option */
-	return (n < sizeof ((struct cmd_complete_opt *)0)->name ? n : 0);
-}
-
-/* Add or update the option name, n long, with its value's name if any. */
-static size_t
-cmd_complete_add(struct cmd_complete_opt *o, size_t no, const char *name,
-    size_t n, const char *arg, size_t argn)
-{
-	size_t	i;
-
-	for (i = 0; i < no; i++) {
-		if (strlen(o[i].name) == n && strncmp(o[i].name, name, n) == 0)
-			break;
-	}
-	if (i == no) {
-		if (no == CMD_COMPLETE_OPTS)
-			return (no);
-		memset(&o[no], 0, sizeof o[no]);
-		memcpy(o[no].name, name, n);
-		no++;
-	}
-	if (argn > 0 && o[i].arg[0] == '\0')
-		snprintf(o[i].arg, sizeof o[i].arg, "%.*s", (int)argn, arg);
-	return (no);
-}
-
-/*
- * The options text names, as --help shows them: "-p, --profile FILE"
- * (one value for the group), "[--set K=V]", "--json  as JSON" (none).
- */
-static size_t
-cmd_complete_scan(const char *text, struct cmd_complete_opt *o, size_t no)
-{
-	const char	*p, *q, *group[4], *arg;
-	size_t		 n, ng, i, len[4], argn;
-
-	for (p = text; p != NULL && *p != '\0'; p++) {
-		if ((n = cmd_complete_token(text, p)) == 0)
+	for (o = e->options; o != NULL && o->key != 0; o++) {
+		if (o->flags & CMD_O_HIDDEN)
 			continue;
-		ng = 0;
-		for (q = p; ng < 4 && (n = cmd_complete_token(text, q)) != 0;) {
-			group[ng] = q;
-			len[ng++] = n;
-			q += n;
-			if (q[0] != ',' || q[1] != ' ' || q[2] != '-')
-				break;
-			q += 2;
+		help |= o->flags & CMD_O_HELP;
+		if (o->key < CMD_O_LONG) {
+			snprintf(name, sizeof name, "-%c", o->key);
+			cmd_complete_put(name, cur);
 		}
-		arg = NULL;
-		argn = 0;
-		if ((q[0] == ' ' && (isupper((unsigned char)q[1]) ||
-		    q[1] == '[')) || q[0] == '=') {
-			arg = q + 1;
-			while (arg[argn] != '\0' && arg[argn] != ' ' &&
-			    arg[argn] != ']' && arg[argn] != '\n')
-				argn++;
+		if (o->name != NULL) {
+			snprintf(name, sizeof name, "--%s", o->name);
+			cmd_complete_put(name, cur);
 		}
-		for (i = 0; i < ng; i++)
-			no = cmd_complete_add(o, no, group[i], len[i], arg,
-			    argn);
-		p = q - 1;
 	}
-	return (no);
-}
-
-static size_t
-cmd_complete_opts(const struct cmd_entry *e, struct cmd_complete_opt *o)
-{
-	size_t	no;
-
-	no = cmd_complete_scan(e->usage, o, 0);
-	no = cmd_complete_scan(e->help, o, no);
-	no = cmd_complete_add(o, no, "--help", 6, NULL, 0);
-	return (cmd_complete_add(o, no, "-h", 2, NULL, 0));
+	if (!help) {
+		cmd_complete_put("--help", cur);
+		cmd_complete_put("-h", cur);
+	}
 }
 
 /* The names of table's entries; aliases too when cur is an option. */
@@ -153,44 +82,48 @@ cmd_complete_profiles(const char *cur)
 
 /* The value of option o. */
 static void
-cmd_complete_value(const struct cmd_complete_opt *o, const char *cur)
+cmd_complete_value(const struct cmd_option *o, const char *cur)
 {
 	struct buf	b = { 0 };
 
-	if (strcmp(o->name, "--profile") == 0 || strcmp(o->name, "-p") == 0)
+	switch (o->value) {
+	case CMD_V_PROFILE:
 		cmd_complete_profiles(cur);
-	else if (strcmp(o->name, "--set") == 0) {
+		break;
+	case CMD_V_SETTING:
 		profile_complete_settings(&b, cur);
 		cmd_complete_buf(&b);
-	} else if (strcmp(o->name, "--share") == 0)
+		break;
+	case CMD_V_DIR:
 		printf("::dirs\n");
-	else if (strstr(o->arg, "FILE") != NULL)
+		break;
+	case CMD_V_FILE:
 		printf("::files\n");
+		break;
+	default:
+		break;
+	}
 }
 
 /* The words after e's name (w[0] .. w[n - 1], the last being completed). */
 static void
 cmd_complete_args(const struct cmd_entry *e, char **w, int n)
 {
-	struct cmd_complete_opt	 o[CMD_COMPLETE_OPTS];
+	const struct cmd_option	*o;
 	const char		*cur = w[n - 1];
-	size_t			 no, i;
 	int			 k;
 
 	for (k = 0; k < n - 1; k++) {
 		if (strcmp(w[k], "--") == 0)
 			return;	/* the guest's command */
 	}
-	no = cmd_complete_opts(e, o);
-	for (i = 0; n > 1 && i < no; i++) {
-		if (strcmp(o[i].name, w[n - 2]) == 0 && o[i].arg[0] != '\0') {
-			cmd_complete_value(&o[i], cur);
-			return;
-		}
+	if (n > 1 && (o = cmd_args_find(e->options, w[n - 2])) != NULL &&
+	    o->value != CMD_V_NONE) {
+		cmd_complete_value(o, cur);
+		return;
 	}
 	if (cur[0] == '-') {
-		for (i = 0; i < no; i++)
-			cmd_complete_put(o[i].name, cur);
+		cmd_complete_opts(e, cur);
 		if (e == &cmd_run_entry)
 			cmd_complete_put("--", cur);
 	} else if (e == &cmd_help_entry)

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <grp.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -34,6 +33,18 @@
 
 static int	cmd_doctor_exec(const struct cmd_entry *, int, char **);
 
+#define DOCTOR_JSON	CMD_O_LONG
+
+static const struct cmd_option cmd_doctor_options[] = {
+	{ DOCTOR_JSON, "json", CMD_V_NONE, NULL, 0,
+	  "one JSON document on stdout" },
+	{ 'p', "profile", CMD_V_PROFILE, "PROFILE", 0,
+	  "the profile to check against (default: the\n"
+	  "built-in default)" },
+	CMD_OPTION_HELP,
+	{ 0, NULL, 0, NULL, 0, NULL }
+};
+
 const struct cmd_entry cmd_doctor_entry = {
 	.name = "doctor",
 	.usage = "doctor [--json] [--profile PROFILE]",
@@ -46,10 +57,10 @@ const struct cmd_entry cmd_doctor_entry = {
 "container and what it changes, cgroup limits against the profile, and\n"
 "images_dir. Finding out whether KVM works may boot a probe VM, once per\n"
 "host, as qsup run would.\n"
-"\n"
-"      --json             one JSON document on stdout\n"
-"  -p, --profile PROFILE  the profile to check against (default: the\n"
-"                         built-in default)\n"
+"\n",
+	.options = cmd_doctor_options,
+	.column = 25,
+	.notes =
 "\n"
 "Exit status: 0 when a sandbox can run here (warnings or not), 1 when a\n"
 "check failed (they are named), 125 on a usage error.\n",
@@ -856,39 +867,23 @@ doctor_profile(struct doctor *d)
 static int
 cmd_doctor_exec(const struct cmd_entry *self, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json",	no_argument,		NULL, 'J' },
-		{ "profile",	required_argument,	NULL, 'p' },
-		{ "help",	no_argument,		NULL, 'h' },
-		{ NULL,		0,			NULL, 0 }
-	};
+	struct cmd_args	a;
 	struct doctor	d;
 	size_t		i;
-	int		ch, json = 0, nfail = 0, nwarn = 0;
+	int		json, r, nfail = 0, nwarn = 0;
 
 	memset(&d, 0, sizeof d);
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "p:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'J':
-			json = 1;
-			break;
-		case 'p':
-			d.profile = optarg;
-			break;
-		case 'h':
-			cmd_usage(self, stdout);
-			return (0);
-		default:
-			log_warnx("usage: qsup %s", self->usage);
-			return (QSUP_EXIT_ERROR);
-		}
-	}
-	if (optind < argc) {
+	if ((r = cmd_args_parse(self, argc, argv, &a)) == 0 && a.argc > 0)
+		r = -1;
+	if (r == 1)
+		cmd_usage(self, stdout);
+	else if (r == -1)
 		log_warnx("usage: qsup %s", self->usage);
-		return (QSUP_EXIT_ERROR);
-	}
+	json = cmd_args_has(&a, DOCTOR_JSON);
+	d.profile = cmd_args_get(&a, 'p');
+	cmd_args_free(&a);	/* d.profile is argv's */
+	if (r != 0)
+		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
 	doctor_profile(&d);
 	doctor_qemu(&d);
 	doctor_guest(&d);

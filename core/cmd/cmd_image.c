@@ -6,7 +6,6 @@
  * are core/image's.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,10 +25,64 @@ static int	cmd_image_ls(const struct cmd_entry *, int, char **);
 static int	cmd_image_rm(const struct cmd_entry *, int, char **);
 static int	cmd_image_build(const struct cmd_entry *, int, char **);
 
-#define CMD_IMAGE_OPTS \
-"  -p, --profile FILE   the profile whose images_dir (and, for pull, whose\n" \
-"                       image settings) are used (default: builtin:default)\n" \
-"      --set NAME=VALUE override a profile setting (repeatable)\n"
+#define CMD_IMAGE_SET		(CMD_O_LONG + 0)
+#define CMD_IMAGE_JSON		(CMD_O_LONG + 1)
+#define CMD_IMAGE_SHA256	(CMD_O_LONG + 2)
+#define CMD_IMAGE_SUMS_URL	(CMD_O_LONG + 3)
+#define CMD_IMAGE_UNVERIFIED	(CMD_O_LONG + 4)
+#define CMD_IMAGE_SIZE		(CMD_O_LONG + 5)
+
+#define CMD_IMAGE_PROFILE_OPTIONS \
+	{ 'p', "profile", CMD_V_PROFILE, "FILE", 0, \
+	  "the profile whose images_dir (and, for pull, whose\n" \
+	  "image settings) are used (default: builtin:default)" }, \
+	{ CMD_IMAGE_SET, "set", CMD_V_SETTING, "NAME=VALUE", CMD_O_REPEAT, \
+	  "override a profile setting (repeatable)" }
+/* pull's options, which ls and rm take too, unsaid. */
+#define CMD_IMAGE_PULL_OPTIONS(hide) \
+	{ CMD_IMAGE_SHA256, "sha256", CMD_V_STRING, "HEX", (hide), \
+	  "the digest to check against (image_sha256)" }, \
+	{ CMD_IMAGE_SUMS_URL, "sums-url", CMD_V_STRING, "URL", (hide), \
+	  "the checksum file to read it from (image_sums_url)" }, \
+	{ CMD_IMAGE_UNVERIFIED, "unverified", CMD_V_NONE, NULL, (hide), \
+	  "no digest found: use it anyway (image_unverified)" }
+#define CMD_IMAGE_VERBOSE(hide) \
+	{ 'v', "verbose", CMD_V_NONE, NULL, (hide), \
+	  "say what qsup is doing" }, \
+	CMD_OPTION_HELP, \
+	{ 0, NULL, 0, NULL, 0, NULL }
+
+static const struct cmd_option cmd_image_pull_options[] = {
+	CMD_IMAGE_PROFILE_OPTIONS,
+	CMD_IMAGE_PULL_OPTIONS(0),
+	{ CMD_IMAGE_JSON, "json", CMD_V_NONE, NULL, 0,
+	  "no progress; a JSON object on stdout" },
+	CMD_IMAGE_VERBOSE(0)
+};
+
+static const struct cmd_option cmd_image_ls_options[] = {
+	CMD_IMAGE_PROFILE_OPTIONS,
+	{ CMD_IMAGE_JSON, "json", CMD_V_NONE, NULL, 0,
+	  "a JSON object on stdout" },
+	CMD_IMAGE_PULL_OPTIONS(CMD_O_HIDDEN),
+	CMD_IMAGE_VERBOSE(CMD_O_HIDDEN)
+};
+
+static const struct cmd_option cmd_image_rm_options[] = {
+	CMD_IMAGE_PROFILE_OPTIONS,
+	{ CMD_IMAGE_JSON, "json", CMD_V_NONE, NULL, CMD_O_HIDDEN, NULL },
+	CMD_IMAGE_PULL_OPTIONS(CMD_O_HIDDEN),
+	CMD_IMAGE_VERBOSE(CMD_O_HIDDEN)
+};
+
+static const struct cmd_option cmd_image_build_options[] = {
+	{ 'o', "output", CMD_V_FILE, "FILE", 0,
+	  "the image to write (required)" },
+	{ CMD_IMAGE_SIZE, "size", CMD_V_SIZE, "SIZE", 0,
+	  "the disk's size (4G, 512M, bytes; default: the\n"
+	  "tree's size, a third more and 64 MiB)" },
+	CMD_IMAGE_VERBOSE(0)
+};
 
 static const struct cmd_entry cmd_image_pull_entry = {
 	.name = "pull",
@@ -45,13 +98,9 @@ static const struct cmd_entry cmd_image_pull_entry = {
 "is used as it is. The path is printed on stdout. HTTPS trusts the\n"
 "system's CAs, or the bundle named by $CURL_CA_BUNDLE or $SSL_CERT_FILE\n"
 "(and $SSL_CERT_DIR).\n"
-"\n"
-CMD_IMAGE_OPTS
-"      --sha256 HEX     the digest to check against (image_sha256)\n"
-"      --sums-url URL   the checksum file to read it from (image_sums_url)\n"
-"      --unverified     no digest found: use it anyway (image_unverified)\n"
-"      --json           no progress; a JSON object on stdout\n"
-"  -v, --verbose        say what qsup is doing\n"
+"\n",
+	.options = cmd_image_pull_options,
+	.notes =
 "\n"
 "$QSUP_IMAGE_STALL_TIMEOUT: seconds without data before giving up (30).\n",
 	.exec = cmd_image_pull
@@ -61,8 +110,7 @@ static const struct cmd_entry cmd_image_ls_entry = {
 	.name = "ls",
 	.usage = "image ls [--profile FILE] [--json]",
 	.summary = "the images: size, digest, source, in use by",
-	.help = CMD_IMAGE_OPTS
-"      --json           a JSON object on stdout\n",
+	.options = cmd_image_ls_options,
 	.exec = cmd_image_ls
 };
 
@@ -70,7 +118,7 @@ static const struct cmd_entry cmd_image_rm_entry = {
 	.name = "rm",
 	.usage = "image rm [--profile FILE] NAME...",
 	.summary = "remove images no running sandbox uses",
-	.help = CMD_IMAGE_OPTS,
+	.options = cmd_image_rm_options,
 	.exec = cmd_image_rm
 };
 
@@ -90,11 +138,8 @@ static const struct cmd_entry cmd_image_build_entry = {
 "Entrypoint become the sandbox's defaults (the image's "
 QSUP_IMAGE_CONF ").\n"
 "On any failure or signal nothing is left at OUT.\n"
-"\n"
-"  -o, --output FILE    the image to write (required)\n"
-"      --size SIZE      the disk's size (4G, 512M, bytes; default: the\n"
-"                       tree's size, a third more and 64 MiB)\n"
-"  -v, --verbose        say what qsup is doing\n",
+"\n",
+	.options = cmd_image_build_options,
 	.exec = cmd_image_build
 };
 
@@ -129,63 +174,33 @@ static int
 cmd_image_args(const struct cmd_entry *self, int argc, char **argv,
     struct cmd_image_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "profile",	required_argument,	NULL, 'p' },
-		{ "set",	required_argument,	NULL, 0x100 },
-		{ "json",	no_argument,		NULL, 'J' },
-		{ "sha256",	required_argument,	NULL, 0x101 },
-		{ "sums-url",	required_argument,	NULL, 0x102 },
-		{ "unverified",	no_argument,		NULL, 0x103 },
-		{ "verbose",	no_argument,		NULL, 'v' },
-		{ "help",	no_argument,		NULL, 'h' },
-		{ NULL,		0,			NULL, 0 }
-	};
-	char	*what;
-	int	 ch;
+	struct cmd_args	  a;
+	char		**sets, *what;
+	int		  rc;
 
 	memset(o, 0, sizeof *o);
-	o->sets = xcalloc(1, sizeof *o->sets);
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "p:vh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'p':
-			o->profile = optarg;
-			break;
-		case 0x100:
-			o->sets = xreallocarray(o->sets, o->nsets + 2,
-			    sizeof *o->sets);
-			o->sets[o->nsets++] = optarg;
-			break;
-		case 'J':
-			o->json = 1;
-			break;
-		case 0x101:
-			o->sha256 = optarg;
-			break;
-		case 0x102:
-			o->sums_url = optarg;
-			break;
-		case 0x103:
-			o->unverified = 1;
-			break;
-		case 'v':
+	if ((rc = cmd_args_parse(self, argc, argv, &a)) == 1)
+		cmd_usage(self, stdout);
+	else if (rc == -1) {
+		xasprintf(&what, "image %s", self->name);
+		(void)cmd_args_bad(&a, what);
+		free(what);
+	} else {
+		o->profile = cmd_args_get(&a, 'p');
+		sets = cmd_args_list(&a, CMD_IMAGE_SET, &o->nsets);
+		o->sets = xcalloc(o->nsets + 1, sizeof *o->sets);
+		if (o->nsets > 0)
+			memcpy(o->sets, sets, o->nsets * sizeof *o->sets);
+		o->json = cmd_args_has(&a, CMD_IMAGE_JSON);
+		o->sha256 = cmd_args_get(&a, CMD_IMAGE_SHA256);
+		o->sums_url = cmd_args_get(&a, CMD_IMAGE_SUMS_URL);
+		o->unverified = cmd_args_has(&a, CMD_IMAGE_UNVERIFIED);
+		if (cmd_args_has(&a, 'v'))
 			log_verbose = 1;
-			break;
-		case 'h':
-			cmd_usage(self, stdout);
-			free(o->sets);
-			return (1);
-		default:
-			xasprintf(&what, "image %s", self->name);
-			(void)cmd_bad_option("p:vh", argv, what);
-			free(what);
-			free(o->sets);
-			return (-1);
-		}
+		o->optind = argc - a.argc;
 	}
-	o->optind = optind;
-	return (0);
+	cmd_args_free(&a);
+	return (rc);
 }
 
 /* The profile named (or the default), with o's --set and extra. */
@@ -582,47 +597,39 @@ cmd_image_size(const char *s, uint64_t *bytes)
 static int
 cmd_image_build(const struct cmd_entry *self, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output",	required_argument,	NULL, 'o' },
-		{ "size",	required_argument,	NULL, 0x100 },
-		{ "verbose",	no_argument,		NULL, 'v' },
-		{ "help",	no_argument,		NULL, 'h' },
-		{ NULL,		0,			NULL, 0 }
-	};
 	struct image_build_req	 req;
-	char			*cause = NULL;
-	int			 ch, sig;
+	struct cmd_args		 a;
+	char			*cause = NULL, **sizes;
+	size_t			 i, n;
+	int			 sig, r;
 
 	memset(&req, 0, sizeof req);
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "o:vh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'o':
-			req.out = optarg;
-			break;
-		case 0x100:
-			if (cmd_image_size(optarg, &req.size) == -1) {
-				log_warnx("--size %s: not a size (4G, 512M, "
-				    "bytes)", optarg);
-				return (QSUP_EXIT_ERROR);
-			}
-			break;
-		case 'v':
-			log_verbose = 1;
-			break;
-		case 'h':
-			cmd_usage(self, stdout);
-			return (0);
-		default:
-			return (cmd_bad_option("o:vh", argv, "image build"));
+	/* The sizes before a --help or a bad option are checked first. */
+	r = cmd_args_parse(self, argc, argv, &a);
+	sizes = cmd_args_list(&a, CMD_IMAGE_SIZE, &n);
+	for (i = 0; i < n; i++) {
+		if (cmd_image_size(sizes[i], &req.size) == -1) {
+			log_warnx("--size %s: not a size (4G, 512M, bytes)",
+			    sizes[i]);
+			cmd_args_free(&a);
+			return (QSUP_EXIT_ERROR);
 		}
 	}
-	if (argc - optind != 1 || req.out == NULL) {
+	req.out = cmd_args_get(&a, 'o');
+	if (r == 1)
+		cmd_usage(self, stdout);
+	else if (r == -1)
+		(void)cmd_args_bad(&a, "image build");
+	else if (a.argc != 1 || req.out == NULL) {
 		log_warnx("usage: qsup %s", self->usage);
-		return (QSUP_EXIT_ERROR);
-	}
-	req.from = argv[optind];
+		r = -1;
+	} else
+		req.from = a.argv[0];
+	if (cmd_args_has(&a, 'v'))
+		log_verbose = 1;
+	cmd_args_free(&a);
+	if (r != 0)
+		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
 	if (image_build(&req, &sig, &cause) == -1) {
 		log_warnx("image build: %s", cause);
 		free(cause);

@@ -17,7 +17,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +29,20 @@
 #include "cmd.h"
 
 static int	cmd_mcp_exec(const struct cmd_entry *, int, char **);
+
+#define CMD_MCP_HOST	(CMD_O_LONG + 0)
+#define CMD_MCP_CACERT	(CMD_O_LONG + 1)
+
+static const struct cmd_option cmd_mcp_options[] = {
+	{ CMD_MCP_HOST, "host", CMD_V_STRING, "HOST", 0,
+	  "the server (default: QSUP_HOST, else\n"
+	  "unix:$XDG_RUNTIME_DIR/qsup/qsup.sock)" },
+	{ CMD_MCP_CACERT, "cacert", CMD_V_FILE, "FILE", 0,
+	  "the CA of an https server (default: QSUP_CACERT)" },
+	{ 'v', "verbose", CMD_V_NONE, NULL, CMD_O_HIDDEN, NULL },
+	CMD_OPTION_HELP,
+	{ 0, NULL, 0, NULL, 0, NULL }
+};
 
 const struct cmd_entry cmd_mcp_entry = {
 	.name = "mcp",
@@ -44,10 +57,8 @@ const struct cmd_entry cmd_mcp_entry = {
 "directory, and stops it (its sandboxes with it) when stdin ends or on\n"
 "SIGTERM. Messages are at most 16 MiB; an exec's stdout and stderr and a\n"
 "file read are given up to 1 MiB each.\n"
-"\n"
-"      --host HOST      the server (default: QSUP_HOST, else\n"
-"                       unix:$XDG_RUNTIME_DIR/qsup/qsup.sock)\n"
-"      --cacert FILE    the CA of an https server (default: QSUP_CACERT)\n",
+"\n",
+	.options = cmd_mcp_options,
 	.exec = cmd_mcp_exec
 };
 
@@ -1093,46 +1104,31 @@ out:
 static int
 cmd_mcp_exec(const struct cmd_entry *self, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "host",	required_argument,	NULL, 0x100 },
-		{ "cacert",	required_argument,	NULL, 0x101 },
-		{ "verbose",	no_argument,		NULL, 'v' },
-		{ "help",	no_argument,		NULL, 'h' },
-		{ NULL,		0,			NULL, 0 }
-	};
 	struct cmd_mcp_server	 srv;
 	struct mcp_backend	 be;
 	struct sigaction	 sa;
+	struct cmd_args		 a;
 	struct client		*c;
 	struct mcp		*m;
-	const char		*host = NULL, *cacert = NULL;
+	const char		*host, *cacert;
 	char			*cause = NULL, *version = NULL;
-	int			 ch;
+	int			 r;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 0x100:
-			host = optarg;
-			break;
-		case 0x101:
-			cacert = optarg;
-			break;
-		case 'v':
-			log_verbose = 1;
-			break;
-		case 'h':
-			cmd_usage(self, stdout);
-			return (0);
-		default:
-			return (cmd_bad_option("vh", argv, "mcp"));
-		}
-	}
-	if (optind != argc) {
+	if ((r = cmd_args_parse(self, argc, argv, &a)) == 1)
+		cmd_usage(self, stdout);
+	else if (r == -1)
+		(void)cmd_args_bad(&a, "mcp");
+	else if (a.argc != 0) {
 		log_warnx("usage: qsup %s", self->usage);
-		return (QSUP_EXIT_ERROR);
+		r = -1;
 	}
+	host = cmd_args_get(&a, CMD_MCP_HOST);
+	cacert = cmd_args_get(&a, CMD_MCP_CACERT);
+	if (cmd_args_has(&a, 'v'))
+		log_verbose = 1;
+	cmd_args_free(&a);	/* host and cacert are argv's */
+	if (r != 0)
+		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
 	memset(&srv, 0, sizeof srv);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = cmd_mcp_sig_cb;

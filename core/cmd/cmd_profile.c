@@ -3,7 +3,6 @@
  * setting came from, list the settings, show the host facts profiles see.
  * Nothing here starts a VM (facts may boot the KVM probe, once per host).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +10,8 @@
 
 #include "cmd.h"
 
-#define CMD_PROFILE_SET	0x100	/* --set, which has no short form */
+#define CMD_PROFILE_JSON	(CMD_O_LONG + 0)
+#define CMD_PROFILE_SET		(CMD_O_LONG + 1)
 
 #define CMD_PROFILE_NAMES \
 "PROFILE is a path, or a name looked up as ./NAME.lua,\n" \
@@ -24,6 +24,26 @@ static int	cmd_profile_show(const struct cmd_entry *, int, char **);
 static int	cmd_profile_settings(const struct cmd_entry *, int, char **);
 static int	cmd_profile_facts(const struct cmd_entry *, int, char **);
 
+static const struct cmd_option cmd_profile_check_options[] = {
+	{ 'v', "verbose", CMD_V_NONE, NULL, 0, "say how long each took" },
+	CMD_OPTION_HELP,
+	{ 0, NULL, 0, NULL, 0, NULL }
+};
+
+static const struct cmd_option cmd_profile_show_options[] = {
+	{ CMD_PROFILE_JSON, "json", CMD_V_NONE, NULL, 0, "as JSON" },
+	{ CMD_PROFILE_SET, "set", CMD_V_SETTING, "NAME=VALUE", CMD_O_REPEAT,
+	  "override a setting, as qsup run --set does" },
+	CMD_OPTION_HELP,
+	{ 0, NULL, 0, NULL, 0, NULL }
+};
+
+static const struct cmd_option cmd_profile_facts_options[] = {
+	{ CMD_PROFILE_JSON, "json", CMD_V_NONE, NULL, 0, NULL },
+	CMD_OPTION_HELP,
+	{ 0, NULL, 0, NULL, 0, NULL }
+};
+
 static const struct cmd_entry cmd_profile_check_entry = {
 	.name = "check",
 	.usage = "profile check [-v] PROFILE...",
@@ -31,10 +51,10 @@ static const struct cmd_entry cmd_profile_check_entry = {
 	.help =
 "Load and check each profile; print its mistakes as FILE:LINE: lines\n"
 "and exit 125 if there are any.\n"
-"\n"
-"  -v, --verbose  say how long each took\n"
-"\n"
-CMD_PROFILE_NAMES,
+"\n",
+	.options = cmd_profile_check_options,
+	.column = 17,
+	.notes = "\n" CMD_PROFILE_NAMES,
 	.exec = cmd_profile_check
 };
 
@@ -46,11 +66,10 @@ static const struct cmd_entry cmd_profile_show_entry = {
 "Every setting as qsup run would use it, and where it came from: the\n"
 "default, the profile (FILE:LINE) or the command line; without PROFILE,\n"
 "the built-in default.\n"
-"\n"
-"      --json            as JSON\n"
-"      --set NAME=VALUE  override a setting, as qsup run --set does\n"
-"\n"
-CMD_PROFILE_NAMES,
+"\n",
+	.options = cmd_profile_show_options,
+	.column = 24,
+	.notes = "\n" CMD_PROFILE_NAMES,
 	.exec = cmd_profile_show
 };
 
@@ -69,6 +88,7 @@ static const struct cmd_entry cmd_profile_facts_entry = {
 "What profiles know of this host: the qsup table, as a profile reads it\n"
 "or, with --json, as JSON. Finding out whether KVM works may boot a\n"
 "probe VM, once per host.\n",
+	.options = cmd_profile_facts_options,
 	.exec = cmd_profile_facts
 };
 
@@ -93,38 +113,28 @@ const struct cmd_entry cmd_profile_entry = {
 static int
 cmd_profile_check(const struct cmd_entry *self, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "verbose",	no_argument,	NULL, 'v' },
-		{ "help",	no_argument,	NULL, 'h' },
-		{ NULL,		0,		NULL, 0 }
-	};
+	struct cmd_args	 a;
 	struct profile	 p;
 	char		*cause;
 	double		 t0;
-	int		 ch, i, verbose = 0, rc = 0;
+	int		 i, verbose, r, rc = 0;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'v':
-			verbose = 1;
-			break;
-		case 'h':
-			cmd_usage(self, stdout);
-			return (0);
-		default:
-			log_warnx("profile check: %s: unknown option",
-			    argv[optind - 1]);
-			return (QSUP_EXIT_ERROR);
-		}
-	}
-	if (optind >= argc) {
+	if ((r = cmd_args_parse(self, argc, argv, &a)) == 1)
+		cmd_usage(self, stdout);
+	else if (r == -1)
+		log_warnx("profile check: %s: unknown option", a.bad_word);
+	else if (a.argc == 0) {
 		log_warnx("profile check: no profile given: qsup profile check "
 		    "PROFILE...");
-		return (QSUP_EXIT_ERROR);
+		r = -1;
 	}
-	for (i = optind; i < argc; i++) {
+	verbose = cmd_args_has(&a, 'v');
+	argv = a.argv;
+	argc = a.argc;
+	cmd_args_free(&a);
+	if (r != 0)
+		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
+	for (i = 0; i < argc; i++) {
 		t0 = util_now();
 		if (profile_load(&p, argv[i], &cause) == -1) {
 			fprintf(stderr, "%s\n", cause);
@@ -145,44 +155,30 @@ cmd_profile_check(const struct cmd_entry *self, int argc, char **argv)
 static int
 cmd_profile_show(const struct cmd_entry *self, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json",	no_argument,		NULL, 'J' },
-		{ "set",	required_argument,	NULL, CMD_PROFILE_SET },
-		{ "help",	no_argument,		NULL, 'h' },
-		{ NULL,		0,			NULL, 0 }
-	};
+	struct cmd_args	  a;
 	struct profile	  p;
 	struct buf	  b = { 0 };
-	char		**sets = NULL, *cause;
-	size_t		  nsets = 0;
-	int		  ch, json = 0, rc = QSUP_EXIT_ERROR;
+	char		**sets, *cause;
+	size_t		  nsets;
+	int		  r, json, rc = QSUP_EXIT_ERROR;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'J':
-			json = 1;
-			break;
-		case CMD_PROFILE_SET:
-			sets = xreallocarray(sets, nsets + 1, sizeof *sets);
-			sets[nsets++] = optarg;
-			break;
-		case 'h':
-			cmd_usage(self, stdout);
-			free(sets);
-			return (0);
-		default:
-			log_warnx("profile show: %s: unknown option or missing "
-			    "value", argv[optind - 1]);
-			goto out;
-		}
+	if ((r = cmd_args_parse(self, argc, argv, &a)) == 1) {
+		cmd_usage(self, stdout);
+		rc = 0;
+		goto out;
 	}
-	if (argc - optind > 1) {
+	if (r == -1) {
+		log_warnx("profile show: %s: unknown option or missing value",
+		    a.bad_word);
+		goto out;
+	}
+	if (a.argc > 1) {
 		log_warnx("profile show: one profile at a time");
 		goto out;
 	}
-	if (profile_load_set(&p, optind < argc ? argv[optind] : NULL, sets,
+	json = cmd_args_has(&a, CMD_PROFILE_JSON);
+	sets = cmd_args_list(&a, CMD_PROFILE_SET, &nsets);
+	if (profile_load_set(&p, a.argc > 0 ? a.argv[0] : NULL, sets,
 	    nsets, &cause) == -1) {
 		fprintf(stderr, "%s\n", cause);
 		free(cause);
@@ -195,7 +191,7 @@ cmd_profile_show(const struct cmd_entry *self, int argc, char **argv)
 	profile_free(&p);
 	rc = 0;
 out:
-	free(sets);
+	cmd_args_free(&a);
 	return (rc);
 }
 
@@ -239,20 +235,20 @@ cmd_profile_facts(const struct cmd_entry *self, int argc, char **argv)
 	struct facts_python	 py;
 	struct buf		 b = { 0 };
 	char			 num[32], *why = NULL, *cwd;
-	int			 json = 0, n = 0, kvm, i;
+	struct cmd_args		 a;
+	int			 json, n = 0, kvm, r;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else if (strcmp(argv[i], "--help") == 0 ||
-		    strcmp(argv[i], "-h") == 0) {
-			cmd_usage(self, stdout);
-			return (0);
-		} else {
-			log_warnx("profile facts: %s: unknown option", argv[i]);
-			return (QSUP_EXIT_ERROR);
-		}
+	if ((r = cmd_args_parse(self, argc, argv, &a)) == 1)
+		cmd_usage(self, stdout);
+	else if (r == -1 || a.argc > 0 || a.dashdash) {
+		log_warnx("profile facts: %s: unknown option", r == -1 ?
+		    a.bad_word : a.argc > 0 ? a.argv[0] : "--");
+		r = -1;
 	}
+	json = cmd_args_has(&a, CMD_PROFILE_JSON);
+	cmd_args_free(&a);
+	if (r != 0)
+		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
 	if (json)
 		buf_printf(&b, "{");
 	cmd_profile_fact(&b, json, &n, "arch", facts_arch());

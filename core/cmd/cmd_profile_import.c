@@ -7,7 +7,6 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,13 @@
 
 #define IMPORT_FILE_MAX		(1024 * 1024)
 #define IMPORT_EXIT_PARTIAL	1	/* written, some lines untranslated */
+
+static const struct cmd_option cmd_profile_import_options[] = {
+	{ 'o', "output", CMD_V_FILE, "FILE", 0,
+	  "write the profile there (default: stdout)" },
+	CMD_OPTION_HELP,
+	{ 0, NULL, 0, NULL, 0, NULL }
+};
 
 const struct cmd_entry cmd_profile_import_entry = {
 	.name = "import",
@@ -31,8 +37,10 @@ const struct cmd_entry cmd_profile_import_entry = {
 "know) are refused: each line not translated is named on stderr as\n"
 "FILE:LINE:, and its setting keeps qsup's default. Other lines (other\n"
 "providers' settings) are ignored, and said so in the profile.\n"
-"\n"
-"  -o, --output FILE  write the profile there (default: stdout)\n"
+"\n",
+	.options = cmd_profile_import_options,
+	.column = 21,
+	.notes =
 "\n"
 "Exit status: 0, every qemu.* line translated; 1, the profile was written\n"
 "but some lines were not; 125, FILE unreadable or a usage error.\n"
@@ -409,38 +417,26 @@ import_save(const char *path, const struct buf *out)
 int
 cmd_profile_import(const struct cmd_entry *self, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output",	required_argument,	NULL, 'o' },
-		{ "help",	no_argument,		NULL, 'h' },
-		{ NULL,		0,			NULL, 0 }
-	};
+	struct cmd_args	 a;
 	struct import	 im;
 	struct buf	 out = { 0 };
-	const char	*output = NULL;
+	const char	*output;
 	char		*text, *line, *next;
-	int		 ch, n = 0, rc = QSUP_EXIT_ERROR;
+	int		 n = 0, r, rc = QSUP_EXIT_ERROR;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'h':
-			cmd_usage(self, stdout);
-			return (0);
-		default:
-			log_warnx("usage: qsup %s", self->usage);
-			return (QSUP_EXIT_ERROR);
-		}
-	}
-	if (argc - optind != 1) {
-		log_warnx("usage: qsup %s", self->usage);
-		return (QSUP_EXIT_ERROR);
-	}
 	memset(&im, 0, sizeof im);
-	im.file = argv[optind];
+	if ((r = cmd_args_parse(self, argc, argv, &a)) == 0 && a.argc != 1)
+		r = -1;
+	if (r == 1)
+		cmd_usage(self, stdout);
+	else if (r == -1)
+		log_warnx("usage: qsup %s", self->usage);
+	else
+		im.file = a.argv[0];
+	output = cmd_args_get(&a, 'o');
+	cmd_args_free(&a);	/* what was kept is argv's */
+	if (r != 0)
+		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
 	if ((text = util_read_file(im.file, NULL, IMPORT_FILE_MAX)) == NULL) {
 		log_warn("profile import: %s", im.file);
 		return (QSUP_EXIT_ERROR);

@@ -2,49 +2,68 @@
  * "qsup run" and its short form "qsup [options] -- CMD": its entry and its
  * options. What a run does is run.c's.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
 
-#define CMD_RUN_OPTS	"+p:e:w:tivh"	/* getopt's: run's short options */
+#define CMD_RUN_SET	(CMD_O_LONG + 0)
+#define CMD_RUN_SHARE	(CMD_O_LONG + 1)
+#define CMD_RUN_TIMEOUT	(CMD_O_LONG + 2)
+#define CMD_RUN_CONSOLE	(CMD_O_LONG + 3)
+#define CMD_RUN_JSON	(CMD_O_LONG + 4)
 
 static int	cmd_run_exec(const struct cmd_entry *, int, char **);
+
+static const struct cmd_option cmd_run_options[] = {
+	{ 'p', "profile", CMD_V_PROFILE, "FILE", 0,
+	  "the Lua profile: a path, or a name looked up as\n"
+	  "./NAME.lua, $XDG_CONFIG_HOME/qsup/profiles/NAME.lua\n"
+	  "and the built-in ones (default: builtin:default)" },
+	{ CMD_RUN_SET, "set", CMD_V_SETTING, "NAME=VALUE", CMD_O_REPEAT,
+	  "override a profile setting (repeatable; checked\n"
+	  "like the profile: qsup profile settings)" },
+	{ 'e', NULL, CMD_V_ENV, "NAME=VALUE", CMD_O_REPEAT,
+	  "set an environment variable for CMD" },
+	{ 'w', NULL, CMD_V_STRING, "DIR", 0,
+	  "CMD's working directory in the guest" },
+	{ 't', "tty", CMD_V_NONE, NULL, 0,
+	  "run CMD on a terminal in the guest (its output and\n"
+	  "errors both come on stdout), of this terminal's\n"
+	  "size, following SIGWINCH, with this TERM (unless\n"
+	  "-e TERM=...); a stdin that is a terminal is in raw\n"
+	  "mode while CMD runs, so every key, ^C too, goes to\n"
+	  "CMD; -t works with no terminal here too (for\n"
+	  "programs that check isatty)" },
+	{ 'i', "interactive", CMD_V_NONE, NULL, 0,
+	  "forward stdin to CMD: the default, but for -t with\n"
+	  "a stdin that is not a terminal (-ti forwards it,\n"
+	  "and its end is typed as ^D)" },
+	{ CMD_RUN_SHARE, "share", CMD_V_DIR, "HOST[:GUEST][:ro|rw]",
+	  CMD_O_REPEAT,
+	  "share a host directory (default: read-only, at\n"
+	  "the same path in the guest)" },
+	{ CMD_RUN_TIMEOUT, "timeout", CMD_V_SECONDS, "SECS", 0,
+	  "kill CMD after SECS seconds and exit 124" },
+	{ CMD_RUN_CONSOLE, "console", CMD_V_NONE, NULL, 0,
+	  "show the guest's console live on stderr" },
+	{ CMD_RUN_JSON, "json", CMD_V_NONE, NULL, 0,
+	  "print a JSON summary on stderr at the end" },
+	{ 'v', "verbose", CMD_V_NONE, NULL, 0, "say what qsup is doing" },
+	{ 'h', "help", CMD_V_NONE, NULL, CMD_O_HELP, "this help" },
+	{ 0, NULL, 0, NULL, 0, NULL }
+};
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.usage = "run [--profile FILE] [options] [--] CMD [ARG...]\n"
 	    "[--profile FILE] [options] -- CMD [ARG...]",
 	.summary = "run CMD in a disposable microVM; exit with its status",
-	.help =
-"options:\n"
-"  -p, --profile FILE   the Lua profile: a path, or a name looked up as\n"
-"                       ./NAME.lua, $XDG_CONFIG_HOME/qsup/profiles/NAME.lua\n"
-"                       and the built-in ones (default: builtin:default)\n"
-"      --set NAME=VALUE override a profile setting (repeatable; checked\n"
-"                       like the profile: qsup profile settings)\n"
-"  -e NAME=VALUE        set an environment variable for CMD\n"
-"  -w DIR               CMD's working directory in the guest\n"
-"  -t, --tty            run CMD on a terminal in the guest (its output and\n"
-"                       errors both come on stdout), of this terminal's\n"
-"                       size, following SIGWINCH, with this TERM (unless\n"
-"                       -e TERM=...); a stdin that is a terminal is in raw\n"
-"                       mode while CMD runs, so every key, ^C too, goes to\n"
-"                       CMD; -t works with no terminal here too (for\n"
-"                       programs that check isatty)\n"
-"  -i, --interactive    forward stdin to CMD: the default, but for -t with\n"
-"                       a stdin that is not a terminal (-ti forwards it,\n"
-"                       and its end is typed as ^D)\n"
-"      --share HOST[:GUEST][:ro|rw]\n"
-"                       share a host directory (default: read-only, at\n"
-"                       the same path in the guest)\n"
-"      --timeout SECS   kill CMD after SECS seconds and exit 124\n"
-"      --console        show the guest's console live on stderr\n"
-"      --json           print a JSON summary on stderr at the end\n"
-"  -v, --verbose        say what qsup is doing\n"
-"  -h, --help           this help\n"
+	.help = "options:\n",
+	.options = cmd_run_options,
+	.flags = CMD_IN_ORDER,	/* CMD's own flags are not ours */
+	.notes =
 "\n"
 "exit status: CMD's own; 124 timeout; 125 qsup error; 126 CMD not\n"
 "executable; 127 CMD not found; 128+N CMD killed by signal N.\n",
@@ -72,76 +91,63 @@ cmd_run_valid_env(const char *s)
 
 
 /*
- * One of run's options, ch with optarg, into o: 0, -1 if its value is
- * wrong (said), 1 if ch is none of them.
+ * run's options, from a, into o, each value checked in the order given:
+ * 0, or -1 if one is wrong (said).
  */
 static int
-cmd_run_opt(struct run_options *o, int ch)
+cmd_run_read(struct run_options *o, const struct cmd_args *a)
 {
-	char	*end;
+	const struct cmd_args_item	*it;
+	char				*end;
+	size_t				 i;
 
-	switch (ch) {
-	case 'p':
-		o->profile = optarg;
-		break;
-	case 'e':
-		if (!cmd_run_valid_env(optarg)) {
-			log_warnx("-e %s: expected NAME=VALUE with NAME made "
-			    "of letters, digits and _", optarg);
-			return (-1);
+	for (i = 0; i < a->nitems; i++) {
+		it = &a->items[i];
+		switch (it->key) {
+		case 'e':
+			if (!cmd_run_valid_env(it->value)) {
+				log_warnx("-e %s: expected NAME=VALUE with NAME "
+				    "made of letters, digits and _", it->value);
+				return (-1);
+			}
+			break;
+		case 'w':
+			if (*it->value != '/') {
+				log_warnx("-w %s: the working directory must be "
+				    "an absolute path in the guest", it->value);
+				return (-1);
+			}
+			break;
+		case CMD_RUN_TIMEOUT:
+			o->timeout = strtod(it->value, &end);
+			if (end == it->value || *end != '\0' ||
+			    !(o->timeout > 0) || o->timeout > 1e9) {
+				log_warnx("--timeout %s: expected a positive "
+				    "number of seconds", it->value);
+				return (-1);
+			}
+			break;
+		case CMD_RUN_SET:	/* the rest is checked with the profile */
+			if (strchr(it->value, '=') == NULL ||
+			    *it->value == '=') {
+				log_warnx("--set %s: expected NAME=VALUE",
+				    it->value);
+				return (-1);
+			}
+			break;
 		}
-		o->env = xreallocarray(o->env, o->nenv + 1, sizeof *o->env);
-		o->env[o->nenv++] = optarg;
-		break;
-	case 'w':
-		if (*optarg != '/') {
-			log_warnx("-w %s: the working directory must be an "
-			    "absolute path in the guest", optarg);
-			return (-1);
-		}
-		o->cwd = optarg;
-		break;
-	case 'T':
-		o->timeout = strtod(optarg, &end);
-		if (end == optarg || *end != '\0' || !(o->timeout > 0) ||
-		    o->timeout > 1e9) {
-			log_warnx("--timeout %s: expected a positive number "
-			    "of seconds", optarg);
-			return (-1);
-		}
-		break;
-	case 'C':
-		o->console = 1;
-		break;
-	case 't':
-		o->tty = 1;
-		break;
-	case 'i':
-		o->interactive = 1;
-		break;
-	case 'S':
-		o->shares = xreallocarray(o->shares, o->nshares + 1,
-		    sizeof *o->shares);
-		o->shares[o->nshares++] = optarg;
-		break;
-	case 'J':
-		o->json = 1;
-		break;
-	case 0x100:	/* --set: checked with the profile */
-		if (strchr(optarg, '=') == NULL || *optarg == '=') {
-			log_warnx("--set %s: expected NAME=VALUE", optarg);
-			return (-1);
-		}
-		o->sets = xreallocarray(o->sets, o->nsets + 1,
-		    sizeof *o->sets);
-		o->sets[o->nsets++] = optarg;
-		break;
-	case 'v':
-		log_verbose = 1;
-		break;
-	default:
-		return (1);
 	}
+	o->profile = cmd_args_get(a, 'p');
+	o->cwd = cmd_args_get(a, 'w');
+	o->env = cmd_args_list(a, 'e', &o->nenv);
+	o->shares = cmd_args_list(a, CMD_RUN_SHARE, &o->nshares);
+	o->sets = cmd_args_list(a, CMD_RUN_SET, &o->nsets);
+	o->console = cmd_args_has(a, CMD_RUN_CONSOLE);
+	o->json = cmd_args_has(a, CMD_RUN_JSON);
+	o->tty = cmd_args_has(a, 't');
+	o->interactive = cmd_args_has(a, 'i');
+	if (cmd_args_has(a, 'v'))
+		log_verbose = 1;
 	return (0);
 }
 
@@ -152,42 +158,25 @@ cmd_run_opt(struct run_options *o, int ch)
 static int
 cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "profile",	required_argument,	NULL, 'p' },
-		{ "timeout",	required_argument,	NULL, 'T' },
-		{ "console",	no_argument,		NULL, 'C' },
-		{ "json",	no_argument,		NULL, 'J' },
-		{ "share",	required_argument,	NULL, 'S' },
-		{ "tty",	no_argument,		NULL, 't' },
-		{ "interactive", no_argument,		NULL, 'i' },
-		{ "set",	required_argument,	NULL, 0x100 },
-		{ "verbose",	no_argument,		NULL, 'v' },
-		{ "help",	no_argument,		NULL, 'h' },
-		{ NULL,		0,			NULL, 0 }
-	};
 	struct run_options	 opts;
-	int			 ch, rc = QSUP_EXIT_ERROR;
+	struct cmd_args		 a;
+	int			 r, rc = QSUP_EXIT_ERROR;
 
 	memset(&opts, 0, sizeof opts);
-	optind = 1;
-	opterr = 0;
-	/* '+': stop at the command, whose own flags are not ours. */
-	while ((ch = getopt_long(argc, argv, CMD_RUN_OPTS, longopts,
-	    NULL)) != -1) {
-		if (ch == 'h') {
-			cmd_usage(self, stdout);
-			rc = 0;
-			goto out;
-		}
-		switch (cmd_run_opt(&opts, ch)) {
-		case -1:
-			goto out;
-		case 1:
-			rc = cmd_bad_option(CMD_RUN_OPTS, argv, NULL);
-			goto out;
-		}
+	/* The values before a --help or a bad option are checked first. */
+	r = cmd_args_parse(self, argc, argv, &a);
+	if (cmd_run_read(&opts, &a) == -1)
+		goto out;
+	if (r == 1) {
+		cmd_usage(self, stdout);
+		rc = 0;
+		goto out;
 	}
-	if (optind >= argc) {
+	if (r == -1) {
+		rc = cmd_args_bad(&a, NULL);
+		goto out;
+	}
+	if (a.argc == 0) {
 		log_warnx("no command given: qsup run [options] -- CMD "
 		    "[ARG...]");
 		goto out;
@@ -197,19 +186,16 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 	 * the command named after them, not for a program called "run".
 	 * After "--", a program of any name runs.
 	 */
-	if (strcmp(argv[0], "run") != 0 &&
-	    strcmp(argv[optind - 1], "--") != 0 &&
-	    cmd_find(cmd_table, argv[optind]) != NULL) {
+	if (strcmp(argv[0], "run") != 0 && !a.dashdash &&
+	    cmd_find(cmd_table, a.argv[0]) != NULL) {
 		log_warnx("'%s' is a command: put the options after it (qsup "
 		    "%s -v ...), or '--' before a program of that name",
-		    argv[optind], argv[optind]);
+		    a.argv[0], a.argv[0]);
 		goto out;
 	}
-	opts.argv = argv + optind;
+	opts.argv = a.argv;
 	rc = run_main(&opts);
 out:
-	free(opts.env);
-	free(opts.shares);
-	free(opts.sets);
+	cmd_args_free(&a);
 	return (rc);
 }

@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,74 @@
 
 static int	cmd_serve_exec(const struct cmd_entry *, int, char **);
 
+#define SERVE_LISTEN		(CMD_O_LONG + 0)
+#define SERVE_TOKEN_FILE	(CMD_O_LONG + 1)
+#define SERVE_TLS_CERT		(CMD_O_LONG + 2)
+#define SERVE_TLS_KEY		(CMD_O_LONG + 3)
+#define SERVE_SET		(CMD_O_LONG + 4)
+#define SERVE_LIMIT		(CMD_O_LONG + 5)	/* + serve_limits[i] */
+
+/* The options that set one of the profile's serve_* settings. */
+static const char *const serve_limits[] = {
+	"serve_max_sandboxes", "serve_max_memory", "serve_max_body",
+	"serve_max_header", "serve_max_connections",
+	"serve_max_connections_per_address", "serve_max_unauthenticated",
+	"serve_head_timeout", "serve_idle_timeout", "serve_body_timeout"
+};
+
+static const struct cmd_option cmd_serve_options[] = {
+	{ SERVE_LISTEN, "listen", CMD_V_STRING, "SPEC", CMD_O_REPEAT,
+	  "unix:PATH, tcp:ADDR:PORT or fd:N, a socket\n"
+	  "inherited (repeatable; default: systemd's\n"
+	  "sockets, LISTEN_FDS, else unix:$XDG_RUNTIME_DIR/\n"
+	  "qsup/qsup.sock, mode 0600). A TCP address other\n"
+	  "than loopback needs TLS." },
+	{ SERVE_TOKEN_FILE, "token-file", CMD_V_FILE, "FILE", 0,
+	  "the bearer token every request but GET\n"
+	  "/v1/healthz must carry (default: token beside\n"
+	  "the default socket); made, mode 0600, if missing" },
+	{ SERVE_TLS_CERT, "tls-cert", CMD_V_FILE, "FILE", 0,
+	  "PEM certificate (chain) and key: TCP listeners" },
+	{ SERVE_TLS_KEY, "tls-key", CMD_V_FILE, "FILE", 0,
+	  "speak TLS (mbedTLS)" },
+	{ 'p', "profile", CMD_V_PROFILE, "FILE", 0,
+	  "the profile of sandboxes created without one, and\n"
+	  "of the server's limits (serve_max_* settings)" },
+	{ SERVE_SET, "set", CMD_V_SETTING, "NAME=VALUE", CMD_O_REPEAT,
+	  "a setting for that profile (repeatable); a\n"
+	  "request's own settings win" },
+	{ SERVE_LIMIT + 0, "max-sandboxes", CMD_V_NUMBER, "N", 0,
+	  "sandboxes at once (default 16)" },
+	{ SERVE_LIMIT + 1, "max-memory", CMD_V_SIZE, "SIZE", 0,
+	  "their guest memory together (default: three\n"
+	  "quarters of the host's)" },
+	{ SERVE_LIMIT + 2, "max-body", CMD_V_SIZE, "SIZE", 0,
+	  "a JSON body (default 1M)" },
+	{ SERVE_LIMIT + 3, "max-header", CMD_V_SIZE, "SIZE", 0,
+	  "a request's head (default 16K)" },
+	{ SERVE_LIMIT + 4, "max-connections", CMD_V_NUMBER, "N", 0,
+	  "(default 256)" },
+	{ SERVE_LIMIT + 5, "max-connections-per-address", CMD_V_NUMBER, "N",
+	  0,
+	  "from one TCP address, an IPv6 /64 (default 64;\n"
+	  "0: no cap); unix socket clients are not counted" },
+	{ SERVE_LIMIT + 6, "max-unauthenticated", CMD_V_NUMBER, "N", 0,
+	  "connections that have not sent the token yet\n"
+	  "(default: half of --max-connections); the oldest\n"
+	  "idle one is closed to let a new one in" },
+	{ SERVE_LIMIT + 7, "head-timeout", CMD_V_SECONDS, "S", 0,
+	  "seconds for a request's head to arrive (10)" },
+	{ SERVE_LIMIT + 8, "idle-timeout", CMD_V_SECONDS, "S", 0,
+	  "seconds a kept-alive connection waits for its\n"
+	  "next request (60)" },
+	{ SERVE_LIMIT + 9, "body-timeout", CMD_V_SECONDS, "S", 0,
+	  "seconds a request body may send nothing (60);\n"
+	  "event and exec streams are never cut" },
+	{ 'v', "verbose", CMD_V_NONE, NULL, 0,
+	  "say what happens on stderr" },
+	{ 0, NULL, 0, NULL, 0, NULL }
+};
+
 const struct cmd_entry cmd_serve_entry = {
 	.name = "serve",
 	.usage = "serve [--listen SPEC]... [--token-file FILE] "
@@ -37,40 +104,10 @@ const struct cmd_entry cmd_serve_entry = {
 "or SIGINT, which stop every sandbox (nothing is left behind) and exit 0;\n"
 "a second one kills them at once. The client commands (sandbox create,\n"
 "exec, cp, ls, rm, mcp) talk to it.\n"
-"\n"
-"      --listen SPEC      unix:PATH, tcp:ADDR:PORT or fd:N, a socket\n"
-"                         inherited (repeatable; default: systemd's\n"
-"                         sockets, LISTEN_FDS, else unix:$XDG_RUNTIME_DIR/\n"
-"                         qsup/qsup.sock, mode 0600). A TCP address other\n"
-"                         than loopback needs TLS.\n"
-"      --token-file FILE  the bearer token every request but GET\n"
-"                         /v1/healthz must carry (default: token beside\n"
-"                         the default socket); made, mode 0600, if missing\n"
-"      --tls-cert FILE    PEM certificate (chain) and key: TCP listeners\n"
-"      --tls-key FILE     speak TLS (mbedTLS)\n"
-"  -p, --profile FILE     the profile of sandboxes created without one, and\n"
-"                         of the server's limits (serve_max_* settings)\n"
-"      --set NAME=VALUE   a setting for that profile (repeatable); a\n"
-"                         request's own settings win\n"
-"      --max-sandboxes N  sandboxes at once (default 16)\n"
-"      --max-memory SIZE  their guest memory together (default: three\n"
-"                         quarters of the host's)\n"
-"      --max-body SIZE    a JSON body (default 1M)\n"
-"      --max-header SIZE  a request's head (default 16K)\n"
-"      --max-connections N  (default 256)\n"
-"      --max-connections-per-address N\n"
-"                         from one TCP address, an IPv6 /64 (default 64;\n"
-"                         0: no cap); unix socket clients are not counted\n"
-"      --max-unauthenticated N\n"
-"                         connections that have not sent the token yet\n"
-"                         (default: half of --max-connections); the oldest\n"
-"                         idle one is closed to let a new one in\n"
-"      --head-timeout S   seconds for a request's head to arrive (10)\n"
-"      --idle-timeout S   seconds a kept-alive connection waits for its\n"
-"                         next request (60)\n"
-"      --body-timeout S   seconds a request body may send nothing (60);\n"
-"                         event and exec streams are never cut\n"
-"  -v, --verbose          say what happens on stderr\n",
+"\n",
+	.options = cmd_serve_options,
+	.flags = CMD_IN_ORDER,
+	.column = 25,
 	.exec = cmd_serve_exec
 };
 
@@ -94,109 +131,54 @@ serve_add_set(struct serve_opts *o, const char *name, const char *value)
 	xasprintf(&o->sets[o->nsets++], "%s=%s", name, value);
 }
 
+/*
+ * serve's options into o, the limits as settings among the --set ones, in
+ * the order given: 0, or -1 on a usage error (said).
+ */
 static int
 serve_parse(const struct cmd_entry *self, struct serve_opts *o, int argc,
     char **argv)
 {
-	static const struct option longopts[] = {
-		{ "listen",		required_argument,	NULL, 0x100 },
-		{ "token-file",		required_argument,	NULL, 0x101 },
-		{ "tls-cert",		required_argument,	NULL, 0x102 },
-		{ "tls-key",		required_argument,	NULL, 0x103 },
-		{ "profile",		required_argument,	NULL, 'p' },
-		{ "set",		required_argument,	NULL, 0x104 },
-		{ "max-sandboxes",	required_argument,	NULL, 0x105 },
-		{ "max-memory",		required_argument,	NULL, 0x106 },
-		{ "max-body",		required_argument,	NULL, 0x107 },
-		{ "max-header",		required_argument,	NULL, 0x108 },
-		{ "max-connections",	required_argument,	NULL, 0x109 },
-		{ "max-connections-per-address", required_argument, NULL,
-		  0x10a },
-		{ "max-unauthenticated", required_argument,	NULL, 0x10b },
-		{ "head-timeout",	required_argument,	NULL, 0x10c },
-		{ "idle-timeout",	required_argument,	NULL, 0x10d },
-		{ "body-timeout",	required_argument,	NULL, 0x10e },
-		{ "verbose",		no_argument,		NULL, 'v' },
-		{ NULL,			0,			NULL, 0 }
-	};
-	int	ch, bad = 0;
+	struct cmd_args	 a;
+	char		*value;
+	size_t		 i;
+	int		 key, rc = -1;
 
 	memset(o, 0, sizeof *o);
-	optind = 1;
-	opterr = 0;
-	while (!bad && (ch = getopt_long(argc, argv, "+p:v", longopts,
-	    NULL)) != -1) {
-		switch (ch) {
-		case 0x100:
+	if (cmd_args_parse(self, argc, argv, &a) != 0)
+		goto usage;
+	for (i = 0; i < a.nitems; i++) {
+		key = a.items[i].key;
+		value = a.items[i].value;
+		if (key == SERVE_LISTEN) {
 			o->listen = xreallocarray(o->listen, o->nlisten + 1,
 			    sizeof *o->listen);
-			o->listen[o->nlisten++] = optarg;
-			break;
-		case 0x101:
-			o->token_file = optarg;
-			break;
-		case 0x102:
-			o->tls_cert = optarg;
-			break;
-		case 0x103:
-			o->tls_key = optarg;
-			break;
-		case 'p':
-			o->profile = optarg;
-			break;
-		case 0x104:
+			o->listen[o->nlisten++] = value;
+		} else if (key == SERVE_SET) {
 			o->sets = xreallocarray(o->sets, o->nsets + 2,
 			    sizeof *o->sets);
-			o->sets[o->nsets++] = xstrdup(optarg);
-			break;
-		case 0x105:
-			serve_add_set(o, "serve_max_sandboxes", optarg);
-			break;
-		case 0x106:
-			serve_add_set(o, "serve_max_memory", optarg);
-			break;
-		case 0x107:
-			serve_add_set(o, "serve_max_body", optarg);
-			break;
-		case 0x108:
-			serve_add_set(o, "serve_max_header", optarg);
-			break;
-		case 0x109:
-			serve_add_set(o, "serve_max_connections", optarg);
-			break;
-		case 0x10a:
-			serve_add_set(o, "serve_max_connections_per_address",
-			    optarg);
-			break;
-		case 0x10b:
-			serve_add_set(o, "serve_max_unauthenticated", optarg);
-			break;
-		case 0x10c:
-			serve_add_set(o, "serve_head_timeout", optarg);
-			break;
-		case 0x10d:
-			serve_add_set(o, "serve_idle_timeout", optarg);
-			break;
-		case 0x10e:
-			serve_add_set(o, "serve_body_timeout", optarg);
-			break;
-		case 'v':
-			log_verbose = 1;
-			break;
-		default:
-			bad = 1;
-			break;
-		}
+			o->sets[o->nsets++] = xstrdup(value);
+		} else if (key >= SERVE_LIMIT)
+			serve_add_set(o, serve_limits[key - SERVE_LIMIT], value);
 	}
-	if (!bad && (o->tls_cert == NULL) != (o->tls_key == NULL)) {
+	o->token_file = cmd_args_get(&a, SERVE_TOKEN_FILE);
+	o->tls_cert = cmd_args_get(&a, SERVE_TLS_CERT);
+	o->tls_key = cmd_args_get(&a, SERVE_TLS_KEY);
+	o->profile = cmd_args_get(&a, 'p');
+	if (cmd_args_has(&a, 'v'))
+		log_verbose = 1;
+	if ((o->tls_cert == NULL) != (o->tls_key == NULL)) {
 		log_warnx("--tls-cert and --tls-key go together");
-		return (-1);
+		goto out;
 	}
-	if (bad || optind < argc) {
+	if (a.argc == 0)
+		rc = 0;
+usage:
+	if (rc == -1)
 		log_warnx("usage: qsup %s", self->usage);
-		return (-1);
-	}
-	return (0);
+out:
+	cmd_args_free(&a);
+	return (rc);
 }
 
 /*

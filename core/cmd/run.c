@@ -707,7 +707,8 @@ run_shares(struct run *r, char **cause)
 	size_t		 n;
 	int		 rc;
 
-	if ((rc = cmd_shares(&r->profile, r->opts->shares, r->opts->nshares,
+	if ((rc = cmd_shares(&r->profile,
+	    (const char *const *)r->opts->shares, r->opts->nshares,
 	    r->opts->argv, r->opts->env, r->opts->nenv, &sh, &n, cause)) == -1)
 		return (-1);
 	r->sparse = rc == 1;
