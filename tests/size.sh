@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The size limits, checked over every C file of core/, lua/, staging/ and
-# guest/: a file is at most SIZE_FILE_MAX lines, a function at most
+# guest/ (and, for the file limit, every C, shell and Python file of tests/
+# and bench/): a file is at most SIZE_FILE_MAX lines, a function at most
 # SIZE_FUNC_MAX (from the line of its name to its column-0 '}', both
 # counted, as house style writes every function). Each offender is named,
 #
@@ -20,6 +21,7 @@ here=$(dirname "$(readlink -f "$0")")
 SIZE_FILE_MAX=1200
 SIZE_FUNC_MAX=120
 dirs=(core lua staging guest)
+test_dirs=(tests bench)
 
 # One file: each function over the limit, then the file if it is. A
 # function's name is the identifier before the first '(' of the nearest
@@ -72,6 +74,21 @@ check() {
 		[ -d "$root/$dir" ] || continue
 		find "$root/$dir" -name '*.[ch]' -type f -print0
 	done | sort -z)
+	# The tests' files too, to the file limit: a suite past it is split
+	# by topic, as the code is.
+	while IFS= read -r -d '' f; do
+		files=$((files + 1))
+		out=$(awk -v file="${f#"$root"/}" -v fmax="$SIZE_FILE_MAX" '
+		    END { if (FNR > fmax) printf("%s: file is %d lines " \
+		    "(at most %d)\n", file, FNR, fmax) }' "$f")
+		[ -n "$out" ] || continue
+		echo "$out"
+		bad=$((bad + 1))
+	done < <(for dir in "${test_dirs[@]}"; do
+		[ -d "$root/$dir" ] || continue
+		find "$root/$dir" -type f \( -name '*.[ch]' -o -name '*.sh' \
+		    -o -name '*.py' \) -print0
+	done | sort -z)
 	echo "size: $files files checked, $bad over the limits"
 	[ "$bad" -eq 0 ]
 }
@@ -96,6 +113,10 @@ self_test() {
 		mkdir -p "$tmp/$dir"
 		(cd "$here/.." && find "$dir" -name '*.[ch]' -type f \
 		    -exec cp --parents {} "$tmp/" \;)
+	done
+	for dir in "${test_dirs[@]}"; do
+		(cd "$here/.." && find "$dir" -type f \( -name '*.[ch]' -o \
+		    -name '*.sh' -o -name '*.py' \) -exec cp --parents {} "$tmp/" \;)
 	done
 
 	# The copy says what the tree says (which may be offenders still).
@@ -131,6 +152,18 @@ self_test() {
 	else
 		pass=$((pass + 1))
 	fi
+
+	# A test file one line over: named.
+	mkdir -p "$tmp/tests/unit"
+	for ((i = 0; i < 1201; i++)); do echo "/* $i */"; done \
+	    >"$tmp/tests/unit/size_plant_test.c"
+	if ! check "$tmp" | grep -qx "tests/unit/size_plant_test.c: file is 1201 lines (at most 1200)"; then
+		echo "FAIL: a test file of 1201 lines was let through"
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+	rm -f "$tmp/tests/unit/size_plant_test.c"
 
 	# A file one line over, of short functions, in a new file of guest/.
 	{
