@@ -116,7 +116,8 @@ self_test() {
 	done
 	for dir in "${test_dirs[@]}"; do
 		(cd "$here/.." && find "$dir" -type f \( -name '*.[ch]' -o \
-		    -name '*.sh' -o -name '*.py' \) -exec cp --parents {} "$tmp/" \;)
+		    -name '*.sh' -o -name '*.py' \) \
+		    -exec cp --parents {} "$tmp/" \;)
 	done
 
 	# The copy says what the tree says (which may be offenders still).
