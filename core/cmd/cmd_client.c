@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "client.h"
 
 #define CMD_CLIENT_OPTS	"+p:ite:w:vh"	/* getopt's short options */
 

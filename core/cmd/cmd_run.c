@@ -147,10 +147,13 @@ cmd_run_opt(struct run_options *o, int ch)
 
 /*
  * Read run's options into a struct run_options and run. argv[0] is "run",
- * or "qsup" in the short form; the first argument not an option is CMD.
+ * or "qsup" in the short form, whose caller hands it the commands (a
+ * command named there is a mistake); the first argument not an option is
+ * CMD.
  */
 static int
-cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
+cmd_run_main(const struct cmd_entry *self, int argc, char **argv,
+    const struct cmd_entry *const *commands)
 {
 	static const struct option longopts[] = {
 		{ "profile",	required_argument,	NULL, 'p' },
@@ -197,9 +200,9 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 	 * the command named after them, not for a program called "run".
 	 * After "--", a program of any name runs.
 	 */
-	if (strcmp(argv[0], "run") != 0 &&
+	if (commands != NULL && strcmp(argv[0], "run") != 0 &&
 	    strcmp(argv[optind - 1], "--") != 0 &&
-	    cmd_find(cmd_table, argv[optind]) != NULL) {
+	    cmd_find(commands, argv[optind]) != NULL) {
 		log_warnx("'%s' is a command: put the options after it (qsup "
 		    "%s -v ...), or '--' before a program of that name",
 		    argv[optind], argv[optind]);
@@ -212,4 +215,17 @@ out:
 	free(opts.shares);
 	free(opts.sets);
 	return (rc);
+}
+
+static int
+cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
+{
+	return (cmd_run_main(self, argc, argv, NULL));
+}
+
+/* The short form, "qsup [options] -- CMD": run, knowing the commands. */
+int
+cmd_run_short(int argc, char **argv, const struct cmd_entry *const *commands)
+{
+	return (cmd_run_main(&cmd_run_entry, argc, argv, commands));
 }
