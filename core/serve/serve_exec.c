@@ -414,24 +414,28 @@ serve_started_cb(struct exec *x, void *arg)
 	}
 }
 
-/* The body's end, once the exec has taken all of it. */
-static void
+/*
+ * The body's end, once the exec has taken all of it: 1 when its upload
+ * was answered, and e may be freed. It frees nothing itself: a caller
+ * that uses e after it (serve_stdin_cb) would use it freed.
+ */
+static int
 serve_stdin_settle(struct serve_exec *e)
 {
 	struct httpd_conn	*c = e->in_conn;
 
 	if (c == NULL || !e->in_eof || exec_stdin_queued(e->x) > 0 ||
 	    exec_stdin_busy(e->x))
-		return;
+		return (0);
 	e->in_conn = NULL;
 	if (e->job == SERVE_WRITE) {
 		/* The whole file is there: the job puts it in place. */
 		exec_stdin_close(e->x);
-		return;
+		return (0);
 	}
 	httpd_set_close_cb(c, NULL, NULL);
 	httpd_respond(c, 204, NULL, NULL, 0);
-	serve_exec_maybe_free(e);
+	return (1);
 }
 
 /* The stdin upload's client learns its stdin is closed. */
@@ -719,7 +723,8 @@ serve_body_cb(struct httpd_conn *conn, const char *data, size_t len,
 		if (exec_stdin_queued(e->x) >= SERVE_CHUNK)
 			httpd_body_pause(conn, 1);
 	}
-	serve_stdin_settle(e);
+	if (serve_stdin_settle(e))
+		serve_exec_maybe_free(e);
 }
 
 static void
