@@ -10,7 +10,7 @@ PKGS		 = lua5.4 libiso9660 libcdio libcurl jansson libarchive
 # its own layer and those below it, nothing above (tests/layers.sh checks
 # the same of every #include, and of guest/):
 #   core/wire <- core/base <- staging, core/net, core/image, core/httpd <- lua
-#   <- core/vm <- core/cmd
+#   <- core/vm <- core/serve, core/client <- core/cmd
 I_WIRE		 = -Icore/wire
 I_BASE		 = $(I_WIRE) -Icore/base
 I_STAGING	 = $(I_BASE) -Istaging
@@ -19,7 +19,9 @@ I_IMAGE		 = $(I_BASE) -Icore/image
 I_HTTPD		 = $(I_BASE) -Icore/httpd
 I_LUA		 = $(I_NET) -Istaging -Ilua
 I_VM		 = $(I_LUA) -Icore/image -Icore/vm
-I_CMD		 = $(I_VM) -Icore/httpd -Icore/cmd
+I_SERVE		 = $(I_VM) -Icore/httpd -Icore/serve
+I_CLIENT	 = $(I_VM) -Icore/client
+I_CMD		 = $(I_SERVE) -Icore/client -Icore/cmd
 INC		 = $(I_CMD) -Iguest # tests see every layer, and the agent
 QSUP_DEFS	 = $(WARN) $(WERROR) -std=gnu11 -D_GNU_SOURCE \
 		   $(INC) $(shell pkg-config --cflags $(PKGS))
@@ -103,6 +105,8 @@ $(1)/obj/core/image/%.o: INC = $$(I_IMAGE)
 $(1)/obj/core/httpd/%.o: INC = $$(I_HTTPD)
 $(1)/obj/lua/%.o: INC = $$(I_LUA)
 $(1)/obj/core/vm/%.o: INC = $$(I_VM)
+$(1)/obj/core/serve/%.o: INC = $$(I_SERVE)
+$(1)/obj/core/client/%.o: INC = $$(I_CLIENT)
 $(1)/obj/core/cmd/%.o: INC = $$(I_CMD)
 endef
 $(foreach t,$(B) $(B)/asan $(B)/libfuzzer,$(eval $(call layer_inc,$(t))))

@@ -2,15 +2,15 @@
 # The layers' include rule, checked over every #include "..." in the tree:
 #
 #   core/wire <- core/base <- staging, core/net, core/image, core/httpd
-#   <- lua <- core/vm <- core/cmd
+#   <- lua <- core/vm <- core/serve, core/client <- core/cmd
 #
 # A file may include headers of its own folder and of the layers below it;
 # staging, core/net, core/image and core/httpd are peers and include none of each
-# other. guest/ (the static in-guest agent) may include its own headers and
+# other, and so are core/serve (the server) and core/client (its client). guest/ (the static in-guest agent) may include its own headers and
 # the wire layer's, nothing else, and no host layer includes guest/'s.
 #
 # Within a folder, calls between files go one way (tests/circles.py):
-# a circle of them fails, in every folder but those circles_open names.
+# a circle of them fails.
 #
 #   tests/layers.sh [ROOT]      check ROOT (default: this tree)
 #   tests/layers.sh --self-test check that the check fails on planted
@@ -21,7 +21,7 @@ here=$(dirname "$(readlink -f "$0")")
 # folder rank; guest is ranked apart
 declare -A rank=(
 	[core/wire]=0 [core/base]=1 [staging]=2 [core/net]=2 [core/image]=2 [core/httpd]=2 [lua]=3
-	[core/vm]=4 [core/cmd]=5 [guest]=-1
+	[core/vm]=4 [core/serve]=5 [core/client]=5 [core/cmd]=6 [guest]=-1
 )
 
 check() {
@@ -78,23 +78,16 @@ check() {
 }
 
 # Inside a folder, files lean one way too (tests/circles.py): a circle of
-# calls between its files fails. The folders not yet untangled are
-# named, and their circles shown, until they are (issue #28).
-circles_open=(core/cmd)
+# calls between its files fails, in every folder.
 circles() {
-	local root=$1 dir held=() out rc=0
-	for dir in "${!rank[@]}"; do
-		[[ " ${circles_open[*]} " == *" $dir "* ]] || held+=("$dir")
-	done
+	local root=$1 out rc=0
 	if ! out=$(python3 "$here/circles.py" "$root" $(printf '%s\n' \
-	    "${held[@]}" | sort)); then
+	    "${!rank[@]}" | sort)); then
 		echo "$out"
 		rc=1
 	fi
-	echo "circles: ${#held[@]} folders checked, $(grep -c . <<<"$out") circles"
-	out=$(python3 "$here/circles.py" "$root" "${circles_open[@]}")
-	[ -z "$out" ] || echo "not yet untangled (issue #28):" \
-	    "$(grep -c . <<<"$out") circles in ${circles_open[*]}"
+	echo "circles: ${#rank[@]} folders checked, $(grep -c . <<<"$out")" \
+	    "circles"
 	return $rc
 }
 
@@ -119,6 +112,8 @@ self_test() {
 	    "lua/facts.c:vm.h:is not below lua" \
 	    "guest/agent.c:base.h:guest/ may use only the wire layer" \
 	    "core/vm/kvm.c:agent.h:only the agent uses" \
+	    "core/client/client.c:serve.h:is not below core/client" \
+	    "core/serve/serve.c:cmd.h:is not below core/serve" \
 	    "core/wire/wire.h:base.h:is not below core/wire"; do
 		IFS=: read -r f hdr why <<<"$plant"
 		cp "$tmp/$f" "$tmp/$f.orig"

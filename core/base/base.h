@@ -15,6 +15,8 @@
 
 #include "wire.h"
 
+#define QSUP_VERSION	"0.1.0"
+
 /* Exit codes of qsup itself; the guest command's own status passes through. */
 #define QSUP_EXIT_ERROR		125	/* qsup, profile or usage error */
 #define QSUP_EXIT_TIMEOUT	124	/* --timeout expired */

@@ -1,5 +1,7 @@
 /*
- * core/cmd: qsup's commands, the top layer. It uses everything below.
+ * core/cmd: qsup's commands, the top layer. It uses everything below:
+ * core/serve for qsup serve, core/client for the commands that speak to
+ * a server.
  */
 #ifndef QSUP_CMD_H
 #define QSUP_CMD_H
@@ -9,7 +11,12 @@
 
 #include "vm.h"
 
-#define QSUP_VERSION	"0.1.0"
+/*
+ * The files lean one way, bottom up: cmd_usage.c and cmd_tty.c (what
+ * every command uses), pull.c and run.c (what run and image pull use),
+ * the commands (cmd_NAME.c, each with its entry), cmd.c (the table of
+ * them, and help), cmd_complete.c, and main.c.
+ */
 
 /*
  * cmd_args.c: a command's options, declared in its entry (an array ended
@@ -75,12 +82,11 @@ const struct cmd_option *cmd_args_find(const struct cmd_option *,
 		     const char *);
 
 /*
- * cmd.c: the command table. A command is one entry, in a file of its own
- * (cmd_NAME.c); one with subcommands has a table of them (subs), and its
- * exec is called only when none of them is named. exec gets the command's
- * arguments from its own name on (argv[0]) and returns qsup's exit status.
- * Its --help: usage, then help, the options' lines (those with a help),
- * then notes.
+ * cmd_usage.c: a command is one entry, in a file of its own (cmd_NAME.c);
+ * one with subcommands has a table of them (subs), and its exec is called
+ * only when none of them is named. exec gets the command's arguments from
+ * its own name on (argv[0]) and returns qsup's exit status. Its --help:
+ * usage, then help, the options' lines (those with a help), then notes.
  */
 #define CMD_ALIASES	2
 #define CMD_COLUMN	23	/* where option lines' help starts */
@@ -99,10 +105,13 @@ struct cmd_entry {
 	const struct cmd_entry	*const *subs;	/* NULL-ended, or NULL */
 	int			(*exec)(const struct cmd_entry *, int, char **);
 };
-extern const struct cmd_entry	*const cmd_table[];
 const struct cmd_entry *cmd_find(const struct cmd_entry *const *,
 		     const char *);
 int		 cmd_exec(const struct cmd_entry *, int, char **);
+int		 cmd_usage_lines(const struct cmd_entry *, FILE *, int);
+void		 cmd_list(const struct cmd_entry *const *, int, const char *,
+		     FILE *);
+void		 cmd_usage_body(const struct cmd_entry *, FILE *);
 void		 cmd_usage(const struct cmd_entry *, FILE *);
 
 /* cmd_tty.c */
@@ -110,13 +119,31 @@ void		 cmd_usage(const struct cmd_entry *, FILE *);
 void		 cmd_tty_raw(void);
 void		 cmd_tty_restore(void);
 int		 cmd_tty_size(unsigned *, unsigned *);
+
+/* pull.c: one image got, cached, else pulled on the loop till done */
+struct pull {
+	struct image_pull	*pull;		/* while pulling */
+	int			 cached;	/* no request was made */
+	char			*path;		/* the image, once got */
+	char			*cause;		/* or why not; NULL: cancelled */
+};
+struct image_req;
+int		 pull_get(struct ev_loop *, const struct image_req *,
+		     struct pull *);
+void		 pull_cancel(struct pull *);
+void		 pull_free(struct pull *);
+
+/* cmd.c: the table of commands, what "qsup help" prints, and help */
+extern const struct cmd_entry	*const cmd_table[];
 void		 cmd_usage_all(FILE *);
+extern const struct cmd_entry	 cmd_help_entry;
 
 /* cmd_complete.c: the hidden "qsup __complete WORD...", for the shells */
 int		 cmd_complete(int, char **);
 
 /* The commands, one file each. */
 extern const struct cmd_entry	 cmd_run_entry;		/* cmd_run.c */
+int		 cmd_run_short(int, char **, const struct cmd_entry *const *);
 extern const struct cmd_entry	 cmd_cache_entry;	/* cmd_cache.c */
 struct cmd_cache_tally {
 	int		 n;		/* templates */
@@ -129,20 +156,6 @@ struct cmd_cache_tally {
 int		 cmd_cache_tally(const char *, struct cmd_cache_tally *);
 extern const struct cmd_entry	 cmd_doctor_entry;	/* cmd_doctor.c */
 extern const struct cmd_entry	 cmd_image_entry;	/* cmd_image.c */
-struct image_req;
-void		 cmd_image_request(const struct profile *, int,
-		     struct image_req *);
-/* One image got: cached, else pulled on the loop until done or cancelled. */
-struct cmd_pull {
-	struct image_pull	*pull;		/* while pulling */
-	int			 cached;	/* no request was made */
-	char			*path;		/* the image, once got */
-	char			*cause;		/* or why not; NULL: cancelled */
-};
-int		 cmd_pull(struct ev_loop *, const struct image_req *,
-		     struct cmd_pull *);
-void		 cmd_pull_cancel(struct cmd_pull *);
-void		 cmd_pull_free(struct cmd_pull *);
 extern const struct cmd_entry	 cmd_serve_entry;	/* cmd_serve.c */
 /* The API's client (cmd_client.c) and its MCP face (cmd_mcp.c). */
 extern const struct cmd_entry	 cmd_sandbox_entry;
@@ -163,66 +176,6 @@ int		 cmd_mcp_serve_start(struct cmd_mcp_server *, const char *,
 		     struct client **);
 void		 cmd_mcp_serve_stop(struct cmd_mcp_server *);
 extern volatile sig_atomic_t cmd_mcp_stop;	/* a signal came */
-
-/*
- * client.c: the client of "qsup serve"'s API (docs/api.md) through
- * libcurl, for the commands of cmd_client.c and for MCP (cmd_mcp.c).
- * Calls return 0; CLIENT_REFUSED when the server answered with an error
- * (*cause its message); -1 when there was no answer (*cause says why,
- * naming the host).
- */
-#define CLIENT_REFUSED		1
-#define CLIENT_RESPONSE_MAX	(16 * 1024 * 1024)	/* a JSON answer */
-struct client;
-struct json_t;
-int		 client_host_parse(const char *, char **, char **, char **);
-char		*client_default_host(void);
-struct client	*client_new(const char *, const char *, char **);
-void		 client_free(struct client *);
-const char	*client_host(const struct client *);
-char		*client_path(const char *, const char *);
-char		*client_error_text(struct client *, long, const char *,
-		     size_t);
-int		 client_call(struct client *, const char *, const char *,
-		     struct json_t *, struct json_t **, char **);
-int		 client_healthz(struct client *, char **, char **);
-int		 client_write_all(int, const void *, size_t);
-int		 client_put(struct client *, const char *, const char *, int,
-		     int, long long, const void *, size_t, long long *,
-		     char **);
-int		 client_get(struct client *, const char *, const char *, int,
-		     struct buf *, size_t, int *, char **);
-/* An exec's event stream turned back into its output. */
-struct client_stream {
-	struct wire_sse	 sse;
-	long long	 id;		/* -1 until its start event */
-	struct json_t	*exit;		/* its exit event's data, once in */
-	int		 fd[2];		/* stdout, stderr; -1: collected */
-	struct buf	 pend[2];	/* what a full fd has not taken yet */
-	struct buf	 out[2];	/* collected output */
-	size_t		 max;		/* collected, at most, each */
-	int		 truncated[2];
-	int		 write_errno;	/* a write to fd failed */
-	char		*cause;		/* why the stream broke */
-};
-void		 client_stream_init(struct client_stream *, int, int, size_t);
-ssize_t		 client_stream_feed(struct client_stream *, const char *,
-		     size_t);
-int		 client_stream_pending(const struct client_stream *);
-int		 client_stream_flush(struct client_stream *);
-int		 client_stream_status(const struct client_stream *, char **);
-void		 client_stream_free(struct client_stream *);
-struct client_exec;
-struct client_exec *client_exec_start(struct client *, const char *,
-		     struct json_t *, int, const void *, size_t, int, int,
-		     size_t);
-int		 client_exec_step(struct client_exec *, int, int, int *);
-void		 client_exec_signal(struct client_exec *, const char *);
-void		 client_exec_resize(struct client_exec *, int, int);
-struct client_stream *client_exec_stream(struct client_exec *);
-int		 client_exec_result(struct client_exec *, int *, char **);
-void		 client_exec_free(struct client_exec *);
-void		 client_set_token(struct client *, const char *);
 
 /*
  * cmd_mcp.c: MCP (JSON-RPC 2.0, a message a line) on stdio, its tools
@@ -259,7 +212,6 @@ extern const struct cmd_entry	 cmd_profile_entry;	/* cmd_profile.c */
 extern const struct cmd_entry	 cmd_profile_import_entry; /* cmd_profile_import.c */
 int		 cmd_profile_import(const struct cmd_entry *, int, char **);
 extern const struct cmd_entry	 cmd_version_entry;	/* cmd_version.c */
-extern const struct cmd_entry	 cmd_help_entry;	/* cmd_help.c */
 
 /* run.c: what "qsup run" does, once cmd_run.c has read its options */
 struct run_options {
@@ -279,9 +231,6 @@ struct run_options {
 	int		 interactive;	/* -i: stdin forwarded, even with -t */
 };
 int		 run_main(struct run_options *);
-int		 cmd_shares(const struct profile *, const char *const *, size_t,
-		     char *const *, char *const *, size_t, struct share **,
-		     size_t *, char **);
 
 
 #endif

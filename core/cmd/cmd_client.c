@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "client.h"
 
 static int	cmd_sandbox_exec(const struct cmd_entry *, int, char **);
 static int	cmd_sandbox_create(const struct cmd_entry *, int, char **);

@@ -236,75 +236,9 @@ cmd_image_dir(struct cmd_image_opts *o)
 	return (dir);
 }
 
-/*
- * What to pull for the profile's image, and how to check it: image_url
- * comes from the catalog (a URL image is its own); req points into p.
- */
-void
-cmd_image_request(const struct profile *p, int quiet, struct image_req *req)
-{
-	memset(req, 0, sizeof *req);
-	req->url = p->image_url != NULL ? p->image_url :
-	    p->image_kind == PROFILE_IMAGE_URL ? p->image : NULL;
-	req->sums_url = p->image_sums_url;
-	req->sha256 = p->image_sha256;
-	req->unverified_ok = p->image_unverified;
-	req->max_size = p->image_max_size;
-	req->dir = p->images_dir;
-	req->progress = quiet ? IMAGE_PROGRESS_QUIET : IMAGE_PROGRESS_AUTO;
-}
-
-static void
-cmd_pull_done(struct image_pull *ip, const char *path, const char *cause,
-    void *arg)
-{
-	struct cmd_pull	*cp = arg;
-
-	(void)ip;
-	cp->pull = NULL;
-	cp->path = path != NULL ? xstrdup(path) : NULL;
-	cp->cause = cause != NULL ? xstrdup(cause) : NULL;
-}
-
-/*
- * req's image into cp: the cached copy, else pulled on loop, which runs
- * until the pull ends or a signal's handler calls cmd_pull_cancel (the
- * part then stays for the next pull). 0 with cp->path; -1 with
- * cp->cause, NULL when cancelled.
- */
-int
-cmd_pull(struct ev_loop *loop, const struct image_req *req,
-    struct cmd_pull *cp)
-{
-	memset(cp, 0, sizeof *cp);
-	if ((cp->path = image_cached(req)) != NULL) {
-		cp->cached = 1;
-		return (0);
-	}
-	cp->pull = image_pull_start(loop, req, cmd_pull_done, cp);
-	while (cp->pull != NULL)
-		ev_run(loop, EVRUN_ONCE);
-	return (cp->path != NULL ? 0 : -1);
-}
-
-void
-cmd_pull_cancel(struct cmd_pull *cp)
-{
-	image_pull_cancel(cp->pull);
-	cp->pull = NULL;
-}
-
-void
-cmd_pull_free(struct cmd_pull *cp)
-{
-	free(cp->path);
-	free(cp->cause);
-	memset(cp, 0, sizeof *cp);
-}
-
 /* A pull of "qsup image pull", and the signal that stopped it. */
 struct cmd_image_pulling {
-	struct cmd_pull	 p;
+	struct pull	 p;
 	int		 sig;
 };
 
@@ -317,7 +251,7 @@ cmd_image_pull_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)revents;
 	ip->sig = w->signum;
-	cmd_pull_cancel(&ip->p);
+	pull_cancel(&ip->p);
 }
 
 /* Pull req on the default loop until done or a signal; qsup's status. */
@@ -326,7 +260,7 @@ cmd_image_pull_run(const struct image_req *req, int json)
 {
 	struct ev_loop			*loop = ev_default_loop(EVFLAG_AUTO);
 	struct cmd_image_pulling	 ip = { .sig = 0 };
-	struct cmd_pull			*cp = &ip.p;
+	struct pull			*cp = &ip.p;
 	ev_signal			 si, st;
 	struct buf			 b = { 0 };
 	int				 rc = 0;
@@ -336,7 +270,7 @@ cmd_image_pull_run(const struct image_req *req, int json)
 	si.data = st.data = &ip;
 	ev_signal_start(loop, &si);
 	ev_signal_start(loop, &st);
-	(void)cmd_pull(loop, req, cp);
+	(void)pull_get(loop, req, cp);
 	ev_signal_stop(loop, &si);
 	ev_signal_stop(loop, &st);
 	if (ip.sig != 0) {
@@ -357,7 +291,7 @@ cmd_image_pull_run(const struct image_req *req, int json)
 		buf_free(&b);
 	} else
 		printf("%s\n", cp->path);
-	cmd_pull_free(cp);
+	pull_free(cp);
 	return (rc);
 }
 
@@ -385,7 +319,7 @@ cmd_image_pull(const struct cmd_entry *self, int argc, char **argv)
 	free(o.sets);
 	if (rc == -1)
 		return (QSUP_EXIT_ERROR);
-	cmd_image_request(&p, o.json, &req);
+	plan_image(&p, o.json, &req);
 	if (o.sums_url != NULL)
 		req.sums_url = o.sums_url;
 	if (o.sha256 != NULL)

@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "client.h"
 
 static int	cmd_mcp_exec(const struct cmd_entry *, int, char **);
 
@@ -955,8 +956,6 @@ mcp_free(struct mcp *m)
 }
 
 /* SIGTERM, SIGINT, SIGHUP: stop, the server we started with us. */
-volatile sig_atomic_t		cmd_mcp_stop;
-
 static void
 cmd_mcp_sig_cb(int sig)
 {

@@ -16,6 +16,10 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "cmd.h"
+#include "client.h"
+
+/* A signal came (cmd_mcp.c's handler): stop waiting, and serving. */
+volatile sig_atomic_t	cmd_mcp_stop;
 
 /*
  * Start "qsup serve" on a socket in a new private directory, with a

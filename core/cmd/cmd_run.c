@@ -153,10 +153,13 @@ cmd_run_read(struct run_options *o, const struct cmd_args *a)
 
 /*
  * Read run's options into a struct run_options and run. argv[0] is "run",
- * or "qsup" in the short form; the first argument not an option is CMD.
+ * or "qsup" in the short form, whose caller hands it the commands (a
+ * command named there is a mistake); the first argument not an option is
+ * CMD.
  */
 static int
-cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
+cmd_run_main(const struct cmd_entry *self, int argc, char **argv,
+    const struct cmd_entry *const *commands)
 {
 	struct run_options	 opts;
 	struct cmd_args		 a;
@@ -186,8 +189,8 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 	 * the command named after them, not for a program called "run".
 	 * After "--", a program of any name runs.
 	 */
-	if (strcmp(argv[0], "run") != 0 && !a.dashdash &&
-	    cmd_find(cmd_table, a.argv[0]) != NULL) {
+	if (commands != NULL && strcmp(argv[0], "run") != 0 && !a.dashdash &&
+	    cmd_find(commands, a.argv[0]) != NULL) {
 		log_warnx("'%s' is a command: put the options after it (qsup "
 		    "%s -v ...), or '--' before a program of that name",
 		    a.argv[0], a.argv[0]);
@@ -198,4 +201,17 @@ cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
 out:
 	cmd_args_free(&a);
 	return (rc);
+}
+
+static int
+cmd_run_exec(const struct cmd_entry *self, int argc, char **argv)
+{
+	return (cmd_run_main(self, argc, argv, NULL));
+}
+
+/* The short form, "qsup [options] -- CMD": run, knowing the commands. */
+int
+cmd_run_short(int argc, char **argv, const struct cmd_entry *const *commands)
+{
+	return (cmd_run_main(&cmd_run_entry, argc, argv, commands));
 }

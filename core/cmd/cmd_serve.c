@@ -18,7 +18,8 @@
 
 #include <ev.h>
 
-#include "serve_int.h"
+#include "cmd.h"
+#include "serve.h"
 
 #define SERVE_TOKEN_BYTES	32
 #define SERVE_STOP_MAX		15.0	/* SIGTERM: then everything is

@@ -26,7 +26,7 @@ main(int argc, char **argv)
 	if ((e = cmd_find(cmd_table, argv[1])) != NULL)
 		return (cmd_exec(e, argc - 1, argv + 1));
 	if (argv[1][0] == '-')
-		return (cmd_exec(&cmd_run_entry, argc, argv));
+		return (cmd_run_short(argc, argv, cmd_table));
 	log_warnx("unknown command '%s'; try 'qsup --help'", argv[1]);
 	return (QSUP_EXIT_ERROR);
 }

@@ -85,7 +85,7 @@ struct run {
 	double			 t_end;
 	long			 qemu_rss_kb;
 	char			*image;		/* the base image file, or NULL */
-	struct cmd_pull		 pull;		/* getting it */
+	struct pull		 pull;		/* getting it */
 };
 
 static void	run_teardown(struct run *, const char *);
@@ -615,7 +615,7 @@ run_signal_cb(struct ev_loop *loop, ev_async *w, int revents)
 		return;
 	if (r->pull.pull != NULL) {
 		run_note_signal(r);
-		cmd_pull_cancel(&r->pull);
+		pull_cancel(&r->pull);
 		log_warnx("interrupted: the image's part is kept, and the next "
 		    "pull resumes it");
 		return;
@@ -647,58 +647,6 @@ run_exec_free(struct run *r)
 	r->x = NULL;
 }
 
-/*
- * The shares of a sandbox: the profile's, then those of specs (--share
- * HOST[:GUEST][:ro|rw]), with the library closure they may need for argv
- * (closure_prepare). 1 when the sparse closure applies, 0 when not, -1
- * with *cause; *out and *n are the sandbox's to own.
- */
-int
-cmd_shares(const struct profile *p, const char *const *specs, size_t nspecs,
-    char *const *argv, char *const *env, size_t nenv, struct share **out,
-    size_t *nout, char **cause)
-{
-	const struct profile_share	*ps;
-	struct share			*sh;
-	size_t				 i, j, n = 0;
-	int				 rc;
-
-	sh = xcalloc(p->nshares + nspecs + 1, sizeof *sh);
-	for (i = 0; i < p->nshares; i++) {
-		ps = &p->shares[i];
-		sh[n].host = xstrdup(ps->host);
-		sh[n].guest = xstrdup(ps->guest);
-		sh[n].readonly = !ps->rw;
-		sh[n].exec = ps->exec;
-		if (ps->nignore > 0) {
-			sh[n].ignore = xcalloc(ps->nignore + 1,
-			    sizeof *sh[n].ignore);
-			for (j = 0; j < ps->nignore; j++)
-				sh[n].ignore[j] = xstrdup(ps->ignore[j]);
-		}
-		n++;
-	}
-	for (i = 0; i < nspecs; i++) {
-		if (share_parse(specs[i], &sh[n], cause) == -1)
-			goto fail;
-		n++;
-	}
-	/*
-	 * Checks the guest's glibc too: before QEMU starts. Under "sparse"
-	 * it may add the closure share, in the one slot left for it.
-	 */
-	if ((rc = closure_prepare(p, sh, &n, argv, env, nenv, cause)) == -1)
-		goto fail;
-	*out = sh;
-	*nout = n;
-	return (rc);
-fail:
-	while (n-- > 0)
-		share_free(&sh[n]);
-	free(sh);
-	return (-1);
-}
-
 /* The shares of this run: the profile's, then the --share options. */
 static int
 run_shares(struct run *r, char **cause)
@@ -707,7 +655,7 @@ run_shares(struct run *r, char **cause)
 	size_t		 n;
 	int		 rc;
 
-	if ((rc = cmd_shares(&r->profile,
+	if ((rc = plan_shares(&r->profile,
 	    (const char *const *)r->opts->shares, r->opts->nshares,
 	    r->opts->argv, r->opts->env, r->opts->nenv, &sh, &n, cause)) == -1)
 		return (-1);
@@ -858,13 +806,13 @@ run_image(struct run *r, char **cause)
 	case PROFILE_IMAGE_URL:
 		break;
 	}
-	cmd_image_request(&r->profile, r->opts->json, &req);
+	plan_image(&r->profile, r->opts->json, &req);
 	if (req.url == NULL) {
 		xasprintf(cause, "image \"%s\": no URL known for this name "
 		    "(image_base_url, the catalog)", r->profile.image);
 		return (-1);
 	}
-	if (cmd_pull(r->loop, &req, &r->pull) == 0) {
+	if (pull_get(r->loop, &req, &r->pull) == 0) {
 		r->image = r->pull.path;
 		r->pull.path = NULL;
 		return (0);
@@ -1068,7 +1016,7 @@ done:
 	free(r.accel.why);
 	free(r.error);
 	free(r.image);
-	cmd_pull_free(&r.pull);
+	pull_free(&r.pull);
 	profile_free(&r.profile);
 	return (r.status);
 }

@@ -147,6 +147,13 @@ int		 share_confine(const struct share *, size_t, enum profile_sm,
 		     const char **);
 void		 share_free(struct share *);
 
+/* plan.c: what a profile asks of a sandbox before it starts */
+struct image_req;
+void		 plan_image(const struct profile *, int, struct image_req *);
+int		 plan_shares(const struct profile *, const char *const *,
+		     size_t, char *const *, char *const *, size_t,
+		     struct share **, size_t *, char **);
+
 /* closure.c: the sparse library closure and the guest's glibc */
 #define CLOSURE_NONE	0
 #define CLOSURE_LIB	1	/* a host C-library directory */

@@ -16,7 +16,7 @@
 
 #include <ev.h>
 
-#include "cmd.h"
+#include "client.h"
 
 static struct ev_loop	*fuzz_loop;
 static size_t		 fuzz_seen;

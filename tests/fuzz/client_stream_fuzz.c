@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "cmd.h"
+#include "client.h"
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

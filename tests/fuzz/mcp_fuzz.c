@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "client.h"
 
 static int
 fuzz_call(void *arg, const char *method, const char *path, json_t *body,

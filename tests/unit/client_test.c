@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "client.h"
 
 static void
 host_ok(const char *spec, const char *sock, const char *url)

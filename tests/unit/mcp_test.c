@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "client.h"
 
 /* What the stub was asked, and what it answers. */
 struct stub {

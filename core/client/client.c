@@ -20,7 +20,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "cmd.h"
+#include "client.h"
 
 /* Our stdin goes up in pieces this big, one POST at a time. */
 #define CLIENT_STDIN_PIECE	65536

@@ -1,8 +1,9 @@
 /*
- * "qsup serve": the named sandboxes, the router, the event stream and the
- * metrics. A sandbox here is the same struct sandbox "qsup run" drives;
- * this file keeps many of them by name, answers for them over the API
- * (the README's "Serving sandboxes") and keeps a dead one's record until it is deleted.
+ * "qsup serve"'s sandboxes, the resource /v1/sandboxes: created, listed,
+ * shown, deleted, and their lives. A sandbox here is the same struct
+ * sandbox "qsup run" drives; this file keeps many of them by name,
+ * answers for them over the API (the README's "Serving sandboxes") and
+ * keeps a dead one's record until it is deleted.
  *
  * Nothing here blocks the loop but the few steps a sandbox's start takes
  * before QEMU runs (the profile, the overlay), as "qsup run" takes them.
@@ -30,22 +31,6 @@ const char *const serve_boot_kinds[3] = {
 static void	serve_sb_free(struct serve_sb *);
 static void	serve_sb_gone(struct serve_sb *);
 
-const char *
-serve_state_name(enum serve_state s)
-{
-	switch (s) {
-	case SERVE_BOOTING:
-		return ("booting");
-	case SERVE_READY:
-		return ("ready");
-	case SERVE_STOPPING:
-		return ("stopping");
-	case SERVE_DEAD:
-		return ("dead");
-	}
-	return ("?");
-}
-
 struct serve_sb *
 serve_find(struct serve *srv, const char *name)
 {
@@ -58,30 +43,8 @@ serve_find(struct serve *srv, const char *name)
 	return (NULL);
 }
 
-/* Agent ports for execs and uploads: the lowest free one, or -1. */
-int
-serve_port_take(struct serve_sb *s)
-{
-	int	i;
-
-	for (i = 0; i < SERVE_PORTS; i++) {
-		if ((s->ports_busy & (1u << i)) == 0) {
-			s->ports_busy |= 1u << i;
-			return (i);
-		}
-	}
-	return (-1);
-}
-
-void
-serve_port_give(struct serve_sb *s, int i)
-{
-	if (i >= 0)
-		s->ports_busy &= ~(1u << i);
-}
-
 /* The sandbox as the API shows it. */
-void
+static void
 serve_sb_json(struct serve_sb *s, struct buf *b)
 {
 	const struct net_port	*np;
@@ -138,7 +101,7 @@ serve_sb_json(struct serve_sb *s, struct buf *b)
 	buf_puts(b, "}");
 }
 
-void
+static void
 serve_sb_event(struct serve_sb *s)
 {
 	struct buf	b = { 0 };
@@ -338,8 +301,8 @@ serve_sb_gone(struct serve_sb *s)
 			TAILQ_REMOVE(&s->create_waiters, x, entry);
 			if (x->conn != NULL) {
 				httpd_set_close_cb(x->conn, NULL, NULL);
-				httpd_error(x->conn, srv->stopping ? 503 : 500,
-				    s->reason, extra);
+				serve_error_now(x->conn, srv->stopping ? 503 :
+				    500, s->reason, extra);
 			}
 			free(x);
 		}
@@ -414,7 +377,7 @@ serve_shares(struct serve_sb *s, char **cause)
 	struct share	*sh;
 	size_t		 n;
 
-	if (cmd_shares(&s->profile, NULL, 0, argv, s->profile.env,
+	if (plan_shares(&s->profile, NULL, 0, argv, s->profile.env,
 	    s->profile.nenv, &sh, &n, cause) == -1)
 		return (-1);
 	sandbox_set_shares(s->sb, sh, n);
@@ -482,7 +445,7 @@ serve_sb_image(struct serve_sb *s, char **cause)
 	case PROFILE_IMAGE_URL:
 		break;
 	}
-	cmd_image_request(&s->profile, 1, &req);
+	plan_image(&s->profile, 1, &req);
 	if (req.url == NULL) {
 		xasprintf(cause, "image \"%s\": no URL known for this name "
 		    "(image_base_url, the catalog)", s->profile.image);
@@ -549,7 +512,7 @@ serve_live(struct serve *srv, uint64_t *mib)
 
 /* The request's extra_args: checked, then after the profile's. */
 static int
-serve_extra_args(struct httpd_conn *conn, struct profile *p, json_t *a)
+serve_extra_args(struct profile *p, json_t *a, struct serve_error *err)
 {
 	char	**all, *cause = NULL;
 	size_t	 i, n, at = 0;
@@ -558,7 +521,7 @@ serve_extra_args(struct httpd_conn *conn, struct profile *p, json_t *a)
 	if (a == NULL)
 		return (0);
 	if (!json_is_array(a))
-		return (serve_bad_field(conn, "extra_args",
+		return (serve_bad_field(err, "extra_args",
 		    "must be an array of strings"));
 	n = p->nextra_args + json_array_size(a);
 	all = xcalloc(n + 1, sizeof *all);
@@ -566,7 +529,7 @@ serve_extra_args(struct httpd_conn *conn, struct profile *p, json_t *a)
 		all[i] = xstrdup(p->extra_args[i]);
 	for (i = 0; i < json_array_size(a); i++) {
 		if (!json_is_string(json_array_get(a, i))) {
-			serve_bad_field(conn, "extra_args", "must be an array "
+			serve_bad_field(err, "extra_args", "must be an array "
 			    "of strings");
 			goto out;
 		}
@@ -575,7 +538,7 @@ serve_extra_args(struct httpd_conn *conn, struct profile *p, json_t *a)
 	}
 	while (at < n) {
 		if (extra_args_next(all, n, &at, &cause) == -1) {
-			serve_bad_field(conn, "extra_args", cause);
+			serve_bad_field(err, "extra_args", cause);
 			free(cause);
 			goto out;
 		}
@@ -595,11 +558,11 @@ out:
 
 /*
  * The settings of a create, as --set takes them: the server's first, so a
- * request's own win. NULL once answered 400.
+ * request's own win. NULL with err (400).
  */
 static char **
-serve_sets(struct serve *srv, struct httpd_conn *conn, json_t *settings,
-    size_t *n)
+serve_sets(struct serve *srv, json_t *settings, size_t *n,
+    struct serve_error *err)
 {
 	const char	*key;
 	json_t		*v;
@@ -619,7 +582,7 @@ serve_sets(struct serve *srv, struct httpd_conn *conn, json_t *settings,
 			continue;
 		}
 		xasprintf(&field, "settings.%s", key);
-		serve_bad_field(conn, field, "must be a string, a number or a "
+		serve_bad_field(err, field, "must be a string, a number or a "
 		    "boolean");
 		free(field);
 		while (*n > 0)
@@ -630,15 +593,15 @@ serve_sets(struct serve *srv, struct httpd_conn *conn, json_t *settings,
 	return (sets);
 }
 
-/* The accelerator s runs under; -1 once answered. */
+/* The accelerator s runs under: 0, or -1 with err. */
 static int
-serve_sb_accel(struct serve_sb *s, struct httpd_conn *conn)
+serve_sb_accel(struct serve_sb *s, struct serve_error *err)
 {
 	struct guest	 g;
 	char		*cause = NULL;
 
 	if (guest_resolve(&s->profile, &g, &cause) == -1) {
-		httpd_error(conn, 500, cause, NULL);
+		serve_fail(err, 500, NULL, "%s", cause);
 		free(cause);
 		return (-1);
 	}
@@ -646,7 +609,7 @@ serve_sb_accel(struct serve_sb *s, struct httpd_conn *conn)
 	if (kvm_choose(&s->profile, guest_qemu_binary(), g.kernel,
 	    g.initramfs, &s->accel, &cause) == -1) {
 		guest_free(&g);
-		httpd_error(conn, 500, cause, NULL);
+		serve_fail(err, 500, NULL, "%s", cause);
 		free(cause);
 		return (-1);
 	}
@@ -654,10 +617,10 @@ serve_sb_accel(struct serve_sb *s, struct httpd_conn *conn)
 	return (0);
 }
 
-/* A create's name, profile and wait: -1 once answered 400. */
+/* A create's name, profile and wait: 0, or -1 with err (400). */
 static int
-serve_create_fields(struct serve *srv, struct httpd_conn *conn, json_t *j,
-    char **name, const char **profile, int *wait)
+serve_create_fields(struct serve *srv, json_t *j, char **name,
+    const char **profile, int *wait, struct serve_error *err)
 {
 	json_t	*v;
 
@@ -666,7 +629,7 @@ serve_create_fields(struct serve *srv, struct httpd_conn *conn, json_t *j,
 	*profile = srv->profile;
 	if ((v = json_object_get(j, "name")) != NULL) {
 		if (!json_is_string(v) || !serve_name_ok(json_string_value(v)))
-			return (serve_bad_field(conn, "name", "1 to 63 of a-z, "
+			return (serve_bad_field(err, "name", "1 to 63 of a-z, "
 			    "0-9, '_', '.' and '-', beginning with a letter or "
 			    "a digit"));
 		*name = xstrdup(json_string_value(v));
@@ -678,20 +641,20 @@ serve_create_fields(struct serve *srv, struct httpd_conn *conn, json_t *j,
 	}
 	if ((v = json_object_get(j, "wait")) != NULL) {
 		if (!json_is_boolean(v))
-			return (serve_bad_field(conn, "wait", "must be true or "
+			return (serve_bad_field(err, "wait", "must be true or "
 			    "false"));
 		*wait = json_is_true(v);
 	}
 	if ((v = json_object_get(j, "profile")) != NULL) {
 		if (!json_is_string(v) || *json_string_value(v) == '\0')
-			return (serve_bad_field(conn, "profile", "must be a "
+			return (serve_bad_field(err, "profile", "must be a "
 			    "profile's name or path"));
 		*profile = json_string_value(v);
 	}
 	return (0);
 }
 
-void
+static void
 serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
     void *arg)
 {
@@ -706,57 +669,55 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	size_t			 nsets = 0, i, live;
 	uint64_t		 mib;
 	struct buf		 b = { 0 };
+	struct serve_error	 err = { 0 };
 	int			 wait = 1;
 
-	if (serve_json_body(conn, body, len, &j) == -1)
-		return;
-	if (serve_check_fields(conn, j, fields) == -1)
-		goto out;
-	if (serve_create_fields(srv, conn, j, &name, &profile, &wait) == -1)
+	if (serve_json_body(body, len, &j, &err) == -1 ||
+	    serve_check_fields(j, fields, &err) == -1 ||
+	    serve_create_fields(srv, j, &name, &profile, &wait, &err) == -1)
 		goto out;
 	settings = json_object_get(j, "settings");
 	if (settings != NULL && !json_is_object(settings)) {
-		serve_bad_field(conn, "settings", "must be an object of "
+		serve_bad_field(&err, "settings", "must be an object of "
 		    "setting names to values");
 		goto out;
 	}
-	sets = serve_sets(srv, conn, settings, &nsets);
+	sets = serve_sets(srv, settings, &nsets, &err);
 	if (sets == NULL)
 		goto out;
 	if (srv->stopping) {
-		httpd_error(conn, 503, "the server is stopping", NULL);
+		serve_fail(&err, 503, NULL, "the server is stopping");
 		goto out;
 	}
 	if (serve_find(srv, name) != NULL) {
-		xasprintf(&cause, "a sandbox named %s exists", name);
-		httpd_error(conn, 409, cause, NULL);
+		serve_fail(&err, 409, NULL, "a sandbox named %s exists", name);
 		goto out;
 	}
 	s = xcalloc(1, sizeof *s);
 	if (profile_load_set(&s->profile, profile, sets, nsets, &cause) ==
 	    -1) {
-		serve_bad_field(conn, settings != NULL ? "settings" :
+		serve_bad_field(&err, settings != NULL ? "settings" :
 		    "profile", cause);
 		goto out;
 	}
-	if (serve_extra_args(conn, &s->profile, json_object_get(j,
-	    "extra_args")) == -1)
+	if (serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
+	    &err) == -1)
 		goto out;
 	live = serve_live(srv, &mib);
 	if (live >= (size_t)srv->limits.sandboxes) {
 		xasprintf(&cause, "%zu sandboxes already: the server's "
 		    "limit", live);
-		serve_limit(conn, cause, "max_sandboxes", srv->limits.sandboxes);
+		serve_limit(&err, cause, "max_sandboxes", srv->limits.sandboxes);
 		goto out;
 	}
 	if (mib + s->profile.memory_mib > srv->limits.memory_mib) {
 		xasprintf(&cause, "%" PRIu64 " MiB more guest memory would "
 		    "make %" PRIu64 " MiB, past the server's limit",
 		    s->profile.memory_mib, mib + s->profile.memory_mib);
-		serve_limit(conn, cause, "max_memory", srv->limits.memory_mib);
+		serve_limit(&err, cause, "max_memory", srv->limits.memory_mib);
 		goto out;
 	}
-	if (serve_sb_accel(s, conn) == -1)
+	if (serve_sb_accel(s, &err) == -1)
 		goto out;
 	s->srv = srv;
 	s->name = name;
@@ -771,7 +732,7 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	s->reap.data = s;
 	if (serve_sb_image(s, &cause) == -1 ||
 	    (s->pull == NULL && serve_sb_launch(s, &cause) == -1)) {
-		httpd_error(conn, 500, cause, NULL);
+		serve_fail(&err, 500, NULL, "%s", cause);
 		serve_sb_free(s);
 		s = NULL;
 		goto out;
@@ -798,14 +759,28 @@ out:
 	free(name);
 	free(cause);
 	json_decref(j);
+	if (err.status != 0)
+		serve_error_answer(conn, &err);
 }
 
-void
-serve_list(struct serve *srv, struct httpd_conn *conn)
+/* POST /v1/sandboxes: answered once its body is in. */
+int
+serve_create(const struct serve_req *r, struct serve_error *err)
 {
+	(void)err;
+	httpd_read_body(r->conn, serve_create_body, r->srv);
+	return (0);
+}
+
+/* GET /v1/sandboxes */
+int
+serve_list(const struct serve_req *r, struct serve_error *err)
+{
+	struct serve	*srv = r->srv;
 	struct serve_sb	*s;
 	struct buf	 b = { 0 };
 
+	(void)err;
 	buf_puts(&b, "{\"sandboxes\":[");
 	TAILQ_FOREACH(s, &srv->sbs, entry) {
 		if (s != TAILQ_FIRST(&srv->sbs))
@@ -813,15 +788,33 @@ serve_list(struct serve *srv, struct httpd_conn *conn)
 		serve_sb_json(s, &b);
 	}
 	buf_puts(&b, "]}");
-	httpd_respond_json(conn, 200, b.data, b.len);
+	httpd_respond_json(r->conn, 200, b.data, b.len);
 	buf_free(&b);
+	return (0);
 }
 
-void
-serve_delete(struct serve_sb *s, struct httpd_conn *conn)
+/* GET /v1/sandboxes/{name} */
+int
+serve_get(const struct serve_req *r, struct serve_error *err)
 {
-	struct serve	*srv = s->srv;
+	struct buf	b = { 0 };
 
+	(void)err;
+	serve_sb_json(r->sb, &b);
+	httpd_respond_json(r->conn, 200, b.data, b.len);
+	buf_free(&b);
+	return (0);
+}
+
+/* DELETE /v1/sandboxes/{name}: answered with its report once it is gone. */
+int
+serve_delete(const struct serve_req *r, struct serve_error *err)
+{
+	struct serve_sb		*s = r->sb;
+	struct serve		*srv = s->srv;
+	struct httpd_conn	*conn = r->conn;
+
+	(void)err;
 	if (s->state == SERVE_DEAD) {
 		/* Freed already: its report was kept. */
 		httpd_respond_json(conn, 200, s->report, strlen(s->report));
@@ -829,12 +822,22 @@ serve_delete(struct serve_sb *s, struct httpd_conn *conn)
 		serve_sb_event(s);
 		TAILQ_REMOVE(&srv->sbs, s, entry);
 		serve_sb_free(s);
-		return;
+		return (0);
 	}
 	s->deleting = 1;
 	serve_wait(&s->delete_waiters, s, conn);
 	if (s->state != SERVE_STOPPING)
 		serve_sb_stop(s, "deleted");
+	return (0);
+}
+
+void
+serve_init(struct serve *srv, struct ev_loop *loop)
+{
+	memset(srv, 0, sizeof *srv);
+	srv->loop = loop;
+	TAILQ_INIT(&srv->sbs);
+	serve_events_init(srv);
 }
 
 /* SIGTERM: every sandbox stopped; serve_idle once all are gone. */

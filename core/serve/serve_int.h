@@ -1,8 +1,10 @@
 /*
- * "qsup serve"'s insides, shared by its files only: cmd_serve.c (the
- * command: options, listeners, signals, the loop), serve.c (the named
- * sandboxes, the router, events, metrics) and serve_exec.c (exec streams,
- * stdin, signals, terminals, files). The README's "Serving sandboxes" is the API they serve.
+ * The server's insides, shared by core/serve's files only. They lean one
+ * way, bottom up: serve_error.c (an error as a response, JSON bodies),
+ * serve_event.c (states' names, the event stream), serve_exec.c (execs,
+ * stdin, signals, terminals, files), serve.c (the named sandboxes and
+ * their lives), serve_metrics.c (/metrics), serve_route.c (the route
+ * table: a request matched into a typed serve_req and its handler).
  */
 #ifndef QSUP_SERVE_INT_H
 #define QSUP_SERVE_INT_H
@@ -14,8 +16,7 @@
 #include <ev.h>
 #include <jansson.h>
 
-#include "cmd.h"
-#include "httpd.h"
+#include "serve.h"
 #include "image.h"
 
 /* glibc's <sys/queue.h> has no TAILQ_FOREACH_SAFE. */
@@ -38,14 +39,6 @@
 						   behind is dropped */
 #define SERVE_DEFAULT_SANDBOXES	16
 
-struct serve_limits {
-	int		 sandboxes;
-	uint64_t	 memory_mib;
-	size_t		 body;
-	size_t		 header;
-	int		 connections;
-};
-
 enum serve_state {
 	SERVE_BOOTING,
 	SERVE_READY,
@@ -58,9 +51,6 @@ enum serve_job {
 	SERVE_READ,
 	SERVE_WRITE
 };
-
-struct serve;
-struct serve_sb;
 
 /*
  * One exec (or file job) in a sandbox, from its request to its exit: the
@@ -123,7 +113,6 @@ struct serve_sb {
 	unsigned		 ports_busy;	/* bit i: port i taken */
 	ev_timer		 reap;		/* frees sb off its callback */
 };
-TAILQ_HEAD(serve_sbs, serve_sb);
 
 /* An /v1/events subscriber. */
 struct serve_sub {
@@ -131,74 +120,77 @@ struct serve_sub {
 	struct httpd_conn	*conn;
 	TAILQ_ENTRY(serve_sub)	 entry;
 };
-TAILQ_HEAD(serve_subs, serve_sub);
 
-struct serve_metrics {
-	unsigned long long	 boots[3];	/* cold, warm, template-build */
-	unsigned long long	 execs;
-	unsigned long long	 exec_buckets[12];
-	double			 exec_seconds;
-	unsigned long long	 proxy_up;	/* bytes, of sandboxes gone */
-	unsigned long long	 proxy_down;
-	unsigned long long	 deaths;
+
+
+/*
+ * An error, as the server answers it: the status, the message, more
+ * members of the JSON error object (fields, e.g. "\"field\":\"name\""), and
+ * a 405's Allow. Handlers and body checks fill one and return -1;
+ * serve_error_answer, the one place errors become responses, sends it.
+ */
+struct serve_error {
+	int		 status;
+	char		*msg;
+	char		*fields;	/* or NULL */
+	char		*allow;		/* or NULL */
 };
 
-struct serve {
-	struct ev_loop		*loop;
-	struct httpd		*httpd;
-	struct serve_limits	 limits;
-	const char		*profile;	/* --profile, or NULL */
-	char			**sets;		/* --set, for every sandbox */
-	size_t			 nsets;
-	struct serve_sbs	 sbs;
-	struct serve_subs	 subs;
-	unsigned		 next_name;
-	unsigned		 next_exec;
-	int			 stopping;	/* SIGTERM: tearing down */
-	ev_timer		 events_ping;
-	struct serve_metrics	 m;
+/*
+ * A request, as the route table matched it: what its handler gets. sb is
+ * the {name} of its path, found; exec the {id}, a number.
+ */
+struct serve_req {
+	struct serve		*srv;
+	struct httpd_conn	*conn;
+	const struct httpd_req	*http;
+	struct serve_sb		*sb;
+	unsigned		 exec;
 };
+typedef int	 serve_handler(const struct serve_req *, struct serve_error *);
+
+/* serve_error.c */
+int		 serve_fail(struct serve_error *, int, const char *,
+		     const char *, ...)
+		     __attribute__((format(printf, 4, 5)));
+int		 serve_bad_field(struct serve_error *, const char *,
+		     const char *);
+int		 serve_limit(struct serve_error *, const char *, const char *,
+		     unsigned long long);
+void		 serve_error_answer(struct httpd_conn *, struct serve_error *);
+void		 serve_error_now(struct httpd_conn *, int, const char *,
+		     const char *);
+int		 serve_json_body(const char *, size_t, json_t **,
+		     struct serve_error *);
+int		 serve_check_fields(json_t *, const char *const *,
+		     struct serve_error *);
+
+/* serve_event.c */
+const char	*serve_state_name(enum serve_state);
+void		 serve_event(struct serve *, const char *, const char *);
+void		 serve_events_init(struct serve *);
+serve_handler	 serve_events;
+
+/* serve_exec.c */
+extern const double serve_exec_le[11];	/* qsup_exec_seconds' buckets */
+int		 serve_exec_running(const struct serve_exec *);
+void		 serve_exec_sandbox_gone(struct serve_sb *, const char *);
+int		 serve_signal_number(const char *);
+serve_handler	 serve_exec_post;
+serve_handler	 serve_exec_stdin;
+serve_handler	 serve_exec_signal;
+serve_handler	 serve_exec_resize;
+serve_handler	 serve_files;
 
 /* serve.c */
 extern const char *const serve_boot_kinds[3];	/* as qsup_boots_total */
-void		 serve_sb_json(struct serve_sb *, struct buf *);
-void		 serve_list(struct serve *, struct httpd_conn *);
-void		 serve_delete(struct serve_sb *, struct httpd_conn *);
-void		 serve_create_body(struct httpd_conn *, const char *, size_t,
-		     void *);
-void		 serve_stop_all(struct serve *);
-int		 serve_idle(struct serve *);
-void		 serve_free(struct serve *);
 struct serve_sb	*serve_find(struct serve *, const char *);
-void		 serve_sb_event(struct serve_sb *);
-int		 serve_port_take(struct serve_sb *);
-void		 serve_port_give(struct serve_sb *, int);
-const char	*serve_state_name(enum serve_state);
+serve_handler	 serve_list;
+serve_handler	 serve_create;
+serve_handler	 serve_get;
+serve_handler	 serve_delete;
 
-/* serve_http.c */
-void		 serve_init(struct serve *, struct ev_loop *);
-void		 serve_handle(struct httpd_conn *, const struct httpd_req *,
-		     void *);
-int		 serve_json_body(struct httpd_conn *, const char *, size_t,
-		     json_t **);
-int		 serve_check_fields(struct httpd_conn *, json_t *,
-		     const char *const *);
-int		 serve_bad_field(struct httpd_conn *, const char *,
-		     const char *);
-void		 serve_limit(struct httpd_conn *, const char *, const char *,
-		     unsigned long long);
-void		 serve_event(struct serve *, const char *, const char *);
-void		 serve_exec_observe(struct serve *, double);
-
-/* serve_exec.c */
-void		 serve_exec_post(struct serve_sb *, struct httpd_conn *,
-		     const struct httpd_req *);
-void		 serve_exec_op(struct serve_sb *, struct httpd_conn *,
-		     const struct httpd_req *, unsigned, const char *);
-void		 serve_files(struct serve_sb *, struct httpd_conn *,
-		     const struct httpd_req *);
-void		 serve_exec_sandbox_gone(struct serve_sb *, const char *);
-int		 serve_exec_running(const struct serve_exec *);
-int		 serve_signal_number(const char *);
+/* serve_metrics.c */
+serve_handler	 serve_metrics;
 
 #endif

@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "cmd.h"
+#include "client.h"
 
 /*
  * An exec's event stream, fed in as it arrives: stdout and stderr bytes

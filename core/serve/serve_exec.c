@@ -28,6 +28,49 @@
 
 static void	serve_exec_maybe_free(struct serve_exec *);
 
+/* The upper bounds of qsup_exec_seconds' buckets; +Inf follows. */
+const double serve_exec_le[11] = {
+	0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
+};
+
+/* Agent ports for execs and uploads: the lowest free one, or -1. */
+static int
+serve_port_take(struct serve_sb *s)
+{
+	int	i;
+
+	for (i = 0; i < SERVE_PORTS; i++) {
+		if ((s->ports_busy & (1u << i)) == 0) {
+			s->ports_busy |= 1u << i;
+			return (i);
+		}
+	}
+	return (-1);
+}
+
+static void
+serve_port_give(struct serve_sb *s, int i)
+{
+	if (i >= 0)
+		s->ports_busy &= ~(1u << i);
+}
+
+/* An exec's time, for the histogram. */
+static void
+serve_exec_observe(struct serve *srv, double seconds)
+{
+	size_t	i;
+
+	srv->m.execs++;
+	srv->m.exec_seconds += seconds;
+	for (i = 0; i < sizeof serve_exec_le / sizeof serve_exec_le[0]; i++) {
+		if (seconds <= serve_exec_le[i]) {
+			srv->m.exec_buckets[i]++;
+			break;
+		}
+	}
+}
+
 static struct serve_exec *
 serve_exec_find(struct serve_sb *s, unsigned id)
 {
@@ -205,14 +248,14 @@ serve_job_failed(struct serve_exec *e, const struct exec_result *r)
 			xasprintf(&msg, "%s", e->err.len > 0 ? e->err.data :
 			    strerror(r->status));
 			msg[strcspn(msg, "\n")] = '\0';
-			httpd_error(e->conn, serve_errno_status(r->status),
-			    msg, NULL);
+			serve_error_now(e->conn,
+			    serve_errno_status(r->status), msg, NULL);
 			free(msg);
 		}
 	} else if (e->started)
 		httpd_abort(e->conn);
 	else
-		httpd_error(e->conn, 500, "the file job was killed", NULL);
+		serve_error_now(e->conn, 500, "the file job was killed", NULL);
 }
 
 /* The answer, at the stream's end, to a client still there. */
@@ -227,7 +270,7 @@ serve_exec_answer(struct serve_exec *e, const struct exec_result *r,
 		httpd_sse_event(e->conn, QSUP_EVENT_EXIT, b.data, b.len);
 		httpd_end(e->conn);
 	} else if (error != NULL || !r->exit_seen) {
-		httpd_error(e->conn, 500, error != NULL ? error :
+		serve_error_now(e->conn, 500, error != NULL ? error :
 		    "the agent ended the stream without an exit event", NULL);
 	} else if (e->job != SERVE_EXEC && (r->signal != 0 || r->status != 0))
 		serve_job_failed(e, r);
@@ -243,7 +286,7 @@ serve_exec_answer(struct serve_exec *e, const struct exec_result *r,
 		buf_printf(&b, ",\"size\":%llu}", (unsigned long long)e->bytes);
 		httpd_respond_json(e->conn, 201, b.data, b.len);
 	} else
-		httpd_error(e->conn, 500, "the agent refused the command",
+		serve_error_now(e->conn, 500, "the agent refused the command",
 		    NULL);
 	buf_free(&b);
 }
@@ -371,24 +414,28 @@ serve_started_cb(struct exec *x, void *arg)
 	}
 }
 
-/* The body's end, once the exec has taken all of it. */
-static void
+/*
+ * The body's end, once the exec has taken all of it: 1 when its upload
+ * was answered, and e may be freed. It frees nothing itself: a caller
+ * that uses e after it (serve_stdin_cb) would use it freed.
+ */
+static int
 serve_stdin_settle(struct serve_exec *e)
 {
 	struct httpd_conn	*c = e->in_conn;
 
 	if (c == NULL || !e->in_eof || exec_stdin_queued(e->x) > 0 ||
 	    exec_stdin_busy(e->x))
-		return;
+		return (0);
 	e->in_conn = NULL;
 	if (e->job == SERVE_WRITE) {
 		/* The whole file is there: the job puts it in place. */
 		exec_stdin_close(e->x);
-		return;
+		return (0);
 	}
 	httpd_set_close_cb(c, NULL, NULL);
 	httpd_respond(c, 204, NULL, NULL, 0);
-	serve_exec_maybe_free(e);
+	return (1);
 }
 
 /* The stdin upload's client learns its stdin is closed. */
@@ -406,7 +453,7 @@ serve_stdin_refused(struct serve_exec *e)
 		return;
 	}
 	httpd_set_close_cb(c, NULL, NULL);
-	httpd_error(c, 409, "the command's stdin is closed", NULL);
+	serve_error_now(c, 409, "the command's stdin is closed", NULL);
 }
 
 /* stdin: the agent took a piece, took no more, or closed it. */
@@ -443,12 +490,13 @@ serve_stdin_cb(struct exec *x, enum exec_stdin_news news, void *arg)
 }
 
 /*
- * A new exec of spec in s for conn, its ports taken; NULL once answered
- * 409 or 503. Nothing goes to the agent before exec_start(e->x).
+ * A new exec of spec in s for conn, its ports taken; NULL with err (409,
+ * 503). Nothing goes to the agent before exec_start(e->x).
  */
 static struct serve_exec *
 serve_exec_new(struct serve_sb *s, struct httpd_conn *conn,
-    enum serve_job job, const struct exec_spec *spec)
+    enum serve_job job, const struct exec_spec *spec,
+    struct serve_error *err)
 {
 	struct serve_exec	*e;
 	struct exec_ports	 ports;
@@ -458,10 +506,8 @@ serve_exec_new(struct serve_sb *s, struct httpd_conn *conn,
 
 	uploads = job == SERVE_WRITE || spec->feed_stdin;
 	if (s->state != SERVE_READY || s->sb == NULL) {
-		xasprintf(&msg, "sandbox %s is %s", s->name,
+		serve_fail(err, 409, NULL, "sandbox %s is %s", s->name,
 		    serve_state_name(s->state));
-		httpd_error(conn, 409, msg, NULL);
-		free(msg);
 		return (NULL);
 	}
 	if ((port = serve_port_take(s)) == -1 ||
@@ -469,7 +515,7 @@ serve_exec_new(struct serve_sb *s, struct httpd_conn *conn,
 		serve_port_give(s, port);
 		xasprintf(&msg, "sandbox %s runs as many execs and transfers "
 		    "as its agent has ports for", s->name);
-		serve_limit(conn, msg, "agent_ports", SERVE_PORTS);
+		serve_limit(err, msg, "agent_ports", SERVE_PORTS);
 		free(msg);
 		return (NULL);
 	}
@@ -626,37 +672,34 @@ serve_exec_body(struct httpd_conn *conn, const char *body, size_t len,
 	struct serve_sb		*s = arg;
 	struct serve_exec	*e;
 	struct serve_spec	 sp;
+	struct serve_error	 err = { 0 };
 	json_t			*j;
 	const char		*bad, *why;
-	struct buf		 kv = { 0 }, msg = { 0 };
 
 	memset(&sp, 0, sizeof sp);
-	if (serve_json_body(conn, body, len, &j) == -1)
-		return;
-	if (serve_check_fields(conn, j, fields) == -1)
+	if (serve_json_body(body, len, &j, &err) == -1 ||
+	    serve_check_fields(j, fields, &err) == -1)
 		goto out;
 	if ((bad = serve_spec_parse(j, s, &sp, &why)) != NULL) {
-		buf_printf(&msg, "%s: %s", bad, why);
-		buf_puts(&kv, "\"field\":");
-		buf_json_string(&kv, bad);
-		httpd_error(conn, 400, msg.data, kv.data);
+		serve_bad_field(&err, bad, why);
 		goto out;
 	}
-	if ((e = serve_exec_new(s, conn, SERVE_EXEC, &sp.spec)) != NULL)
+	if ((e = serve_exec_new(s, conn, SERVE_EXEC, &sp.spec, &err)) != NULL)
 		exec_start(e->x);	/* e may be gone after */
 out:
 	serve_spec_free(&sp);
-	buf_free(&kv);
-	buf_free(&msg);
 	json_decref(j);
+	if (err.status != 0)
+		serve_error_answer(conn, &err);
 }
 
-void
-serve_exec_post(struct serve_sb *s, struct httpd_conn *conn,
-    const struct httpd_req *req)
+/* POST /v1/sandboxes/{name}/exec: a command, its output streamed. */
+int
+serve_exec_post(const struct serve_req *r, struct serve_error *err)
 {
-	(void)req;
-	httpd_read_body(conn, serve_exec_body, s);
+	(void)err;
+	httpd_read_body(r->conn, serve_exec_body, r->sb);
+	return (0);
 }
 
 static void
@@ -680,7 +723,8 @@ serve_body_cb(struct httpd_conn *conn, const char *data, size_t len,
 		if (exec_stdin_queued(e->x) >= SERVE_CHUNK)
 			httpd_body_pause(conn, 1);
 	}
-	serve_stdin_settle(e);
+	if (serve_stdin_settle(e))
+		serve_exec_maybe_free(e);
 }
 
 static void
@@ -693,32 +737,47 @@ serve_in_close_cb(void *arg)
 	serve_exec_maybe_free(e);
 }
 
-static void
-serve_stdin(struct serve_exec *e, struct httpd_conn *conn,
-    const struct httpd_req *req)
+/* The exec {id} of the request: it, or NULL with err (404). */
+static struct serve_exec *
+serve_exec_of(const struct serve_req *r, struct serve_error *err)
 {
-	if (!e->want_stdin) {
-		httpd_error(conn, 400, "this exec was not started with "
-		    "\"stdin\": true", NULL);
-		return;
+	struct serve_exec	*e;
+
+	if ((e = serve_exec_find(r->sb, r->exec)) == NULL ||
+	    e->job != SERVE_EXEC) {
+		serve_fail(err, 404, NULL, "no such exec");
+		return (NULL);
 	}
-	if (exec_state(e->x) == EXEC_DONE || !exec_stdin_open(e->x)) {
-		httpd_error(conn, 409, "the command's stdin is closed", NULL);
-		return;
-	}
-	if (e->in_conn != NULL) {
-		httpd_error(conn, 409, "another stdin upload is under way for "
-		    "this exec", NULL);
-		return;
-	}
+	return (e);
+}
+
+/* POST .../exec/{id}/stdin: a piece of its stdin, or (empty) its end. */
+int
+serve_exec_stdin(const struct serve_req *r, struct serve_error *err)
+{
+	struct serve_exec	*e;
+	struct httpd_conn	*conn = r->conn;
+
+	if ((e = serve_exec_of(r, err)) == NULL)
+		return (-1);
+	if (!e->want_stdin)
+		return (serve_fail(err, 400, NULL, "this exec was not started "
+		    "with \"stdin\": true"));
+	if (exec_state(e->x) == EXEC_DONE || !exec_stdin_open(e->x))
+		return (serve_fail(err, 409, NULL, "the command's stdin is "
+		    "closed"));
+	if (e->in_conn != NULL)
+		return (serve_fail(err, 409, NULL, "another stdin upload is "
+		    "under way for this exec"));
 	e->in_conn = conn;
 	e->in_eof = 0;
 	httpd_set_close_cb(conn, serve_in_close_cb, e);
-	if (!req->has_body) {
+	if (!r->http->has_body) {
 		exec_stdin_close(e->x);	/* answered when the agent is */
-		return;
+		return (0);
 	}
 	httpd_stream_body(conn, serve_body_cb, e);
+	return (0);
 }
 
 /* The agent's answer to a signal or a resize, passed on. */
@@ -733,12 +792,12 @@ serve_op_done_cb(int status, const char *body, size_t len, void *arg)
 		if (status == 204)
 			httpd_respond(w->conn, 204, NULL, NULL, 0);
 		else if (status == 409)
-			httpd_error(w->conn, 409, "not a terminal, or the "
+			serve_error_now(w->conn, 409, "not a terminal, or the "
 			    "command is over", NULL);
 		else {
 			buf_printf(&b, "the agent refused it (%d): ", status);
 			agent_escape(&b, body, len, AGENT_ERROR_MAX);
-			httpd_error(w->conn, status == 404 ? 409 : 500,
+			serve_error_now(w->conn, status == 404 ? 409 : 500,
 			    status == 404 ? "the command is over" : b.data,
 			    NULL);
 		}
@@ -758,8 +817,50 @@ serve_op_close_cb(void *arg)
 struct serve_op {
 	struct serve_sb	*sb;
 	unsigned	 id;
-	char		 op[8];
+	int		 resize;	/* else a signal */
 };
+
+/* A signal's body: 0 with *sig, or -1 with err. */
+static int
+serve_op_signal(json_t *j, int *sig, struct serve_error *err)
+{
+	static const char *const fields[] = { "signal", NULL };
+	json_t			*v;
+
+	if (serve_check_fields(j, fields, err) == -1)
+		return (-1);
+	v = json_object_get(j, "signal");
+	if (v != NULL && json_is_string(v))
+		*sig = serve_signal_number(json_string_value(v));
+	else if (v != NULL && json_is_integer(v) &&
+	    json_integer_value(v) >= 1 &&
+	    json_integer_value(v) <= AGENT_SIGNAL_MAX)
+		*sig = (int)json_integer_value(v);
+	if (*sig == -1)
+		return (serve_fail(err, 400, "\"field\":\"signal\"", "signal: "
+		    "a name (\"TERM\", \"SIGKILL\") or a number 1-64"));
+	return (0);
+}
+
+/* A resize's body: 0 with rows and cols, or -1 with err. */
+static int
+serve_op_resize(json_t *j, struct serve_exec *e, long long *rows,
+    long long *cols, struct serve_error *err)
+{
+	static const char *const fields[] = { "rows", "cols", NULL };
+
+	if (serve_check_fields(j, fields, err) == -1)
+		return (-1);
+	if (json_path_int(j, "rows", rows) == -1 || *rows < 1 ||
+	    *rows > SERVE_TTY_MAX || json_path_int(j, "cols", cols) ==
+	    -1 || *cols < 1 || *cols > SERVE_TTY_MAX)
+		return (serve_fail(err, 400, NULL, "rows and cols: integers "
+		    "1-10000"));
+	if (!exec_tty(e->x))
+		return (serve_fail(err, 409, NULL, "this exec has no "
+		    "terminal"));
+	return (0);
+}
 
 static void
 serve_op_body(struct httpd_conn *conn, const char *body, size_t len,
@@ -768,54 +869,25 @@ serve_op_body(struct httpd_conn *conn, const char *body, size_t len,
 	struct serve_op		*op = arg;
 	struct serve_exec	*e;
 	struct serve_waiter	*w;
-	json_t			*j, *v;
+	struct serve_error	 err = { 0 };
+	json_t			*j;
 	long long		 rows = 0, cols = 0;
 	int			 sig = -1;
-	const char		*rfields[] = { "rows", "cols", NULL };
-	const char		*sfields[] = { "signal", NULL };
 
 	e = serve_exec_find(op->sb, op->id);
-	if (serve_json_body(conn, body, len, &j) == -1)
+	if (serve_json_body(body, len, &j, &err) == -1)
 		goto out;
 	if (e == NULL || exec_state(e->x) == EXEC_DONE) {
-		httpd_error(conn, e == NULL ? 404 : 409, e == NULL ?
-		    "no such exec" : "the command is over", NULL);
+		serve_fail(&err, e == NULL ? 404 : 409, NULL, "%s", e == NULL ?
+		    "no such exec" : "the command is over");
 		goto out;
 	}
-	if (strcmp(op->op, "signal") == 0) {
-		if (serve_check_fields(conn, j, sfields) == -1)
-			goto out;
-		v = json_object_get(j, "signal");
-		if (v != NULL && json_is_string(v))
-			sig = serve_signal_number(json_string_value(v));
-		else if (v != NULL && json_is_integer(v) &&
-		    json_integer_value(v) >= 1 &&
-		    json_integer_value(v) <= AGENT_SIGNAL_MAX)
-			sig = (int)json_integer_value(v);
-		if (sig == -1) {
-			httpd_error(conn, 400, "signal: a name (\"TERM\", "
-			    "\"SIGKILL\") or a number 1-64",
-			    "\"field\":\"signal\"");
-			goto out;
-		}
-	} else {
-		if (serve_check_fields(conn, j, rfields) == -1)
-			goto out;
-		if (json_path_int(j, "rows", &rows) == -1 || rows < 1 ||
-		    rows > SERVE_TTY_MAX || json_path_int(j, "cols", &cols) ==
-		    -1 || cols < 1 || cols > SERVE_TTY_MAX) {
-			httpd_error(conn, 400, "rows and cols: integers "
-			    "1-10000", NULL);
-			goto out;
-		}
-		if (!exec_tty(e->x)) {
-			httpd_error(conn, 409, "this exec has no terminal",
-			    NULL);
-			goto out;
-		}
-	}
+	if (!op->resize && serve_op_signal(j, &sig, &err) == -1)
+		goto out;
+	if (op->resize && serve_op_resize(j, e, &rows, &cols, &err) == -1)
+		goto out;
 	if (exec_id(e->x) < 0) {
-		httpd_error(conn, 409, "the command has not started yet", NULL);
+		serve_fail(&err, 409, NULL, "the command has not started yet");
 		goto out;
 	}
 	w = xcalloc(1, sizeof *w);
@@ -828,46 +900,56 @@ serve_op_body(struct httpd_conn *conn, const char *body, size_t len,
 out:
 	json_decref(j);
 	free(op);
+	if (err.status != 0)
+		serve_error_answer(conn, &err);
 }
 
-void
-serve_exec_op(struct serve_sb *s, struct httpd_conn *conn,
-    const struct httpd_req *req, unsigned id, const char *what)
+/* A signal or a resize of exec {id}, once its body is in. */
+static int
+serve_exec_op(const struct serve_req *r, int resize, struct serve_error *err)
 {
-	struct serve_exec	*e;
 	struct serve_op		*op;
 
-	if ((e = serve_exec_find(s, id)) == NULL || e->job != SERVE_EXEC) {
-		httpd_error(conn, 404, "no such exec", NULL);
-		return;
-	}
-	if (strcmp(what, "stdin") == 0) {
-		serve_stdin(e, conn, req);
-		return;
-	}
+	if (serve_exec_of(r, err) == NULL)
+		return (-1);
 	op = xcalloc(1, sizeof *op);
-	op->sb = s;
-	op->id = id;
-	snprintf(op->op, sizeof op->op, "%s", what);
-	httpd_read_body(conn, serve_op_body, op);
+	op->sb = r->sb;
+	op->id = r->exec;
+	op->resize = resize;
+	httpd_read_body(r->conn, serve_op_body, op);
+	return (0);
 }
 
-/* PUT and GET .../files?path=/abs[&mode=0644] */
-void
-serve_files(struct serve_sb *s, struct httpd_conn *conn,
-    const struct httpd_req *req)
+/* POST .../exec/{id}/signal */
+int
+serve_exec_signal(const struct serve_req *r, struct serve_error *err)
+{
+	return (serve_exec_op(r, 0, err));
+}
+
+/* POST .../exec/{id}/resize */
+int
+serve_exec_resize(const struct serve_req *r, struct serve_error *err)
+{
+	return (serve_exec_op(r, 1, err));
+}
+
+/* PUT and GET /v1/sandboxes/{name}/files?path=/abs[&mode=0644] */
+int
+serve_files(const struct serve_req *r, struct serve_error *err)
 {
 	struct serve_exec	*e;
 	struct exec_spec	 spec;
 	char			*path, *mode, *end;
 	unsigned long		 m = 0644;
-	int			 put = strcmp(req->method, "PUT") == 0;
+	int			 put = strcmp(r->http->method, "PUT") == 0;
+	int			 rc = -1;
 
-	path = httpd_query_param(req->query, "path");
-	mode = httpd_query_param(req->query, "mode");
+	path = httpd_query_param(r->http->query, "path");
+	mode = httpd_query_param(r->http->query, "mode");
 	if (path == NULL || path[0] != '/' || strlen(path) >= PATH_MAX) {
-		httpd_error(conn, 400, "path: an absolute path in the guest, "
-		    "as ?path=/abs/path", "\"field\":\"path\"");
+		serve_fail(err, 400, "\"field\":\"path\"", "path: an absolute "
+		    "path in the guest, as ?path=/abs/path");
 		goto out;
 	}
 	if (mode != NULL) {
@@ -875,8 +957,8 @@ serve_files(struct serve_sb *s, struct httpd_conn *conn,
 		m = strtoul(mode, &end, 8);
 		if (!put || *mode == '\0' || *end != '\0' || errno != 0 ||
 		    m > 07777) {
-			httpd_error(conn, 400, "mode: octal, 0-7777, for a PUT",
-			    "\"field\":\"mode\"");
+			serve_fail(err, 400, "\"field\":\"mode\"", "mode: "
+			    "octal, 0-7777, for a PUT");
 			goto out;
 		}
 	}
@@ -884,14 +966,16 @@ serve_files(struct serve_sb *s, struct httpd_conn *conn,
 	spec.kind = put ? EXEC_WRITE : EXEC_READ;
 	spec.path = path;
 	spec.mode = m;
-	if ((e = serve_exec_new(s, conn, put ? SERVE_WRITE : SERVE_READ,
-	    &spec)) == NULL)
+	if ((e = serve_exec_new(r->sb, r->conn, put ? SERVE_WRITE :
+	    SERVE_READ, &spec, err)) == NULL)
 		goto out;
 	e->path = xstrdup(path);
 	exec_start(e->x);	/* e may be gone after */
+	rc = 0;
 out:
 	free(path);
 	free(mode);
+	return (rc);
 }
 
 /* The sandbox is going: every exec ends, its client told why. */
@@ -908,7 +992,7 @@ serve_exec_sandbox_gone(struct serve_sb *s, const char *why)
 		if ((c = e->in_conn) != NULL && c != e->conn) {
 			e->in_conn = NULL;
 			httpd_set_close_cb(c, NULL, NULL);
-			httpd_error(c, 409, msg, NULL);
+			serve_error_now(c, 409, msg, NULL);
 		}
 		/* Its answers will never come: it ends now (serve_done_cb). */
 		done = exec_state(e->x) == EXEC_DONE;

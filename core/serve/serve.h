@@ -1,0 +1,71 @@
+/*
+ * core/serve: the server of "qsup serve", its named sandboxes behind a
+ * REST and SSE API (the README's "Serving sandboxes") on core/httpd. It
+ * uses every layer below; the command (options, listeners, the token,
+ * signals) is core/cmd's cmd_serve.c, which owns a struct serve and hands
+ * serve_handle to its HTTP server. serve_int.h is private to the folder.
+ */
+#ifndef QSUP_SERVE_H
+#define QSUP_SERVE_H
+
+#include <sys/queue.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ev.h>
+
+#include "vm.h"
+#include "httpd.h"
+
+struct serve_limits {
+	int		 sandboxes;
+	uint64_t	 memory_mib;
+	size_t		 body;
+	size_t		 header;
+	int		 connections;
+};
+
+struct serve_metrics {
+	unsigned long long	 boots[3];	/* cold, warm, template-build */
+	unsigned long long	 execs;
+	unsigned long long	 exec_buckets[12];
+	double			 exec_seconds;
+	unsigned long long	 proxy_up;	/* bytes, of sandboxes gone */
+	unsigned long long	 proxy_down;
+	unsigned long long	 deaths;
+};
+
+struct serve_sb;
+struct serve_sub;
+TAILQ_HEAD(serve_sbs, serve_sb);
+TAILQ_HEAD(serve_subs, serve_sub);
+
+/* The server: serve_init sets it up, its caller fills in the rest. */
+struct serve {
+	struct ev_loop		*loop;
+	struct httpd		*httpd;
+	struct serve_limits	 limits;
+	const char		*profile;	/* --profile, or NULL */
+	char			**sets;		/* --set, for every sandbox */
+	size_t			 nsets;
+	struct serve_sbs	 sbs;
+	struct serve_subs	 subs;
+	unsigned		 next_name;
+	unsigned		 next_exec;
+	int			 stopping;	/* SIGTERM: tearing down */
+	ev_timer		 events_ping;
+	struct serve_metrics	 m;
+};
+
+/* serve.c */
+void		 serve_init(struct serve *, struct ev_loop *);
+void		 serve_stop_all(struct serve *);
+int		 serve_idle(struct serve *);
+void		 serve_free(struct serve *);
+
+/* serve_route.c: every request, httpd's handler (arg: the server) */
+void		 serve_handle(struct httpd_conn *, const struct httpd_req *,
+		     void *);
+
+#endif

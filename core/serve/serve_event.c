@@ -1,0 +1,106 @@
+/*
+ * The server's event stream, GET /v1/events: a sandbox's state or an
+ * exec's end, to every subscriber, with a ping comment now and then; and
+ * the states' names every other file shows.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <ev.h>
+
+#include "serve_int.h"
+
+const char *
+serve_state_name(enum serve_state s)
+{
+	switch (s) {
+	case SERVE_BOOTING:
+		return ("booting");
+	case SERVE_READY:
+		return ("ready");
+	case SERVE_STOPPING:
+		return ("stopping");
+	case SERVE_DEAD:
+		return ("dead");
+	}
+	return ("?");
+}
+
+/* One event to every subscriber; one too far behind is dropped. */
+void
+serve_event(struct serve *srv, const char *name, const char *data)
+{
+	struct serve_sub	*sub, *next;
+
+	TAILQ_FOREACH_SAFE(sub, &srv->subs, entry, next) {
+		if (httpd_pending(sub->conn) > SERVE_EVENTS_HIGH) {
+			log_debug("dropping an events subscriber that does "
+			    "not read");
+			httpd_abort(sub->conn);	/* its close_cb frees it */
+			continue;
+		}
+		httpd_sse_event(sub->conn, name, data, strlen(data));
+	}
+}
+
+static void
+serve_sub_close_cb(void *arg)
+{
+	struct serve_sub	*sub = arg;
+
+	TAILQ_REMOVE(&sub->srv->subs, sub, entry);
+	free(sub);
+}
+
+/* GET /v1/events: where things stand, then each change. */
+int
+serve_events(const struct serve_req *r, struct serve_error *err)
+{
+	struct serve		*srv = r->srv;
+	struct httpd_conn	*conn = r->conn;
+	struct serve_sub	*sub;
+	struct serve_sb		*s;
+
+	(void)err;
+	sub = xcalloc(1, sizeof *sub);
+	sub->srv = srv;
+	sub->conn = conn;
+	httpd_set_close_cb(conn, serve_sub_close_cb, sub);
+	TAILQ_INSERT_TAIL(&srv->subs, sub, entry);
+	httpd_sse_start(conn);
+	httpd_sse_comment(conn, "qsup events");
+	TAILQ_FOREACH(s, &srv->sbs, entry) {
+		struct buf	b = { 0 };
+
+		buf_puts(&b, "{\"name\":");
+		buf_json_string(&b, s->name);
+		buf_printf(&b, ",\"state\":\"%s\",\"reason\":null}",
+		    serve_state_name(s->state));
+		httpd_sse_event(conn, "sandbox", b.data, b.len);
+		buf_free(&b);
+	}
+	return (0);
+}
+
+static void
+serve_events_ping_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct serve		*srv = w->data;
+	struct serve_sub	*sub;
+
+	(void)loop;
+	(void)revents;
+	TAILQ_FOREACH(sub, &srv->subs, entry)
+		httpd_sse_comment(sub->conn, "ping");
+}
+
+/* The subscribers' list, and the ping that keeps them open. */
+void
+serve_events_init(struct serve *srv)
+{
+	TAILQ_INIT(&srv->subs);
+	ev_timer_init(&srv->events_ping, serve_events_ping_cb,
+	    SERVE_EVENTS_PING, SERVE_EVENTS_PING);
+	srv->events_ping.data = srv;
+	ev_timer_start(srv->loop, &srv->events_ping);
+}
