@@ -102,17 +102,9 @@ test_run_terminated() {
 
 # serve_up: a server on a socket of this test's; SERVE_PID, SOCK, TOKEN.
 serve_up() {
-	local i
 	SOCK=$T_RUN/api.sock
-	"$QSUP" serve --listen "unix:$SOCK" --token-file "$TMPDIR/../token" \
-	    "$@" 2>"$T_TMP/serve.log" &
-	SERVE_PID=$!
-	for i in $(seq 1 200); do
-		curl -sf --unix-socket "$SOCK" http://qsup/v1/healthz \
-		    >/dev/null 2>&1 && break
-		kill -0 "$SERVE_PID" 2>/dev/null || break
-		sleep 0.05
-	done
+	serve_launch "$SOCK" "$TMPDIR/../token" "$T_TMP/serve.log" "$@" ||
+	    fail "the server did not come up: $(cat "$T_TMP/serve.log")"
 	TOKEN=$(cat "$TMPDIR/../token" 2>/dev/null)
 }
 

@@ -66,6 +66,25 @@ expect_clean() {
 	fi
 }
 
+# serve_launch SOCK TOKEN LOG [ARGS...]: qsup serve on the unix socket
+# SOCK (and whatever ARGS add), its token in the file TOKEN, its output in
+# LOG, its pid in SERVE_PID; 0 once /v1/healthz answers, 1 if it exited
+# or did not answer within 10 s.
+serve_launch() {
+	local sock=$1 token=$2 log=$3 i
+	shift 3
+	"$QSUP" serve --listen "unix:$sock" --token-file "$token" "$@" \
+	    >"$log" 2>&1 &
+	SERVE_PID=$!
+	for i in $(seq 1 200); do
+		curl -sf --unix-socket "$sock" http://qsup/v1/healthz \
+		    >/dev/null 2>&1 && return 0
+		kill -0 "$SERVE_PID" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
 run_test() {
 	local name=$1
 	T_CUR_FAILED=0

@@ -141,16 +141,11 @@ serve_start() {
 	SRV=$T_TMP/$1/srv
 	mkdir -p "$SRV"
 	chmod 700 "$SRV"
-	"$QSUP" serve --listen "unix:$SRV/s.sock" --token-file "$SRV/token" \
-	    >"$SRV/log" 2>&1 &
-	SRV_PID=$!
 	export QSUP_HOST=unix:$SRV/s.sock QSUP_TOKEN_FILE=$SRV/token
-	local i
-	for i in $(seq 1 200); do
-		curl -sf --unix-socket "$SRV/s.sock" http://localhost/v1/healthz \
-		    >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
+	serve_launch "$SRV/s.sock" "$SRV/token" "$SRV/log"
+	local rc=$?
+	SRV_PID=$SERVE_PID
+	[ $rc != 0 ] || return 0
 	fail "qsup serve did not answer: $(tail -5 "$SRV/log")"
 	return 1
 }

@@ -13,16 +13,9 @@ serve_start() {
 	S=$T_TMP/${FUNCNAME[1]}
 	mkdir -p "$S"
 	SOCK=$S/s.sock
-	"$QSUP" serve --listen "unix:$SOCK" --listen tcp:127.0.0.1:0 \
-	    --token-file "$S/token" "$@" 2>"$S/serve.log" &
-	SERVE_PID=$!
-	local i
-	for i in $(seq 1 200); do
-		[ -S "$SOCK" ] && curl -sf --unix-socket "$SOCK" \
-		    http://qsup/v1/healthz >/dev/null 2>&1 && break
-		kill -0 "$SERVE_PID" 2>/dev/null || break
-		sleep 0.05
-	done
+	serve_launch "$SOCK" "$S/token" "$S/serve.log" \
+	    --listen tcp:127.0.0.1:0 "$@" ||
+	    fail "the server did not come up: $(cat "$S/serve.log")"
 	TOKEN=$(cat "$S/token" 2>/dev/null)
 	PORT=$(sed -n 's/.*listening on tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p' \
 	    "$S/serve.log" | head -1)

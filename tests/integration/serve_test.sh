@@ -12,19 +12,9 @@ serve_start() {
 	S=$T_TMP/${FUNCNAME[1]}
 	mkdir -p "$S"
 	SOCK=$S/s.sock
-	"$QSUP" serve --listen "unix:$SOCK" --token-file "$S/token" "$@" \
-	    2>"$S/serve.log" &
-	SERVE_PID=$!
-	local i
-	for i in $(seq 1 200); do
-		[ -S "$SOCK" ] && curl -sf --unix-socket "$SOCK" \
-		    http://qsup/v1/healthz >/dev/null 2>&1 && break
-		kill -0 "$SERVE_PID" 2>/dev/null || break
-		sleep 0.05
-	done
-	TOKEN=$(cat "$S/token" 2>/dev/null)
-	curl -sf --unix-socket "$SOCK" http://qsup/v1/healthz >/dev/null ||
+	serve_launch "$SOCK" "$S/token" "$S/serve.log" "$@" ||
 	    fail "the server did not come up: $(cat "$S/serve.log")"
+	TOKEN=$(cat "$S/token" 2>/dev/null)
 }
 
 # serve_stop: SIGTERM, and it must end with 0.
