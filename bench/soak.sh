@@ -41,6 +41,7 @@ kill -TERM "$spid"
 src=0
 wait "$spid" || src=$?
 spid=
+[ $rc = 0 ] || { echo "soak: the server's last lines:"; tail -n 30 "$tmp/serve.log"; }
 if [ "$src" != 0 ]; then
 	echo "soak: qsup serve exited $src after SIGTERM; its last lines:"
 	tail -n 20 "$tmp/serve.log"
