@@ -77,7 +77,10 @@ httpd_can_respond(struct httpd_conn *c)
 	if (c->dead)
 		return (0);
 	if (c->state != HTTPD_C_REQ || c->resp != HTTPD_R_NONE) {
-		log_warnx("httpd: a second response to one request");
+		log_warnx("httpd: a second response to one request (%s %s, "
+		    "state %d, response %d)", c->store != NULL ? c->req.method :
+		    "-", c->store != NULL ? c->req.path : "-",
+		    (int)c->state, (int)c->resp);
 		return (0);
 	}
 	return (1);

@@ -269,6 +269,12 @@ serve_exec_answer(struct serve_exec *e, const struct exec_result *r,
 		serve_exit_json(r, error, &b);
 		httpd_sse_event(e->conn, QSUP_EVENT_EXIT, b.data, b.len);
 		httpd_end(e->conn);
+	} else if ((error != NULL || !r->exit_seen) && e->started) {
+		/*
+		 * A download under way: its head is out, so no status can
+		 * say it failed; cut short, its client sees no clean end.
+		 */
+		httpd_abort(e->conn);
 	} else if (error != NULL || !r->exit_seen) {
 		serve_error_now(e->conn, 500, error != NULL ? error :
 		    "the agent ended the stream without an exit event", NULL);

@@ -366,6 +366,55 @@ test_qemu_killed() {
 	serve_stop
 }
 
+# A download under way when its sandbox's QEMU dies: its client sees the
+# stream cut short (never a clean end), at once, not a silence.
+test_qemu_killed_mid_download() {
+	local qpid out
+	serve_start
+	create a
+	head -c 4000000 /dev/urandom >"$S/big"
+	api PUT "/v1/sandboxes/a/files?path=/tmp/big" --data-binary @"$S/big"
+	expect_eq "the upload" 201 "$CODE"
+	qpid=$(pgrep -f "qemu-system.*$T_RUN/qsup/sb-" | head -1)
+	out=$(python3 - "$SOCK" "$TOKEN" "$qpid" <<'EOF'
+import os, signal, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/sandboxes/a/files?path=/tmp/big HTTP/1.1\r\nHost: x\r\n"
+          b"Authorization: Bearer " + sys.argv[2].encode() + b"\r\n\r\n")
+got = s.recv(4096)
+time.sleep(1)         # the stream is paused: this client reads nothing
+os.kill(int(sys.argv[3]), signal.SIGKILL)
+s.settimeout(20)
+t0 = time.monotonic()
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+except socket.timeout:
+    print("silent for 20 s")
+    sys.exit()
+except OSError:
+    pass
+print("head %s; ended in %.0f s; clean end: %s" % (
+    got.split(b"\r\n", 1)[0].decode(), time.monotonic() - t0,
+    got.endswith(b"\r\n0\r\n\r\n")))
+EOF
+)
+	expect_match "the download began" '^head HTTP/1.1 200' "$out"
+	expect_match "and was cut, not left silent" 'ended in [0-9] s' "$out"
+	expect_match "without a clean end" 'clean end: False' "$out"
+	api GET /v1/sandboxes/a
+	expect_match "dead" '"state":"dead"' "$BODY"
+	create b
+	run_exec b '{"argv":["echo","on"]}'
+	expect_eq "the server goes on" on "$(cat "$S/out")"
+	serve_stop
+}
+
 test_sigterm_with_sandboxes() {
 	serve_start
 	create a
@@ -486,7 +535,8 @@ test_sweep_after_kill() {
 
 for t in test_create_exec_delete test_exec_stdin_and_signal test_tty \
     test_files test_bad_requests test_limits test_client_stops_reading \
-    test_qemu_killed test_sigterm_with_sandboxes test_events_and_metrics \
+    test_qemu_killed test_qemu_killed_mid_download \
+    test_sigterm_with_sandboxes test_events_and_metrics \
     test_tls test_default_socket_and_token test_sweep_after_kill; do
 	run_test "$t"
 done
