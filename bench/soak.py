@@ -66,7 +66,7 @@ class Stats:
         self.add(self.failed, "%s: %s" % (op, why))
         with self.lock:
             if len(self.examples) < 10:
-                self.examples.append("%s: %s %s" % (op, why, detail[:200]))
+                self.examples.append("%s: %s %s" % (op, why, detail[:4000]))
 
 
 class Soak:
@@ -78,6 +78,7 @@ class Soak:
         self.stop = threading.Event()
         self.klock = threading.Lock()
         self.live = {}          # name -> True while a client uses it
+        self.where = threading.local()  # each thread's last request
 
     def hdrs(self, extra=None):
         h = {"Authorization": "Bearer " + self.token}
@@ -87,12 +88,28 @@ class Soak:
     def request(self, method, path, body=None, headers=None):
         """(status, body bytes); raises on a connection without an answer."""
         c = UnixHTTP(self.a.sock)
+        self.where.last = "%s %s" % (method, path)
         try:
             c.request(method, path, body=body, headers=self.hdrs(headers))
             r = c.getresponse()
             return r.status, r.read()
         finally:
             c.close()
+
+    def diagnose(self, name):
+        """What the server says of a sandbox that left a request
+        unanswered: its state, execs and console tail, and its QEMU's."""
+        last = getattr(self.where, "last", "?")
+        try:
+            s, b = self.request("GET", "/v1/sandboxes/" + name)
+            info = b.decode("utf-8", "replace")
+        except (OSError, http.client.HTTPException) as e:
+            info = "GET failed: %s" % e
+        ps = subprocess.run(["sh", "-c", "ps -o pid,stat,time,cmd -p "
+                             "$(pgrep -d, -f 'qemu-system.*%s' || echo 1)"
+                             " | cut -c1-60" % self.a.run_dir],
+                            capture_output=True, text=True).stdout
+        return "%s unanswered; %s; QEMUs: %s" % (last, info, ps)
 
     def was_killed(self, name):
         """Did the fault loop kill name's QEMU? Its state says: dead (the
@@ -157,7 +174,8 @@ class Soak:
             res = fn()
         except (OSError, http.client.HTTPException) as e:
             if isinstance(e, socket.timeout):
-                self.stats.fail(op, "no answer in %d s" % TIMEOUT)
+                self.stats.fail(op, "no answer in %d s" % TIMEOUT,
+                                "%s: %s" % (name, self.diagnose(name)))
             else:
                 self.stats.fail(op, "no status: " + type(e).__name__,
                                 str(e))
