@@ -129,8 +129,9 @@ static const struct cmd_entry cmd_image_build_entry = {
 	.help =
 "Make OUT.qcow2, which qsup run --set image=OUT.qcow2 boots, from FROM:\n"
 "a directory, a tarball (docker/podman export, mmdebstrap; plain, gzip,\n"
-"xz or zstd) or oci:DIR[:TAG], an OCI image layout (skopeo copy, podman\n"
-"save --format oci-dir), its layers applied in order with their\n"
+"xz or zstd), oci:DIR[:TAG], an OCI image layout (skopeo copy, podman\n"
+"save --format oci-dir), or docker://REF, pulled from its registry as\n"
+"qsup image pull pulls it; the layers applied in order with their\n"
 "whiteouts. No privileges needed: owners, modes, device nodes, hard\n"
 "links and xattrs are the archive's, not the builder's. Every entry is\n"
 "checked first (no absolute path, no \"..\", no link out of the tree),\n"
@@ -527,6 +528,29 @@ cmd_image_size(const char *s, uint64_t *bytes)
 	return (0);
 }
 
+/* "qsup image build docker://REF -o OUT": pulled, then built into OUT. */
+static int
+cmd_image_build_ref(const struct image_build_req *b)
+{
+	struct image_req	 req;
+	struct pull		 cp;
+
+	memset(&req, 0, sizeof req);
+	req.url = b->from;
+	req.out = b->out;
+	req.out_size = b->size;
+	req.progress = IMAGE_PROGRESS_AUTO;
+	if (pull_get(ev_default_loop(EVFLAG_AUTO), &req, &cp) == -1) {
+		log_warnx("image build: %s", cp.cause != NULL ? cp.cause :
+		    "interrupted");
+		pull_free(&cp);
+		return (QSUP_EXIT_ERROR);
+	}
+	pull_free(&cp);
+	printf("%s\n", b->out);
+	return (0);
+}
+
 /* "qsup image build FROM -o OUT [--size SIZE]". */
 static int
 cmd_image_build(const struct cmd_entry *self, int argc, char **argv)
@@ -564,6 +588,8 @@ cmd_image_build(const struct cmd_entry *self, int argc, char **argv)
 	cmd_args_free(&a);
 	if (r != 0)
 		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
+	if (strncmp(req.from, "docker://", 9) == 0)
+		return (cmd_image_build_ref(&req));
 	if (image_build(&req, &sig, &cause) == -1) {
 		log_warnx("image build: %s", cause);
 		free(cause);

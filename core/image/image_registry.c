@@ -550,7 +550,7 @@ image_reg_challenge(struct image_reg *r)
 {
 	struct image_chal	 c;
 	struct buf		 u = { 0 };
-	char			*e;
+	char			*e, *scope;
 
 	if (r->www == NULL || image_chal_parse(r->www, &c) == -1) {
 		image_reg_fail(r, "%s: HTTP 401 without a challenge (no "
@@ -590,9 +590,11 @@ image_reg_challenge(struct image_reg *r)
 		buf_printf(&u, "service=%s&", e);
 		curl_free(e);
 	}
-	e = curl_easy_escape(NULL, r->ref.repo, 0);
-	buf_printf(&u, "scope=repository:%s:pull", e);
+	xasprintf(&scope, "repository:%s:pull", r->ref.repo);
+	e = curl_easy_escape(NULL, scope, 0);
+	buf_printf(&u, "scope=%s", e);
 	curl_free(e);
+	free(scope);
 	buf_add(&u, "", 1);
 	r->phase = IMAGE_REG_TOKEN;
 	log_debug("%s: a token from %s", r->ref.canon, u.data);
@@ -774,6 +776,36 @@ image_reg_bytes_cb(void *arg, uint64_t have, uint64_t total)
 
 static void	image_reg_built(struct image_reg *);
 
+/*
+ * A blob failed: the others stop, their parts removed (the pull failed,
+ * it was not interrupted: a blob's part stays only if its own pull kept
+ * it). Unlinked while their pulls still hold their locks.
+ */
+static void
+image_reg_discard(struct image_reg *r)
+{
+	struct image_req	 req;
+	struct image_paths	 ip;
+	char			*cause;
+	size_t			 i;
+
+	for (i = 0; i < r->nb; i++) {
+		if (r->bv[i].pull == NULL)
+			continue;
+		memset(&req, 0, sizeof req);
+		req.name = r->bv[i].digest + 7;
+		req.dir = r->blobs;
+		if (image_paths_make(&req, &ip, &cause) == 0) {
+			(void)unlink(ip.partial);
+			(void)unlink(ip.partial_url);
+			image_paths_free(&ip);
+		} else
+			free(cause);
+		image_url_pull_cancel(r->bv[i].pull);
+		r->bv[i].pull = NULL;
+	}
+}
+
 /* One blob is in the cache, or failed (the others are stopped). */
 static void
 image_reg_blob_done(const char *path, const char *cause, void *arg)
@@ -785,6 +817,7 @@ image_reg_blob_done(const char *path, const char *cause, void *arg)
 	b->pull = NULL;
 	r->active--;
 	if (cause != NULL) {
+		image_reg_discard(r);
 		image_reg_fail(r, "blob %s: %s", b->digest, cause);
 		return;
 	}
