@@ -11,8 +11,8 @@ time), so two images built on the same base share its layer's digest.
   oci_images.py multi DIR     an index: linux/amd64 and linux/arm64
   oci_images.py arm DIR       an index with linux/arm64 only
   oci_images.py shared DIR    the gzip base layer and another upper one
-  oci_images.py big DIR MB    the base and a layer of MB MiB of random bytes
-  oci_images.py big2 DIR MB   big's layers and one more small one
+  oci_images.py big DIR MB    DIR/a: the base and a layer of MB MiB of random
+                              bytes; DIR/b: the same layers and a small one
 """
 import gzip
 import io
@@ -120,10 +120,12 @@ def main():
                                   arch="arm64")]))
     elif c == "shared":
         layout(d, image(d, [lower, tar_of(upper("shared"))]))
-    elif c in ("big", "big2"):
+    elif c == "big":
         big = tar_of(big_layer(sys.argv[3]))
-        ls = [lower, big] + ([tar_of(upper("big2"))] if c == "big2" else [])
-        layout(d, image(d, ls))
+        for sub, ls in (("a", [lower, big]),
+                        ("b", [lower, big, tar_of(upper("big"))])):
+            os.makedirs(os.path.join(d, sub), exist_ok=True)
+            layout(os.path.join(d, sub), image(os.path.join(d, sub), ls))
 
 
 if __name__ == "__main__":
