@@ -86,7 +86,7 @@ static const struct cmd_option cmd_image_build_options[] = {
 
 static const struct cmd_entry cmd_image_pull_entry = {
 	.name = "pull",
-	.usage = "image pull [--profile FILE] [options] [NAME|URL]",
+	.usage = "image pull [--profile FILE] [options] [NAME|URL|docker://REF]",
 	.summary = "download an image into images_dir, verified",
 	.help =
 "Download NAME (from the catalog) or URL, or the profile's image, into\n"
@@ -98,6 +98,11 @@ static const struct cmd_entry cmd_image_pull_entry = {
 "is used as it is. The path is printed on stdout. HTTPS trusts the\n"
 "system's CAs, or the bundle named by $CURL_CA_BUNDLE or $SSL_CERT_FILE\n"
 "(and $SSL_CERT_DIR).\n"
+"docker://REF ([REGISTRY/]REPO[:TAG][@sha256:HEX], Docker Hub's when no\n"
+"registry is named) is pulled from its OCI registry, every blob checked\n"
+"against its digest, and built into a bootable image; credentials come\n"
+"from $REGISTRY_AUTH_FILE, containers' auth.json or ~/.docker/config.json,\n"
+"mirrors and insecure registries from registries.conf.\n"
 "\n",
 	.options = cmd_image_pull_options,
 	.notes =
