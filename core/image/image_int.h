@@ -85,6 +85,13 @@ struct image_url_pull *image_url_pull_start(struct ev_loop *,
 void		 image_url_pull_cancel(struct image_url_pull *);
 char		*image_url_cached(const struct image_req *);
 
+/* image_build_job.c: image_build in a child, off the loop */
+struct image_build_job;
+struct image_build_job *image_build_job_start(struct ev_loop *,
+		     const struct image_build_req *, void (*)(const char *,
+		     void *), void *, char **);
+void		 image_build_job_cancel(struct image_build_job *);
+
 /* image_registry.c: docker://REF, pulled from an OCI registry */
 struct image_reg;
 typedef image_url_cb image_reg_cb;

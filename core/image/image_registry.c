@@ -105,6 +105,9 @@ struct image_reg {
 	size_t			 nb, next, active;
 	uint64_t		 total;
 	struct image_progress_state *ps;
+
+	char			*target, *layout;	/* the build's */
+	struct image_build_job	*job;
 };
 
 static void	image_reg_manifest(struct image_reg *);
@@ -137,6 +140,11 @@ image_reg_cancel(struct image_reg *r)
 		free(r->bv[i].digest);
 	}
 	free(r->bv);
+	image_build_job_cancel(r->job);
+	if (r->layout != NULL)
+		(void)util_rm_rf(r->layout);
+	free(r->layout);
+	free(r->target);
 	image_progress_end(r->ps, 0);
 	curl_slist_free_all(r->hdrs);
 	image_ref_free(&r->ref);
@@ -963,39 +971,6 @@ image_reg_layout(struct image_reg *r, const char *dir, char **cause)
 	return (0);
 }
 
-/* The image built into out from the blobs; -1 with *cause. */
-static int
-image_reg_build(struct image_reg *r, const char *out, char **cause)
-{
-	struct image_build_req	 breq;
-	char			*dir, *from, *why = NULL;
-	int			 sig = 0, ret = -1;
-
-	xasprintf(&dir, "%s/build-XXXXXX", r->oci);
-	if (mkdtemp(dir) == NULL) {
-		xasprintf(cause, "%s: %s", dir, strerror(errno));
-		free(dir);
-		return (-1);
-	}
-	if (image_reg_layout(r, dir, cause) == 0) {
-		xasprintf(&from, "oci:%s", dir);
-		memset(&breq, 0, sizeof breq);
-		breq.from = from;
-		breq.out = out;
-		breq.size = r->out_size;
-		log_info("%s: building %s", r->ref.canon, out);
-		if (image_build(&breq, &sig, &why) == -1) {
-			xasprintf(cause, "building the image: %s", why);
-			free(why);
-		} else
-			ret = 0;
-		free(from);
-	}
-	(void)util_rm_rf(dir);
-	free(dir);
-	return (ret);
-}
-
 /* Remember what the tag resolved to, for a first use made offline. */
 static void
 image_reg_remember(struct image_reg *r)
@@ -1013,31 +988,25 @@ image_reg_remember(struct image_reg *r)
 	free(path);
 }
 
-/* Every blob is in the cache: the image, its .meta, its tag; the end. */
+/* The build's child ended: the image's .meta and its tag; the end. */
 static void
-image_reg_built(struct image_reg *r)
+image_reg_build_cb(const char *why, void *arg)
 {
+	struct image_reg	*r = arg;
 	struct image_info	 ii;
 	struct stat		 st;
-	char			*path, *meta, *cause = NULL, *checked;
+	char			*cause = NULL, *meta, *checked;
 
-	if (r->out != NULL) {
-		if (image_reg_build(r, r->out, &cause) == -1) {
-			image_reg_fail(r, "%s", cause);
-			free(cause);
-			return;
-		}
-		image_reg_finish(r, r->out, NULL);
+	r->job = NULL;
+	(void)util_rm_rf(r->layout);
+	if (why != NULL || r->out != NULL) {
+		if (why != NULL)
+			image_reg_fail(r, "building the image: %s", why);
+		else
+			image_reg_finish(r, r->out, NULL);
 		return;
 	}
-	if ((path = image_reg_have(r->dir, r->man_digest)) != NULL) {
-		image_reg_remember(r);
-		image_reg_finish(r, path, NULL);
-		free(path);
-		return;
-	}
-	path = image_reg_image_path(r->dir, r->man_digest + 7);
-	xasprintf(&meta, "%s.meta", path);
+	xasprintf(&meta, "%s.meta", r->target);
 	xasprintf(&checked, "OCI manifest %s, every blob's SHA-256",
 	    r->man_digest);
 	memset(&ii, 0, sizeof ii);
@@ -1045,23 +1014,65 @@ image_reg_built(struct image_reg *r)
 	ii.sha256 = r->man_digest + 7;
 	ii.checked = checked;
 	ii.pulled = time(NULL);
-	if (image_reg_build(r, path, &cause) == 0 && stat(path, &st) == 0) {
+	if (stat(r->target, &st) == 0) {
 		ii.size = st.st_size;
 		if (image_meta_write(meta, &ii, &cause) == 0) {
 			image_reg_remember(r);
-			image_reg_finish(r, path, NULL);
+			image_reg_finish(r, r->target, NULL);
 			goto out;
 		}
 	}
 	if (cause == NULL)
-		xasprintf(&cause, "%s: %s", path, strerror(errno));
-	(void)unlink(path);
+		xasprintf(&cause, "%s: %s", r->target, strerror(errno));
+	(void)unlink(r->target);
 	image_reg_fail(r, "%s", cause);
 out:
 	free(cause);
 	free(checked);
 	free(meta);
-	free(path);
+}
+
+/*
+ * Every blob is in the cache: the image (unless it is there already),
+ * built in a child from a layout whose blobs are the cache's.
+ */
+static void
+image_reg_built(struct image_reg *r)
+{
+	struct image_build_req	 breq;
+	char			*from, *cause = NULL;
+
+	if (r->out == NULL &&
+	    (r->target = image_reg_have(r->dir, r->man_digest)) != NULL) {
+		image_reg_remember(r);
+		image_reg_finish(r, r->target, NULL);
+		return;
+	}
+	r->target = r->out != NULL ? xstrdup(r->out) :
+	    image_reg_image_path(r->dir, r->man_digest + 7);
+	xasprintf(&r->layout, "%s/build-XXXXXX", r->oci);
+	if (mkdtemp(r->layout) == NULL) {
+		image_reg_fail(r, "%s: %s", r->layout, strerror(errno));
+		return;
+	}
+	if (image_reg_layout(r, r->layout, &cause) == -1) {
+		image_reg_fail(r, "%s", cause);
+		free(cause);
+		return;
+	}
+	xasprintf(&from, "oci:%s", r->layout);
+	memset(&breq, 0, sizeof breq);
+	breq.from = from;
+	breq.out = r->target;
+	breq.size = r->out_size;
+	log_info("%s: building %s", r->ref.canon, r->target);
+	r->job = image_build_job_start(r->loop, &breq, image_reg_build_cb, r,
+	    &cause);
+	free(from);
+	if (r->job == NULL) {
+		image_reg_fail(r, "building the image: %s", cause);
+		free(cause);
+	}
 }
 
 /* The pull's first step, on the loop (its cb never runs from start). */

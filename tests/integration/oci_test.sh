@@ -166,6 +166,12 @@ test_pull_gzip_boots() {
 	out=$(boot "$ref" -- sh -c "$CHECK" 2>&1)
 	expect_eq "boot exit" 0 $?
 	expect_files gzip "$out"
+	# The guest's busybox has no getfattr: the file system's own view.
+	qemu-img convert -O raw "$IMAGES"/oci-*.qcow2 "$T_TMP/fs.raw"
+	out=$(debugfs -R "ea_list /bin/capped" "$T_TMP/fs.raw?offset=1048576" 2>/dev/null)
+	rm -f "$T_TMP/fs.raw"
+	expect_match "xattrs kept" 'user.qsup.*hello' "$out"
+	expect_match "a file capability kept" 'security.capability' "$out"
 }
 
 test_profile_image_pulled_on_first_use() {
@@ -306,6 +312,19 @@ test_fault_drop_resumes() {
 	stop_proxy
 }
 
+test_fault_resume_across_pulls() {
+	local out
+	fresh_images resume
+	start_proxy dropall || return
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_match "the first pull gives up, keeping its part" "is kept: the next pull resumes it" "$out"
+	touch "$PROXY_LOG.heal"
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "the second pull: exit" 0 $?
+	expect_match "the part resumed" "resuming the part left at [1-9][0-9]* bytes" "$out"
+	stop_proxy
+}
+
 test_fault_wrong_blob() {
 	local out left
 	fresh_images wrong
@@ -349,6 +368,7 @@ run_test test_tls_htpasswd
 run_test test_errors_name_what_failed
 run_test test_fault_bearer
 run_test test_fault_drop_resumes
+run_test test_fault_resume_across_pulls
 run_test test_fault_wrong_blob
 run_test test_fault_statuses
 finish

@@ -10,6 +10,8 @@ that logs each request ("METHOD PATH" a line) and plays one fault:
                     or to anyone when $PROXY_CRED is empty
         drop        the first GET of each blob sends half its body, then
                     closes the connection
+        dropall     every GET of a blob does, until the file LOG.heal is
+                    there
         wrong       every blob's bytes with one byte changed
         stall       blob GETs send their headers, then nothing
         status:N    manifests answer HTTP N
@@ -83,10 +85,12 @@ class H(BaseHTTPRequestHandler):
             return
         if blob and r.status in (200, 206) and MODE == "stall":
             time.sleep(3600)
-        if blob and r.status == 200 and MODE == "drop":
+        if blob and r.status in (200, 206) and MODE in ("drop", "dropall"):
             with LOCK:
                 first = self.path not in DROPPED
                 DROPPED.add(self.path)
+            if MODE == "dropall":
+                first = not os.path.exists(LOG + ".heal")
             if first and len(body) > 1:
                 self.wfile.write(body[:len(body) // 2])
                 self.wfile.flush()
