@@ -98,7 +98,12 @@ typedef image_url_cb image_reg_cb;
 struct image_reg *image_reg_start(struct ev_loop *, const struct image_req *,
 		     image_reg_cb, void *);
 void		 image_reg_cancel(struct image_reg *);
+/* image_reg_cache.c: where a docker:// image is kept */
+#define IMAGE_REG_DIR		".oci"		/* in images_dir */
 char		*image_reg_cached(const struct image_req *);
+char		*image_reg_image_path(const char *, const char *);
+char		*image_reg_ref_path(const char *, const char *);
+char		*image_reg_have(const char *, const char *);
 
 /* image_sums.c */
 int		 image_is_digest(const char *, size_t);

@@ -31,7 +31,6 @@
 
 #include "image_int.h"
 
-#define IMAGE_REG_DIR		".oci"		/* in images_dir */
 #define IMAGE_REG_BODY_MAX	(4 * 1024 * 1024)
 #define IMAGE_REG_PARALLEL	3	/* blobs at once */
 #define IMAGE_REG_ACCEPT \
@@ -82,6 +81,7 @@ struct image_reg {
 	char			*bearer;	/* the token */
 	int			 basic;		/* the 401 asked Basic */
 	int			 challenged;
+	int			 tls_plain;	/* https met plain http */
 
 	enum image_reg_phase	 phase;
 	CURLM			*multi;
@@ -200,89 +200,6 @@ image_reg_fail(struct image_reg *r, const char *fmt, ...)
 	free(s);
 	image_reg_finish(r, NULL, cause);
 	free(cause);
-}
-
-/* The file of the image pulled for manifest digest hex, in dir. */
-static char *
-image_reg_image_path(const char *dir, const char *hex)
-{
-	char	*path;
-
-	xasprintf(&path, "%s/oci-%.16s.qcow2", dir, hex);
-	return (path);
-}
-
-/* Where a tag's last resolution is remembered: .oci/refs/HEX(canon). */
-static char *
-image_reg_ref_path(const char *oci, const char *canon)
-{
-	unsigned char	 d[32];
-	char		*hex, *path;
-
-	mbedtls_sha256_ret((const unsigned char *)canon, strlen(canon), d, 0);
-	hex = token_hex_of(d, 16);
-	xasprintf(&path, "%s/refs/%s", oci, hex);
-	free(hex);
-	return (path);
-}
-
-/* The image of digest "sha256:HEX" if dir has it whole, else NULL. */
-static char *
-image_reg_have(const char *dir, const char *digest)
-{
-	struct image_info	 ii;
-	struct stat		 st;
-	char			*path, *meta;
-	int			 ok = 0;
-
-	path = image_reg_image_path(dir, digest + 7);
-	xasprintf(&meta, "%s.meta", path);
-	if (image_meta_read(meta, &ii) == 0) {
-		ok = ii.sha256 != NULL && strcmp(ii.sha256, digest + 7) == 0 &&
-		    stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-		    (uint64_t)st.st_size == ii.size;
-		image_info_free(&ii);
-	}
-	free(meta);
-	if (!ok) {
-		free(path);
-		return (NULL);
-	}
-	return (path);
-}
-
-/*
- * docker://REF's image if images_dir has it: by its digest, or by what
- * its tag resolved to when it was pulled. Makes no request.
- */
-char *
-image_reg_cached(const struct image_req *req)
-{
-	struct image_ref	 ref;
-	char			*dir, *cause, *rp, *digest, *path = NULL;
-
-	if (req->out != NULL ||
-	    image_ref_parse(req->url + 9, &ref, &cause) == -1) {
-		if (req->out == NULL)
-			free(cause);
-		return (NULL);
-	}
-	dir = req->dir != NULL ? xstrdup(req->dir) : image_default_dir();
-	if (dir != NULL && ref.digest != NULL)
-		path = image_reg_have(dir, ref.digest);
-	else if (dir != NULL) {
-		xasprintf(&cause, "%s/%s", dir, IMAGE_REG_DIR);
-		rp = image_reg_ref_path(cause, ref.canon);
-		digest = util_read_file(rp, NULL, 128);
-		if (digest != NULL && image_ref_digest_ok(digest))
-			path = image_reg_have(dir, digest);
-		free(digest);
-		free(rp);
-		free(cause);
-	}
-	free(dir);
-	image_ref_free(&ref);
-	return (path);
 }
 
 /* libcurl's sockets and timer on the loop. */
@@ -507,18 +424,56 @@ image_reg_get(struct image_reg *r, const char *url, const char *accept)
 	}
 }
 
+/* Is endpoint i the plain http of the https endpoint before it? */
+static int
+image_reg_fallback(struct image_reg *r, size_t i)
+{
+	return (i > 0 && strncmp(r->eps[i], "http://", 7) == 0 &&
+	    strncmp(r->eps[i - 1], "https://", 8) == 0 &&
+	    strcmp(r->eps[i] + 7, r->eps[i - 1] + 8) == 0);
+}
+
 /*
- * This endpoint failed (why): try the next one, with no token (it was
+ * The registry's own words for a failure, from its JSON error body
+ * ({"errors": [{"code", "message"}]}): ", CODE: message", or "".
+ */
+static char *
+image_reg_errbody(struct image_reg *r)
+{
+	json_t		*j, *e;
+	const char	*code, *msg;
+	char		*s = NULL;
+
+	j = json_loadb(r->body.data, r->body.len, 0, NULL);
+	e = json_array_get(json_object_get(j, "errors"), 0);
+	code = json_string_value(json_object_get(e, "code"));
+	msg = json_string_value(json_object_get(e, "message"));
+	if (code != NULL && strcspn(code, "\r\n") == strlen(code) &&
+	    (msg == NULL || strcspn(msg, "\r\n") == strlen(msg)))
+		xasprintf(&s, ", %.64s%s%.200s", code, msg != NULL ? ": " : "",
+		    msg != NULL ? msg : "");
+	json_decref(j);
+	return (s != NULL ? s : xstrdup(""));
+}
+
+/*
+ * This endpoint failed (why; answered: with an HTTP status), try the
+ * next one, with no token (it was
  * the other's), or fail naming what each said.
  */
 static void
-image_reg_next_endpoint(struct image_reg *r, const char *why)
+image_reg_next_endpoint(struct image_reg *r, const char *why, int answered)
 {
+	/*
+	 * The plain fallback answered, https having met a server that does
+	 * not speak TLS: that refusal was expected. (A certificate that
+	 * failed is said.)
+	 */
+	if (answered && image_reg_fallback(r, r->ep) && r->tls_plain)
+		buf_consume(&r->errs, r->errs.len);
 	buf_printf(&r->errs, "%s%s", r->errs.len > 0 ? "; " : "", why);
 	if (++r->ep < r->neps) {
-		/* https refused by a plain registry of loopback: expected. */
-		if (strncmp(r->eps[r->ep], "http://", 7) == 0 &&
-		    strcmp(r->eps[r->ep] + 7, r->eps[r->ep - 1] + 8) == 0)
+		if (image_reg_fallback(r, r->ep))
 			log_debug("%s: %s; trying %s", r->ref.canon, why,
 			    r->eps[r->ep]);
 		else
@@ -697,7 +652,7 @@ image_reg_manifest_body(struct image_reg *r)
 static void
 image_reg_manifest_done(struct image_reg *r, long code)
 {
-	char	*why;
+	char	*why, *said;
 
 	if (code == 200) {
 		image_reg_manifest_body(r);
@@ -707,19 +662,21 @@ image_reg_manifest_done(struct image_reg *r, long code)
 		image_reg_challenge(r);
 		return;
 	}
+	said = image_reg_errbody(r);
 	if (code == 404 && strncmp(r->asked, "sha256:", 7) != 0)
-		xasprintf(&why, "%s: unknown tag \"%s\" in %s (HTTP 404)",
-		    r->what, r->asked, r->ref.repo);
+		xasprintf(&why, "%s: unknown tag \"%s\" in %s (HTTP 404%s)",
+		    r->what, r->asked, r->ref.repo, said);
 	else if (code == 404)
-		xasprintf(&why, "%s: no manifest %s in %s (HTTP 404)", r->what,
-		    r->asked, r->ref.repo);
+		xasprintf(&why, "%s: no manifest %s in %s (HTTP 404%s)",
+		    r->what, r->asked, r->ref.repo, said);
 	else if (code == 429)
 		xasprintf(&why, "%s: HTTP 429 Too Many Requests (the "
-		    "registry's rate limit)", r->what);
+		    "registry's rate limit%s)", r->what, said);
 	else
-		xasprintf(&why, "%s: HTTP %ld from the registry", r->what,
-		    code);
-	image_reg_next_endpoint(r, why);
+		xasprintf(&why, "%s: HTTP %ld from the registry%s", r->what,
+		    code, said);
+	image_reg_next_endpoint(r, why, 1);
+	free(said);
 	free(why);
 }
 
@@ -749,12 +706,13 @@ image_reg_check(struct image_reg *r)
 			return;
 		}
 		if (rc != CURLE_OK) {
+			r->tls_plain = rc == CURLE_SSL_CONNECT_ERROR;
 			xasprintf(&why, "%s: %s", r->what, r->errbuf[0] != '\0' ?
 			    r->errbuf : curl_easy_strerror(rc));
 			if (r->phase == IMAGE_REG_TOKEN)
 				image_reg_fail(r, "%s", why);
 			else
-				image_reg_next_endpoint(r, why);
+				image_reg_next_endpoint(r, why, 0);
 			free(why);
 			return;
 		}
