@@ -282,6 +282,29 @@ test_errors_name_what_failed() {
 	expect_match "a bad reference in a profile" "is not an image reference" "$out"
 }
 
+test_mirrors_in_order() {
+	local out
+	fresh_images mirrors
+	export QSUP_REGISTRIES_CONF=$T_TMP/registries.conf
+	start_proxy pass || return
+	local good=$PROXY_PORT good_log=$PROXY_LOG
+	start_proxy status:500 || return
+	printf '# mirrors, tried in order\nmirror 127.0.0.1:%s http://127.0.0.1:%s http://127.0.0.1:%s\n' \
+	    "$PLAIN" "$PROXY_PORT" "$good" >"$QSUP_REGISTRIES_CONF"
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/zstd:1" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_match "the failing mirror said, the next one tried" \
+	    "HTTP 500 from the registry.*trying http://127.0.0.1:$good" "$out"
+	expect_match "the first mirror asked first" "^GET /v2/t/zstd/manifests/1" "$(cat "$PROXY_LOG")"
+	expect_match "the blobs from the second mirror" "^GET /v2/t/zstd/blobs/sha256:" "$(cat "$good_log")"
+	printf 'mirror 127.0.0.1:%s ftp://x\n' "$PLAIN" >"$QSUP_REGISTRIES_CONF"
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:1" 2>&1)
+	expect_match "a bad line named" "registries.conf:1: mirror ftp://x is not an http\(s\) URL" "$out"
+	unset QSUP_REGISTRIES_CONF
+	stop_proxy
+	stop_proxy
+}
+
 test_fault_bearer() {
 	local out
 	fresh_images bearer
@@ -366,6 +389,7 @@ run_test test_two_pulls_download_once
 run_test test_image_build_ref
 run_test test_tls_htpasswd
 run_test test_errors_name_what_failed
+run_test test_mirrors_in_order
 run_test test_fault_bearer
 run_test test_fault_drop_resumes
 run_test test_fault_resume_across_pulls
