@@ -7,6 +7,7 @@
  * sent SIGTERM, which image_build answers by removing its work, and
  * reaped there.
  */
+#include <sys/file.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -26,20 +27,31 @@ struct image_build_job {
 	void			*arg;
 };
 
-/* The child: the build, its cause down the pipe; never returns. */
+/*
+ * The child: the build, its cause down the pipe; never returns. With a
+ * lock, the build waits for another process's build of the same image,
+ * and is not done again if that one made OUT.
+ */
 static void
-image_build_job_child(const struct image_build_req *req, int fd,
-    const sigset_t *old)
+image_build_job_child(const struct image_build_req *req, const char *lock,
+    int fd, const sigset_t *old)
 {
 	char	*cause = NULL;
-	int	 sig = 0, s;
+	int	 sig = 0, s, lfd;
 	size_t	 n, off = 0;
 	ssize_t	 w;
 
 	for (s = 1; s < NSIG; s++)
 		signal(s, SIG_DFL);
 	sigprocmask(SIG_SETMASK, old, NULL);
-	if (image_build(req, &sig, &cause) == 0)
+	if (lock != NULL) {
+		if ((lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) ==
+		    -1 || flock(lfd, LOCK_EX) == -1)
+			xasprintf(&cause, "%s: %s", lock, strerror(errno));
+		else if (access(req->out, F_OK) == 0)
+			_exit(0);	/* the other one built it */
+	}
+	if (cause == NULL && image_build(req, &sig, &cause) == 0)
 		_exit(0);
 	n = cause != NULL ? strlen(cause) : 0;
 	while (off < n && ((w = write(fd, cause + off, n - off)) > 0 ||
@@ -75,13 +87,14 @@ image_build_job_cb(struct ev_loop *loop, ev_child *w, int revents)
 }
 
 /*
- * Build req in a child; cb later, once, with NULL (built) or the cause.
- * The request's strings need only last through this call. NULL with
- * *cause if no child could be made.
+ * Build req in a child (under lock, a file, when not NULL); cb later,
+ * once, with NULL (built) or the cause. The request's strings need only
+ * last through this call. NULL with *cause if no child could be made.
  */
 struct image_build_job *
 image_build_job_start(struct ev_loop *loop, const struct image_build_req *req,
-    void (*cb)(const char *, void *), void *arg, char **cause)
+    const char *lock, void (*cb)(const char *, void *), void *arg,
+    char **cause)
 {
 	struct image_build_job	*j;
 	sigset_t		 all, old;
@@ -103,7 +116,7 @@ image_build_job_start(struct ev_loop *loop, const struct image_build_req *req,
 	}
 	if (pid == 0) {
 		close(fds[0]);
-		image_build_job_child(req, fds[1], &old);
+		image_build_job_child(req, lock, fds[1], &old);
 	}
 	j = xcalloc(1, sizeof *j);
 	j->loop = loop;

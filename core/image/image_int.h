@@ -88,8 +88,8 @@ char		*image_url_cached(const struct image_req *);
 /* image_build_job.c: image_build in a child, off the loop */
 struct image_build_job;
 struct image_build_job *image_build_job_start(struct ev_loop *,
-		     const struct image_build_req *, void (*)(const char *,
-		     void *), void *, char **);
+		     const struct image_build_req *, const char *,
+		     void (*)(const char *, void *), void *, char **);
 void		 image_build_job_cancel(struct image_build_job *);
 
 /* image_registry.c: docker://REF, pulled from an OCI registry */

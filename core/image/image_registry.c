@@ -547,6 +547,15 @@ image_reg_challenge(struct image_reg *r)
 		image_chal_free(&c);
 		return;
 	}
+	/* Credentials go in clear only where the registry itself is plain. */
+	if (r->auth != NULL && strncmp(c.realm, "http://", 7) == 0 &&
+	    strncmp(r->eps[r->ep], "http://", 7) != 0) {
+		image_reg_fail(r, "%s: the bearer realm %s is plain http: the "
+		    "credentials of %s are not sent there", r->what, c.realm,
+		    r->auth_from);
+		image_chal_free(&c);
+		return;
+	}
 	buf_printf(&u, "%s%c", c.realm, strchr(c.realm, '?') ? '&' : '?');
 	if (c.service != NULL) {
 		e = curl_easy_escape(NULL, c.service, 0);
@@ -998,7 +1007,7 @@ static void
 image_reg_built(struct image_reg *r)
 {
 	struct image_build_req	 breq;
-	char			*from, *cause = NULL;
+	char			*from, *lock, *cause = NULL;
 
 	if (r->out == NULL &&
 	    (r->target = image_reg_have(r->dir, r->man_digest)) != NULL) {
@@ -1024,8 +1033,10 @@ image_reg_built(struct image_reg *r)
 	breq.out = r->target;
 	breq.size = r->out_size;
 	log_info("%s: building %s", r->ref.canon, r->target);
-	r->job = image_build_job_start(r->loop, &breq, image_reg_build_cb, r,
-	    &cause);
+	xasprintf(&lock, "%s/%s.lock", r->oci, r->man_digest + 7);
+	r->job = image_build_job_start(r->loop, &breq, r->out == NULL ? lock :
+	    NULL, image_reg_build_cb, r, &cause);
+	free(lock);
 	free(from);
 	if (r->job == NULL) {
 		image_reg_fail(r, "building the image: %s", cause);
