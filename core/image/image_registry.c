@@ -1009,6 +1009,9 @@ image_reg_built(struct image_reg *r)
 	struct image_build_req	 breq;
 	char			*from, *lock, *cause = NULL;
 
+	/* The download's progress ends here: the build is not its rate. */
+	image_progress_end(r->ps, r->ps != NULL);
+	r->ps = NULL;
 	if (r->out == NULL &&
 	    (r->target = image_reg_have(r->dir, r->man_digest)) != NULL) {
 		image_reg_remember(r);
