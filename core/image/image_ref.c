@@ -57,14 +57,14 @@ static int
 image_ref_repo_ok(const char *s)
 {
 	const char	*c = s;
-	size_t		 n;
+	size_t		 n, i;
 
 	for (;;) {
 		n = strcspn(c, "/");
 		if (n == 0 || !isalnum((unsigned char)c[0]) ||
 		    !isalnum((unsigned char)c[n - 1]))
 			return (0);
-		for (size_t i = 0; i < n; i++) {
+		for (i = 0; i < n; i++) {
 			if (!islower((unsigned char)c[i]) &&
 			    !isdigit((unsigned char)c[i]) &&
 			    strchr("._-", c[i]) == NULL)

@@ -825,7 +825,6 @@ image_reg_blob_list(struct image_reg *r)
 		r->bv[i].r = r;
 		r->total += r->bv[i].size;
 	}
-	r->ps = image_progress_new(r->progress, r->ref.canon, 0);
 }
 
 /* Start blobs until IMAGE_REG_PARALLEL run; all done: build. */
@@ -835,6 +834,7 @@ image_reg_next_blob(struct image_reg *r)
 	struct image_req	 req;
 	struct image_reg_blob	*b;
 	char			*url, *hdr = NULL, *path;
+	uint64_t		 max;
 
 	if (r->phase != IMAGE_REG_BLOBS) {
 		r->phase = IMAGE_REG_BLOBS;
@@ -845,6 +845,15 @@ image_reg_next_blob(struct image_reg *r)
 			return;
 		}
 		image_reg_blob_list(r);
+		max = r->max_size != 0 ? r->max_size : IMAGE_MAX_SIZE_DEFAULT;
+		if (r->total > max) {
+			image_reg_fail(r, "its blobs are %llu bytes, more than "
+			    "image_max_size (%llu): not downloaded",
+			    (unsigned long long)r->total,
+			    (unsigned long long)max);
+			return;
+		}
+		r->ps = image_progress_new(r->progress, r->ref.canon, 0);
 	}
 	while (r->next < r->nb && r->active < IMAGE_REG_PARALLEL) {
 		b = &r->bv[r->next++];
