@@ -148,6 +148,7 @@ PLAIN=$REG_PORT
 for k in gzip zstd shared; do
 	push "$O/$k" "127.0.0.1:$PLAIN/t/$k:1"
 done
+push "$O/gzip" "127.0.0.1:$PLAIN/t/v2s2:1" --format v2s2
 push "$O/multi" "127.0.0.1:$PLAIN/t/multi:1" --all
 push "$O/arm" "127.0.0.1:$PLAIN/t/arm:1" --all
 start_registry secure tls
@@ -190,6 +191,17 @@ test_multi_platform_index() {
 	out=$(boot "docker://127.0.0.1:$PLAIN/t/multi:1" -- cat /etc/flavor 2>&1)
 	expect_eq "exit" 0 $?
 	expect_eq "this host's platform" amd64 "$(tail -n 1 <<<"$out")"
+}
+
+test_docker_schema2() {
+	local out
+	fresh_images v2s2
+	out=$(curl -s -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+	    "http://127.0.0.1:$PLAIN/v2/t/v2s2/manifests/1")
+	expect_match "the registry holds a Docker schema 2 manifest" \
+	    "application/vnd.docker.distribution.manifest.v2\+json" "$out"
+	out=$(boot "docker://127.0.0.1:$PLAIN/t/v2s2:1" -- sh -c "$CHECK" 2>&1)
+	expect_files gzip "$out"
 }
 
 test_by_digest_then_cached() {
@@ -383,6 +395,7 @@ test_fault_statuses() {
 run_test test_pull_gzip_boots
 run_test test_profile_image_pulled_on_first_use
 run_test test_multi_platform_index
+run_test test_docker_schema2
 run_test test_by_digest_then_cached
 run_test test_shared_base_fetched_once
 run_test test_two_pulls_download_once
