@@ -57,7 +57,7 @@ struct image_reg_blob {
 	char			*digest;
 	uint64_t		 size, have;
 	struct image_url_pull	*pull;
-	int			 done;
+	int			 started, done;
 };
 
 struct image_reg {
@@ -102,7 +102,9 @@ struct image_reg {
 	struct image_manifest	 m;
 
 	struct image_reg_blob	*bv;
-	size_t			 nb, next, active;
+	size_t			 nb, active;
+	char			*token_url;	/* to ask again */
+	int			 refresh, retokens;
 	uint64_t		 total;
 	struct image_progress_state *ps;
 
@@ -164,6 +166,7 @@ image_reg_cancel(struct image_reg *r)
 	free(r->auth);
 	free(r->auth_from);
 	free(r->bearer);
+	free(r->token_url);
 	free(r->ctype);
 	free(r->www);
 	free(r->what);
@@ -569,6 +572,8 @@ image_reg_challenge(struct image_reg *r)
 	free(scope);
 	buf_add(&u, "", 1);
 	r->phase = IMAGE_REG_TOKEN;
+	free(r->token_url);
+	r->token_url = xstrdup(u.data);
 	log_debug("%s: a token from %s", r->ref.canon, u.data);
 	image_reg_get(r, u.data, NULL);
 	buf_free(&u);
@@ -607,7 +612,12 @@ image_reg_token_done(struct image_reg *r, long code)
 	free(r->bearer);
 	r->bearer = xstrdup(t);
 	json_decref(j);
-	image_reg_manifest(r);
+	if (r->refresh) {
+		r->refresh = 0;
+		r->phase = IMAGE_REG_BLOBS;
+		image_reg_next_blob(r);
+	} else
+		image_reg_manifest(r);
 }
 
 /* The manifest's bytes: checked against its digest, an index resolved. */
@@ -781,6 +791,20 @@ image_reg_discard(struct image_reg *r)
 	}
 }
 
+/*
+ * The token expired under a blob (a 401): once the blobs still coming are
+ * done, a new one from the same realm, and the blobs refused go again.
+ */
+static void
+image_reg_retoken(struct image_reg *r)
+{
+	r->retokens++;
+	log_info("%s: the registry's token expired: asking for another",
+	    r->ref.canon);
+	r->phase = IMAGE_REG_TOKEN;
+	image_reg_get(r, r->token_url, NULL);
+}
+
 /* One blob is in the cache, or failed (the others are stopped). */
 static void
 image_reg_blob_done(const char *path, const char *cause, void *arg)
@@ -791,14 +815,23 @@ image_reg_blob_done(const char *path, const char *cause, void *arg)
 	(void)path;
 	b->pull = NULL;
 	r->active--;
-	if (cause != NULL) {
+	if (cause != NULL && r->token_url != NULL && r->retokens < 3 &&
+	    strstr(cause, ": HTTP 401 from the server") != NULL) {
+		b->started = 0;
+		b->have = 0;
+		r->refresh = 1;
+	} else if (cause != NULL) {
 		image_reg_discard(r);
 		image_reg_fail(r, "blob %s: %s", b->digest, cause);
 		return;
+	} else {
+		b->done = 1;
+		b->have = b->size;
 	}
-	b->done = 1;
-	b->have = b->size;
-	image_reg_next_blob(r);
+	if (r->refresh && r->active == 0)
+		image_reg_retoken(r);
+	else if (!r->refresh)
+		image_reg_next_blob(r);
 }
 
 /* The blobs to fetch: the config, then the layers, each digest once. */
@@ -835,6 +868,7 @@ image_reg_next_blob(struct image_reg *r)
 	struct image_reg_blob	*b;
 	char			*url, *hdr = NULL, *path;
 	uint64_t		 max;
+	size_t			 i;
 
 	if (r->phase != IMAGE_REG_BLOBS) {
 		r->phase = IMAGE_REG_BLOBS;
@@ -855,8 +889,11 @@ image_reg_next_blob(struct image_reg *r)
 		}
 		r->ps = image_progress_new(r->progress, r->ref.canon, 0);
 	}
-	while (r->next < r->nb && r->active < IMAGE_REG_PARALLEL) {
-		b = &r->bv[r->next++];
+	for (i = 0; i < r->nb && r->active < IMAGE_REG_PARALLEL; i++) {
+		b = &r->bv[i];
+		if (b->done || b->started)
+			continue;
+		b->started = 1;
 		memset(&req, 0, sizeof req);
 		xasprintf(&url, "%s/v2/%s/blobs/%s", r->eps[r->ep], r->ref.repo,
 		    b->digest);
@@ -889,7 +926,9 @@ image_reg_next_blob(struct image_reg *r)
 		free(hdr);
 		hdr = NULL;
 	}
-	if (r->active == 0 && r->next == r->nb)
+	for (i = 0; i < r->nb && r->bv[i].done; i++)
+		/* nothing */;
+	if (i == r->nb)
 		image_reg_built(r);
 }
 

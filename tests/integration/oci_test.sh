@@ -336,6 +336,17 @@ test_fault_bearer() {
 	stop_proxy
 }
 
+test_fault_token_expires() {
+	local out
+	fresh_images expire
+	start_proxy expire || return
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_match "said" "token expired: asking for another" "$out"
+	expect_eq "tokens asked for" 2 "$(grep -c '^GET /token' "$PROXY_LOG")"
+	stop_proxy
+}
+
 test_fault_drop_resumes() {
 	local out
 	fresh_images drop
@@ -404,6 +415,7 @@ run_test test_tls_htpasswd
 run_test test_errors_name_what_failed
 run_test test_mirrors_in_order
 run_test test_fault_bearer
+run_test test_fault_token_expires
 run_test test_fault_drop_resumes
 run_test test_fault_resume_across_pulls
 run_test test_fault_wrong_blob

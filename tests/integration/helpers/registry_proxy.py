@@ -4,6 +4,8 @@ that logs each request ("METHOD PATH" a line) and plays one fault:
 
   registry_proxy.py PORT UPSTREAM_PORT MODE LOG
   MODE  pass        forward everything
+        expire      as bearer, but tokens are numbered, and blobs want
+                    the second one or later (the first "expired")
         bearer      /v2/ wants "Bearer good-token" (a 401 with a bearer
                     challenge otherwise); /token gives it for the Basic
                     credentials in $PROXY_CRED (base64 of user:password),
@@ -30,6 +32,7 @@ PORT, UP, MODE, LOG = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], \
 CRED = os.environ.get("PROXY_CRED", "")
 LOCK = threading.Lock()
 DROPPED = set()
+ISSUED = [0]
 PASS_HEADERS = ("content-type", "content-length", "docker-content-digest",
                 "content-range", "accept-ranges", "location", "etag")
 
@@ -68,6 +71,20 @@ class H(BaseHTTPRequestHandler):
                     "WWW-Authenticate", 'Bearer realm="http://127.0.0.1:%d'
                     '/token",service="qsup-test",scope="repository:x:pull"'
                     % PORT)])
+        if MODE == "expire":
+            if self.path.startswith("/token"):
+                with LOCK:
+                    ISSUED[0] += 1
+                    n = ISSUED[0]
+                return self.answer(200, json.dumps(
+                    {"token": "tok-%d" % n}).encode())
+            got = self.headers.get("Authorization", "")
+            ok = got.startswith("Bearer tok-") and (
+                not blob or int(got[11:]) >= 2)
+            if not ok:
+                return self.answer(401, b"{}", [(
+                    "WWW-Authenticate", 'Bearer realm="http://127.0.0.1:%d'
+                    '/token",service="qsup-test"' % PORT)])
         if MODE.startswith("status:") and "/manifests/" in self.path:
             return self.answer(int(MODE[7:]), b"{}", [("Retry-After", "60")])
         c = http.client.HTTPConnection("127.0.0.1", UP, timeout=60)
