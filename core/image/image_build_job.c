@@ -8,6 +8,7 @@
  * reaped there.
  */
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -28,6 +29,40 @@ struct image_build_job {
 };
 
 /*
+ * The build's lock, taken (waiting): its file is unlinked by its holder
+ * before it lets go, so one taken must still be the file at its path.
+ * The fd, or -1 with errno.
+ */
+static int
+image_build_job_lock(const char *lock)
+{
+	struct stat	fst, pst;
+	int		fd;
+
+	for (;;) {
+		if ((fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1)
+			return (-1);
+		if (flock(fd, LOCK_EX) == -1) {
+			close(fd);
+			return (-1);
+		}
+		if (fstat(fd, &fst) == 0 && stat(lock, &pst) == 0 &&
+		    fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino)
+			return (fd);
+		close(fd);
+	}
+}
+
+/* The child's end: the lock's file goes while it is still held. */
+static void
+image_build_job_exit(const char *lock, int status)
+{
+	if (lock != NULL)
+		(void)unlink(lock);
+	_exit(status);
+}
+
+/*
  * The child: the build, its cause down the pipe; never returns. With a
  * lock, the build waits for another process's build of the same image,
  * and is not done again if that one made OUT.
@@ -44,20 +79,18 @@ image_build_job_child(const struct image_build_req *req, const char *lock,
 	for (s = 1; s < NSIG; s++)
 		signal(s, SIG_DFL);
 	sigprocmask(SIG_SETMASK, old, NULL);
-	if (lock != NULL) {
-		if ((lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) ==
-		    -1 || flock(lfd, LOCK_EX) == -1)
-			xasprintf(&cause, "%s: %s", lock, strerror(errno));
-		else if (access(req->out, F_OK) == 0)
-			_exit(0);	/* the other one built it */
-	}
+	if (lock != NULL && (lfd = image_build_job_lock(lock)) == -1) {
+		xasprintf(&cause, "%s: %s", lock, strerror(errno));
+		lock = NULL;	/* not ours to remove */
+	} else if (lock != NULL && access(req->out, F_OK) == 0)
+		image_build_job_exit(lock, 0);	/* the other one built it */
 	if (cause == NULL && image_build(req, &sig, &cause) == 0)
-		_exit(0);
+		image_build_job_exit(lock, 0);
 	n = cause != NULL ? strlen(cause) : 0;
 	while (off < n && ((w = write(fd, cause + off, n - off)) > 0 ||
 	    errno == EINTR))
 		off += w > 0 ? (size_t)w : 0;
-	_exit(1);
+	image_build_job_exit(lock, 1);
 }
 
 static void
