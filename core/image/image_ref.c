@@ -306,7 +306,8 @@ image_auth_files(size_t *n)
 /*
  * registry's "auth" (base64 of USER:PASSWORD) in an auth file's text:
  * auths[registry], or docker's own key for Docker Hub. NULL if none;
- * *bad set when the file is not JSON or the value not base64.
+ * *bad 1 when the file is not JSON or the value not base64, 2 when a
+ * credential helper (credHelpers, credsStore) keeps them instead.
  */
 char *
 image_auth_find(const char *text, size_t len, const char *registry,
@@ -342,6 +343,11 @@ image_auth_find(const char *text, size_t len, const char *registry,
 		else
 			out = xstrdup(a);
 	}
+	/* Credentials kept by a helper program: said, not run. */
+	if (out == NULL && !*bad && (json_object_get(json_object_get(j,
+	    "credHelpers"), registry) != NULL ||
+	    json_is_string(json_object_get(j, "credsStore"))))
+		*bad = 2;
 	json_decref(j);
 	return (out);
 }
@@ -349,8 +355,9 @@ image_auth_find(const char *text, size_t len, const char *registry,
 /*
  * The credentials for registry from the first auth file that has them
  * ($REGISTRY_AUTH_FILE, containers' auth.json, ~/.docker/config.json),
- * as base64; *from names the file. NULL: none (anonymous), or -1 in *bad
- * with *cause for a file that cannot be read as one.
+ * as base64; *from names the file. NULL: none (anonymous; *from then
+ * says so if a file names a credential helper instead), or NULL with
+ * *cause for a file that cannot be read as one.
  */
 char *
 image_auth_get(const char *registry, char **from, char **cause)
@@ -371,12 +378,17 @@ image_auth_get(const char *registry, char **from, char **cause)
 		}
 		a = image_auth_find(text, len, registry, &bad);
 		free(text);
-		if (bad)
+		if (bad == 2 && *from == NULL)
+			xasprintf(from, "%s names a credential helper for it, "
+			    "which qsup does not run", files[i]);
+		else if (bad == 1)
 			xasprintf(cause, "%s: not an auth file (JSON with "
 			    "\"auths\": {\"%s\": {\"auth\": BASE64}})",
 			    files[i], registry);
-		else if (a != NULL)
+		else if (a != NULL) {
+			free(*from);
 			*from = xstrdup(files[i]);
+		}
 	}
 	for (i = 0; i < n; i++)
 		free(files[i]);

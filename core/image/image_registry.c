@@ -529,9 +529,10 @@ image_reg_challenge(struct image_reg *r)
 		image_reg_fail(r, "%s: HTTP 401 Unauthorized (%s realm \"%s\")"
 		    "%s%s%s", r->what, c.scheme, c.realm != NULL ? c.realm :
 		    "", r->auth != NULL ? ": the credentials of " :
+		    r->auth_from != NULL ? ": no credentials: " :
 		    ": no credentials for this registry in $REGISTRY_AUTH_FILE, "
 		    "containers' auth.json or ~/.docker/config.json",
-		    r->auth != NULL ? r->auth_from : "",
+		    r->auth_from != NULL ? r->auth_from : "",
 		    r->auth != NULL ? " were refused" : "");
 		image_chal_free(&c);
 		return;

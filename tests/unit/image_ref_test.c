@@ -124,6 +124,9 @@ Test(image_auth, find)
 	cr_assert_eq(bad, 1);
 	cr_assert_null(image_auth_find("[", 1, "r.io", &bad));
 	cr_assert_eq(bad, 1);
+	t = "{\"auths\":{},\"credHelpers\":{\"r.io\":\"gcloud\"}}";
+	cr_assert_null(image_auth_find(t, strlen(t), "r.io", &bad));
+	cr_assert_eq(bad, 2, "a credential helper: said");
 }
 
 Test(image_ref, endpoints_and_mirrors)
