@@ -31,6 +31,7 @@ PACKAGES=(
 	scdoc mandoc zsh fish python3-yaml systemd
 	fakeroot libarchive-dev zstd
 	podman runc
+	docker-registry skopeo
 )
 
 ensure_packages() {

@@ -162,6 +162,10 @@ bench/image_build.sh
 echo
 bench/image_pull.sh
 
+# OCI registry pulls: qsup against skopeo from a local registry.
+echo
+bench/oci.sh
+
 # The server: exec round trip, streams, files, the API against qsup run,
 # the server's RSS.
 echo

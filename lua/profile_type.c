@@ -20,6 +20,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "image.h"
 #include "profile_int.h"
 
 /* "16M", "2G", "1T": a MiB count in the largest exact unit. */
@@ -605,13 +606,25 @@ profile_convert_image(struct profile_ctx *ctx, lua_State *L, int idx,
 {
 	const char		*value, *p;
 	enum profile_image	 kind;
-	char			*v;
+	struct image_ref	 ref;
+	char			*v, *cause;
 
 	if ((value = profile_plain_string(L, idx)) == NULL) {
 		profile_bad(ctx, L, idx, s, loc, "is not valid");
 		return;
 	}
-	if (strstr(value, "://") != NULL) {
+	if (strncmp(value, "docker://", 9) == 0) {
+		if (image_ref_parse(value + 9, &ref, &cause) == -1) {
+			free(cause);
+			profile_bad(ctx, L, idx, s, loc, "is not an image "
+			    "reference (docker://[REGISTRY/]REPO[:TAG]"
+			    "[@sha256:HEX])");
+			return;
+		}
+		image_ref_free(&ref);
+		kind = PROFILE_IMAGE_URL;
+		v = xstrdup(value);
+	} else if (strstr(value, "://") != NULL) {
 		if (!profile_url_ok(value)) {
 			profile_bad(ctx, L, idx, s, loc, "is not an http(s) "
 			    "URL");

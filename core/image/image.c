@@ -235,7 +235,10 @@ image_paths_make(const struct image_req *req, struct image_paths *ip,
 
 	memset(ip, 0, sizeof *ip);
 	*cause = NULL;
-	if (req->url == NULL || (name = image_url_name(req->url)) == NULL) {
+	if (req->name != NULL)
+		name = xstrdup(req->name);
+	else if (req->url == NULL ||
+	    (name = image_url_name(req->url)) == NULL) {
 		xasprintf(cause, "%s: no file name at the end of the URL",
 		    req->url != NULL ? req->url : "(no URL)");
 		return (-1);
@@ -254,7 +257,8 @@ image_paths_make(const struct image_req *req, struct image_paths *ip,
 		return (-1);
 	}
 	image_paths_fill(ip, name);
-	if (!image_paths_ours(ip, req->url)) {
+	/* A named file is content-addressed: its digest says whose it is. */
+	if (req->name == NULL && !image_paths_ours(ip, req->url)) {
 		mbedtls_sha256_ret((const unsigned char *)req->url,
 		    strlen(req->url), d, 0);
 		hex = token_hex_of(d, 4);
@@ -286,7 +290,7 @@ image_paths_free(struct image_paths *ip)
  * digest if req pins one. Else NULL. Makes no request.
  */
 char *
-image_cached(const struct image_req *req)
+image_url_cached(const struct image_req *req)
 {
 	struct image_paths	 ip;
 	struct image_info	 ii;
@@ -298,7 +302,7 @@ image_cached(const struct image_req *req)
 		return (NULL);
 	}
 	if (image_meta_read(ip.meta, &ii) == 0) {
-		if (strcmp(ii.url, req->url) == 0 &&
+		if ((req->name != NULL || strcmp(ii.url, req->url) == 0) &&
 		    stat(ip.path, &st) == 0 && S_ISREG(st.st_mode) &&
 		    (uint64_t)st.st_size == ii.size && (req->sha256 == NULL ||
 		    strcasecmp(req->sha256, ii.sha256) == 0))

@@ -36,6 +36,17 @@ struct image_req {
 	uint64_t	 max_size;	/* the most bytes the image may
 					   have; 0: 16 GiB (and never more
 					   than the disk's room) */
+	/* docker://REF only: build the image there (qsup image build)
+	   instead of into images_dir, of out_size bytes (0: the tree's). */
+	const char	*out;
+	uint64_t	 out_size;
+	/* For an OCI pull's blobs (image_registry.c): the file's name in
+	   dir (cached by sha256, whatever URL it came from), a request
+	   header ("Authorization: ..."), and each write's bytes so far. */
+	const char	*name;
+	const char	*header;
+	void		(*bytes_cb)(void *, uint64_t, uint64_t);
+	void		*bytes_arg;
 };
 
 /* What NAME.meta records of an image beside it (qsup image ls). */
@@ -94,6 +105,39 @@ char		*image_tar_path(const char *, const char **);
 int		 image_tar_link_inside(const char *, const char *);
 struct json_t;
 int		 image_oci_conf(struct json_t *, struct buf *, char **);
+
+/* image_ref.c, image_manifest.c: a registry's untrusted text (fuzzed) */
+struct image_ref {
+	char		*registry;	/* host[:port]; Docker Hub: docker.io */
+	char		*repo;		/* library/debian */
+	char		*tag;		/* NULL when only a digest is named */
+	char		*digest;	/* sha256:HEX, or NULL */
+	char		*canon;		/* registry/repo[:tag][@digest] */
+};
+int		 image_ref_parse(const char *, struct image_ref *, char **);
+void		 image_ref_free(struct image_ref *);
+int		 image_ref_digest_ok(const char *);
+int		 image_ref_endpoints(const char *, char ***, size_t *, char **);
+struct image_chal {
+	char		*scheme, *realm, *service, *scope;
+};
+int		 image_chal_parse(const char *, struct image_chal *);
+void		 image_chal_free(struct image_chal *);
+char		*image_auth_find(const char *, size_t, const char *, int *);
+char		*image_auth_get(const char *, char **, char **);
+struct image_manifest {
+	int		 is_index;
+	char		*pick;		/* an index: this platform's digest */
+	char		*config;	/* an image: its config's digest */
+	uint64_t	 config_size;
+	char		**layers;	/* lowest first */
+	uint64_t	*sizes;
+	size_t		 nlayers;
+};
+int		 image_manifest_parse(const char *, size_t, const char *,
+		     struct image_manifest *, char **);
+void		 image_manifest_free(struct image_manifest *);
+const char	*image_manifest_arch(void);
 
 /* image_sums.c: the hex digest of name in a SHA256SUMS/SHA512SUMS text. */
 char		*image_sums_find(const char *, size_t, const char *);

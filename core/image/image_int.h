@@ -77,8 +77,37 @@ void		 image_progress_set(struct image_progress_state *, uint64_t,
 		     uint64_t);
 void		 image_progress_end(struct image_progress_state *, int);
 
+/* image_pull.c, image.c: an http(s) URL's image (image_get.c: either) */
+typedef void	(*image_url_cb)(const char *, const char *, void *);
+struct image_url_pull;
+struct image_url_pull *image_url_pull_start(struct ev_loop *,
+		     const struct image_req *, image_url_cb, void *);
+void		 image_url_pull_cancel(struct image_url_pull *);
+char		*image_url_cached(const struct image_req *);
+
+/* image_build_job.c: image_build in a child, off the loop */
+struct image_build_job;
+struct image_build_job *image_build_job_start(struct ev_loop *,
+		     const struct image_build_req *, const char *,
+		     void (*)(const char *, void *), void *, char **);
+void		 image_build_job_cancel(struct image_build_job *);
+
+/* image_registry.c: docker://REF, pulled from an OCI registry */
+struct image_reg;
+typedef image_url_cb image_reg_cb;
+struct image_reg *image_reg_start(struct ev_loop *, const struct image_req *,
+		     image_reg_cb, void *);
+void		 image_reg_cancel(struct image_reg *);
+/* image_reg_cache.c: where a docker:// image is kept */
+#define IMAGE_REG_DIR		".oci"		/* in images_dir */
+char		*image_reg_cached(const struct image_req *);
+char		*image_reg_image_path(const char *, const char *);
+char		*image_reg_ref_path(const char *, const char *);
+char		*image_reg_have(const char *, const char *);
+
 /* image_sums.c */
 int		 image_is_digest(const char *, size_t);
+char		*image_sums_beside(const char *, const char *);
 
 /* image_tar.c: an image build's archives, checked before extraction */
 struct image_tree;

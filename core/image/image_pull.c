@@ -42,17 +42,17 @@ enum image_phase {
 struct image_sock {
 	ev_io			 io;
 	curl_socket_t		 fd;
-	struct image_pull	*p;
+	struct image_url_pull	*p;
 	struct image_sock	*next;
 };
 
-struct image_pull {
+struct image_url_pull {
 	struct ev_loop		*loop;
 	struct image_req	 req;	/* its strings the four below */
 	char			*url, *sums_url, *pin, *dir;
 	struct image_paths	 ip;
 	char			*url_name;	/* the URL's last component */
-	image_done_cb		 cb;
+	image_url_cb		 cb;
 	void			*arg;
 	char			*early;		/* a cause before any request */
 
@@ -94,11 +94,14 @@ struct image_pull {
 	char			*werr;
 	struct image_hasher	 hasher;
 	struct image_progress_state *ps;
+
+	char			*name, *header;	/* req's, copied */
+	struct curl_slist	*hdrs;
 };
 
-static void	image_pull_check(struct image_pull *);
-static void	image_pull_next_sums(struct image_pull *);
-static void	image_pull_data(struct image_pull *);
+static void	image_pull_check(struct image_url_pull *);
+static void	image_pull_next_sums(struct image_url_pull *);
+static void	image_pull_data(struct image_url_pull *);
 
 /* libcurl once per process. */
 static void
@@ -118,7 +121,7 @@ image_curl_init(void)
  * again), then closed; then .partial, if that was its last file.
  */
 static void
-image_pull_unlock(struct image_pull *p)
+image_pull_unlock(struct image_url_pull *p)
 {
 	char	*part;
 
@@ -136,7 +139,7 @@ image_pull_unlock(struct image_pull *p)
 
 /* Stop and free everything but p itself; the lock goes last. */
 static void
-image_pull_stop(struct image_pull *p)
+image_pull_stop(struct image_url_pull *p)
 {
 	struct image_sock	*sk;
 
@@ -168,7 +171,7 @@ image_pull_stop(struct image_pull *p)
 }
 
 static void
-image_pull_free(struct image_pull *p)
+image_pull_free(struct image_url_pull *p)
 {
 	image_pull_stop(p);
 	image_hasher_free(&p->hasher);
@@ -186,25 +189,28 @@ image_pull_free(struct image_pull *p)
 	free(p->checked);
 	free(p->werr);
 	free(p->cap_why);
+	free(p->name);
+	free(p->header);
+	curl_slist_free_all(p->hdrs);
 	free(p);
 }
 
 /* The end: cb with the path or the cause, then p is gone. */
 static void
-image_pull_finish(struct image_pull *p, const char *path, const char *cause)
+image_pull_finish(struct image_url_pull *p, const char *path, const char *cause)
 {
 	if (path != NULL && p->ps != NULL) {
 		image_progress_end(p->ps, 1);
 		p->ps = NULL;
 	}
 	image_pull_stop(p);
-	p->cb(p, path, cause, p->arg);
+	p->cb(path, cause, p->arg);
 	image_pull_free(p);
 }
 
 /* The end of a pull that failed: its part kept or removed, then cb. */
 static void
-image_pull_failed(struct image_pull *p, int keep, const char *cause)
+image_pull_failed(struct image_url_pull *p, int keep, const char *cause)
 {
 	if (p->phase == IMAGE_PH_DATA && !keep) {
 		unlink(p->ip.partial);
@@ -215,10 +221,10 @@ image_pull_failed(struct image_pull *p, int keep, const char *cause)
 
 /* A failure: the part removed (its bytes are wrong, or too many). */
 static void
-image_pull_fail(struct image_pull *p, const char *fmt, ...)
+image_pull_fail(struct image_url_pull *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void
-image_pull_fail(struct image_pull *p, const char *fmt, ...)
+image_pull_fail(struct image_url_pull *p, const char *fmt, ...)
 {
 	va_list	 ap;
 	char	*cause;
@@ -236,10 +242,10 @@ image_pull_fail(struct image_pull *p, const char *fmt, ...)
  * resume, as after an interruption.
  */
 static void
-image_pull_give_up(struct image_pull *p, const char *fmt, ...)
+image_pull_give_up(struct image_url_pull *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void
-image_pull_give_up(struct image_pull *p, const char *fmt, ...)
+image_pull_give_up(struct image_url_pull *p, const char *fmt, ...)
 {
 	va_list	 ap;
 	char	*cause, *kept;
@@ -262,7 +268,7 @@ static void
 image_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct image_sock	*sk = w->data;
-	struct image_pull	*p = sk->p;
+	struct image_url_pull	*p = sk->p;
 	int			 action = 0, running;
 
 	(void)loop;
@@ -278,7 +284,7 @@ static int
 image_socket_cb(CURL *e, curl_socket_t s, int what, void *userp,
     void *socketp)
 {
-	struct image_pull	*p = userp;
+	struct image_url_pull	*p = userp;
 	struct image_sock	*sk = socketp, **pp;
 	int			 ev = 0;
 
@@ -321,7 +327,7 @@ image_socket_cb(CURL *e, curl_socket_t s, int what, void *userp,
 static int
 image_timer_set_cb(CURLM *m, long ms, void *userp)
 {
-	struct image_pull	*p = userp;
+	struct image_url_pull	*p = userp;
 
 	(void)m;
 	ev_timer_stop(p->loop, &p->timer);
@@ -335,7 +341,7 @@ image_timer_set_cb(CURLM *m, long ms, void *userp)
 static void
 image_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct image_pull	*p = w->data;
+	struct image_url_pull	*p = w->data;
 	int			 running;
 
 	(void)loop;
@@ -346,7 +352,7 @@ image_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* A new transfer of url on p's multi handle; its callbacks set by caller. */
 static CURL *
-image_pull_easy(struct image_pull *p, const char *url)
+image_pull_easy(struct image_url_pull *p, const char *url)
 {
 	CURL		*e;
 	const char	*ca;
@@ -373,6 +379,8 @@ image_pull_easy(struct image_pull *p, const char *url)
 		curl_easy_setopt(e, CURLOPT_CAINFO, ca);
 	if ((ca = getenv("SSL_CERT_DIR")) != NULL && *ca != '\0')
 		curl_easy_setopt(e, CURLOPT_CAPATH, ca);
+	if (p->hdrs != NULL)
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, p->hdrs);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, p);
 	p->errbuf[0] = '\0';
 	return (e);
@@ -380,7 +388,7 @@ image_pull_easy(struct image_pull *p, const char *url)
 
 /* Start e as p's one transfer. */
 static void
-image_pull_add(struct image_pull *p, CURL *e)
+image_pull_add(struct image_url_pull *p, CURL *e)
 {
 	if (p->easy != NULL) {
 		curl_multi_remove_handle(p->multi, p->easy);
@@ -402,7 +410,7 @@ image_pull_add(struct image_pull *p, CURL *e)
 static void
 image_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct image_pull	*p = w->data;
+	struct image_url_pull	*p = w->data;
 
 	(void)revents;
 	if (p->easy == NULL || ev_now(loop) - p->last < p->stall)
@@ -419,7 +427,7 @@ image_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* What curl says of a failed transfer: its buffer, else its code's text. */
 static const char *
-image_curl_error(struct image_pull *p, CURLcode rc)
+image_curl_error(struct image_url_pull *p, CURLcode rc)
 {
 	return (p->errbuf[0] != '\0' ? p->errbuf : curl_easy_strerror(rc));
 }
@@ -428,7 +436,7 @@ image_curl_error(struct image_pull *p, CURLcode rc)
 static size_t
 image_sums_write_cb(char *data, size_t size, size_t n, void *arg)
 {
-	struct image_pull	*p = arg;
+	struct image_url_pull	*p = arg;
 
 	p->last = ev_now(p->loop);
 	if (p->sums.len + n > IMAGE_SUMS_MAX) {
@@ -441,23 +449,9 @@ image_sums_write_cb(char *data, size_t size, size_t n, void *arg)
 	return (size * n);
 }
 
-/* url's directory with file at its end (no query: the sums sit beside). */
-static char *
-image_beside(const char *url, const char *file)
-{
-	const char	*end, *slash;
-	char		*s;
-
-	end = url + strcspn(url, "?#");
-	for (slash = end; slash > url && slash[-1] != '/'; slash--)
-		/* nothing */;
-	xasprintf(&s, "%.*s%s", (int)(slash - url), url, file);
-	return (s);
-}
-
 /* A note of what was looked at, for the error if nothing was found. */
 static void
-image_pull_tried(struct image_pull *p, const char *what)
+image_pull_tried(struct image_url_pull *p, const char *what)
 {
 	char	*s;
 
@@ -469,7 +463,7 @@ image_pull_tried(struct image_pull *p, const char *what)
 
 /* No digest anywhere: refused, unless the request takes it unverified. */
 static void
-image_pull_no_digest(struct image_pull *p)
+image_pull_no_digest(struct image_url_pull *p)
 {
 	CURL	*e;
 
@@ -495,7 +489,7 @@ image_pull_no_digest(struct image_pull *p)
 
 /* The checksum file to look at next, or the end of looking. */
 static void
-image_pull_next_sums(struct image_pull *p)
+image_pull_next_sums(struct image_url_pull *p)
 {
 	static const char *const names[] = { "SHA256SUMS", "SHA512SUMS" };
 	CURL	*e;
@@ -505,7 +499,7 @@ image_pull_next_sums(struct image_pull *p)
 	if (p->req.sums_url != NULL && p->sums_try == 0)
 		p->sums_cur = xstrdup(p->req.sums_url);
 	else if (p->req.sums_url == NULL && p->sums_try < 2)
-		p->sums_cur = image_beside(p->req.url, names[p->sums_try]);
+		p->sums_cur = image_sums_beside(p->req.url, names[p->sums_try]);
 	p->sums_try++;
 	if (p->sums_cur == NULL) {
 		image_pull_no_digest(p);
@@ -521,7 +515,7 @@ image_pull_next_sums(struct image_pull *p)
 
 /* A checksum file's transfer ended with rc. */
 static void
-image_pull_sums_done(struct image_pull *p, CURLcode rc)
+image_pull_sums_done(struct image_url_pull *p, CURLcode rc)
 {
 	char	*what;
 	long	 code = 0;
@@ -570,14 +564,14 @@ image_pull_sums_done(struct image_pull *p, CURLcode rc)
 
 /* Is the digest to check a SHA-512 (Debian's SHA512SUMS)? */
 static int
-image_pull_is512(struct image_pull *p)
+image_pull_is512(struct image_url_pull *p)
 {
 	return (p->want != NULL && strlen(p->want) == 128);
 }
 
 /* Empty the part: the server will send it all. */
 static int
-image_pull_truncate(struct image_pull *p)
+image_pull_truncate(struct image_url_pull *p)
 {
 	image_hasher_stop(&p->hasher);
 	if (ftruncate(p->fd, 0) == -1 || lseek(p->fd, 0, SEEK_SET) == -1 ||
@@ -596,7 +590,7 @@ image_pull_truncate(struct image_pull *p)
  * refused here, before a byte of its body is written.
  */
 static int
-image_pull_headers_end(struct image_pull *p)
+image_pull_headers_end(struct image_url_pull *p)
 {
 	uint64_t	 size;
 	const char	*from;
@@ -622,7 +616,7 @@ image_pull_headers_end(struct image_pull *p)
 static size_t
 image_header_cb(char *data, size_t size, size_t n, void *arg)
 {
-	struct image_pull	*p = arg;
+	struct image_url_pull	*p = arg;
 	unsigned long long	 a, b, t;
 	char			 line[256];
 
@@ -668,7 +662,7 @@ image_header_cb(char *data, size_t size, size_t n, void *arg)
  * over from 0; anything else is a restart without Range.
  */
 static int
-image_pull_body_start(struct image_pull *p)
+image_pull_body_start(struct image_url_pull *p)
 {
 	curl_off_t	len = -1;
 	long		code = 0;
@@ -704,7 +698,7 @@ image_pull_body_start(struct image_pull *p)
 static size_t
 image_data_write_cb(char *data, size_t size, size_t n, void *arg)
 {
-	struct image_pull	*p = arg;
+	struct image_url_pull	*p = arg;
 	size_t			 off = 0;
 	ssize_t			 w;
 
@@ -746,12 +740,14 @@ image_data_write_cb(char *data, size_t size, size_t n, void *arg)
 	p->have += n;
 	image_hasher_more(&p->hasher, p->have);
 	image_progress_set(p->ps, p->have, p->total);
+	if (p->req.bytes_cb != NULL)
+		p->req.bytes_cb(p->req.bytes_arg, p->have, p->total);
 	return (n);
 }
 
 /* One request for the image, from what the part already has. */
 static void
-image_pull_request(struct image_pull *p)
+image_pull_request(struct image_url_pull *p)
 {
 	CURL	*e;
 	char	 range[32];
@@ -785,7 +781,7 @@ image_pull_request(struct image_pull *p)
  * Append-only from here: the writer's offset is its end.
  */
 static int
-image_pull_open_part(struct image_pull *p, char **cause)
+image_pull_open_part(struct image_url_pull *p, char **cause)
 {
 	char		*url;
 	off_t		 end;
@@ -824,7 +820,7 @@ hash:
 
 /* The digest is known (or waived): the image itself. */
 static void
-image_pull_data(struct image_pull *p)
+image_pull_data(struct image_url_pull *p)
 {
 	char	*cause;
 
@@ -845,7 +841,7 @@ image_pull_data(struct image_pull *p)
 static void
 image_pull_hashed(void *arg)
 {
-	struct image_pull	*p = arg;
+	struct image_url_pull	*p = arg;
 	struct image_info	 ii;
 	unsigned char		 d[32], d5[64];
 	char			*got256, *got, *cause = NULL;
@@ -898,7 +894,7 @@ image_pull_hashed(void *arg)
 
 /* Whole on disk: done with curl; the digest, once hashed. */
 static void
-image_pull_complete(struct image_pull *p)
+image_pull_complete(struct image_url_pull *p)
 {
 	curl_multi_remove_handle(p->multi, p->easy);
 	curl_easy_cleanup(p->easy);
@@ -926,7 +922,7 @@ image_curl_dropped(CURLcode rc)
 
 /* The image's transfer ended with rc: done, resumed, or failed. */
 static void
-image_pull_data_done(struct image_pull *p, CURLcode rc)
+image_pull_data_done(struct image_url_pull *p, CURLcode rc)
 {
 	long	code = 0;
 
@@ -988,7 +984,7 @@ image_pull_data_done(struct image_pull *p, CURLcode rc)
 
 /* What curl has finished, handled; p may be gone after. */
 static void
-image_pull_check(struct image_pull *p)
+image_pull_check(struct image_url_pull *p)
 {
 	CURLMsg	*m;
 	int	 left;
@@ -1010,7 +1006,7 @@ image_pull_check(struct image_pull *p)
  * may have removed it, even between the two.
  */
 static int
-image_lock_open(struct image_pull *p, char **cause)
+image_lock_open(struct image_url_pull *p, char **cause)
 {
 	char		*part;
 	const char	*what = NULL;
@@ -1040,7 +1036,7 @@ image_lock_open(struct image_pull *p, char **cause)
  * is not, it is opened again.
  */
 static int
-image_lock_take(struct image_pull *p, char **cause)
+image_lock_take(struct image_url_pull *p, char **cause)
 {
 	struct stat	 fst, pst;
 	int		 tries;
@@ -1076,7 +1072,7 @@ image_lock_take(struct image_pull *p, char **cause)
 static void
 image_lock_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct image_pull	*p = w->data;
+	struct image_url_pull	*p = w->data;
 	struct image_paths	 ip;
 	char			*path, *cause;
 	int			 rc;
@@ -1100,7 +1096,7 @@ image_lock_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_timer_start(p->loop, &p->lock_timer);
 		return;
 	}
-	if ((path = image_cached(&p->req)) != NULL) {
+	if ((path = image_url_cached(&p->req)) != NULL) {
 		image_pull_finish(p, path, NULL);
 		free(path);
 		return;
@@ -1128,7 +1124,8 @@ image_lock_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
 	if (p->req.sha256 != NULL) {
 		p->want = xstrdup(p->req.sha256);
-		p->checked = xstrdup("SHA-256 pinned by the profile");
+		p->checked = xstrdup(p->req.name != NULL ? "SHA-256 of the "
+		    "OCI manifest" : "SHA-256 pinned by the profile");
 		image_pull_data(p);
 		return;
 	}
@@ -1140,11 +1137,11 @@ image_lock_cb(struct ev_loop *loop, ev_timer *w, int revents)
  * Pull req on loop: cb once, later (never from here), with the image's
  * path or the cause. The request's strings are copied.
  */
-struct image_pull *
-image_pull_start(struct ev_loop *loop, const struct image_req *req,
-    image_done_cb cb, void *arg)
+struct image_url_pull *
+image_url_pull_start(struct ev_loop *loop, const struct image_req *req,
+    image_url_cb cb, void *arg)
 {
-	struct image_pull	*p;
+	struct image_url_pull	*p;
 
 	image_curl_init();
 	p = xcalloc(1, sizeof *p);
@@ -1167,6 +1164,12 @@ image_pull_start(struct ev_loop *loop, const struct image_req *req,
 	p->stall_timer.data = p;
 	ev_timer_init(&p->lock_timer, image_lock_cb, 0, 0);
 	p->lock_timer.data = p;
+	p->req.name = p->name = req->name != NULL ? xstrdup(req->name) : NULL;
+	p->req.header = p->header = req->header != NULL ?
+	    xstrdup(req->header) : NULL;
+	if (p->header != NULL)
+		p->hdrs = curl_slist_append(NULL, p->header);
+	p->req.out = NULL;
 	if (req->url == NULL || (strncasecmp(req->url, "http://", 7) != 0 &&
 	    strncasecmp(req->url, "https://", 8) != 0))
 		xasprintf(&p->early, "%s: not an http(s) URL",
@@ -1186,7 +1189,7 @@ image_pull_start(struct ev_loop *loop, const struct image_req *req,
  * images_dir/.partial for the next pull to resume.
  */
 void
-image_pull_cancel(struct image_pull *p)
+image_url_pull_cancel(struct image_url_pull *p)
 {
 	if (p != NULL)
 		image_pull_free(p);

@@ -89,3 +89,17 @@ image_sums_find(const char *text, size_t len, const char *name)
 	}
 	return (found);
 }
+
+/* url's directory with file at its end (no query: the sums sit beside). */
+char *
+image_sums_beside(const char *url, const char *file)
+{
+	const char	*end, *slash;
+	char		*s;
+
+	end = url + strcspn(url, "?#");
+	for (slash = end; slash > url && slash[-1] != '/'; slash--)
+		/* nothing */;
+	xasprintf(&s, "%.*s%s", (int)(slash - url), url, file);
+	return (s);
+}

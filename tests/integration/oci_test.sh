@@ -1,0 +1,423 @@
+#!/usr/bin/env bash
+# Images from OCI registries: docker://REF pulled from a real registry
+# (Debian's docker-registry) that the test starts on 127.0.0.1, plain and
+# with TLS and htpasswd, holding images pushed with skopeo from layouts
+# helpers/oci_images.py writes (gzip, zstd, a multi-platform index, an
+# upper layer that deletes and replaces lower files); each image booted
+# and its files looked at. Faults come from helpers/registry_proxy.py in
+# front of the plain registry: a bearer challenge, a connection dropped
+# mid-blob, a wrong blob, a stall, 401/404/429/500. Every registry and
+# proxy is killed at the end.
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+
+HELP=$PWD/tests/integration/helpers
+O=$(mktemp -d /tmp/qsup-oci.XXXXXX)
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$T_TMP" "$O"
+}
+trap cleanup EXIT
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT: 0 once something listens there (5 s at most).
+wait_port() {
+	local i
+	for i in $(seq 1 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# start_registry NAME [tls]: a docker-registry of its own storage on a
+# free port (REG_PORT); with tls, HTTPS with a self-signed certificate
+# (O/NAME/cert.pem) and htpasswd auth (user "qsup", password "s3cret").
+start_registry() {
+	local d=$O/$1 extra=""
+	mkdir -p "$d"
+	REG_PORT=$(free_port)
+	if [ "${2:-}" = tls ]; then
+		openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+		    -addext subjectAltName=IP:127.0.0.1 -keyout "$d/key.pem" \
+		    -out "$d/cert.pem" 2>/dev/null
+		python3 -c 'import crypt, sys; print("qsup:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))' \
+		    2>/dev/null >"$d/htpasswd"
+		extra="  tls:
+    certificate: $d/cert.pem
+    key: $d/key.pem
+auth:
+  htpasswd:
+    realm: qsup-test
+    path: $d/htpasswd"
+	fi
+	cat >"$d/config.yml" <<-CONF
+	version: 0.1
+	log:
+	  level: info
+	  accesslog:
+	    disabled: false
+	storage:
+	  filesystem:
+	    rootdirectory: $d/store
+	  delete:
+	    enabled: true
+	http:
+	  addr: 127.0.0.1:$REG_PORT
+	$extra
+	CONF
+	docker-registry serve "$d/config.yml" >"$d/log" 2>&1 &
+	PIDS+=($!)
+	wait_port "$REG_PORT" || { echo "docker-registry did not start"; cat "$d/log"; exit 1; }
+}
+
+# start_proxy MODE: registry_proxy.py before the plain registry, on
+# PROXY_PORT, its requests in PROXY_LOG.
+start_proxy() {
+	PROXY_PORT=$(free_port)
+	PROXY_LOG=$O/proxy.$PROXY_PORT.log
+	: >"$PROXY_LOG"
+	python3 "$HELP/registry_proxy.py" "$PROXY_PORT" "$PLAIN" "$1" \
+	    "$PROXY_LOG" 2>>"$O/proxy.err" &
+	PIDS+=($!)
+	wait_port "$PROXY_PORT" || { fail "the proxy did not start"; return 1; }
+}
+
+stop_proxy() {
+	kill "${PIDS[-1]}" 2>/dev/null
+	wait "${PIDS[-1]}" 2>/dev/null
+	unset 'PIDS[-1]'
+}
+
+# push LAYOUT HOST:PORT/NAME:TAG [skopeo options]
+push() {
+	local src=$1 dst=$2
+	shift 2
+	skopeo copy -q --dest-tls-verify=false "$@" "oci:$src:latest" \
+	    "docker://$dst" >/dev/null 2>>"$O/skopeo.err" ||
+	    { echo "skopeo could not push $dst"; cat "$O/skopeo.err"; exit 1; }
+}
+
+# A fresh images_dir for each test.
+fresh_images() {
+	export XDG_DATA_HOME=$T_TMP/$1/data
+	IMAGES=$XDG_DATA_HOME/qsup/images
+}
+
+boot() {
+	local img=$1
+	shift
+	"$QSUP" run --set image="$img" --set warm_start=false "$@"
+}
+
+# What every image here must show: the upper layer's deletion, opaque
+# directory and replacement, the base's owners, set-uid bit, hard link.
+CHECK='cat /etc/flavor /etc/passwd; ls /etc/gone 2>&1; ls /opt/o; stat -c "%a %u" /bin/suid; stat -c "%u %g" /etc/flavor; stat -c %h /home/u/f; echo "$QSUP_IMG"'
+
+expect_files() {
+	local out
+	out=$(grep -v '^qsup: ' <<<"$2")
+	expect_eq "$1: the flavor file" "$1" "$(sed -n 1p <<<"$out")"
+	expect_eq "$1: replaced by the upper layer" \
+	    "root:x:0:0:replaced:/root:/bin/sh" "$(sed -n 2p <<<"$out")"
+	expect_match "$1: deleted by a whiteout" "No such file" "$(sed -n 3p <<<"$out")"
+	expect_eq "$1: the opaque directory" "new" "$(sed -n 4p <<<"$out")"
+	expect_eq "$1: set-uid root" "4755 0" "$(sed -n 5p <<<"$out")"
+	expect_eq "$1: the layer's owner" "42 43" "$(sed -n 6p <<<"$out")"
+	expect_eq "$1: a hard link" "2" "$(sed -n 7p <<<"$out")"
+	expect_eq "$1: the config's Env" "from-registry" "$(sed -n 8p <<<"$out")"
+}
+
+# count_blob_gets LOG NAME: GETs of NAME's blobs in a registry's log.
+count_blob_gets() {
+	grep -c "\"GET /v2/$2/blobs/sha256:" "$1" || true
+}
+
+for k in gzip zstd multi arm shared; do
+	python3 "$HELP/oci_images.py" "$k" "$O/$k" >"$O/$k.digest"
+done
+start_registry plain
+PLAIN=$REG_PORT
+for k in gzip zstd shared; do
+	push "$O/$k" "127.0.0.1:$PLAIN/t/$k:1"
+done
+push "$O/gzip" "127.0.0.1:$PLAIN/t/v2s2:1" --format v2s2
+push "$O/multi" "127.0.0.1:$PLAIN/t/multi:1" --all
+push "$O/arm" "127.0.0.1:$PLAIN/t/arm:1" --all
+start_registry secure tls
+SECURE=$REG_PORT
+push "$O/gzip" "127.0.0.1:$SECURE/t/gzip:1" --dest-creds qsup:s3cret
+
+test_pull_gzip_boots() {
+	local out ref=docker://127.0.0.1:$PLAIN/t/gzip:1
+	fresh_images gzip
+	out=$("$QSUP" image pull "$ref" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_match "the image's path" "^$IMAGES/oci-[0-9a-f]{16}\.qcow2$" "$out"
+	out=$("$QSUP" image ls 2>&1)
+	expect_match "ls: the reference and the digest" \
+	    "oci-.*$(cut -c8-19 "$O/gzip.digest").*docker://127.0.0.1:$PLAIN/t/gzip:1" "$out"
+	out=$(boot "$ref" -- sh -c "$CHECK" 2>&1)
+	expect_eq "boot exit" 0 $?
+	expect_files gzip "$out"
+	# The guest's busybox has no getfattr: the file system's own view.
+	qemu-img convert -O raw "$IMAGES"/oci-*.qcow2 "$T_TMP/fs.raw"
+	out=$(debugfs -R "ea_list /bin/capped" "$T_TMP/fs.raw?offset=1048576" 2>/dev/null)
+	rm -f "$T_TMP/fs.raw"
+	expect_match "xattrs kept" 'user.qsup.*hello' "$out"
+	expect_match "a file capability kept" 'security.capability' "$out"
+}
+
+test_profile_image_pulled_on_first_use() {
+	local out
+	fresh_images first
+	printf 'return { image = "docker://127.0.0.1:%s/t/zstd:1", warm_start = false }\n' \
+	    "$PLAIN" >"$T_TMP/zstd.lua"
+	out=$("$QSUP" run -p "$T_TMP/zstd.lua" -- sh -c "$CHECK" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_files zstd "$out"
+}
+
+test_multi_platform_index() {
+	local out
+	fresh_images multi
+	out=$(boot "docker://127.0.0.1:$PLAIN/t/multi:1" -- cat /etc/flavor 2>&1)
+	expect_eq "exit" 0 $?
+	expect_eq "this host's platform" amd64 "$(tail -n 1 <<<"$out")"
+}
+
+test_docker_schema2() {
+	local out
+	fresh_images v2s2
+	out=$(curl -s -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+	    "http://127.0.0.1:$PLAIN/v2/t/v2s2/manifests/1")
+	expect_match "the registry holds a Docker schema 2 manifest" \
+	    "application/vnd.docker.distribution.manifest.v2\+json" "$out"
+	out=$(boot "docker://127.0.0.1:$PLAIN/t/v2s2:1" -- sh -c "$CHECK" 2>&1)
+	expect_files gzip "$out"
+}
+
+test_by_digest_then_cached() {
+	local out d
+	fresh_images digest
+	d=$(cat "$O/gzip.digest")
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip@$d" 2>&1)
+	expect_eq "exit" 0 $?
+	: >"$O/empty.log"
+	# Cached by digest: no request at all (a dead port would fail it).
+	out=$("$QSUP" image pull "docker://127.0.0.1:1/t/gzip@$d" 2>&1)
+	expect_eq "cached exit" 0 $?
+	expect_match "the same image" "oci-$(cut -c8-23 <<<"$d")\.qcow2$" "$out"
+}
+
+test_shared_base_fetched_once() {
+	local before after
+	fresh_images shared
+	"$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:1" >/dev/null 2>&1 ||
+	    fail "the first pull failed"
+	before=$(count_blob_gets "$O/plain/log" t/shared)
+	"$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/shared:1" >/dev/null 2>&1 ||
+	    fail "the second pull failed"
+	after=$(count_blob_gets "$O/plain/log" t/shared)
+	# Its upper layer alone: the base layer and the config (the same
+	# bytes as gzip's) are the cache's.
+	expect_eq "blobs fetched for the second image" 1 $((after - before))
+}
+
+test_two_pulls_download_once() {
+	local before after p1 p2
+	fresh_images twice
+	before=$(count_blob_gets "$O/plain/log" t/zstd)
+	"$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/zstd:1" >"$T_TMP/p1" 2>&1 &
+	p1=$!
+	"$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/zstd:1" >"$T_TMP/p2" 2>&1 &
+	p2=$!
+	wait $p1 || fail "pull 1: $(cat "$T_TMP/p1")"
+	wait $p2 || fail "pull 2: $(cat "$T_TMP/p2")"
+	after=$(count_blob_gets "$O/plain/log" t/zstd)
+	expect_eq "blobs fetched (config and two layers, once)" 3 $((after - before))
+	expect_eq "one image" "$(tail -n 1 "$T_TMP/p1")" "$(tail -n 1 "$T_TMP/p2")"
+}
+
+test_image_build_ref() {
+	local out
+	fresh_images build
+	out=$("$QSUP" image build "docker://127.0.0.1:$PLAIN/t/gzip:1" \
+	    -o "$T_TMP/built.qcow2" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_eq "the output" "$T_TMP/built.qcow2" "$(tail -n 1 <<<"$out")"
+	out=$(boot "$T_TMP/built.qcow2" -- sh -c "$CHECK" 2>&1)
+	expect_files gzip "$out"
+}
+
+test_tls_htpasswd() {
+	local out ref=docker://127.0.0.1:$SECURE/t/gzip:1
+	fresh_images tls
+	local CURL_CA_BUNDLE=$O/secure/cert.pem
+	export CURL_CA_BUNDLE
+	out=$("$QSUP" image pull "$ref" 2>&1)
+	expect_match "no credentials: 401 with the realm" \
+	    '401 Unauthorized \(Basic realm "qsup-test"\): no credentials' "$out"
+	printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$SECURE" \
+	    "$(printf qsup:wrong | base64)" >"$T_TMP/bad-auth.json"
+	out=$(REGISTRY_AUTH_FILE=$T_TMP/bad-auth.json "$QSUP" image pull "$ref" 2>&1)
+	expect_match "wrong credentials: named" "bad-auth.json were refused" "$out"
+	printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$SECURE" \
+	    "$(printf qsup:s3cret | base64)" >"$T_TMP/auth.json"
+	out=$(REGISTRY_AUTH_FILE=$T_TMP/auth.json boot "$ref" -- sh -c "$CHECK" 2>&1)
+	expect_files gzip "$out"
+	# Not the test's CA: refused, and never retried over plain http.
+	out=$(CURL_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt \
+	    REGISTRY_AUTH_FILE=$T_TMP/auth.json "$QSUP" image pull \
+	    "docker://127.0.0.1:$SECURE/t/zstd:1" 2>&1)
+	expect_match "an unknown CA" "certificate" "$out"
+}
+
+test_errors_name_what_failed() {
+	local out
+	fresh_images errors
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:nope" 2>&1)
+	expect_match "unknown tag" 'unknown tag "nope" in t/gzip' "$out"
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/arm:1" 2>&1)
+	expect_match "no manifest for this platform" \
+	    "no manifest for this platform, linux/amd64 \(the index has: linux/arm64\)" "$out"
+	out=$("$QSUP" image build "docker://127.0.0.1:$PLAIN/T/Bad" -o "$T_TMP/x" 2>&1)
+	expect_match "a bad reference" 'repository "T/Bad" is not valid' "$out"
+	out=$("$QSUP" run --set image=docker://bad@sha256:12 -- true 2>&1)
+	expect_match "a bad reference in a profile" "is not an image reference" "$out"
+}
+
+test_mirrors_in_order() {
+	local out
+	fresh_images mirrors
+	export QSUP_REGISTRIES_CONF=$T_TMP/registries.conf
+	start_proxy pass || return
+	local good=$PROXY_PORT good_log=$PROXY_LOG
+	start_proxy status:500 || return
+	printf '# mirrors, tried in order\nmirror 127.0.0.1:%s http://127.0.0.1:%s http://127.0.0.1:%s\n' \
+	    "$PLAIN" "$PROXY_PORT" "$good" >"$QSUP_REGISTRIES_CONF"
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/zstd:1" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_match "the failing mirror said, the next one tried" \
+	    "HTTP 500 from the registry.*trying http://127.0.0.1:$good" "$out"
+	expect_match "the first mirror asked first" "^GET /v2/t/zstd/manifests/1" "$(cat "$PROXY_LOG")"
+	expect_match "the blobs from the second mirror" "^GET /v2/t/zstd/blobs/sha256:" "$(cat "$good_log")"
+	printf 'mirror 127.0.0.1:%s ftp://x\n' "$PLAIN" >"$QSUP_REGISTRIES_CONF"
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:1" 2>&1)
+	expect_match "a bad line named" "registries.conf:1: mirror ftp://x is not an http\(s\) URL" "$out"
+	unset QSUP_REGISTRIES_CONF
+	stop_proxy
+	stop_proxy
+}
+
+test_fault_bearer() {
+	local out
+	fresh_images bearer
+	start_proxy bearer || return
+	out=$(boot "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" -- cat /etc/flavor 2>&1)
+	expect_eq "anonymous token: booted" gzip "$(tail -n 1 <<<"$out")"
+	expect_match "the token was asked for" "^GET /token\?service=qsup-test&scope=repository%3At%2Fgzip%3Apull" "$(cat "$PROXY_LOG")"
+	stop_proxy
+	PROXY_CRED=$(printf u:p | base64) start_proxy bearer || return
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/zstd:1" 2>&1)
+	expect_match "401 from the realm" "HTTP 401 from the token realm" "$out"
+	printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$PROXY_PORT" \
+	    "$(printf u:p | base64)" >"$T_TMP/auth.json"
+	out=$(REGISTRY_AUTH_FILE=$T_TMP/auth.json "$QSUP" image pull \
+	    "docker://127.0.0.1:$PROXY_PORT/t/zstd:1" 2>&1)
+	expect_eq "with credentials: exit" 0 $?
+	stop_proxy
+}
+
+test_fault_token_expires() {
+	local out
+	fresh_images expire
+	start_proxy expire || return
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_match "said" "token expired: asking for another" "$out"
+	expect_eq "tokens asked for" 2 "$(grep -c '^GET /token' "$PROXY_LOG")"
+	stop_proxy
+}
+
+test_fault_drop_resumes() {
+	local out
+	fresh_images drop
+	start_proxy drop || return
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_match "resumed" "resuming" "$out"
+	expect_match "asked from where it stopped (a Range)" "blobs/sha256" "$(sort "$PROXY_LOG" | uniq -d)"
+	stop_proxy
+}
+
+test_fault_resume_across_pulls() {
+	local out
+	fresh_images resume
+	start_proxy dropall || return
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_match "the first pull gives up, keeping its part" "is kept: the next pull resumes it" "$out"
+	touch "$PROXY_LOG.heal"
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "the second pull: exit" 0 $?
+	expect_match "the part resumed" "resuming the part left at [1-9][0-9]* bytes" "$out"
+	stop_proxy
+}
+
+test_fault_wrong_blob() {
+	local out left
+	fresh_images wrong
+	start_proxy wrong || return
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "exit" 125 $?
+	expect_match "a mismatch, both digests" "SHA-256 mismatch: expected [0-9a-f]{64} .*got [0-9a-f]{64}" "$out"
+	left=$(find "$IMAGES" -type f ! -path '*/refs/*' 2>/dev/null | grep -v '\.meta$' || true)
+	for f in $left; do
+		[ "$(sha256sum <"$f" | cut -c1-64)" = "$(basename "$f")" ] ||
+		    fail "a file left that is not what its name says: $f"
+	done
+	ls "$IMAGES"/*.qcow2 >/dev/null 2>&1 && fail "an image was made"
+	stop_proxy
+}
+
+test_fault_statuses() {
+	local out code
+	fresh_images status
+	for code in 404 429 500; do
+		start_proxy "status:$code" || return
+		out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+		expect_match "HTTP $code named" "HTTP $code" "$out"
+		stop_proxy
+	done
+	start_proxy stall || return
+	out=$(QSUP_IMAGE_STALL_TIMEOUT=2 "$QSUP" image pull \
+	    "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_match "a registry that stalls" "stalled: no data for 2 s" "$out"
+	stop_proxy
+}
+
+run_test test_pull_gzip_boots
+run_test test_profile_image_pulled_on_first_use
+run_test test_multi_platform_index
+run_test test_docker_schema2
+run_test test_by_digest_then_cached
+run_test test_shared_base_fetched_once
+run_test test_two_pulls_download_once
+run_test test_image_build_ref
+run_test test_tls_htpasswd
+run_test test_errors_name_what_failed
+run_test test_mirrors_in_order
+run_test test_fault_bearer
+run_test test_fault_token_expires
+run_test test_fault_drop_resumes
+run_test test_fault_resume_across_pulls
+run_test test_fault_wrong_blob
+run_test test_fault_statuses
+finish
