@@ -133,6 +133,42 @@ int		 pull_get(struct ev_loop *, const struct image_req *,
 void		 pull_cancel(struct pull *);
 void		 pull_free(struct pull *);
 
+/*
+ * setup.c: a profile's setup steps, each a layer of the store found or
+ * built, before run's sandbox boots on the top one.
+ */
+struct setup_report {
+	char		*step;
+	char		*key;
+	int		 built;		/* else found (a hit) */
+	int		 failed;
+	double		 seconds;
+};
+struct outq;
+struct image_layer;
+struct setup {
+	struct ev_loop		*loop;
+	const struct profile	*profile;
+	const struct accel_choice *accel;
+	struct outq		*err;		/* the steps' output */
+	int			 json;		/* no progress, no output */
+	int			 interrupted;
+	char			*store;		/* images_dir/layers */
+	char			*base;		/* the base's real path */
+	struct profile		 build_profile;	/* setup's network */
+	struct sandbox		*building;
+	struct image_layer	*layers;	/* held */
+	size_t			 nlayers;
+	struct setup_report	*reports;
+	size_t			 nreports;
+};
+extern volatile sig_atomic_t setup_waiting;
+int		 setup_run(struct setup *, const char *, char **);
+char		**setup_paths(struct setup *);
+void		 setup_interrupt(struct setup *);
+void		 setup_json(const struct setup *, struct buf *);
+void		 setup_free(struct setup *);
+
 /* cmd.c: the table of commands, what "qsup help" prints, and help */
 extern const struct cmd_entry	*const cmd_table[];
 void		 cmd_usage_all(FILE *);
