@@ -302,7 +302,10 @@ setup_waiting_cb(void *arg)
 	setup_say(s, "setup: waiting for another qsup building this layer");
 }
 
-/* The profile of a build: setup's network, no shares, ports or maps. */
+/*
+ * The profile of a build: setup's network, no shares, ports or maps, no
+ * warm start.
+ */
 static void
 setup_build_profile(struct setup *s)
 {
@@ -320,6 +323,11 @@ setup_build_profile(struct setup *s)
 	bp->shares = NULL;
 	bp->nshares = 0;
 	bp->guest_firewall = 0;
+	/*
+	 * Booted cold: a template of each chain but the top would be saved
+	 * for builds alone, a guest's RAM in the cache for each.
+	 */
+	bp->warm_start = 0;
 }
 
 /*
