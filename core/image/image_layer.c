@@ -387,7 +387,7 @@ image_layer_commit(struct image_layer *l, const char *overlay,
     char **cause)
 {
 	struct buf	 b = { 0 };
-	char		*tmp, *meta_tmp;
+	char		*tmp, *meta_tmp, *build = NULL;
 	int		 rc = -1;
 
 	xasprintf(&tmp, "%s/.%s.qcow2.%ld", l->dir, l->key, (long)getpid());
@@ -397,8 +397,7 @@ image_layer_commit(struct image_layer *l, const char *overlay,
 		    "no space left in the layer store" : strerror(errno));
 		goto out;
 	}
-	l->build = token_hex(16);
-	l->created = time(NULL);
+	build = token_hex(16);
 	buf_puts(&b, "{\"parent\":");
 	buf_json_string(&b, parent->id);
 	buf_puts(&b, ",\"parent_path\":");
@@ -406,10 +405,10 @@ image_layer_commit(struct image_layer *l, const char *overlay,
 	buf_puts(&b, ",\"parent_build\":");
 	buf_json_string(&b, parent->build != NULL ? parent->build : "");
 	buf_puts(&b, ",\"build\":");
-	buf_json_string(&b, l->build);
+	buf_json_string(&b, build);
 	buf_puts(&b, ",\"step\":");
 	buf_json_string(&b, step);
-	buf_printf(&b, ",\"created\":%lld}\n", l->created);
+	buf_printf(&b, ",\"created\":%lld}\n", (long long)time(NULL));
 	if (util_write_file(meta_tmp, b.data) == -1 ||
 	    rename(meta_tmp, l->meta) == -1 || rename(tmp, l->path) == -1) {
 		xasprintf(cause, "layer %s: %s", l->key, strerror(errno));
@@ -423,6 +422,7 @@ image_layer_commit(struct image_layer *l, const char *overlay,
 out:
 	unlink(tmp);
 	unlink(meta_tmp);
+	free(build);
 	free(tmp);
 	free(meta_tmp);
 	buf_free(&b);
