@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -491,10 +492,48 @@ image_layer_each(const char *dir, void (*cb)(const struct image_layer *,
 	return (0);
 }
 
+/* A part a build left: .KEY.qcow2.PID or KEY.meta.PID. */
+static int
+layer_part_filter(const struct dirent *de)
+{
+	const char	*n = de->d_name;
+
+	if (n[0] == '.' && strncmp(n + 65, ".qcow2.", 7) == 0 &&
+	    strlen(n) > 72)
+		return (1);
+	return (strlen(n) > 70 && strncmp(n + 64, ".meta.", 6) == 0);
+}
+
+/* Remove the parts of builds whose qsup is gone (killed outright). */
+static void
+layer_sweep_parts(const char *dir)
+{
+	struct dirent	**des;
+	const char	 *dot;
+	char		 *path;
+	long		  pid;
+	int		  n, i;
+
+	if ((n = scandir(dir, &des, layer_part_filter, alphasort)) == -1)
+		return;
+	for (i = 0; i < n; i++) {
+		dot = strrchr(des[i]->d_name, '.');
+		pid = strtol(dot + 1, NULL, 10);
+		if (pid > 0 && kill((pid_t)pid, 0) == -1 && errno == ESRCH) {
+			xasprintf(&path, "%s/%s", dir, des[i]->d_name);
+			unlink(path);
+			free(path);
+		}
+		free(des[i]);
+	}
+	free(des);
+}
+
 /*
  * Remove the layers of dir that no run holds (their lock had exclusively
  * at once), and with older_than > 0 only those unused for that many
- * seconds; a layer kept keeps its parents. cb hears of each removed
+ * seconds; a layer kept keeps its parents; and the parts of builds whose
+ * qsup was killed outright. cb hears of each removed
  * (removed 1) or kept because in use (removed 0). -1 with *cause.
  */
 int
@@ -510,6 +549,7 @@ image_layer_prune(const char *dir, long long older_than,
 	int			*keep;
 	time_t			 now = time(NULL);
 
+	layer_sweep_parts(dir);
 	if ((n = scandir(dir, &des, layer_each_filter, alphasort)) == -1) {
 		if (errno == ENOENT)
 			return (0);

@@ -227,6 +227,27 @@ Test(layer, failed_commit_leaves_nothing)
 	buf_free(&out);
 }
 
+/* prune sweeps the parts of builds whose qsup is gone, not live ones. */
+Test(layer, prune_sweeps_dead_builds_parts)
+{
+	char	*dead, *live, *meta, *cause = NULL;
+	int	 n[2] = { 0, 0 };
+
+	xasprintf(&dead, "%s/." KA ".qcow2.999999999", store);
+	xasprintf(&meta, "%s/" KA ".meta.999999999", store);
+	xasprintf(&live, "%s/." KB ".qcow2.%ld", store, (long)getpid());
+	make_file(dead, "x");
+	make_file(meta, "x");
+	make_file(live, "x");
+	cr_assert_eq(image_layer_prune(store, 0, count_cb, n, &cause), 0);
+	cr_assert_neq(access(dead, F_OK), 0, "a dead build's part removed");
+	cr_assert_neq(access(meta, F_OK), 0, "... and its meta's");
+	cr_assert_eq(access(live, F_OK), 0, "a live build's part kept");
+	free(dead);
+	free(meta);
+	free(live);
+}
+
 static void
 qemu_img(const char *out, const char *backing, const char *fmt)
 {
