@@ -96,7 +96,9 @@ one" "$out"
 	expect_match "the second step's name and output" "setup 2/2: cat /etc/one >/etc/two.*
 built-two" "$(cat "$err")"
 	expect_eq "two layers in the store" 2 "$(nlayers)"
-	out=$("$QSUP" run --json -p "$p" -- cat /etc/two 2>"$err")
+	local layers_stat
+	layers_stat=$(stat -c '%n %s %i %Y %Z' "$LAYERS"/*.qcow2)
+	out=$("$QSUP" run --json -p "$p" -- sh -c 'cat /etc/two; echo over >/etc/two; sync' 2>"$err")
 	expect_eq "second run: exit" 0 $?
 	expect_eq "second run: the top layer" one "$out"
 	expect_eq "second run: both hits" "['hit', 'hit']" \
@@ -105,6 +107,10 @@ built-two" "$(cat "$err")"
 	    "$(wc -l <"$err")"
 	expect_eq "still two layers" 2 "$(nlayers)"
 	expect_eq "warm from the top layer" '"warm"' "$(json_field start "$err")"
+	expect_eq "the layers' size, inode, mtime, ctime" "$layers_stat" \
+	    "$(stat -c '%n %s %i %Y %Z' "$LAYERS"/*.qcow2)"
+	out=$("$QSUP" run -p "$p" -- cat /etc/two 2>"$err")
+	expect_eq "a run's writes never reach the layer" one "$out"
 	expect_base_unchanged
 }
 
@@ -274,10 +280,28 @@ test_bad_profiles_named() {
 	expect_match "a rule the policy cannot express" "p.lua:4: setup_network\[1\]:" "$out"
 }
 
+# qsup serve does not run setup: a sandbox whose profile has it is
+# refused, naming the setting, never started without its layers.
+test_serve_refuses_setup() {
+	local p=$T_TMP/p.lua d=$T_TMP/serve code body
+	mkdir -p "$d"
+	profile "$p" '"echo x"'
+	serve_launch "$d/s.sock" "$d/token" "$d/serve.log" ||
+	    { fail "the server did not come up: $(cat "$d/serve.log")"; return; }
+	code=$(curl -sS --unix-socket "$d/s.sock" -o "$d/body" -w '%{http_code}' \
+	    -X POST -H "Authorization: Bearer $(cat "$d/token")" \
+	    -d "{\"name\":\"l1\",\"profile\":\"$p\"}" http://qsup/v1/sandboxes)
+	body=$(cat "$d/body")
+	kill -TERM "$SERVE_PID"
+	wait "$SERVE_PID"
+	expect_eq "refused" 400 "$code"
+	expect_match "naming setup" "setup: qsup serve does not run setup steps" "$body"
+}
+
 for t in ${LAYERS_TESTS:-test_miss_then_hit test_changed_step_rebuilds_only_it_and_later \
     test_failing_step_caches_nothing test_two_runs_build_once \
     test_prune_keeps_layers_in_use test_setup_network_allowlist \
-    test_bad_profiles_named}; do
+    test_bad_profiles_named test_serve_refuses_setup}; do
 	run_test "$t"
 done
 finish
