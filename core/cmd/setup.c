@@ -352,7 +352,7 @@ setup_run(struct setup *s, const char *base, char **cause)
 		xasprintf(cause, "image %s: %s", base, strerror(errno));
 		return (-1);
 	}
-	if ((digest = image_base_digest(s->store, s->base, cause)) == NULL)
+	if ((digest = image_base_digest(s->store, s->base, s->json, cause)) == NULL)
 		return (-1);
 	xasprintf(&id, "base:%s", digest);
 	free(digest);

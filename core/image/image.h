@@ -106,7 +106,7 @@ struct image_layer_parent {
 	const char	*build;		/* NULL for the base */
 };
 char		*image_layer_dir(const char *, char **);
-char		*image_base_digest(const char *, const char *, char **);
+char		*image_base_digest(const char *, const char *, int, char **);
 char		*image_layer_key(const char *, char *const *, char *const *,
 		     size_t, uint64_t);
 char		*image_layer_step_text(char *const *);

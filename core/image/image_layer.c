@@ -99,10 +99,12 @@ layer_hash_file(const char *path, char **cause)
  * The base's SHA-256, as a layer's key starts from. A pulled image's
  * .meta has it (its size checked); any other file is hashed once and its
  * digest kept in layers/.bases by its path, beside its device, inode,
- * size, mtime and ctime, so a base is hashed again only once it changed.
+ * size, mtime and ctime, so a base is hashed again only once it changed
+ * (which is said, unless quiet).
  */
 char *
-image_base_digest(const char *layers, const char *base, char **cause)
+image_base_digest(const char *layers, const char *base, int quiet,
+    char **cause)
 {
 	struct image_info	 ii;
 	struct stat		 st;
@@ -140,6 +142,9 @@ image_base_digest(const char *layers, const char *base, char **cause)
 		json_decref(j);
 	}
 	free(text);
+	if (hex == NULL && !quiet)
+		log_info("setup: hashing the image %s (%.1f MB) once, for its "
+		    "layers' keys", base, st.st_size / 1e6);
 	if (hex == NULL && (hex = layer_hash_file(base, cause)) != NULL) {
 		xasprintf(&text, "{\"stat\":\"%s\",\"sha256\":\"%s\"}\n", id,
 		    hex);

@@ -110,17 +110,17 @@ Test(layer, base_digest_cached_by_stat)
 	cr_assert_not_null(f = fopen(base, "w"));
 	fputs("abc", f);
 	fclose(f);
-	cr_assert_not_null(d1 = image_base_digest(store, base, &cause), "%s",
+	cr_assert_not_null(d1 = image_base_digest(store, base, 1, &cause), "%s",
 	    cause);
 	cr_assert_str_eq(d1, "ba7816bf8f01cfea414140de5dae2223b00361a396177a"
 	    "9cb410ff61f20015ad");
-	cr_assert_not_null(d2 = image_base_digest(store, base, &cause));
+	cr_assert_not_null(d2 = image_base_digest(store, base, 1, &cause));
 	cr_assert_str_eq(d1, d2);
 	usleep(20000);
 	cr_assert_not_null(f = fopen(base, "w"));
 	fputs("abd", f);
 	fclose(f);
-	cr_assert_not_null(d3 = image_base_digest(store, base, &cause));
+	cr_assert_not_null(d3 = image_base_digest(store, base, 1, &cause));
 	cr_assert_str_neq(d1, d3);
 	free(d1);
 	free(d2);
