@@ -158,7 +158,8 @@ profile_free_steps(struct profile *p, const struct profile_setting *s)
 /*
  * setup_network: "none", "restricted" or "open" (with network_open_ack,
  * as network), or a list of network_allow's "HOST[:PORT]" rules, which
- * makes it an allowlist of them. "allowlist" alone would allow nothing,
+ * makes it an allowlist of them (one rule alone, as --set gives it, is
+ * taken as such a list). "allowlist" alone would allow nothing,
  * and a rule the policy cannot express is refused, named.
  */
 void
@@ -168,7 +169,7 @@ profile_convert_setup_net(struct profile_ctx *ctx, lua_State *L, int idx,
 	struct net_rule	*v = NULL, r;
 	struct buf	 w = { 0 };
 	const char	*str;
-	char		 what[64], *why;
+	char		 what[64], *why = NULL;
 	size_t		 nv = 0, i, len;
 	int		 n, k, tloc, bad = 0;
 
@@ -184,8 +185,21 @@ profile_convert_setup_net(struct profile_ctx *ctx, lua_State *L, int idx,
 			profile_error(ctx, loc, "setup_network: an allowlist "
 			    "is written as its rules: setup_network = { "
 			    "\"deb.debian.org:80\", \"deb.debian.org:443\" }");
-		else
+		else if (strpbrk(str, ".:/[") != NULL &&
+		    net_rule_parse(str, &r, &why) == 0) {
+			/*
+			 * One rule, as --set gives it: deb.debian.org:80.
+			 * A bare word is a misspelt mode, not a host.
+			 */
+			ctx->p->setup_network = NET_MODE_ALLOWLIST;
+			ctx->p->setup_allow = xcalloc(1, sizeof r);
+			ctx->p->setup_allow[0] = r;
+			ctx->p->nsetup_allow = 1;
+		} else {
+			free(why);
+			why = NULL;
 			profile_bad(ctx, L, idx, s, loc, "is not valid");
+		}
 		return;
 	}
 	if ((n = profile_list(ctx, L, idx, s, loc, &tloc)) == -1)
@@ -235,7 +249,8 @@ profile_accepts_setup_net(struct buf *b, const struct profile_setting *s)
 {
 	(void)s;
 	buf_printf(b, "\"none\", \"restricted\", \"open\", or an allowlist: "
-	    "a list of \"HOST[:PORT]\" rules, as network_allow takes them");
+	    "a list of \"HOST[:PORT]\" rules, as network_allow takes them "
+	    "(or one such rule)");
 }
 
 void

@@ -166,7 +166,8 @@ return {
 	setup = {},
 	-- The network of setup steps: "none", "restricted", "open" (needs
 	-- network_open_ack), or an allowlist, written as its "HOST[:PORT]"
-	-- rules: setup_network = { "deb.debian.org:80", "deb.debian.org:443" }.
+	-- rules: setup_network = { "deb.debian.org:80", "deb.debian.org:443" }
+	-- (one rule alone is taken as such a list).
 	setup_network = "none",
 
 	-- Environment of every command in the guest, as a list of

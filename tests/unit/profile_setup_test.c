@@ -84,6 +84,28 @@ Test(profile, setup_network_modes)
 	free(path);
 }
 
+/* --set gives one string: a rule is an allowlist of it, a word is not. */
+Test(profile, setup_network_one_rule_set)
+{
+	struct profile	 p;
+	char		*path, *cause;
+	char		*sets[] = { "setup_network=deb.debian.org:80" };
+	char		*bad[] = { "setup_network=restrcted" };
+
+	path = write_profile("s.lua", "return { image = \"debian-12\", "
+	    "setup = { \"true\" } }\n");
+	load_ok_set(&p, path, sets, 1);
+	cr_assert_eq(p.setup_network, NET_MODE_ALLOWLIST);
+	cr_assert_eq(p.nsetup_allow, 1);
+	cr_assert_str_eq(p.setup_allow[0].text, "deb.debian.org:80");
+	profile_free(&p);
+	cause = load_fails_set(path, bad, 1);
+	cr_assert(strstr(cause, "\"restrcted\" is not valid") != NULL, "%s",
+	    cause);
+	free(cause);
+	free(path);
+}
+
 /* What show prints loads back to the same steps. */
 Test(profile, setup_show_round_trip)
 {
