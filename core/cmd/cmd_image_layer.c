@@ -47,6 +47,8 @@ cmd_layer_parent(const struct image_layer *l, char *s, size_t len)
 static void
 cmd_layer_json(struct buf *b, const struct image_layer *l, int in_use)
 {
+	size_t	i;
+
 	buf_puts(b, "{\"key\":");
 	buf_json_string(b, l->key);
 	buf_puts(b, ",\"path\":");
@@ -66,9 +68,16 @@ cmd_layer_json(struct buf *b, const struct image_layer *l, int in_use)
 		buf_json_string(b, l->step);
 	else
 		buf_puts(b, "null");
-	buf_printf(b, ",\"size\":%llu,\"created\":%lld,\"last_used\":%lld,"
-	    "\"in_use\":%s}", (unsigned long long)l->size, l->created, l->used,
-	    in_use ? "true" : "false");
+	buf_puts(b, ",\"env\":[");
+	for (i = 0; i < l->nenv; i++) {
+		if (i > 0)
+			buf_puts(b, ",");
+		buf_json_string(b, l->env[i]);
+	}
+	buf_printf(b, "],\"disk_size\":%llu,\"size\":%llu,\"created\":%lld,"
+	    "\"last_used\":%lld,\"in_use\":%s}",
+	    (unsigned long long)l->disk_size, (unsigned long long)l->size,
+	    l->created, l->used, in_use ? "true" : "false");
 }
 
 static void

@@ -280,7 +280,7 @@ setup_build(struct setup *s, size_t i, struct image_layer *l,
 	}
 	step = image_layer_step_text(s->profile->setup[i].argv);
 	rc = image_layer_commit(l, sandbox_overlay_path(b.sb), parent, step,
-	    cause);
+	    s->profile->env, s->profile->nenv, s->profile->disk_size, cause);
 	free(step);
 out:
 	if (b.x != NULL) {

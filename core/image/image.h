@@ -95,6 +95,9 @@ struct image_layer {
 	char		*parent_build;	/* the parent layer's build, or "" */
 	char		*build;		/* this build's own random id */
 	char		*step;		/* as a person reads it */
+	char		**env;		/* the step's environment */
+	size_t		 nenv;
+	uint64_t	 disk_size;	/* the profile's; 0: the base's */
 	uint64_t	 size;		/* bytes of KEY.qcow2 */
 	long long	 created;
 	long long	 used;		/* last got by a run */
@@ -113,7 +116,8 @@ char		*image_layer_step_text(char *const *);
 int		 image_layer_get(const char *, const char *,
 		     struct image_layer *, void (*)(void *), void *, char **);
 int		 image_layer_commit(struct image_layer *, const char *,
-		     const struct image_layer_parent *, const char *, char **);
+		     const struct image_layer_parent *, const char *,
+		     char *const *, size_t, uint64_t, char **);
 void		 image_layer_release(struct image_layer *);
 int		 image_layer_each(const char *,
 		     void (*)(const struct image_layer *, int, void *), void *);

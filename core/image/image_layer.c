@@ -2,7 +2,8 @@
  * Layers: the results of a profile's setup steps, each a qcow2 file whose
  * backing file is its parent (the base image, or the layer of the step
  * before), kept in images_dir/layers as KEY.qcow2 beside KEY.meta (JSON:
- * parent, step, env, size, created, build) and KEY.lock. KEY is a digest
+ * parent, step, env, disk size, created, build) and KEY.lock; its file's
+ * size is the layer's, the meta's mtime when a run last used it. KEY is a digest
  * of the parent's identity (the base's SHA-256, or the parent layer's
  * KEY), the step's argv, the environment and the disk's size, so a
  * changed step gets a new key, and so does every step after it.
@@ -221,7 +222,8 @@ layer_paths(struct image_layer *l, const char *dir, const char *key)
 static int
 layer_meta_read(struct image_layer *l)
 {
-	json_t		*j;
+	json_t		*j, *env, *e;
+	size_t		 i;
 	const char	*s;
 	char		*text;
 	long long	 v;
@@ -246,6 +248,16 @@ layer_meta_read(struct image_layer *l)
 		l->step = xstrdup(s);
 	if (json_path_int(j, "created", &v) == 0)
 		l->created = v;
+	if (json_path_int(j, "disk_size", &v) == 0 && v >= 0)
+		l->disk_size = (uint64_t)v;
+	if ((env = json_object_get(j, "env")) != NULL && json_is_array(env)) {
+		l->env = xcalloc(json_array_size(env) + 1, sizeof *l->env);
+		json_array_foreach(env, i, e) {
+			if (json_is_string(e))
+				l->env[l->nenv++] = xstrdup(
+				    json_string_value(e));
+		}
+	}
 	json_decref(j);
 	if (stat(l->meta, &st) == 0)
 		l->used = st.st_mtim.tv_sec;
@@ -390,8 +402,9 @@ out:
 int
 image_layer_commit(struct image_layer *l, const char *overlay,
     const struct image_layer_parent *parent, const char *step,
-    char **cause)
+    char *const *env, size_t nenv, uint64_t disk_size, char **cause)
 {
+	size_t		 i;
 	struct buf	 b = { 0 };
 	char		*tmp, *meta_tmp, *build = NULL;
 	int		 rc = -1;
@@ -414,7 +427,14 @@ image_layer_commit(struct image_layer *l, const char *overlay,
 	buf_json_string(&b, build);
 	buf_puts(&b, ",\"step\":");
 	buf_json_string(&b, step);
-	buf_printf(&b, ",\"created\":%lld}\n", (long long)time(NULL));
+	buf_puts(&b, ",\"env\":[");
+	for (i = 0; i < nenv; i++) {
+		if (i > 0)
+			buf_puts(&b, ",");
+		buf_json_string(&b, env[i]);
+	}
+	buf_printf(&b, "],\"disk_size\":%llu,\"created\":%lld}\n",
+	    (unsigned long long)disk_size, (long long)time(NULL));
 	if (util_write_file(meta_tmp, b.data) == -1 ||
 	    rename(meta_tmp, l->meta) == -1 || rename(tmp, l->path) == -1) {
 		xasprintf(cause, "layer %s: %s", l->key, strerror(errno));
@@ -439,6 +459,8 @@ out:
 void
 image_layer_release(struct image_layer *l)
 {
+	size_t	i;
+
 	if (l->lock_fd != -1)
 		close(l->lock_fd);
 	l->lock_fd = -1;
@@ -452,6 +474,9 @@ image_layer_release(struct image_layer *l)
 	free(l->parent_build);
 	free(l->build);
 	free(l->step);
+	for (i = 0; i < l->nenv; i++)
+		free(l->env[i]);
+	free(l->env);
 	memset(l, 0, sizeof *l);
 	l->lock_fd = -1;
 }

@@ -156,6 +156,7 @@ Test(layer, get_commit_hold_and_prune)
 	struct image_layer		 a, b, c;
 	struct image_layer_parent	 base = { "base:x", "/nowhere", NULL };
 	struct image_layer_parent	 pa;
+	char *const			 e[] = { "A=1" };
 	char				*src, *cause = NULL;
 	int				 n[2] = { 0, 0 }, fd;
 
@@ -166,7 +167,8 @@ Test(layer, get_commit_hold_and_prune)
 	/* Nobody else can have it while it is built. */
 	cr_assert_neq(fd = open(a.lock, O_RDWR), -1);
 	cr_assert_eq(flock(fd, LOCK_SH|LOCK_NB), -1);
-	cr_assert_eq(image_layer_commit(&a, src, &base, "step a", &cause), 0,
+	cr_assert_eq(image_layer_commit(&a, src, &base, "step a", NULL, 0, 0,
+	    &cause), 0,
 	    "%s", cause);
 	cr_assert_eq(flock(fd, LOCK_SH|LOCK_NB), 0, "shared once committed");
 	close(fd);
@@ -179,8 +181,12 @@ Test(layer, get_commit_hold_and_prune)
 	pa.build = a.build;
 	cr_assert_eq(image_layer_get(store, KB, &b, NULL, NULL, &cause),
 	    0);
-	cr_assert_eq(image_layer_commit(&b, src, &pa, "step b", &cause), 0);
+	cr_assert_eq(image_layer_commit(&b, src, &pa, "step b", e, 1, 1 << 30,
+	    &cause), 0);
 	cr_assert_str_eq(b.parent_build, a.build);
+	cr_assert_eq(b.nenv, 1);
+	cr_assert_str_eq(b.env[0], "A=1");
+	cr_assert_eq(b.disk_size, 1 << 30);
 	image_layer_release(&a);
 	/* b held (as a run holds it): b and its parent a are kept. */
 	cr_assert_eq(image_layer_prune(store, 0, count_cb, n, &cause), 0);
@@ -215,7 +221,7 @@ Test(layer, failed_commit_leaves_nothing)
 	cr_assert_eq(image_layer_get(store, KC, &a, NULL, NULL, &cause),
 	    0);
 	cr_assert_eq(image_layer_commit(&a, "/nonexistent/overlay", &base,
-	    "s", &cause), -1);
+	    "s", NULL, 0, 0, &cause), -1);
 	free(cause);
 	cr_assert_neq(access(a.path, F_OK), 0);
 	cr_assert_neq(access(a.meta, F_OK), 0);
