@@ -373,8 +373,10 @@ setup_run(struct setup *s, const char *base, char **cause)
 		rc = image_layer_get(s->store, key, &s->layers[i],
 		    setup_waiting_cb, s, cause);
 		setup_waiting = 0;
-		if (rc == -1)
+		if (rc == -1) {
+			image_layer_release(&s->layers[i]);
 			goto fail;
+		}
 		s->nlayers = i;
 		if (rc == 0) {
 			setup_say(s, "setup %zu/%zu: %s", i + 1, p->nsetup,
