@@ -13,8 +13,9 @@
 
 /*
  * The files lean one way, bottom up: cmd_usage.c and cmd_tty.c (what
- * every command uses), pull.c and run.c (what run and image pull use),
- * the commands (cmd_NAME.c, each with its entry), cmd.c (the table of
+ * every command uses), pull.c, setup.c and run.c (what run and image
+ * pull use), cmd_image_layer.c (image ls's and prune's layers), the
+ * commands (cmd_NAME.c, each with its entry), cmd.c (the table of
  * them, and help), cmd_complete.c, and main.c.
  */
 
