@@ -354,7 +354,12 @@ setup_run(struct setup *s, const char *base, char **cause)
 	}
 	if ((digest = image_base_digest(s->store, s->base, s->json, cause)) == NULL)
 		return (-1);
-	xasprintf(&id, "base:%s", digest);
+	/*
+	 * The base's path too: each layer's header names its parent's path,
+	 * so the same bytes elsewhere (a copy, a move) get layers of their
+	 * own rather than a chain that names a file gone.
+	 */
+	xasprintf(&id, "base:%s:%s", digest, s->base);
 	free(digest);
 	setup_build_profile(s);
 	s->layers = xcalloc(p->nsetup, sizeof *s->layers);
