@@ -150,6 +150,10 @@ bench/net.sh
 echo
 bench/image.sh "$cold_runs" "$warm_runs"
 
+# setup's layers: warm start on a 2-layer image against the plain one.
+echo
+bench/layers.sh "$warm_runs"
+
 # boot = "image": a cloud image booting itself against the fast path.
 echo
 bench/cloud.sh

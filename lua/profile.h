@@ -64,6 +64,11 @@ struct profile_tcp_map {
 	char		*host;		/* the host-side destination */
 	uint16_t	 port;
 };
+/* A setup step: run once over the image, its result a cached layer. */
+struct profile_step {
+	char		**argv;		/* NULL-terminated */
+	int		  shell;	/* written as a string: sh -c STRING */
+};
 struct profile_origin;
 struct profile {
 	char		*path;		/* the file, or "builtin:NAME" */
@@ -106,6 +111,11 @@ struct profile {
 	char		*image_glibc;	/* the catalog's entry's, "2.36"; NULL:
 					   not known (a URL, a file, a name
 					   not in the catalog) */
+	struct profile_step *setup;	/* each cached as a layer over image */
+	size_t		 nsetup;
+	enum net_mode	 setup_network;	/* the network setup steps get */
+	struct net_rule	*setup_allow;	/* ... its allowlist, if a list */
+	size_t		 nsetup_allow;
 	char		**env;		/* "NAME=VALUE", for every command */
 	size_t		 nenv;
 	char		*cwd;		/* NULL: "/" */
@@ -133,6 +143,7 @@ struct profile {
 	size_t		 nextra_args;
 	struct profile_origin *origins;	/* for profile_print() */
 };
+void		 profile_step_free(struct profile_step *);
 int		 profile_load(struct profile *, const char *, char **);
 int		 profile_load_set(struct profile *, const char *,
 		     char *const *, size_t, char **);

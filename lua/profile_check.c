@@ -177,6 +177,41 @@ profile_check_image(struct profile_ctx *ctx, lua_State *L, const int *bad)
 	profile_image_resolve(ctx, L, ctx->set_loc[img], bad[base]);
 }
 
+/*
+ * setup needs a disk to cache its layers on (the built-in guest has
+ * none), and its network is checked as network is.
+ */
+static void
+profile_check_setup(struct profile_ctx *ctx, const int *bad)
+{
+	const struct profile	*p = ctx->p;
+	int			 setup = profile_setting_index("setup");
+	int			 net = profile_setting_index("setup_network");
+	int			 ack =
+	    profile_setting_index("network_open_ack");
+
+	if (!bad[setup] && p->nsetup > 0 && !bad[profile_setting_index(
+	    "image")] && p->image_kind == PROFILE_IMAGE_NONE)
+		profile_error(ctx, ctx->set_loc[setup], "setup: the steps are "
+		    "cached as layers of an image, and image is nil (the "
+		    "built-in guest has no disk); set image too");
+	if (!bad[setup] && p->nsetup > 0 && p->boot == PROFILE_BOOT_IMAGE)
+		profile_error(ctx, ctx->set_loc[setup], "setup: not supported "
+		    "with boot = \"image\" yet; use the default boot = "
+		    "\"kernel\"");
+	if (!bad[net] && !bad[ack] && p->setup_network == NET_MODE_OPEN &&
+	    !p->network_open_ack)
+		profile_error(ctx, ctx->set_loc[net], "setup_network: \"open\" "
+		    "lets setup reach the internet and every service on the "
+		    "host's 127.0.0.1; to accept that, also write "
+		    "network_open_ack = true, or list what setup needs: "
+		    "setup_network = { \"deb.debian.org:80\" }");
+	if (!bad[net] && !bad[setup] && p->nsetup == 0 &&
+	    p->setup_network != NET_MODE_NONE)
+		profile_error(ctx, ctx->set_loc[net], "setup_network: has no "
+		    "effect without setup steps");
+}
+
 /* After every setting is converted (under lua_pcall: it may allocate). */
 void
 profile_check(struct profile_ctx *ctx, lua_State *L, const int *bad)
@@ -184,4 +219,5 @@ profile_check(struct profile_ctx *ctx, lua_State *L, const int *bad)
 	profile_check_shares(ctx, bad);
 	profile_check_net(ctx, bad);
 	profile_check_image(ctx, L, bad);	/* image_url, from the catalog */
+	profile_check_setup(ctx, bad);
 }

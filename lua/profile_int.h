@@ -23,6 +23,7 @@
  *   profile_type.c     the scalar types: booleans, choices, sizes, paths
  *   profile_net.c      network_allow, ports, network_tcp, network_rules
  *   profile_share.c    shares, ld_closure_extra
+ *   profile_setup.c    setup (the steps cached as layers), setup_network
  *   profile_image.c    the image catalog (catalog.lua), image_sha256, and
  *                      turning image into what to download
  *   profile_include.c  include() and extend(), built-in profiles
@@ -95,7 +96,9 @@ enum profile_type {
 	PROFILE_T_TCP,		/* { { host =, port =, name = } } */
 	PROFILE_T_RULES,	/* { "ALLOW|TCP|deb.debian.org|443|OUT" } */
 	PROFILE_T_ARGS,		/* { "-device", "virtio-rng-device" } */
-	PROFILE_T_LIBS		/* { "libbz2.so.1.0", "/usr/lib/x/y.so" } */
+	PROFILE_T_LIBS,		/* { "libbz2.so.1.0", "/usr/lib/x/y.so" } */
+	PROFILE_T_STEPS,	/* { "apt-get update", { "make", "-j2" } } */
+	PROFILE_T_SETUP_NET	/* a network mode, or an allowlist's rules */
 };
 
 /*
@@ -155,7 +158,7 @@ struct profile_type_ops {
 	const char *list_form;	/* expected, for a list with other keys */
 };
 
-#define PROFILE_NSETTINGS	47	/* rows of profile_schema */
+#define PROFILE_NSETTINGS	49	/* rows of profile_schema */
 
 #define PROFILE_FIELD(p, s, type) \
 	((type *)(void *)((char *)(p) + (s)->offset))
@@ -460,6 +463,22 @@ void	 profile_put_shares(struct buf *, const struct profile *,
 void	 profile_free_shares(struct profile *, const struct profile_setting *);
 void	 profile_accepts_shares(struct buf *, const struct profile_setting *);
 void	 profile_accepts_libs(struct buf *, const struct profile_setting *);
+
+/* profile_setup.c */
+void	 profile_convert_steps(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_accepts_steps(struct buf *, const struct profile_setting *);
+void	 profile_put_steps(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_free_steps(struct profile *, const struct profile_setting *);
+void	 profile_convert_setup_net(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_accepts_setup_net(struct buf *,
+		    const struct profile_setting *);
+void	 profile_put_setup_net(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+void	 profile_free_setup_net(struct profile *,
+		    const struct profile_setting *);
 
 /* profile_image.c */
 extern const char	profile_key_catalog;	/* catalog.lua's table */

@@ -153,9 +153,15 @@ const struct profile_type_ops profile_types[] = {
 	[PROFILE_T_LIBS] = { .convert = profile_convert_libs,
 	    .accepts = profile_accepts_libs, .put = profile_put_strs,
 	    .free = profile_free_strs, .set_list = 1, .textual = 1 },
+	[PROFILE_T_STEPS] = { .convert = profile_convert_steps,
+	    .accepts = profile_accepts_steps, .put = profile_put_steps,
+	    .free = profile_free_steps, .set_list = 1, .textual = 1 },
+	[PROFILE_T_SETUP_NET] = { .convert = profile_convert_setup_net,
+	    .accepts = profile_accepts_setup_net,
+	    .put = profile_put_setup_net, .free = profile_free_setup_net },
 };
 _Static_assert(sizeof profile_types / sizeof profile_types[0] ==
-    PROFILE_T_LIBS + 1, "a row per type");
+    PROFILE_T_SETUP_NET + 1, "a row per type");
 
 /*
  * Every setting. The defaults here and in profiles/default.lua must agree
@@ -344,6 +350,17 @@ const struct profile_setting profile_schema[] = {
 	  .help = "the guest's disk: its overlay and root file system are "
 	  "grown to this size (never shrunk); nil: the base image's own; "
 	  "only with an image (the built-in guest has no disk)" },
+	{ .name = "setup", .type = PROFILE_T_STEPS,
+	  .offset = offsetof(struct profile, setup),
+	  .offset_n = offsetof(struct profile, nsetup), .def = "{}",
+	  .help = "steps run once over image, each a string (sh -c) or an "
+	  "argv list; each result is cached as a layer keyed by its parent, "
+	  "the step and env, and runs start from the top layer" },
+	{ .name = "setup_network", .type = PROFILE_T_SETUP_NET,
+	  .offset = offsetof(struct profile, setup_network),
+	  .def = "\"none\"",
+	  .help = "the network of setup steps: \"none\", \"restricted\", "
+	  "\"open\", or an allowlist's \"HOST[:PORT]\" rules" },
 	{ .name = "env", .type = PROFILE_T_ENV,
 	  .offset = offsetof(struct profile, env),
 	  .offset_n = offsetof(struct profile, nenv), .def = "{}",

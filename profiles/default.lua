@@ -156,6 +156,20 @@ return {
 	-- size. Only with an image.
 	disk_size = nil,
 
+	-- Steps run once over image, before the command, each a string (run
+	-- by sh -c) or an argv list: { "apt-get update", { "make", "-j2" } }.
+	-- Each step's result is kept as a qcow2 layer in images_dir/layers,
+	-- keyed by its parent, the step and env; later runs start from the
+	-- top layer, and a changed step rebuilds only itself and those after
+	-- it. Only with an image; qsup image ls and prune show and remove
+	-- layers.
+	setup = {},
+	-- The network of setup steps: "none", "restricted", "open" (needs
+	-- network_open_ack), or an allowlist, written as its "HOST[:PORT]"
+	-- rules: setup_network = { "deb.debian.org:80", "deb.debian.org:443" }
+	-- (one rule alone is taken as such a list).
+	setup_network = "none",
+
 	-- Environment of every command in the guest, as a list of
 	-- "NAME=VALUE" strings or as NAME = "VALUE" fields (or both):
 	--   env = { "LANG=C.UTF-8", TZ = "UTC" },

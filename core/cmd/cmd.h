@@ -13,8 +13,9 @@
 
 /*
  * The files lean one way, bottom up: cmd_usage.c and cmd_tty.c (what
- * every command uses), pull.c and run.c (what run and image pull use),
- * the commands (cmd_NAME.c, each with its entry), cmd.c (the table of
+ * every command uses), pull.c, setup.c and run.c (what run and image
+ * pull use), cmd_image_layer.c (image ls's and prune's layers), the
+ * commands (cmd_NAME.c, each with its entry), cmd.c (the table of
  * them, and help), cmd_complete.c, and main.c.
  */
 
@@ -133,6 +134,42 @@ int		 pull_get(struct ev_loop *, const struct image_req *,
 void		 pull_cancel(struct pull *);
 void		 pull_free(struct pull *);
 
+/*
+ * setup.c: a profile's setup steps, each a layer of the store found or
+ * built, before run's sandbox boots on the top one.
+ */
+struct setup_report {
+	char		*step;
+	char		*key;
+	int		 built;		/* else found (a hit) */
+	int		 failed;
+	double		 seconds;
+};
+struct outq;
+struct image_layer;
+struct setup {
+	struct ev_loop		*loop;
+	const struct profile	*profile;
+	const struct accel_choice *accel;
+	struct outq		*err;		/* the steps' output */
+	int			 json;		/* no progress, no output */
+	int			 interrupted;
+	char			*store;		/* images_dir/layers */
+	char			*base;		/* the base's real path */
+	struct profile		 build_profile;	/* setup's network */
+	struct sandbox		*building;
+	struct image_layer	*layers;	/* held */
+	size_t			 nlayers;
+	struct setup_report	*reports;
+	size_t			 nreports;
+};
+extern volatile sig_atomic_t setup_waiting;
+int		 setup_run(struct setup *, const char *, char **);
+char		**setup_paths(struct setup *);
+void		 setup_interrupt(struct setup *);
+void		 setup_json(const struct setup *, struct buf *);
+void		 setup_free(struct setup *);
+
 /* cmd.c: the table of commands, what "qsup help" prints, and help */
 extern const struct cmd_entry	*const cmd_table[];
 void		 cmd_usage_all(FILE *);
@@ -156,6 +193,10 @@ struct cmd_cache_tally {
 int		 cmd_cache_tally(const char *, struct cmd_cache_tally *);
 extern const struct cmd_entry	 cmd_doctor_entry;	/* cmd_doctor.c */
 extern const struct cmd_entry	 cmd_image_entry;	/* cmd_image.c */
+/* cmd_image_layer.c: setup's layers, for image ls and image prune */
+int		 cmd_image_ls_layers(const char *, int, struct buf *);
+int		 cmd_image_prune_layers(const char *, long long, int);
+int		 cmd_image_age(const char *, long long *);
 extern const struct cmd_entry	 cmd_serve_entry;	/* cmd_serve.c */
 /* The API's client (cmd_client.c) and its MCP face (cmd_mcp.c). */
 extern const struct cmd_entry	 cmd_sandbox_entry;

@@ -24,6 +24,7 @@ static int	cmd_image_pull(const struct cmd_entry *, int, char **);
 static int	cmd_image_ls(const struct cmd_entry *, int, char **);
 static int	cmd_image_rm(const struct cmd_entry *, int, char **);
 static int	cmd_image_build(const struct cmd_entry *, int, char **);
+static int	cmd_image_prune(const struct cmd_entry *, int, char **);
 
 #define CMD_IMAGE_SET		(CMD_O_LONG + 0)
 #define CMD_IMAGE_JSON		(CMD_O_LONG + 1)
@@ -31,6 +32,7 @@ static int	cmd_image_build(const struct cmd_entry *, int, char **);
 #define CMD_IMAGE_SUMS_URL	(CMD_O_LONG + 3)
 #define CMD_IMAGE_UNVERIFIED	(CMD_O_LONG + 4)
 #define CMD_IMAGE_SIZE		(CMD_O_LONG + 5)
+#define CMD_IMAGE_OLDER		(CMD_O_LONG + 6)
 
 #define CMD_IMAGE_PROFILE_OPTIONS \
 	{ 'p', "profile", CMD_V_PROFILE, "FILE", 0, \
@@ -75,6 +77,17 @@ static const struct cmd_option cmd_image_rm_options[] = {
 	CMD_IMAGE_VERBOSE(CMD_O_HIDDEN)
 };
 
+static const struct cmd_option cmd_image_prune_options[] = {
+	CMD_IMAGE_PROFILE_OPTIONS,
+	{ CMD_IMAGE_OLDER, "older-than", CMD_V_STRING, "AGE", 0,
+	  "only layers unused for AGE at least (seconds, or\n"
+	  "30m, 12h, 7d)" },
+	{ CMD_IMAGE_JSON, "json", CMD_V_NONE, NULL, 0,
+	  "a JSON object on stdout" },
+	CMD_IMAGE_PULL_OPTIONS(CMD_O_HIDDEN),
+	CMD_IMAGE_VERBOSE(CMD_O_HIDDEN)
+};
+
 static const struct cmd_option cmd_image_build_options[] = {
 	{ 'o', "output", CMD_V_FILE, "FILE", 0,
 	  "the image to write (required)" },
@@ -114,7 +127,8 @@ static const struct cmd_entry cmd_image_pull_entry = {
 static const struct cmd_entry cmd_image_ls_entry = {
 	.name = "ls",
 	.usage = "image ls [--profile FILE] [--json]",
-	.summary = "the images: size, digest, source, in use by",
+	.summary = "the images: size, digest, source, in use by; and "
+	    "setup's layers",
 	.options = cmd_image_ls_options,
 	.exec = cmd_image_ls
 };
@@ -125,6 +139,19 @@ static const struct cmd_entry cmd_image_rm_entry = {
 	.summary = "remove images no running sandbox uses",
 	.options = cmd_image_rm_options,
 	.exec = cmd_image_rm
+};
+
+static const struct cmd_entry cmd_image_prune_entry = {
+	.name = "prune",
+	.usage = "image prune [--profile FILE] [--older-than AGE] [--json]",
+	.summary = "remove setup's layers no running sandbox uses",
+	.help =
+"Remove the layers of setup steps (images_dir/layers) that no run holds:\n"
+"a run holds every layer of its chain while it runs, and those are kept,\n"
+"with their parents. Base images are never removed (qsup image rm).\n"
+"\n",
+	.options = cmd_image_prune_options,
+	.exec = cmd_image_prune
 };
 
 static const struct cmd_entry cmd_image_build_entry = {
@@ -154,6 +181,7 @@ static const struct cmd_entry *const cmd_image_subs[] = {
 	&cmd_image_ls_entry,
 	&cmd_image_rm_entry,
 	&cmd_image_build_entry,
+	&cmd_image_prune_entry,
 	NULL
 };
 
@@ -448,11 +476,19 @@ cmd_image_ls(const struct cmd_entry *self, int argc, char **argv)
 		rc = QSUP_EXIT_ERROR;
 	} else if (o.json) {
 		buf_json_string(&d, dir);
-		printf("{\"dir\":%s,\"images\":[%s]}\n", d.data,
+		printf("{\"dir\":%s,\"images\":[%s],\"layers\":[", d.data,
 		    l.b.data != NULL ? l.b.data : "");
 		buf_free(&d);
-	} else if (l.n == 0)
-		printf("no images in %s\n", dir);
+		if (cmd_image_ls_layers(dir, 1, &d) == -1)
+			rc = QSUP_EXIT_ERROR;
+		printf("%s]}\n", d.data != NULL ? d.data : "");
+		buf_free(&d);
+	} else {
+		if (l.n == 0)
+			printf("no images in %s\n", dir);
+		if (cmd_image_ls_layers(dir, 0, NULL) == -1)
+			rc = QSUP_EXIT_ERROR;
+	}
 	buf_free(&l.b);
 	free(l.run_base);
 	free(dir);
@@ -491,6 +527,35 @@ cmd_image_rm(const struct cmd_entry *self, int argc, char **argv)
 	return (rc);
 }
 
+/* "qsup image prune [--older-than AGE]": setup's layers no run holds. */
+static int
+cmd_image_prune(const struct cmd_entry *self, int argc, char **argv)
+{
+	struct cmd_image_opts o_prune;
+	struct cmd_args	 a;
+	long long	 older = 0;
+	const char	*age = NULL;
+	char		*dir;
+	int		 rc;
+
+	/* --older-than is prune's alone: read before the common options. */
+	if ((rc = cmd_args_parse(self, argc, argv, &a)) == 0)
+		age = cmd_args_get(&a, CMD_IMAGE_OLDER);
+	if (rc == 0 && age != NULL && cmd_image_age(age, &older) == -1) {
+		log_warnx("image prune: --older-than %s: not an age (seconds, "
+		    "or a number with s, m, h or d)", age);
+		cmd_args_free(&a);
+		return (QSUP_EXIT_ERROR);
+	}
+	cmd_args_free(&a);
+	if ((dir = cmd_image_setup(self, argc, argv, &o_prune, 0, &rc)) ==
+	    NULL)
+		return (rc);
+	rc = cmd_image_prune_layers(dir, older, o_prune.json);
+	free(dir);
+	return (rc);
+}
+
 /* "qsup image" naming no subcommand: alone, it lists. */
 static int
 cmd_image_exec(const struct cmd_entry *self, int argc, char **argv)
@@ -498,7 +563,8 @@ cmd_image_exec(const struct cmd_entry *self, int argc, char **argv)
 	(void)self;
 	if (argc < 2)
 		return (cmd_image_ls(&cmd_image_ls_entry, argc, argv));
-	log_warnx("unknown subcommand '%s': qsup image pull | ls | rm | build",
+	log_warnx("unknown subcommand '%s': qsup image pull | ls | rm | build "
+	    "| prune",
 	    argv[1]);
 	return (QSUP_EXIT_ERROR);
 }

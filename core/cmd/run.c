@@ -86,6 +86,8 @@ struct run {
 	long			 qemu_rss_kb;
 	char			*image;		/* the base image file, or NULL */
 	struct pull		 pull;		/* getting it */
+	struct setup		 setup;		/* its layers (setup.c) */
+	int			 in_setup;	/* building them */
 };
 
 static void	run_teardown(struct run *, const char *);
@@ -556,7 +558,7 @@ run_sig_handler(int sig)
 	if (run_nsignals < 2)
 		run_nsignals++;
 	/* Before the loop, nothing is polite: the first one will do. */
-	if (run_nsignals >= 2 || run_sig_loop == NULL)
+	if (run_nsignals >= 2 || run_sig_loop == NULL || setup_waiting)
 		util_stop_now = 1;
 	if (run_sig_loop != NULL)
 		ev_async_send(run_sig_loop, run_sig_async);
@@ -618,6 +620,11 @@ run_signal_cb(struct ev_loop *loop, ev_async *w, int revents)
 		pull_cancel(&r->pull);
 		log_warnx("interrupted: the image's part is kept, and the next "
 		    "pull resumes it");
+		return;
+	}
+	if (r->in_setup) {
+		run_note_signal(r);
+		setup_interrupt(&r->setup);
 		return;
 	}
 	if (r->sb == NULL)
@@ -736,6 +743,8 @@ run_json_summary(struct run *r)
 		sandbox_disk_report(r->sb, &b);
 	else
 		buf_puts(&b, "null");
+	buf_puts(&b, ",\"layers\":");
+	setup_json(&r->setup, &b);
 	buf_printf(&b, ",\"qemu_rss_kb\":%ld", r->qemu_rss_kb);
 	getrusage(RUSAGE_SELF, &ru);
 	buf_printf(&b, ",\"qsup_max_rss_kb\":%ld", ru.ru_maxrss);
@@ -828,11 +837,39 @@ run_image(struct run *r, char **cause)
 	return (-1);
 }
 
+/*
+ * The profile's setup steps, each a layer over the image, found or built
+ * (setup.c); the run boots on the top one and holds them all till it
+ * ends.
+ */
+static int
+run_setup(struct run *r, char **cause)
+{
+	int	rc;
+
+	if (r->profile.nsetup == 0)
+		return (0);
+	r->setup.loop = r->loop;
+	r->setup.profile = &r->profile;
+	r->setup.accel = &r->accel;
+	r->setup.err = r->err;
+	r->setup.json = r->opts->json;
+	r->in_setup = 1;
+	rc = setup_run(&r->setup, r->image, cause);
+	r->in_setup = 0;
+	if (rc == 0 && run_nsignals > 0) {
+		*cause = xstrdup("interrupted");
+		return (-1);
+	}
+	return (rc);
+}
+
 /* A sandbox for the command, started. */
 static int
 run_boot(struct run *r, char **cause)
 {
 	struct sandbox_cbs	cbs;
+	char			**layers;
 
 	memset(&cbs, 0, sizeof cbs);
 	cbs.ready = run_ready_cb;
@@ -842,6 +879,12 @@ run_boot(struct run *r, char **cause)
 	r->sb = sandbox_new(r->loop, &r->profile, &cbs);
 	if (r->image != NULL)
 		sandbox_set_image(r->sb, r->image);
+	if (r->setup.nlayers > 0) {
+		layers = setup_paths(&r->setup);
+		sandbox_set_layers(r->sb, layers, r->setup.nlayers,
+		    r->setup.store);
+		free(layers);
+	}
 	r->t_end = 0;
 	if (run_shares(r, cause) == -1)
 		goto fail;
@@ -954,7 +997,7 @@ run_main(struct run_options *opts)
 		goto interrupted;
 
 	run_loop_init(&r);
-	if (run_image(&r, &cause) == -1)
+	if (run_image(&r, &cause) == -1 || run_setup(&r, &cause) == -1)
 		goto fail;
 	for (;;) {
 		if (run_boot(&r, &cause) == -1)
@@ -1001,6 +1044,7 @@ done:
 		run_json_summary(&r);
 	run_exec_free(&r);
 	sandbox_free(r.sb);
+	setup_free(&r.setup);
 	if (r.loop != NULL) {
 		run_sig_loop = NULL;
 		ev_async_stop(r.loop, &r.sigasync);

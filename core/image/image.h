@@ -90,6 +90,52 @@ int		 image_in_use(const char *, const char *, char **);
 /* The last component of url's path, or NULL if it has none usable. */
 char		*image_url_name(const char *);
 
+/*
+ * image_layer.c: a profile's setup steps, each cached as a qcow2 layer
+ * over its parent in images_dir/layers (KEY.qcow2, KEY.meta, KEY.lock).
+ */
+struct image_layer {
+	char		*dir;		/* images_dir/layers */
+	char		*key;		/* 64 hex digits */
+	char		*path;		/* dir/KEY.qcow2 */
+	char		*meta;
+	char		*lock;
+	char		*parent;	/* "base:SHA256", or the parent's KEY */
+	char		*parent_path;	/* the base's real path, or the
+					   parent layer's path */
+	char		*parent_build;	/* the parent layer's build, or "" */
+	char		*build;		/* this build's own random id */
+	char		*step;		/* as a person reads it */
+	char		**env;		/* the step's environment */
+	size_t		 nenv;
+	uint64_t	 disk_size;	/* the profile's; 0: the base's */
+	uint64_t	 size;		/* bytes of KEY.qcow2 */
+	long long	 created;
+	long long	 used;		/* last got by a run */
+	int		 lock_fd;	/* held while got */
+};
+struct image_layer_parent {
+	const char	*id;		/* as image_layer.parent */
+	const char	*path;
+	const char	*build;		/* NULL for the base */
+};
+char		*image_layer_dir(const char *, char **);
+char		*image_base_digest(const char *, const char *, int, char **);
+char		*image_layer_key(const char *, char *const *, char *const *,
+		     size_t, uint64_t);
+char		*image_layer_step_text(char *const *);
+int		 image_layer_get(const char *, const char *,
+		     struct image_layer *, void (*)(void *), void *, char **);
+int		 image_layer_commit(struct image_layer *, const char *,
+		     const struct image_layer_parent *, const char *,
+		     char *const *, size_t, uint64_t, char **);
+void		 image_layer_release(struct image_layer *);
+int		 image_layer_each(const char *,
+		     void (*)(const struct image_layer *, int, void *), void *);
+int		 image_layer_prune(const char *, long long,
+		     void (*)(const struct image_layer *, int, void *), void *,
+		     char **);
+
 /* image_build.c: "qsup image build" */
 struct image_build_req {
 	const char	*from;		/* DIR, TARBALL or oci:DIR[:TAG] */

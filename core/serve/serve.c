@@ -700,6 +700,13 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 		    "profile", cause);
 		goto out;
 	}
+	if (s->profile.nsetup > 0) {
+		serve_bad_field(&err, settings != NULL ? "settings" :
+		    "profile", "setup: qsup serve does not run setup steps or "
+		    "use their layers yet; give a profile without setup (qsup "
+		    "run runs them)");
+		goto out;
+	}
 	if (serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
 	    &err) == -1)
 		goto out;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,102 @@ fail:
 	return (-1);
 }
 
+/*
+ * A layer over the disk so far (the base, or the last layer added): a
+ * qcow2 file qsup made in its layer store (store, a real path), whose
+ * header names as its backing file exactly the link below it, and which
+ * is otherwise as a base must be (no data file, not dirty). QEMU is given
+ * the chain node by node (disk_qemu_args), never left to follow the
+ * names in the headers. -1 with *cause.
+ */
+int
+disk_add_layer(struct disk *d, const char *path, const char *store,
+    char **cause)
+{
+	unsigned char	 h[DISK_HEADER];
+	struct disk_info info;
+	struct stat	 st;
+	const char	*below;
+	char		*real, *why = NULL, name[PATH_MAX + 1];
+	uint64_t	 off;
+	uint32_t	 len;
+	ssize_t		 n;
+	size_t		 sl = strlen(store);
+	int		 fd, rc = -1;
+
+	below = d->nlayers > 0 ? d->layers[d->nlayers - 1] : d->base;
+	if ((real = realpath(path, NULL)) == NULL) {
+		xasprintf(cause, "layer %s: %s", path, strerror(errno));
+		return (-1);
+	}
+	if (strncmp(real, store, sl) != 0 || real[sl] != '/' ||
+	    strchr(real + sl + 1, '/') != NULL) {
+		xasprintf(cause, "layer %s: not in the layer store %s", real,
+		    store);
+		goto out;
+	}
+	if ((fd = open(real, O_RDONLY|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "layer %s: %s", real, strerror(errno));
+		goto out;
+	}
+	n = fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ? -1 :
+	    pread(fd, h, sizeof h, 0);
+	if (n >= 24 && memcmp(h, "QFI\xfb", 4) == 0) {
+		off = disk_be64(h + 8);
+		len = disk_be32(h + 16);
+		if (off == 0 || len == 0 || len > PATH_MAX ||
+		    pread(fd, name, len, (off_t)off) != (ssize_t)len)
+			n = -2;
+		else
+			name[len] = '\0';
+	} else if (n != -1)
+		n = -2;
+	close(fd);
+	if (n < 0) {
+		xasprintf(cause, "layer %s: %s", real, n == -1 ? "not a "
+		    "readable regular file" : "not a qcow2 layer with a "
+		    "backing file");
+		goto out;
+	}
+	if (strcmp(name, below) != 0) {
+		xasprintf(cause, "layer %s: its backing file is %s, not %s",
+		    real, name, below);
+		goto out;
+	}
+	memset(h + 8, 0, 12);	/* the rest is checked as for a base */
+	if (disk_parse_header(h, (size_t)n, (uint64_t)st.st_size, &info,
+	    &why) == -1 || strcmp(info.format, "qcow2") != 0) {
+		xasprintf(cause, "layer %s: %s", real, why != NULL ? why :
+		    "not qcow2");
+		free(why);
+		goto out;
+	}
+	d->layers = xreallocarray(d->layers, d->nlayers + 1,
+	    sizeof *d->layers);
+	d->layers[d->nlayers++] = real;
+	real = NULL;
+	d->top_size = info.virtual_size;
+	d->top = st;
+	rc = 0;
+out:
+	free(real);
+	return (rc);
+}
+
+/* What the overlay goes over: the top layer, else the base. */
+static const char *
+disk_top(const struct disk *d, uint64_t *vsize, const char **fmt)
+{
+	if (d->nlayers == 0) {
+		*vsize = d->info.virtual_size;
+		*fmt = d->info.format;
+		return (d->base);
+	}
+	*vsize = d->top_size;
+	*fmt = "qcow2";
+	return (d->layers[d->nlayers - 1]);
+}
+
 /* qemu-img create: d->overlay, of d->size, over backing in format fmt. */
 static int
 disk_create(struct disk *d, const char *backing_path, const char *fmt,
@@ -244,18 +341,22 @@ out:
 int
 disk_overlay(struct disk *d, const char *dir, uint64_t want, char **cause)
 {
-	if (want != 0 && want < d->info.virtual_size) {
+	const char	*fmt, *top;
+	uint64_t	 vsize;
+
+	top = disk_top(d, &vsize, &fmt);
+	if (want != 0 && want < vsize) {
 		xasprintf(cause, "disk_size (%" PRIu64 " MiB) is smaller than "
 		    "the image %s (%" PRIu64 " MiB); an overlay cannot shrink "
-		    "it", want >> 20, d->base, d->info.virtual_size >> 20);
+		    "it", want >> 20, top, vsize >> 20);
 		return (-1);
 	}
 	if (want > DISK_SIZE_MAX) {
 		xasprintf(cause, "disk_size: at most 2 TiB");
 		return (-1);
 	}
-	d->size = want > d->info.virtual_size ? want : d->info.virtual_size;
-	d->grow = d->size > d->info.virtual_size;
+	d->size = want > vsize ? want : vsize;
+	d->grow = d->size > vsize;
 	return (disk_overlay_on(d, dir, NULL, cause));
 }
 
@@ -269,12 +370,16 @@ int
 disk_overlay_on(struct disk *d, const char *dir, const char *middle,
     char **cause)
 {
+	const char	*fmt, *top;
+	uint64_t	 vsize;
+
 	free(d->overlay);
 	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
+	top = disk_top(d, &vsize, &fmt);
 	free(d->middle);
 	d->middle = middle != NULL ? xstrdup(middle) : NULL;
-	return (disk_create(d, middle != NULL ? middle : d->base,
-	    middle != NULL ? "qcow2" : d->info.format, cause));
+	return (disk_create(d, middle != NULL ? middle : top,
+	    middle != NULL ? "qcow2" : fmt, cause));
 }
 
 /*
@@ -290,7 +395,8 @@ disk_overlay_on(struct disk *d, const char *dir, const char *middle,
 void
 disk_qemu_args(const struct disk *d, struct qemu_argv *a, int boot)
 {
-	char	*base, *overlay, *middle;
+	char	*base, *overlay, *middle, *layer, below[32], node[32];
+	size_t	 i;
 
 	base = qemu_escape(d->base);
 	overlay = qemu_escape(d->overlay);
@@ -300,17 +406,29 @@ disk_qemu_args(const struct disk *d, struct qemu_argv *a, int boot)
 	qemu_arg(a, "-blockdev");
 	qemu_arg(a, "driver=%s,node-name=base,file=base-file,read-only=on",
 	    d->info.format);
+	/* setup's layers, each over the node below, read-only too. */
+	snprintf(below, sizeof below, "base");
+	for (i = 0; i < d->nlayers; i++) {
+		snprintf(node, sizeof node, "layer%zu", i);
+		layer = qemu_escape(d->layers[i]);
+		qemu_arg(a, "-blockdev");
+		qemu_arg(a, "driver=qcow2,node-name=%s,file.driver=file,"
+		    "file.filename=%s,backing=%s,read-only=on", node, layer,
+		    below);
+		free(layer);
+		memcpy(below, node, sizeof below);
+	}
 	if (d->middle != NULL) {
 		middle = qemu_escape(d->middle);
 		qemu_arg(a, "-blockdev");
 		qemu_arg(a, "driver=qcow2,node-name=tdisk,file.driver=file,"
-		    "file.filename=%s,backing=base,read-only=on", middle);
+		    "file.filename=%s,backing=%s,read-only=on", middle, below);
 		free(middle);
 	}
 	qemu_arg(a, "-blockdev");
 	qemu_arg(a, "driver=qcow2,node-name=" DISK_NODE ",file.driver=file,"
 	    "file.filename=%s,backing=%s,discard=unmap", overlay,
-	    d->middle != NULL ? "tdisk" : "base");
+	    d->middle != NULL ? "tdisk" : below);
 	qemu_arg(a, "-device");
 	qemu_arg(a, "virtio-blk-pci,drive=" DISK_NODE ",serial=%s,"
 	    "werror=report,rerror=report%s",
@@ -354,8 +472,13 @@ disk_untouched(const struct disk *d, struct buf *b)
 void
 disk_free(struct disk *d)
 {
+	size_t	i;
+
 	free(d->base);
 	free(d->overlay);
 	free(d->middle);
+	for (i = 0; i < d->nlayers; i++)
+		free(d->layers[i]);
+	free(d->layers);
 	memset(d, 0, sizeof *d);
 }

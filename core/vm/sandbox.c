@@ -15,6 +15,7 @@
  * this file alone acts on them.
  */
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <assert.h>
 #include <errno.h>
@@ -573,6 +574,39 @@ sandbox_set_image(struct sandbox *sb, const char *path)
 }
 
 /*
+ * Over the base, these layers of setup (core/image/image_layer.c), bottom
+ * first, each of which must be a file of store; before start.
+ */
+void
+sandbox_set_layers(struct sandbox *sb, char *const *paths, size_t n,
+    const char *store)
+{
+	size_t	i;
+
+	assert(sb->state == SBS_NEW && sb->nlayers == 0);
+	sb->layers = xcalloc(n + 1, sizeof *sb->layers);
+	for (i = 0; i < n; i++)
+		sb->layers[i] = xstrdup(paths[i]);
+	sb->nlayers = n;
+	free(sb->layer_store);
+	sb->layer_store = xstrdup(store);
+}
+
+/* The run's overlay, which holds all the guest wrote: a layer's build. */
+const char *
+sandbox_overlay_path(struct sandbox *sb)
+{
+	return (sb->disk.overlay);
+}
+
+/* QEMU ended by itself or on the polite SIGTERM, not SIGKILLed. */
+int
+sandbox_qemu_exited(struct sandbox *sb)
+{
+	return (qemu_reaped(sb->qemu) && WIFEXITED(qemu_wstatus(sb->qemu)));
+}
+
+/*
  * The base image probed, its overlay made in the run directory, and the
  * base's real path written there as "image": qsup image rm and ls see
  * from it that the base is in use, and by whom.
@@ -582,11 +616,17 @@ sandbox_disk(struct sandbox *sb, char **cause)
 {
 	char	*path, *text;
 	int	 rc;
+	size_t	 i;
 
 	if (sb->image == NULL)
 		return (0);
 	if (disk_probe(sb->image, &sb->disk, cause) == -1)
 		return (-1);
+	for (i = 0; i < sb->nlayers; i++) {
+		if (disk_add_layer(&sb->disk, sb->layers[i], sb->layer_store,
+		    cause) == -1)
+			return (-1);
+	}
 	xasprintf(&path, "%s/image", sb->rundir);
 	xasprintf(&text, "%s\n", sb->disk.base);
 	rc = util_write_file(path, text);
@@ -872,6 +912,10 @@ sandbox_free(struct sandbox *sb)
 	guest_free(&sb->guest);
 	disk_free(&sb->disk);
 	free(sb->image);
+	for (i = 0; i < sb->nlayers; i++)
+		free(sb->layers[i]);
+	free(sb->layers);
+	free(sb->layer_store);
 	free(sb->accel.why);
 	free(sb->fallback);
 	free(sb);

@@ -98,6 +98,9 @@ struct sandbox {
 	size_t			 nshares;
 	struct net		*net;		/* NULL: no card */
 	char			*image;		/* the base's path, or NULL */
+	char			**layers;	/* setup's over it, bottom first */
+	size_t			 nlayers;
+	char			*layer_store;	/* where they must be */
 	struct disk		 disk;		/* when image is set */
 
 	/* One launch of QEMU; a failed restore is followed by another. */

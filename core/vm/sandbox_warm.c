@@ -109,6 +109,13 @@ sandbox_choose_mode(struct sandbox *sb)
 		    (long long)sb->disk.before.st_mtim.tv_sec,
 		    sb->disk.before.st_mtim.tv_nsec, sb->disk.info.format,
 		    (unsigned long long)sb->disk.size);
+	/* ... and its top layer, if setup made any. */
+	if (sb->disk.nlayers > 0)
+		qemu_arg(&a, "#layer %s %lld %lld.%09ld",
+		    sb->disk.layers[sb->disk.nlayers - 1],
+		    (long long)sb->disk.top.st_size,
+		    (long long)sb->disk.top.st_mtim.tv_sec,
+		    sb->disk.top.st_mtim.tv_nsec);
 	sb->console_guest_fd = sb->qmp_guest_fd = -1;
 	for (i = 0; i < QSUP_PORT_COUNT; i++)
 		sb->port_guest_fd[i] = -1;

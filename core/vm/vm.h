@@ -257,10 +257,18 @@ struct disk {
 	uint64_t	 size;		/* the overlay's, bytes */
 	int		 grow;		/* larger than the base */
 	double		 overlay_seconds;
+	char		**layers;	/* setup's layers over the base, bottom
+					   first, each backed by the one
+					   before (real paths in the store) */
+	size_t		 nlayers;
+	uint64_t	 top_size;	/* the top layer's virtual size */
+	struct stat	 top;		/* ... and its file, before the run */
 };
 int		 disk_parse_header(const unsigned char *, size_t, uint64_t,
 		     struct disk_info *, char **);
 int		 disk_probe(const char *, struct disk *, char **);
+int		 disk_add_layer(struct disk *, const char *, const char *,
+		     char **);
 int		 disk_overlay(struct disk *, const char *, uint64_t, char **);
 int		 disk_overlay_on(struct disk *, const char *, const char *,
 		     char **);
@@ -351,6 +359,10 @@ struct sandbox	*sandbox_new(struct ev_loop *, const struct profile *,
 		     const struct sandbox_cbs *);
 void		 sandbox_set_shares(struct sandbox *, struct share *, size_t);
 void		 sandbox_set_image(struct sandbox *, const char *);
+void		 sandbox_set_layers(struct sandbox *, char *const *, size_t,
+		     const char *);
+const char	*sandbox_overlay_path(struct sandbox *);
+int		 sandbox_qemu_exited(struct sandbox *);
 char		*sandbox_run_path(void);
 char		*sandbox_run_base(char **);
 void		 sandbox_disk_report(struct sandbox *, struct buf *);

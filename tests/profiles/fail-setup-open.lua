@@ -1,0 +1,5 @@
+return {
+  image = "debian-12",
+  setup = { { "apt-get", "update" } },
+  setup_network = "open",
+}
