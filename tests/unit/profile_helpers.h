@@ -30,7 +30,7 @@
 #include "cmd.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	47
+#define NSETTINGS	48
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];
