@@ -129,6 +129,9 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	/* The image's overlay, the base below it read-only (disk.c). */
 	if (sb->disk.base != NULL)
 		disk_qemu_args(&sb->disk, a, pc);
+	/* The cow shares' upper layers (cow.c); after the root disk. */
+	if (sb->cow.path != NULL)
+		cow_qemu_args(&sb->cow, a);
 	/* The network card, on qsup's own stack (core/net.c). */
 	for (na = sb->net != NULL ? net_qemu_args(sb->net) : NULL;
 	    na != NULL && *na != NULL; na++)

@@ -99,6 +99,7 @@ struct sandbox {
 	struct net		*net;		/* NULL: no card */
 	char			*image;		/* the base's path, or NULL */
 	struct disk		 disk;		/* when image is set */
+	struct cow		 cow;		/* when a share is cow */
 
 	/* One launch of QEMU; a failed restore is followed by another. */
 	struct qemu		*qemu;
