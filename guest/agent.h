@@ -104,6 +104,8 @@ struct init_state {
 	char			*root_device;	/* what is mounted as /, once
 						   it is */
 	int			 cow_ready;	/* the cow disk is mounted */
+	char			 cow_boot[32];	/* qsup.cow=SERIAL */
+	char			 cow_probed[256]; /* its disk, found at boot */
 	char			*root_glibc;	/* the image's glibc version */
 	char			 root_probed[256];	/* root_probe's find */
 	char			**entrypoint;	/* the image's (imageconf.c) */
@@ -344,6 +346,7 @@ int		 init_seed(struct init_state *);
 void		 init_mounts(struct init_state *);
 
 /* cow.c */
+void		 cow_probe(struct init_state *);
 int		 cow_setup(struct init_state *);
 int		 cow_mount(struct init_state *, const struct agent_mount *);
 void		 cow_hide(struct init_state *);

@@ -166,6 +166,9 @@ init_cmdline(struct init_state *st, int *probe, int *template)
 			*template = 1;
 		else if (strcmp(word, "qsup.root=1") == 0)
 			st->root_wanted = 1;
+		else if (strncmp(word, "qsup.cow=", 9) == 0)
+			snprintf(st->cow_boot, sizeof st->cow_boot, "%s",
+			    word + 9);
 		else if (strncmp(word, "qsup.ports=", 11) == 0) {
 			errno = 0;
 			v = strtol(word + 11, &end, 10);
@@ -193,11 +196,14 @@ init_modules(struct init_state *st)
 
 	(void)module_load(st->kernel, INIT_MODULES);
 	t0 = util_ms(CLOCK_MONOTONIC);
-	if (st->root_wanted && module_root(st) == 0)
+	if ((st->root_wanted || st->cow_boot[0] != '\0') &&
+	    module_root(st) == 0)
 		log_warnx("root modules loaded in %lld ms",
 		    util_ms(CLOCK_MONOTONIC) - t0);
 	if (st->root_wanted)
 		root_probe(st);
+	if (st->cow_boot[0] != '\0')
+		cow_probe(st);
 }
 
 

@@ -145,6 +145,8 @@
  *   qsup.template=1     boot into template state (no seed)
  *   qsup.root=1         a disk image is attached: load ext4 at boot, so
  *                       a template has it
+ *   qsup.cow=SERIAL     the cow disk is attached: load ext4 and find the
+ *                       disk at boot, so a template has both
  *   qsup.ports=N        how many agent ports to look for (default
  *                       QSUP_PORT_COUNT)
  */
