@@ -137,6 +137,28 @@ again" "$out"
 	expect_eq "the next sandbox starts" alive "$out"
 }
 
+# The cow disk on the host is a file of cow_size bytes, no more, however
+# much the guest tries to write, and it goes with the sandbox.
+test_cow_disk_is_bounded() {
+	local t=$T_TMP/bound pid img i out=$T_TMP/bound.out
+	mkdir -p "$t"
+	"$QSUP" run --set cow_size=32M --share "$t:/src:cow" -- sh -c '
+	    dd if=/dev/urandom of=/src/fill bs=1M count=64 2>/dev/null
+	    sync; echo filled; sleep 60' >"$out" 2>&1 &
+	pid=$!
+	for i in $(seq 600); do
+		grep -q filled "$out" && break
+		sleep 0.1
+	done
+	img=$(ls "$T_RUN"/qsup/sb-*/cow.img)
+	expect_eq "the disk's size" 33554432 "$(stat -c %s "$img")"
+	[ $(($(stat -c %b "$img") * $(stat -c %B "$img"))) -le 33554432 ] ||
+	    fail "$img takes more than 32M on the host"
+	kill -TERM "$pid"
+	wait "$pid"
+	[ ! -e "$img" ] || fail "$img left behind"
+}
+
 # A profile's cow share; one on a missing tree is an error naming its
 # line, in a profile and from --share.
 test_profile_and_errors() {
