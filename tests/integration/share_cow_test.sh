@@ -183,6 +183,23 @@ test_profile_and_errors() {
 	expect_match "too small" 'cow_size: .*16M' "$out"
 }
 
+# ignore globs show the tree through a hard-linked copy: a write through
+# the overlay must not reach the host file the link shares.
+test_ignore_through_hard_links() {
+	local t=$T_TMP/ign out prof=$T_TMP/ign.lua
+	mkdir -p "$t"
+	echo host >"$t/a"
+	echo key >"$t/k.pem"
+	printf 'return { shares = { { host = "%s", guest = "/w", mode = "cow", ignore = { "*.pem" } } } }\n' \
+	    "$t" >"$prof"
+	out=$("$QSUP" run --profile "$prof" -- sh -c \
+	    'ls /w; echo guest >/w/a; echo more >>/w/a; cat /w/a')
+	expect_eq "ignored, written" "a
+guest
+more" "$out"
+	expect_eq "the host file (linked in the copy) kept" host "$(cat "$t/a")"
+}
+
 # Warm start: the second run restores the template the first made, and
 # its cow share works as on a cold boot.
 test_warm_start() {
