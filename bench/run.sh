@@ -142,6 +142,10 @@ bench/profile.sh
 echo
 bench/share.sh
 
+# Copy-on-write shares against read-only ones, in the same sandbox.
+echo
+bench/cow.sh
+
 # Network: the allowlist proxy against open networking.
 echo
 bench/net.sh

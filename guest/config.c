@@ -206,6 +206,31 @@ config_push(char ***v, size_t *n, char *s)
 	(*v)[(*n)++] = s;
 }
 
+/* "mount TAG PATH ro|rw|cow": takes f[0] and f[1], frees f[2]. */
+static int
+config_mount(struct agent_config *cfg, char **f, const char **cause)
+{
+	if (f[1][0] != '/') {
+		*cause = "mount path must be absolute";
+		return (-1);
+	}
+	if (strcmp(f[2], "ro") != 0 && strcmp(f[2], "rw") != 0 &&
+	    strcmp(f[2], "cow") != 0) {
+		*cause = "mount mode must be ro, rw or cow";
+		return (-1);
+	}
+	cfg->mounts = xreallocarray(cfg->mounts, cfg->nmounts + 1,
+	    sizeof *cfg->mounts);
+	cfg->mounts[cfg->nmounts].tag = f[0];
+	cfg->mounts[cfg->nmounts].path = f[1];
+	cfg->mounts[cfg->nmounts].ro = strcmp(f[2], "ro") == 0;
+	cfg->mounts[cfg->nmounts].cow = strcmp(f[2], "cow") == 0;
+	cfg->nmounts++;
+	free(f[2]);
+	f[2] = NULL;
+	return (0);
+}
+
 static int
 config_line(struct agent_config *cfg, const char *key, size_t klen,
     const char *val, size_t vlen, const char **cause)
@@ -218,7 +243,7 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 	if (KEY("token") || KEY("hostname") || KEY("cwd") || KEY("time") ||
 	    KEY("entropy") || KEY("env") || KEY("firewall") ||
 	    KEY("root_glibc") || KEY("entrypoint") || KEY("cmd") ||
-	    KEY("template")) {
+	    KEY("template") || KEY("cow")) {
 		if (config_fields(val, vlen, f, 1, cause) == -1)
 			return (-1);
 	} else if (KEY("root")) {
@@ -243,6 +268,13 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 	} else if (KEY("firewall")) {
 		free(cfg->firewall);
 		cfg->firewall = f[0];
+	} else if (KEY("cow")) {
+		if (*f[0] == '\0') {
+			*cause = "empty cow disk serial";
+			goto fail;
+		}
+		free(cfg->cow);
+		cfg->cow = f[0];
 	} else if (KEY("root")) {
 		if (config_root(cfg, f, got, cause) == -1)
 			goto fail;
@@ -301,23 +333,8 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 		cfg->binds[cfg->nbinds].ro = strcmp(f[2], "ro") == 0;
 		cfg->nbinds++;
 		free(f[2]);
-	} else {
-		if (f[1][0] != '/') {
-			*cause = "mount path must be absolute";
-			goto fail;
-		}
-		if (strcmp(f[2], "ro") != 0 && strcmp(f[2], "rw") != 0) {
-			*cause = "mount mode must be ro or rw";
-			goto fail;
-		}
-		cfg->mounts = xreallocarray(cfg->mounts, cfg->nmounts + 1,
-		    sizeof *cfg->mounts);
-		cfg->mounts[cfg->nmounts].tag = f[0];
-		cfg->mounts[cfg->nmounts].path = f[1];
-		cfg->mounts[cfg->nmounts].ro = strcmp(f[2], "ro") == 0;
-		cfg->nmounts++;
-		free(f[2]);
-	}
+	} else if (config_mount(cfg, f, cause) == -1)
+		goto fail;
 #undef KEY
 	return (0);
 fail:
@@ -394,6 +411,7 @@ config_free(struct agent_config *cfg)
 	}
 	free(cfg->binds);
 	free(cfg->firewall);
+	free(cfg->cow);
 	free(cfg->root);
 	for (i = 0; i < cfg->nentrypoint; i++)
 		free(cfg->entrypoint[i]);

@@ -27,16 +27,6 @@
 #define INIT_MODULES		"/etc/qsup-modules"
 #define INIT_SEED_WAIT_MS	2000
 #define INIT_TERM_GRACE_MS	500
-/*
- * 512000 is the most the virtio transport takes. cache=mmap rather than
- * none: running programs from a share took half the time (50 execs of
- * busybox: 1.3 s against 2.5-3.0 s under TCG), MAP_SHARED writable maps
- * work, and host-side rewrites, appends and replaced files were seen at
- * once, as with none. loose was faster still but may serve stale data.
- */
-#define INIT_9P_OPTIONS \
-	"trans=virtio,version=9p2000.L,msize=512000,cache=mmap"
-
 /* From <linux/random.h>, which musl does not ship. */
 #define INIT_RNDADDENTROPY		0x40085203
 #define INIT_RNDRESEEDCRNG		0x5207
@@ -176,6 +166,9 @@ init_cmdline(struct init_state *st, int *probe, int *template)
 			*template = 1;
 		else if (strcmp(word, "qsup.root=1") == 0)
 			st->root_wanted = 1;
+		else if (strncmp(word, "qsup.cow=", 9) == 0)
+			snprintf(st->cow_boot, sizeof st->cow_boot, "%s",
+			    word + 9);
 		else if (strncmp(word, "qsup.ports=", 11) == 0) {
 			errno = 0;
 			v = strtol(word + 11, &end, 10);
@@ -203,11 +196,14 @@ init_modules(struct init_state *st)
 
 	(void)module_load(st->kernel, INIT_MODULES);
 	t0 = util_ms(CLOCK_MONOTONIC);
-	if (st->root_wanted && module_root(st) == 0)
+	if ((st->root_wanted || st->cow_boot[0] != '\0') &&
+	    module_root(st) == 0)
 		log_warnx("root modules loaded in %lld ms",
 		    util_ms(CLOCK_MONOTONIC) - t0);
 	if (st->root_wanted)
 		root_probe(st);
+	if (st->cow_boot[0] != '\0')
+		cow_probe(st);
 }
 
 
@@ -294,16 +290,23 @@ init_mounts(struct init_state *st)
 	unsigned long		 flags;
 	size_t			 i;
 
+	if (cow_setup(st) == -1)
+		return;
 	for (i = 0; i < st->cfg.nmounts; i++) {
 		m = &st->cfg.mounts[i];
 		flags = MS_NODEV | (m->ro ? MS_RDONLY : 0);
-		if (util_mkdir_p(m->path, 0755) == -1 || mount(m->tag,
-		    m->path, "9p", flags, INIT_9P_OPTIONS) == -1) {
+		if (m->cow) {
+			if (cow_mount(st, m) == -1)
+				return;
+		} else if (util_mkdir_p(m->path, 0755) == -1 ||
+		    mount(m->tag, m->path, "9p", flags, INIT_9P_OPTIONS) ==
+		    -1) {
 			util_set_error(&st->error, "mount %s on %s: %s", m->tag,
 			    m->path, strerror(errno));
 			return;
 		}
 	}
+	cow_hide(st);
 	for (i = 0; i < st->cfg.nbinds; i++) {
 		b = &st->cfg.binds[i];
 		flags = MS_BIND | MS_REMOUNT | MS_NODEV |

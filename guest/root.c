@@ -113,7 +113,7 @@ root_pwrite(int fd, uint64_t off, const void *buf, size_t len)
  * still be appearing, so look for a bounded time. seen says what was
  * there otherwise.
  */
-static int
+int
 root_find_disk(const char *serial, char *name, size_t size, char *seen,
     size_t seensize)
 {

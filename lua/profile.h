@@ -52,7 +52,9 @@ enum profile_image {
 struct profile_share {
 	char		*host;		/* absolute, real, a directory */
 	char		*guest;		/* absolute, normalized */
-	int		 rw;		/* 0: read-only */
+	int		 rw;		/* 0: read-only (or cow) */
+	int		 cow;		/* copy-on-write: read-only on the host,
+					   the guest's writes on its own disk */
 	char		**ignore;	/* fnmatch(3) globs, left out */
 	size_t		 nignore;
 	int		 exec;		/* an execution tree: staged when
@@ -108,6 +110,7 @@ struct profile {
 	int		 image_unverified; /* no digest found: use it anyway */
 	uint64_t	 image_max_size; /* bytes a download may have */
 	uint64_t	 disk_size;	/* bytes; 0: the base image's own */
+	uint64_t	 cow_size;	/* bytes of the cow shares' upper disk */
 	char		*image_glibc;	/* the catalog's entry's, "2.36"; NULL:
 					   not known (a URL, a file, a name
 					   not in the catalog) */

@@ -158,7 +158,7 @@ struct profile_type_ops {
 	const char *list_form;	/* expected, for a list with other keys */
 };
 
-#define PROFILE_NSETTINGS	49	/* rows of profile_schema */
+#define PROFILE_NSETTINGS	50	/* rows of profile_schema */
 
 #define PROFILE_FIELD(p, s, type) \
 	((type *)(void *)((char *)(p) + (s)->offset))
@@ -273,7 +273,7 @@ struct profile_ctx {
 
 
 #define PROFILE_ACCEPTS_SHARE	"{ host = PATH, guest = PATH, mode = \"ro\" " \
-	"or \"rw\", ignore = { GLOB, ... }, exec = false }"
+	"or \"rw\" or \"cow\", ignore = { GLOB, ... }, exec = false }"
 #define PROFILE_ACCEPTS_PORT	"a guest port (8080) or { guest = PORT, " \
 	"host = PORT or 0 (any free one), address = \"127.0.0.1\" }"
 #define PROFILE_ACCEPTS_TCP	"{ host = NAME or ADDRESS, port = PORT, " \

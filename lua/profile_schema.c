@@ -350,6 +350,14 @@ const struct profile_setting profile_schema[] = {
 	  .help = "the guest's disk: its overlay and root file system are "
 	  "grown to this size (never shrunk); nil: the base image's own; "
 	  "only with an image (the built-in guest has no disk)" },
+	{ .name = "cow_size", .type = PROFILE_T_BYTES,
+	  .offset = offsetof(struct profile, cow_size),
+	  .min = (double)(16 * PROFILE_MIB), .max = (double)((uint64_t)2 << 40),
+	  .def = "\"4G\"",
+	  .help = "room for the guest's writes to its mode = \"cow\" shares: "
+	  "one sparse disk per sandbox, in its run directory, holding them "
+	  "all (it costs the host only what is written); once full, writes "
+	  "fail with ENOSPC in the guest" },
 	{ .name = "setup", .type = PROFILE_T_STEPS,
 	  .offset = offsetof(struct profile, setup),
 	  .offset_n = offsetof(struct profile, nsetup), .def = "{}",
@@ -372,7 +380,9 @@ const struct profile_setting profile_schema[] = {
 	  .offset = offsetof(struct profile, shares),
 	  .offset_n = offsetof(struct profile, nshares), .def = "{}",
 	  .help = "host directories the guest sees (virtio-9p): read-only "
-	  "unless mode = \"rw\"; at the same path unless guest = ...; names "
+	  "unless mode = \"rw\" (writes reach the host) or \"cow\" (writes "
+	  "stay in the sandbox, see cow_size); at the same path unless "
+	  "guest = ...; names "
 	  "matching an ignore glob left out" },
 	{ .name = "virtfs", .type = PROFILE_T_CHOICE,
 	  .offset = offsetof(struct profile, virtfs),

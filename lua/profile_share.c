@@ -243,9 +243,13 @@ profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
 	else if (lua_type(L, -1) == LUA_TSTRING &&
 	    strcmp(lua_tostring(L, -1), "rw") == 0)
 		sh->rw = 1;
+	else if (lua_type(L, -1) == LUA_TSTRING &&
+	    strcmp(lua_tostring(L, -1), "cow") == 0)
+		sh->cow = 1;
 	else {
 		profile_bad_as(ctx, L, -1, what, floc, "is not valid",
-		    "\"ro\" (read-only) or \"rw\"");
+		    "\"ro\" (read-only), \"rw\" or \"cow\" (copy-on-write: "
+		    "the guest's writes stay in the sandbox)");
 		bad = 1;
 	}
 	lua_pop(L, 1);
@@ -363,7 +367,7 @@ profile_put_shares(struct buf *b, const struct profile *p,
 		profile_put_string(b, sh->guest, json);
 		buf_printf(b, ", ");
 		profile_put_key(b, "mode", json);
-		profile_put_string(b, sh->rw ? "rw" : "ro", json);
+		profile_put_string(b, sh->rw ? "rw" : sh->cow ? "cow" : "ro", json);
 		buf_printf(b, ", ");
 		profile_put_key(b, "ignore", json);
 		profile_put_list(b, sh->ignore, sh->nignore, json);

@@ -156,6 +156,14 @@ return {
 	-- size. Only with an image.
 	disk_size = nil,
 
+	-- Room for the guest's writes to its mode = "cow" shares: one sparse
+	-- disk per sandbox in its run directory, an empty ext4 holding every
+	-- cow share's upper layer, removed with the sandbox. It costs the
+	-- host only what the guest writes; once it is full, the guest's
+	-- writes fail with ENOSPC ("No space left on device"). Sizes as for
+	-- disk_size, 16M to 2T.
+	cow_size = "4G",
+
 	-- Steps run once over image, before the command, each a string (run
 	-- by sh -c) or an argv list: { "apt-get update", { "make", "-j2" } }.
 	-- Each step's result is kept as a qcow2 layer in images_dir/layers,
@@ -179,11 +187,13 @@ return {
 	cwd = "/",
 
 	-- Host directories the guest sees, over virtio-9p. Read-only unless
-	-- mode = "rw"; at the same path unless guest = ...; names matching
-	-- an ignore glob are left out. Relative host paths are relative to
-	-- the profile's directory.
+	-- mode = "rw" (the guest writes the host's files) or "cow" (the
+	-- guest may write anything, but its writes stay in the sandbox, on
+	-- its cow disk, and the host tree is never touched); at the same
+	-- path unless guest = ...; names matching an ignore glob are left
+	-- out. Relative host paths are relative to the profile's directory.
 	--   shares = {
-	--     { host = qsup.cwd, guest = "/src", ignore = { ".git" } },
+	--     { host = qsup.cwd, guest = "/src", mode = "cow" },
 	--     { host = "/tmp/out", mode = "rw" },
 	--   },
 	shares = {},

@@ -40,7 +40,7 @@ static const struct cmd_option cmd_run_options[] = {
 	  "forward stdin to CMD: the default, but for -t with\n"
 	  "a stdin that is not a terminal (-ti forwards it,\n"
 	  "and its end is typed as ^D)" },
-	{ CMD_RUN_SHARE, "share", CMD_V_DIR, "HOST[:GUEST][:ro|rw]",
+	{ CMD_RUN_SHARE, "share", CMD_V_DIR, "HOST[:GUEST][:ro|rw|cow]",
 	  CMD_O_REPEAT,
 	  "share a host directory (default: read-only, at\n"
 	  "the same path in the guest)" },

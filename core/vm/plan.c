@@ -29,8 +29,8 @@ plan_image(const struct profile *p, int quiet, struct image_req *req)
 
 /*
  * The shares of a sandbox: the profile's, then those of specs (--share
- * HOST[:GUEST][:ro|rw]), with the library closure they may need for argv
- * (closure_prepare). 1 when the sparse closure applies, 0 when not, -1
+ * HOST[:GUEST][:ro|rw|cow]), with the library closure they may need for
+ * argv (closure_prepare). 1 when the sparse closure applies, 0 when not, -1
  * with *cause; *out and *n are the sandbox's to own.
  */
 int
@@ -49,6 +49,7 @@ plan_shares(const struct profile *p, const char *const *specs, size_t nspecs,
 		sh[n].host = xstrdup(ps->host);
 		sh[n].guest = xstrdup(ps->guest);
 		sh[n].readonly = !ps->rw;
+		sh[n].cow = ps->cow;
 		sh[n].exec = ps->exec;
 		if (ps->nignore > 0) {
 			sh[n].ignore = xcalloc(ps->nignore + 1,

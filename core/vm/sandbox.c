@@ -732,6 +732,9 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 	}
 	if (sandbox_net(sb, cause) == -1 || sandbox_disk(sb, cause) == -1)
 		return (-1);
+	if (cow_wanted(sb->shares, sb->nshares) && cow_make(&sb->cow,
+	    sb->rundir, sb->profile->cow_size, cause) == -1)
+		return (-1);
 	sb->token = token_hex(32);
 
 	wait = sandbox_choose_mode(sb);
@@ -911,6 +914,7 @@ sandbox_free(struct sandbox *sb)
 	free(sb->shares);
 	guest_free(&sb->guest);
 	disk_free(&sb->disk);
+	cow_free(&sb->cow);
 	free(sb->image);
 	for (i = 0; i < sb->nlayers; i++)
 		free(sb->layers[i]);

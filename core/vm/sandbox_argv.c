@@ -50,12 +50,15 @@ sandbox_ram_args(struct sandbox *sb, struct qemu_argv *a)
 static void
 sandbox_kernel_args(struct sandbox *sb, struct qemu_argv *a)
 {
-	char	tsc[64] = "", *tmp;
+	char	tsc[64] = "", cow[64] = "", *tmp;
 
 	/* The TSC is told under TCG. */
 	if (sb->accel.accel == ACCEL_TCG)
 		snprintf(tsc, sizeof tsc, "tsc_early_khz=%lu tsc=reliable",
 		    guest_tsc_khz());
+	/* The agent loads ext4 and finds the cow disk before any template. */
+	if (sb->cow.path != NULL)
+		snprintf(cow, sizeof cow, " qsup.cow=%s", sb->cow.serial);
 	xasprintf(&tmp, "console=ttyS0 quiet panic=-1 %s "
 	    "no_timer_check cryptomgr.notests random.trust_cpu=on "
 	    "mitigations=off init_on_alloc=0 audit=0 apparmor=0 "
@@ -63,9 +66,9 @@ sandbox_kernel_args(struct sandbox *sb, struct qemu_argv *a)
 	    "sysctl.vm.compaction_proactiveness=0 "
 	    "initcall_blacklist=init_kprobe_trace,"
 	    "crypto_kdf108_init,init_mmio_trace,"
-	    "init_trace_printk_function_export qsup.ports=%d%s%s", tsc,
+	    "init_trace_printk_function_export qsup.ports=%d%s%s%s", tsc,
 	    QSUP_PORT_COUNT, sb->mode == SB_COLD ? "" : " qsup.template=1",
-	    sb->disk.base != NULL ? " qsup.root=1" : "");
+	    sb->disk.base != NULL ? " qsup.root=1" : "", cow);
 	qemu_argv_kernel(a, sb->guest.kernel, sb->guest.initramfs, tmp);
 	free(tmp);
 }
@@ -129,6 +132,9 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	/* The image's overlay, the base below it read-only (disk.c). */
 	if (sb->disk.base != NULL)
 		disk_qemu_args(&sb->disk, a, pc);
+	/* The cow shares' upper layers (cow.c); after the root disk. */
+	if (sb->cow.path != NULL)
+		cow_qemu_args(&sb->cow, a);
 	/* The network card, on qsup's own stack (core/net.c). */
 	for (na = sb->net != NULL ? net_qemu_args(sb->net) : NULL;
 	    na != NULL && *na != NULL; na++)

@@ -102,6 +102,7 @@ struct sandbox {
 	size_t			 nlayers;
 	char			*layer_store;	/* where they must be */
 	struct disk		 disk;		/* when image is set */
+	struct cow		 cow;		/* when a share is cow */
 
 	/* One launch of QEMU; a failed restore is followed by another. */
 	struct qemu		*qemu;

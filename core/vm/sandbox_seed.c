@@ -103,10 +103,14 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 	/* Its glibc matters only under the host's library directories. */
 	if (sb->disk.base != NULL && sandbox_host_libs(sb))
 		buf_puts(cfg, "root_glibc 1\n");
+	/* The cow shares' disk, before the mounts that use it. */
+	if (sb->cow.path != NULL)
+		buf_printf(cfg, "cow %s\n", sb->cow.serial);
 	for (i = 0; i < sb->nshares; i++) {
 		buf_printf(cfg, "mount %s ", sb->shares[i].tag);
 		buf_seed_value(cfg, sb->shares[i].guest);
-		buf_printf(cfg, " %s\n", sb->shares[i].readonly ? "ro" : "rw");
+		buf_printf(cfg, " %s\n", sb->shares[i].cow ? "cow" :
+		    sb->shares[i].readonly ? "ro" : "rw");
 	}
 	/* After every mount: their sources lie in the shares. */
 	for (i = 0; i < sb->nshares; i++) {

@@ -29,8 +29,8 @@
 #include "staging.h"
 
 /*
- * HOST[:GUEST][:ro|rw], the --share form. The guest path defaults to the
- * host's as given (share_check); the mode to read-only. A path
+ * HOST[:GUEST][:ro|rw|cow], the --share form. The guest path defaults to
+ * the host's as given (share_check); the mode to read-only. A path
  * containing ':' cannot be given this way (use a profile).
  */
 int
@@ -51,17 +51,23 @@ share_parse(const char *spec, struct share *sh, char **cause)
 		*p++ = '\0';
 	}
 	if (p != NULL) {
-		xasprintf(cause, "--share %s: expected HOST[:GUEST][:ro|rw]",
-		    spec);
+		xasprintf(cause, "--share %s: expected "
+		    "HOST[:GUEST][:ro|rw|cow]", spec);
 		goto fail;
 	}
-	/* A last field of ro or rw is the mode, not a guest path. */
+	/*
+	 * A last field of ro, rw or cow is the mode, not a guest path. A cow
+	 * share is read-only on the host; the guest's writes go to its own
+	 * disk (cow.c).
+	 */
 	if (n > 1 && (strcmp(f[n - 1], "ro") == 0 ||
-	    strcmp(f[n - 1], "rw") == 0)) {
-		sh->readonly = strcmp(f[n - 1], "ro") == 0;
+	    strcmp(f[n - 1], "rw") == 0 || strcmp(f[n - 1], "cow") == 0)) {
+		sh->readonly = strcmp(f[n - 1], "rw") != 0;
+		sh->cow = strcmp(f[n - 1], "cow") == 0;
 		n--;
 	} else if (n == 3) {
-		xasprintf(cause, "--share %s: the mode must be ro or rw", spec);
+		xasprintf(cause, "--share %s: the mode must be ro, rw or cow",
+		    spec);
 		goto fail;
 	}
 	if (*f[0] == '\0') {

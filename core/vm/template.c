@@ -183,7 +183,8 @@ template_init(struct template *t, char **argv, const char *kernel,
 		 * The run directory, and what a share exports and how: only
 		 * QEMU's side of it, not the guest's state. The overlay's and
 		 * the seed's files are the run's own (an image that boots
-		 * itself has its seed attached in every mode).
+		 * itself has its seed attached in every mode), and so is the
+		 * cow disk (its serial, in the key, says its size).
 		 */
 		if (strcmp(argv[i - 1], "-name") == 0 ||
 		    strcmp(argv[i - 1], "-fsdev") == 0 ||
@@ -193,7 +194,9 @@ template_init(struct template *t, char **argv, const char *kernel,
 		    (strcmp(argv[i - 1], "-blockdev") == 0 &&
 		    (strncmp(argv[i], "driver=qcow2,node-name=" DISK_NODE ",",
 		    24 + strlen(DISK_NODE)) == 0 ||
-		    strncmp(argv[i], "driver=raw,node-name=seed,", 26) == 0)))
+		    strncmp(argv[i], "driver=raw,node-name=seed,", 26) == 0 ||
+		    strncmp(argv[i], "driver=raw,node-name=" COW_NODE ",",
+		    22 + strlen(COW_NODE)) == 0)))
 			buf_puts(&b, "*\n");
 		else
 			template_arg(&b, argv[i]);

@@ -113,7 +113,9 @@ struct share_bind {		/* a bind mount the guest makes of it */
 struct share {
 	char		*host;		/* absolute, resolved */
 	char		*guest;		/* absolute */
-	int		 readonly;
+	int		 readonly;	/* on the host: a cow share is too */
+	int		 cow;		/* the guest writes to an overlay whose
+					   upper layer is on its cow disk */
 	char		**ignore;	/* globs hidden from the guest, or NULL */
 	int		 exec;		/* an execution tree (staged in containers) */
 	int		 staged;	/* host is a copy in the run directory */
@@ -275,6 +277,21 @@ int		 disk_overlay_on(struct disk *, const char *, const char *,
 void		 disk_qemu_args(const struct disk *, struct qemu_argv *, int);
 int		 disk_untouched(const struct disk *, struct buf *);
 void		 disk_free(struct disk *);
+
+/* cow.c */
+#define COW_NODE		"cow"		/* the cow disk's node */
+struct cow {
+	char		*path;		/* in the run directory; NULL: none */
+	uint64_t	 size;		/* bytes */
+	char		 serial[32];	/* at most virtio-blk's 20 bytes (cow_size
+					   is at most 2 TiB): the guest
+					   finds it by this */
+	double		 seconds;	/* to make it */
+};
+int		 cow_wanted(const struct share *, size_t);
+int		 cow_make(struct cow *, const char *, uint64_t, char **);
+void		 cow_qemu_args(const struct cow *, struct qemu_argv *);
+void		 cow_free(struct cow *);
 
 /* guest.c */
 struct guest {

@@ -121,8 +121,12 @@
  *   entropy HEX         fresh host random bytes for the guest's pool
  *   env K=V             default environment for commands (repeatable)
  *   cwd DIR             default working directory
- *   mount TAG PATH ro|rw   a 9p share to mount (repeatable); failure to
- *                       mount any of them is fatal (ping answers 503)
+ *   mount TAG PATH ro|rw|cow   a 9p share to mount (repeatable); failure
+ *                       to mount any of them is fatal (ping answers 503);
+ *                       cow: the 9p tree read-only as the lower layer of
+ *                       an overlay whose upper layer is on the cow disk
+ *   cow SERIAL          the cow shares' disk: an empty ext4 on the virtio
+ *                       disk of that serial, mounted before the mounts
  *   bind SRC DST ro|rw  bind-mount guest path SRC on DST, after every
  *                       mount, in order (repeatable; DST is made if
  *                       missing); failure is fatal as for mount
@@ -141,6 +145,8 @@
  *   qsup.template=1     boot into template state (no seed)
  *   qsup.root=1         a disk image is attached: load ext4 at boot, so
  *                       a template has it
+ *   qsup.cow=SERIAL     the cow disk is attached: load ext4 and find the
+ *                       disk at boot, so a template has both
  *   qsup.ports=N        how many agent ports to look for (default
  *                       QSUP_PORT_COUNT)
  */

@@ -132,7 +132,7 @@ test_bad_share_specs() {
 	expect_match "message" 'guest path must be absolute' "$err"
 	err=$("$QSUP" run --share "$T_TMP:/a:xx" -- true 2>&1)
 	expect_eq "bad mode" 125 $?
-	expect_match "message" 'ro or rw' "$err"
+	expect_match "message" 'ro, rw or cow' "$err"
 	err=$("$QSUP" run --share "$T_TMP:/a" --share "$T_TMP:/a" -- true 2>&1)
 	expect_eq "same guest path twice" 125 $?
 	local many=() i

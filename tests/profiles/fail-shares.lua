@@ -7,6 +7,7 @@ return {
 		{ host = "files/share", guest = "/share" },
 		{ host = "files", guest = "/share/./" },
 		{ host = "files", guest = "/proc/x", ignore = { "[abc", "../up", 3 } },
+		{ host = "no-such-tree", guest = "/cow", mode = "cow" },
 		"files",
 	},
 }

@@ -33,6 +33,26 @@ Test(agent, mount_failure_is_a_setup_error)
 	free(body.data);
 }
 
+/* A cow share needs the cow disk its overlay's upper layer lives on. */
+Test(agent, cow_mount_without_its_disk_is_a_setup_error)
+{
+	struct tbuf	body;
+	char		cfg[512], mnt[256], want[600];
+
+	make_dir();
+	tmp_path(mnt, sizeof mnt, "cow");
+	snprintf(cfg, sizeof cfg, "token %s\nmount qsup0 %s cow\n", TOKEN,
+	    mnt);
+	spawn_agent_with(1, "--config", "qsup-config", cfg, strlen(cfg),
+	    "--apply-mounts");
+	cr_assert_eq(request(&ag.c[0], "GET", "/ping", NULL, 0, &body), 503);
+	snprintf(want, sizeof want, "{\"error\":\"cow share %s: no cow disk "
+	    "in the config", mnt);
+	cr_assert_eq(strncmp(body.data, want, strlen(want)), 0, "%s",
+	    body.data);
+	free(body.data);
+}
+
 /* A bind whose source is missing is a setup error naming both paths. */
 Test(agent, bind_failure_is_a_setup_error)
 {

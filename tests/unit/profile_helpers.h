@@ -30,7 +30,7 @@
 #include "cmd.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	49
+#define NSETTINGS	50
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];

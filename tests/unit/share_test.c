@@ -60,6 +60,17 @@ Test(share, parse_forms)
 	share_free(&sh);
 	sh = parse_ok("/srv:/data:ro");
 	cr_assert_eq(sh.readonly, 1);
+	cr_assert_eq(sh.cow, 0);
+	share_free(&sh);
+	/* Copy-on-write: read-only on the host, whatever the guest does. */
+	sh = parse_ok("/srv:/data:cow");
+	cr_assert_eq(sh.readonly, 1);
+	cr_assert_eq(sh.cow, 1);
+	cr_assert_str_eq(sh.guest, "/data");
+	share_free(&sh);
+	sh = parse_ok("/srv:cow");
+	cr_assert_eq(sh.cow, 1);
+	cr_assert_null(sh.guest);
 	share_free(&sh);
 }
 
@@ -68,8 +79,8 @@ Test(share, parse_errors)
 	parse_fails("", "no host path");
 	parse_fails(":/x", "no host path");
 	parse_fails("/a:rel", "must be absolute");
-	parse_fails("/a:/b:xx", "ro or rw");
-	parse_fails("/a:/b:ro:more", "expected HOST[:GUEST][:ro|rw]");
+	parse_fails("/a:/b:xx", "ro, rw or cow");
+	parse_fails("/a:/b:ro:more", "expected HOST[:GUEST][:ro|rw|cow]");
 }
 
 Test(share, prepare_resolves_sorts_and_tags)
