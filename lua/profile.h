@@ -59,6 +59,8 @@ struct profile_share {
 	size_t		 nignore;
 	int		 exec;		/* an execution tree: staged when
 					   virtfs says so */
+	int		 create;	/* host made at the start if missing
+					   (rw only) */
 };
 struct profile_tcp_map {
 	char		*name;		/* resolved in the guest, or NULL */

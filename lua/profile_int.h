@@ -273,7 +273,8 @@ struct profile_ctx {
 
 
 #define PROFILE_ACCEPTS_SHARE	"{ host = PATH, guest = PATH, mode = \"ro\" " \
-	"or \"rw\" or \"cow\", ignore = { GLOB, ... }, exec = false }"
+	"or \"rw\" or \"cow\", ignore = { GLOB, ... }, exec = false, " \
+	"create = false }"
 #define PROFILE_ACCEPTS_PORT	"a guest port (8080) or { guest = PORT, " \
 	"host = PORT or 0 (any free one), address = \"127.0.0.1\" }"
 #define PROFILE_ACCEPTS_TCP	"{ host = NAME or ADDRESS, port = PORT, " \

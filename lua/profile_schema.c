@@ -383,7 +383,8 @@ const struct profile_setting profile_schema[] = {
 	  "unless mode = \"rw\" (writes reach the host) or \"cow\" (writes "
 	  "stay in the sandbox, see cow_size); at the same path unless "
 	  "guest = ...; names "
-	  "matching an ignore glob left out" },
+	  "matching an ignore glob left out; create = true makes a missing "
+	  "rw share's host directory at the start" },
 	{ .name = "virtfs", .type = PROFILE_T_CHOICE,
 	  .offset = offsetof(struct profile, virtfs),
 	  .choices = profile_virtfs_choices, .def = "\"auto\"",

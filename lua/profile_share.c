@@ -105,7 +105,12 @@ profile_share_host(struct profile_ctx *ctx, lua_State *L, int e, int k,
 		bad = 1;
 	} else {
 		path = profile_host_path(ctx, floc, v);
-		if (stat(path, &sb) == -1) {
+		if (sh->create && stat(path, &sb) == -1 && errno == ENOENT) {
+			/* Made at the start (share_check), not by a check. */
+			sh->host = util_path_absolute(path);
+			free(sh->guest);
+			sh->guest = util_path_absolute(path);
+		} else if (stat(path, &sb) == -1) {
 			profile_error(ctx, floc, "%s: %s: %s", what, path,
 			    strerror(errno));
 			bad = 1;
@@ -209,6 +214,32 @@ profile_share_ignore(struct profile_ctx *ctx, lua_State *L, int e, int k,
 	return (bad ? -1 : 0);
 }
 
+/*
+ * create = true: a host directory missing when the profile loads is made
+ * (mode 0755, its parents too) when a sandbox starts; for the outputs a
+ * job brings back and a cache kept between jobs.
+ */
+static int
+profile_share_create(struct profile_ctx *ctx, lua_State *L, int e, int k,
+    int eloc, struct profile_share *sh)
+{
+	char	what[64];
+	int	floc, bad = 0;
+
+	snprintf(what, sizeof what, "shares[%d].create", k);
+	floc = profile_field_loc(L, e, "create", eloc);
+	lua_getfield(L, e, "create");
+	if (lua_type(L, -1) == LUA_TBOOLEAN)
+		sh->create = lua_toboolean(L, -1);
+	else if (!lua_isnil(L, -1)) {
+		profile_bad_as(ctx, L, -1, what, floc, "is not valid",
+		    "true (the host directory is made if missing) or false");
+		bad = 1;
+	}
+	lua_pop(L, 1);
+	return (bad ? -1 : 0);
+}
+
 /* One item of shares; returns 0 and fills sh, or -1 (reported). */
 static int
 profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
@@ -216,7 +247,7 @@ profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
 {
 	struct profile_share	*sh = item;
 	static const char	*fields[] = { "host", "guest", "mode",
-	    "ignore", "exec" };
+	    "ignore", "exec", "create" };
 	char			 what[64];
 	int			 eloc, floc, bad;
 
@@ -228,7 +259,9 @@ profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
 		return (-1);
 	}
 	eloc = profile_item_loc(L, e, tloc);
-	bad = profile_fields(ctx, L, e, what, fields, 5, eloc);
+	bad = profile_fields(ctx, L, e, what, fields, 6, eloc);
+	if (profile_share_create(ctx, L, e, k, eloc, sh) == -1)
+		bad = 1;
 	if (profile_share_host(ctx, L, e, k, eloc, sh) == -1)
 		bad = 1;
 	if (profile_share_guest(ctx, L, e, k, eloc, sh) == -1)
@@ -253,6 +286,12 @@ profile_share(struct profile_ctx *ctx, lua_State *L, int e, int k,
 		bad = 1;
 	}
 	lua_pop(L, 1);
+	if (sh->create && !sh->rw && !bad) {
+		profile_error(ctx, profile_field_loc(L, e, "create", eloc),
+		    "shares[%d].create: only for mode = \"rw\" (a directory "
+		    "made empty is of use only to be written)", k);
+		bad = 1;
+	}
 
 	snprintf(what, sizeof what, "shares[%d].exec", k);
 	floc = profile_field_loc(L, e, "exec", eloc);
@@ -374,6 +413,11 @@ profile_put_shares(struct buf *b, const struct profile *p,
 		buf_printf(b, ", ");
 		profile_put_key(b, "exec", json);
 		buf_printf(b, "%s", sh->exec ? "true" : "false");
+		if (sh->create) {
+			buf_printf(b, ", ");
+			profile_put_key(b, "create", json);
+			buf_printf(b, "true");
+		}
 		buf_printf(b, json ? "}" : " }");
 	}
 	buf_printf(b, json ? "]" : " }");

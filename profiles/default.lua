@@ -192,9 +192,10 @@ return {
 	-- its cow disk, and the host tree is never touched); at the same
 	-- path unless guest = ...; names matching an ignore glob are left
 	-- out. Relative host paths are relative to the profile's directory.
+	-- create = true (rw only) makes a missing host directory at the start.
 	--   shares = {
 	--     { host = qsup.cwd, guest = "/src", mode = "cow" },
-	--     { host = "/tmp/out", mode = "rw" },
+	--     { host = "/tmp/out", mode = "rw", create = true },
 	--   },
 	shares = {},
 

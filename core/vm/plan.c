@@ -51,6 +51,7 @@ plan_shares(const struct profile *p, const char *const *specs, size_t nspecs,
 		sh[n].readonly = !ps->rw;
 		sh[n].cow = ps->cow;
 		sh[n].exec = ps->exec;
+		sh[n].create = ps->create;
 		if (ps->nignore > 0) {
 			sh[n].ignore = xcalloc(ps->nignore + 1,
 			    sizeof *sh[n].ignore);

@@ -97,6 +97,12 @@ share_check(struct share *sh, char **cause)
 	char		 real[PATH_MAX];
 	struct stat	 st;
 
+	if (sh->create && access(sh->host, F_OK) == -1 && errno == ENOENT &&
+	    util_mkdir_p(sh->host, 0755) == -1) {
+		xasprintf(cause, "share %s: cannot make it: %s", sh->host,
+		    strerror(errno));
+		return (-1);
+	}
 	if (realpath(sh->host, real) == NULL || stat(real, &st) == -1) {
 		xasprintf(cause, "share %s: %s", sh->host, strerror(errno));
 		return (-1);

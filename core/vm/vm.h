@@ -118,6 +118,7 @@ struct share {
 					   upper layer is on its cow disk */
 	char		**ignore;	/* globs hidden from the guest, or NULL */
 	int		 exec;		/* an execution tree (staged in containers) */
+	int		 create;	/* host made at the start if missing */
 	int		 staged;	/* host is a copy in the run directory */
 	int		 use_cache;	/* a copy may come from the cache */
 	int		 cache_fd;	/* > 0: host is a copy in the cache,
