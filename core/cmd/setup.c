@@ -304,7 +304,7 @@ setup_waiting_cb(void *arg)
 
 /*
  * The profile of a build: setup's network, no shares, ports or maps, no
- * warm start.
+ * warm start, the guest's own working directory.
  */
 static void
 setup_build_profile(struct setup *s)
@@ -323,6 +323,8 @@ setup_build_profile(struct setup *s)
 	bp->shares = NULL;
 	bp->nshares = 0;
 	bp->guest_firewall = 0;
+	/* The profile's may lie in a share, which a build has not. */
+	bp->cwd = NULL;
 	/*
 	 * Booted cold: a template of each chain but the top would be saved
 	 * for builds alone, a guest's RAM in the cache for each.
