@@ -158,6 +158,10 @@ bench/image.sh "$cold_runs" "$warm_runs"
 echo
 bench/layers.sh "$warm_runs"
 
+# A pipeline's job with the ci profile: first and second run.
+echo
+bench/ci.sh
+
 # boot = "image": a cloud image booting itself against the fast path.
 echo
 bench/cloud.sh
