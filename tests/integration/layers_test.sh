@@ -392,10 +392,49 @@ test_serve_setup_fails() {
 	expect_eq "serve exits 0" 0 $?
 }
 
+# A create deleted while its layer builds: the build is stopped, nothing
+# cached, no QEMU left; a server stopped during a build exits 0, clean.
+test_serve_setup_cancelled() {
+	local p=$T_TMP/p.lua d=$T_TMP/serve3 code i
+	mkdir -p "$d"
+	fresh_store servecancel
+	profile "$p" '"sleep 600"'
+	serve_launch "$d/s.sock" "$d/token" "$d/serve.log" --profile "$p" ||
+	    { fail "the server did not come up: $(cat "$d/serve.log")"; return; }
+	code=$(sapi "$d" POST /v1/sandboxes -d '{"name":"c1","wait":false}')
+	expect_eq "created, not waited for" 202 "$code"
+	for i in $(seq 300); do
+		sapi "$d" GET /v1/sandboxes/c1 >/dev/null
+		grep -q '"phase":"building' "$d/body" && break
+		sleep 0.5
+	done
+	expect_match "building" '"phase":"building setup step 1/1: sleep 600"' "$(cat "$d/body")"
+	code=$(sapi "$d" DELETE /v1/sandboxes/c1)
+	expect_eq "deleted during its build" 200 "$code"
+	for i in $(seq 120); do
+		[ -z "$(pgrep -P "$SERVE_PID" -f -- '--setup-only')" ] && break
+		sleep 0.5
+	done
+	expect_eq "the build's child is gone" "" "$(pgrep -P "$SERVE_PID" -f -- '--setup-only')"
+	expect_eq "nothing cached" 0 "$(nlayers)"
+	code=$(sapi "$d" POST /v1/sandboxes -d '{"name":"c2","wait":false}')
+	for i in $(seq 300); do
+		sapi "$d" GET /v1/sandboxes/c2 >/dev/null
+		grep -q '"phase":"building' "$d/body" && break
+		sleep 0.5
+	done
+	kill -TERM "$SERVE_PID"
+	wait "$SERVE_PID"
+	expect_eq "serve stopped during a build exits 0" 0 $?
+	expect_eq "still nothing cached" 0 "$(nlayers)"
+	expect_eq "no hidden part left" "" \
+	    "$(ls -A "$LAYERS" | grep -v -e '\.lock$' -e '^\.bases$')"
+}
+
 for t in ${LAYERS_TESTS:-test_miss_then_hit test_changed_step_rebuilds_only_it_and_later \
     test_failing_step_caches_nothing test_two_runs_build_once \
     test_prune_keeps_layers_in_use test_setup_network_allowlist \
-    test_bad_profiles_named test_serve_setup test_serve_setup_fails}; do
+    test_bad_profiles_named test_serve_setup test_serve_setup_fails test_serve_setup_cancelled}; do
 	run_test "$t"
 done
 finish
