@@ -3,7 +3,7 @@
  * --setup-only" in a child (the same build as qsup run's: a sandbox per
  * missing step, its layer committed on exit 0), whose stderr's "setup
  * N/M: STEP" lines are the progress and whose stdout is its error. One
- * child per profile, settings and image at a time: creates that need the
+ * child per profile and settings at a time: creates that need the
  * same layers wait on the same child (another process's build of a layer
  * is waited for by the child, on the layer's lock). A child no sandbox
  * waits for any more is sent SIGTERM (its build stops and caches
@@ -234,8 +234,8 @@ serve_setup_spawn(struct serve *srv, char **argv, char **cause)
 }
 
 /*
- * s's layers: the child for profile, sets and image started, or joined
- * if one is building them already; cbs later, on each sandbox waiting.
+ * s's layers: the child for profile and sets started, or joined if one
+ * is building them already; cbs later, on each sandbox waiting.
  * 0, or -1 with *cause.
  */
 int
@@ -249,7 +249,7 @@ serve_setup_start(struct serve_sb *s, const char *profile, char *const *sets,
 	size_t			 i, n = 0;
 	int			 rc = -1;
 
-	argv = xcalloc(nsets * 2 + 8, sizeof *argv);
+	argv = xcalloc(nsets * 2 + 6, sizeof *argv);
 	argv[n++] = "qsup";
 	argv[n++] = "run";
 	argv[n++] = "--setup-only";
@@ -261,10 +261,11 @@ serve_setup_start(struct serve_sb *s, const char *profile, char *const *sets,
 		argv[n++] = "--set";
 		argv[n++] = sets[i];
 	}
-	if (s->image != NULL) {
-		argv[n++] = "--set";
-		xasprintf(&argv[n++], "image=%s", s->image);
-	}
+	/*
+	 * The image as the profile names it, not s->image: the child finds
+	 * it where serve got it (the cache), and a pinned image_sha256 would
+	 * refuse a file.
+	 */
 	for (i = 0; i < n; i++) {
 		buf_puts(&key, argv[i]);
 		buf_add(&key, "\n", 1);
@@ -289,8 +290,6 @@ serve_setup_start(struct serve_sb *s, const char *profile, char *const *sets,
 fail:
 	if (profile != NULL)
 		free(argv[4]);
-	if (s->image != NULL)
-		free(argv[n - 1]);
 	free(argv);
 	buf_free(&key);
 	return (rc);
