@@ -431,10 +431,38 @@ test_serve_setup_cancelled() {
 	    "$(ls -A "$LAYERS" | grep -v -e '\.lock$' -e '^\.bases$')"
 }
 
+# boot = "image": the step runs through the agent of the image's own
+# boot (cloud test image, slow under TCG); the layer is the overlay after
+# QEMU's clean stop; a later run is a hit, warm from the top layer.
+test_image_boot_setup() {
+	local p=$T_TMP/p.lua err=$T_TMP/err out cloud=$PWD/build/images/cloud.qcow2
+	bash tests/images/cloud.sh "$cloud" >/dev/null 2>&1 ||
+	    { fail "cannot build the cloud test image (tests/images/cloud.sh)"; return; }
+	fresh_store imageboot
+	cat >"$p" <<-EOF
+	return {
+	  image = "$cloud",
+	  boot = "image",
+	  setup = { "echo from-image-setup >/etc/imgsetup; cat /proc/1/comm" },
+	}
+	EOF
+	out=$("$QSUP" run --json -p "$p" -- cat /etc/imgsetup 2>"$err")
+	expect_eq "first run: exit" 0 $?
+	expect_eq "the command sees the step's file" from-image-setup "$out"
+	expect_eq "built" "['built']" "$(layers_json "$err" '[l["result"] for l in L]')"
+	expect_eq "one layer" 1 "$(nlayers)"
+	out=$("$QSUP" run --json -p "$p" -- cat /etc/imgsetup 2>"$err")
+	expect_eq "second run: exit, output" "0 from-image-setup" "$? $out"
+	expect_eq "a hit" "['hit']" "$(layers_json "$err" '[l["result"] for l in L]')"
+	expect_eq "warm from the top layer" '"warm"' "$(json_field start "$err")"
+	echo "    second run's boot: $(json_field boot_s "$err") s"
+}
+
 for t in ${LAYERS_TESTS:-test_miss_then_hit test_changed_step_rebuilds_only_it_and_later \
     test_failing_step_caches_nothing test_two_runs_build_once \
     test_prune_keeps_layers_in_use test_setup_network_allowlist \
-    test_bad_profiles_named test_serve_setup test_serve_setup_fails test_serve_setup_cancelled}; do
+    test_bad_profiles_named test_serve_setup test_serve_setup_fails test_serve_setup_cancelled \
+    test_image_boot_setup}; do
 	run_test "$t"
 done
 finish
