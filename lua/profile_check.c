@@ -195,10 +195,6 @@ profile_check_setup(struct profile_ctx *ctx, const int *bad)
 		profile_error(ctx, ctx->set_loc[setup], "setup: the steps are "
 		    "cached as layers of an image, and image is nil (the "
 		    "built-in guest has no disk); set image too");
-	if (!bad[setup] && p->nsetup > 0 && p->boot == PROFILE_BOOT_IMAGE)
-		profile_error(ctx, ctx->set_loc[setup], "setup: not supported "
-		    "with boot = \"image\" yet; use the default boot = "
-		    "\"kernel\"");
 	if (!bad[net] && !bad[ack] && p->setup_network == NET_MODE_OPEN &&
 	    !p->network_open_ack)
 		profile_error(ctx, ctx->set_loc[net], "setup_network: \"open\" "

@@ -270,6 +270,7 @@ struct run_options {
 	int		 json;
 	int		 tty;		/* -t: a terminal in the guest */
 	int		 interactive;	/* -i: stdin forwarded, even with -t */
+	int		 setup_only;	/* --setup-only: the layers, no CMD */
 };
 int		 run_main(struct run_options *);
 

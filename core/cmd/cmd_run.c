@@ -13,6 +13,7 @@
 #define CMD_RUN_TIMEOUT	(CMD_O_LONG + 2)
 #define CMD_RUN_CONSOLE	(CMD_O_LONG + 3)
 #define CMD_RUN_JSON	(CMD_O_LONG + 4)
+#define CMD_RUN_SETUP	(CMD_O_LONG + 5)
 
 static int	cmd_run_exec(const struct cmd_entry *, int, char **);
 
@@ -50,6 +51,10 @@ static const struct cmd_option cmd_run_options[] = {
 	  "show the guest's console live on stderr" },
 	{ CMD_RUN_JSON, "json", CMD_V_NONE, NULL, 0,
 	  "print a JSON summary on stderr at the end" },
+	{ CMD_RUN_SETUP, "setup-only", CMD_V_NONE, NULL, 0,
+	  "find or build the profile's setup layers, then\n"
+	  "exit (no CMD; its error, if any, also on stdout:\n"
+	  "qsup serve builds layers so)" },
 	{ 'v', "verbose", CMD_V_NONE, NULL, 0, "say what qsup is doing" },
 	{ 'h', "help", CMD_V_NONE, NULL, CMD_O_HELP, "this help" },
 	{ 0, NULL, 0, NULL, 0, NULL }
@@ -144,6 +149,7 @@ cmd_run_read(struct run_options *o, const struct cmd_args *a)
 	o->sets = cmd_args_list(a, CMD_RUN_SET, &o->nsets);
 	o->console = cmd_args_has(a, CMD_RUN_CONSOLE);
 	o->json = cmd_args_has(a, CMD_RUN_JSON);
+	o->setup_only = cmd_args_has(a, CMD_RUN_SETUP);
 	o->tty = cmd_args_has(a, 't');
 	o->interactive = cmd_args_has(a, 'i');
 	if (cmd_args_has(a, 'v'))
@@ -179,7 +185,11 @@ cmd_run_main(const struct cmd_entry *self, int argc, char **argv,
 		rc = cmd_args_bad(&a, NULL);
 		goto out;
 	}
-	if (a.argc == 0) {
+	if (a.argc > 0 && opts.setup_only) {
+		log_warnx("--setup-only runs no command: give it none");
+		goto out;
+	}
+	if (a.argc == 0 && !opts.setup_only) {
 		log_warnx("no command given: qsup run [options] -- CMD "
 		    "[ARG...]");
 		goto out;

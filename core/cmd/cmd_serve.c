@@ -466,14 +466,6 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 		free(cause);
 		return (QSUP_EXIT_ERROR);
 	}
-	/* Its sandboxes would all be refused (serve.c): say so at once. */
-	if (p.nsetup > 0) {
-		log_warnx("setup: qsup serve does not run setup steps or use "
-		    "their layers yet, and %s has %zu; give serve a profile "
-		    "without setup (qsup run runs them)", p.path, p.nsetup);
-		profile_free(&p);
-		return (QSUP_EXIT_ERROR);
-	}
 	if ((base = sandbox_run_base(&cause)) == NULL) {
 		log_warnx("%s", cause);
 		goto out;

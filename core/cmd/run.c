@@ -999,6 +999,8 @@ run_main(struct run_options *opts)
 	run_loop_init(&r);
 	if (run_image(&r, &cause) == -1 || run_setup(&r, &cause) == -1)
 		goto fail;
+	if (opts->setup_only)
+		goto done;	/* status 0 */
 	for (;;) {
 		if (run_boot(&r, &cause) == -1)
 			goto fail;
@@ -1030,6 +1032,9 @@ fail:
 		goto interrupted;
 	}
 	log_warnx("%s", cause);
+	/* For qsup serve, which starts it: the error alone, apart. */
+	if (opts->setup_only)
+		printf("%s", cause);
 	run_set_error(&r, cause);
 	free(cause);
 	r.status = QSUP_EXIT_ERROR;

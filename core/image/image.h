@@ -130,6 +130,9 @@ int		 image_layer_commit(struct image_layer *, const char *,
 		     const struct image_layer_parent *, const char *,
 		     char *const *, size_t, uint64_t, char **);
 void		 image_layer_release(struct image_layer *);
+int		 image_layer_chain(const char *, const char *, char **const *,
+		     size_t, char *const *, size_t, uint64_t,
+		     struct image_layer *, char **);
 int		 image_layer_each(const char *,
 		     void (*)(const struct image_layer *, int, void *), void *);
 int		 image_layer_prune(const char *, long long,

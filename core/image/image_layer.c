@@ -630,3 +630,60 @@ image_layer_prune(const char *dir, long long older_than,
 	free(keep);
 	return (0);
 }
+
+/*
+ * Every step's layer over base, all present (a run of "qsup run
+ * --setup-only" built them): got, each held shared until released, in
+ * layers (nsteps of them). A layer missing, or built over another copy
+ * of its parent, is an error naming its step. 0, or -1 with *cause and
+ * nothing held.
+ */
+int
+image_layer_chain(const char *dir, const char *base, char **const *steps,
+    size_t nsteps, char *const *env, size_t nenv, uint64_t disk_size,
+    struct image_layer *layers, char **cause)
+{
+	struct image_layer_parent	 parent;
+	char				*digest, *id, *key = NULL;
+	size_t				 i, k;
+	int				 rc;
+
+	if ((digest = image_base_digest(dir, base, 1, cause)) == NULL)
+		return (-1);
+	xasprintf(&id, "base:%s:%s", digest, base);
+	free(digest);
+	parent.id = id;
+	parent.path = base;
+	parent.build = NULL;
+	for (i = 0; i < nsteps; i++) {
+		key = image_layer_key(parent.id, steps[i], env, nenv,
+		    disk_size);
+		rc = image_layer_get(dir, key, &layers[i], NULL, NULL, cause);
+		if (rc == 0)
+			xasprintf(cause, "setup %zu/%zu: layer %s is not in "
+			    "the store (pruned meanwhile?)", i + 1, nsteps,
+			    key);
+		else if (rc == 1 && (strcmp(layers[i].parent, parent.id) != 0 ||
+		    strcmp(layers[i].parent_path, parent.path) != 0 ||
+		    strcmp(layers[i].parent_build, parent.build != NULL ?
+		    parent.build : "") != 0)) {
+			xasprintf(cause, "setup %zu/%zu: layer %s was built "
+			    "over another copy of its parent (%s); qsup image "
+			    "prune removes it when no run uses it", i + 1,
+			    nsteps, key, layers[i].parent_path);
+			rc = -1;
+		}
+		free(key);
+		if (rc != 1) {
+			for (k = 0; k <= i; k++)
+				image_layer_release(&layers[k]);
+			free(id);
+			return (-1);
+		}
+		parent.id = layers[i].key;
+		parent.path = layers[i].path;
+		parent.build = layers[i].build;
+	}
+	free(id);
+	return (0);
+}

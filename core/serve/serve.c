@@ -30,6 +30,7 @@ const char *const serve_boot_kinds[3] = {
 
 static void	serve_sb_free(struct serve_sb *);
 static void	serve_sb_gone(struct serve_sb *);
+static void	serve_sb_layers_release(struct serve_sb *);
 
 struct serve_sb *
 serve_find(struct serve *srv, const char *name)
@@ -98,6 +99,11 @@ serve_sb_json(struct serve_sb *s, struct buf *b)
 		buf_json_string(b, s->tail);
 	else
 		buf_puts(b, "null");
+	buf_puts(b, ",\"phase\":");
+	if (s->phase != NULL)
+		buf_json_string(b, s->phase);
+	else
+		buf_puts(b, "null");
 	buf_puts(b, "}");
 }
 
@@ -115,6 +121,10 @@ serve_sb_event(struct serve_sb *s)
 		buf_json_string(&b, s->reason);
 	else
 		buf_puts(&b, "null");
+	if (s->phase != NULL) {
+		buf_puts(&b, ",\"phase\":");
+		buf_json_string(&b, s->phase);
+	}
 	buf_puts(&b, "}");
 	serve_event(s->srv, "sandbox", b.data);
 	buf_free(&b);
@@ -283,6 +293,10 @@ serve_sb_gone(struct serve_sb *s)
 		image_pull_cancel(s->pull);
 		s->pull = NULL;
 	}
+	serve_setup_leave(s);
+	serve_sb_layers_release(s);
+	free(s->phase);
+	s->phase = NULL;
 	if (!s->deleting && !srv->stopping && s->state != SERVE_DEAD)
 		srv->m.deaths++;
 	s->state = SERVE_DEAD;
@@ -342,6 +356,12 @@ serve_sb_free(struct serve_sb *s)
 	free(s->tail);
 	free(s->report);
 	free(s->host_ports);
+	free(s->phase);
+	free(s->profile_arg);
+	while (s->nsets > 0)
+		free(s->sets[--s->nsets]);
+	free(s->sets);
+	serve_sb_layers_release(s);
 	free(s);
 }
 
@@ -352,7 +372,8 @@ serve_sb_stop(struct serve_sb *s, const char *why)
 	if (s->state == SERVE_DEAD || s->state == SERVE_STOPPING)
 		return;
 	if (s->sb == NULL) {
-		serve_sb_gone(s);	/* pulling its image: nothing ran */
+		/* Pulling its image, building its layers: nothing ran. */
+		serve_sb_gone(s);
 		return;
 	}
 	s->state = SERVE_STOPPING;
@@ -384,12 +405,101 @@ serve_shares(struct serve_sb *s, char **cause)
 	return (0);
 }
 
+/* Let go of s's chain (its sandbox is gone, or never came). */
+static void
+serve_sb_layers_release(struct serve_sb *s)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nlayers; i++)
+		image_layer_release(&s->layers[i]);
+	free(s->layers);
+	s->layers = NULL;
+	s->nlayers = 0;
+	free(s->layer_store);
+	s->layer_store = NULL;
+}
+
+/*
+ * The chain over s's image, every layer built (by the child): got and
+ * held shared while s lives, so prune leaves them. -1 with *cause.
+ */
+static int
+serve_sb_layers(struct serve_sb *s, char **cause)
+{
+	char	***steps, *base;
+	size_t	   i;
+	int	   rc;
+
+	if ((s->layer_store = image_layer_dir(s->profile.images_dir,
+	    cause)) == NULL)
+		return (-1);
+	if ((base = realpath(s->image, NULL)) == NULL) {
+		xasprintf(cause, "image %s: %s", s->image, strerror(errno));
+		return (-1);
+	}
+	steps = xcalloc(s->profile.nsetup, sizeof *steps);
+	for (i = 0; i < s->profile.nsetup; i++)
+		steps[i] = s->profile.setup[i].argv;
+	s->layers = xcalloc(s->profile.nsetup, sizeof *s->layers);
+	rc = image_layer_chain(s->layer_store, base, steps, s->profile.nsetup,
+	    s->profile.env, s->profile.nenv, s->profile.disk_size, s->layers,
+	    cause);
+	free(steps);
+	free(base);
+	if (rc == -1) {
+		free(s->layers);
+		s->layers = NULL;
+		return (-1);
+	}
+	s->nlayers = s->profile.nsetup;
+	return (0);
+}
+
+static int	serve_sb_launch(struct serve_sb *, char **);
+
+static void
+serve_sb_setup_progress_cb(struct serve_sb *s, const char *phase)
+{
+	free(s->phase);
+	s->phase = xstrdup(phase);
+	serve_sb_event(s);
+}
+
+/* The child is done: s boots on its layers, or fails with its error. */
+static void
+serve_sb_setup_done_cb(struct serve_sb *s, const char *error)
+{
+	char	*why = NULL;
+
+	free(s->phase);
+	s->phase = NULL;
+	if (error != NULL)
+		s->reason = xstrdup(error);
+	else if (serve_sb_layers(s, &why) == -1 ||
+	    serve_sb_launch(s, &why) == -1)
+		s->reason = why;
+	else
+		return;
+	serve_sb_gone(s);
+}
+
+static const struct serve_setup_cbs serve_sb_setup_cbs = {
+	serve_sb_setup_progress_cb, serve_sb_setup_done_cb
+};
+
 /* Launch s's QEMU: -1 with *cause, and s is not started. */
 static int
 serve_sb_launch(struct serve_sb *s, char **cause)
 {
 	struct sandbox_cbs	cbs;
+	char			**paths;
+	size_t			 i;
 
+	/* Its layers first, built off the loop; launched once they are. */
+	if (s->profile.nsetup > 0 && s->layers == NULL)
+		return (serve_setup_start(s, s->profile_arg, s->sets,
+		    s->nsets, &serve_sb_setup_cbs, cause));
 	memset(&cbs, 0, sizeof cbs);
 	cbs.ready = serve_ready_cb;
 	cbs.failed = serve_failed_cb;
@@ -398,6 +508,13 @@ serve_sb_launch(struct serve_sb *s, char **cause)
 	s->sb = sandbox_new(s->srv->loop, &s->profile, &cbs);
 	if (s->image != NULL)
 		sandbox_set_image(s->sb, s->image);
+	if (s->nlayers > 0) {
+		paths = xcalloc(s->nlayers + 1, sizeof *paths);
+		for (i = 0; i < s->nlayers; i++)
+			paths[i] = s->layers[i].path;
+		sandbox_set_layers(s->sb, paths, s->nlayers, s->layer_store);
+		free(paths);
+	}
 	if (serve_shares(s, cause) == -1 ||
 	    sandbox_start(s->sb, &s->accel, cause) == -1) {
 		sandbox_free(s->sb);
@@ -700,13 +817,6 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 		    "profile", cause);
 		goto out;
 	}
-	if (s->profile.nsetup > 0) {
-		serve_bad_field(&err, settings != NULL ? "settings" :
-		    "profile", "setup: qsup serve does not run setup steps or "
-		    "use their layers yet; give a profile without setup (qsup "
-		    "run runs them)");
-		goto out;
-	}
 	if (serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
 	    &err) == -1)
 		goto out;
@@ -729,6 +839,12 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	s->srv = srv;
 	s->name = name;
 	name = NULL;
+	if (profile != NULL)
+		s->profile_arg = xstrdup(profile);
+	s->sets = sets;
+	s->nsets = nsets;
+	sets = NULL;
+	nsets = 0;
 	s->state = SERVE_BOOTING;
 	s->created = time(NULL);
 	s->t_created = util_now();
@@ -844,6 +960,7 @@ serve_init(struct serve *srv, struct ev_loop *loop)
 	memset(srv, 0, sizeof *srv);
 	srv->loop = loop;
 	TAILQ_INIT(&srv->sbs);
+	TAILQ_INIT(&srv->setups);
 	serve_events_init(srv);
 }
 
@@ -870,7 +987,7 @@ serve_idle(struct serve *srv)
 	struct serve_sb	*s;
 
 	TAILQ_FOREACH(s, &srv->sbs, entry) {
-		if (s->sb != NULL || s->pull != NULL)
+		if (s->sb != NULL || s->pull != NULL || s->setup != NULL)
 			return (0);
 	}
 	return (1);
@@ -885,7 +1002,7 @@ serve_free(struct serve *srv)
 	ev_timer_stop(srv->loop, &srv->events_ping);
 	srv->stopping = 1;
 	while ((s = TAILQ_FIRST(&srv->sbs)) != NULL) {
-		if (s->sb != NULL || s->pull != NULL) {
+		if (s->sb != NULL || s->pull != NULL || s->setup != NULL) {
 			if (s->reason == NULL)
 				s->reason = xstrdup("the server stopped");
 			serve_sb_gone(s);	/* removes and frees it */
@@ -894,4 +1011,5 @@ serve_free(struct serve *srv)
 			serve_sb_free(s);
 		}
 	}
+	serve_setup_free_all(srv);
 }

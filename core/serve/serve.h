@@ -38,8 +38,10 @@ struct serve_metrics {
 
 struct serve_sb;
 struct serve_sub;
+struct serve_setup;
 TAILQ_HEAD(serve_sbs, serve_sb);
 TAILQ_HEAD(serve_subs, serve_sub);
+TAILQ_HEAD(serve_setups, serve_setup);
 
 /* The server: serve_init sets it up, its caller fills in the rest. */
 struct serve {
@@ -51,6 +53,7 @@ struct serve {
 	size_t			 nsets;
 	struct serve_sbs	 sbs;
 	struct serve_subs	 subs;
+	struct serve_setups	 setups;	/* setup layers building */
 	unsigned		 next_name;
 	unsigned		 next_exec;
 	int			 stopping;	/* SIGTERM: tearing down */

@@ -2,9 +2,11 @@
  * The server's insides, shared by core/serve's files only. They lean one
  * way, bottom up: serve_error.c (an error as a response, JSON bodies),
  * serve_event.c (states' names, the event stream), serve_exec.c (execs,
- * stdin, signals, terminals, files), serve.c (the named sandboxes and
- * their lives), serve_metrics.c (/metrics), serve_route.c (the route
- * table: a request matched into a typed serve_req and its handler).
+ * stdin, signals, terminals, files), serve_setup.c (setup layers built
+ * in a child, "qsup run --setup-only", off the loop), serve.c (the named
+ * sandboxes and their lives), serve_metrics.c (/metrics), serve_route.c
+ * (the route table: a request matched into a typed serve_req and its
+ * handler).
  */
 #ifndef QSUP_SERVE_INT_H
 #define QSUP_SERVE_INT_H
@@ -97,6 +99,15 @@ struct serve_sb {
 	struct sandbox		*sb;		/* NULL once dead */
 	char			*image;
 	struct image_pull	*pull;		/* getting the image */
+	struct serve_setup	*setup;		/* building its layers */
+	char			*phase;		/* "building setup step N/M:
+						   STEP" meanwhile */
+	char			*layer_store;	/* its layers' images_dir/layers */
+	struct image_layer	*layers;	/* its chain, held shared */
+	size_t			 nlayers;
+	char			*profile_arg;	/* as the create gave it, and */
+	char			**sets;		/* its settings: for the build */
+	size_t			 nsets;
 	time_t			 created;
 	double			 t_created;
 	double			 boot_s;
@@ -181,6 +192,18 @@ serve_handler	 serve_exec_stdin;
 serve_handler	 serve_exec_signal;
 serve_handler	 serve_exec_resize;
 serve_handler	 serve_files;
+
+/* serve_setup.c */
+struct serve_setup_cbs {
+	void	(*progress)(struct serve_sb *, const char *);
+	void	(*done)(struct serve_sb *, const char *);	/* NULL: built */
+};
+int		 serve_setup_start(struct serve_sb *, const char *,
+		     char *const *, size_t, const struct serve_setup_cbs *,
+		     char **);
+void		 serve_setup_leave(struct serve_sb *);
+int		 serve_setup_busy(struct serve *);
+void		 serve_setup_free_all(struct serve *);
 
 /* serve.c */
 extern const char *const serve_boot_kinds[3];	/* as qsup_boots_total */

@@ -280,28 +280,189 @@ test_bad_profiles_named() {
 	expect_match "a rule the policy cannot express" "p.lua:4: setup_network\[1\]:" "$out"
 }
 
-# qsup serve does not run setup: a sandbox whose profile has it is
-# refused, naming the setting, never started without its layers.
-test_serve_refuses_setup() {
-	local p=$T_TMP/p.lua d=$T_TMP/serve code body
+# sapi DIR METHOD PATH [CURL ARGS...]: the server's answer's body in
+# DIR/body, its status printed.
+sapi() {
+	local d=$1 m=$2 path=$3
+	shift 3
+	curl -sS --unix-socket "$d/s.sock" -o "$d/body.$$.$BASHPID" \
+	    -w '%{http_code}' -X "$m" -H "Authorization: Bearer $(cat "$d/token")" \
+	    "$@" "http://qsup$path"
+	mv "$d/body.$$.$BASHPID" "$d/body"
+}
+
+# sexec DIR NAME CMD: CMD's stdout in the sandbox NAME (sh -c).
+sexec() {
+	curl -sSN --unix-socket "$1/s.sock" -H "Authorization: Bearer $(cat "$1/token")" \
+	    -d "{\"argv\":[\"sh\",\"-c\",\"$3\"]}" \
+	    "http://qsup/v1/sandboxes/$2/exec" | python3 -c '
+import base64, sys
+ev = None
+for line in sys.stdin:
+    line = line.rstrip("\n")
+    if line.startswith("event: "):
+        ev = line[7:]
+    elif line.startswith("data: ") and ev == "stdout":
+        sys.stdout.write(base64.b64decode(line[6:]).decode())'
+}
+
+# qsup serve with a profile that has setup: the first creates build the
+# layer once (two at once, one child), the server answering meanwhile;
+# a later create is a hit; the sandbox holds its chain against prune.
+test_serve_setup() {
+	local p=$T_TMP/p.lua d=$T_TMP/serve code t0 t1 out a b kids
 	mkdir -p "$d"
-	profile "$p" '"echo x"'
-	serve_launch "$d/s.sock" "$d/token" "$d/serve.log" ||
+	fresh_store serve
+	profile "$p" '"sleep 8; echo from-setup >/etc/served; echo step-ran"'
+	serve_launch "$d/s.sock" "$d/token" "$d/serve.log" --profile "$p" ||
 	    { fail "the server did not come up: $(cat "$d/serve.log")"; return; }
-	code=$(curl -sS --unix-socket "$d/s.sock" -o "$d/body" -w '%{http_code}' \
-	    -X POST -H "Authorization: Bearer $(cat "$d/token")" \
-	    -d "{\"name\":\"l1\",\"profile\":\"$p\"}" http://qsup/v1/sandboxes)
-	body=$(cat "$d/body")
+	curl -sSN --unix-socket "$d/s.sock" -H "Authorization: Bearer $(cat "$d/token")" \
+	    http://qsup/v1/events >"$d/events" 2>/dev/null &
+	local ev=$!
+	(sapi "$d" POST /v1/sandboxes -d '{"name":"s1"}' >"$d/s1.code"; cp "$d/body" "$d/s1.body") &
+	a=$!
+	sleep 0.5
+	(sapi "$d" POST /v1/sandboxes -d '{"name":"s2"}' >"$d/s2.code"; cp "$d/body" "$d/s2.body") &
+	b=$!
+	sleep 3
+	t0=$(date +%s.%N)
+	code=$(curl -sS -m 5 --unix-socket "$d/s.sock" -o /dev/null -w '%{http_code}' http://qsup/v1/healthz)
+	t1=$(date +%s.%N)
+	expect_eq "healthz answered during the build" 200 "$code"
+	echo "    healthz during the build: $(echo "$t1 - $t0" | bc) s"
+	kids=$(pgrep -P "$SERVE_PID" -f -- '--setup-only' | wc -l)
+	expect_eq "one build for both creates" 1 "$kids"
+	code=$(sapi "$d" GET /v1/sandboxes/s2)
+	expect_match "s2 building, its phase said" '"state":"booting".*"phase":"building setup step 1/1: sleep 8' "$(cat "$d/body")"
+	wait $a $b
+	expect_eq "both created" "201 201" "$(cat "$d/s1.code") $(cat "$d/s2.code")"
+	expect_eq "one layer" 1 "$(nlayers)"
+	expect_match "the phase on the event stream" '"phase":"building setup step 1/1' "$(cat "$d/events")"
+	out=$(sexec "$d" s1 "cat /etc/served")
+	expect_eq "s1 sees what the step wrote" from-setup "$out"
+	out=$(sexec "$d" s2 "cat /etc/served")
+	expect_eq "s2 too" from-setup "$out"
+	t0=$(date +%s.%N)
+	code=$(sapi "$d" POST /v1/sandboxes -d '{"name":"s3"}')
+	t1=$(date +%s.%N)
+	expect_eq "a later create" 201 "$code"
+	echo "    create on a hit: $(echo "$t1 - $t0" | bc) s ($(grep -o '"start":"[a-z-]*"' "$d/body"))"
+	expect_eq "no build for it" "" "$(grep '"name":"s3".*"phase"' "$d/events")"
+	out=$(sexec "$d" s3 "cat /etc/served")
+	expect_eq "s3 sees it" from-setup "$out"
+	sapi "$d" DELETE /v1/sandboxes/s1 >/dev/null
+	sapi "$d" DELETE /v1/sandboxes/s2 >/dev/null
+	out=$("$QSUP" image prune)
+	expect_match "prune keeps the layer s3 holds" "0 layers removed.*1 in use kept" "$out"
+	code=$(sapi "$d" DELETE /v1/sandboxes/s3)
+	expect_eq "s3 deleted" 200 "$code"
+	out=$("$QSUP" image prune)
+	expect_match "then prune removes it" "1 layer removed" "$out"
+	expect_eq "no layer left" 0 "$(nlayers)"
+	kill "$ev" 2>/dev/null
 	kill -TERM "$SERVE_PID"
 	wait "$SERVE_PID"
-	expect_eq "refused" 400 "$code"
-	expect_match "naming setup" "setup: qsup serve does not run setup steps" "$body"
+	expect_eq "serve exits 0" 0 $?
+	expect_base_unchanged
+}
+
+# A failing step: the create answers 500 with the step, its status and
+# its output's tail; nothing is cached; the server goes on.
+test_serve_setup_fails() {
+	local p=$T_TMP/p.lua d=$T_TMP/serve2 code body
+	mkdir -p "$d"
+	fresh_store servefail
+	profile "$p" '"echo fine >/etc/fine"' \
+	    '"echo partial >/etc/partial; echo the-last-words >&2; exit 7"'
+	serve_launch "$d/s.sock" "$d/token" "$d/serve.log" ||
+	    { fail "the server did not come up: $(cat "$d/serve.log")"; return; }
+	code=$(sapi "$d" POST /v1/sandboxes -d "{\"name\":\"f1\",\"profile\":\"$p\"}")
+	body=$(cat "$d/body")
+	expect_eq "a failed step: 500" 500 "$code"
+	expect_match "the step and its status" \
+	    'setup step 2/2 \(echo partial.*\) failed with exit status 7; nothing was cached' "$body"
+	expect_match "its output's tail" 'the-last-words' "$body"
+	expect_eq "only the first step's layer" 1 "$(nlayers)"
+	expect_eq "no hidden part left" "" \
+	    "$(ls -A "$LAYERS" | grep -v -e '\.lock$' -e '^\.bases$' -e '^[0-9a-f]\{64\}\.\(qcow2\|meta\)$')"
+	code=$(sapi "$d" GET /v1/sandboxes/f1)
+	expect_eq "the sandbox is gone" 404 "$code"
+	kill -TERM "$SERVE_PID"
+	wait "$SERVE_PID"
+	expect_eq "serve exits 0" 0 $?
+}
+
+# A create deleted while its layer builds: the build is stopped, nothing
+# cached, no QEMU left; a server stopped during a build exits 0, clean.
+test_serve_setup_cancelled() {
+	local p=$T_TMP/p.lua d=$T_TMP/serve3 code i
+	mkdir -p "$d"
+	fresh_store servecancel
+	profile "$p" '"sleep 600"'
+	serve_launch "$d/s.sock" "$d/token" "$d/serve.log" --profile "$p" ||
+	    { fail "the server did not come up: $(cat "$d/serve.log")"; return; }
+	code=$(sapi "$d" POST /v1/sandboxes -d '{"name":"c1","wait":false}')
+	expect_eq "created, not waited for" 202 "$code"
+	for i in $(seq 300); do
+		sapi "$d" GET /v1/sandboxes/c1 >/dev/null
+		grep -q '"phase":"building' "$d/body" && break
+		sleep 0.5
+	done
+	expect_match "building" '"phase":"building setup step 1/1: sleep 600"' "$(cat "$d/body")"
+	code=$(sapi "$d" DELETE /v1/sandboxes/c1)
+	expect_eq "deleted during its build" 200 "$code"
+	for i in $(seq 120); do
+		[ -z "$(pgrep -P "$SERVE_PID" -f -- '--setup-only')" ] && break
+		sleep 0.5
+	done
+	expect_eq "the build's child is gone" "" "$(pgrep -P "$SERVE_PID" -f -- '--setup-only')"
+	expect_eq "nothing cached" 0 "$(nlayers)"
+	code=$(sapi "$d" POST /v1/sandboxes -d '{"name":"c2","wait":false}')
+	for i in $(seq 300); do
+		sapi "$d" GET /v1/sandboxes/c2 >/dev/null
+		grep -q '"phase":"building' "$d/body" && break
+		sleep 0.5
+	done
+	kill -TERM "$SERVE_PID"
+	wait "$SERVE_PID"
+	expect_eq "serve stopped during a build exits 0" 0 $?
+	expect_eq "still nothing cached" 0 "$(nlayers)"
+	expect_eq "no hidden part left" "" \
+	    "$(ls -A "$LAYERS" | grep -v -e '\.lock$' -e '^\.bases$')"
+}
+
+# boot = "image": the step runs through the agent of the image's own
+# boot (cloud test image, slow under TCG); the layer is the overlay after
+# QEMU's clean stop; a later run is a hit, warm from the top layer.
+test_image_boot_setup() {
+	local p=$T_TMP/p.lua err=$T_TMP/err out cloud=$PWD/build/images/cloud.qcow2
+	bash tests/images/cloud.sh "$cloud" >/dev/null 2>&1 ||
+	    { fail "cannot build the cloud test image (tests/images/cloud.sh)"; return; }
+	fresh_store imageboot
+	cat >"$p" <<-EOF
+	return {
+	  image = "$cloud",
+	  boot = "image",
+	  setup = { "echo from-image-setup >/etc/imgsetup; cat /proc/1/comm" },
+	}
+	EOF
+	out=$("$QSUP" run --json -p "$p" -- cat /etc/imgsetup 2>"$err")
+	expect_eq "first run: exit" 0 $?
+	expect_eq "the command sees the step's file" from-image-setup "$out"
+	expect_eq "built" "['built']" "$(layers_json "$err" '[l["result"] for l in L]')"
+	expect_eq "one layer" 1 "$(nlayers)"
+	out=$("$QSUP" run --json -p "$p" -- cat /etc/imgsetup 2>"$err")
+	expect_eq "second run: exit, output" "0 from-image-setup" "$? $out"
+	expect_eq "a hit" "['hit']" "$(layers_json "$err" '[l["result"] for l in L]')"
+	expect_eq "warm from the top layer" '"warm"' "$(json_field start "$err")"
+	echo "    second run's boot: $(json_field boot_s "$err") s"
 }
 
 for t in ${LAYERS_TESTS:-test_miss_then_hit test_changed_step_rebuilds_only_it_and_later \
     test_failing_step_caches_nothing test_two_runs_build_once \
     test_prune_keeps_layers_in_use test_setup_network_allowlist \
-    test_bad_profiles_named test_serve_refuses_setup}; do
+    test_bad_profiles_named test_serve_setup test_serve_setup_fails test_serve_setup_cancelled \
+    test_image_boot_setup}; do
 	run_test "$t"
 done
 finish

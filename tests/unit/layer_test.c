@@ -307,3 +307,53 @@ Test(layer, disk_takes_only_checked_chains)
 	free(l2);
 	free(out);
 }
+
+/*
+ * A built chain got whole for a server's sandbox, each layer held; a
+ * step not built is an error naming it, and nothing stays held.
+ */
+Test(layer, chain_of_built_layers)
+{
+	struct image_layer		 l, got[2];
+	struct image_layer_parent	 parent;
+	char				*argv1[] = { "echo", "one", NULL };
+	char				*argv2[] = { "echo", "two", NULL };
+	char				**steps[] = { argv1, argv2 };
+	char				*base, *real, *digest, *id, *key, *src;
+	char				*cause = NULL;
+	int				 n[2] = { 0, 0 };
+
+	xasprintf(&base, "%s/base.img", dir);
+	make_file(base, "base");
+	xasprintf(&src, "%s/overlay", dir);
+	make_file(src, "overlay");
+	cr_assert_not_null(real = realpath(base, NULL));
+	cr_assert_not_null(digest = image_base_digest(store, real, 1, &cause));
+	xasprintf(&id, "base:%s:%s", digest, real);
+	key = image_layer_key(id, argv1, NULL, 0, 0);
+	cr_assert_eq(image_layer_get(store, key, &l, NULL, NULL, &cause), 0);
+	parent.id = id;
+	parent.path = real;
+	parent.build = NULL;
+	cr_assert_eq(image_layer_commit(&l, src, &parent, "echo one", NULL, 0,
+	    0, &cause), 0, "%s", cause);
+	image_layer_release(&l);
+	cr_assert_eq(image_layer_chain(store, real, steps, 1, NULL, 0, 0, got,
+	    &cause), 0, "%s", cause);
+	cr_assert_str_eq(got[0].key, key);
+	/* Held: prune keeps it. */
+	cr_assert_eq(image_layer_prune(store, 0, count_cb, n, &cause), 0);
+	cr_assert(n[0] == 1 && n[1] == 0, "kept in use, not removed");
+	image_layer_release(&got[0]);
+	cr_assert_eq(image_layer_chain(store, real, steps, 2, NULL, 0, 0, got,
+	    &cause), -1);
+	cr_assert(strstr(cause, "setup 2/2: layer ") != NULL &&
+	    strstr(cause, "is not in the store") != NULL, "%s", cause);
+	free(cause);
+	free(key);
+	free(id);
+	free(digest);
+	free(real);
+	free(src);
+	free(base);
+}

@@ -130,3 +130,18 @@ Test(profile, setup_show_round_trip)
 	free(again);
 	free(path);
 }
+
+/* boot = "image" takes setup too: its steps run over the image's own boot. */
+Test(profile, setup_with_boot_image)
+{
+	struct profile	 p;
+	char		*path;
+
+	path = write_profile("i.lua", "return { image = \"debian-12\", "
+	    "boot = \"image\", setup = { \"true\" } }\n");
+	load_ok(&p, path);
+	cr_assert_eq(p.nsetup, 1);
+	cr_assert_eq(p.boot, PROFILE_BOOT_IMAGE);
+	profile_free(&p);
+	free(path);
+}
