@@ -115,7 +115,8 @@ static const struct cmd_entry cmd_image_pull_entry = {
 "registry is named) is pulled from its OCI registry, every blob checked\n"
 "against its digest, and built into a bootable image; credentials come\n"
 "from $REGISTRY_AUTH_FILE, containers' auth.json or ~/.docker/config.json,\n"
-"mirrors and insecure registries from registries.conf.\n"
+"mirrors and insecure registries from the profile's registries setting\n"
+"and registries.conf.\n"
 "\n",
 	.options = cmd_image_pull_options,
 	.notes =

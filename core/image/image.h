@@ -40,6 +40,10 @@ struct image_req {
 	   instead of into images_dir, of out_size bytes (0: the tree's). */
 	const char	*out;
 	uint64_t	 out_size;
+	/* docker://REF only: the profile's registries setting, lines
+	   "REG 0|1 URL..." (1: insecure), merged with registries.conf. */
+	char *const	*registries;
+	size_t		 nregistries;
 	/* For an OCI pull's blobs (image_registry.c): the file's name in
 	   dir (cached by sha256, whatever URL it came from), a request
 	   header ("Authorization: ..."), and each write's bytes so far. */
@@ -163,7 +167,8 @@ struct image_ref {
 int		 image_ref_parse(const char *, struct image_ref *, char **);
 void		 image_ref_free(struct image_ref *);
 int		 image_ref_digest_ok(const char *);
-int		 image_ref_endpoints(const char *, char ***, size_t *, char **);
+int		 image_ref_endpoints(const char *, char *const *, size_t,
+		     char ***, size_t *, char **);
 struct image_chal {
 	char		*scheme, *realm, *service, *scope;
 };

@@ -1152,8 +1152,8 @@ image_reg_setup(struct image_reg *r, const struct image_req *req,
 		xasprintf(cause, "%s: %s", r->blobs, strerror(errno));
 		return (-1);
 	}
-	if (image_ref_endpoints(r->ref.registry, &r->eps, &r->neps,
-	    cause) == -1)
+	if (image_ref_endpoints(r->ref.registry, req->registries,
+	    req->nregistries, &r->eps, &r->neps, cause) == -1)
 		return (-1);
 	r->auth = image_auth_get(r->ref.registry, &r->auth_from, cause);
 	return (*cause != NULL ? -1 : 0);

@@ -317,6 +317,64 @@ test_mirrors_in_order() {
 	stop_proxy
 }
 
+# The profile's registries setting: its mirrors replace the file's for
+# that registry; an http:// mirror off loopback needs insecure = true.
+test_registries_setting() {
+	local out good good_log
+	fresh_images regset
+	export QSUP_REGISTRIES_CONF=$T_TMP/registries.conf
+	start_proxy pass || return
+	good=$PROXY_PORT good_log=$PROXY_LOG
+	start_proxy status:500 || return
+	# The file names the failing proxy alone; the profile, the good one.
+	printf 'mirror 127.0.0.1:%s http://127.0.0.1:%s\n' "$PLAIN" \
+	    "$PROXY_PORT" >"$QSUP_REGISTRIES_CONF"
+	cat >"$T_TMP/reg.lua" <<-EOF
+	return {
+	  image = "docker://127.0.0.1:$PLAIN/t/zstd:1",
+	  registries = { ["127.0.0.1:$PLAIN"] = { mirrors = { "http://127.0.0.1:$good" } } },
+	}
+	EOF
+	out=$("$QSUP" image pull -p "$T_TMP/reg.lua" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_match "the profile's mirror served the blobs" \
+	    "^GET /v2/t/zstd/blobs/sha256:" "$(cat "$good_log")"
+	expect_eq "the file's mirror, replaced, never asked" 0 \
+	    "$(grep -c . "$PROXY_LOG" || true)"
+	cat >"$T_TMP/bad.lua" <<-EOF
+	return {
+	  registries = {
+	    ["docker.io"] = { mirrors = { "http://mirror.lan:5000", "ftp://x" } },
+	    ["q.io"] = { insecur = true },
+	  },
+	}
+	EOF
+	out=$("$QSUP" profile check "$T_TMP/bad.lua" 2>&1)
+	expect_match "http off loopback refused, with file:line" \
+	    'bad.lua:3: registries: docker.io: mirror "http://mirror.lan:5000" is plain http' "$out"
+	expect_match "not a URL" 'bad.lua:3: registries: docker.io: mirror "ftp://x" is not an http\(s\) URL' "$out"
+	expect_match "an unknown field" 'bad.lua:4: registries: q.io: unknown field "insecur"' "$out"
+	cat >"$T_TMP/ok.lua" <<-EOF
+	return {
+	  registries = {
+	    ["docker.io"] = { mirrors = { "http://mirror.lan:5000" } },
+	    ["mirror.lan:5000"] = { insecure = true },
+	  },
+	}
+	EOF
+	out=$("$QSUP" profile check "$T_TMP/ok.lua" 2>&1)
+	expect_eq "an insecure mirror allowed" 0 $?
+	# The file's plain http mirror off loopback: refused at the pull.
+	printf 'mirror 127.0.0.1:%s http://mirror.lan:5000\n' "$PLAIN" \
+	    >"$QSUP_REGISTRIES_CONF"
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:1" 2>&1)
+	expect_match "the file's http mirror refused" \
+	    "registries.conf:1: mirror http://mirror.lan:5000 is plain http" "$out"
+	unset QSUP_REGISTRIES_CONF
+	stop_proxy
+	stop_proxy
+}
+
 test_fault_bearer() {
 	local out
 	fresh_images bearer
@@ -414,6 +472,7 @@ run_test test_image_build_ref
 run_test test_tls_htpasswd
 run_test test_errors_name_what_failed
 run_test test_mirrors_in_order
+run_test test_registries_setting
 run_test test_fault_bearer
 run_test test_fault_token_expires
 run_test test_fault_drop_resumes
