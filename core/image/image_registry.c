@@ -33,6 +33,8 @@
 
 #define IMAGE_REG_BODY_MAX	(4 * 1024 * 1024)
 #define IMAGE_REG_PARALLEL	3	/* blobs at once */
+#define IMAGE_REG_WAIT_MAX	60	/* seconds a 429 is waited out */
+#define IMAGE_REG_WAITS		2	/* 429s waited out per endpoint */
 #define IMAGE_REG_ACCEPT \
 	"Accept: application/vnd.oci.image.index.v1+json, " \
 	"application/vnd.docker.distribution.manifest.list.v2+json, " \
@@ -93,7 +95,10 @@ struct image_reg {
 	char			 errbuf[CURL_ERROR_SIZE];
 	struct buf		 body;
 	char			*ctype, *www, *what;
+	char			*retry_after;	/* the response's */
 	int			 over;
+	ev_timer		 wait;		/* a 429's Retry-After */
+	int			 waits;		/* ... at this endpoint */
 
 	char			*asked;		/* tag or digest */
 	int			 depth;
@@ -137,6 +142,7 @@ image_reg_cancel(struct image_reg *r)
 	ev_timer_stop(r->loop, &r->timer);
 	ev_timer_stop(r->loop, &r->stall_timer);
 	ev_timer_stop(r->loop, &r->start);
+	ev_timer_stop(r->loop, &r->wait);
 	for (i = 0; i < r->nb; i++) {
 		image_url_pull_cancel(r->bv[i].pull);
 		free(r->bv[i].digest);
@@ -169,6 +175,7 @@ image_reg_cancel(struct image_reg *r)
 	free(r->token_url);
 	free(r->ctype);
 	free(r->www);
+	free(r->retry_after);
 	free(r->what);
 	free(r->asked);
 	free(r->man_digest);
@@ -351,7 +358,11 @@ image_reg_header_cb(char *data, size_t size, size_t n, void *arg)
 	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
 		free(r->ctype);
 		free(r->www);
-		r->ctype = r->www = NULL;
+		free(r->retry_after);
+		r->ctype = r->www = r->retry_after = NULL;
+	} else if ((v = image_reg_header(data, n, "Retry-After")) != NULL) {
+		free(r->retry_after);
+		r->retry_after = v;
 	} else if ((v = image_reg_header(data, n, "Content-Type")) != NULL) {
 		free(r->ctype);
 		r->ctype = v;
@@ -486,6 +497,7 @@ image_reg_next_endpoint(struct image_reg *r, const char *why, int answered)
 		r->bearer = NULL;
 		r->challenged = r->basic = 0;
 		r->depth = 0;
+		r->waits = 0;
 		free(r->asked);
 		r->asked = xstrdup(r->ref.digest != NULL ? r->ref.digest :
 		    r->ref.tag);
@@ -668,12 +680,63 @@ image_reg_manifest_body(struct image_reg *r)
 	image_reg_next_blob(r);
 }
 
+/* A 429's wait is over: the same manifest from the same endpoint. */
+static void
+image_reg_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct image_reg	*r = w->data;
+
+	(void)loop;
+	(void)revents;
+	image_reg_manifest(r);
+}
+
+/*
+ * Seconds a 429's Retry-After asks (a number or an HTTP date; none: 1),
+ * or -1 when it asks more than qsup waits (the next endpoint, then).
+ */
+static long
+image_reg_retry_after(struct image_reg *r)
+{
+	const char	*v = r->retry_after;
+	char		*end;
+	long		 s;
+	time_t		 t;
+
+	if (v == NULL || *v == '\0')
+		return (1);
+	if (*v >= '0' && *v <= '9') {
+		s = strtol(v, &end, 10);
+		if (*end != '\0')
+			return (1);
+	} else {
+		if ((t = curl_getdate(v, NULL)) == -1)
+			return (1);
+		s = (long)(t - time(NULL));
+	}
+	if (s > IMAGE_REG_WAIT_MAX)
+		return (-1);
+	return (s < 1 ? 1 : s);
+}
+
 /* A manifest's response with code: on, to a token, or the next endpoint. */
 static void
 image_reg_manifest_done(struct image_reg *r, long code)
 {
 	char	*why, *said;
+	long	 wait;
 
+	if (code == 429 && r->waits < IMAGE_REG_WAITS &&
+	    (wait = image_reg_retry_after(r)) > 0) {
+		/* The registry's own limit: wait it out, then it again. */
+		r->waits++;
+		log_info("%s: %s: HTTP 429 Too Many Requests: waiting %ld s "
+		    "(Retry-After) to ask it again", r->ref.canon, r->what,
+		    wait);
+		ev_timer_set(&r->wait, (double)wait, 0);
+		ev_timer_start(r->loop, &r->wait);
+		return;
+	}
 	if (code == 200) {
 		image_reg_manifest_body(r);
 		return;
@@ -689,9 +752,15 @@ image_reg_manifest_done(struct image_reg *r, long code)
 	else if (code == 404)
 		xasprintf(&why, "%s: no manifest %s in %s (HTTP 404%s)",
 		    r->what, r->asked, r->ref.repo, said);
+	else if (code == 429 && r->waits < IMAGE_REG_WAITS)
+		xasprintf(&why, "%s: HTTP 429 Too Many Requests (the "
+		    "registry's rate limit%s; Retry-After %s s is more than "
+		    "the %d s qsup waits)", r->what, said, r->retry_after,
+		    IMAGE_REG_WAIT_MAX);
 	else if (code == 429)
 		xasprintf(&why, "%s: HTTP 429 Too Many Requests (the "
-		    "registry's rate limit%s)", r->what, said);
+		    "registry's rate limit%s; still after %d waits)", r->what,
+		    said, r->waits);
 	else
 		xasprintf(&why, "%s: HTTP %ld from the registry%s", r->what,
 		    code, said);
@@ -1184,6 +1253,8 @@ image_reg_start(struct ev_loop *loop, const struct image_req *req,
 	r->stall_timer.data = r;
 	ev_timer_init(&r->start, image_reg_start_cb, 0, 0);
 	r->start.data = r;
+	ev_init(&r->wait, image_reg_wait_cb);
+	r->wait.data = r;
 	(void)image_reg_setup(r, req, &r->early);
 	ev_timer_start(loop, &r->start);
 	return (r);

@@ -445,6 +445,42 @@ test_fault_wrong_blob() {
 	stop_proxy
 }
 
+# A 429 with Retry-After: waited out on the loop, the same registry
+# asked again; a wait longer than qsup's bound goes to the next mirror.
+test_fault_429_waits() {
+	local out t0 good good_log
+	fresh_images busy
+	start_proxy busy:1:2 || return
+	t0=$(date +%s.%N)
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "exit after the wait" 0 $?
+	expect_match "the wait said" "HTTP 429 Too Many Requests: waiting 2 s" "$out"
+	expect_eq "the manifest asked twice of the same registry" 2 \
+	    "$(grep -c "^GET /v2/t/gzip/manifests/1" "$PROXY_LOG")"
+	expect_eq "waited Retry-After's 2 s" 1 \
+	    "$(echo "$(date +%s.%N) - $t0 >= 2" | bc)"
+	stop_proxy
+	# Retry-After beyond the 60 s bound: no wait, the next mirror.
+	fresh_images busy2
+	start_proxy pass || return
+	good=$PROXY_PORT good_log=$PROXY_LOG
+	start_proxy busy:1:3600 || return
+	export QSUP_REGISTRIES_CONF=$T_TMP/registries.conf
+	printf 'mirror 127.0.0.1:%s http://127.0.0.1:%s http://127.0.0.1:%s\n' \
+	    "$PLAIN" "$PROXY_PORT" "$good" >"$QSUP_REGISTRIES_CONF"
+	t0=$SECONDS
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:1" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_match "too long a wait named" \
+	    "Retry-After 3600 s is more than the 60 s qsup waits" "$out"
+	expect_match "the next mirror served it" \
+	    "^GET /v2/t/gzip/manifests/1" "$(cat "$good_log")"
+	expect_eq "no wait" 1 $((SECONDS - t0 < 30))
+	unset QSUP_REGISTRIES_CONF
+	stop_proxy
+	stop_proxy
+}
+
 test_fault_statuses() {
 	local out code
 	fresh_images status
@@ -452,6 +488,8 @@ test_fault_statuses() {
 		start_proxy "status:$code" || return
 		out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
 		expect_match "HTTP $code named" "HTTP $code" "$out"
+		[ "$code" != 429 ] || expect_match "429: given up after its waits" \
+		    "still after 2 waits" "$out"
 		stop_proxy
 	done
 	start_proxy stall || return
@@ -478,5 +516,6 @@ run_test test_fault_token_expires
 run_test test_fault_drop_resumes
 run_test test_fault_resume_across_pulls
 run_test test_fault_wrong_blob
+run_test test_fault_429_waits
 run_test test_fault_statuses
 finish
