@@ -167,6 +167,15 @@ struct image_ref {
 int		 image_ref_parse(const char *, struct image_ref *, char **);
 void		 image_ref_free(struct image_ref *);
 int		 image_ref_digest_ok(const char *);
+/* image_reg_cache.c: the docker:// blob cache of an images_dir. */
+struct image_reg_pruned {
+	size_t		 blobs, refs;
+	uint64_t	 bytes;
+};
+int		 image_reg_lock(const char *, int);
+void		 image_reg_cache_size(const char *, uint64_t *, size_t *);
+int		 image_reg_prune(const char *, struct image_reg_pruned *,
+		     char **);
 int		 image_ref_endpoints(const char *, char *const *, size_t,
 		     char ***, size_t *, char **);
 struct image_chal {

@@ -75,6 +75,7 @@ struct image_reg {
 	void			*arg;
 	char			*early;
 	ev_timer		 start;
+	int			 lock_fd;	/* the blob cache's, shared */
 
 	char			**eps;		/* endpoints, in order */
 	size_t			 neps, ep;
@@ -143,6 +144,8 @@ image_reg_cancel(struct image_reg *r)
 	ev_timer_stop(r->loop, &r->stall_timer);
 	ev_timer_stop(r->loop, &r->start);
 	ev_timer_stop(r->loop, &r->wait);
+	if (r->lock_fd != -1)
+		close(r->lock_fd);
 	for (i = 0; i < r->nb; i++) {
 		image_url_pull_cancel(r->bv[i].pull);
 		free(r->bv[i].digest);
@@ -1178,6 +1181,17 @@ image_reg_start_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		image_reg_finish(r, NULL, r->early);
 		return;
 	}
+	/* A prune of the blob cache holds it a moment: after it, then. */
+	if (r->lock_fd == -1 && (r->lock_fd = image_reg_lock(r->dir, 0)) == -1) {
+		if (errno == EWOULDBLOCK) {
+			ev_timer_set(&r->start, 0.1, 0);
+			ev_timer_start(loop, &r->start);
+			return;
+		}
+		image_reg_fail(r, "%s/%s/lock: %s", r->dir, IMAGE_REG_DIR,
+		    strerror(errno));
+		return;
+	}
 	if (r->out == NULL && r->ref.digest != NULL &&
 	    (path = image_reg_have(r->dir, r->ref.digest)) != NULL) {
 		image_reg_finish(r, path, NULL);
@@ -1240,6 +1254,7 @@ image_reg_start(struct ev_loop *loop, const struct image_req *req,
 
 	r = xcalloc(1, sizeof *r);
 	r->loop = loop;
+	r->lock_fd = -1;
 	r->cb = cb;
 	r->arg = arg;
 	r->out = req->out != NULL ? xstrdup(req->out) : NULL;

@@ -375,6 +375,53 @@ test_registries_setting() {
 	stop_proxy
 }
 
+# count_blobs: the blob cache's blobs (not their .meta, nor parts).
+count_blobs() {
+	find "$IMAGES/.oci/blobs/sha256" -maxdepth 1 -type f -regex '.*/[0-9a-f]*' 2>/dev/null | wc -l
+}
+
+# rm and prune take the blobs and tags no image uses, never those of a
+# remaining image, nor anything while a pull holds the cache's lock.
+test_blob_cache_pruned() {
+	local out gz sh
+	fresh_images prune
+	"$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:1" >"$T_TMP/gz" 2>&1 ||
+	    fail "pull gzip: $(cat "$T_TMP/gz")"
+	"$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/shared:1" >"$T_TMP/sh" 2>&1 ||
+	    fail "pull shared: $(cat "$T_TMP/sh")"
+	gz=$(basename "$(tail -n 1 "$T_TMP/gz")")
+	sh=$(basename "$(tail -n 1 "$T_TMP/sh")")
+	# gzip: manifest, config, 2 layers; shared: its manifest and layer.
+	expect_eq "blobs of both images" 6 "$(count_blobs)"
+	out=$("$QSUP" image ls 2>&1)
+	expect_match "ls shows the blob cache" "blob cache \(docker:// layers\): 6 blobs, [0-9.]+ MB" "$out"
+	out=$("$QSUP" image ls --json 2>&1)
+	expect_match "ls --json too" '"blob_cache":\{"blobs":6,"bytes":[1-9]' "$out"
+	out=$("$QSUP" image prune 2>&1)
+	expect_eq "prune: every blob in use" 6 "$(count_blobs)"
+	# A pull under way (the cache's lock held shared): nothing goes.
+	"$QSUP" image rm "$sh" >/dev/null 2>&1 &&
+	    "$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/shared:1" >/dev/null 2>&1 ||
+	    fail "rm and pull again"
+	expect_eq "rm: shared's own blobs went, and came back with its pull" 6 "$(count_blobs)"
+	mv "$IMAGES/$sh" "$T_TMP/held.qcow2"
+	mv "$IMAGES/$sh.meta" "$T_TMP/held.meta"
+	out=$(flock -s "$IMAGES/.oci/lock" "$QSUP" image prune 2>&1)
+	expect_match "a pull under way keeps the cache" "blob cache kept: a docker:// pull is under way" "$out"
+	expect_eq "nothing removed under the lock" 6 "$(count_blobs)"
+	out=$("$QSUP" image prune 2>&1)
+	expect_match "prune: the blobs only the gone image used" \
+	    "2 blobs removed from the blob cache \([0-9.]+ MB\), 1 tag record" "$out"
+	expect_eq "gzip's blobs kept" 4 "$(count_blobs)"
+	expect_eq "gzip's tag record kept" 1 "$(ls "$IMAGES/.oci/refs" | wc -l)"
+	out=$(boot "docker://127.0.0.1:$PLAIN/t/gzip:1" -- cat /etc/flavor 2>&1)
+	expect_eq "the image left still boots" gzip "$(tail -n 1 <<<"$out")"
+	out=$("$QSUP" image rm "$gz" 2>&1)
+	expect_match "rm names what the cache lost" "4 blobs removed from the blob cache .*1 tag record" "$out"
+	expect_eq "the cache is empty" 0 "$(count_blobs)"
+	expect_eq "no tag records left" 0 "$(ls "$IMAGES/.oci/refs" | wc -l)"
+}
+
 test_fault_bearer() {
 	local out
 	fresh_images bearer
@@ -511,6 +558,7 @@ run_test test_tls_htpasswd
 run_test test_errors_name_what_failed
 run_test test_mirrors_in_order
 run_test test_registries_setting
+run_test test_blob_cache_pruned
 run_test test_fault_bearer
 run_test test_fault_token_expires
 run_test test_fault_drop_resumes
