@@ -198,6 +198,9 @@ int		 image_manifest_parse(const char *, size_t, const char *,
 		     struct image_manifest *, char **);
 void		 image_manifest_free(struct image_manifest *);
 const char	*image_manifest_arch(void);
+char		*image_manifest_header(const char *, size_t, const char *);
+char		*image_manifest_errbody(const char *, size_t);
+long		 image_manifest_retry_after(const char *, long);
 
 /* image_sums.c: the hex digest of name in a SHA256SUMS/SHA512SUMS text. */
 char		*image_sums_find(const char *, size_t, const char *);

@@ -103,6 +103,8 @@ void		 image_reg_cancel(struct image_reg *);
 char		*image_reg_cached(const struct image_req *);
 char		*image_reg_image_path(const char *, const char *);
 char		*image_reg_ref_path(const char *, const char *);
+void		 image_reg_ref_remember(const char *, const char *,
+		     const char *);
 char		*image_reg_have(const char *, const char *);
 
 /* image_sums.c */

@@ -40,6 +40,20 @@ image_reg_ref_path(const char *oci, const char *canon)
 	return (path);
 }
 
+/* What tag canon resolved to (digest), for the next use without a request. */
+void
+image_reg_ref_remember(const char *oci, const char *canon, const char *digest)
+{
+	char	*path, *d;
+
+	path = image_reg_ref_path(oci, canon);
+	xasprintf(&d, "%s/refs", oci);
+	if (util_mkdir_p(d, 0700) == -1 || util_write_file(path, digest) == -1)
+		log_warn("%s", path);
+	free(d);
+	free(path);
+}
+
 /* The image of digest "sha256:HEX" if dir has it whole, else NULL. */
 char *
 image_reg_have(const char *dir, const char *digest)

@@ -331,25 +331,6 @@ image_reg_body_cb(char *data, size_t size, size_t n, void *arg)
 	return (size * n);
 }
 
-/* A header value of line if it is name's (no CRLF), else NULL. */
-static char *
-image_reg_header(const char *data, size_t n, const char *name)
-{
-	size_t	k = strlen(name);
-
-	if (n <= k + 1 || strncasecmp(data, name, k) != 0 || data[k] != ':')
-		return (NULL);
-	data += k + 1;
-	n -= k + 1;
-	while (n > 0 && (*data == ' ' || *data == '\t')) {
-		data++;
-		n--;
-	}
-	while (n > 0 && (data[n - 1] == '\r' || data[n - 1] == '\n'))
-		n--;
-	return (xstrndup(data, n));
-}
-
 static size_t
 image_reg_header_cb(char *data, size_t size, size_t n, void *arg)
 {
@@ -363,13 +344,13 @@ image_reg_header_cb(char *data, size_t size, size_t n, void *arg)
 		free(r->www);
 		free(r->retry_after);
 		r->ctype = r->www = r->retry_after = NULL;
-	} else if ((v = image_reg_header(data, n, "Retry-After")) != NULL) {
+	} else if ((v = image_manifest_header(data, n, "Retry-After")) != NULL) {
 		free(r->retry_after);
 		r->retry_after = v;
-	} else if ((v = image_reg_header(data, n, "Content-Type")) != NULL) {
+	} else if ((v = image_manifest_header(data, n, "Content-Type")) != NULL) {
 		free(r->ctype);
 		r->ctype = v;
-	} else if ((v = image_reg_header(data, n, "WWW-Authenticate")) !=
+	} else if ((v = image_manifest_header(data, n, "WWW-Authenticate")) !=
 	    NULL) {
 		free(r->www);
 		r->www = v;
@@ -451,32 +432,9 @@ image_reg_fallback(struct image_reg *r, size_t i)
 }
 
 /*
- * The registry's own words for a failure, from its JSON error body
- * ({"errors": [{"code", "message"}]}): ", CODE: message", or "".
- */
-static char *
-image_reg_errbody(struct image_reg *r)
-{
-	json_t		*j, *e;
-	const char	*code, *msg;
-	char		*s = NULL;
-
-	j = json_loadb(r->body.data, r->body.len, 0, NULL);
-	e = json_array_get(json_object_get(j, "errors"), 0);
-	code = json_string_value(json_object_get(e, "code"));
-	msg = json_string_value(json_object_get(e, "message"));
-	if (code != NULL && strcspn(code, "\r\n") == strlen(code) &&
-	    (msg == NULL || strcspn(msg, "\r\n") == strlen(msg)))
-		xasprintf(&s, ", %.64s%s%.200s", code, msg != NULL ? ": " : "",
-		    msg != NULL ? msg : "");
-	json_decref(j);
-	return (s != NULL ? s : xstrdup(""));
-}
-
-/*
  * This endpoint failed (why; answered: with an HTTP status), try the
- * next one, with no token (it was
- * the other's), or fail naming what each said.
+ * next one, with no token (it was the other's), or fail naming what each
+ * said.
  */
 static void
 image_reg_next_endpoint(struct image_reg *r, const char *why, int answered)
@@ -694,34 +652,6 @@ image_reg_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	image_reg_manifest(r);
 }
 
-/*
- * Seconds a 429's Retry-After asks (a number or an HTTP date; none: 1),
- * or -1 when it asks more than qsup waits (the next endpoint, then).
- */
-static long
-image_reg_retry_after(struct image_reg *r)
-{
-	const char	*v = r->retry_after;
-	char		*end;
-	long		 s;
-	time_t		 t;
-
-	if (v == NULL || *v == '\0')
-		return (1);
-	if (*v >= '0' && *v <= '9') {
-		s = strtol(v, &end, 10);
-		if (*end != '\0')
-			return (1);
-	} else {
-		if ((t = curl_getdate(v, NULL)) == -1)
-			return (1);
-		s = (long)(t - time(NULL));
-	}
-	if (s > IMAGE_REG_WAIT_MAX)
-		return (-1);
-	return (s < 1 ? 1 : s);
-}
-
 /* A manifest's response with code: on, to a token, or the next endpoint. */
 static void
 image_reg_manifest_done(struct image_reg *r, long code)
@@ -730,7 +660,8 @@ image_reg_manifest_done(struct image_reg *r, long code)
 	long	 wait;
 
 	if (code == 429 && r->waits < IMAGE_REG_WAITS &&
-	    (wait = image_reg_retry_after(r)) > 0) {
+	    (wait = image_manifest_retry_after(r->retry_after,
+	    IMAGE_REG_WAIT_MAX)) > 0) {
 		/* The registry's own limit: wait it out, then it again. */
 		r->waits++;
 		log_info("%s: %s: HTTP 429 Too Many Requests: waiting %ld s "
@@ -748,7 +679,7 @@ image_reg_manifest_done(struct image_reg *r, long code)
 		image_reg_challenge(r);
 		return;
 	}
-	said = image_reg_errbody(r);
+	said = image_manifest_errbody(r->body.data, r->body.len);
 	if (code == 404 && strncmp(r->asked, "sha256:", 7) != 0)
 		xasprintf(&why, "%s: unknown tag \"%s\" in %s (HTTP 404%s)",
 		    r->what, r->asked, r->ref.repo, said);
@@ -1059,23 +990,6 @@ image_reg_layout(struct image_reg *r, const char *dir, char **cause)
 	return (0);
 }
 
-/* Remember what the tag resolved to, for a first use made offline. */
-static void
-image_reg_remember(struct image_reg *r)
-{
-	char	*path, *d;
-
-	if (r->ref.digest != NULL)
-		return;
-	path = image_reg_ref_path(r->oci, r->ref.canon);
-	xasprintf(&d, "%s/refs", r->oci);
-	if (util_mkdir_p(d, 0700) == -1 ||
-	    util_write_file(path, r->man_digest) == -1)
-		log_warn("%s", path);
-	free(d);
-	free(path);
-}
-
 /* The build's child ended: the image's .meta and its tag; the end. */
 static void
 image_reg_build_cb(const char *why, void *arg)
@@ -1105,7 +1019,9 @@ image_reg_build_cb(const char *why, void *arg)
 	if (stat(r->target, &st) == 0) {
 		ii.size = st.st_size;
 		if (image_meta_write(meta, &ii, &cause) == 0) {
-			image_reg_remember(r);
+			if (r->ref.digest == NULL)
+				image_reg_ref_remember(r->oci, r->ref.canon,
+				    r->man_digest);
 			image_reg_finish(r, r->target, NULL);
 			goto out;
 		}
@@ -1135,7 +1051,9 @@ image_reg_built(struct image_reg *r)
 	r->ps = NULL;
 	if (r->out == NULL &&
 	    (r->target = image_reg_have(r->dir, r->man_digest)) != NULL) {
-		image_reg_remember(r);
+		if (r->ref.digest == NULL)
+			image_reg_ref_remember(r->oci, r->ref.canon,
+			    r->man_digest);
 		image_reg_finish(r, r->target, NULL);
 		return;
 	}
