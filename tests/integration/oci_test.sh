@@ -422,6 +422,43 @@ test_blob_cache_pruned() {
 	expect_eq "no tag records left" 0 "$(ls "$IMAGES/.oci/refs" | wc -l)"
 }
 
+# qsup serve: a create naming a docker:// image pulls it, the sandbox
+# runs it; a pull that fails says so once, naming the image.
+test_serve_docker_image() {
+	local S=$T_TMP/serve sock token body code
+	fresh_images serve
+	mkdir -p "$S"
+	sock=$S/s.sock
+	serve_launch "$sock" "$S/token" "$S/serve.log" ||
+	    { fail "the server did not come up: $(cat "$S/serve.log")"; return; }
+	token=$(cat "$S/token")
+	code=$(curl -sS --unix-socket "$sock" -o "$S/body" -w '%{http_code}' \
+	    -H "Authorization: Bearer $token" -d "{\"name\":\"a\",\"settings\":{\"image\":\"docker://127.0.0.1:$PLAIN/t/zstd:1\",\"warm_start\":false}}" \
+	    http://qsup/v1/sandboxes)
+	body=$(cat "$S/body")
+	expect_eq "create: 201" 201 "$code"
+	expect_match "create: ready" '"state":"ready"' "$body"
+	curl -sS -N --unix-socket "$sock" -H "Authorization: Bearer $token" \
+	    -d "{\"argv\":[\"sh\",\"-c\",$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$CHECK")]}" \
+	    http://qsup/v1/sandboxes/a/exec >"$S/stream"
+	code=$(python3 "$HELP/sse.py" "$S/stream" --out "$S/out" --err "$S/err")
+	expect_match "exec: exit 0" '"status":0,' "$code"
+	expect_files zstd "$(cat "$S/out")"
+	expect_match "the image is images_dir's" "oci-[0-9a-f]{16}\.qcow2" "$(ls "$IMAGES")"
+	code=$(curl -sS --unix-socket "$sock" -o "$S/body" -w '%{http_code}' \
+	    -H "Authorization: Bearer $token" -d "{\"name\":\"b\",\"settings\":{\"image\":\"docker://127.0.0.1:$PLAIN/t/zstd:nope\",\"warm_start\":false}}" \
+	    http://qsup/v1/sandboxes)
+	body=$(cat "$S/body")
+	expect_match "a failed pull: the tag named" 'unknown tag \\"nope\\" in t/zstd' "$body"
+	expect_match "the image named once" "image pull: docker://127.0.0.1:$PLAIN/t/zstd:nope: " "$body"
+	expect_eq "not twice" 0 "$(grep -c "image docker://" <<<"$body")"
+	curl -sS --unix-socket "$sock" -X DELETE -H "Authorization: Bearer $token" \
+	    http://qsup/v1/sandboxes/a >/dev/null
+	kill -TERM "$SERVE_PID" 2>/dev/null
+	wait "$SERVE_PID"
+	expect_eq "serve's exit status after SIGTERM" 0 $?
+}
+
 test_fault_bearer() {
 	local out
 	fresh_images bearer
@@ -559,6 +596,7 @@ run_test test_errors_name_what_failed
 run_test test_mirrors_in_order
 run_test test_registries_setting
 run_test test_blob_cache_pruned
+run_test test_serve_docker_image
 run_test test_fault_bearer
 run_test test_fault_token_expires
 run_test test_fault_drop_resumes
