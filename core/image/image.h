@@ -146,6 +146,10 @@ struct image_build_req {
 	const char	*out;		/* the qcow2 to write */
 	uint64_t	 size;		/* the disk's bytes; 0: the tree's
 					   size and headroom */
+	int		 verified;	/* oci:DIR's blobs are qsup's cache,
+					   each hashed as it was pulled and
+					   renamed into place only then: not
+					   hashed again */
 };
 /* Build req->out whole or not at all; -1 with *cause (*sig: the signal
  * that stopped it, else 0). */

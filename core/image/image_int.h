@@ -130,9 +130,11 @@ struct image_oci {
 	char		**digests;
 	size_t		  nlayers;
 	struct buf	  conf;		/* the config's defaults: image.conf */
+	int		  verified;	/* the blobs are the pull's cache */
 };
-int		 image_oci_open(const char *, struct image_oci *, char **);
+int		 image_oci_open(const char *, int, struct image_oci *, char **);
 void		 image_oci_free(struct image_oci *);
-char		*image_oci_blob_checked(const char *, const char *, char **);
+char		*image_oci_blob_checked(const char *, const char *, int,
+		     char **);
 
 #endif

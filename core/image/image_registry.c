@@ -1074,6 +1074,7 @@ image_reg_built(struct image_reg *r)
 	breq.from = from;
 	breq.out = r->target;
 	breq.size = r->out_size;
+	breq.verified = 1;	/* the layout's blobs are the cache's */
 	log_info("%s: building %s", r->ref.canon, r->target);
 	xasprintf(&lock, "%s/%s.lock", r->oci, r->man_digest + 7);
 	r->job = image_build_job_start(r->loop, &breq, r->out == NULL ? lock :
