@@ -417,9 +417,14 @@ image_ref_insecure(const char *reg, size_t len, char *const *prof,
     size_t nprof, const char *text)
 {
 	const char	*l, *w;
+	char		*host;
 	size_t		 i, wl;
+	int		 yes;
 
-	if (image_ref_loopback(reg))
+	host = xstrndup(reg, len);	/* reg may go on: a URL's path */
+	yes = image_ref_loopback(host);
+	free(host);
+	if (yes)
 		return (1);
 	for (i = 0; i < nprof; i++) {
 		wl = strcspn(prof[i], " ");

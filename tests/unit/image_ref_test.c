@@ -180,6 +180,15 @@ Test(image_ref, endpoints_and_mirrors)
 		/* The profile's mirrors replace the file's; its insecure adds. */
 		char *const prof[] = { "docker.io 0 http://mirror.lan:5000",
 		    "mirror.lan:5000 1" };
+		char *const local[] = { "docker.io 0 http://localhost/v",
+		    "mirror.lan:5000 1" };
+
+		cr_assert_eq(image_ref_endpoints("docker.io", local, 2, &u, &n,
+		    &cause), 0, "loopback with a path: %s", cause);
+		cr_assert_str_eq(u[0], "http://localhost/v");
+		for (i = 0; i < n; i++)
+			free(u[i]);
+		free(u);
 
 		cr_assert_eq(image_ref_endpoints("docker.io", prof, 2, &u, &n,
 		    &cause), 0, "%s", cause);
