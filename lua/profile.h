@@ -111,6 +111,9 @@ struct profile {
 	char		*image_sha256;	/* pinned: 64 lowercase hex digits */
 	int		 image_unverified; /* no digest found: use it anyway */
 	uint64_t	 image_max_size; /* bytes a download may have */
+	char		**registries;	/* "REG 0|1 URL...": a docker:// pull's
+					   mirrors, 1: plain http allowed */
+	size_t		 nregistries;
 	uint64_t	 disk_size;	/* bytes; 0: the base image's own */
 	uint64_t	 cow_size;	/* bytes of the cow shares' upper disk */
 	char		*image_glibc;	/* the catalog's entry's, "2.36"; NULL:

@@ -26,6 +26,7 @@
  *   profile_setup.c    setup (the steps cached as layers), setup_network
  *   profile_image.c    the image catalog (catalog.lua), image_sha256, and
  *                      turning image into what to download
+ *   profile_registry.c registries: a docker:// pull's mirrors, insecure
  *   profile_include.c  include() and extend(), built-in profiles
  * The top, each calling any file before it:
  *   profile_schema.c   the settings table and the type table (a row of
@@ -98,7 +99,8 @@ enum profile_type {
 	PROFILE_T_ARGS,		/* { "-device", "virtio-rng-device" } */
 	PROFILE_T_LIBS,		/* { "libbz2.so.1.0", "/usr/lib/x/y.so" } */
 	PROFILE_T_STEPS,	/* { "apt-get update", { "make", "-j2" } } */
-	PROFILE_T_SETUP_NET	/* a network mode, or an allowlist's rules */
+	PROFILE_T_SETUP_NET,	/* a network mode, or an allowlist's rules */
+	PROFILE_T_REGISTRIES	/* { ["docker.io"] = { mirrors =, insecure = } } */
 };
 
 /*
@@ -158,7 +160,7 @@ struct profile_type_ops {
 	const char *list_form;	/* expected, for a list with other keys */
 };
 
-#define PROFILE_NSETTINGS	50	/* rows of profile_schema */
+#define PROFILE_NSETTINGS	51	/* rows of profile_schema */
 
 #define PROFILE_FIELD(p, s, type) \
 	((type *)(void *)((char *)(p) + (s)->offset))
@@ -370,6 +372,14 @@ void	 profile_accepts_args(struct buf *, const struct profile_setting *);
 void	 profile_put_strs(struct buf *, const struct profile *,
 		    const struct profile_setting *, int);
 void	 profile_free_strs(struct profile *, const struct profile_setting *);
+
+/* profile_registry.c */
+void	 profile_convert_registries(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_accepts_registries(struct buf *,
+		    const struct profile_setting *);
+void	 profile_put_registries(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
 
 /* profile_type.c */
 void	 profile_accepts_bool(struct buf *, const struct profile_setting *);

@@ -159,9 +159,12 @@ const struct profile_type_ops profile_types[] = {
 	[PROFILE_T_SETUP_NET] = { .convert = profile_convert_setup_net,
 	    .accepts = profile_accepts_setup_net,
 	    .put = profile_put_setup_net, .free = profile_free_setup_net },
+	[PROFILE_T_REGISTRIES] = { .convert = profile_convert_registries,
+	    .accepts = profile_accepts_registries,
+	    .put = profile_put_registries, .free = profile_free_strs },
 };
 _Static_assert(sizeof profile_types / sizeof profile_types[0] ==
-    PROFILE_T_SETUP_NET + 1, "a row per type");
+    PROFILE_T_REGISTRIES + 1, "a row per type");
 
 /*
  * Every setting. The defaults here and in profiles/default.lua must agree
@@ -344,6 +347,13 @@ const struct profile_setting profile_schema[] = {
 	  "past it is stopped, and nothing of either is kept; never more "
 	  "than the free space of images_dir's file system less a margin "
 	  "(5% of it, at most 1G)" },
+	{ .name = "registries", .type = PROFILE_T_REGISTRIES,
+	  .offset = offsetof(struct profile, registries),
+	  .offset_n = offsetof(struct profile, nregistries), .def = "{}",
+	  .help = "docker:// images: per registry, mirrors tried in order "
+	  "before it (replacing registries.conf's for that registry) and "
+	  "insecure = true to allow plain http (added to registries.conf's); "
+	  "plain http only on loopback or to a registry named insecure" },
 	{ .name = "disk_size", .type = PROFILE_T_BYTES,
 	  .offset = offsetof(struct profile, disk_size),
 	  .min = (double)PROFILE_MIB, .max = (double)((uint64_t)2 << 40),

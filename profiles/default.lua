@@ -148,6 +148,17 @@ return {
 	-- space of images_dir's file system less a margin (5% of it, at most
 	-- 1G), whatever this says. Bytes as for disk_size, 1M to 2T.
 	image_max_size = "16G",
+	-- docker:// images, per registry ("docker.io", "host:5000"): mirrors
+	-- tried in order before the registry itself (any failure, 429 after
+	-- its wait included, moves to the next), and insecure = true to allow
+	-- plain http to it (after https). A registry's mirrors here replace
+	-- those registries.conf gives it; its insecure registries are added.
+	-- An http:// mirror must be on loopback or a registry named insecure.
+	--   registries = {
+	--     ["docker.io"] = { mirrors = { "https://mirror.example.org" } },
+	--     ["registry.lan:5000"] = { insecure = true },
+	--   },
+	registries = {},
 
 	-- The guest's disk (a fresh copy-on-write overlay over the image each
 	-- run, the image never written) grows to this size, its root file

@@ -195,7 +195,8 @@ extern const struct cmd_entry	 cmd_doctor_entry;	/* cmd_doctor.c */
 extern const struct cmd_entry	 cmd_image_entry;	/* cmd_image.c */
 /* cmd_image_layer.c: setup's layers, for image ls and image prune */
 int		 cmd_image_ls_layers(const char *, int, struct buf *);
-int		 cmd_image_prune_layers(const char *, long long, int);
+int		 cmd_image_prune_layers(const char *, long long, int,
+		     const char *);
 int		 cmd_image_age(const char *, long long *);
 extern const struct cmd_entry	 cmd_serve_entry;	/* cmd_serve.c */
 /* The API's client (cmd_client.c) and its MCP face (cmd_mcp.c). */

@@ -115,7 +115,8 @@ static const struct cmd_entry cmd_image_pull_entry = {
 "registry is named) is pulled from its OCI registry, every blob checked\n"
 "against its digest, and built into a bootable image; credentials come\n"
 "from $REGISTRY_AUTH_FILE, containers' auth.json or ~/.docker/config.json,\n"
-"mirrors and insecure registries from registries.conf.\n"
+"mirrors and insecure registries from the profile's registries setting\n"
+"and registries.conf.\n"
 "\n",
 	.options = cmd_image_pull_options,
 	.notes =
@@ -144,11 +145,13 @@ static const struct cmd_entry cmd_image_rm_entry = {
 static const struct cmd_entry cmd_image_prune_entry = {
 	.name = "prune",
 	.usage = "image prune [--profile FILE] [--older-than AGE] [--json]",
-	.summary = "remove setup's layers no running sandbox uses",
+	.summary = "remove setup's layers no running sandbox uses, unused blobs",
 	.help =
 "Remove the layers of setup steps (images_dir/layers) that no run holds:\n"
 "a run holds every layer of its chain while it runs, and those are kept,\n"
-"with their parents. Base images are never removed (qsup image rm).\n"
+"with their parents. Base images are never removed (qsup image rm). The\n"
+"docker:// blob cache loses the blobs and tag records no image in\n"
+"images_dir uses (unless a docker:// pull is under way: then it is kept).\n"
 "\n",
 	.options = cmd_image_prune_options,
 	.exec = cmd_image_prune
@@ -456,6 +459,36 @@ cmd_image_setup(const struct cmd_entry *self, int argc, char **argv,
 	return (dir);
 }
 
+/*
+ * The docker:// blob cache pruned after rm or prune: a line (or, json,
+ * a ,"blobs":{...} for the caller's object into b); a pull under way
+ * keeps it whole. -1 if it could not be (said).
+ */
+static int
+cmd_image_prune_blobs(const char *dir, int json, struct buf *b)
+{
+	struct image_reg_pruned	 pr;
+	char			*cause;
+	int			 rc;
+
+	if ((rc = image_reg_prune(dir, &pr, &cause)) == -1) {
+		log_warnx("image prune: %s", cause);
+		free(cause);
+		return (-1);
+	}
+	if (json)
+		buf_printf(b, ",\"blobs\":{\"pruned\":%s,\"removed\":%zu,"
+		    "\"bytes\":%llu,\"tags\":%zu}", rc == 1 ? "false" : "true",
+		    pr.blobs, (unsigned long long)pr.bytes, pr.refs);
+	else if (rc == 1)
+		printf("blob cache kept: a docker:// pull is under way\n");
+	else if (pr.blobs > 0 || pr.refs > 0)
+		printf("%zu blob%s removed from the blob cache (%.1f MB), "
+		    "%zu tag record%s\n", pr.blobs, pr.blobs == 1 ? "" : "s",
+		    pr.bytes / 1e6, pr.refs, pr.refs == 1 ? "" : "s");
+	return (0);
+}
+
 /* "qsup image ls [--json]": every image in images_dir. */
 static int
 cmd_image_ls(const struct cmd_entry *self, int argc, char **argv)
@@ -464,10 +497,13 @@ cmd_image_ls(const struct cmd_entry *self, int argc, char **argv)
 	struct cmd_image_list	 l;
 	struct buf		 d = { 0 };
 	char			*dir;
+	uint64_t		 blob_bytes;
+	size_t			 nblobs;
 	int			 rc;
 
 	if ((dir = cmd_image_setup(self, argc, argv, &o, 0, &rc)) == NULL)
 		return (rc);
+	image_reg_cache_size(dir, &blob_bytes, &nblobs);
 	memset(&l, 0, sizeof l);
 	l.run_base = sandbox_run_path();
 	l.json = o.json;
@@ -476,8 +512,10 @@ cmd_image_ls(const struct cmd_entry *self, int argc, char **argv)
 		rc = QSUP_EXIT_ERROR;
 	} else if (o.json) {
 		buf_json_string(&d, dir);
-		printf("{\"dir\":%s,\"images\":[%s],\"layers\":[", d.data,
-		    l.b.data != NULL ? l.b.data : "");
+		printf("{\"dir\":%s,\"images\":[%s],\"blob_cache\":"
+		    "{\"blobs\":%zu,\"bytes\":%llu},\"layers\":[", d.data,
+		    l.b.data != NULL ? l.b.data : "", nblobs,
+		    (unsigned long long)blob_bytes);
 		buf_free(&d);
 		if (cmd_image_ls_layers(dir, 1, &d) == -1)
 			rc = QSUP_EXIT_ERROR;
@@ -486,6 +524,10 @@ cmd_image_ls(const struct cmd_entry *self, int argc, char **argv)
 	} else {
 		if (l.n == 0)
 			printf("no images in %s\n", dir);
+		if (nblobs > 0)
+			printf("blob cache (docker:// layers): %zu blob%s, "
+			    "%.1f MB\n", nblobs, nblobs == 1 ? "" : "s",
+			    blob_bytes / 1e6);
 		if (cmd_image_ls_layers(dir, 0, NULL) == -1)
 			rc = QSUP_EXIT_ERROR;
 	}
@@ -501,7 +543,7 @@ cmd_image_rm(const struct cmd_entry *self, int argc, char **argv)
 {
 	struct cmd_image_opts	 o;
 	char			*dir, *base, *path, *by, *cause;
-	int			 i, rc;
+	int			 i, rc, oci = 0;
 
 	if ((dir = cmd_image_setup(self, argc, argv, &o, 1, &rc)) == NULL)
 		return (rc);
@@ -518,10 +560,15 @@ cmd_image_rm(const struct cmd_entry *self, int argc, char **argv)
 			log_warnx("image rm: %s", cause);
 			free(cause);
 			rc = QSUP_EXIT_ERROR;
-		} else
+		} else {
 			printf("removed %s\n", argv[i]);
+			oci |= strncmp(argv[i], "oci-", 4) == 0;
+		}
 		free(path);
 	}
+	/* The blobs only the images removed used, and their tags. */
+	if (oci && cmd_image_prune_blobs(dir, 0, NULL) == -1)
+		rc = QSUP_EXIT_ERROR;
 	free(base);
 	free(dir);
 	return (rc);
@@ -535,6 +582,7 @@ cmd_image_prune(const struct cmd_entry *self, int argc, char **argv)
 	struct cmd_args	 a;
 	long long	 older = 0;
 	const char	*age = NULL;
+	struct buf	 b = { 0 };
 	char		*dir;
 	int		 rc;
 
@@ -551,7 +599,12 @@ cmd_image_prune(const struct cmd_entry *self, int argc, char **argv)
 	if ((dir = cmd_image_setup(self, argc, argv, &o_prune, 0, &rc)) ==
 	    NULL)
 		return (rc);
-	rc = cmd_image_prune_layers(dir, older, o_prune.json);
+	if (cmd_image_prune_blobs(dir, o_prune.json, &b) == -1)
+		rc = QSUP_EXIT_ERROR;
+	else
+		rc = cmd_image_prune_layers(dir, older, o_prune.json,
+		    b.data != NULL ? b.data : "");
+	buf_free(&b);
 	free(dir);
 	return (rc);
 }

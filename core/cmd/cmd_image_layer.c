@@ -154,11 +154,12 @@ cmd_layer_prune_one(const struct image_layer *l, int removed, void *arg)
 
 /*
  * Remove the layers of images_dir no run holds, unused for older_than
- * seconds at least (0: any); a layer kept keeps its parents. Returns
- * qsup's exit status.
+ * seconds at least (0: any); a layer kept keeps its parents. more: JSON
+ * fields for the object --json prints. Returns qsup's exit status.
  */
 int
-cmd_image_prune_layers(const char *images_dir, long long older_than, int json)
+cmd_image_prune_layers(const char *images_dir, long long older_than, int json,
+    const char *more)
 {
 	struct cmd_layer_prune	 lp;
 	struct buf		 d = { 0 };
@@ -176,9 +177,9 @@ cmd_image_prune_layers(const char *images_dir, long long older_than, int json)
 	} else if (json) {
 		buf_json_string(&d, dir);
 		printf("{\"dir\":%s,\"removed\":%d,\"kept_in_use\":%d,"
-		    "\"bytes\":%llu,\"layers\":[%s]}\n", d.data, lp.removed,
+		    "\"bytes\":%llu,\"layers\":[%s]%s}\n", d.data, lp.removed,
 		    lp.kept, (unsigned long long)lp.bytes,
-		    lp.b.data != NULL ? lp.b.data : "");
+		    lp.b.data != NULL ? lp.b.data : "", more);
 		buf_free(&d);
 	} else
 		printf("%d layer%s removed (%.1f MB), %d in use kept\n",

@@ -40,6 +40,10 @@ struct image_req {
 	   instead of into images_dir, of out_size bytes (0: the tree's). */
 	const char	*out;
 	uint64_t	 out_size;
+	/* docker://REF only: the profile's registries setting, lines
+	   "REG 0|1 URL..." (1: insecure), merged with registries.conf. */
+	char *const	*registries;
+	size_t		 nregistries;
 	/* For an OCI pull's blobs (image_registry.c): the file's name in
 	   dir (cached by sha256, whatever URL it came from), a request
 	   header ("Authorization: ..."), and each write's bytes so far. */
@@ -145,6 +149,10 @@ struct image_build_req {
 	const char	*out;		/* the qcow2 to write */
 	uint64_t	 size;		/* the disk's bytes; 0: the tree's
 					   size and headroom */
+	int		 verified;	/* oci:DIR's blobs are qsup's cache,
+					   each hashed as it was pulled and
+					   renamed into place only then: not
+					   hashed again */
 };
 /* Build req->out whole or not at all; -1 with *cause (*sig: the signal
  * that stopped it, else 0). */
@@ -166,7 +174,17 @@ struct image_ref {
 int		 image_ref_parse(const char *, struct image_ref *, char **);
 void		 image_ref_free(struct image_ref *);
 int		 image_ref_digest_ok(const char *);
-int		 image_ref_endpoints(const char *, char ***, size_t *, char **);
+/* image_reg_cache.c: the docker:// blob cache of an images_dir. */
+struct image_reg_pruned {
+	size_t		 blobs, refs;
+	uint64_t	 bytes;
+};
+int		 image_reg_lock(const char *, int);
+void		 image_reg_cache_size(const char *, uint64_t *, size_t *);
+int		 image_reg_prune(const char *, struct image_reg_pruned *,
+		     char **);
+int		 image_ref_endpoints(const char *, char *const *, size_t,
+		     char ***, size_t *, char **);
 struct image_chal {
 	char		*scheme, *realm, *service, *scope;
 };
@@ -187,6 +205,9 @@ int		 image_manifest_parse(const char *, size_t, const char *,
 		     struct image_manifest *, char **);
 void		 image_manifest_free(struct image_manifest *);
 const char	*image_manifest_arch(void);
+char		*image_manifest_header(const char *, size_t, const char *);
+char		*image_manifest_errbody(const char *, size_t);
+long		 image_manifest_retry_after(const char *, long);
 
 /* image_sums.c: the hex digest of name in a SHA256SUMS/SHA512SUMS text. */
 char		*image_sums_find(const char *, size_t, const char *);

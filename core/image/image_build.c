@@ -312,7 +312,8 @@ image_build_check(struct image_build *b, const char *from, char **cause)
 	image_build_arg(b, "0");	/* the size, once known */
 	image_build_arg(b, "");		/* image.conf, if any */
 	if (b->is_oci) {
-		if (image_oci_open(from, &b->oci, cause) == -1)
+		if (image_oci_open(from, b->req->verified, &b->oci,
+		    cause) == -1)
 			goto out;
 		for (i = 0; i < b->oci.nlayers; i++) {
 			xasprintf(&what, "layer %s", b->oci.digests[i]);

@@ -103,6 +103,8 @@ void		 image_reg_cancel(struct image_reg *);
 char		*image_reg_cached(const struct image_req *);
 char		*image_reg_image_path(const char *, const char *);
 char		*image_reg_ref_path(const char *, const char *);
+void		 image_reg_ref_remember(const char *, const char *,
+		     const char *);
 char		*image_reg_have(const char *, const char *);
 
 /* image_sums.c */
@@ -128,9 +130,11 @@ struct image_oci {
 	char		**digests;
 	size_t		  nlayers;
 	struct buf	  conf;		/* the config's defaults: image.conf */
+	int		  verified;	/* the blobs are the pull's cache */
 };
-int		 image_oci_open(const char *, struct image_oci *, char **);
+int		 image_oci_open(const char *, int, struct image_oci *, char **);
 void		 image_oci_free(struct image_oci *);
-char		*image_oci_blob_checked(const char *, const char *, char **);
+char		*image_oci_blob_checked(const char *, const char *, int,
+		     char **);
 
 #endif

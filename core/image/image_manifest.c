@@ -3,11 +3,16 @@
  * Docker manifest list, resolved to this host's platform, or an image
  * manifest (OCI or Docker schema 2): its config and layers, each a digest
  * and a size, the layers plain, gzip or zstd tars. Schema 1 and foreign
- * layers are refused by name.
+ * layers are refused by name. And the rest of a registry's answers: a
+ * header's value, its JSON error body, a 429's Retry-After.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
 
 #include <jansson.h>
 
@@ -195,4 +200,73 @@ out:
 		image_manifest_free(m);
 	json_decref(j);
 	return (ret);
+}
+
+/* A header value of line if it is name's (no CRLF), else NULL. */
+char *
+image_manifest_header(const char *data, size_t n, const char *name)
+{
+	size_t	k = strlen(name);
+
+	if (n <= k + 1 || strncasecmp(data, name, k) != 0 || data[k] != ':')
+		return (NULL);
+	data += k + 1;
+	n -= k + 1;
+	while (n > 0 && (*data == ' ' || *data == '\t')) {
+		data++;
+		n--;
+	}
+	while (n > 0 && (data[n - 1] == '\r' || data[n - 1] == '\n'))
+		n--;
+	return (xstrndup(data, n));
+}
+
+/*
+ * The registry's own words for a failure, from its JSON error body
+ * ({"errors": [{"code", "message"}]}): ", CODE: message", or "".
+ */
+char *
+image_manifest_errbody(const char *data, size_t len)
+{
+	json_t		*j, *e;
+	const char	*code, *msg;
+	char		*s = NULL;
+
+	j = json_loadb(data, len, 0, NULL);
+	e = json_array_get(json_object_get(j, "errors"), 0);
+	code = json_string_value(json_object_get(e, "code"));
+	msg = json_string_value(json_object_get(e, "message"));
+	if (code != NULL && strcspn(code, "\r\n") == strlen(code) &&
+	    (msg == NULL || strcspn(msg, "\r\n") == strlen(msg)))
+		xasprintf(&s, ", %.64s%s%.200s", code, msg != NULL ? ": " : "",
+		    msg != NULL ? msg : "");
+	json_decref(j);
+	return (s != NULL ? s : xstrdup(""));
+}
+
+/*
+ * Seconds a 429's Retry-After asks (a number or an HTTP date; none: 1),
+ * or -1 when it asks more than max seconds (the next endpoint, then).
+ */
+long
+image_manifest_retry_after(const char *v, long max)
+{
+	char		*end;
+	long		 s;
+	time_t		 t;
+
+	if (v == NULL || *v == '\0')
+		return (1);
+	if (*v >= '0' && *v <= '9') {
+		s = strtol(v, &end, 10);
+		if (*end != '\0')
+			return (1);
+	} else {
+		if ((t = curl_getdate(v, NULL)) == -1)
+			return (1);
+		s = (long)(t - time(NULL));
+	}
+	if (s > max)
+		return (-1);
+	return (s < 1 ? 1 : s);
 }

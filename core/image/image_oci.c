@@ -78,14 +78,22 @@ image_oci_sha256(const char *file, char hex[65])
 	return (0);
 }
 
-/* The blob of digest, checked: its file, or NULL with *cause. */
+/*
+ * The blob of digest, checked: its file, or NULL with *cause. verified:
+ * the layout's blobs are qsup's cache (image_registry.c), where a blob
+ * is only renamed into place once it hashed to its name as it streamed:
+ * hashing it again would only read it once more.
+ */
 char *
-image_oci_blob_checked(const char *dir, const char *digest, char **cause)
+image_oci_blob_checked(const char *dir, const char *digest, int verified,
+    char **cause)
 {
 	char	*path, hex[65];
 
 	if ((path = image_oci_blob(dir, digest, cause)) == NULL)
 		return (NULL);
+	if (verified)
+		return (path);
 	if (image_oci_sha256(path, hex) == -1) {
 		xasprintf(cause, "blob %s: %s", digest, strerror(errno));
 		free(path);
@@ -191,7 +199,8 @@ image_oci_manifest(const char *dir, json_t *man, struct image_oci *o,
 
 	digest = json_string_value(json_object_get(json_object_get(man,
 	    "config"), "digest"));
-	if ((path = image_oci_blob_checked(dir, digest, cause)) == NULL)
+	if ((path = image_oci_blob_checked(dir, digest, o->verified,
+	    cause)) == NULL)
 		return (-1);
 	cfg = image_oci_load(path, "the image config", cause);
 	free(path);
@@ -209,7 +218,8 @@ image_oci_manifest(const char *dir, json_t *man, struct image_oci *o,
 	}
 	json_array_foreach(layers, i, l) {
 		digest = json_string_value(json_object_get(l, "digest"));
-		if ((path = image_oci_blob_checked(dir, digest, cause)) == NULL)
+		if ((path = image_oci_blob_checked(dir, digest, o->verified,
+		    cause)) == NULL)
 			goto out;
 		o->layers = xreallocarray(o->layers, o->nlayers + 1,
 		    sizeof *o->layers);
@@ -229,7 +239,8 @@ out:
  * blobs, lowest first) and config. -1 with *cause.
  */
 int
-image_oci_open(const char *spec, struct image_oci *o, char **cause)
+image_oci_open(const char *spec, int verified, struct image_oci *o,
+    char **cause)
 {
 	struct stat	 st;
 	json_t		*index = NULL, *m, *man = NULL;
@@ -238,6 +249,7 @@ image_oci_open(const char *spec, struct image_oci *o, char **cause)
 	int		 depth, ret = -1;
 
 	memset(o, 0, sizeof *o);
+	o->verified = verified;
 	dir = xstrdup(spec);
 	if (stat(dir, &st) == -1 && (colon = strrchr(dir, ':')) != NULL) {
 		*colon = '\0';
@@ -256,7 +268,8 @@ image_oci_open(const char *spec, struct image_oci *o, char **cause)
 			goto out;
 		digest = json_string_value(json_object_get(m, "digest"));
 		type = json_string_value(json_object_get(m, "mediaType"));
-		if ((path = image_oci_blob_checked(dir, digest, cause)) == NULL)
+		if ((path = image_oci_blob_checked(dir, digest, verified,
+		    cause)) == NULL)
 			goto out;
 		man = image_oci_load(path, digest, cause);
 		free(path);

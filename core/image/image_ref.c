@@ -411,22 +411,82 @@ image_ref_loopback(const char *reg)
 	    strncmp(reg, "[::1]", 5) == 0);
 }
 
+/* Is reg named insecure by the profile's lines or by conf's text? */
+static int
+image_ref_insecure(const char *reg, size_t len, char *const *prof,
+    size_t nprof, const char *text)
+{
+	const char	*l, *w;
+	char		*host;
+	size_t		 i, wl;
+	int		 yes;
+
+	host = xstrndup(reg, len);	/* reg may go on: a URL's path */
+	yes = image_ref_loopback(host);
+	free(host);
+	if (yes)
+		return (1);
+	for (i = 0; i < nprof; i++) {
+		wl = strcspn(prof[i], " ");
+		if (wl == len && strncmp(prof[i], reg, len) == 0 &&
+		    strncmp(prof[i] + wl, " 1", 2) == 0)
+			return (1);
+	}
+	for (l = text; l != NULL && *l != '\0'; l += strcspn(l, "\n"),
+	    l += *l == '\n') {
+		l += strspn(l, " \t");
+		if (strncmp(l, "insecure", 8) != 0 || strchr(" \t", l[8]) == NULL)
+			continue;
+		for (w = l + 8; *w != '\0' && *w != '\n'; w += wl) {
+			w += strspn(w, " \t\r");
+			wl = strcspn(w, " \t\r\n");
+			if (wl == len && strncmp(w, reg, len) == 0)
+				return (1);
+		}
+	}
+	return (0);
+}
+
+/* May a mirror at url be used: https, or http to an allowed host? */
+static int
+image_ref_mirror_ok(const char *url, char *const *prof, size_t nprof,
+    const char *text)
+{
+	if (strncmp(url, "https://", 8) == 0)
+		return (1);
+	return (image_ref_insecure(url + 7, strcspn(url + 7, "/"), prof,
+	    nprof, text));
+}
+
+static void
+image_ref_add(char ***urls, size_t *n, const char *u, size_t len)
+{
+	*urls = xreallocarray(*urls, *n + 2, sizeof **urls);
+	(*urls)[(*n)++] = xstrndup(u, len - (len > 0 && u[len - 1] == '/'));
+}
+
 /*
  * registries.conf ($QSUP_REGISTRIES_CONF, else
  * $XDG_CONFIG_HOME/qsup/registries.conf, ~/.config/...): lines
  * "mirror REGISTRY URL..." (tried in order, before the registry itself)
  * and "insecure REGISTRY" (plain http allowed, after https); "#"
- * comments. The endpoints for reg go into *urls (base URLs, no /v2,
- * NULL-terminated): the mirrors, the registry over https, then over http
- * if it is loopback or insecure. -1 with *cause for a bad line.
+ * comments. prof: the profile's registries setting, "REG 0|1 URL..."
+ * lines: its mirrors for a registry replace the file's, its insecure ones
+ * are added. A mirror may be plain http only on loopback or for a
+ * registry named insecure (in either). The endpoints for reg go into
+ * *urls (base URLs, no /v2, NULL-terminated): the mirrors, the registry
+ * over https, then over http if it is loopback or insecure. -1 with
+ * *cause for a bad line.
  */
 int
-image_ref_endpoints(const char *reg, char ***urls, size_t *n, char **cause)
+image_ref_endpoints(const char *reg, char *const *prof, size_t nprof,
+    char ***urls, size_t *n, char **cause)
 {
 	const char	*e, *home;
-	char		*path = NULL, *text, *line, *save, *w, *ws, *host;
-	int		 insecure = image_ref_loopback(reg), lineno = 0;
-	size_t		 len;
+	char		*path = NULL, *text, *orig = NULL, *line, *save, *w, *ws;
+	char		*host, *pw, *psave, *pline;
+	int		 insecure, lineno = 0, profiled = 0;
+	size_t		 len, i;
 
 	*urls = NULL;
 	*n = 0;
@@ -438,16 +498,37 @@ image_ref_endpoints(const char *reg, char ***urls, size_t *n, char **cause)
 		xasprintf(&path, "%s/.config/qsup/registries.conf", home);
 	text = path != NULL ? util_read_file(path, &len, IMAGE_REF_CONF_MAX) :
 	    NULL;
+	if (text != NULL)
+		orig = xstrdup(text);
+	insecure = image_ref_insecure(reg, strlen(reg), prof, nprof, orig);
+	for (i = 0; i < nprof; i++) {
+		pline = xstrdup(prof[i]);
+		pw = strtok_r(pline, " ", &psave);
+		if (pw != NULL && strcmp(pw, reg) == 0) {
+			(void)strtok_r(NULL, " ", &psave);
+			while ((pw = strtok_r(NULL, " ", &psave)) != NULL) {
+				if (!image_ref_mirror_ok(pw, prof, nprof,
+				    orig)) {
+					xasprintf(cause, "registries: %s: "
+					    "mirror %s is plain http, allowed "
+					    "only on loopback or for a registry "
+					    "named insecure", reg, pw);
+					free(pline);
+					goto bad;
+				}
+				image_ref_add(urls, n, pw, strlen(pw));
+				profiled = 1;
+			}
+		}
+		free(pline);
+	}
 	for (line = text != NULL ? strtok_r(text, "\n", &save) : NULL;
 	    line != NULL; line = strtok_r(NULL, "\n", &save)) {
 		lineno++;
 		if ((w = strtok_r(line, " \t\r", &ws)) == NULL || *w == '#')
 			continue;
-		if (strcmp(w, "insecure") == 0) {
-			while ((w = strtok_r(NULL, " \t\r", &ws)) != NULL)
-				insecure |= strcmp(w, reg) == 0;
+		if (strcmp(w, "insecure") == 0)
 			continue;
-		}
 		if (strcmp(w, "mirror") != 0 ||
 		    (host = strtok_r(NULL, " \t\r", &ws)) == NULL) {
 			xasprintf(cause, "%s:%d: not \"mirror REGISTRY URL...\" "
@@ -461,11 +542,15 @@ image_ref_endpoints(const char *reg, char ***urls, size_t *n, char **cause)
 				    "http(s) URL", path, lineno, w);
 				goto bad;
 			}
-			if (strcmp(host, reg) != 0)
+			if (!image_ref_mirror_ok(w, prof, nprof, orig)) {
+				xasprintf(cause, "%s:%d: mirror %s is plain "
+				    "http, allowed only on loopback or for a "
+				    "registry named insecure", path, lineno, w);
+				goto bad;
+			}
+			if (strcmp(host, reg) != 0 || profiled)
 				continue;
-			*urls = xreallocarray(*urls, *n + 2, sizeof **urls);
-			(*urls)[(*n)++] = xstrndup(w, strlen(w) -
-			    (w[strlen(w) - 1] == '/'));
+			image_ref_add(urls, n, w, strlen(w));
 		}
 	}
 	/* Plain http only after https, and only where it is allowed. */
@@ -475,6 +560,7 @@ image_ref_endpoints(const char *reg, char ***urls, size_t *n, char **cause)
 	if (insecure)
 		xasprintf(&(*urls)[(*n)++], "http://%s", reg);
 	(*urls)[*n] = NULL;
+	free(orig);
 	free(text);
 	free(path);
 	return (0);
@@ -483,6 +569,7 @@ bad:
 		free((*urls)[--*n]);
 	free(*urls);
 	*urls = NULL;
+	free(orig);
 	free(text);
 	free(path);
 	return (-1);

@@ -33,6 +33,8 @@
 
 #define IMAGE_REG_BODY_MAX	(4 * 1024 * 1024)
 #define IMAGE_REG_PARALLEL	3	/* blobs at once */
+#define IMAGE_REG_WAIT_MAX	60	/* seconds a 429 is waited out */
+#define IMAGE_REG_WAITS		2	/* 429s waited out per endpoint */
 #define IMAGE_REG_ACCEPT \
 	"Accept: application/vnd.oci.image.index.v1+json, " \
 	"application/vnd.docker.distribution.manifest.list.v2+json, " \
@@ -73,6 +75,7 @@ struct image_reg {
 	void			*arg;
 	char			*early;
 	ev_timer		 start;
+	int			 lock_fd;	/* the blob cache's, shared */
 
 	char			**eps;		/* endpoints, in order */
 	size_t			 neps, ep;
@@ -93,7 +96,10 @@ struct image_reg {
 	char			 errbuf[CURL_ERROR_SIZE];
 	struct buf		 body;
 	char			*ctype, *www, *what;
+	char			*retry_after;	/* the response's */
 	int			 over;
+	ev_timer		 wait;		/* a 429's Retry-After */
+	int			 waits;		/* ... at this endpoint */
 
 	char			*asked;		/* tag or digest */
 	int			 depth;
@@ -137,6 +143,9 @@ image_reg_cancel(struct image_reg *r)
 	ev_timer_stop(r->loop, &r->timer);
 	ev_timer_stop(r->loop, &r->stall_timer);
 	ev_timer_stop(r->loop, &r->start);
+	ev_timer_stop(r->loop, &r->wait);
+	if (r->lock_fd != -1)
+		close(r->lock_fd);
 	for (i = 0; i < r->nb; i++) {
 		image_url_pull_cancel(r->bv[i].pull);
 		free(r->bv[i].digest);
@@ -169,6 +178,7 @@ image_reg_cancel(struct image_reg *r)
 	free(r->token_url);
 	free(r->ctype);
 	free(r->www);
+	free(r->retry_after);
 	free(r->what);
 	free(r->asked);
 	free(r->man_digest);
@@ -321,25 +331,6 @@ image_reg_body_cb(char *data, size_t size, size_t n, void *arg)
 	return (size * n);
 }
 
-/* A header value of line if it is name's (no CRLF), else NULL. */
-static char *
-image_reg_header(const char *data, size_t n, const char *name)
-{
-	size_t	k = strlen(name);
-
-	if (n <= k + 1 || strncasecmp(data, name, k) != 0 || data[k] != ':')
-		return (NULL);
-	data += k + 1;
-	n -= k + 1;
-	while (n > 0 && (*data == ' ' || *data == '\t')) {
-		data++;
-		n--;
-	}
-	while (n > 0 && (data[n - 1] == '\r' || data[n - 1] == '\n'))
-		n--;
-	return (xstrndup(data, n));
-}
-
 static size_t
 image_reg_header_cb(char *data, size_t size, size_t n, void *arg)
 {
@@ -351,11 +342,15 @@ image_reg_header_cb(char *data, size_t size, size_t n, void *arg)
 	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
 		free(r->ctype);
 		free(r->www);
-		r->ctype = r->www = NULL;
-	} else if ((v = image_reg_header(data, n, "Content-Type")) != NULL) {
+		free(r->retry_after);
+		r->ctype = r->www = r->retry_after = NULL;
+	} else if ((v = image_manifest_header(data, n, "Retry-After")) != NULL) {
+		free(r->retry_after);
+		r->retry_after = v;
+	} else if ((v = image_manifest_header(data, n, "Content-Type")) != NULL) {
 		free(r->ctype);
 		r->ctype = v;
-	} else if ((v = image_reg_header(data, n, "WWW-Authenticate")) !=
+	} else if ((v = image_manifest_header(data, n, "WWW-Authenticate")) !=
 	    NULL) {
 		free(r->www);
 		r->www = v;
@@ -437,32 +432,9 @@ image_reg_fallback(struct image_reg *r, size_t i)
 }
 
 /*
- * The registry's own words for a failure, from its JSON error body
- * ({"errors": [{"code", "message"}]}): ", CODE: message", or "".
- */
-static char *
-image_reg_errbody(struct image_reg *r)
-{
-	json_t		*j, *e;
-	const char	*code, *msg;
-	char		*s = NULL;
-
-	j = json_loadb(r->body.data, r->body.len, 0, NULL);
-	e = json_array_get(json_object_get(j, "errors"), 0);
-	code = json_string_value(json_object_get(e, "code"));
-	msg = json_string_value(json_object_get(e, "message"));
-	if (code != NULL && strcspn(code, "\r\n") == strlen(code) &&
-	    (msg == NULL || strcspn(msg, "\r\n") == strlen(msg)))
-		xasprintf(&s, ", %.64s%s%.200s", code, msg != NULL ? ": " : "",
-		    msg != NULL ? msg : "");
-	json_decref(j);
-	return (s != NULL ? s : xstrdup(""));
-}
-
-/*
  * This endpoint failed (why; answered: with an HTTP status), try the
- * next one, with no token (it was
- * the other's), or fail naming what each said.
+ * next one, with no token (it was the other's), or fail naming what each
+ * said.
  */
 static void
 image_reg_next_endpoint(struct image_reg *r, const char *why, int answered)
@@ -486,6 +458,7 @@ image_reg_next_endpoint(struct image_reg *r, const char *why, int answered)
 		r->bearer = NULL;
 		r->challenged = r->basic = 0;
 		r->depth = 0;
+		r->waits = 0;
 		free(r->asked);
 		r->asked = xstrdup(r->ref.digest != NULL ? r->ref.digest :
 		    r->ref.tag);
@@ -668,12 +641,36 @@ image_reg_manifest_body(struct image_reg *r)
 	image_reg_next_blob(r);
 }
 
+/* A 429's wait is over: the same manifest from the same endpoint. */
+static void
+image_reg_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct image_reg	*r = w->data;
+
+	(void)loop;
+	(void)revents;
+	image_reg_manifest(r);
+}
+
 /* A manifest's response with code: on, to a token, or the next endpoint. */
 static void
 image_reg_manifest_done(struct image_reg *r, long code)
 {
 	char	*why, *said;
+	long	 wait;
 
+	if (code == 429 && r->waits < IMAGE_REG_WAITS &&
+	    (wait = image_manifest_retry_after(r->retry_after,
+	    IMAGE_REG_WAIT_MAX)) > 0) {
+		/* The registry's own limit: wait it out, then it again. */
+		r->waits++;
+		log_info("%s: %s: HTTP 429 Too Many Requests: waiting %ld s "
+		    "(Retry-After) to ask it again", r->ref.canon, r->what,
+		    wait);
+		ev_timer_set(&r->wait, (double)wait, 0);
+		ev_timer_start(r->loop, &r->wait);
+		return;
+	}
 	if (code == 200) {
 		image_reg_manifest_body(r);
 		return;
@@ -682,16 +679,22 @@ image_reg_manifest_done(struct image_reg *r, long code)
 		image_reg_challenge(r);
 		return;
 	}
-	said = image_reg_errbody(r);
+	said = image_manifest_errbody(r->body.data, r->body.len);
 	if (code == 404 && strncmp(r->asked, "sha256:", 7) != 0)
 		xasprintf(&why, "%s: unknown tag \"%s\" in %s (HTTP 404%s)",
 		    r->what, r->asked, r->ref.repo, said);
 	else if (code == 404)
 		xasprintf(&why, "%s: no manifest %s in %s (HTTP 404%s)",
 		    r->what, r->asked, r->ref.repo, said);
+	else if (code == 429 && r->waits < IMAGE_REG_WAITS)
+		xasprintf(&why, "%s: HTTP 429 Too Many Requests (the "
+		    "registry's rate limit%s; Retry-After %s s is more than "
+		    "the %d s qsup waits)", r->what, said, r->retry_after,
+		    IMAGE_REG_WAIT_MAX);
 	else if (code == 429)
 		xasprintf(&why, "%s: HTTP 429 Too Many Requests (the "
-		    "registry's rate limit%s)", r->what, said);
+		    "registry's rate limit%s; still after %d waits)", r->what,
+		    said, r->waits);
 	else
 		xasprintf(&why, "%s: HTTP %ld from the registry%s", r->what,
 		    code, said);
@@ -987,23 +990,6 @@ image_reg_layout(struct image_reg *r, const char *dir, char **cause)
 	return (0);
 }
 
-/* Remember what the tag resolved to, for a first use made offline. */
-static void
-image_reg_remember(struct image_reg *r)
-{
-	char	*path, *d;
-
-	if (r->ref.digest != NULL)
-		return;
-	path = image_reg_ref_path(r->oci, r->ref.canon);
-	xasprintf(&d, "%s/refs", r->oci);
-	if (util_mkdir_p(d, 0700) == -1 ||
-	    util_write_file(path, r->man_digest) == -1)
-		log_warn("%s", path);
-	free(d);
-	free(path);
-}
-
 /* The build's child ended: the image's .meta and its tag; the end. */
 static void
 image_reg_build_cb(const char *why, void *arg)
@@ -1033,7 +1019,9 @@ image_reg_build_cb(const char *why, void *arg)
 	if (stat(r->target, &st) == 0) {
 		ii.size = st.st_size;
 		if (image_meta_write(meta, &ii, &cause) == 0) {
-			image_reg_remember(r);
+			if (r->ref.digest == NULL)
+				image_reg_ref_remember(r->oci, r->ref.canon,
+				    r->man_digest);
 			image_reg_finish(r, r->target, NULL);
 			goto out;
 		}
@@ -1063,7 +1051,9 @@ image_reg_built(struct image_reg *r)
 	r->ps = NULL;
 	if (r->out == NULL &&
 	    (r->target = image_reg_have(r->dir, r->man_digest)) != NULL) {
-		image_reg_remember(r);
+		if (r->ref.digest == NULL)
+			image_reg_ref_remember(r->oci, r->ref.canon,
+			    r->man_digest);
 		image_reg_finish(r, r->target, NULL);
 		return;
 	}
@@ -1084,6 +1074,7 @@ image_reg_built(struct image_reg *r)
 	breq.from = from;
 	breq.out = r->target;
 	breq.size = r->out_size;
+	breq.verified = 1;	/* the layout's blobs are the cache's */
 	log_info("%s: building %s", r->ref.canon, r->target);
 	xasprintf(&lock, "%s/%s.lock", r->oci, r->man_digest + 7);
 	r->job = image_build_job_start(r->loop, &breq, r->out == NULL ? lock :
@@ -1107,6 +1098,17 @@ image_reg_start_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	if (r->early != NULL) {
 		image_reg_finish(r, NULL, r->early);
+		return;
+	}
+	/* A prune of the blob cache holds it a moment: after it, then. */
+	if (r->lock_fd == -1 && (r->lock_fd = image_reg_lock(r->dir, 0)) == -1) {
+		if (errno == EWOULDBLOCK) {
+			ev_timer_set(&r->start, 0.1, 0);
+			ev_timer_start(loop, &r->start);
+			return;
+		}
+		image_reg_fail(r, "%s/%s/lock: %s", r->dir, IMAGE_REG_DIR,
+		    strerror(errno));
 		return;
 	}
 	if (r->out == NULL && r->ref.digest != NULL &&
@@ -1152,8 +1154,8 @@ image_reg_setup(struct image_reg *r, const struct image_req *req,
 		xasprintf(cause, "%s: %s", r->blobs, strerror(errno));
 		return (-1);
 	}
-	if (image_ref_endpoints(r->ref.registry, &r->eps, &r->neps,
-	    cause) == -1)
+	if (image_ref_endpoints(r->ref.registry, req->registries,
+	    req->nregistries, &r->eps, &r->neps, cause) == -1)
 		return (-1);
 	r->auth = image_auth_get(r->ref.registry, &r->auth_from, cause);
 	return (*cause != NULL ? -1 : 0);
@@ -1171,6 +1173,7 @@ image_reg_start(struct ev_loop *loop, const struct image_req *req,
 
 	r = xcalloc(1, sizeof *r);
 	r->loop = loop;
+	r->lock_fd = -1;
 	r->cb = cb;
 	r->arg = arg;
 	r->out = req->out != NULL ? xstrdup(req->out) : NULL;
@@ -1184,6 +1187,8 @@ image_reg_start(struct ev_loop *loop, const struct image_req *req,
 	r->stall_timer.data = r;
 	ev_timer_init(&r->start, image_reg_start_cb, 0, 0);
 	r->start.data = r;
+	ev_init(&r->wait, image_reg_wait_cb);
+	r->wait.data = r;
 	(void)image_reg_setup(r, req, &r->early);
 	ev_timer_start(loop, &r->start);
 	return (r);

@@ -534,8 +534,9 @@ serve_pull_done_cb(struct image_pull *ip, const char *path,
 	(void)ip;
 	s->pull = NULL;
 	if (path == NULL) {
-		xasprintf(&s->reason, "image %s: %s", s->profile.image,
-		    cause != NULL ? cause : "cancelled");
+		/* The pull's cause names the image (its URL, docker://REF). */
+		xasprintf(&s->reason, "image pull: %s", cause != NULL ? cause :
+		    "cancelled");
 		serve_sb_gone(s);
 		return;
 	}

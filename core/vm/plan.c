@@ -24,6 +24,8 @@ plan_image(const struct profile *p, int quiet, struct image_req *req)
 	req->unverified_ok = p->image_unverified;
 	req->max_size = p->image_max_size;
 	req->dir = p->images_dir;
+	req->registries = p->registries;
+	req->nregistries = p->nregistries;
 	req->progress = quiet ? IMAGE_PROGRESS_QUIET : IMAGE_PROGRESS_AUTO;
 }
 

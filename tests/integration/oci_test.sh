@@ -317,6 +317,148 @@ test_mirrors_in_order() {
 	stop_proxy
 }
 
+# The profile's registries setting: its mirrors replace the file's for
+# that registry; an http:// mirror off loopback needs insecure = true.
+test_registries_setting() {
+	local out good good_log
+	fresh_images regset
+	export QSUP_REGISTRIES_CONF=$T_TMP/registries.conf
+	start_proxy pass || return
+	good=$PROXY_PORT good_log=$PROXY_LOG
+	start_proxy status:500 || return
+	# The file names the failing proxy alone; the profile, the good one.
+	printf 'mirror 127.0.0.1:%s http://127.0.0.1:%s\n' "$PLAIN" \
+	    "$PROXY_PORT" >"$QSUP_REGISTRIES_CONF"
+	cat >"$T_TMP/reg.lua" <<-EOF
+	return {
+	  image = "docker://127.0.0.1:$PLAIN/t/zstd:1",
+	  registries = { ["127.0.0.1:$PLAIN"] = { mirrors = { "http://127.0.0.1:$good" } } },
+	}
+	EOF
+	out=$("$QSUP" image pull -p "$T_TMP/reg.lua" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_match "the profile's mirror served the blobs" \
+	    "^GET /v2/t/zstd/blobs/sha256:" "$(cat "$good_log")"
+	expect_eq "the file's mirror, replaced, never asked" 0 \
+	    "$(grep -c . "$PROXY_LOG" || true)"
+	cat >"$T_TMP/bad.lua" <<-EOF
+	return {
+	  registries = {
+	    ["docker.io"] = { mirrors = { "http://mirror.lan:5000", "ftp://x" } },
+	    ["q.io"] = { insecur = true },
+	  },
+	}
+	EOF
+	out=$("$QSUP" profile check "$T_TMP/bad.lua" 2>&1)
+	expect_match "http off loopback refused, with file:line" \
+	    'bad.lua:3: registries: docker.io: mirror "http://mirror.lan:5000" is plain http' "$out"
+	expect_match "not a URL" 'bad.lua:3: registries: docker.io: mirror "ftp://x" is not an http\(s\) URL' "$out"
+	expect_match "an unknown field" 'bad.lua:4: registries: q.io: unknown field "insecur"' "$out"
+	cat >"$T_TMP/ok.lua" <<-EOF
+	return {
+	  registries = {
+	    ["docker.io"] = { mirrors = { "http://mirror.lan:5000" } },
+	    ["mirror.lan:5000"] = { insecure = true },
+	  },
+	}
+	EOF
+	out=$("$QSUP" profile check "$T_TMP/ok.lua" 2>&1)
+	expect_eq "an insecure mirror allowed" 0 $?
+	# The file's plain http mirror off loopback: refused at the pull.
+	printf 'mirror 127.0.0.1:%s http://mirror.lan:5000\n' "$PLAIN" \
+	    >"$QSUP_REGISTRIES_CONF"
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:1" 2>&1)
+	expect_match "the file's http mirror refused" \
+	    "registries.conf:1: mirror http://mirror.lan:5000 is plain http" "$out"
+	unset QSUP_REGISTRIES_CONF
+	stop_proxy
+	stop_proxy
+}
+
+# count_blobs: the blob cache's blobs (not their .meta, nor parts).
+count_blobs() {
+	find "$IMAGES/.oci/blobs/sha256" -maxdepth 1 -type f -regex '.*/[0-9a-f]*' 2>/dev/null | wc -l
+}
+
+# rm and prune take the blobs and tags no image uses, never those of a
+# remaining image, nor anything while a pull holds the cache's lock.
+test_blob_cache_pruned() {
+	local out gz sh
+	fresh_images prune
+	"$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:1" >"$T_TMP/gz" 2>&1 ||
+	    fail "pull gzip: $(cat "$T_TMP/gz")"
+	"$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/shared:1" >"$T_TMP/sh" 2>&1 ||
+	    fail "pull shared: $(cat "$T_TMP/sh")"
+	gz=$(basename "$(tail -n 1 "$T_TMP/gz")")
+	sh=$(basename "$(tail -n 1 "$T_TMP/sh")")
+	# gzip: manifest, config, 2 layers; shared: its manifest and layer.
+	expect_eq "blobs of both images" 6 "$(count_blobs)"
+	out=$("$QSUP" image ls 2>&1)
+	expect_match "ls shows the blob cache" "blob cache \(docker:// layers\): 6 blobs, [0-9.]+ MB" "$out"
+	out=$("$QSUP" image ls --json 2>&1)
+	expect_match "ls --json too" '"blob_cache":\{"blobs":6,"bytes":[1-9]' "$out"
+	out=$("$QSUP" image prune 2>&1)
+	expect_eq "prune: every blob in use" 6 "$(count_blobs)"
+	# A pull under way (the cache's lock held shared): nothing goes.
+	"$QSUP" image rm "$sh" >/dev/null 2>&1 &&
+	    "$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/shared:1" >/dev/null 2>&1 ||
+	    fail "rm and pull again"
+	expect_eq "rm: shared's own blobs went, and came back with its pull" 6 "$(count_blobs)"
+	mv "$IMAGES/$sh" "$T_TMP/held.qcow2"
+	mv "$IMAGES/$sh.meta" "$T_TMP/held.meta"
+	out=$(flock -s "$IMAGES/.oci/lock" "$QSUP" image prune 2>&1)
+	expect_match "a pull under way keeps the cache" "blob cache kept: a docker:// pull is under way" "$out"
+	expect_eq "nothing removed under the lock" 6 "$(count_blobs)"
+	out=$("$QSUP" image prune 2>&1)
+	expect_match "prune: the blobs only the gone image used" \
+	    "2 blobs removed from the blob cache \([0-9.]+ MB\), 1 tag record" "$out"
+	expect_eq "gzip's blobs kept" 4 "$(count_blobs)"
+	expect_eq "gzip's tag record kept" 1 "$(ls "$IMAGES/.oci/refs" | wc -l)"
+	out=$(boot "docker://127.0.0.1:$PLAIN/t/gzip:1" -- cat /etc/flavor 2>&1)
+	expect_eq "the image left still boots" gzip "$(tail -n 1 <<<"$out")"
+	out=$("$QSUP" image rm "$gz" 2>&1)
+	expect_match "rm names what the cache lost" "4 blobs removed from the blob cache .*1 tag record" "$out"
+	expect_eq "the cache is empty" 0 "$(count_blobs)"
+	expect_eq "no tag records left" 0 "$(ls "$IMAGES/.oci/refs" | wc -l)"
+}
+
+# qsup serve: a create naming a docker:// image pulls it, the sandbox
+# runs it; a pull that fails says so once, naming the image.
+test_serve_docker_image() {
+	local S=$T_TMP/serve sock token body code
+	fresh_images serve
+	mkdir -p "$S"
+	sock=$S/s.sock
+	serve_launch "$sock" "$S/token" "$S/serve.log" ||
+	    { fail "the server did not come up: $(cat "$S/serve.log")"; return; }
+	token=$(cat "$S/token")
+	code=$(curl -sS --unix-socket "$sock" -o "$S/body" -w '%{http_code}' \
+	    -H "Authorization: Bearer $token" -d "{\"name\":\"a\",\"settings\":{\"image\":\"docker://127.0.0.1:$PLAIN/t/zstd:1\",\"warm_start\":false}}" \
+	    http://qsup/v1/sandboxes)
+	body=$(cat "$S/body")
+	expect_eq "create: 201" 201 "$code"
+	expect_match "create: ready" '"state":"ready"' "$body"
+	curl -sS -N --unix-socket "$sock" -H "Authorization: Bearer $token" \
+	    -d "{\"argv\":[\"sh\",\"-c\",$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$CHECK")]}" \
+	    http://qsup/v1/sandboxes/a/exec >"$S/stream"
+	code=$(python3 "$HELP/sse.py" "$S/stream" --out "$S/out" --err "$S/err")
+	expect_match "exec: exit 0" '"status":0,' "$code"
+	expect_files zstd "$(cat "$S/out")"
+	expect_match "the image is images_dir's" "oci-[0-9a-f]{16}\.qcow2" "$(ls "$IMAGES")"
+	code=$(curl -sS --unix-socket "$sock" -o "$S/body" -w '%{http_code}' \
+	    -H "Authorization: Bearer $token" -d "{\"name\":\"b\",\"settings\":{\"image\":\"docker://127.0.0.1:$PLAIN/t/zstd:nope\",\"warm_start\":false}}" \
+	    http://qsup/v1/sandboxes)
+	body=$(cat "$S/body")
+	expect_match "a failed pull: the tag named" 'unknown tag \\"nope\\" in t/zstd' "$body"
+	expect_match "the image named once" "image pull: docker://127.0.0.1:$PLAIN/t/zstd:nope: " "$body"
+	expect_eq "not twice" 0 "$(grep -c "image docker://" <<<"$body")"
+	curl -sS --unix-socket "$sock" -X DELETE -H "Authorization: Bearer $token" \
+	    http://qsup/v1/sandboxes/a >/dev/null
+	kill -TERM "$SERVE_PID" 2>/dev/null
+	wait "$SERVE_PID"
+	expect_eq "serve's exit status after SIGTERM" 0 $?
+}
+
 test_fault_bearer() {
 	local out
 	fresh_images bearer
@@ -378,12 +520,49 @@ test_fault_wrong_blob() {
 	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
 	expect_eq "exit" 125 $?
 	expect_match "a mismatch, both digests" "SHA-256 mismatch: expected [0-9a-f]{64} .*got [0-9a-f]{64}" "$out"
-	left=$(find "$IMAGES" -type f ! -path '*/refs/*' 2>/dev/null | grep -v '\.meta$' || true)
+	# Blobs only (not the cache's lock, an empty file that stays).
+	left=$(find "$IMAGES" -type f ! -path '*/refs/*' ! -path '*/.oci/lock' 2>/dev/null | grep -v '\.meta$' || true)
 	for f in $left; do
 		[ "$(sha256sum <"$f" | cut -c1-64)" = "$(basename "$f")" ] ||
 		    fail "a file left that is not what its name says: $f"
 	done
 	ls "$IMAGES"/*.qcow2 >/dev/null 2>&1 && fail "an image was made"
+	stop_proxy
+}
+
+# A 429 with Retry-After: waited out on the loop, the same registry
+# asked again; a wait longer than qsup's bound goes to the next mirror.
+test_fault_429_waits() {
+	local out t0 good good_log
+	fresh_images busy
+	start_proxy busy:1:2 || return
+	t0=$(date +%s.%N)
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "exit after the wait" 0 $?
+	expect_match "the wait said" "HTTP 429 Too Many Requests: waiting 2 s" "$out"
+	expect_eq "the manifest asked twice of the same registry" 2 \
+	    "$(grep -c "^GET /v2/t/gzip/manifests/1" "$PROXY_LOG")"
+	expect_eq "waited Retry-After's 2 s" 1 \
+	    "$(echo "$(date +%s.%N) - $t0 >= 2" | bc)"
+	stop_proxy
+	# Retry-After beyond the 60 s bound: no wait, the next mirror.
+	fresh_images busy2
+	start_proxy pass || return
+	good=$PROXY_PORT good_log=$PROXY_LOG
+	start_proxy busy:1:3600 || return
+	export QSUP_REGISTRIES_CONF=$T_TMP/registries.conf
+	printf 'mirror 127.0.0.1:%s http://127.0.0.1:%s http://127.0.0.1:%s\n' \
+	    "$PLAIN" "$PROXY_PORT" "$good" >"$QSUP_REGISTRIES_CONF"
+	t0=$SECONDS
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:1" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_match "too long a wait named" \
+	    "Retry-After 3600 s is more than the 60 s qsup waits" "$out"
+	expect_match "the next mirror served it" \
+	    "^GET /v2/t/gzip/manifests/1" "$(cat "$good_log")"
+	expect_eq "no wait" 1 $((SECONDS - t0 < 30))
+	unset QSUP_REGISTRIES_CONF
+	stop_proxy
 	stop_proxy
 }
 
@@ -394,6 +573,8 @@ test_fault_statuses() {
 		start_proxy "status:$code" || return
 		out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
 		expect_match "HTTP $code named" "HTTP $code" "$out"
+		[ "$code" != 429 ] || expect_match "429: given up after its waits" \
+		    "still after 2 waits" "$out"
 		stop_proxy
 	done
 	start_proxy stall || return
@@ -414,10 +595,14 @@ run_test test_image_build_ref
 run_test test_tls_htpasswd
 run_test test_errors_name_what_failed
 run_test test_mirrors_in_order
+run_test test_registries_setting
+run_test test_blob_cache_pruned
+run_test test_serve_docker_image
 run_test test_fault_bearer
 run_test test_fault_token_expires
 run_test test_fault_drop_resumes
 run_test test_fault_resume_across_pulls
 run_test test_fault_wrong_blob
+run_test test_fault_429_waits
 run_test test_fault_statuses
 finish

@@ -142,7 +142,7 @@ Test(image_ref, endpoints_and_mirrors)
 	    "http://127.0.0.1:9\ninsecure reg.lan:5000\n", f);
 	fclose(f);
 	setenv("QSUP_REGISTRIES_CONF", path, 1);
-	cr_assert_eq(image_ref_endpoints("docker.io", &u, &n, &cause), 0);
+	cr_assert_eq(image_ref_endpoints("docker.io", NULL, 0, &u, &n, &cause), 0);
 	cr_assert_eq(n, 3);
 	cr_assert_str_eq(u[0], "https://m1.example");
 	cr_assert_str_eq(u[1], "http://127.0.0.1:9");
@@ -150,22 +150,59 @@ Test(image_ref, endpoints_and_mirrors)
 	for (i = 0; i < n; i++)
 		free(u[i]);
 	free(u);
-	cr_assert_eq(image_ref_endpoints("reg.lan:5000", &u, &n, &cause), 0);
+	cr_assert_eq(image_ref_endpoints("reg.lan:5000", NULL, 0, &u, &n, &cause), 0);
 	cr_assert_eq(n, 2);
 	cr_assert_str_eq(u[1], "http://reg.lan:5000");
 	for (i = 0; i < n; i++)
 		free(u[i]);
 	free(u);
-	cr_assert_eq(image_ref_endpoints("ghcr.io", &u, &n, &cause), 0);
+	cr_assert_eq(image_ref_endpoints("ghcr.io", NULL, 0, &u, &n, &cause), 0);
 	cr_assert_eq(n, 1, "plain http only for loopback or insecure");
 	free(u[0]);
 	free(u);
 	f = fopen(path, "w");
 	fputs("mirror docker.io ftp://x\n", f);
 	fclose(f);
-	cr_assert_eq(image_ref_endpoints("docker.io", &u, &n, &cause), -1);
+	cr_assert_eq(image_ref_endpoints("docker.io", NULL, 0, &u, &n, &cause), -1);
 	cr_assert(strstr(cause, ":1: mirror ftp://x") != NULL, "%s", cause);
 	free(cause);
+	cause = NULL;
+	f = fopen(path, "w");
+	fputs("mirror docker.io http://mirror.lan:5000\n", f);
+	fclose(f);
+	cr_assert_eq(image_ref_endpoints("docker.io", NULL, 0, &u, &n, &cause),
+	    -1, "a plain http mirror that is neither loopback nor insecure");
+	cr_assert(strstr(cause, ":1: mirror http://mirror.lan:5000 is plain "
+	    "http") != NULL, "%s", cause);
+	free(cause);
+	cause = NULL;
+	{
+		/* The profile's mirrors replace the file's; its insecure adds. */
+		char *const prof[] = { "docker.io 0 http://mirror.lan:5000",
+		    "mirror.lan:5000 1" };
+		char *const local[] = { "docker.io 0 http://localhost/v",
+		    "mirror.lan:5000 1" };
+
+		cr_assert_eq(image_ref_endpoints("docker.io", local, 2, &u, &n,
+		    &cause), 0, "loopback with a path: %s", cause);
+		cr_assert_str_eq(u[0], "http://localhost/v");
+		for (i = 0; i < n; i++)
+			free(u[i]);
+		free(u);
+
+		cr_assert_eq(image_ref_endpoints("docker.io", prof, 2, &u, &n,
+		    &cause), 0, "%s", cause);
+		cr_assert_eq(n, 2);
+		cr_assert_str_eq(u[0], "http://mirror.lan:5000");
+		cr_assert_str_eq(u[1], "https://registry-1.docker.io");
+		for (i = 0; i < n; i++)
+			free(u[i]);
+		free(u);
+		cr_assert_eq(image_ref_endpoints("docker.io", prof, 1, &u, &n,
+		    &cause), -1);
+		free(cause);
+		cause = NULL;
+	}
 	unlink(path);
 	unsetenv("QSUP_REGISTRIES_CONF");
 }

@@ -973,7 +973,7 @@ Test(profile, help_lists_every_setting)
 	    "serve_head_timeout", "serve_idle_timeout", "serve_body_timeout",
 	    "boot", "kernel", "initramfs", "image",
 	    "image_base_url", "images_dir", "image_sha256", "image_unverified",
-	    "image_max_size", "disk_size", "cow_size", "setup",
+	    "image_max_size", "registries", "disk_size", "cow_size", "setup",
 	    "setup_network", "env", "cwd", "shares", "virtfs",
 	    "virtfs_security_model", "virtfs_cache", "ld_closure_libs",
 	    "ld_closure_extra", "network", "network_allow", "network_open_ack",

@@ -16,7 +16,10 @@ that logs each request ("METHOD PATH" a line) and plays one fault:
                     there
         wrong       every blob's bytes with one byte changed
         stall       blob GETs send their headers, then nothing
-        status:N    manifests answer HTTP N
+        status:N    manifests answer HTTP N (with Retry-After:
+                    $PROXY_RETRY_AFTER, else 1)
+        busy:K:S    the first K manifest GETs answer 429 with
+                    Retry-After: S, the rest are forwarded
 """
 import http.client
 import json
@@ -33,6 +36,8 @@ CRED = os.environ.get("PROXY_CRED", "")
 LOCK = threading.Lock()
 DROPPED = set()
 ISSUED = [0]
+BUSY = [0]
+RETRY_AFTER = os.environ.get("PROXY_RETRY_AFTER", "1")
 PASS_HEADERS = ("content-type", "content-length", "docker-content-digest",
                 "content-range", "accept-ranges", "location", "etag")
 
@@ -86,7 +91,15 @@ class H(BaseHTTPRequestHandler):
                     "WWW-Authenticate", 'Bearer realm="http://127.0.0.1:%d'
                     '/token",service="qsup-test"' % PORT)])
         if MODE.startswith("status:") and "/manifests/" in self.path:
-            return self.answer(int(MODE[7:]), b"{}", [("Retry-After", "60")])
+            return self.answer(int(MODE[7:]), b"{}",
+                               [("Retry-After", RETRY_AFTER)])
+        if MODE.startswith("busy:") and "/manifests/" in self.path:
+            k, secs = MODE[5:].split(":")
+            with LOCK:
+                BUSY[0] += 1
+                busy = BUSY[0] <= int(k)
+            if busy:
+                return self.answer(429, b"{}", [("Retry-After", secs)])
         c = http.client.HTTPConnection("127.0.0.1", UP, timeout=60)
         hd = {k: v for k, v in self.headers.items()
               if k.lower() in ("accept", "range")}
