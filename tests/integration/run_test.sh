@@ -82,7 +82,8 @@ interrupt_case() {
 	local sig=$1 want=$2 pid t0 st
 	"$QSUP" run -- sh -c 'echo started; exec sleep 300' >"$T_TMP/o" &
 	pid=$!
-	for _ in $(seq 1 600); do
+	# The start is not what is tested: a loaded machine may take long.
+	for _ in $(seq 1 2400); do
 		grep -q started "$T_TMP/o" 2>/dev/null && break
 		sleep 0.05
 	done
@@ -116,7 +117,7 @@ test_qemu_killed() {
 	"$QSUP" run -- sh -c 'echo started; exec sleep 300' >"$T_TMP/o" \
 	    2>"$T_TMP/err" &
 	pid=$!
-	for _ in $(seq 1 600); do
+	for _ in $(seq 1 2400); do
 		grep -q started "$T_TMP/o" 2>/dev/null && break
 		sleep 0.05
 	done
