@@ -202,7 +202,7 @@ out:
 	return (ret);
 }
 
-/* A header value of line if it is name's (no CRLF), else NULL. */
+/* A header value of line if it is name's (no CRLF, no NUL), else NULL. */
 char *
 image_manifest_header(const char *data, size_t n, const char *name)
 {
@@ -211,7 +211,7 @@ image_manifest_header(const char *data, size_t n, const char *name)
 	if (n <= k + 1 || strncasecmp(data, name, k) != 0 || data[k] != ':')
 		return (NULL);
 	data += k + 1;
-	n -= k + 1;
+	n = strnlen(data, n - (k + 1));	/* a NUL ends it: not kept */
 	while (n > 0 && (*data == ' ' || *data == '\t')) {
 		data++;
 		n--;
@@ -219,6 +219,19 @@ image_manifest_header(const char *data, size_t n, const char *name)
 	while (n > 0 && (data[n - 1] == '\r' || data[n - 1] == '\n'))
 		n--;
 	return (xstrndup(data, n));
+}
+
+/*
+ * A registry's words go to a terminal: its control bytes (an escape
+ * sequence, say) become '?'.
+ */
+static void
+image_manifest_printable(char *s)
+{
+	for (; *s != '\0'; s++) {
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7f)
+			*s = '?';
+	}
 }
 
 /*
@@ -241,7 +254,10 @@ image_manifest_errbody(const char *data, size_t len)
 		xasprintf(&s, ", %.64s%s%.200s", code, msg != NULL ? ": " : "",
 		    msg != NULL ? msg : "");
 	json_decref(j);
-	return (s != NULL ? s : xstrdup(""));
+	if (s == NULL)
+		return (xstrdup(""));
+	image_manifest_printable(s);
+	return (s);
 }
 
 /*

@@ -4,7 +4,8 @@
  * each given the same bytes. A reference taken has a registry of
  * host[:port] characters and a lower-case repository; a challenge taken
  * has a scheme; a manifest taken is an index with a sha256 digest picked
- * or an image of at least one layer, every digest sha256:64 hex.
+ * or an image of at least one layer, every digest sha256:64 hex. And a
+ * registry's response: a header's value, Retry-After, its error body.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,38 @@ image_ref_fuzz_manifest(const char *s, size_t len)
 	image_manifest_free(&m);
 }
 
+/*
+ * A response's bits: a header line's value (no line end kept), the error
+ * body's words (no control byte for the terminal), Retry-After (-1, or
+ * 1 to the most allowed).
+ */
+static void
+image_ref_fuzz_response(const char *s, size_t len)
+{
+	char	*v;
+	long	 r;
+	size_t	 n;
+
+	if ((v = image_manifest_header(s, len, "Retry-After")) != NULL) {
+		n = strlen(v);
+		if (n > 0 && (v[n - 1] == '\r' || v[n - 1] == '\n'))
+			abort();
+		r = image_manifest_retry_after(v, 60);
+		if (r != -1 && (r < 1 || r > 60))
+			abort();
+		free(v);
+	}
+	r = image_manifest_retry_after(s, 60);
+	if (r != -1 && (r < 1 || r > 60))
+		abort();
+	v = image_manifest_errbody(s, len);
+	for (n = 0; v[n] != '\0'; n++) {
+		if ((unsigned char)v[n] < 0x20 || (unsigned char)v[n] == 0x7f)
+			abort();
+	}
+	free(v);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
@@ -70,6 +103,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	memcpy(s, data, len);
 	s[len] = '\0';
 	image_ref_fuzz_ref(s);
+	image_ref_fuzz_response(s, len);
 	if (image_chal_parse(s, &c) == 0) {
 		if (c.scheme == NULL || *c.scheme == '\0')
 			abort();

@@ -285,3 +285,30 @@ Test(image_manifest, refused)
 		free(cause);
 	}
 }
+
+/* A registry's response: its headers, Retry-After, its error's words. */
+Test(image_manifest, response)
+{
+	static const char	 line[] = "retry-after:  7\r\0junk";
+	char			*v;
+
+	v = image_manifest_header(line, sizeof line - 1, "Retry-After");
+	cr_assert_str_eq(v, "7");
+	free(v);
+	cr_assert_null(image_manifest_header("Retry-Afte: 7\r\n", 15,
+	    "Retry-After"));
+	cr_assert_eq(image_manifest_retry_after("7", 60), 7);
+	cr_assert_eq(image_manifest_retry_after("0", 60), 1);
+	cr_assert_eq(image_manifest_retry_after("61", 60), -1);
+	cr_assert_eq(image_manifest_retry_after("99999999999999999999", 60),
+	    -1);
+	cr_assert_eq(image_manifest_retry_after("soon", 60), 1);
+	cr_assert_eq(image_manifest_retry_after(NULL, 60), 1);
+	v = image_manifest_errbody("{\"errors\":[{\"code\":\"DENIED\","
+	    "\"message\":\"no \\u001b[31mway\"}]}", 59);
+	cr_assert_str_eq(v, ", DENIED: no ?[31mway");
+	free(v);
+	v = image_manifest_errbody("<html>", 6);
+	cr_assert_str_eq(v, "");
+	free(v);
+}
