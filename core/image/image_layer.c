@@ -309,6 +309,44 @@ fail:
 }
 
 /*
+ * A built layer for a caller that must not wait (serve's loop): 1,
+ * present, held shared; 0, absent; 2, held by a builder; -1 with *cause.
+ * Nothing is held but on 1.
+ */
+static int
+layer_get_now(const char *dir, const char *key, struct image_layer *l,
+    char **cause)
+{
+	int	busy;
+
+	memset(l, 0, sizeof *l);
+	l->lock_fd = -1;
+	layer_paths(l, dir, key);
+	if ((l->lock_fd = layer_flock(l->lock, LOCK_SH, 0, NULL, NULL,
+	    &busy)) == -1) {
+		if (busy) {
+			image_layer_release(l);
+			return (2);
+		}
+		xasprintf(cause, "%s: %s", l->lock, strerror(errno));
+		image_layer_release(l);
+		return (-1);
+	}
+	if (access(l->path, F_OK) == -1) {
+		image_layer_release(l);
+		return (0);
+	}
+	if (layer_meta_read(l) == -1) {
+		xasprintf(cause, "layer %s: its meta %s is missing or bad; qsup "
+		    "image prune --all removes it", key, l->meta);
+		image_layer_release(l);
+		return (-1);
+	}
+	(void)utimensat(AT_FDCWD, l->meta, NULL, 0);
+	return (1);
+}
+
+/*
  * Get the layer KEY of dir for a run: 1, present, its meta read and its
  * lock held shared until image_layer_release; 0, absent, its lock held
  * exclusively: the caller builds it (image_layer_commit) or gives up
@@ -658,11 +696,17 @@ image_layer_chain(const char *dir, const char *base, char **const *steps,
 	for (i = 0; i < nsteps; i++) {
 		key = image_layer_key(parent.id, steps[i], env, nenv,
 		    disk_size);
-		rc = image_layer_get(dir, key, &layers[i], NULL, NULL, cause);
+		rc = layer_get_now(dir, key, &layers[i], cause);
 		if (rc == 0)
 			xasprintf(cause, "setup %zu/%zu: layer %s is not in "
 			    "the store (pruned meanwhile?)", i + 1, nsteps,
 			    key);
+		else if (rc == 2) {
+			xasprintf(cause, "setup %zu/%zu: layer %s is being "
+			    "built again by another qsup (pruned meanwhile); "
+			    "try again once it is", i + 1, nsteps, key);
+			rc = -1;
+		}
 		else if (rc == 1 && (strcmp(layers[i].parent, parent.id) != 0 ||
 		    strcmp(layers[i].parent_path, parent.path) != 0 ||
 		    strcmp(layers[i].parent_build, parent.build != NULL ?

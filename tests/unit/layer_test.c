@@ -320,7 +320,7 @@ Test(layer, chain_of_built_layers)
 	char				*argv2[] = { "echo", "two", NULL };
 	char				**steps[] = { argv1, argv2 };
 	char				*base, *real, *digest, *id, *key, *src;
-	char				*cause = NULL;
+	char				*key2, *cause = NULL;
 	int				 n[2] = { 0, 0 };
 
 	xasprintf(&base, "%s/base.img", dir);
@@ -350,6 +350,22 @@ Test(layer, chain_of_built_layers)
 	cr_assert(strstr(cause, "setup 2/2: layer ") != NULL &&
 	    strstr(cause, "is not in the store") != NULL, "%s", cause);
 	free(cause);
+	/*
+	 * The second step's layer being built (its lock held exclusively,
+	 * as a builder holds it): said at once, never waited for, nothing
+	 * held.
+	 */
+	key2 = image_layer_key(key, argv2, NULL, 0, 0);
+	cr_assert_eq(image_layer_get(store, key2, &l, NULL, NULL, &cause), 0);
+	cr_assert_eq(image_layer_chain(store, real, steps, 2, NULL, 0, 0, got,
+	    &cause), -1);
+	cr_assert(strstr(cause, "setup 2/2: layer ") != NULL &&
+	    strstr(cause, "is being built again by another qsup") != NULL,
+	    "%s", cause);
+	free(cause);
+	image_layer_release(&l);
+	cr_assert_eq(image_layer_prune(store, 0, count_cb, n, &cause), 0);
+	free(key2);
 	free(key);
 	free(id);
 	free(digest);
