@@ -329,7 +329,7 @@ test_serve_setup() {
 	code=$(curl -sS -m 5 --unix-socket "$d/s.sock" -o /dev/null -w '%{http_code}' http://qsup/v1/healthz)
 	t1=$(date +%s.%N)
 	expect_eq "healthz answered during the build" 200 "$code"
-	echo "    healthz during the build: $(echo "$t1 - $t0" | bc) s"
+	echo "    healthz during the build: $(awk -v a="$t1" -v b="$t0" 'BEGIN { print a - b }') s"
 	kids=$(pgrep -P "$SERVE_PID" -f -- '--setup-only' | wc -l)
 	expect_eq "one build for both creates" 1 "$kids"
 	code=$(sapi "$d" GET /v1/sandboxes/s2)
@@ -346,7 +346,7 @@ test_serve_setup() {
 	code=$(sapi "$d" POST /v1/sandboxes -d '{"name":"s3"}')
 	t1=$(date +%s.%N)
 	expect_eq "a later create" 201 "$code"
-	echo "    create on a hit: $(echo "$t1 - $t0" | bc) s ($(grep -o '"start":"[a-z-]*"' "$d/body"))"
+	echo "    create on a hit: $(awk -v a="$t1" -v b="$t0" 'BEGIN { print a - b }') s ($(grep -o '"start":"[a-z-]*"' "$d/body"))"
 	expect_eq "no build for it" "" "$(grep '"name":"s3".*"phase"' "$d/events")"
 	out=$(sexec "$d" s3 "cat /etc/served")
 	expect_eq "s3 sees it" from-setup "$out"
