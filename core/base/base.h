@@ -63,6 +63,7 @@ void		 buf_seed_line(struct buf *, const char *, const char *);
 void		 buf_printf(struct buf *, const char *, ...)
 		     __attribute__((format(printf, 2, 3)));
 void		 buf_json_string(struct buf *, const char *);
+void		 buf_read_fd(struct buf *, int);
 void		 buf_consume(struct buf *, size_t);
 void		 buf_free(struct buf *);
 

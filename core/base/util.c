@@ -535,6 +535,18 @@ buf_seed_line(struct buf *b, const char *key, const char *value)
 }
 
 /* Drop the first n bytes. */
+/* What fd has left, to its end or an error (a reaped child's pipe). */
+void
+buf_read_fd(struct buf *b, int fd)
+{
+	char	tmp[4096];
+	ssize_t	n;
+
+	while ((n = read(fd, tmp, sizeof tmp)) > 0 ||
+	    (n == -1 && errno == EINTR))
+		buf_add(b, tmp, n > 0 ? (size_t)n : 0);
+}
+
 void
 buf_consume(struct buf *b, size_t n)
 {

@@ -98,14 +98,10 @@ image_build_job_cb(struct ev_loop *loop, ev_child *w, int revents)
 {
 	struct image_build_job	*j = w->data;
 	struct buf		 b = { 0 };
-	char			 tmp[4096];
-	ssize_t			 n;
 
 	(void)revents;
 	ev_child_stop(loop, w);
-	while ((n = read(j->fd, tmp, sizeof tmp)) > 0 ||
-	    (n == -1 && errno == EINTR))
-		buf_add(&b, tmp, n > 0 ? (size_t)n : 0);
+	buf_read_fd(&b, j->fd);
 	buf_add(&b, "", 1);
 	close(j->fd);
 	j->fd = -1;

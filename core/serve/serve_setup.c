@@ -136,17 +136,13 @@ serve_setup_child_cb(struct ev_loop *loop, ev_child *w, int revents)
 {
 	struct serve_setup	*j = w->data;
 	struct buf		 b = { 0 };
-	char			 tmp[4096];
-	ssize_t			 n;
 
 	(void)revents;
 	ev_child_stop(loop, w);
 	j->reaped = 1;
 	if (j->err_fd != -1)
 		serve_setup_err_cb(loop, &j->err_w, 0);	/* what is left */
-	while ((n = read(j->out_fd, tmp, sizeof tmp)) > 0 ||
-	    (n == -1 && errno == EINTR))
-		buf_add(&b, tmp, n > 0 ? (size_t)n : 0);
+	buf_read_fd(&b, j->out_fd);
 	if (WIFEXITED(w->rstatus) && WEXITSTATUS(w->rstatus) == 0)
 		serve_setup_each(j, j->cbs->done, NULL, 1);
 	else if (b.len > 0) {
