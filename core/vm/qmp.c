@@ -5,8 +5,11 @@
  * qmp_wait_event. For the others (restoring a template while the loop
  * runs everything else): a script, every command written at once, even
  * before QEMU's greeting (QMP reads them in order once it is up), and the
- * replies read on the loop. Replies are one JSON object per line.
+ * replies read on the loop. For a running sandbox's monitor (pause,
+ * resume): a client on the loop, commands answered by their id. Replies
+ * are one JSON object per line.
  */
+#include <sys/queue.h>
 #include <sys/socket.h>
 
 #include <errno.h>
@@ -357,4 +360,182 @@ qmp_script_free(struct qmp_script *s)
 	ev_io_stop(s->loop, &s->io);
 	buf_free(&s->in);
 	free(s);
+}
+
+/*
+ * A running QEMU's monitor, on the loop: commands one at a time, each
+ * answered by its "id" (a line without ours, an event or what an earlier
+ * client of the monitor left unread, is passed over). The monitor may or
+ * may not have left negotiation mode (a restore's script, a save did; a
+ * cold boot did not): qmp_capabilities goes first and its answer, a
+ * return or "already complete", is not waited for.
+ */
+struct qmp_cmd {
+	unsigned		 id;
+	qmp_script_cb		 cb;
+	void			*arg;
+	TAILQ_ENTRY(qmp_cmd)	 entry;
+};
+TAILQ_HEAD(qmp_cmds, qmp_cmd);
+
+struct qmp_conn {
+	struct ev_loop	*loop;
+	int		 fd;
+	ev_io		 io;
+	struct buf	 in;
+	unsigned	 next_id;
+	struct qmp_cmds	 cmds;		/* sent, unanswered, in order */
+};
+
+/* Tell the first command's owner, and forget it. */
+static void
+qmp_conn_tell(struct qmp_conn *c, struct qmp_cmd *cmd, const char *error)
+{
+	TAILQ_REMOVE(&c->cmds, cmd, entry);
+	if (cmd->cb != NULL)
+		cmd->cb(error, cmd->arg);
+	free(cmd);
+}
+
+/* Every unanswered command fails with why (QEMU went, or broke QMP). */
+static void
+qmp_conn_fail_all(struct qmp_conn *c, const char *why)
+{
+	struct qmp_cmd	*cmd;
+
+	ev_io_stop(c->loop, &c->io);
+	while ((cmd = TAILQ_FIRST(&c->cmds)) != NULL)
+		qmp_conn_tell(c, cmd, why);
+}
+
+static void
+qmp_conn_line(struct qmp_conn *c, const char *line, size_t len)
+{
+	struct qmp_cmd	*cmd;
+	const char	*desc;
+	json_int_t	 id;
+	json_t		*j;
+	char		*msg;
+
+	if ((j = json_read(line, len, 0)) == NULL)
+		return;
+	if (!json_is_integer(json_object_get(j, "id"))) {
+		json_decref(j);
+		return;
+	}
+	id = json_integer_value(json_object_get(j, "id"));
+	TAILQ_FOREACH(cmd, &c->cmds, entry) {
+		if (cmd->id == id)
+			break;
+	}
+	if (cmd != NULL && json_path(j, "error") != NULL) {
+		desc = json_path_str(j, "error.desc");
+		xasprintf(&msg, "QMP: %s", desc != NULL ? desc : "an error");
+		qmp_conn_tell(c, cmd, msg);
+		free(msg);
+	} else if (cmd != NULL)
+		qmp_conn_tell(c, cmd, NULL);
+	json_decref(j);
+}
+
+static void
+qmp_conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct qmp_conn	*c = w->data;
+	char		 chunk[4096], *nl;
+	size_t		 used;
+	ssize_t		 n;
+
+	(void)loop;
+	(void)revents;
+	n = read(c->fd, chunk, sizeof chunk);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		qmp_conn_fail_all(c, "QMP: QEMU closed its monitor");
+		return;
+	}
+	buf_add(&c->in, chunk, n);
+	while (c->in.len > 0 &&
+	    (nl = memchr(c->in.data, '\n', c->in.len)) != NULL) {
+		used = nl - c->in.data + 1;
+		qmp_conn_line(c, c->in.data, used - 1);
+		buf_consume(&c->in, used);
+	}
+	if (c->in.len > QMP_LINE_MAX) {
+		qmp_conn_fail_all(c, "QMP: reply too long");
+		buf_consume(&c->in, c->in.len);
+	}
+}
+
+/* The monitor on fd (still its owner's), read from now on. */
+struct qmp_conn *
+qmp_conn_new(struct ev_loop *loop, int fd)
+{
+	struct qmp_conn	*c;
+
+	c = xcalloc(1, sizeof *c);
+	c->loop = loop;
+	c->fd = fd;
+	TAILQ_INIT(&c->cmds);
+	util_set_nonblock(fd);
+	ev_io_init(&c->io, qmp_conn_io_cb, fd, EV_READ);
+	c->io.data = c;
+	ev_io_start(loop, &c->io);
+	(void)qmp_conn_command(c, "qmp_capabilities", NULL, NULL, NULL);
+	return (c);
+}
+
+/*
+ * QMP command name, without arguments: cb is told from the loop, NULL
+ * once it returned, else why not. -1 with *cause when it cannot be sent.
+ */
+int
+qmp_conn_command(struct qmp_conn *c, const char *name, qmp_script_cb cb,
+    void *arg, char **cause)
+{
+	struct qmp_cmd	*cmd;
+	char		*line;
+	ssize_t		 w;
+
+	if (!ev_is_active(&c->io)) {
+		if (cause != NULL)
+			xasprintf(cause, "QMP: QEMU closed its monitor");
+		return (-1);
+	}
+	cmd = xcalloc(1, sizeof *cmd);
+	cmd->id = ++c->next_id;
+	cmd->cb = cb;
+	cmd->arg = arg;
+	xasprintf(&line, "{\"execute\":\"%s\",\"id\":%u}\n", name, cmd->id);
+	/* A line into a monitor that reads: all at once, or it is stuck. */
+	w = send(c->fd, line, strlen(line), MSG_NOSIGNAL|MSG_DONTWAIT);
+	if (w != (ssize_t)strlen(line)) {
+		if (cause != NULL)
+			xasprintf(cause, "QMP: send: %s", w == -1 ?
+			    strerror(errno) : "short write");
+		free(line);
+		free(cmd);
+		return (-1);
+	}
+	free(line);
+	TAILQ_INSERT_TAIL(&c->cmds, cmd, entry);
+	return (0);
+}
+
+/* Stop reading; unanswered commands are told nothing. */
+void
+qmp_conn_free(struct qmp_conn *c)
+{
+	struct qmp_cmd	*cmd;
+
+	if (c == NULL)
+		return;
+	ev_io_stop(c->loop, &c->io);
+	while ((cmd = TAILQ_FIRST(&c->cmds)) != NULL) {
+		TAILQ_REMOVE(&c->cmds, cmd, entry);
+		free(cmd);
+	}
+	buf_free(&c->in);
+	free(c);
 }

@@ -51,6 +51,7 @@ static const struct {
 	[SBS_RESTORING] =	{ "restoring", SB_BOOTING },
 	[SBS_RELAUNCHING] =	{ "relaunching", SB_BOOTING },
 	[SBS_READY] =		{ "ready", SB_READY },
+	[SBS_PAUSED] =		{ "paused", SB_PAUSED },
 	[SBS_STOPPING] =	{ "stopping", SB_STOPPING },
 	[SBS_DEAD] =		{ "dead", SB_DEAD },
 };
@@ -69,6 +70,8 @@ static const char *const sandbox_events[SBE_COUNT] = {
 	[SBE_STOP] = "stop",
 	[SBE_KILL] = "kill",
 	[SBE_GO] = "go",
+	[SBE_PAUSED] = "paused",
+	[SBE_RESUMED] = "resumed",
 };
 
 const char *
@@ -97,6 +100,7 @@ sandbox_public_name(enum sandbox_state s)
 	static const char *const names[] = {
 		[SB_NEW] = "new", [SB_BOOTING] = "booting",
 		[SB_SAVING] = "saving", [SB_READY] = "ready",
+		[SB_PAUSED] = "paused",
 		[SB_STOPPING] = "stopping", [SB_DEAD] = "dead",
 	};
 
@@ -113,8 +117,9 @@ sandbox_set_state(struct sandbox *sb, enum sbs s)
 	enum sandbox_state	from = sandbox_public(sb->state);
 	enum sandbox_state	to = sandbox_public(s);
 
-	/* The owner's states only move forward. */
-	assert(to >= from && s != sb->state);
+	/* The owner's states only move forward, but for a resume. */
+	assert((to >= from || (from == SB_PAUSED && to == SB_READY)) &&
+	    s != sb->state);
 	if (to != from) {
 		log_debug("sandbox: %s -> %s", sandbox_public_name(from),
 		    sandbox_public_name(to));
@@ -352,6 +357,11 @@ sandbox_ready(struct sandbox *sb, enum sbe ev, const char *why)
 	gate_release(sb->gate);
 	sandbox_set_state(sb, SBS_READY);
 	sandbox_live_start(sb);
+	/* The monitor is the pause's from now on; a restore's script is done. */
+	qmp_script_free(sb->incoming);
+	sb->incoming = NULL;
+	if (sb->qmp_fd != -1)
+		sb->qmp = qmp_conn_new(sb->loop, sb->qmp_fd);
 	log_debug("agent ready: %s", why);
 	if (sb->cbs.ready != NULL)
 		sb->cbs.ready(sb, sb->cbs.arg);
@@ -391,6 +401,26 @@ sandbox_configure(struct sandbox *sb, enum sbe ev, const char *why)
 	sandbox_send_setup(sb);
 }
 
+/* QMP stop returned: the vCPUs stand still, so the pings stop too. */
+static void
+sandbox_paused(struct sandbox *sb, enum sbe ev, const char *why)
+{
+	(void)ev;
+	(void)why;
+	sandbox_set_state(sb, SBS_PAUSED);
+	ev_timer_stop(sb->loop, &sb->live);
+}
+
+/* QMP cont returned: running again, the pings with it. */
+static void
+sandbox_resumed(struct sandbox *sb, enum sbe ev, const char *why)
+{
+	(void)ev;
+	(void)why;
+	sandbox_set_state(sb, SBS_READY);
+	sandbox_live_resume(sb);
+}
+
 /* QEMU did not stop within the grace. */
 static void
 sandbox_kill(struct sandbox *sb, enum sbe ev, const char *why)
@@ -412,7 +442,8 @@ sandbox_kill(struct sandbox *sb, enum sbe ev, const char *why)
  * saying why QEMU exited, UNREST give the restore up, AGAIN launch again
  * (booting, or restoring the template just saved), GO launch once queued,
  * UNQ stop while queued, STOP stop, GONE dead
- * once QEMU and the console are, KILL SIGKILL.
+ * once QEMU and the console are, KILL SIGKILL, PAUSE paused, RESUME ready
+ * again.
  */
 #define NOP	sandbox_nop
 #define DROP	sandbox_drop
@@ -429,52 +460,57 @@ sandbox_kill(struct sandbox *sb, enum sbe ev, const char *why)
 #define STOP	sandbox_stopping
 #define GO	sandbox_go
 #define UNQ	sandbox_unqueue
+#define PAUSE	sandbox_paused
+#define RESUME	sandbox_resumed
 const sandbox_action sandbox_actions[SBS_COUNT][SBE_COUNT] = {
 /*                    up      refused setupf  broken  saved   deadline
  *                    lost    halted  exited  eof     stop    kill
- *                    go */
+ *                    go      paused  resumed */
 [SBS_NEW] =         { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
                       NOP,    NOP,    NOP,    NOP,    DROP,   NOP,
-                      NOP },
+                      NOP,    NOP,    NOP },
 [SBS_QUEUED] =      { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
                       NOP,    NOP,    NOP,    NOP,    UNQ,    NOP,
-                      GO },
+                      GO,     NOP,    NOP },
 [SBS_BOOTING] =     { READY,  FAIL,   FAIL,   FAIL,   NOP,    LATE,
                       NOP,    NOP,    DEATH,  NOP,    STOP,   NOP,
-                      NOP },
+                      NOP,    NOP,    NOP },
 [SBS_BUILDING] =    { SAVE,   FAIL,   FAIL,   FAIL,   NOP,    LATE,
                       NOP,    NOP,    DEATH,  NOP,    STOP,   NOP,
-                      NOP },
+                      NOP,    NOP,    NOP },
 [SBS_SAVING] =      { NOP,    NOP,    NOP,    NOP,    CONF,   NOP,
                       NOP,    NOP,    NOP,    NOP,    STOP,   NOP,
-                      NOP },
+                      NOP,    NOP,    NOP },
 [SBS_CONFIGURING] = { READY,  FAIL,   FAIL,   FAIL,   NOP,    LATE,
                       NOP,    NOP,    DEATH,  NOP,    STOP,   NOP,
-                      NOP },
+                      NOP,    NOP,    NOP },
 [SBS_RESTARTING] =  { NOP,    NOP,    NOP,    NOP,    NOP,    LATE,
                       NOP,    NOP,    AGAIN,  NOP,    STOP,   NOP,
-                      NOP },
+                      NOP,    NOP,    NOP },
 [SBS_CLONING] =     { READY,  UNREST, FAIL,   FAIL,   NOP,    UNREST,
                       NOP,    NOP,    UNREST, NOP,    STOP,   NOP,
-                      NOP },
+                      NOP,    NOP,    NOP },
 [SBS_RECOVERING] =  { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
                       NOP,    NOP,    AGAIN,  NOP,    STOP,   NOP,
-                      NOP },
+                      NOP,    NOP,    NOP },
 [SBS_RESTORING] =   { READY,  UNREST, FAIL,   FAIL,   NOP,    UNREST,
                       NOP,    NOP,    UNREST, NOP,    STOP,   NOP,
-                      NOP },
+                      NOP,    NOP,    NOP },
 [SBS_RELAUNCHING] = { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
                       NOP,    NOP,    AGAIN,  NOP,    STOP,   NOP,
-                      NOP },
+                      NOP,    NOP,    NOP },
 [SBS_READY] =       { NOP,    NOP,    NOP,    FAIL,   NOP,    NOP,
                       FAIL,   FAIL,   DEATH,  NOP,    STOP,   NOP,
-                      NOP },
+                      NOP,    PAUSE,  NOP },
+[SBS_PAUSED] =      { NOP,    NOP,    NOP,    FAIL,   NOP,    NOP,
+                      NOP,    FAIL,   DEATH,  NOP,    STOP,   NOP,
+                      NOP,    NOP,    RESUME },
 [SBS_STOPPING] =    { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
                       NOP,    NOP,    GONE,   GONE,   NOP,    KILL,
-                      NOP },
+                      NOP,    NOP,    NOP },
 [SBS_DEAD] =        { NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
                       NOP,    NOP,    NOP,    NOP,    NOP,    NOP,
-                      NOP },
+                      NOP,    NOP,    NOP },
 };
 #undef NOP
 #undef DROP
@@ -491,6 +527,8 @@ const sandbox_action sandbox_actions[SBS_COUNT][SBE_COUNT] = {
 #undef STOP
 #undef GO
 #undef UNQ
+#undef PAUSE
+#undef RESUME
 
 /* The transition function: what ev does in the sandbox's state. */
 void
@@ -772,6 +810,63 @@ void
 sandbox_stop(struct sandbox *sb, const char *why)
 {
 	sandbox_event(sb, SBE_STOP, why);
+}
+
+/* QMP's answer to a pause or a resume: the table moves, then the owner hears. */
+static void
+sandbox_qmp_done_cb(const char *error, void *arg)
+{
+	struct sandbox	*sb = arg;
+	sandbox_done_cb	 cb = sb->qmp_cb;
+	int		 pausing = sb->state == SBS_READY;
+
+	sb->qmp_cb = NULL;
+	if (error == NULL)
+		sandbox_event(sb, pausing ? SBE_PAUSED : SBE_RESUMED, NULL);
+	if (cb != NULL)
+		cb(sb, error, sb->qmp_arg);
+}
+
+/* QMP cmd for a sandbox in state want, cb told once it answered. */
+static int
+sandbox_qmp(struct sandbox *sb, enum sbs want, const char *cmd,
+    sandbox_done_cb cb, void *arg, char **cause)
+{
+	if (sb->state != want || sb->qmp == NULL) {
+		xasprintf(cause, "the sandbox is %s", sandbox_public_name(
+		    sandbox_public(sb->state)));
+		return (-1);
+	}
+	if (sb->qmp_cb != NULL) {
+		xasprintf(cause, "a pause or resume is under way");
+		return (-1);
+	}
+	if (qmp_conn_command(sb->qmp, cmd, sandbox_qmp_done_cb, sb,
+	    cause) == -1)
+		return (-1);
+	sb->qmp_cb = cb;
+	sb->qmp_arg = arg;
+	return (0);
+}
+
+/*
+ * Stop the guest's vCPUs (QMP stop): its memory, devices and files stay
+ * as they are, and QEMU takes no CPU. cb is told once it is paused (the
+ * state SB_PAUSED), or why not; -1 with *cause unless it is ready.
+ */
+int
+sandbox_pause(struct sandbox *sb, sandbox_done_cb cb, void *arg,
+    char **cause)
+{
+	return (sandbox_qmp(sb, SBS_READY, "stop", cb, arg, cause));
+}
+
+/* Run a paused sandbox again (QMP cont); as sandbox_pause. */
+int
+sandbox_resume(struct sandbox *sb, sandbox_done_cb cb, void *arg,
+    char **cause)
+{
+	return (sandbox_qmp(sb, SBS_PAUSED, "cont", cb, arg, cause));
 }
 
 enum sandbox_state

@@ -148,14 +148,11 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 		qemu_arg(a, "%s,drive=seed", pc ? "virtio-blk-pci" :
 		    "virtio-blk-device");
 	}
-	if (sb->mode != SB_COLD) {
-		/* Only for saving the state; a restore does not use it. */
-		qemu_arg(a, "-chardev");
-		qemu_arg(a, "socket,id=qmp,fd=%d",
-		    sb->qmp_guest_fd);
-		qemu_arg(a, "-mon");
-		qemu_arg(a, "chardev=qmp,mode=control");
-	}
+	/* Saving the state, restoring it, and pausing a ready guest. */
+	qemu_arg(a, "-chardev");
+	qemu_arg(a, "socket,id=qmp,fd=%d", sb->qmp_guest_fd);
+	qemu_arg(a, "-mon");
+	qemu_arg(a, "chardev=qmp,mode=control");
 	/* The operator's own flags, checked by the profile loader. */
 	for (i = 0; i < (int)p->nextra_args; i++)
 		qemu_arg(a, "%s", p->extra_args[i]);

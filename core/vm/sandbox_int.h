@@ -44,6 +44,8 @@ enum sbs {
 	SBS_RESTORING,		/* restoring a template; /setup sent */
 	SBS_RELAUNCHING,	/* the restore failed: QEMU killed, to boot */
 	SBS_READY,		/* the agent is configured and answers */
+	SBS_PAUSED,		/* QMP stop returned: no vCPU runs, no
+				   pings go, until QMP cont returns */
 	SBS_STOPPING,		/* QEMU asked to stop, waiting for it and
 				   the console to end */
 	SBS_DEAD,		/* reaped and its console closed */
@@ -65,6 +67,8 @@ enum sbe {
 	SBE_STOP,		/* the owner asked it to stop */
 	SBE_KILL,		/* QEMU did not stop in time */
 	SBE_GO,			/* a start slot is ours: launch */
+	SBE_PAUSED,		/* QMP stop returned */
+	SBE_RESUMED,		/* QMP cont returned */
 	SBE_COUNT
 };
 
@@ -115,6 +119,9 @@ struct sandbox {
 	int			 state_fd;	/* the template, for -incoming */
 	int			 ram_fd;	/* its RAM, format 2 */
 	struct qmp_script	*incoming;	/* a format 2 restore's QMP */
+	struct qmp_conn		*qmp;		/* the monitor, once ready */
+	sandbox_done_cb		 qmp_cb;	/* a pause or resume's owner */
+	void			*qmp_arg;
 	int			 built;		/* this run saved the template */
 	struct gate		*gate;		/* our start slot, held until
 						   ready */
@@ -175,6 +182,7 @@ void		 sandbox_send_setup(struct sandbox *);
 double		 sandbox_start_timeout(struct sandbox *);
 void		 sandbox_live_start(struct sandbox *);
 void		 sandbox_live_stop(struct sandbox *);
+void		 sandbox_live_resume(struct sandbox *);
 void		 sandbox_console_mark_cb(void *, const char *);
 
 /* sandbox_boot.c */

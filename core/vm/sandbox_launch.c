@@ -295,8 +295,7 @@ sandbox_sockets(struct sandbox *sb, char **cause)
 			return (-1);
 		sb->ports[i] = agent_conn_new(sb->loop, fd, sb->token);
 	}
-	if (sb->mode != SB_COLD && sandbox_socketpair(&sb->qmp_fd,
-	    &sb->qmp_guest_fd, cause) == -1)
+	if (sandbox_socketpair(&sb->qmp_fd, &sb->qmp_guest_fd, cause) == -1)
 		return (-1);
 	return (0);
 }
@@ -428,6 +427,9 @@ sandbox_launch_free(struct sandbox *sb)
 
 	qmp_script_free(sb->incoming);
 	sb->incoming = NULL;
+	qmp_conn_free(sb->qmp);
+	sb->qmp = NULL;
+	sb->qmp_cb = NULL;
 	sandbox_boot_unwatch(sb);
 	for (i = 0; i < QSUP_PORT_COUNT; i++) {
 		agent_conn_free(sb->ports[i]);

@@ -104,6 +104,20 @@ sandbox_live_start(struct sandbox *sb)
 	ev_timer_start(sb->loop, &sb->live);
 }
 
+/*
+ * Resumed: the pings again. One sent before the pause is given its whole
+ * time from now: the guest could not answer while it stood still.
+ */
+void
+sandbox_live_resume(struct sandbox *sb)
+{
+	if (sb->ping_sent > 0)
+		sb->ping_sent = util_now();
+	sb->live_tick = util_now();
+	ev_timer_set(&sb->live, SANDBOX_PING_EVERY, SANDBOX_PING_EVERY);
+	ev_timer_start(sb->loop, &sb->live);
+}
+
 /* Stopping: no more pings; -v says how they went. */
 void
 sandbox_live_stop(struct sandbox *sb)

@@ -32,7 +32,10 @@ struct seed_file {
 int		 seed_iso_write(const char *, const struct seed_file *, size_t,
 		     char **);
 
-/* qmp.c: QMP, blocking while QEMU is paused, or a script on the loop */
+/*
+ * qmp.c: QMP, blocking while QEMU is paused, a script on the loop, or a
+ * running QEMU's monitor on the loop
+ */
 struct qmp {
 	int		 fd;
 	struct buf	 in;
@@ -49,6 +52,11 @@ typedef void	(*qmp_script_cb)(const char *, void *);
 struct qmp_script *qmp_script_new(struct ev_loop *, int, const char *const *,
 		     size_t, qmp_script_cb, void *, char **);
 void		 qmp_script_free(struct qmp_script *);
+struct qmp_conn;
+struct qmp_conn	*qmp_conn_new(struct ev_loop *, int);
+int		 qmp_conn_command(struct qmp_conn *, const char *,
+		     qmp_script_cb, void *, char **);
+void		 qmp_conn_free(struct qmp_conn *);
 
 /* kvm.c */
 enum accel {
@@ -354,7 +362,8 @@ void		 agent_escape(struct buf *, const char *, size_t, size_t);
 
 /*
  * sandbox*.c: one sandbox, a state table (sandbox_int.h has its states
- * and events). Its owner sees these states, which only move forward.
+ * and events). Its owner sees these states, which only move forward,
+ * but for a pause's way back to ready.
  */
 enum sandbox_state {
 	SB_NEW,
@@ -363,6 +372,7 @@ enum sandbox_state {
 	SB_SAVING,	/* writing a template of the booted guest, then
 			   configuring it */
 	SB_READY,	/* the agent answered with this sandbox's token */
+	SB_PAUSED,	/* its vCPUs stopped (QMP stop) until resumed */
 	SB_STOPPING,	/* QEMU asked to stop, waiting for it to be reaped */
 	SB_DEAD		/* reaped and its console closed */
 };
@@ -388,6 +398,11 @@ double		 sandbox_overlay_seconds(struct sandbox *);
 int		 sandbox_start(struct sandbox *, const struct accel_choice *,
 		     char **);
 void		 sandbox_stop(struct sandbox *, const char *);
+typedef void	(*sandbox_done_cb)(struct sandbox *, const char *, void *);
+int		 sandbox_pause(struct sandbox *, sandbox_done_cb, void *,
+		     char **);
+int		 sandbox_resume(struct sandbox *, sandbox_done_cb, void *,
+		     char **);
 enum sandbox_state sandbox_state(struct sandbox *);
 struct agent_conn *sandbox_port(struct sandbox *, int);
 const struct accel_choice *sandbox_accel(struct sandbox *);
