@@ -167,7 +167,7 @@ Test(sandbox, lost_ping_fails_then_dies)
 
 	sandbox_event(sb, SBE_LOST, "the guest stopped answering for 9 s");
 	cr_assert_str_eq(said.data, "failed(the guest stopped answering "
-	    "for 9 s) in 3|dead in 5|");
+	    "for 9 s) in 3|dead in 6|");
 	cr_assert_eq(sb->state, SBS_DEAD);
 	sandbox_free(sb);
 }
@@ -178,7 +178,7 @@ Test(sandbox, deadline_while_booting)
 
 	sandbox_event(sb, SBE_DEADLINE, NULL);
 	cr_assert_str_eq(said.data, "failed(the guest did not become ready "
-	    "within 60 s (accelerator tcg)) in 1|dead in 5|");
+	    "within 60 s (accelerator tcg)) in 1|dead in 6|");
 	sandbox_free(sb);
 }
 
@@ -205,7 +205,7 @@ Test(sandbox, halted_only_matters_when_ready)
 	sb->state = SBS_READY;
 	sandbox_event(sb, SBE_HALTED, "the guest halted");
 	cr_assert_str_eq(said.data, "failed(the guest halted) in 3|"
-	    "dead in 5|");
+	    "dead in 6|");
 	sandbox_free(sb);
 }
 
@@ -215,6 +215,39 @@ Test(sandbox, refused_setup_fails_a_boot)
 
 	sandbox_event(sb, SBE_SETUP_FAILED, "guest setup failed (503): x");
 	cr_assert_str_eq(said.data, "failed(guest setup failed (503): x) "
-	    "in 2|dead in 5|");
+	    "in 2|dead in 6|");
+	sandbox_free(sb);
+}
+
+Test(sandbox, paused_and_back)
+{
+	struct sandbox	*sb = new_sandbox(SBS_READY);
+
+	sandbox_event(sb, SBE_PAUSED, NULL);
+	cr_assert_eq(sandbox_state(sb), SB_PAUSED);
+	/* No pings go while paused: a late "lost" is nothing. */
+	sandbox_event(sb, SBE_LOST, "late");
+	sandbox_event(sb, SBE_PAUSED, NULL);
+	cr_assert_eq(sb->state, SBS_PAUSED);
+	sandbox_event(sb, SBE_RESUMED, NULL);
+	cr_assert_eq(sandbox_state(sb), SB_READY);
+	sandbox_event(sb, SBE_RESUMED, NULL);
+	cr_assert_eq(sb->state, SBS_READY);
+	cr_assert_str_eq(said.data, "");
+	sandbox_free(sb);
+}
+
+Test(sandbox, pause_needs_ready)
+{
+	struct sandbox	*sb = new_sandbox(SBS_BOOTING);
+	char		*cause = NULL;
+
+	cr_assert_eq(sandbox_pause(sb, NULL, NULL, &cause), -1);
+	cr_assert_str_eq(cause, "the sandbox is booting");
+	free(cause);
+	cause = NULL;
+	cr_assert_eq(sandbox_resume(sb, NULL, NULL, &cause), -1);
+	cr_assert_str_eq(cause, "the sandbox is booting");
+	free(cause);
 	sandbox_free(sb);
 }
