@@ -45,7 +45,7 @@ serve_find(struct serve *srv, const char *name)
 }
 
 /* The sandbox as the API shows it. */
-static void
+void
 serve_sb_json(struct serve_sb *s, struct buf *b)
 {
 	const struct net_port	*np;
@@ -104,10 +104,11 @@ serve_sb_json(struct serve_sb *s, struct buf *b)
 		buf_json_string(b, s->phase);
 	else
 		buf_puts(b, "null");
+	serve_life_json(s, b);
 	buf_puts(b, "}");
 }
 
-static void
+void
 serve_sb_event(struct serve_sb *s)
 {
 	struct buf	b = { 0 };
@@ -149,7 +150,7 @@ serve_waiter_close_cb(void *arg)
 	x->conn = NULL;		/* answered to nobody */
 }
 
-static void
+void
 serve_wait(struct serve_waiters *w, struct serve_sb *s,
     struct httpd_conn *conn)
 {
@@ -163,7 +164,7 @@ serve_wait(struct serve_waiters *w, struct serve_sb *s,
 }
 
 /* Answer every waiter of w with status and body (JSON). */
-static void
+void
 serve_answer(struct serve_waiters *w, int status, const char *body)
 {
 	struct serve_waiter	*x;
@@ -196,6 +197,8 @@ serve_ready_cb(struct sandbox *sb, void *arg)
 	}
 	log_debug("sandbox %s ready in %.3f s (%s)", s->name, s->boot_s,
 	    s->start);
+	s->t_active = util_now();
+	serve_life_arm(s);
 	serve_sb_json(s, &b);
 	serve_answer(&s->create_waiters, 201, b.data);
 	buf_free(&b);
@@ -285,6 +288,7 @@ serve_sb_gone(struct serve_sb *s)
 	} else if (s->report == NULL)
 		serve_report(s);
 	serve_exec_sandbox_gone(s, s->reason);
+	serve_life_gone(s);
 	if (s->sb != NULL) {
 		sandbox_free(s->sb);	/* its run directory goes too */
 		s->sb = NULL;
@@ -345,7 +349,9 @@ static void
 serve_sb_free(struct serve_sb *s)
 {
 	ev_timer_stop(s->srv->loop, &s->reap);
+	serve_life_gone(s);
 	serve_waiters_free(&s->create_waiters);
+	serve_waiters_free(&s->qmp_waiters);
 	serve_waiters_free(&s->delete_waiters);
 	profile_free(&s->profile);
 	free(s->accel.why);
@@ -366,7 +372,7 @@ serve_sb_free(struct serve_sb *s)
 }
 
 /* Stop s; its record goes once it is dead (now, if it never ran). */
-static void
+void
 serve_sb_stop(struct serve_sb *s, const char *why)
 {
 	if (s->state == SERVE_DEAD || s->state == SERVE_STOPPING)
@@ -777,7 +783,8 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
     void *arg)
 {
 	static const char *const fields[] = {
-		"name", "profile", "settings", "extra_args", "wait", NULL
+		"name", "profile", "settings", "extra_args", "wait", "ttl",
+		"idle_ttl", "on_ttl", NULL
 	};
 	struct serve		*srv = arg;
 	struct serve_sb		*s = NULL;
@@ -812,6 +819,10 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 		goto out;
 	}
 	s = xcalloc(1, sizeof *s);
+	s->srv = srv;
+	serve_life_init(s);
+	if (serve_life_fields(s, j, &err) == -1)
+		goto out;
 	if (profile_load_set(&s->profile, profile, sets, nsets, &cause) ==
 	    -1) {
 		serve_bad_field(&err, settings != NULL ? "settings" :
@@ -863,6 +874,7 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	}
 	TAILQ_INSERT_TAIL(&srv->sbs, s, entry);
 	serve_sb_event(s);
+	serve_life_arm(s);	/* its ttl runs from now */
 	if (wait)
 		serve_wait(&s->create_waiters, s, conn);
 	else {

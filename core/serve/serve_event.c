@@ -18,6 +18,8 @@ serve_state_name(enum serve_state s)
 		return ("booting");
 	case SERVE_READY:
 		return ("ready");
+	case SERVE_PAUSED:
+		return ("paused");
 	case SERVE_STOPPING:
 		return ("stopping");
 	case SERVE_DEAD:

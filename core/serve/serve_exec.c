@@ -182,6 +182,19 @@ serve_exec_running(const struct serve_exec *e)
 	return (e->job == SERVE_EXEC && exec_state(e->x) != EXEC_DONE);
 }
 
+/* An exec or a file job of s under way: it is not idle. */
+int
+serve_exec_busy(const struct serve_sb *s)
+{
+	const struct serve_exec	*e;
+
+	TAILQ_FOREACH(e, &s->execs, entry) {
+		if (exec_state(e->x) != EXEC_DONE)
+			return (1);
+	}
+	return (0);
+}
+
 /* A file job's errno as an HTTP status. */
 static int
 serve_errno_status(int e)
@@ -320,6 +333,7 @@ serve_done_cb(struct exec *x, const struct exec_result *r, void *arg)
 		error = r->error;
 		break;
 	}
+	e->sb->t_active = util_now();	/* idle_ttl runs from its end */
 	serve_port_give(e->sb, e->port);
 	if (!exec_stdin_busy(e->x)) {
 		serve_port_give(e->sb, e->in_port);
@@ -534,6 +548,7 @@ serve_exec_new(struct serve_sb *s, struct httpd_conn *conn,
 	e->want_stdin = uploads;
 	e->conn = conn;
 	e->t_start = util_now();
+	s->t_active = e->t_start;
 	ports.stream = port;
 	ports.in = in_port;
 	ports.control = SERVE_PORT_CONTROL;

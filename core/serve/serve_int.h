@@ -4,7 +4,9 @@
  * serve_event.c (states' names, the event stream), serve_exec.c (execs,
  * stdin, signals, terminals, files), serve_setup.c (setup layers built
  * in a child, "qsup run --setup-only", off the loop), serve.c (the named
- * sandboxes and their lives), serve_metrics.c (/metrics), serve_route.c
+ * sandboxes and their lives), serve_life.c (pause, resume and time
+ * limits: serve.c calls its hooks as a sandbox comes up and goes),
+ * serve_metrics.c (/metrics), serve_route.c
  * (the route table: a request matched into a typed serve_req and its
  * handler).
  */
@@ -44,9 +46,18 @@
 enum serve_state {
 	SERVE_BOOTING,
 	SERVE_READY,
+	SERVE_PAUSED,
 	SERVE_STOPPING,
 	SERVE_DEAD
 };
+#define SERVE_NSTATES	(SERVE_DEAD + 1)
+
+/* What a time limit does when it expires. */
+enum serve_on_ttl {
+	SERVE_TTL_DELETE,
+	SERVE_TTL_PAUSE
+};
+#define SERVE_TTL_MAX	(10.0 * 366 * 86400)	/* a sane deadline */
 
 enum serve_job {
 	SERVE_EXEC,
@@ -123,6 +134,16 @@ struct serve_sb {
 	struct serve_execs	 execs;
 	unsigned		 ports_busy;	/* bit i: port i taken */
 	ev_timer		 reap;		/* frees sb off its callback */
+	/* serve_life.c: pause, resume, time limits */
+	struct serve_waiters	 qmp_waiters;	/* a pause's or resume's */
+	enum serve_state	 qmp_want;	/* what it goes to, or DEAD:
+						   none under way */
+	double			 ttl;		/* from its creation; 0: none */
+	double			 idle_ttl;	/* without an exec; 0: none */
+	enum serve_on_ttl	 on_ttl;
+	double			 t_active;	/* the last exec's, or ready */
+	ev_timer		 ttl_timer;
+	ev_timer		 idle_timer;
 };
 
 /* An /v1/events subscriber. */
@@ -185,6 +206,7 @@ serve_handler	 serve_events;
 /* serve_exec.c */
 extern const double serve_exec_le[11];	/* qsup_exec_seconds' buckets */
 int		 serve_exec_running(const struct serve_exec *);
+int		 serve_exec_busy(const struct serve_sb *);
 void		 serve_exec_sandbox_gone(struct serve_sb *, const char *);
 int		 serve_signal_number(const char *);
 serve_handler	 serve_exec_post;
@@ -212,6 +234,24 @@ serve_handler	 serve_list;
 serve_handler	 serve_create;
 serve_handler	 serve_get;
 serve_handler	 serve_delete;
+
+void		 serve_sb_event(struct serve_sb *);
+void		 serve_sb_json(struct serve_sb *, struct buf *);
+void		 serve_sb_stop(struct serve_sb *, const char *);
+void		 serve_wait(struct serve_waiters *, struct serve_sb *,
+		     struct httpd_conn *);
+void		 serve_answer(struct serve_waiters *, int, const char *);
+
+/* serve_life.c */
+void		 serve_life_init(struct serve_sb *);
+int		 serve_life_fields(struct serve_sb *, json_t *,
+		     struct serve_error *);
+void		 serve_life_arm(struct serve_sb *);
+void		 serve_life_gone(struct serve_sb *);
+void		 serve_life_json(struct serve_sb *, struct buf *);
+serve_handler	 serve_pause;
+serve_handler	 serve_resume;
+serve_handler	 serve_patch;
 
 /* serve_metrics.c */
 serve_handler	 serve_metrics;

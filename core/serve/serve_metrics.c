@@ -17,7 +17,7 @@ serve_metrics(const struct serve_req *r, struct serve_error *err)
 	struct serve_sb		*s;
 	struct serve_exec	*e;
 	struct net_stats	 st;
-	unsigned long long	 n[4] = { 0 }, up, down, running = 0, cum = 0;
+	unsigned long long	 n[SERVE_NSTATES] = { 0 }, up, down, running = 0, cum = 0;
 	unsigned long long	 answered[HTTPD_CLASSES];
 	unsigned long long	 shed[HTTPD_SHED_N];
 	struct buf		 b = { 0 };
@@ -40,7 +40,7 @@ serve_metrics(const struct serve_req *r, struct serve_error *err)
 	}
 	buf_puts(&b, "# HELP qsup_sandboxes Sandboxes by state.\n"
 	    "# TYPE qsup_sandboxes gauge\n");
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < SERVE_NSTATES; i++)
 		buf_printf(&b, "qsup_sandboxes{state=\"%s\"} %llu\n",
 		    serve_state_name(i), n[i]);
 	buf_puts(&b, "# HELP qsup_boots_total Sandboxes that came up, by "

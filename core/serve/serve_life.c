@@ -1,0 +1,420 @@
+/*
+ * A sandbox's life once it is made: pause and resume (QMP stop and cont,
+ * through core/vm), and its time limits, "ttl" (seconds from its
+ * creation) and "idle_ttl" (seconds without an exec or a file call),
+ * each ending in a delete or a pause ("on_ttl"). Each limit is one
+ * ev_timer, armed for its deadline and re-armed when the deadline moves
+ * (libev's manual: "be smart about timeouts"), so nothing polls.
+ *
+ * ttl fires once and is then lifted: a sandbox it paused and that is
+ * resumed runs on. idle_ttl stays: a resumed sandbox left idle again is
+ * paused again. The idle clock runs only while the sandbox is ready, and
+ * starts again at its readiness, at each exec's or file call's start and
+ * end, and at a resume; an exec under way keeps it from being idle.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ev.h>
+#include <jansson.h>
+
+#include "serve_int.h"
+
+static const char *const serve_on_ttl_names[] = {
+	[SERVE_TTL_DELETE] = "delete",
+	[SERVE_TTL_PAUSE] = "pause",
+};
+
+static void	serve_ttl_cb(struct ev_loop *, ev_timer *, int);
+static void	serve_idle_cb(struct ev_loop *, ev_timer *, int);
+static void	serve_life_done_cb(struct sandbox *, const char *, void *);
+
+/* A new sandbox's: no limits, nothing under way. */
+void
+serve_life_init(struct serve_sb *s)
+{
+	TAILQ_INIT(&s->qmp_waiters);
+	s->qmp_want = SERVE_DEAD;
+	s->on_ttl = SERVE_TTL_DELETE;
+	ev_init(&s->ttl_timer, serve_ttl_cb);
+	s->ttl_timer.data = s;
+	ev_init(&s->idle_timer, serve_idle_cb);
+	s->idle_timer.data = s;
+}
+
+/* Seconds until ttl's deadline (negative: past), if there is one. */
+static double
+serve_ttl_left(struct serve_sb *s)
+{
+	return (s->t_created + s->ttl - util_now());
+}
+
+/* Seconds until idle_ttl's deadline, while it runs: ready, not busy. */
+static int
+serve_idle_left(struct serve_sb *s, double *left)
+{
+	if (s->idle_ttl == 0 || s->state != SERVE_READY)
+		return (0);
+	if (serve_exec_busy(s))
+		*left = s->idle_ttl;
+	else
+		*left = s->t_active + s->idle_ttl - util_now();
+	return (1);
+}
+
+/* Both timers as the limits and the state say: after any change. */
+void
+serve_life_arm(struct serve_sb *s)
+{
+	struct ev_loop	*loop = s->srv->loop;
+	double		 left;
+
+	ev_timer_stop(loop, &s->ttl_timer);
+	ev_timer_stop(loop, &s->idle_timer);
+	if (s->state == SERVE_STOPPING || s->state == SERVE_DEAD)
+		return;
+	if (s->ttl > 0) {
+		left = serve_ttl_left(s);
+		ev_timer_set(&s->ttl_timer, left > 0 ? left : 0, 0);
+		ev_timer_start(loop, &s->ttl_timer);
+	}
+	if (serve_idle_left(s, &left)) {
+		ev_timer_set(&s->idle_timer, left > 0 ? left : 0, 0);
+		ev_timer_start(loop, &s->idle_timer);
+	}
+}
+
+/* It is over: no timer, and a pause or resume waited for is refused. */
+void
+serve_life_gone(struct serve_sb *s)
+{
+	struct buf	b = { 0 };
+
+	ev_timer_stop(s->srv->loop, &s->ttl_timer);
+	ev_timer_stop(s->srv->loop, &s->idle_timer);
+	s->qmp_want = SERVE_DEAD;
+	if (TAILQ_EMPTY(&s->qmp_waiters))
+		return;
+	buf_puts(&b, "{\"error\":");
+	buf_printf(&b, "\"sandbox %s is %s\"}", s->name,
+	    s->deleting ? "deleted" : "dead");
+	serve_answer(&s->qmp_waiters, 409, b.data);
+	buf_free(&b);
+}
+
+/* A deadline as the API shows it: its time and the seconds left. */
+static void
+serve_life_deadline(struct buf *b, const char *name, int set, double left)
+{
+	char		when[32];
+	struct tm	tm;
+	time_t		t;
+
+	if (!set) {
+		buf_printf(b, ",\"%s_deadline\":null,\"%s_left\":null", name,
+		    name);
+		return;
+	}
+	if (left < 0)
+		left = 0;
+	t = time(NULL) + (time_t)ceil(left);
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	buf_printf(b, ",\"%s_deadline\":\"%s\",\"%s_left\":%.1f", name, when,
+	    name, left);
+}
+
+/* The limits, members of the sandbox's JSON object. */
+void
+serve_life_json(struct serve_sb *s, struct buf *b)
+{
+	double	left = 0;
+	int	live = s->state != SERVE_STOPPING && s->state != SERVE_DEAD;
+	int	idle;
+
+	if (s->ttl > 0)
+		buf_printf(b, ",\"ttl\":%.17g", s->ttl);
+	else
+		buf_puts(b, ",\"ttl\":null");
+	if (s->idle_ttl > 0)
+		buf_printf(b, ",\"idle_ttl\":%.17g", s->idle_ttl);
+	else
+		buf_puts(b, ",\"idle_ttl\":null");
+	buf_printf(b, ",\"on_ttl\":\"%s\"", serve_on_ttl_names[s->on_ttl]);
+	serve_life_deadline(b, "ttl", live && s->ttl > 0,
+	    live && s->ttl > 0 ? serve_ttl_left(s) : 0);
+	idle = live && serve_idle_left(s, &left);
+	serve_life_deadline(b, "idle", idle, left);
+}
+
+/* One limit from a body: 0 (absent or set), or -1 with err (400). */
+static int
+serve_life_seconds(json_t *j, const char *name, double *to,
+    struct serve_error *err)
+{
+	json_t	*v = json_object_get(j, name);
+	double	 d;
+
+	if (v == NULL)
+		return (0);
+	if (json_is_null(v)) {
+		*to = 0;
+		return (0);
+	}
+	if (!json_is_number(v) || (d = json_number_value(v)) < 0 ||
+	    d > SERVE_TTL_MAX || isnan(d))
+		return (serve_bad_field(err, name, "must be a number of "
+		    "seconds, 0 to 316224000 (0 or null: no limit)"));
+	*to = d;
+	return (0);
+}
+
+/*
+ * ttl, idle_ttl and on_ttl from a create's or a PATCH's body, into s, all
+ * or none: 0, or -1 with err (400 naming the field).
+ */
+int
+serve_life_fields(struct serve_sb *s, json_t *j, struct serve_error *err)
+{
+	double		 ttl = s->ttl, idle = s->idle_ttl;
+	enum serve_on_ttl on = s->on_ttl;
+	json_t		*v;
+	const char	*o;
+
+	if (serve_life_seconds(j, "ttl", &ttl, err) == -1 ||
+	    serve_life_seconds(j, "idle_ttl", &idle, err) == -1)
+		return (-1);
+	if ((v = json_object_get(j, "on_ttl")) != NULL) {
+		o = json_is_string(v) ? json_string_value(v) : "";
+		if (strcmp(o, "delete") == 0)
+			on = SERVE_TTL_DELETE;
+		else if (strcmp(o, "pause") == 0)
+			on = SERVE_TTL_PAUSE;
+		else
+			return (serve_bad_field(err, "on_ttl", "must be "
+			    "\"delete\" or \"pause\""));
+	}
+	s->ttl = ttl;
+	s->idle_ttl = idle;
+	s->on_ttl = on;
+	return (0);
+}
+
+/* The event of a limit that expired, and what it does. */
+static void
+serve_life_expired_event(struct serve_sb *s, const char *which,
+    double seconds, const char *done)
+{
+	struct buf	b = { 0 };
+
+	buf_puts(&b, "{\"sandbox\":");
+	buf_json_string(&b, s->name);
+	buf_printf(&b, ",\"limit\":\"%s\",\"seconds\":%.17g,\"action\":\"%s\","
+	    "\"done\":", which, seconds, serve_on_ttl_names[s->on_ttl]);
+	buf_json_string(&b, done);
+	buf_puts(&b, "}");
+	serve_event(s->srv, "ttl", b.data);
+	buf_free(&b);
+}
+
+/* A limit expired: s is deleted or paused, as on_ttl says. */
+static void
+serve_life_expire(struct serve_sb *s, const char *which, double seconds)
+{
+	char	*why = NULL, *cause = NULL;
+
+	log_info("sandbox %s: %s of %g s expired: %s", s->name, which,
+	    seconds, serve_on_ttl_names[s->on_ttl]);
+	if (s->on_ttl == SERVE_TTL_DELETE) {
+		serve_life_expired_event(s, which, seconds, "deleting");
+		xasprintf(&why, "%s of %g s expired", which, seconds);
+		free(s->reason);
+		s->reason = why;
+		s->deleting = 1;
+		serve_sb_stop(s, why);
+		return;
+	}
+	if (s->state == SERVE_PAUSED || s->qmp_want == SERVE_PAUSED) {
+		serve_life_expired_event(s, which, seconds, "already paused");
+		return;
+	}
+	if (s->qmp_want == SERVE_DEAD && sandbox_pause(s->sb,
+	    serve_life_done_cb, s, &cause) == 0) {
+		s->qmp_want = SERVE_PAUSED;
+		serve_life_expired_event(s, which, seconds, "pausing");
+		return;
+	}
+	xasprintf(&why, "not paused: %s", cause != NULL ? cause :
+	    "a resume is under way");
+	serve_life_expired_event(s, which, seconds, why);
+	free(why);
+	free(cause);
+}
+
+static void
+serve_ttl_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct serve_sb	*s = w->data;
+	double		 ttl = s->ttl;
+
+	(void)loop;
+	(void)revents;
+	/* A pause waits for the sandbox to be ready; a delete does not. */
+	if (s->on_ttl == SERVE_TTL_PAUSE && s->state == SERVE_BOOTING)
+		return;		/* serve_life_arm at its readiness */
+	s->ttl = 0;		/* once: a resumed sandbox runs on */
+	serve_life_expire(s, "ttl", ttl);
+}
+
+static void
+serve_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct serve_sb	*s = w->data;
+	double		 left;
+
+	(void)revents;
+	if (!serve_idle_left(s, &left))
+		return;
+	if (left > 0.001) {
+		/* Active since it was armed: wait for the new deadline. */
+		ev_timer_set(w, left, 0);
+		ev_timer_start(loop, w);
+		return;
+	}
+	serve_life_expire(s, "idle_ttl", s->idle_ttl);
+}
+
+/* QMP answered a pause or a resume: the state, the event, the answers. */
+static void
+serve_life_done_cb(struct sandbox *sb, const char *error, void *arg)
+{
+	struct serve_sb	*s = arg;
+	struct buf	 b = { 0 };
+	enum serve_state want = s->qmp_want;
+
+	(void)sb;
+	s->qmp_want = SERVE_DEAD;
+	if (error != NULL || (s->state != SERVE_READY &&
+	    s->state != SERVE_PAUSED)) {
+		log_warnx("sandbox %s: %s: %s", s->name, want ==
+		    SERVE_PAUSED ? "pause" : "resume", error != NULL ? error :
+		    serve_state_name(s->state));
+		buf_puts(&b, "{\"error\":");
+		buf_json_string(&b, error != NULL ? error :
+		    serve_state_name(s->state));
+		buf_puts(&b, "}");
+		serve_answer(&s->qmp_waiters, error != NULL ? 500 : 409,
+		    b.data);
+		buf_free(&b);
+		return;
+	}
+	s->state = want;
+	if (want == SERVE_READY)
+		s->t_active = util_now();	/* idle from the resume */
+	serve_life_arm(s);
+	serve_sb_event(s);
+	serve_sb_json(s, &b);
+	serve_answer(&s->qmp_waiters, 200, b.data);
+	buf_free(&b);
+}
+
+/*
+ * POST .../pause and .../resume: to state want. Already there (or on the
+ * way): answered with the sandbox. Booting, stopping, dead: 409.
+ */
+static int
+serve_life_move(const struct serve_req *r, enum serve_state want,
+    struct serve_error *err)
+{
+	struct serve_sb	*s = r->sb;
+	struct buf	 b = { 0 };
+	char		*cause = NULL;
+	int		 rc;
+
+	if (s->qmp_want == want) {
+		serve_wait(&s->qmp_waiters, s, r->conn);
+		return (0);
+	}
+	if (s->qmp_want != SERVE_DEAD)
+		return (serve_fail(err, 409, NULL, "sandbox %s: a %s is under "
+		    "way", s->name, want == SERVE_PAUSED ? "resume" :
+		    "pause"));
+	if (s->state == want) {
+		serve_sb_json(s, &b);
+		httpd_respond_json(r->conn, 200, b.data, b.len);
+		buf_free(&b);
+		return (0);
+	}
+	if ((s->state != SERVE_READY && s->state != SERVE_PAUSED) ||
+	    s->sb == NULL)
+		return (serve_fail(err, 409, NULL, "sandbox %s is %s",
+		    s->name, serve_state_name(s->state)));
+	rc = want == SERVE_PAUSED ? sandbox_pause(s->sb, serve_life_done_cb,
+	    s, &cause) : sandbox_resume(s->sb, serve_life_done_cb, s, &cause);
+	if (rc == -1) {
+		serve_fail(err, 409, NULL, "sandbox %s: %s", s->name, cause);
+		free(cause);
+		return (-1);
+	}
+	s->qmp_want = want;
+	serve_wait(&s->qmp_waiters, s, r->conn);
+	return (0);
+}
+
+/* POST /v1/sandboxes/{name}/pause */
+int
+serve_pause(const struct serve_req *r, struct serve_error *err)
+{
+	return (serve_life_move(r, SERVE_PAUSED, err));
+}
+
+/* POST /v1/sandboxes/{name}/resume */
+int
+serve_resume(const struct serve_req *r, struct serve_error *err)
+{
+	return (serve_life_move(r, SERVE_READY, err));
+}
+
+static void
+serve_patch_body(struct httpd_conn *conn, const char *body, size_t len,
+    void *arg)
+{
+	static const char *const fields[] = {
+		"ttl", "idle_ttl", "on_ttl", NULL
+	};
+	struct serve_sb		*s = arg;
+	struct serve_error	 err = { 0 };
+	struct buf		 b = { 0 };
+	json_t			*j = NULL;
+
+	if (serve_json_body(body, len, &j, &err) == -1 ||
+	    serve_check_fields(j, fields, &err) == -1)
+		goto out;
+	if (s->state == SERVE_STOPPING || s->state == SERVE_DEAD) {
+		serve_fail(&err, 409, NULL, "sandbox %s is %s", s->name,
+		    serve_state_name(s->state));
+		goto out;
+	}
+	if (serve_life_fields(s, j, &err) == -1)
+		goto out;
+	serve_life_arm(s);
+	serve_sb_json(s, &b);
+	httpd_respond_json(conn, 200, b.data, b.len);
+	buf_free(&b);
+out:
+	json_decref(j);
+	if (err.status != 0)
+		serve_error_answer(conn, &err);
+}
+
+/* PATCH /v1/sandboxes/{name}: its limits changed, once its body is in. */
+int
+serve_patch(const struct serve_req *r, struct serve_error *err)
+{
+	(void)err;
+	httpd_read_body(r->conn, serve_patch_body, r->sb);
+	return (0);
+}
