@@ -248,8 +248,12 @@ struct mcp;
 struct mcp	*mcp_new(const struct mcp_backend *, const char *);
 char		*mcp_handle(struct mcp *, const char *, size_t);
 void		 mcp_free(struct mcp *);
+/* cmd_mcp_text.c */
 void		 mcp_utf8_clean(const char *, size_t, struct buf *);
+int		 mcp_utf8_valid(const char *, size_t);
+size_t		 mcp_utf8_whole(const char *, size_t);
 char		*mcp_base64(const void *, size_t);
+int		 mcp_unbase64(const char *, size_t, unsigned char **, size_t *);
 extern const struct cmd_entry	 cmd_profile_entry;	/* cmd_profile.c */
 extern const struct cmd_entry	 cmd_profile_import_entry; /* cmd_profile_import.c */
 int		 cmd_profile_import(const struct cmd_entry *, int, char **);

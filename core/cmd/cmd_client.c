@@ -29,6 +29,8 @@ static int	cmd_sandbox_create(const struct cmd_entry *, int, char **);
 static int	cmd_sandbox_inspect(const struct cmd_entry *, int, char **);
 static int	cmd_client_ls(const struct cmd_entry *, int, char **);
 static int	cmd_client_rm(const struct cmd_entry *, int, char **);
+static int	cmd_sandbox_pause(const struct cmd_entry *, int, char **);
+static int	cmd_sandbox_resume(const struct cmd_entry *, int, char **);
 static int	cmd_client_exec(const struct cmd_entry *, int, char **);
 static int	cmd_client_cp(const struct cmd_entry *, int, char **);
 
@@ -150,17 +152,51 @@ static const struct cmd_entry cmd_sandbox_inspect_entry = {
 	.exec = cmd_sandbox_inspect
 };
 
+static const struct cmd_entry cmd_sandbox_pause_entry = {
+	.name = "pause",
+	.usage = "sandbox pause NAME...",
+	.summary = "stop sandboxes' CPUs, their state kept",
+	.help =
+"Pause each sandbox named (QMP stop): its processes, memory and files stay\n"
+"as they are and its QEMU takes no CPU until it is resumed; execs and file\n"
+"calls are refused meanwhile. Prints each name once it is paused; a\n"
+"paused one is left as it is. Exit 1 if any was refused (booting,\n"
+"stopping, dead), 125 if the server did not answer.\n"
+"\n",
+	.options = cmd_client_options,
+	.flags = CMD_IN_ORDER,
+	.notes = CMD_CLIENT_TOKEN_HELP,
+	.exec = cmd_sandbox_pause
+};
+
+static const struct cmd_entry cmd_sandbox_resume_entry = {
+	.name = "resume",
+	.usage = "sandbox resume NAME...",
+	.summary = "run paused sandboxes again",
+	.help =
+"Resume each sandbox named (QMP cont), where it was paused. Prints each\n"
+"name once it runs; one that runs is left as it is. Exit as pause.\n"
+"\n",
+	.options = cmd_client_options,
+	.flags = CMD_IN_ORDER,
+	.notes = CMD_CLIENT_TOKEN_HELP,
+	.exec = cmd_sandbox_resume
+};
+
 static const struct cmd_entry *const cmd_sandbox_subs[] = {
 	&cmd_sandbox_create_entry,
 	&cmd_sandbox_ls_entry,
 	&cmd_sandbox_rm_entry,
 	&cmd_sandbox_inspect_entry,
+	&cmd_sandbox_pause_entry,
+	&cmd_sandbox_resume_entry,
 	NULL
 };
 
 const struct cmd_entry cmd_sandbox_entry = {
 	.name = "sandbox",
-	.summary = "create, list, inspect or remove a server's sandboxes",
+	.summary = "create, list, inspect, pause, resume or remove a server's "
+	    "sandboxes",
 	.subs = cmd_sandbox_subs,
 	.exec = cmd_sandbox_exec
 };
@@ -544,8 +580,13 @@ out:
 	return (ret);
 }
 
+/*
+ * One call, METHOD of a sandbox's path with rest, for each NAME given,
+ * its name printed once answered; one failing does not stop the others.
+ */
 static int
-cmd_client_rm(const struct cmd_entry *self, int argc, char **argv)
+cmd_client_each(const struct cmd_entry *self, int argc, char **argv,
+    const char *method, const char *rest)
 {
 	struct cmd_client_opts	 o;
 	struct client		*c = NULL;
@@ -564,8 +605,8 @@ cmd_client_rm(const struct cmd_entry *self, int argc, char **argv)
 	ret = 0;
 	for (i = o.optind; i < argc; i++) {
 		cause = NULL;
-		path = client_path(argv[i], NULL);
-		r = client_call(c, "DELETE", path, NULL, &reply, &cause);
+		path = client_path(argv[i], rest);
+		r = client_call(c, method, path, NULL, &reply, &cause);
 		free(path);
 		json_decref(reply);
 		if (r == 0) {
@@ -585,6 +626,24 @@ out:
 	client_free(c);
 	cmd_client_opts_free(&o);
 	return (ret);
+}
+
+static int
+cmd_client_rm(const struct cmd_entry *self, int argc, char **argv)
+{
+	return (cmd_client_each(self, argc, argv, "DELETE", NULL));
+}
+
+static int
+cmd_sandbox_pause(const struct cmd_entry *self, int argc, char **argv)
+{
+	return (cmd_client_each(self, argc, argv, "POST", "/pause"));
+}
+
+static int
+cmd_sandbox_resume(const struct cmd_entry *self, int argc, char **argv)
+{
+	return (cmd_client_each(self, argc, argv, "POST", "/resume"));
 }
 
 /* exec's signals, seen by the loop through a pipe. */

@@ -1,7 +1,8 @@
 /*
  * "qsup mcp": a Model Context Protocol server on stdio for agents, its
  * tools the API's calls (sandbox_create, sandbox_exec, sandbox_file_write,
- * sandbox_file_read, sandbox_list, sandbox_destroy). The transport is
+ * sandbox_file_read, sandbox_list, sandbox_destroy, sandbox_pause,
+ * sandbox_resume). The transport is
  * MCP's stdio one: JSON-RPC 2.0, one message a line each way. It talks
  * to the qsup serve at --host (QSUP_HOST, the default socket) if one
  * answers there, else to one it starts for its own lifetime in a private
@@ -52,7 +53,8 @@ const struct cmd_entry cmd_mcp_entry = {
 	.help =
 "Speak MCP (JSON-RPC 2.0, one message a line, protocol 2024-11-05) on\n"
 "stdin and stdout, with the tools sandbox_create, sandbox_exec,\n"
-"sandbox_file_write, sandbox_file_read, sandbox_list and sandbox_destroy.\n"
+"sandbox_file_write, sandbox_file_read, sandbox_list, sandbox_destroy,\n"
+"sandbox_pause and sandbox_resume.\n"
 "They are calls of the qsup serve at HOST when one answers there;\n"
 "otherwise qsup mcp starts one of its own, on a socket in a private\n"
 "directory, and stops it (its sandboxes with it) when stdin ends or on\n"
@@ -113,6 +115,8 @@ static json_t	*mcp_tool_write(struct mcp *, json_t *);
 static json_t	*mcp_tool_read(struct mcp *, json_t *);
 static json_t	*mcp_tool_list(struct mcp *, json_t *);
 static json_t	*mcp_tool_destroy(struct mcp *, json_t *);
+static json_t	*mcp_tool_pause(struct mcp *, json_t *);
+static json_t	*mcp_tool_resume(struct mcp *, json_t *);
 
 #define MCP_NAME_HELP	"the sandbox's name"
 
@@ -128,6 +132,12 @@ static const struct mcp_tool mcp_tools[] = {
 	      "(default: the server's)" },
 	    { "settings", MCP_SETTINGS, 0, "profile settings to override, "
 	      "e.g. {\"memory\": \"1G\", \"cpus\": 2}" },
+	    { "ttl", MCP_SECONDS, 0, "end it this many seconds after its "
+	      "creation (default: never)" },
+	    { "idle_ttl", MCP_SECONDS, 0, "end it after this many seconds "
+	      "without an exec or a file call (default: never)" },
+	    { "on_ttl", MCP_STRING, 0, "what ending is: \"delete\" (default) "
+	      "or \"pause\"" },
 	    { NULL, 0, 0, NULL } },
 	  mcp_tool_create },
 	{ "sandbox_exec",
@@ -169,7 +179,7 @@ static const struct mcp_tool mcp_tools[] = {
 	    { NULL, 0, 0, NULL } },
 	  mcp_tool_read },
 	{ "sandbox_list",
-	  "List the sandboxes, as JSON: name, state (booting, ready, "
+	  "List the sandboxes, as JSON: name, state (booting, ready, paused, "
 	  "stopping, dead), and more of each.",
 	  { { NULL, 0, 0, NULL } },
 	  mcp_tool_list },
@@ -179,158 +189,20 @@ static const struct mcp_tool mcp_tools[] = {
 	  { { "name", MCP_NAME, 1, MCP_NAME_HELP },
 	    { NULL, 0, 0, NULL } },
 	  mcp_tool_destroy },
+	{ "sandbox_pause",
+	  "Pause a sandbox: its processes, memory and files are kept as they "
+	  "are and it uses no CPU; execs and file calls are refused until "
+	  "it is resumed. Returns the sandbox as JSON.",
+	  { { "name", MCP_NAME, 1, MCP_NAME_HELP },
+	    { NULL, 0, 0, NULL } },
+	  mcp_tool_pause },
+	{ "sandbox_resume",
+	  "Resume a paused sandbox where it was. Returns the sandbox as JSON.",
+	  { { "name", MCP_NAME, 1, MCP_NAME_HELP },
+	    { NULL, 0, 0, NULL } },
+	  mcp_tool_resume },
 	{ NULL, NULL, { { NULL, 0, 0, NULL } }, NULL }
 };
-
-/*
- * Copy len bytes of p to b as UTF-8: valid sequences as they are, each
- * byte of an invalid one as U+FFFD (a JSON string must be UTF-8).
- */
-void
-mcp_utf8_clean(const char *p, size_t len, struct buf *b)
-{
-	const unsigned char	*s = (const unsigned char *)p;
-	size_t			 i = 0, n, k;
-	uint32_t		 cp, min;
-
-	while (i < len) {
-		if (s[i] < 0x80) {
-			for (k = i; k < len && s[k] < 0x80; k++)
-				/* nothing */;
-			buf_add(b, s + i, k - i);
-			i = k;
-			continue;
-		}
-		if ((s[i] & 0xe0) == 0xc0) {
-			n = 2;
-			cp = s[i] & 0x1f;
-			min = 0x80;
-		} else if ((s[i] & 0xf0) == 0xe0) {
-			n = 3;
-			cp = s[i] & 0x0f;
-			min = 0x800;
-		} else if ((s[i] & 0xf8) == 0xf0) {
-			n = 4;
-			cp = s[i] & 0x07;
-			min = 0x10000;
-		} else
-			goto bad;
-		if (i + n > len)
-			goto bad;
-		for (k = 1; k < n; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				goto bad;
-			cp = (cp << 6) | (s[i + k] & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			goto bad;
-		buf_add(b, s + i, n);
-		i += n;
-		continue;
-bad:
-		buf_add(b, "\xef\xbf\xbd", 3);
-		i++;
-	}
-	if (b->data == NULL)
-		buf_add(b, "", 0);
-}
-
-/* Is it all UTF-8? */
-static int
-mcp_utf8_valid(const char *p, size_t len)
-{
-	struct buf	b;
-	int		ok;
-
-	memset(&b, 0, sizeof b);
-	mcp_utf8_clean(p, len, &b);
-	ok = b.len == len && memcmp(b.data, p, len) == 0;
-	buf_free(&b);
-	return (ok);
-}
-
-/* len, less a last UTF-8 sequence that a cut left incomplete. */
-static size_t
-mcp_utf8_whole(const char *p, size_t len)
-{
-	const unsigned char	*s = (const unsigned char *)p;
-	size_t			 i, need;
-
-	for (i = len; i > 0 && len - i < 4; i--) {
-		if ((s[i - 1] & 0xc0) == 0x80)
-			continue;
-		if ((s[i - 1] & 0xe0) == 0xc0)
-			need = 2;
-		else if ((s[i - 1] & 0xf0) == 0xe0)
-			need = 3;
-		else if ((s[i - 1] & 0xf8) == 0xf0)
-			need = 4;
-		else
-			return (len);
-		return (len - (i - 1) < need ? i - 1 : len);
-	}
-	return (len);
-}
-
-/* Base64 of len bytes, NUL-terminated. */
-char *
-mcp_base64(const void *p, size_t len)
-{
-	static const char	 abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				    "abcdefghijklmnopqrstuvwxyz0123456789+/";
-	const unsigned char	*s = p;
-	char			*out, *o;
-	uint32_t		 v;
-	size_t			 i;
-
-	o = out = xmalloc((len + 2) / 3 * 4 + 1);
-	for (i = 0; i + 2 < len; i += 3) {
-		v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-		*o++ = abc[v >> 18];
-		*o++ = abc[(v >> 12) & 63];
-		*o++ = abc[(v >> 6) & 63];
-		*o++ = abc[v & 63];
-	}
-	if (i < len) {
-		v = (uint32_t)s[i] << 16;
-		if (i + 1 < len)
-			v |= (uint32_t)s[i + 1] << 8;
-		*o++ = abc[v >> 18];
-		*o++ = abc[(v >> 12) & 63];
-		*o++ = i + 1 < len ? abc[(v >> 6) & 63] : '=';
-		*o++ = '=';
-	}
-	*o = '\0';
-	return (out);
-}
-
-/* Strict base64 (whitespace allowed) into *out; -1 if it is not. */
-static int
-mcp_unbase64(const char *in, size_t len, unsigned char **out, size_t *n)
-{
-	size_t	i, chars = 0, pad = 0;
-	int	c;
-
-	for (i = 0; i < len; i++) {
-		c = (unsigned char)in[i];
-		if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-			continue;
-		if (c == '=') {
-			pad++;
-			continue;
-		}
-		if (pad > 0 || !((c >= 'A' && c <= 'Z') ||
-		    (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		    c == '+' || c == '/'))
-			return (-1);
-		chars++;
-	}
-	if (pad > 2 || (chars + pad) % 4 != 0 || chars % 4 == 1)
-		return (-1);
-	*out = xmalloc(len * 3 / 4 + 3);
-	*n = util_base64_decode(in, len, *out);
-	return (0);
-}
 
 /* A tool's result: text, as an error or not. */
 static json_t *
@@ -747,20 +619,40 @@ mcp_tool_list(struct mcp *m, json_t *args)
 	return (mcp_result_json(reply != NULL ? reply : json_object()));
 }
 
+/* METHOD of the named sandbox's path with rest: the answer, as JSON. */
 static json_t *
-mcp_tool_destroy(struct mcp *m, json_t *args)
+mcp_tool_call(struct mcp *m, json_t *args, const char *method,
+    const char *rest)
 {
 	json_t	*reply = NULL;
 	char	*cause = NULL, *path;
 	int	 r;
 
 	path = client_path(json_string_value(json_object_get(args, "name")),
-	    NULL);
-	r = m->be.call(m->be.arg, "DELETE", path, NULL, &reply, &cause);
+	    rest);
+	r = m->be.call(m->be.arg, method, path, NULL, &reply, &cause);
 	free(path);
 	if (r != 0)
 		return (mcp_result_error(cause));
 	return (mcp_result_json(reply != NULL ? reply : json_object()));
+}
+
+static json_t *
+mcp_tool_destroy(struct mcp *m, json_t *args)
+{
+	return (mcp_tool_call(m, args, "DELETE", NULL));
+}
+
+static json_t *
+mcp_tool_pause(struct mcp *m, json_t *args)
+{
+	return (mcp_tool_call(m, args, "POST", "/pause"));
+}
+
+static json_t *
+mcp_tool_resume(struct mcp *m, json_t *args)
+{
+	return (mcp_tool_call(m, args, "POST", "/resume"));
 }
 
 static json_t *
