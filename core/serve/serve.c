@@ -31,6 +31,7 @@ const char *const serve_boot_kinds[3] = {
 static void	serve_sb_free(struct serve_sb *);
 static void	serve_sb_gone(struct serve_sb *);
 static void	serve_sb_layers_release(struct serve_sb *);
+static void	serve_sb_stop(struct serve_sb *, const char *);
 
 struct serve_sb *
 serve_find(struct serve *srv, const char *name)
@@ -42,142 +43,6 @@ serve_find(struct serve *srv, const char *name)
 			return (s);
 	}
 	return (NULL);
-}
-
-/* The sandbox as the API shows it. */
-void
-serve_sb_json(struct serve_sb *s, struct buf *b)
-{
-	const struct net_port	*np;
-	char			 when[32];
-	struct tm		 tm;
-	struct serve_exec	*e;
-	size_t			 i, n = 0;
-
-	gmtime_r(&s->created, &tm);
-	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	buf_puts(b, "{\"name\":");
-	buf_json_string(b, s->name);
-	buf_printf(b, ",\"state\":\"%s\",\"accelerator\":",
-	    serve_state_name(s->state));
-	buf_json_string(b, accel_name(s->accel.accel));
-	buf_puts(b, ",\"accelerator_reason\":");
-	buf_json_string(b, s->accel.why != NULL ? s->accel.why : "");
-	buf_puts(b, ",\"profile\":");
-	buf_json_string(b, s->profile.path != NULL ? s->profile.path : "");
-	buf_puts(b, ",\"image\":");
-	if (s->image != NULL)
-		buf_json_string(b, s->image);
-	else if (s->profile.image != NULL)
-		buf_json_string(b, s->profile.image);
-	else
-		buf_puts(b, "null");
-	buf_printf(b, ",\"memory_mib\":%" PRIu64 ",\"cpus\":%d,\"ports\":[",
-	    s->profile.memory_mib, s->profile.cpus);
-	for (i = 0; i < s->profile.nports; i++) {
-		np = &s->profile.ports[i];
-		buf_printf(b, "%s{\"host\":\"%s:%u\",\"guest\":%u}",
-		    i > 0 ? "," : "", np->address != NULL ? np->address :
-		    "127.0.0.1", s->host_ports != NULL && s->host_ports[i] ?
-		    s->host_ports[i] : np->host, np->guest);
-	}
-	buf_printf(b, "],\"created\":\"%s\",\"start\":", when);
-	if (s->start != NULL)
-		buf_json_string(b, s->start);
-	else
-		buf_puts(b, "null");
-	TAILQ_FOREACH(e, &s->execs, entry)
-		n += serve_exec_running(e);
-	buf_printf(b, ",\"boot_s\":%.3f,\"execs\":%zu,\"reason\":", s->boot_s,
-	    n);
-	if (s->reason != NULL)
-		buf_json_string(b, s->reason);
-	else
-		buf_puts(b, "null");
-	buf_puts(b, ",\"console_tail\":");
-	if (s->tail != NULL)
-		buf_json_string(b, s->tail);
-	else
-		buf_puts(b, "null");
-	buf_puts(b, ",\"phase\":");
-	if (s->phase != NULL)
-		buf_json_string(b, s->phase);
-	else
-		buf_puts(b, "null");
-	serve_life_json(s, b);
-	buf_puts(b, "}");
-}
-
-void
-serve_sb_event(struct serve_sb *s)
-{
-	struct buf	b = { 0 };
-
-	buf_puts(&b, "{\"name\":");
-	buf_json_string(&b, s->name);
-	buf_printf(&b, ",\"state\":\"%s\",\"reason\":",
-	    s->deleting && s->state == SERVE_DEAD ? "deleted" :
-	    serve_state_name(s->state));
-	if (s->reason != NULL)
-		buf_json_string(&b, s->reason);
-	else
-		buf_puts(&b, "null");
-	if (s->phase != NULL) {
-		buf_puts(&b, ",\"phase\":");
-		buf_json_string(&b, s->phase);
-	}
-	buf_puts(&b, "}");
-	serve_event(s->srv, "sandbox", b.data);
-	buf_free(&b);
-}
-
-static void
-serve_waiters_free(struct serve_waiters *w)
-{
-	struct serve_waiter	*x;
-
-	while ((x = TAILQ_FIRST(w)) != NULL) {
-		TAILQ_REMOVE(w, x, entry);
-		free(x);
-	}
-}
-
-static void
-serve_waiter_close_cb(void *arg)
-{
-	struct serve_waiter	*x = arg;
-
-	x->conn = NULL;		/* answered to nobody */
-}
-
-void
-serve_wait(struct serve_waiters *w, struct serve_sb *s,
-    struct httpd_conn *conn)
-{
-	struct serve_waiter	*x;
-
-	x = xcalloc(1, sizeof *x);
-	x->conn = conn;
-	x->sb = s;
-	httpd_set_close_cb(conn, serve_waiter_close_cb, x);
-	TAILQ_INSERT_TAIL(w, x, entry);
-}
-
-/* Answer every waiter of w with status and body (JSON). */
-void
-serve_answer(struct serve_waiters *w, int status, const char *body)
-{
-	struct serve_waiter	*x;
-
-	while ((x = TAILQ_FIRST(w)) != NULL) {
-		TAILQ_REMOVE(w, x, entry);
-		if (x->conn != NULL) {
-			httpd_set_close_cb(x->conn, NULL, NULL);
-			httpd_respond_json(x->conn, status, body,
-			    strlen(body));
-		}
-		free(x);
-	}
 }
 
 static void
@@ -372,7 +237,7 @@ serve_sb_free(struct serve_sb *s)
 }
 
 /* Stop s; its record goes once it is dead (now, if it never ran). */
-void
+static void
 serve_sb_stop(struct serve_sb *s, const char *why)
 {
 	if (s->state == SERVE_DEAD || s->state == SERVE_STOPPING)
@@ -974,6 +839,7 @@ serve_init(struct serve *srv, struct ev_loop *loop)
 	srv->loop = loop;
 	TAILQ_INIT(&srv->sbs);
 	TAILQ_INIT(&srv->setups);
+	srv->sb_stop = serve_sb_stop;
 	serve_events_init(srv);
 }
 

@@ -59,6 +59,8 @@ struct serve {
 	int			 stopping;	/* SIGTERM: tearing down */
 	ev_timer		 events_ping;
 	struct serve_metrics	 m;
+	/* serve.c's stop, for serve_life.c's expiries (it lies below) */
+	void			(*sb_stop)(struct serve_sb *, const char *);
 };
 
 /* serve.c */

@@ -1,7 +1,8 @@
 /*
  * The server's event stream, GET /v1/events: a sandbox's state or an
- * exec's end, to every subscriber, with a ping comment now and then; and
- * the states' names every other file shows.
+ * exec's end, to every subscriber, with a ping comment now and then; the
+ * states' names every other file shows; and the requests that wait for a
+ * sandbox's next state (its create, its delete, its pause or resume).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -105,4 +106,77 @@ serve_events_init(struct serve *srv)
 	    SERVE_EVENTS_PING, SERVE_EVENTS_PING);
 	srv->events_ping.data = srv;
 	ev_timer_start(srv->loop, &srv->events_ping);
+}
+
+/* A sandbox's state, as an event. */
+void
+serve_sb_event(struct serve_sb *s)
+{
+	struct buf	b = { 0 };
+
+	buf_puts(&b, "{\"name\":");
+	buf_json_string(&b, s->name);
+	buf_printf(&b, ",\"state\":\"%s\",\"reason\":",
+	    s->deleting && s->state == SERVE_DEAD ? "deleted" :
+	    serve_state_name(s->state));
+	if (s->reason != NULL)
+		buf_json_string(&b, s->reason);
+	else
+		buf_puts(&b, "null");
+	if (s->phase != NULL) {
+		buf_puts(&b, ",\"phase\":");
+		buf_json_string(&b, s->phase);
+	}
+	buf_puts(&b, "}");
+	serve_event(s->srv, "sandbox", b.data);
+	buf_free(&b);
+}
+
+void
+serve_waiters_free(struct serve_waiters *w)
+{
+	struct serve_waiter	*x;
+
+	while ((x = TAILQ_FIRST(w)) != NULL) {
+		TAILQ_REMOVE(w, x, entry);
+		free(x);
+	}
+}
+
+static void
+serve_waiter_close_cb(void *arg)
+{
+	struct serve_waiter	*x = arg;
+
+	x->conn = NULL;		/* answered to nobody */
+}
+
+void
+serve_wait(struct serve_waiters *w, struct serve_sb *s,
+    struct httpd_conn *conn)
+{
+	struct serve_waiter	*x;
+
+	x = xcalloc(1, sizeof *x);
+	x->conn = conn;
+	x->sb = s;
+	httpd_set_close_cb(conn, serve_waiter_close_cb, x);
+	TAILQ_INSERT_TAIL(w, x, entry);
+}
+
+/* Answer every waiter of w with status and body (JSON). */
+void
+serve_answer(struct serve_waiters *w, int status, const char *body)
+{
+	struct serve_waiter	*x;
+
+	while ((x = TAILQ_FIRST(w)) != NULL) {
+		TAILQ_REMOVE(w, x, entry);
+		if (x->conn != NULL) {
+			httpd_set_close_cb(x->conn, NULL, NULL);
+			httpd_respond_json(x->conn, status, body,
+			    strlen(body));
+		}
+		free(x);
+	}
 }

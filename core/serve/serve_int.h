@@ -1,12 +1,13 @@
 /*
  * The server's insides, shared by core/serve's files only. They lean one
  * way, bottom up: serve_error.c (an error as a response, JSON bodies),
- * serve_event.c (states' names, the event stream), serve_exec.c (execs,
- * stdin, signals, terminals, files), serve_setup.c (setup layers built
+ * serve_event.c (states' names, the event stream, the requests waiting
+ * for a state), serve_exec.c (execs, stdin, signals, terminals, files),
+ * serve_life.c (the sandbox as the API shows it; pause, resume, time
+ * limits: serve.c calls it as a sandbox comes and goes, and it stops
+ * one through srv->sb_stop), serve_setup.c (setup layers built
  * in a child, "qsup run --setup-only", off the loop), serve.c (the named
- * sandboxes and their lives), serve_life.c (pause, resume and time
- * limits: serve.c calls its hooks as a sandbox comes up and goes),
- * serve_metrics.c (/metrics), serve_route.c
+ * sandboxes and their lives), serve_metrics.c (/metrics), serve_route.c
  * (the route table: a request matched into a typed serve_req and its
  * handler).
  */
@@ -201,6 +202,11 @@ int		 serve_check_fields(json_t *, const char *const *,
 const char	*serve_state_name(enum serve_state);
 void		 serve_event(struct serve *, const char *, const char *);
 void		 serve_events_init(struct serve *);
+void		 serve_sb_event(struct serve_sb *);
+void		 serve_wait(struct serve_waiters *, struct serve_sb *,
+		     struct httpd_conn *);
+void		 serve_answer(struct serve_waiters *, int, const char *);
+void		 serve_waiters_free(struct serve_waiters *);
 serve_handler	 serve_events;
 
 /* serve_exec.c */
@@ -235,12 +241,6 @@ serve_handler	 serve_create;
 serve_handler	 serve_get;
 serve_handler	 serve_delete;
 
-void		 serve_sb_event(struct serve_sb *);
-void		 serve_sb_json(struct serve_sb *, struct buf *);
-void		 serve_sb_stop(struct serve_sb *, const char *);
-void		 serve_wait(struct serve_waiters *, struct serve_sb *,
-		     struct httpd_conn *);
-void		 serve_answer(struct serve_waiters *, int, const char *);
 
 /* serve_life.c */
 void		 serve_life_init(struct serve_sb *);
@@ -248,7 +248,7 @@ int		 serve_life_fields(struct serve_sb *, json_t *,
 		     struct serve_error *);
 void		 serve_life_arm(struct serve_sb *);
 void		 serve_life_gone(struct serve_sb *);
-void		 serve_life_json(struct serve_sb *, struct buf *);
+void		 serve_sb_json(struct serve_sb *, struct buf *);
 serve_handler	 serve_pause;
 serve_handler	 serve_resume;
 serve_handler	 serve_patch;

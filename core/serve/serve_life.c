@@ -1,10 +1,12 @@
 /*
- * A sandbox's life once it is made: pause and resume (QMP stop and cont,
- * through core/vm), and its time limits, "ttl" (seconds from its
- * creation) and "idle_ttl" (seconds without an exec or a file call),
- * each ending in a delete or a pause ("on_ttl"). Each limit is one
- * ev_timer, armed for its deadline and re-armed when the deadline moves
- * (libev's manual: "be smart about timeouts"), so nothing polls.
+ * A sandbox as the API shows it, and its life once it is made: pause and
+ * resume (QMP stop and cont, through core/vm), and its time limits,
+ * "ttl" (seconds from its creation) and "idle_ttl" (seconds without an
+ * exec or a file call), each ending in a delete or a pause ("on_ttl"),
+ * a delete done by serve.c's stop (srv->sb_stop: serve.c lies above).
+ * Each limit is one ev_timer, armed for its deadline and re-armed when
+ * the deadline moves (libev's manual: "be smart about timeouts"), so
+ * nothing polls.
  *
  * ttl fires once and is then lifted: a sandbox it paused and that is
  * resumed runs on. idle_ttl stays: a resumed sandbox left idle again is
@@ -12,6 +14,7 @@
  * starts again at its readiness, at each exec's or file call's start and
  * end, and at a resume; an exec under way keeps it from being idle.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@ static const char *const serve_on_ttl_names[] = {
 static void	serve_ttl_cb(struct ev_loop *, ev_timer *, int);
 static void	serve_idle_cb(struct ev_loop *, ev_timer *, int);
 static void	serve_life_done_cb(struct sandbox *, const char *, void *);
+static void	serve_life_json(struct serve_sb *, struct buf *);
 
 /* A new sandbox's: no limits, nothing under way. */
 void
@@ -43,6 +47,70 @@ serve_life_init(struct serve_sb *s)
 	s->ttl_timer.data = s;
 	ev_init(&s->idle_timer, serve_idle_cb);
 	s->idle_timer.data = s;
+}
+
+/* The sandbox as the API shows it. */
+void
+serve_sb_json(struct serve_sb *s, struct buf *b)
+{
+	const struct net_port	*np;
+	char			 when[32];
+	struct tm		 tm;
+	struct serve_exec	*e;
+	size_t			 i, n = 0;
+
+	gmtime_r(&s->created, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	buf_puts(b, "{\"name\":");
+	buf_json_string(b, s->name);
+	buf_printf(b, ",\"state\":\"%s\",\"accelerator\":",
+	    serve_state_name(s->state));
+	buf_json_string(b, accel_name(s->accel.accel));
+	buf_puts(b, ",\"accelerator_reason\":");
+	buf_json_string(b, s->accel.why != NULL ? s->accel.why : "");
+	buf_puts(b, ",\"profile\":");
+	buf_json_string(b, s->profile.path != NULL ? s->profile.path : "");
+	buf_puts(b, ",\"image\":");
+	if (s->image != NULL)
+		buf_json_string(b, s->image);
+	else if (s->profile.image != NULL)
+		buf_json_string(b, s->profile.image);
+	else
+		buf_puts(b, "null");
+	buf_printf(b, ",\"memory_mib\":%" PRIu64 ",\"cpus\":%d,\"ports\":[",
+	    s->profile.memory_mib, s->profile.cpus);
+	for (i = 0; i < s->profile.nports; i++) {
+		np = &s->profile.ports[i];
+		buf_printf(b, "%s{\"host\":\"%s:%u\",\"guest\":%u}",
+		    i > 0 ? "," : "", np->address != NULL ? np->address :
+		    "127.0.0.1", s->host_ports != NULL && s->host_ports[i] ?
+		    s->host_ports[i] : np->host, np->guest);
+	}
+	buf_printf(b, "],\"created\":\"%s\",\"start\":", when);
+	if (s->start != NULL)
+		buf_json_string(b, s->start);
+	else
+		buf_puts(b, "null");
+	TAILQ_FOREACH(e, &s->execs, entry)
+		n += serve_exec_running(e);
+	buf_printf(b, ",\"boot_s\":%.3f,\"execs\":%zu,\"reason\":", s->boot_s,
+	    n);
+	if (s->reason != NULL)
+		buf_json_string(b, s->reason);
+	else
+		buf_puts(b, "null");
+	buf_puts(b, ",\"console_tail\":");
+	if (s->tail != NULL)
+		buf_json_string(b, s->tail);
+	else
+		buf_puts(b, "null");
+	buf_puts(b, ",\"phase\":");
+	if (s->phase != NULL)
+		buf_json_string(b, s->phase);
+	else
+		buf_puts(b, "null");
+	serve_life_json(s, b);
+	buf_puts(b, "}");
 }
 
 /* Seconds until ttl's deadline (negative: past), if there is one. */
@@ -128,7 +196,7 @@ serve_life_deadline(struct buf *b, const char *name, int set, double left)
 }
 
 /* The limits, members of the sandbox's JSON object. */
-void
+static void
 serve_life_json(struct serve_sb *s, struct buf *b)
 {
 	double	left = 0;
@@ -234,7 +302,7 @@ serve_life_expire(struct serve_sb *s, const char *which, double seconds)
 		free(s->reason);
 		s->reason = why;
 		s->deleting = 1;
-		serve_sb_stop(s, why);
+		s->srv->sb_stop(s, why);
 		return;
 	}
 	if (s->state == SERVE_PAUSED || s->qmp_want == SERVE_PAUSED) {
