@@ -61,6 +61,10 @@ QSUP=$PWD/build/asan/qsup QSUP_GUEST_DIR=$PWD/build/guest \
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_suite "integration (asan, ubsan): serve_limits_test.sh" \
     bash tests/integration/serve_limits_test.sh
+QSUP=$PWD/build/asan/qsup QSUP_GUEST_DIR=$PWD/build/guest \
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_suite "integration (asan, ubsan): serve_state_test.sh" \
+    bash tests/integration/serve_state_test.sh
 
 echo "=== $((total_suites - ${#failed_suites[@]})) suites passed, ${#failed_suites[@]} suites failed"
 if [ ${#failed_suites[@]} -gt 0 ]; then

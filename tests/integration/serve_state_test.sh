@@ -1,0 +1,313 @@
+#!/usr/bin/env bash
+# "qsup serve"'s sandboxes that keep state: pause and resume (a guest
+# process's in-memory counter stands still while paused and goes on after,
+# its files stay, QEMU takes no CPU), and the time limits ttl and idle_ttl
+# ending in a delete or a pause, changed with PATCH, seen as events.
+. "$(dirname "$0")/lib.sh"
+SSE="python3 $PWD/tests/integration/helpers/sse.py"
+
+# serve_start [ARGS...]: a server of this test's own, its events in
+# $S/events (curl's pid in EPID).
+serve_start() {
+	S=$T_TMP/${FUNCNAME[1]}
+	mkdir -p "$S"
+	SOCK=$S/s.sock
+	serve_launch "$SOCK" "$S/token" "$S/serve.log" "$@" ||
+	    fail "the server did not come up: $(cat "$S/serve.log")"
+	TOKEN=$(cat "$S/token" 2>/dev/null)
+	curl -sS -N --unix-socket "$SOCK" -H "Authorization: Bearer $TOKEN" \
+	    http://qsup/v1/events >"$S/events" &
+	EPID=$!
+}
+
+serve_stop() {
+	kill "$EPID" 2>/dev/null
+	wait "$EPID" 2>/dev/null
+	kill -TERM "$SERVE_PID" 2>/dev/null
+	local rc=0
+	wait "$SERVE_PID" || rc=$?
+	expect_eq "serve's exit status after SIGTERM" 0 "$rc"
+}
+
+# api METHOD PATH [CURL ARGS...]: $CODE, $BODY, and $SECS the call took.
+api() {
+	local m=$1 p=$2 out
+	shift 2
+	out=$(curl -sS --unix-socket "$SOCK" -o "$S/body" \
+	    -w '%{http_code} %{time_total}' -X "$m" \
+	    -H "Authorization: Bearer $TOKEN" "$@" "http://qsup$p")
+	CODE=${out% *}
+	SECS=${out#* }
+	BODY=$(cat "$S/body")
+}
+
+# create NAME [JSON MEMBERS]: a ready sandbox.
+create() {
+	api POST /v1/sandboxes -d "{\"name\":\"$1\"${2:+,$2}}"
+	expect_eq "create $1" 201 "$CODE"
+	expect_match "create $1: ready" '"state":"ready"' "$BODY"
+}
+
+# run_exec NAME JSON: its stdout in $OUT, its exit in $EXIT.
+run_exec() {
+	curl -sS -N --unix-socket "$SOCK" -H "Authorization: Bearer $TOKEN" \
+	    -d "$2" "http://qsup/v1/sandboxes/$1/exec" >"$S/stream"
+	EXIT=$($SSE "$S/stream" --out "$S/out" --err "$S/err")
+	OUT=$(cat "$S/out")
+}
+
+# state NAME: its state now, or "gone".
+state() {
+	api GET "/v1/sandboxes/$1"
+	if [ "$CODE" = 404 ]; then
+		echo gone
+	else
+		sed -n 's/.*"state":"\([a-z]*\)".*/\1/p' <<<"$BODY"
+	fi
+}
+
+# wait_state NAME STATE SECONDS: 0 once it is in STATE, 1 if not in time.
+wait_state() {
+	local i
+	for i in $(seq 1 $(($3 * 10))); do
+		[ "$(state "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# cpu_ticks PID: QEMU's utime+stime so far, in clock ticks.
+cpu_ticks() {
+	awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
+# The guest's counter: a shell variable bumped every 0.2 s, written to
+# /tmp/n on SIGUSR1, so it is read from memory, not from a file it keeps.
+COUNTER='setsid sh -c '\''n=0; trap "echo \$n >/tmp/n" USR1; echo $$ >/tmp/pid; while :; do n=$((n+1)); sleep 0.2; done'\'' </dev/null >/dev/null 2>&1 &'
+ASK='rm -f /tmp/n; kill -USR1 $(cat /tmp/pid); while [ ! -s /tmp/n ]; do sleep 0.05; done; cat /tmp/n'
+
+test_pause_resume() {
+	local qpid t0 t1 run n1 n2 n3
+	serve_start
+	create a
+	run_exec a "{\"argv\":[\"sh\",\"-c\",$(jq -Rn --arg c "$COUNTER echo kept >/tmp/keep" '$c')]}"
+	expect_eq "the counter started" '{"status":0,"signal":null,"timed_out":false,"error":null}' "$EXIT"
+	qpid=$(pgrep -f "qemu-system.*$T_RUN/qsup/sb-" | head -1)
+	t0=$(cpu_ticks "$qpid")
+	sleep 1
+	run=$(($(cpu_ticks "$qpid") - t0))
+	sleep 0.5
+	run_exec a "{\"argv\":[\"sh\",\"-c\",$(jq -Rn --arg c "$ASK" '$c')]}"
+	n1=$OUT
+	[ "${n1:-0}" -gt 0 ] || fail "no counter: $OUT $EXIT"
+
+	api POST /v1/sandboxes/a/pause
+	expect_eq "pause" 200 "$CODE"
+	expect_match "paused" '"state":"paused"' "$BODY"
+	echo "pause took $SECS s" >>"$S/figures"
+	api POST /v1/sandboxes/a/pause
+	expect_eq "a second pause: as it is" 200 "$CODE"
+	api GET /v1/sandboxes
+	expect_match "listed paused" '"name":"a","state":"paused"' "$BODY"
+	api GET /metrics
+	expect_match "metrics" '^qsup_sandboxes\{state="paused"\} 1$' "$BODY"
+
+	t0=$(cpu_ticks "$qpid")
+	sleep 3
+	t1=$(cpu_ticks "$qpid")
+	echo "QEMU's CPU ticks: $run in 1 s running, $((t1 - t0)) in 3 s paused" >>"$S/figures"
+	[ $((t1 - t0)) -le 3 ] || fail "a paused QEMU took $((t1 - t0)) ticks of CPU in 3 s (running: $run in 1 s)"
+	[ "$run" -gt $((t1 - t0)) ] || fail "running took no more CPU ($run) than paused ($((t1 - t0)))"
+
+	api POST /v1/sandboxes/a/exec -d '{"argv":["true"]}'
+	expect_eq "exec while paused" 409 "$CODE"
+	expect_match "says why" '"error":"sandbox a is paused"' "$BODY"
+	api GET '/v1/sandboxes/a/files?path=/tmp/keep'
+	expect_eq "a file while paused" 409 "$CODE"
+	api POST /v1/sandboxes/a/resume
+	expect_eq "resume" 200 "$CODE"
+	expect_match "ready again" '"state":"ready"' "$BODY"
+	echo "resume took $SECS s" >>"$S/figures"
+
+	run_exec a "{\"argv\":[\"sh\",\"-c\",$(jq -Rn --arg c "$ASK" '$c')]}"
+	n2=$OUT
+	# About 1 s of running between the two reads, and 3 s paused.
+	[ "${n2:-0}" -ge "$n1" ] && [ "$n2" -le $((n1 + 10)) ] ||
+	    fail "the counter went from $n1 to $n2 across a 3 s pause"
+	sleep 1
+	run_exec a "{\"argv\":[\"sh\",\"-c\",$(jq -Rn --arg c "$ASK" '$c')]}"
+	n3=$OUT
+	[ "${n3:-0}" -gt "$n2" ] || fail "the counter stopped after the resume: $n2, then $n3"
+	api GET '/v1/sandboxes/a/files?path=/tmp/keep'
+	expect_eq "the file is there" "kept" "$BODY"
+
+	api POST /v1/sandboxes/a/resume
+	expect_eq "a second resume: as it is" 200 "$CODE"
+	api POST /v1/sandboxes/a/pause
+	api DELETE /v1/sandboxes/a
+	expect_eq "a paused sandbox is deleted" 200 "$CODE"
+	sleep 0.3
+	expect_match "events" '"name":"a","state":"ready".*
+(.*
+)*.*"name":"a","state":"paused".*
+(.*
+)*.*"name":"a","state":"ready".*
+(.*
+)*.*"name":"a","state":"deleted"' "$(tr -d '\r' <"$S/events")"
+	serve_stop
+	sed 's/^/    /' "$S/figures"
+}
+
+# A dead sandbox, or one still booting, cannot be paused or changed.
+test_pause_refused() {
+	local qpid
+	serve_start
+	create d
+	api POST /v1/sandboxes -d '{"name":"b","wait":false}'
+	api POST /v1/sandboxes/b/pause
+	expect_eq "pause while booting" 409 "$CODE"
+	expect_match "says so" '"error":"sandbox b is booting"' "$BODY"
+	qpid=$(pgrep -f "qemu-system.*$T_RUN/qsup/sb-" | head -1)
+	api GET /v1/sandboxes/d
+	kill -KILL $(pgrep -f "qemu-system.*$T_RUN/qsup/sb-") 2>/dev/null
+	wait_state d dead 10 || fail "d is $(state d), not dead"
+	api POST /v1/sandboxes/d/pause
+	expect_eq "pause of a dead sandbox" 409 "$CODE"
+	expect_match "names the state" '"error":"sandbox d is dead"' "$BODY"
+	api POST /v1/sandboxes/d/resume
+	expect_eq "resume of a dead sandbox" 409 "$CODE"
+	api PATCH /v1/sandboxes/d -d '{"ttl":5}'
+	expect_eq "PATCH of a dead sandbox" 409 "$CODE"
+	api DELETE /v1/sandboxes/d
+	api DELETE /v1/sandboxes/b
+	serve_stop
+}
+
+test_bad_limits() {
+	serve_start
+	api POST /v1/sandboxes -d '{"name":"x","on_ttl":"explode"}'
+	expect_eq "an unknown on_ttl" 400 "$CODE"
+	expect_match "names it" '"field":"on_ttl"' "$BODY"
+	api POST /v1/sandboxes -d '{"name":"x","ttl":-1}'
+	expect_eq "a negative ttl" 400 "$CODE"
+	expect_match "names it" '"field":"ttl"' "$BODY"
+	api POST /v1/sandboxes -d '{"name":"x","idle_ttl":"soon"}'
+	expect_eq "a ttl not a number" 400 "$CODE"
+	expect_match "names it" '"field":"idle_ttl"' "$BODY"
+	create x '"ttl":600,"on_ttl":"pause"'
+	expect_match "its ttl" '"ttl":600,"idle_ttl":null,"on_ttl":"pause","ttl_deadline":"[-0-9T:]+Z","ttl_left":[0-9.]+,"idle_deadline":null' "$BODY"
+	api PATCH /v1/sandboxes/x -d '{"ttl":null,"on_ttl":"x"}'
+	expect_eq "PATCH with a bad on_ttl" 400 "$CODE"
+	api GET /v1/sandboxes/x
+	expect_match "nothing of it applied" '"ttl":600,' "$BODY"
+	api PATCH /v1/sandboxes/x -d '{"ttl":-5}'
+	expect_eq "PATCH with a negative ttl" 400 "$CODE"
+	expect_match "names it" '"field":"ttl"' "$BODY"
+	api PATCH /v1/sandboxes/x -d '{"deadline":5}'
+	expect_eq "PATCH of an unknown field" 400 "$CODE"
+	expect_match "names it" '"field":"deadline"' "$BODY"
+	api PATCH /v1/sandboxes/nope -d '{"ttl":5}'
+	expect_eq "PATCH of no sandbox" 404 "$CODE"
+	api PUT /v1/sandboxes/x
+	expect_match "PATCH is allowed" 'method not allowed' "$BODY"
+	api DELETE /v1/sandboxes/x
+	serve_stop
+}
+
+# ttl deletes on time, and says so; PATCH lifts one.
+test_ttl_delete_and_lift() {
+	local t0 took
+	serve_start
+	create k '"ttl":600'
+	create t '"ttl":15'
+	api PATCH /v1/sandboxes/k -d '{"ttl":null}'
+	expect_eq "PATCH" 200 "$CODE"
+	expect_match "lifted" '"ttl":null,.*"ttl_deadline":null,"ttl_left":null' "$BODY"
+	api PATCH /v1/sandboxes/k -d '{"ttl":3}'
+	api PATCH /v1/sandboxes/k -d '{"ttl":0}'
+	expect_match "lifted by 0" '"ttl":null' "$BODY"
+	api GET /v1/sandboxes/t
+	local left=${BODY#*\"ttl_left\":}
+	left=${left%%[,\}]*}
+	t0=$(date +%s.%N)
+	wait_state t gone 30 || fail "t is still $(state t) after its ttl"
+	took=$(echo "$(date +%s.%N) - $t0 - $left" | bc)
+	echo "    deleted $took s after its deadline"
+	[ "$(echo "$took < 2" | bc)" = 1 ] || fail "deleted $took s after its deadline"
+	expect_eq "k lives on" ready "$(state k)"
+	sleep 0.3
+	expect_match "the ttl event" '^data: \{"sandbox":"t","limit":"ttl","seconds":15,"action":"delete","done":"deleting"\}' "$(tr -d '\r' <"$S/events")"
+	expect_match "then deleted" '"name":"t","state":"deleted","reason":"ttl of 15 s expired"' "$(tr -d '\r' <"$S/events")"
+	api DELETE /v1/sandboxes/k
+	serve_stop
+}
+
+# on_ttl pause: paused on time, the ttl spent; idle_ttl is pushed back
+# by an exec, and pauses again after a resume.
+test_ttl_pause_and_idle() {
+	local i
+	serve_start
+	create p '"ttl":8,"on_ttl":"pause"'
+	create i '"idle_ttl":5,"on_ttl":"pause"'
+	for i in 1 2 3; do
+		sleep 2
+		run_exec i '{"argv":["true"]}'
+	done
+	expect_eq "kept from idling by execs" ready "$(state i)"
+	wait_state p paused 10 || fail "p is $(state p), not paused"
+	api GET /v1/sandboxes/p
+	expect_match "its ttl spent" '"ttl":null' "$BODY"
+	wait_state i paused 8 || fail "i is $(state i), not paused after 5 s idle"
+	api GET /v1/sandboxes/i
+	expect_match "idle_ttl stays" '"idle_ttl":5,.*"idle_deadline":null' "$BODY"
+	api POST /v1/sandboxes/p/resume
+	expect_eq "p resumed" 200 "$CODE"
+	api POST /v1/sandboxes/i/resume
+	expect_match "its idle clock again" '"idle_deadline":"[-0-9T:]+Z","idle_left":[45]\.' "$BODY"
+	wait_state i paused 8 || fail "i is $(state i), not paused again"
+	sleep 1
+	expect_eq "p runs on" ready "$(state p)"
+	sleep 0.3
+	expect_match "the events" '"sandbox":"p","limit":"ttl","seconds":8,"action":"pause","done":"pausing"' "$(tr -d '\r' <"$S/events")"
+	expect_match "the events" '"sandbox":"i","limit":"idle_ttl","seconds":5,"action":"pause","done":"pausing"' "$(tr -d '\r' <"$S/events")"
+	api DELETE /v1/sandboxes/p
+	api DELETE /v1/sandboxes/i
+	serve_stop
+}
+
+# The client's commands and the MCP tools are the same calls.
+test_client_and_mcp() {
+	local out
+	serve_start
+	create c
+	export QSUP_HOST=unix:$SOCK QSUP_TOKEN=$TOKEN
+	out=$("$QSUP" sandbox pause c 2>&1)
+	expect_eq "qsup sandbox pause" "c" "$out"
+	expect_eq "paused" paused "$(state c)"
+	out=$("$QSUP" exec c -- true 2>&1)
+	expect_match "exec refused" 'sandbox c is paused' "$out"
+	out=$("$QSUP" sandbox resume c nope 2>&1)
+	expect_eq "exit 1 for the unknown one" 1 "$?"
+	expect_match "qsup sandbox resume" '^c$' "$out"
+	expect_eq "ready" ready "$(state c)"
+	out=$(printf '%s\n' \
+	    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+	    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_pause","arguments":{"name":"c"}}}' |
+	    "$QSUP" mcp --host "unix:$SOCK" 2>&1)
+	expect_match "MCP sandbox_pause" '"id":2,.*state.*paused' "$out"
+	expect_eq "paused by MCP" paused "$(state c)"
+	out=$(printf '%s\n' \
+	    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+	    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_resume","arguments":{"name":"c"}}}' |
+	    "$QSUP" mcp --host "unix:$SOCK" 2>&1)
+	expect_eq "resumed by MCP" ready "$(state c)"
+	unset QSUP_HOST QSUP_TOKEN
+	api DELETE /v1/sandboxes/c
+	serve_stop
+}
+
+for t in ${TESTS:-test_pause_resume test_pause_refused test_bad_limits \
+    test_ttl_delete_and_lift test_ttl_pause_and_idle test_client_and_mcp}; do
+	run_test "$t"
+done
+finish
