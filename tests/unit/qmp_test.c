@@ -144,3 +144,59 @@ Test(qmp, script_refuses_what_is_not_json_or_too_long)
 	free(t.error);
 	free(big);
 }
+
+/*
+ * qmp.c's monitor client: capabilities first, each command answered by
+ * its id, whatever else the monitor says (an earlier client's leftovers,
+ * events, the greeting, "already negotiated") passed over.
+ */
+Test(qmp, conn_answers_by_id)
+{
+	static const char	 noise[] =
+	    "{\"QMP\":{\"version\":{}}}\n"
+	    "{\"error\":{\"class\":\"CommandNotFound\",\"desc\":\"Capabilities "
+	    "negotiation is already complete\"},\"id\":1}\n"
+	    "{\"return\":{}}\n"
+	    "{\"event\":\"STOP\",\"data\":{}}\n"
+	    "not json\n";
+	struct ev_loop		*loop = ev_loop_new(EVFLAG_AUTO);
+	struct qmp_conn		*c;
+	struct told		 stop = { 0 }, cont = { 0 };
+	char			 sent[512], *cause = NULL;
+	ssize_t			 n;
+	int			 sv[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	c = qmp_conn_new(loop, sv[0]);
+	cr_assert_eq(qmp_conn_command(c, "stop", told_cb, &stop, &cause), 0);
+	cr_assert_eq(qmp_conn_command(c, "cont", told_cb, &cont, &cause), 0);
+	n = read(sv[1], sent, sizeof sent - 1);
+	cr_assert_gt(n, 0);
+	sent[n] = '\0';
+	cr_assert_str_eq(sent, "{\"execute\":\"qmp_capabilities\",\"id\":1}\n"
+	    "{\"execute\":\"stop\",\"id\":2}\n{\"execute\":\"cont\",\"id\":3}\n");
+	feed(loop, sv[1], noise, sizeof noise - 1);
+	cr_assert_eq(stop.n + cont.n, 0, "told by lines not its own");
+	feed(loop, sv[1], "{\"error\":{\"desc\":\"no\"},\"id\":3}\n", 31);
+	cr_assert_eq(cont.n, 1);
+	cr_assert_str_eq(cont.error, "QMP: no");
+	cr_assert_eq(stop.n, 0);
+	feed(loop, sv[1], "{\"return\":{},\"id\":2}\n", 21);
+	cr_assert_eq(stop.n, 1);
+	cr_assert_null(stop.error);
+	/* QEMU gone: the next command is refused, one under way told. */
+	cr_assert_eq(qmp_conn_command(c, "stop", told_cb, &stop, &cause), 0);
+	close(sv[1]);
+	for (n = 0; n < 20; n++)
+		ev_run(loop, EVRUN_NOWAIT);
+	cr_assert_eq(stop.n, 2);
+	cr_assert_str_eq(stop.error, "QMP: QEMU closed its monitor");
+	cr_assert_eq(qmp_conn_command(c, "cont", told_cb, &cont, &cause), -1);
+	cr_assert_str_eq(cause, "QMP: QEMU closed its monitor");
+	free(cause);
+	free(stop.error);
+	free(cont.error);
+	qmp_conn_free(c);
+	close(sv[0]);
+	ev_loop_destroy(loop);
+}
