@@ -9,6 +9,9 @@
 #   files             PUT and GET of one 50 MB file: MB/s
 #   API against run   create + exec `true` + delete through the API,
 #                     against `qsup run -- true`, both warm
+#   pause, resume     POST .../pause and .../resume of a ready sandbox,
+#                     each to its answer (QMP stop and cont returned), and
+#                     an exec of `true` right after the resume
 #   server RSS        of the qsup serve process, with 1 and 16 sandboxes
 #                     (and the sandboxes' QEMUs, for scale)
 # Usage: bench/serve.sh [RUNS]   (default 21 round trips, 7 of the rest)
@@ -74,6 +77,19 @@ EOF
 rt=$(median %.1f <"$tmp/rt")
 echo "  exec round trip of true: median $rt ms over $runs (goal <= 20 ms);" \
     "runs: $(sort -n "$tmp/rt" | tr '\n' ' ')"
+
+# Pause and resume, each to its answer, then an exec right after.
+for _ in $(seq 1 "$runs"); do
+	api -o /dev/null -w '%{time_total}\n' -X POST \
+	    http://qsup/v1/sandboxes/a/pause >>"$tmp/pause"
+	api -o /dev/null -w '%{time_total}\n' -X POST \
+	    http://qsup/v1/sandboxes/a/resume >>"$tmp/resume"
+	api -N -o /dev/null -w '%{time_total}\n' -d '{"argv":["true"]}' \
+	    http://qsup/v1/sandboxes/a/exec >>"$tmp/after"
+done
+ms() { awk '{print $1 * 1000}' "$1" | median %.1f; }
+echo "  pause: median $(ms "$tmp/pause") ms; resume: median" \
+    "$(ms "$tmp/resume") ms; exec true after it: median $(ms "$tmp/after") ms"
 
 # 8 streams of 50 MB at once, in one sandbox.
 mb=50
