@@ -41,6 +41,9 @@ static int	cmd_client_cp(const struct cmd_entry *, int, char **);
 #define CMD_CLIENT_JSON		(CMD_O_LONG + 2)
 #define CMD_CLIENT_SET		(CMD_O_LONG + 3)
 #define CMD_CLIENT_TIMEOUT	(CMD_O_LONG + 4)
+#define CMD_CLIENT_TTL		(CMD_O_LONG + 5)
+#define CMD_CLIENT_IDLE_TTL	(CMD_O_LONG + 6)
+#define CMD_CLIENT_ON_TTL	(CMD_O_LONG + 7)
 
 /* What every client command takes, after its own options. */
 #define CMD_CLIENT_HOST_OPTIONS \
@@ -87,6 +90,12 @@ static const struct cmd_option cmd_sandbox_create_options[] = {
 	  "its profile, a name or a path on the server's host" },
 	{ CMD_CLIENT_SET, "set", CMD_V_SETTING, "K=V", CMD_O_REPEAT,
 	  "a profile setting (repeatable), checked as run's" },
+	{ CMD_CLIENT_TTL, "ttl", CMD_V_SECONDS, "S", 0,
+	  "end it S seconds after its creation" },
+	{ CMD_CLIENT_IDLE_TTL, "idle-ttl", CMD_V_SECONDS, "S", 0,
+	  "end it after S seconds without an exec or a file call" },
+	{ CMD_CLIENT_ON_TTL, "on-ttl", CMD_V_STRING, "delete|pause", 0,
+	  "what ending it is (default: delete)" },
 	{ CMD_CLIENT_JSON, "json", CMD_V_NONE, NULL, 0,
 	  "print the sandbox as JSON" },
 	CMD_CLIENT_HOST_OPTIONS
@@ -108,7 +117,8 @@ static const struct cmd_option cmd_exec_options[] = {
 
 static const struct cmd_entry cmd_sandbox_create_entry = {
 	.name = "create",
-	.usage = "sandbox create [--profile P] [--set K=V]... [--json] [NAME]",
+	.usage = "sandbox create [--profile P] [--set K=V]... [--ttl S] "
+	    "[--idle-ttl S] [--on-ttl delete|pause] [--json] [NAME]",
 	.summary = "start a named sandbox on the server, and print its name",
 	.help =
 "Start a sandbox on the server and wait until it is ready; print its name\n"
@@ -270,6 +280,9 @@ struct cmd_client_opts {
 	size_t		 nenv;
 	const char	*cwd;
 	double		 timeout;
+	double		 ttl;		/* -1: not given */
+	double		 idle_ttl;
+	const char	*on_ttl;
 	int		 json;
 	int		 interactive;
 	int		 tty;
@@ -288,8 +301,10 @@ cmd_client_check(struct cmd_client_opts *o)
 {
 	const struct cmd_args_item	*it;
 	char				*end;
+	double				 d;
 	size_t				 i;
 
+	o->ttl = o->idle_ttl = -1;
 	for (i = 0; i < o->a.nitems; i++) {
 		it = &o->a.items[i];
 		switch (it->key) {
@@ -303,14 +318,33 @@ cmd_client_check(struct cmd_client_opts *o)
 			}
 			break;
 		case CMD_CLIENT_TIMEOUT:
+		case CMD_CLIENT_TTL:
+		case CMD_CLIENT_IDLE_TTL:
 			errno = 0;
-			o->timeout = strtod(it->value, &end);
+			d = strtod(it->value, &end);
 			if (errno != 0 || end == it->value || *end != '\0' ||
-			    o->timeout < 0 || o->timeout > 1e9) {
-				log_warnx("--timeout %s: not a number of "
-				    "seconds", it->value);
+			    d < 0 || d > 1e9) {
+				log_warnx("--%s %s: not a number of seconds",
+				    it->key == CMD_CLIENT_TIMEOUT ? "timeout" :
+				    it->key == CMD_CLIENT_TTL ? "ttl" :
+				    "idle-ttl", it->value);
 				return (-1);
 			}
+			if (it->key == CMD_CLIENT_TIMEOUT)
+				o->timeout = d;
+			else if (it->key == CMD_CLIENT_TTL)
+				o->ttl = d;
+			else
+				o->idle_ttl = d;
+			break;
+		case CMD_CLIENT_ON_TTL:
+			if (strcmp(it->value, "delete") != 0 &&
+			    strcmp(it->value, "pause") != 0) {
+				log_warnx("--on-ttl %s: not delete or pause",
+				    it->value);
+				return (-1);
+			}
+			o->on_ttl = it->value;
 			break;
 		}
 	}
@@ -431,6 +465,12 @@ cmd_sandbox_create(const struct cmd_entry *self, int argc, char **argv)
 		json_object_set_new(req, "name", json_string(argv[o.optind]));
 	if (o.profile != NULL)
 		json_object_set_new(req, "profile", json_string(o.profile));
+	if (o.ttl >= 0)
+		json_object_set_new(req, "ttl", json_real(o.ttl));
+	if (o.idle_ttl >= 0)
+		json_object_set_new(req, "idle_ttl", json_real(o.idle_ttl));
+	if (o.on_ttl != NULL)
+		json_object_set_new(req, "on_ttl", json_string(o.on_ttl));
 	if (o.nsets > 0) {
 		settings = json_object();
 		for (i = 0; i < o.nsets; i++) {

@@ -301,6 +301,9 @@ test_client_and_mcp() {
 	    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_resume","arguments":{"name":"c"}}}' |
 	    "$QSUP" mcp --host "unix:$SOCK" 2>&1)
 	expect_eq "resumed by MCP" ready "$(state c)"
+	out=$("$QSUP" sandbox create --ttl 600 --idle-ttl 90.5 --on-ttl pause --json c2 2>&1)
+	expect_match "qsup sandbox create --ttl" '"ttl":600,"idle_ttl":90.5,"on_ttl":"pause"' "$out"
+	"$QSUP" sandbox rm c2 >/dev/null
 	unset QSUP_HOST QSUP_TOKEN
 	api DELETE /v1/sandboxes/c
 	serve_stop
