@@ -371,8 +371,11 @@ serve_life_done_cb(struct sandbox *sb, const char *error, void *arg)
 		    SERVE_PAUSED ? "pause" : "resume", error != NULL ? error :
 		    serve_state_name(s->state));
 		buf_puts(&b, "{\"error\":");
-		buf_json_string(&b, error != NULL ? error :
-		    serve_state_name(s->state));
+		if (error != NULL)
+			buf_json_string(&b, error);
+		else
+			buf_printf(&b, "\"sandbox %s is %s\"", s->name,
+			    serve_state_name(s->state));
 		buf_puts(&b, "}");
 		serve_answer(&s->qmp_waiters, error != NULL ? 500 : 409,
 		    b.data);
