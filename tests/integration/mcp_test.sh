@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # qsup mcp over a pipe, driven by python3 as an MCP client would: the
-# handshake, the six tools and their schemas, each tool called on a real
+# handshake, the eight tools and their schemas, each tool called on a real
 # guest, JSON-RPC's errors; on a running qsup serve, and on one of its
 # own that it starts and stops, leaving nothing behind.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
@@ -43,9 +43,10 @@ mcp_session() {
 	check("ping", r.get("result") == {}, r)
 	r = rpc("tools/list")
 	tools = {t["name"]: t for t in r.get("result", {}).get("tools", [])}
-	check("six tools", sorted(tools) == sorted(["sandbox_create",
+	check("eight tools", sorted(tools) == sorted(["sandbox_create",
 	    "sandbox_exec", "sandbox_file_write", "sandbox_file_read",
-	    "sandbox_list", "sandbox_destroy"]), r)
+	    "sandbox_list", "sandbox_destroy", "sandbox_pause",
+	    "sandbox_resume"]), r)
 	for t in tools.values():
 	    s = t.get("inputSchema", {})
 	    check("%s's schema" % t["name"], s.get("type") == "object" and
@@ -104,6 +105,16 @@ mcp_session() {
 	err, text, r = tool("sandbox_file_read", {"name": name, "path":
 	    "/nonexistent"})
 	check("file_read of a missing file", err is True and text, r)
+	err, text, r = tool("sandbox_pause", {"name": name})
+	check("pause", err is False and json.loads(text)["state"] == "paused", r)
+	err, text, r = tool("sandbox_exec", {"name": name, "argv": ["true"]})
+	check("exec while paused: refused", err is True and "paused" in text, r)
+	err, text, r = tool("sandbox_resume", {"name": name})
+	check("resume", err is False and json.loads(text)["state"] == "ready", r)
+	err, text, r = tool("sandbox_exec", {"name": name, "argv": ["cat",
+	    "/tmp/f.sh"]})
+	check("its file after the resume", json.loads(text).get("stdout") ==
+	    "#!/bin/sh\necho h\u00e9\n", r)
 
 	# JSON-RPC's errors, and the session goes on after them.
 	r = rpc("no/such/method")
