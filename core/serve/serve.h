@@ -56,6 +56,7 @@ struct serve {
 	struct serve_setups	 setups;	/* setup layers building */
 	unsigned		 next_name;
 	unsigned		 next_exec;
+	unsigned long long	 next_serial;	/* each sandbox's serial */
 	int			 stopping;	/* SIGTERM: tearing down */
 	ev_timer		 events_ping;
 	struct serve_metrics	 m;

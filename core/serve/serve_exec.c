@@ -683,20 +683,20 @@ serve_spec_parse(json_t *j, struct serve_sb *s, struct serve_spec *sp,
 }
 
 static void
-serve_exec_body(struct httpd_conn *conn, const char *body, size_t len,
-    void *arg)
+serve_exec_body(struct httpd_conn *conn, struct serve_sb *s,
+    const char *body, size_t len, void *arg)
 {
 	static const char *const fields[] = {
 		"argv", "env", "cwd", "stdin", "tty", "rows", "cols",
 		"timeout", NULL
 	};
-	struct serve_sb		*s = arg;
 	struct serve_exec	*e;
 	struct serve_spec	 sp;
 	struct serve_error	 err = { 0 };
 	json_t			*j;
 	const char		*bad, *why;
 
+	(void)arg;
 	memset(&sp, 0, sizeof sp);
 	if (serve_json_body(body, len, &j, &err) == -1 ||
 	    serve_check_fields(j, fields, &err) == -1)
@@ -719,7 +719,7 @@ int
 serve_exec_post(const struct serve_req *r, struct serve_error *err)
 {
 	(void)err;
-	httpd_read_body(r->conn, serve_exec_body, r->sb);
+	serve_sb_read_body(r, serve_exec_body, NULL);
 	return (0);
 }
 
@@ -836,7 +836,6 @@ serve_op_close_cb(void *arg)
 }
 
 struct serve_op {
-	struct serve_sb	*sb;
 	unsigned	 id;
 	int		 resize;	/* else a signal */
 };
@@ -884,8 +883,8 @@ serve_op_resize(json_t *j, struct serve_exec *e, long long *rows,
 }
 
 static void
-serve_op_body(struct httpd_conn *conn, const char *body, size_t len,
-    void *arg)
+serve_op_body(struct httpd_conn *conn, struct serve_sb *s,
+    const char *body, size_t len, void *arg)
 {
 	struct serve_op		*op = arg;
 	struct serve_exec	*e;
@@ -895,7 +894,7 @@ serve_op_body(struct httpd_conn *conn, const char *body, size_t len,
 	long long		 rows = 0, cols = 0;
 	int			 sig = -1;
 
-	e = serve_exec_find(op->sb, op->id);
+	e = serve_exec_find(s, op->id);
 	if (serve_json_body(body, len, &j, &err) == -1)
 		goto out;
 	if (e == NULL || exec_state(e->x) == EXEC_DONE) {
@@ -934,10 +933,9 @@ serve_exec_op(const struct serve_req *r, int resize, struct serve_error *err)
 	if (serve_exec_of(r, err) == NULL)
 		return (-1);
 	op = xcalloc(1, sizeof *op);
-	op->sb = r->sb;
 	op->id = r->exec;
 	op->resize = resize;
-	httpd_read_body(r->conn, serve_op_body, op);
+	serve_sb_read_body(r, serve_op_body, op);
 	return (0);
 }
 

@@ -105,6 +105,7 @@ struct serve_sb {
 	struct serve		*srv;
 	TAILQ_ENTRY(serve_sb)	 entry;
 	char			*name;
+	unsigned long long	 serial;		/* none other had it */
 	enum serve_state	 state;
 	struct profile		 profile;
 	struct accel_choice	 accel;
@@ -236,6 +237,16 @@ void		 serve_setup_free_all(struct serve *);
 /* serve.c */
 extern const char *const serve_boot_kinds[3];	/* as qsup_boots_total */
 struct serve_sb	*serve_find(struct serve *, const char *);
+/*
+ * A request's body read, then fn called with the sandbox the request
+ * named, found again: it may have been deleted meanwhile (then 404, and
+ * fn is not called). fn owns arg (freed with free() if the client goes
+ * before the body is in).
+ */
+typedef void	 serve_body_fn(struct httpd_conn *, struct serve_sb *,
+		     const char *, size_t, void *);
+void		 serve_sb_read_body(const struct serve_req *, serve_body_fn *,
+		     void *);
 serve_handler	 serve_list;
 serve_handler	 serve_create;
 serve_handler	 serve_get;

@@ -360,6 +360,7 @@ static void
 serve_life_done_cb(struct sandbox *sb, const char *error, void *arg)
 {
 	struct serve_sb	*s = arg;
+	struct serve_exec *e;
 	struct buf	 b = { 0 };
 	enum serve_state want = s->qmp_want;
 
@@ -385,6 +386,8 @@ serve_life_done_cb(struct sandbox *sb, const char *error, void *arg)
 	s->state = want;
 	if (want == SERVE_READY)
 		s->t_active = util_now();	/* idle from the resume */
+	TAILQ_FOREACH(e, &s->execs, entry)
+		exec_freeze(e->x, want == SERVE_PAUSED);
 	serve_life_arm(s);
 	serve_sb_event(s);
 	serve_sb_json(s, &b);
@@ -450,17 +453,17 @@ serve_resume(const struct serve_req *r, struct serve_error *err)
 }
 
 static void
-serve_patch_body(struct httpd_conn *conn, const char *body, size_t len,
-    void *arg)
+serve_patch_body(struct httpd_conn *conn, struct serve_sb *s,
+    const char *body, size_t len, void *arg)
 {
 	static const char *const fields[] = {
 		"ttl", "idle_ttl", "on_ttl", NULL
 	};
-	struct serve_sb		*s = arg;
 	struct serve_error	 err = { 0 };
 	struct buf		 b = { 0 };
 	json_t			*j = NULL;
 
+	(void)arg;
 	if (serve_json_body(body, len, &j, &err) == -1 ||
 	    serve_check_fields(j, fields, &err) == -1)
 		goto out;
@@ -486,6 +489,6 @@ int
 serve_patch(const struct serve_req *r, struct serve_error *err)
 {
 	(void)err;
-	httpd_read_body(r->conn, serve_patch_body, r->sb);
+	serve_sb_read_body(r, serve_patch_body, NULL);
 	return (0);
 }

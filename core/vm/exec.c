@@ -73,6 +73,7 @@ struct exec {
 	struct buf		 request;	/* the /exec body, until sent */
 	double			 timeout;
 	ev_timer		 timer;
+	double			 frozen_left;	/* its timer's, while frozen */
 	long long		 id;		/* the agent's; -1 before start */
 	int			 timed_out;
 	int			 detached;	/* no started, no output */
@@ -759,6 +760,25 @@ exec_set_timeout(struct exec *x, double seconds)
 	if (seconds > 0 && x->state != EXEC_DONE) {
 		ev_timer_set(&x->timer, seconds, 0);
 		ev_timer_start(x->loop, &x->timer);
+	}
+}
+
+/*
+ * Its sandbox paused (on) or resumed: the timeout's clock stopped, then
+ * started again with what it had left, so a pause costs it no time.
+ */
+void
+exec_freeze(struct exec *x, int on)
+{
+	if (on && ev_is_active(&x->timer)) {
+		x->frozen_left = ev_timer_remaining(x->loop, &x->timer);
+		ev_timer_stop(x->loop, &x->timer);
+	} else if (!on && x->frozen_left > 0) {
+		if (x->state != EXEC_DONE) {
+			ev_timer_set(&x->timer, x->frozen_left, 0);
+			ev_timer_start(x->loop, &x->timer);
+		}
+		x->frozen_left = 0;
 	}
 }
 

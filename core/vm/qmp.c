@@ -25,6 +25,8 @@
 #include "vm.h"
 
 #define QMP_LINE_MAX	(1024 * 1024)
+/* A monitor command on the loop unanswered this long: QEMU is stuck. */
+#define QMP_CONN_TIMEOUT	10.0
 
 /* One line from QEMU, waiting until the deadline. */
 static char *
@@ -372,6 +374,8 @@ qmp_script_free(struct qmp_script *s)
  */
 struct qmp_cmd {
 	unsigned		 id;
+	char			*name;
+	double			 deadline;
 	qmp_script_cb		 cb;
 	void			*arg;
 	TAILQ_ENTRY(qmp_cmd)	 entry;
@@ -385,15 +389,38 @@ struct qmp_conn {
 	struct buf	 in;
 	unsigned	 next_id;
 	struct qmp_cmds	 cmds;		/* sent, unanswered, in order */
+	ev_timer	 timer;		/* the earliest one's deadline */
+	double		 timeout;	/* for each command */
 };
+
+/* The timer set for the earliest deadline of the commands unanswered. */
+static void
+qmp_conn_arm(struct qmp_conn *c)
+{
+	struct qmp_cmd	*cmd;
+	double		 first = 0;
+
+	ev_timer_stop(c->loop, &c->timer);
+	TAILQ_FOREACH(cmd, &c->cmds, entry) {
+		if (first == 0 || cmd->deadline < first)
+			first = cmd->deadline;
+	}
+	if (first == 0)
+		return;
+	ev_timer_set(&c->timer, first > util_now() ? first - util_now() :
+	    0.001, 0);
+	ev_timer_start(c->loop, &c->timer);
+}
 
 /* Tell the first command's owner, and forget it. */
 static void
 qmp_conn_tell(struct qmp_conn *c, struct qmp_cmd *cmd, const char *error)
 {
 	TAILQ_REMOVE(&c->cmds, cmd, entry);
+	qmp_conn_arm(c);
 	if (cmd->cb != NULL)
 		cmd->cb(error, cmd->arg);
+	free(cmd->name);
 	free(cmd);
 }
 
@@ -406,6 +433,34 @@ qmp_conn_fail_all(struct qmp_conn *c, const char *why)
 	ev_io_stop(c->loop, &c->io);
 	while ((cmd = TAILQ_FIRST(&c->cmds)) != NULL)
 		qmp_conn_tell(c, cmd, why);
+	ev_timer_stop(c->loop, &c->timer);
+}
+
+/*
+ * A command past its deadline: QEMU's monitor is stuck (or QEMU is), and
+ * a monitor answers in order, so nothing behind it will come either.
+ */
+static void
+qmp_conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct qmp_conn	*c = w->data;
+	struct qmp_cmd	*cmd;
+	char		*why;
+
+	(void)loop;
+	(void)revents;
+	TAILQ_FOREACH(cmd, &c->cmds, entry) {
+		if (cmd->deadline <= util_now() + 0.001)
+			break;
+	}
+	if (cmd == NULL) {
+		qmp_conn_arm(c);
+		return;
+	}
+	xasprintf(&why, "QMP: no answer to %s within %g s", cmd->name,
+	    c->timeout);
+	qmp_conn_fail_all(c, why);
+	free(why);
 }
 
 static void
@@ -482,6 +537,9 @@ qmp_conn_new(struct ev_loop *loop, int fd)
 	ev_io_init(&c->io, qmp_conn_io_cb, fd, EV_READ);
 	c->io.data = c;
 	ev_io_start(loop, &c->io);
+	ev_timer_init(&c->timer, qmp_conn_timer_cb, 0, 0);
+	c->timer.data = c;
+	c->timeout = QMP_CONN_TIMEOUT;
 	(void)qmp_conn_command(c, "qmp_capabilities", NULL, NULL, NULL);
 	return (c);
 }
@@ -505,6 +563,8 @@ qmp_conn_command(struct qmp_conn *c, const char *name, qmp_script_cb cb,
 	}
 	cmd = xcalloc(1, sizeof *cmd);
 	cmd->id = ++c->next_id;
+	cmd->name = xstrdup(name);
+	cmd->deadline = util_now() + c->timeout;
 	cmd->cb = cb;
 	cmd->arg = arg;
 	xasprintf(&line, "{\"execute\":\"%s\",\"id\":%u}\n", name, cmd->id);
@@ -515,12 +575,21 @@ qmp_conn_command(struct qmp_conn *c, const char *name, qmp_script_cb cb,
 			xasprintf(cause, "QMP: send: %s", w == -1 ?
 			    strerror(errno) : "short write");
 		free(line);
+		free(cmd->name);
 		free(cmd);
 		return (-1);
 	}
 	free(line);
 	TAILQ_INSERT_TAIL(&c->cmds, cmd, entry);
+	qmp_conn_arm(c);
 	return (0);
+}
+
+/* Commands sent from now on fail unanswered after seconds. */
+void
+qmp_conn_set_timeout(struct qmp_conn *c, double seconds)
+{
+	c->timeout = seconds;
 }
 
 /* Stop reading; unanswered commands are told nothing. */
@@ -532,8 +601,10 @@ qmp_conn_free(struct qmp_conn *c)
 	if (c == NULL)
 		return;
 	ev_io_stop(c->loop, &c->io);
+	ev_timer_stop(c->loop, &c->timer);
 	while ((cmd = TAILQ_FIRST(&c->cmds)) != NULL) {
 		TAILQ_REMOVE(&c->cmds, cmd, entry);
+		free(cmd->name);
 		free(cmd);
 	}
 	buf_free(&c->in);

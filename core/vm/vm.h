@@ -56,6 +56,7 @@ struct qmp_conn;
 struct qmp_conn	*qmp_conn_new(struct ev_loop *, int);
 int		 qmp_conn_command(struct qmp_conn *, const char *,
 		     qmp_script_cb, void *, char **);
+void		 qmp_conn_set_timeout(struct qmp_conn *, double);
 void		 qmp_conn_free(struct qmp_conn *);
 
 /* kvm.c */
@@ -511,6 +512,7 @@ int		 exec_signal(struct exec *, int, agent_response_cb, void *);
 int		 exec_resize(struct exec *, unsigned, unsigned,
 		     agent_response_cb, void *);
 void		 exec_set_timeout(struct exec *, double);
+void		 exec_freeze(struct exec *, int);
 void		 exec_resume(struct exec *);
 int		 exec_stdin_write(struct exec *, const void *, size_t);
 void		 exec_stdin_close(struct exec *);

@@ -158,6 +158,67 @@ test_pause_resume() {
 	sed 's/^/    /' "$S/figures"
 }
 
+# An exec's timeout counts the time its sandbox runs, not the time it is
+# paused: a 4 s command with a 6 s timeout, paused 6 s, ends well.
+test_pause_stops_exec_timeout() {
+	local cpid t0
+	serve_start
+	create t
+	t0=$(date +%s)
+	curl -sS -N --unix-socket "$SOCK" -H "Authorization: Bearer $TOKEN" \
+	    -d '{"argv":["sh","-c","sleep 4; echo done"],"timeout":6}' \
+	    http://qsup/v1/sandboxes/t/exec >"$S/stream" &
+	cpid=$!
+	sleep 1
+	api POST /v1/sandboxes/t/pause
+	expect_eq "pause" 200 "$CODE"
+	sleep 6
+	api POST /v1/sandboxes/t/resume
+	expect_eq "resume" 200 "$CODE"
+	wait "$cpid"
+	EXIT=$($SSE "$S/stream" --out "$S/out" --err "$S/err")
+	expect_eq "ended by itself, not by its timeout" \
+	    '{"status":0,"signal":null,"timed_out":false,"error":null}' "$EXIT"
+	expect_eq "its output" done "$(cat "$S/out")"
+	[ $(($(date +%s) - t0)) -ge 9 ] ||
+	    fail "it ended after $(($(date +%s) - t0)) s: the pause did not hold it"
+	api DELETE /v1/sandboxes/t
+	serve_stop
+}
+
+# A deleted sandbox's request whose body was still coming is answered
+# 404, and the server goes on (it must not use the sandbox freed).
+test_body_after_delete() {
+	local cpid
+	serve_start
+	create g
+	api DELETE /v1/sandboxes/g
+	expect_eq "delete" 200 "$CODE"
+	create g
+	# The head names g, the body comes 2 s later; g is deleted between.
+	python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b"POST /v1/sandboxes/g/exec HTTP/1.1\r\nHost: q\r\n"
+    b"Authorization: Bearer " + sys.argv[2].encode() + b"\r\n"
+    b"Content-Type: application/json\r\nContent-Length: 17\r\n\r\n")
+time.sleep(2)
+s.sendall(b"{\"argv\":[\"true\"]}")
+s.settimeout(20)
+out = s.recv(4096)
+print(out.split(b"\r\n")[0].decode())
+' "$SOCK" "$TOKEN" >"$S/answer" &
+	cpid=$!
+	sleep 0.7
+	api DELETE /v1/sandboxes/g
+	expect_eq "delete while its exec's body comes" 200 "$CODE"
+	wait "$cpid"
+	expect_eq "the exec's answer" "HTTP/1.1 404 Not Found" "$(cat "$S/answer")"
+	api GET /v1/sandboxes
+	expect_eq "the server goes on" 200 "$CODE"
+	serve_stop
+}
+
 # A dead sandbox, or one still booting, cannot be paused or changed.
 test_pause_refused() {
 	local qpid
@@ -309,7 +370,8 @@ test_client_and_mcp() {
 	serve_stop
 }
 
-for t in ${TESTS:-test_pause_resume test_pause_refused test_bad_limits \
+for t in ${TESTS:-test_pause_resume test_pause_stops_exec_timeout \
+    test_body_after_delete test_pause_refused test_bad_limits \
     test_ttl_delete_and_lift test_ttl_pause_and_idle test_client_and_mcp}; do
 	run_test "$t"
 done

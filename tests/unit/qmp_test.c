@@ -200,3 +200,31 @@ Test(qmp, conn_answers_by_id)
 	close(sv[0]);
 	ev_loop_destroy(loop);
 }
+
+/* A monitor that never answers: the command fails at its deadline. */
+Test(qmp, conn_deadline)
+{
+	struct ev_loop		*loop = ev_loop_new(EVFLAG_AUTO);
+	struct qmp_conn		*c;
+	struct told		 stop = { 0 };
+	char			*cause = NULL;
+	double			 t0;
+	int			 sv[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	c = qmp_conn_new(loop, sv[0]);
+	qmp_conn_set_timeout(c, 0.2);
+	t0 = util_now();
+	cr_assert_eq(qmp_conn_command(c, "stop", told_cb, &stop, &cause), 0);
+	while (stop.n == 0 && util_now() - t0 < 5)
+		ev_run(loop, EVRUN_ONCE);
+	cr_assert_eq(stop.n, 1);
+	cr_assert_str_eq(stop.error, "QMP: no answer to stop within 0.2 s");
+	cr_assert_geq(util_now() - t0, 0.19);
+	cr_assert_lt(util_now() - t0, 2);
+	free(stop.error);
+	qmp_conn_free(c);
+	close(sv[0]);
+	close(sv[1]);
+	ev_loop_destroy(loop);
+}
