@@ -560,6 +560,8 @@ serve_exec_new(struct serve_sb *s, struct httpd_conn *conn,
 	cbs.arg = e;
 	e->x = exec_new(s->srv->loop, s->sb, spec, &ports, &cbs);
 	TAILQ_INSERT_TAIL(&s->execs, e, entry);
+	if (job == SERVE_EXEC)
+		s->execs_total++;
 	httpd_set_close_cb(conn, serve_client_close_cb, e);
 	httpd_set_drain_cb(conn, serve_drain_cb, e);
 	return (e);

@@ -134,6 +134,7 @@ struct serve_sb {
 	struct serve_waiters	 create_waiters;
 	struct serve_waiters	 delete_waiters;
 	struct serve_execs	 execs;
+	unsigned long long	 execs_total;	/* commands it was given */
 	unsigned		 ports_busy;	/* bit i: port i taken */
 	ev_timer		 reap;		/* frees sb off its callback */
 	/* serve_life.c: pause, resume, time limits */

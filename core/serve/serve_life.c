@@ -93,8 +93,8 @@ serve_sb_json(struct serve_sb *s, struct buf *b)
 		buf_puts(b, "null");
 	TAILQ_FOREACH(e, &s->execs, entry)
 		n += serve_exec_running(e);
-	buf_printf(b, ",\"boot_s\":%.3f,\"execs\":%zu,\"reason\":", s->boot_s,
-	    n);
+	buf_printf(b, ",\"boot_s\":%.3f,\"execs\":%llu,\"execs_running\":%zu,"
+	    "\"reason\":", s->boot_s, s->execs_total, n);
 	if (s->reason != NULL)
 		buf_json_string(b, s->reason);
 	else

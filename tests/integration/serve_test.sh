@@ -439,6 +439,9 @@ test_events_and_metrics() {
 	local epid=$!
 	create a
 	run_exec a '{"argv":["true"]}'
+	api GET /v1/sandboxes/a
+	expect_match "the sandbox counts its exec" '"execs":1,"execs_running":0,' "$BODY"
+	expect_match "boot_s to the ms" '"boot_s":[0-9]+\.[0-9]{3},' "$BODY"
 	api DELETE /v1/sandboxes/a >/dev/null
 	api GET /metrics
 	out=$BODY
