@@ -10,13 +10,15 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 failed_suites=()
 total_suites=0
 
+# Each suite's time goes after its own lines, to find the slow ones.
 run_suite() {
-	local name=$1; shift
+	local name=$1 t0=$SECONDS; shift
 	total_suites=$((total_suites + 1))
 	echo "=== $name"
 	if ! "$@"; then
 		failed_suites+=("$name")
 	fi
+	echo "    ($name: $((SECONDS - t0)) s)"
 }
 
 run_suite "layers: include direction" tests/layers.sh
