@@ -180,3 +180,72 @@ serve_answer(struct serve_waiters *w, int status, const char *body)
 		free(x);
 	}
 }
+
+struct serve_sb *
+serve_find(struct serve *srv, const char *name)
+{
+	struct serve_sb	*s;
+
+	TAILQ_FOREACH(s, &srv->sbs, entry) {
+		if (strcmp(s->name, name) == 0)
+			return (s);
+	}
+	return (NULL);
+}
+
+struct serve_body {
+	struct serve		*srv;
+	char			*name;
+	unsigned long long	 serial;
+	serve_body_fn		*fn;
+	void			*arg;
+};
+
+static void
+serve_body_free(struct serve_body *b, int arg_too)
+{
+	if (arg_too)
+		free(b->arg);
+	free(b->name);
+	free(b);
+}
+
+static void
+serve_body_close_cb(void *arg)
+{
+	serve_body_free(arg, 1);
+}
+
+static void
+serve_body_cb(struct httpd_conn *conn, const char *body, size_t len,
+    void *arg)
+{
+	struct serve_body	*b = arg;
+	struct serve_sb		*s;
+
+	httpd_set_close_cb(conn, NULL, NULL);
+	s = serve_find(b->srv, b->name);
+	if (s == NULL || s->serial != b->serial) {
+		serve_error_now(conn, 404, "the sandbox was deleted while the "
+		    "request's body came in", NULL);
+		serve_body_free(b, 1);
+		return;
+	}
+	b->fn(conn, s, body, len, b->arg);
+	serve_body_free(b, 0);
+}
+
+void
+serve_sb_read_body(const struct serve_req *r, serve_body_fn *fn, void *arg)
+{
+	struct serve_body	*b;
+
+	b = xcalloc(1, sizeof *b);
+	b->srv = r->srv;
+	b->name = xstrdup(r->sb->name);
+	b->serial = r->sb->serial;
+	b->fn = fn;
+	b->arg = arg;
+	httpd_set_close_cb(r->conn, serve_body_close_cb, b);
+	httpd_read_body(r->conn, serve_body_cb, b);
+}

@@ -2,8 +2,8 @@
  * The server's insides, shared by core/serve's files only. They lean one
  * way, bottom up: serve_error.c (an error as a response, JSON bodies),
  * serve_event.c (states' names, the event stream, the requests waiting
- * for a state), serve_exec.c (execs, stdin, signals, terminals, files),
- * serve_life.c (the sandbox as the API shows it; pause, resume, time
+ * for a state or for their body, a sandbox found by name), serve_exec.c
+ * (execs, stdin, signals, terminals, files), serve_life.c (the sandbox as the API shows it; pause, resume, time
  * limits: serve.c calls it as a sandbox comes and goes, and it stops
  * one through srv->sb_stop), serve_setup.c (setup layers built
  * in a child, "qsup run --setup-only", off the loop), serve.c (the named
@@ -210,6 +210,17 @@ void		 serve_wait(struct serve_waiters *, struct serve_sb *,
 void		 serve_answer(struct serve_waiters *, int, const char *);
 void		 serve_waiters_free(struct serve_waiters *);
 serve_handler	 serve_events;
+struct serve_sb	*serve_find(struct serve *, const char *);
+/*
+ * A request's body read, then fn called with the sandbox the request
+ * named, found again: it may have been deleted meanwhile (then 404, and
+ * fn is not called). fn owns arg (freed with free() if the client goes
+ * before the body is in).
+ */
+typedef void	 serve_body_fn(struct httpd_conn *, struct serve_sb *,
+		     const char *, size_t, void *);
+void		 serve_sb_read_body(const struct serve_req *, serve_body_fn *,
+		     void *);
 
 /* serve_exec.c */
 extern const double serve_exec_le[11];	/* qsup_exec_seconds' buckets */
@@ -237,17 +248,6 @@ void		 serve_setup_free_all(struct serve *);
 
 /* serve.c */
 extern const char *const serve_boot_kinds[3];	/* as qsup_boots_total */
-struct serve_sb	*serve_find(struct serve *, const char *);
-/*
- * A request's body read, then fn called with the sandbox the request
- * named, found again: it may have been deleted meanwhile (then 404, and
- * fn is not called). fn owns arg (freed with free() if the client goes
- * before the body is in).
- */
-typedef void	 serve_body_fn(struct httpd_conn *, struct serve_sb *,
-		     const char *, size_t, void *);
-void		 serve_sb_read_body(const struct serve_req *, serve_body_fn *,
-		     void *);
 serve_handler	 serve_list;
 serve_handler	 serve_create;
 serve_handler	 serve_get;
