@@ -33,6 +33,8 @@ static int	cmd_serve_exec(const struct cmd_entry *, int, char **);
 #define SERVE_TLS_KEY		(CMD_O_LONG + 3)
 #define SERVE_SET		(CMD_O_LONG + 4)
 #define SERVE_LIMIT		(CMD_O_LONG + 5)	/* + serve_limits[i] */
+#define SERVE_RECORD		(CMD_O_LONG + 20)
+#define SERVE_ROUTES		(CMD_O_LONG + 21)
 
 /* The options that set one of the profile's serve_* settings. */
 static const char *const serve_limits[] = {
@@ -90,6 +92,13 @@ static const struct cmd_option cmd_serve_options[] = {
 	{ SERVE_LIMIT + 9, "body-timeout", CMD_V_SECONDS, "S", 0,
 	  "seconds a request body may send nothing (60);\n"
 	  "event and exec streams are never cut" },
+	{ SERVE_RECORD, "record", CMD_V_FILE, "FILE", 0,
+	  "append every response to FILE, a JSON line\n"
+	  "each (method, route, status, type, body and\n"
+	  "events, bounded): for debugging, and the\n"
+	  "contract test against docs/openapi.json" },
+	{ SERVE_ROUTES, "routes", CMD_V_NONE, NULL, 0,
+	  "print the API's routes (METHOD PATH) and exit" },
 	{ 'v', "verbose", CMD_V_NONE, NULL, 0,
 	  "say what happens on stderr" },
 	{ 0, NULL, 0, NULL, 0, NULL }
@@ -119,6 +128,8 @@ struct serve_opts {
 	const char	 *tls_cert;
 	const char	 *tls_key;
 	const char	 *profile;
+	const char	 *record;
+	int		  routes;
 	char		**sets;
 	size_t		  nsets;
 };
@@ -159,13 +170,16 @@ serve_parse(const struct cmd_entry *self, struct serve_opts *o, int argc,
 			o->sets = xreallocarray(o->sets, o->nsets + 2,
 			    sizeof *o->sets);
 			o->sets[o->nsets++] = xstrdup(value);
-		} else if (key >= SERVE_LIMIT)
+		} else if (key >= SERVE_LIMIT && key < SERVE_LIMIT +
+		    (int)(sizeof serve_limits / sizeof serve_limits[0]))
 			serve_add_set(o, serve_limits[key - SERVE_LIMIT], value);
 	}
 	o->token_file = cmd_args_get(&a, SERVE_TOKEN_FILE);
 	o->tls_cert = cmd_args_get(&a, SERVE_TLS_CERT);
 	o->tls_key = cmd_args_get(&a, SERVE_TLS_KEY);
 	o->profile = cmd_args_get(&a, 'p');
+	o->record = cmd_args_get(&a, SERVE_RECORD);
+	o->routes = cmd_args_has(&a, SERVE_ROUTES);
 	if (cmd_args_has(&a, 'v'))
 		log_verbose = 1;
 	if ((o->tls_cert == NULL) != (o->tls_key == NULL)) {
@@ -452,7 +466,9 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	struct outq		*err;
 	ev_signal		 sterm, sint, shup;
 	ev_prepare		 watch;
-	static const char *const public[] = { "/v1/healthz", NULL };
+	static const char *const public[] = {
+		"/v1/healthz", "/v1/openapi.json", NULL
+	};
 	char			*base = NULL, *cause = NULL, *token = NULL;
 	char			*token_path = NULL, *sock = NULL;
 	size_t			 i;
@@ -460,6 +476,12 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 
 	if (serve_parse(self, &o, argc, argv) == -1)
 		return (QSUP_EXIT_ERROR);
+	if (o.routes) {
+		serve_routes_print(stdout);
+		free(o.sets);
+		free(o.listen);
+		return (fflush(stdout) == 0 ? 0 : QSUP_EXIT_ERROR);
+	}
 	memset(&p, 0, sizeof p);
 	if (profile_load_set(&p, o.profile, o.sets, o.nsets, &cause) == -1) {
 		log_warnx("%s", cause);
@@ -504,6 +526,11 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	serve_set_limits(&srv, &p, &hl);
 	srv.httpd = httpd_new(loop, &hl, serve_handle, &srv);
 	httpd_set_token(srv.httpd, token, public);
+	if (o.record != NULL && httpd_record(srv.httpd, o.record, &cause) ==
+	    -1) {
+		log_warnx("%s", cause);
+		goto stop;
+	}
 	if (serve_listen(&srv, &o, base, &sock) == -1)
 		goto stop;
 	log_info("token in %s; %s, up to %d sandboxes, %llu MiB of guest "

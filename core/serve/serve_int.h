@@ -268,4 +268,7 @@ serve_handler	 serve_patch;
 /* serve_metrics.c */
 serve_handler	 serve_metrics;
 
+/* serve_openapi.c */
+serve_handler	 serve_openapi;
+
 #endif
