@@ -4,6 +4,7 @@ checked against docs/openapi.json, and the server's route table against
 the document's paths.
 
   check.py SPEC QSUP RECORD...
+  check.py --self-test SPEC QSUP   (planted exchanges: the check can fail)
 
 SPEC is docs/openapi.json, QSUP the binary (its "serve --routes" lists
 the route table), each RECORD a file of JSON lines (core/httpd/
@@ -196,7 +197,55 @@ class Contract:
         return None
 
 
+def self_test(c):
+    """Planted exchanges: the good pass, each bad one fails. 0 or 1."""
+    sb = json.dumps({"sandboxes": []})
+    good = [
+        {"method": "GET", "path": "/v1/sandboxes", "route": "/v1/sandboxes",
+         "status": 200, "type": "application/json", "body": sb},
+        {"method": "PUT", "path": "/v1/sandboxes", "route": "/v1/sandboxes",
+         "status": 405, "type": "application/json", "allow": "GET, POST",
+         "body": '{"error":"method not allowed here"}'},
+        {"method": "POST", "path": "/v1/sandboxes/a/exec",
+         "route": "/v1/sandboxes/{name}/exec", "status": 200,
+         "type": "text/event-stream", "events": [
+             {"event": "start", "data": '{"id":1}'},
+             {"event": "stdout", "data": "aGkK"},
+             {"event": "exit", "data": '{"status":0,"signal":null,'
+              '"timed_out":false,"error":null}'}]},
+    ]
+    bad = [
+        dict(good[0], body='{"sandboxes":[],"extra":1}'),
+        dict(good[0], status=418),
+        dict(good[0], type="text/html"),
+        dict(good[1], allow="GET"),
+        dict(good[2], events=[{"event": "stdin", "data": "{}"}]),
+        dict(good[2], events=[{"event": "stdout", "data": "not base64!"}]),
+        dict(good[2], events=[{"event": "exit", "data": '{"status":"0",'
+                               '"signal":null,"timed_out":false,"error":null}'}]),
+        {"method": "GET", "path": "/nowhere", "route": None, "status": 200,
+         "type": "application/json", "body": "{}"},
+    ]
+    rc = 0
+    for x in good:
+        err = c.check(x)
+        if err is not None:
+            print("FAIL self-test: a good exchange failed: %s" % err)
+            rc = 1
+    for i, x in enumerate(bad):
+        if c.check(x) is None:
+            print("FAIL self-test: planted bad exchange %d passed" % i)
+            rc = 1
+    print("contract self-test: %d good, %d bad, %s" % (
+        len(good), len(bad), "ok" if rc == 0 else "FAILED"))
+    return rc
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--self-test":
+        c = Contract(argv[2])
+        c.routes(argv[3])
+        return self_test(c)
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
