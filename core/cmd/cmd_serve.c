@@ -196,6 +196,20 @@ out:
 	return (rc);
 }
 
+/* --routes: the route table, and nothing else. */
+static int
+serve_routes(struct serve_opts *o)
+{
+	size_t	i;
+
+	serve_routes_print(stdout);
+	for (i = 0; i < o->nsets; i++)
+		free(o->sets[i]);
+	free(o->sets);
+	free(o->listen);
+	return (fflush(stdout) == 0 ? 0 : QSUP_EXIT_ERROR);
+}
+
 /*
  * The token: read from path, which must be ours alone, or made there (*made
  * set: a start that fails takes it back). A token readable by others
@@ -400,7 +414,10 @@ serve_listen_fds(struct serve_opts *o)
 	unsetenv("LISTEN_FDNAMES");
 }
 
-/* The listeners: the options', systemd's, or the default socket in base. */
+/*
+ * The listeners: the options', systemd's, or the default socket in base;
+ * and --record's file, open before the first request.
+ */
 static int
 serve_listen(struct serve *srv, struct serve_opts *o, const char *base,
     char **sock)
@@ -408,6 +425,12 @@ serve_listen(struct serve *srv, struct serve_opts *o, const char *base,
 	char	*cause = NULL;
 	size_t	 i;
 
+	if (o->record != NULL && httpd_record(srv->httpd, o->record,
+	    &cause) == -1) {
+		log_warnx("%s", cause);
+		free(cause);
+		return (-1);
+	}
 	if (o->nlisten == 0)
 		serve_listen_fds(o);
 	if (o->nlisten == 0) {
@@ -476,12 +499,8 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 
 	if (serve_parse(self, &o, argc, argv) == -1)
 		return (QSUP_EXIT_ERROR);
-	if (o.routes) {
-		serve_routes_print(stdout);
-		free(o.sets);
-		free(o.listen);
-		return (fflush(stdout) == 0 ? 0 : QSUP_EXIT_ERROR);
-	}
+	if (o.routes)
+		return (serve_routes(&o));
 	memset(&p, 0, sizeof p);
 	if (profile_load_set(&p, o.profile, o.sets, o.nsets, &cause) == -1) {
 		log_warnx("%s", cause);
@@ -526,11 +545,6 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	serve_set_limits(&srv, &p, &hl);
 	srv.httpd = httpd_new(loop, &hl, serve_handle, &srv);
 	httpd_set_token(srv.httpd, token, public);
-	if (o.record != NULL && httpd_record(srv.httpd, o.record, &cause) ==
-	    -1) {
-		log_warnx("%s", cause);
-		goto stop;
-	}
 	if (serve_listen(&srv, &o, base, &sock) == -1)
 		goto stop;
 	log_info("token in %s; %s, up to %d sandboxes, %llu MiB of guest "
