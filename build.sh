@@ -60,6 +60,7 @@ ensure_npm() {
 	command -v npm >/dev/null && return 0
 	[ "$(id -u)" -eq 0 ] || return 0
 	echo "build.sh: installing nodejs npm (for the OpenAPI lint)" >&2
+	apt-get update -qq || true
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends nodejs npm ||
 	    echo "build.sh: nodejs and npm could not be installed" >&2
