@@ -124,6 +124,10 @@ $(B)/obj/lua/builtin.o: lua/builtin.S $(wildcard profiles/*.lua lua/*.lua)
 	@mkdir -p $(dir $@)
 	$(CC) -c $< -o $@
 
+# The API's contract is compiled in with .incbin (serve_openapi.c).
+$(foreach t,$(B) $(B)/asan $(B)/libfuzzer,$(t)/obj/core/serve/serve_openapi.o): \
+    docs/openapi.json
+
 $(B)/qsup: $(CORE_OBJ)
 	$(CC) $(QSUP_CFLAGS) -o $@ $(CORE_OBJ) $(QSUP_LIBS)
 

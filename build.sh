@@ -30,6 +30,7 @@ PACKAGES=(
 	curl openssl jq
 	scdoc mandoc zsh fish python3-yaml systemd
 	fakeroot libarchive-dev zstd
+	python3-jsonschema
 	podman runc
 	docker-registry skopeo
 )
@@ -52,6 +53,19 @@ ensure_packages() {
 	apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# npm, for the spec's lint (tests/contract/lint.sh): Debian's nodejs and
+# npm only when there is no npm at all, so a newer Node installed from
+# elsewhere is left alone. Not root: the lint says it was skipped.
+ensure_npm() {
+	command -v npm >/dev/null && return 0
+	[ "$(id -u)" -eq 0 ] || return 0
+	echo "build.sh: installing nodejs npm (for the OpenAPI lint)" >&2
+	apt-get update -qq || true
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends nodejs npm ||
+	    echo "build.sh: nodejs and npm could not be installed" >&2
+}
+
 jobs=$(nproc 2>/dev/null || echo 2)
 case "${1:-all}" in
 all)
@@ -60,6 +74,7 @@ all)
 	;;
 test)
 	ensure_packages
+	ensure_npm
 	make -s -j"$jobs" WERROR=-Werror tests
 	exec tests/run.sh
 	;;

@@ -9,6 +9,8 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 
 failed_suites=()
 total_suites=0
+# What the servers of this run answer, for the contract test at the end.
+rm -rf build/contract
 
 # Each suite's time goes after its own lines, to find the slow ones.
 run_suite() {
@@ -67,6 +69,16 @@ QSUP=$PWD/build/asan/qsup QSUP_GUEST_DIR=$PWD/build/guest \
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_suite "integration (asan, ubsan): serve_state_test.sh" \
     bash tests/integration/serve_state_test.sh
+
+# The API as a contract: docs/openapi.json linted, and every response the
+# suites above received from qsup serve (--record, tests/integration/
+# lib.sh) checked against it, with the route table (tests/contract/).
+run_suite "contract: docs/openapi.json lint" bash tests/contract/lint.sh
+run_suite "contract: the check catches planted differences" \
+    python3 tests/contract/check.py --self-test docs/openapi.json build/qsup
+run_suite "contract: every recorded response against docs/openapi.json" \
+    python3 tests/contract/check.py docs/openapi.json build/qsup \
+    build/contract/*.jsonl
 
 echo "=== $((total_suites - ${#failed_suites[@]})) suites passed, ${#failed_suites[@]} suites failed"
 if [ ${#failed_suites[@]} -gt 0 ]; then

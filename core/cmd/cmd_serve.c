@@ -33,6 +33,8 @@ static int	cmd_serve_exec(const struct cmd_entry *, int, char **);
 #define SERVE_TLS_KEY		(CMD_O_LONG + 3)
 #define SERVE_SET		(CMD_O_LONG + 4)
 #define SERVE_LIMIT		(CMD_O_LONG + 5)	/* + serve_limits[i] */
+#define SERVE_RECORD		(CMD_O_LONG + 20)
+#define SERVE_ROUTES		(CMD_O_LONG + 21)
 
 /* The options that set one of the profile's serve_* settings. */
 static const char *const serve_limits[] = {
@@ -90,6 +92,13 @@ static const struct cmd_option cmd_serve_options[] = {
 	{ SERVE_LIMIT + 9, "body-timeout", CMD_V_SECONDS, "S", 0,
 	  "seconds a request body may send nothing (60);\n"
 	  "event and exec streams are never cut" },
+	{ SERVE_RECORD, "record", CMD_V_FILE, "FILE", 0,
+	  "append every response to FILE, a JSON line\n"
+	  "each (method, route, status, type, body and\n"
+	  "events, bounded): for debugging, and the\n"
+	  "contract test against docs/openapi.json" },
+	{ SERVE_ROUTES, "routes", CMD_V_NONE, NULL, 0,
+	  "print the API's routes (METHOD PATH) and exit" },
 	{ 'v', "verbose", CMD_V_NONE, NULL, 0,
 	  "say what happens on stderr" },
 	{ 0, NULL, 0, NULL, 0, NULL }
@@ -119,6 +128,8 @@ struct serve_opts {
 	const char	 *tls_cert;
 	const char	 *tls_key;
 	const char	 *profile;
+	const char	 *record;
+	int		  routes;
 	char		**sets;
 	size_t		  nsets;
 };
@@ -159,13 +170,16 @@ serve_parse(const struct cmd_entry *self, struct serve_opts *o, int argc,
 			o->sets = xreallocarray(o->sets, o->nsets + 2,
 			    sizeof *o->sets);
 			o->sets[o->nsets++] = xstrdup(value);
-		} else if (key >= SERVE_LIMIT)
+		} else if (key >= SERVE_LIMIT && key < SERVE_LIMIT +
+		    (int)(sizeof serve_limits / sizeof serve_limits[0]))
 			serve_add_set(o, serve_limits[key - SERVE_LIMIT], value);
 	}
 	o->token_file = cmd_args_get(&a, SERVE_TOKEN_FILE);
 	o->tls_cert = cmd_args_get(&a, SERVE_TLS_CERT);
 	o->tls_key = cmd_args_get(&a, SERVE_TLS_KEY);
 	o->profile = cmd_args_get(&a, 'p');
+	o->record = cmd_args_get(&a, SERVE_RECORD);
+	o->routes = cmd_args_has(&a, SERVE_ROUTES);
 	if (cmd_args_has(&a, 'v'))
 		log_verbose = 1;
 	if ((o->tls_cert == NULL) != (o->tls_key == NULL)) {
@@ -180,6 +194,20 @@ usage:
 out:
 	cmd_args_free(&a);
 	return (rc);
+}
+
+/* --routes: the route table, and nothing else. */
+static int
+serve_routes(struct serve_opts *o)
+{
+	size_t	i;
+
+	serve_routes_print(stdout);
+	for (i = 0; i < o->nsets; i++)
+		free(o->sets[i]);
+	free(o->sets);
+	free(o->listen);
+	return (fflush(stdout) == 0 ? 0 : QSUP_EXIT_ERROR);
 }
 
 /*
@@ -386,7 +414,10 @@ serve_listen_fds(struct serve_opts *o)
 	unsetenv("LISTEN_FDNAMES");
 }
 
-/* The listeners: the options', systemd's, or the default socket in base. */
+/*
+ * The listeners: the options', systemd's, or the default socket in base;
+ * and --record's file, open before the first request.
+ */
 static int
 serve_listen(struct serve *srv, struct serve_opts *o, const char *base,
     char **sock)
@@ -394,6 +425,12 @@ serve_listen(struct serve *srv, struct serve_opts *o, const char *base,
 	char	*cause = NULL;
 	size_t	 i;
 
+	if (o->record != NULL && httpd_record(srv->httpd, o->record,
+	    &cause) == -1) {
+		log_warnx("%s", cause);
+		free(cause);
+		return (-1);
+	}
 	if (o->nlisten == 0)
 		serve_listen_fds(o);
 	if (o->nlisten == 0) {
@@ -452,7 +489,9 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	struct outq		*err;
 	ev_signal		 sterm, sint, shup;
 	ev_prepare		 watch;
-	static const char *const public[] = { "/v1/healthz", NULL };
+	static const char *const public[] = {
+		"/v1/healthz", "/v1/openapi.json", NULL
+	};
 	char			*base = NULL, *cause = NULL, *token = NULL;
 	char			*token_path = NULL, *sock = NULL;
 	size_t			 i;
@@ -460,6 +499,8 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 
 	if (serve_parse(self, &o, argc, argv) == -1)
 		return (QSUP_EXIT_ERROR);
+	if (o.routes)
+		return (serve_routes(&o));
 	memset(&p, 0, sizeof p);
 	if (profile_load_set(&p, o.profile, o.sets, o.nsets, &cause) == -1) {
 		log_warnx("%s", cause);

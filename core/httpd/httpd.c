@@ -610,6 +610,7 @@ httpd_free(struct httpd *h)
 	free(h->listeners);
 	httpd_set_token(h, NULL, NULL);
 	free(h->public);
+	httpd_record_free(h);
 	free(h);
 }
 

@@ -222,4 +222,12 @@ void		 httpd_set_close_cb(struct httpd_conn *, void (*)(void *),
 /* Close at once (a response cut short): close_cb is called. */
 void		 httpd_abort(struct httpd_conn *);
 
+/*
+ * Every response recorded, a JSON line each, into the file at path
+ * (appended): httpd_record.c says what a line holds. route names the
+ * pattern the handler matched, for the line (a static string).
+ */
+int		 httpd_record(struct httpd *, const char *, char **);
+void		 httpd_set_route(struct httpd_conn *, const char *);
+
 #endif

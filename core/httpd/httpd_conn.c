@@ -374,6 +374,7 @@ httpd_conn_begin(struct httpd_conn *c)
 	c->discarded = 0;
 	c->paused = 0;
 	c->resp = HTTPD_R_NONE;
+	c->route = NULL;
 	c->resp_raw = c->req.minor == 0;
 	c->head_only = strcmp(c->req.method, "HEAD") == 0;
 	c->requests++;

@@ -31,6 +31,7 @@
 struct sockaddr;
 struct httpd_tls;
 struct httpd_tls_conn;
+struct httpd_rec;
 TAILQ_HEAD(httpd_conns, httpd_conn);
 
 struct httpd_listener {
@@ -149,6 +150,17 @@ struct httpd_conn {
 	void			(*close_cb)(void *);
 	void			*close_arg;
 
+	/* httpd_record.c: this response, as --record writes it */
+	const char		*route;		/* httpd_set_route's */
+	int			 rejecting;	/* no request: httpd_reject */
+	int			 rec_on;
+	int			 rec_text;	/* its body kept */
+	int			 rec_sse;
+	int			 rec_cut;
+	size_t			 rec_bytes;
+	struct buf		 rec;		/* the line so far */
+	struct buf		 rec_events;	/* its events, or its body */
+
 	TAILQ_ENTRY(httpd_conn)	 entry;
 	TAILQ_ENTRY(httpd_conn)	 park;		/* in c->parked */
 };
@@ -188,6 +200,7 @@ struct httpd {
 	struct httpd_lingers	 lingers;
 	int			 nlingers;
 	unsigned long long	 answered[HTTPD_CLASSES];	/* by class */
+	struct httpd_rec	*rec;		/* --record's, or NULL */
 };
 
 /* httpd_admit.c */
@@ -209,6 +222,14 @@ void		 httpd_count(struct httpd *, int);
 void		 httpd_resp_done(struct httpd_conn *);
 void		 httpd_reject(struct httpd_conn *, int, const char *,
 		     const char *);
+
+/* httpd_record.c */
+void		 httpd_record_free(struct httpd *);
+void		 httpd_rec_head(struct httpd_conn *, int, const char *);
+void		 httpd_rec_body(struct httpd_conn *, const void *, size_t);
+void		 httpd_rec_event(struct httpd_conn *, const char *,
+		     const void *, size_t);
+void		 httpd_rec_end(struct httpd_conn *, int);
 
 /* httpd_queue.c */
 void		 httpd_conn_queue(struct httpd_conn *, const void *, size_t);

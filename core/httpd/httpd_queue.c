@@ -141,6 +141,7 @@ httpd_conn_close(struct httpd_conn *c, int notify)
 	httpd_conn_park(c);
 	httpd_peer_put(c->h, c->peer);
 	c->peer = NULL;
+	httpd_rec_end(c, 0);
 	if (notify)
 		httpd_notify_close(c);
 	c->close_cb = NULL;
@@ -154,6 +155,8 @@ httpd_conn_free(struct httpd_conn *c)
 	buf_free(&c->out);
 	buf_free(&c->body);
 	buf_free(&c->headers);
+	buf_free(&c->rec);
+	buf_free(&c->rec_events);
 	free(c->store);
 	free(c);
 }

@@ -96,6 +96,7 @@ httpd_resp_head(struct httpd_conn *c, int status, const char *type,
 {
 	struct buf	hd = { 0 };
 
+	httpd_rec_head(c, status, type);
 	if (!httpd_body_discardable(c))
 		c->keep_alive = 0;
 	if (len == -1 && c->resp_raw)
@@ -128,6 +129,7 @@ httpd_resp_head(struct httpd_conn *c, int status, const char *type,
 void
 httpd_resp_done(struct httpd_conn *c)
 {
+	httpd_rec_end(c, 1);
 	c->resp = HTTPD_R_DONE;
 	c->drain_cb = NULL;
 	c->close_cb = NULL;
@@ -161,8 +163,12 @@ httpd_reject(struct httpd_conn *c, int status, const char *why,
 	c->keep_alive = 0;
 	c->body_done = 1;
 	httpd_error_json(&body, why, fields);
+	c->rejecting = 1;
 	httpd_resp_head(c, status, "application/json", body.len);
+	c->rejecting = 0;
 	httpd_conn_queue(c, body.data, body.len);
+	httpd_rec_body(c, body.data, body.len);
+	httpd_rec_end(c, 1);
 	buf_free(&body);
 	c->resp = HTTPD_R_DONE;
 	c->state = HTTPD_C_CLOSING;
@@ -176,8 +182,10 @@ httpd_respond(struct httpd_conn *c, int status, const char *type,
 		return;
 	httpd_resp_head(c, status, type, httpd_no_body(status) ? 0 :
 	    (long long)len);
-	if (!c->head_only && !httpd_no_body(status))
+	if (!c->head_only && !httpd_no_body(status)) {
 		httpd_conn_queue(c, body, len);
+		httpd_rec_body(c, body, len);
+	}
 	httpd_resp_done(c);
 }
 
@@ -220,6 +228,7 @@ httpd_stream_write(struct httpd_conn *c, const void *p, size_t len)
 {
 	if (c->dead || c->resp != HTTPD_R_STREAM || len == 0 || c->head_only)
 		return;
+	httpd_rec_body(c, p, len);
 	if (c->resp_raw) {
 		httpd_conn_queue(c, p, len);
 		return;
@@ -246,6 +255,7 @@ httpd_sse_event(struct httpd_conn *c, const char *name, const void *data,
 
 	if (c->dead || c->resp != HTTPD_R_STREAM)
 		return;
+	httpd_rec_event(c, name, data, len);
 	wire_sse_start(httpd_buf_put_cb, &ev, name);
 	while ((nl = memchr(p, '\n', end - p)) != NULL) {
 		buf_add(&ev, p, nl - p);

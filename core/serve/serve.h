@@ -11,6 +11,7 @@
 #include <sys/queue.h>
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include <ev.h>
@@ -73,5 +74,7 @@ void		 serve_free(struct serve *);
 /* serve_route.c: every request, httpd's handler (arg: the server) */
 void		 serve_handle(struct httpd_conn *, const struct httpd_req *,
 		     void *);
+/* The route table, "METHOD PATH" a line ("qsup serve --routes"). */
+void		 serve_routes_print(FILE *);
 
 #endif

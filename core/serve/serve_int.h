@@ -7,9 +7,10 @@
  * limits: serve.c calls it as a sandbox comes and goes, and it stops
  * one through srv->sb_stop), serve_setup.c (setup layers built
  * in a child, "qsup run --setup-only", off the loop), serve.c (the named
- * sandboxes and their lives), serve_metrics.c (/metrics), serve_route.c
- * (the route table: a request matched into a typed serve_req and its
- * handler).
+ * sandboxes and their lives), serve_metrics.c (/metrics),
+ * serve_openapi.c (/v1/openapi.json, docs/openapi.json compiled in),
+ * serve_route.c (the route table: a request matched into a typed
+ * serve_req and its handler).
  */
 #ifndef QSUP_SERVE_INT_H
 #define QSUP_SERVE_INT_H
@@ -267,5 +268,8 @@ serve_handler	 serve_patch;
 
 /* serve_metrics.c */
 serve_handler	 serve_metrics;
+
+/* serve_openapi.c */
+serve_handler	 serve_openapi;
 
 #endif

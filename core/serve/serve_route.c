@@ -25,6 +25,7 @@ static const struct serve_route {
 	serve_handler	*handler;
 } serve_routes[] = {
 	{ "GET",    "/v1/healthz",			serve_healthz },
+	{ "GET",    "/v1/openapi.json",			serve_openapi },
 	{ "GET",    "/metrics",				serve_metrics },
 	{ "GET",    "/v1/events",			serve_events },
 	{ "GET",    "/v1/sandboxes",			serve_list },
@@ -155,6 +156,9 @@ serve_route(struct serve_req *r, serve_handler **handler,
 			hit = rt;
 			at = p;
 		}
+		/* For --record: the pattern answered, or refused (405). */
+		if (hit == rt || allow.len == 0)
+			httpd_set_route(r->conn, rt->path);
 		buf_printf(&allow, "%s%s", allow.len > 0 ? ", " : "",
 		    rt->method);
 	}
@@ -177,7 +181,17 @@ fail:
 	return (-1);
 }
 
-/* GET /v1/healthz, the one request answered without the token. */
+void
+serve_routes_print(FILE *f)
+{
+	size_t	i;
+
+	for (i = 0; i < SERVE_NROUTES; i++)
+		fprintf(f, "%s %s\n", serve_routes[i].method,
+		    serve_routes[i].path);
+}
+
+/* GET /v1/healthz, answered without the token (as /v1/openapi.json). */
 static int
 serve_healthz(const struct serve_req *r, struct serve_error *err)
 {

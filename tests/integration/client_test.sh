@@ -318,7 +318,8 @@ tcp_serve() {
 	shift
 	mkdir -p "$SRV"
 	chmod 700 "$SRV"
-	"$QSUP" serve --listen tcp:127.0.0.1:0 --token-file "$SRV/token" "$@" \
+	"$QSUP" serve --listen tcp:127.0.0.1:0 --token-file "$SRV/token" \
+	    --record "$T_RECORD" "$@" \
 	    >"$SRV/log" 2>&1 &
 	SRV_PID=$!
 	PORT=

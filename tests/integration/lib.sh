@@ -9,6 +9,13 @@ T_FAIL=0
 T_FAILED=()
 T_TMP=$(mktemp -d /tmp/qsup-test.XXXXXX)
 trap 'rm -rf "$T_TMP"' EXIT
+# Every response a qsup serve of this suite gives, recorded (--record) for
+# the contract test that tests/run.sh runs last (tests/contract/check.py):
+# build/contract/SUITE.jsonl, SUITE-asan.jsonl under the sanitizers' qsup.
+T_RECORD=$PWD/build/contract/$(basename "$0" .sh)
+case $QSUP in */asan/*) T_RECORD=$T_RECORD-asan ;; esac
+T_RECORD=$T_RECORD.jsonl
+mkdir -p "${T_RECORD%/*}"
 
 fail() {
 	echo "    FAIL: $*"
@@ -73,8 +80,8 @@ expect_clean() {
 serve_launch() {
 	local sock=$1 token=$2 log=$3 i
 	shift 3
-	"$QSUP" serve --listen "unix:$sock" --token-file "$token" "$@" \
-	    >"$log" 2>&1 &
+	"$QSUP" serve --listen "unix:$sock" --token-file "$token" \
+	    --record "$T_RECORD" "$@" >"$log" 2>&1 &
 	SERVE_PID=$!
 	for i in $(seq 1 200); do
 		curl -sf --unix-socket "$sock" http://qsup/v1/healthz \

@@ -536,11 +536,48 @@ test_sweep_after_kill() {
 	serve_stop
 }
 
+# The contract: /v1/openapi.json is docs/openapi.json, byte for byte,
+# without a token; --routes is the table the spec must cover; --record
+# writes a JSON line per response, the route it matched among them.
+test_openapi_and_record() {
+	local rec=$T_TMP/openapi.jsonl out
+	serve_start --record "$rec"
+	out=$(curl -sS --unix-socket "$SOCK" -o "$S/spec" \
+	    -w '%{http_code} %{content_type}' http://qsup/v1/openapi.json)
+	expect_eq "the spec without a token" "200 application/json" "$out"
+	cmp -s "$S/spec" docs/openapi.json ||
+	    fail "/v1/openapi.json is not docs/openapi.json"
+	api GET /v1/sandboxes/nope
+	api DELETE /v1/openapi.json
+	expect_eq "a method the spec path lacks" 405 "$CODE"
+	serve_stop
+	out=$(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    x = json.loads(l)
+    print(x["method"], x["route"], x["status"], x["type"], x["allow"])
+' "$rec")
+	expect_eq "the exchanges recorded" "GET /v1/healthz 200 application/json None
+GET /v1/openapi.json 200 application/json None
+GET /v1/sandboxes/{name} 404 application/json None
+DELETE /v1/openapi.json 405 application/json GET" "$out"
+	out=$("$QSUP" serve --routes)
+	expect_match "--routes lists the table" '^POST /v1/sandboxes/\{name\}/exec$' "$out"
+	expect_eq "--routes: one line a route" \
+	    "$(grep -c '^\s*{ "[A-Z]*", *"/' core/serve/serve_route.c)" \
+	    "$(wc -l <<<"$out")"
+	out=$("$QSUP" serve --listen "unix:$S/x.sock" --token-file "$S/token" \
+	    --record /nonexistent/dir/r.jsonl 2>&1)
+	expect_eq "--record into a missing directory: fails" 125 "$?"
+	expect_match "names the file" '--record /nonexistent/dir/r.jsonl' "$out"
+}
+
 for t in test_create_exec_delete test_exec_stdin_and_signal test_tty \
     test_files test_bad_requests test_limits test_client_stops_reading \
     test_qemu_killed test_qemu_killed_mid_download \
     test_sigterm_with_sandboxes test_events_and_metrics \
-    test_tls test_default_socket_and_token test_sweep_after_kill; do
+    test_tls test_default_socket_and_token test_sweep_after_kill \
+    test_openapi_and_record; do
 	run_test "$t"
 done
 finish
