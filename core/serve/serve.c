@@ -215,6 +215,7 @@ serve_sb_gone(struct serve_sb *s)
 		sandbox_free(s->sb);	/* its run directory goes too */
 		s->sb = NULL;
 	}
+	serve_disk_release(s);
 	if (s->pull != NULL) {
 		image_pull_cancel(s->pull);
 		s->pull = NULL;
@@ -290,6 +291,8 @@ serve_sb_free(struct serve_sb *s)
 		free(s->sets[--s->nsets]);
 	free(s->sets);
 	serve_sb_layers_release(s);
+	serve_disk_release(s);
+	free(s->disk_path);
 	free(s);
 }
 
@@ -433,9 +436,13 @@ serve_sb_launch(struct serve_sb *s, char **cause)
 	cbs.failed = serve_failed_cb;
 	cbs.dead = serve_dead_cb;
 	cbs.arg = s;
+	if (serve_disk_hold_late(s, cause) == -1)
+		return (-1);
 	s->sb = sandbox_new(s->srv->loop, &s->profile, &cbs);
 	if (s->image != NULL)
 		sandbox_set_image(s->sb, s->image);
+	if (s->image != NULL && s->disk_writable)
+		sandbox_set_disk_writable(s->sb);
 	if (s->nlayers > 0) {
 		paths = xcalloc(s->nlayers + 1, sizeof *paths);
 		for (i = 0; i < s->nlayers; i++)
@@ -706,7 +713,7 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 {
 	static const char *const fields[] = {
 		"name", "profile", "settings", "extra_args", "wait", "ttl",
-		"idle_ttl", "on_ttl", NULL
+		"idle_ttl", "on_ttl", "disk", NULL
 	};
 	struct serve		*srv = arg;
 	struct serve_sb		*s = NULL;
@@ -744,13 +751,25 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	s->srv = srv;
 	s->serial = ++srv->next_serial;
 	serve_life_init(s);
-	if (serve_life_fields(s, j, &err) == -1)
+	if (serve_life_fields(s, j, &err) == -1 ||
+	    serve_disk_fields(s, j, &err) == -1)
 		goto out;
 	if (profile_load_set(&s->profile, profile, sets, nsets, &cause) ==
 	    -1) {
 		serve_bad_field(&err, settings != NULL ? "settings" :
 		    "profile", cause);
 		goto out;
+	}
+	if (s->disk_path != NULL) {
+		/* The disk is the image, a file, whatever the profile said. */
+		if (s->disk_writable && s->profile.nsetup > 0) {
+			serve_bad_field(&err, "disk.writable", "a writable "
+			    "disk has no setup layers (the profile's setup)");
+			goto out;
+		}
+		free(s->profile.image);
+		s->profile.image = xstrdup(s->disk_path);
+		s->profile.image_kind = PROFILE_IMAGE_FILE;
 	}
 	if (serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
 	    &err) == -1)
@@ -788,8 +807,18 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	TAILQ_INIT(&s->execs);
 	ev_init(&s->reap, serve_reap_cb);
 	s->reap.data = s;
-	if (serve_sb_image(s, &cause) == -1 ||
-	    (s->pull == NULL && serve_sb_launch(s, &cause) == -1)) {
+	if (serve_sb_image(s, &cause) == -1) {
+		serve_fail(&err, 500, NULL, "%s", cause);
+		serve_sb_free(s);
+		s = NULL;
+		goto out;
+	}
+	if (s->pull == NULL && serve_disk_hold(s, &err) == -1) {
+		serve_sb_free(s);
+		s = NULL;
+		goto out;
+	}
+	if (s->pull == NULL && serve_sb_launch(s, &cause) == -1) {
 		serve_fail(&err, 500, NULL, "%s", cause);
 		serve_sb_free(s);
 		s = NULL;
@@ -810,6 +839,7 @@ out:
 	if (s != NULL) {
 		profile_free(&s->profile);
 		free(s->accel.why);
+		free(s->disk_path);
 		free(s);
 	}
 	for (i = 0; i < nsets; i++)

@@ -146,6 +146,10 @@ struct serve_sb {
 	double			 t_active;	/* the last exec's, or ready */
 	ev_timer		 ttl_timer;
 	ev_timer		 idle_timer;
+	/* serve_disk.c: its "disk", and its record in the registry */
+	char			*disk_path;	/* real path, or NULL */
+	int			 disk_writable;
+	char			*disk_record;	/* held, or NULL */
 };
 
 /* An /v1/events subscriber. */
@@ -263,6 +267,14 @@ void		 serve_sb_json(struct serve_sb *, struct buf *);
 serve_handler	 serve_pause;
 serve_handler	 serve_resume;
 serve_handler	 serve_patch;
+
+/* serve_disk.c */
+int		 serve_disk_fields(struct serve_sb *, json_t *,
+		     struct serve_error *);
+int		 serve_disk_hold(struct serve_sb *, struct serve_error *);
+int		 serve_disk_hold_late(struct serve_sb *, char **);
+void		 serve_disk_release(struct serve_sb *);
+void		 serve_disk_json(struct serve_sb *, struct buf *);
 
 /* serve_metrics.c */
 serve_handler	 serve_metrics;

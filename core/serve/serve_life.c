@@ -110,6 +110,7 @@ serve_sb_json(struct serve_sb *s, struct buf *b)
 	else
 		buf_puts(b, "null");
 	serve_life_json(s, b);
+	serve_disk_json(s, b);
 	buf_puts(b, "}");
 }
 

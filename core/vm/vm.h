@@ -275,6 +275,8 @@ struct disk {
 	size_t		 nlayers;
 	uint64_t	 top_size;	/* the top layer's virtual size */
 	struct stat	 top;		/* ... and its file, before the run */
+	int		 writable;	/* the guest writes the base itself:
+					   no overlay (a disk of its own) */
 };
 int		 disk_parse_header(const unsigned char *, size_t, uint64_t,
 		     struct disk_info *, char **);
@@ -388,6 +390,7 @@ struct sandbox	*sandbox_new(struct ev_loop *, const struct profile *,
 		     const struct sandbox_cbs *);
 void		 sandbox_set_shares(struct sandbox *, struct share *, size_t);
 void		 sandbox_set_image(struct sandbox *, const char *);
+void		 sandbox_set_disk_writable(struct sandbox *);
 void		 sandbox_set_layers(struct sandbox *, char *const *, size_t,
 		     const char *);
 const char	*sandbox_overlay_path(struct sandbox *);
