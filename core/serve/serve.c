@@ -210,6 +210,7 @@ serve_sb_gone(struct serve_sb *s)
 	} else if (s->report == NULL)
 		serve_report(s);
 	serve_exec_sandbox_gone(s, s->reason);
+	serve_attach_gone(s);
 	serve_life_gone(s);
 	if (s->sb != NULL) {
 		sandbox_free(s->sb);	/* its run directory goes too */
@@ -293,6 +294,7 @@ serve_sb_free(struct serve_sb *s)
 	serve_sb_layers_release(s);
 	serve_disk_release(s);
 	free(s->disk_path);
+	serve_attach_gone(s);
 	free(s);
 }
 
@@ -707,13 +709,51 @@ serve_create_fields(struct serve *srv, json_t *j, char **name,
 	return (0);
 }
 
+/*
+ * A create with "attach": a QEMU started by hand, registered once its
+ * monitor answers (serve_attach.c). *name is taken. err on failure.
+ */
+static void
+serve_create_attach(struct serve *srv, struct httpd_conn *conn, json_t *j,
+    char **name, int wait, struct serve_error *err)
+{
+	struct serve_sb	*s;
+	struct buf	 b = { 0 };
+
+	s = xcalloc(1, sizeof *s);
+	s->srv = srv;
+	s->serial = ++srv->next_serial;
+	serve_life_init(s);
+	s->name = *name;
+	*name = NULL;
+	s->state = SERVE_BOOTING;
+	s->created = time(NULL);
+	s->t_created = util_now();
+	TAILQ_INIT(&s->create_waiters);
+	TAILQ_INIT(&s->delete_waiters);
+	TAILQ_INIT(&s->execs);
+	ev_init(&s->reap, serve_reap_cb);
+	s->reap.data = s;
+	if (serve_attach_create(s, j, conn, wait, err) == -1) {
+		serve_sb_free(s);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&srv->sbs, s, entry);
+	serve_sb_event(s);
+	if (!wait) {
+		serve_sb_json(s, &b);
+		httpd_respond_json(conn, 202, b.data, b.len);
+		buf_free(&b);
+	}
+}
+
 static void
 serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
     void *arg)
 {
 	static const char *const fields[] = {
 		"name", "profile", "settings", "extra_args", "wait", "ttl",
-		"idle_ttl", "on_ttl", "disk", NULL
+		"idle_ttl", "on_ttl", "disk", "attach", NULL
 	};
 	struct serve		*srv = arg;
 	struct serve_sb		*s = NULL;
@@ -745,6 +785,10 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	}
 	if (serve_find(srv, name) != NULL) {
 		serve_fail(&err, 409, NULL, "a sandbox named %s exists", name);
+		goto out;
+	}
+	if (json_object_get(j, "attach") != NULL) {
+		serve_create_attach(srv, conn, j, &name, wait, &err);
 		goto out;
 	}
 	s = xcalloc(1, sizeof *s);
@@ -903,7 +947,9 @@ serve_delete(const struct serve_req *r, struct serve_error *err)
 	struct serve		*srv = s->srv;
 	struct httpd_conn	*conn = r->conn;
 
-	(void)err;
+	if (s->attach != NULL && s->state != SERVE_STOPPING &&
+	    s->state != SERVE_DEAD)
+		return (serve_attach_delete(r, err));
 	if (s->state == SERVE_DEAD) {
 		/* Freed already: its report was kept. */
 		httpd_respond_json(conn, 200, s->report, strlen(s->report));

@@ -150,6 +150,18 @@ struct serve_sb {
 	char			*disk_path;	/* real path, or NULL */
 	int			 disk_writable;
 	char			*disk_record;	/* held, or NULL */
+	struct serve_attach	*attach;	/* a QEMU started by hand */
+};
+
+/* What guest-exec-status said (serve_attach.c). */
+struct attach_status {
+	int		 exited;
+	int		 has_code;
+	int		 code;
+	int		 signal;
+	int		 truncated;
+	struct buf	 out;		/* decoded */
+	struct buf	 err;
 };
 
 /* An /v1/events subscriber. */
@@ -267,6 +279,23 @@ void		 serve_sb_json(struct serve_sb *, struct buf *);
 serve_handler	 serve_pause;
 serve_handler	 serve_resume;
 serve_handler	 serve_patch;
+
+/* serve_attach.c */
+int		 attach_parse_reply(const char *, size_t, json_t **, char **);
+int		 attach_qga_status(json_t *, struct attach_status *, char **);
+void		 attach_status_free(struct attach_status *);
+int		 attach_qga_pid(json_t *, long long *);
+int		 serve_attach_create(struct serve_sb *, json_t *,
+		     struct httpd_conn *, int, struct serve_error *);
+void		 serve_attach_json(struct serve_sb *, struct buf *);
+int		 serve_attach_move(struct serve_sb *, int,
+		     void (*)(struct sandbox *, const char *, void *), void *,
+		     char **);
+int		 serve_attach_delete(const struct serve_req *,
+		     struct serve_error *);
+int		 serve_attach_exec(struct httpd_conn *, struct serve_sb *,
+		     json_t *, struct serve_error *);
+void		 serve_attach_gone(struct serve_sb *);
 
 /* serve_disk.c */
 int		 serve_disk_fields(struct serve_sb *, json_t *,
