@@ -67,6 +67,7 @@ serve_stop() {
 	local rc=0
 	wait "$SERVE_PID" || rc=$?
 	expect_eq "serve's exit status after SIGTERM" 0 "$rc"
+	[ "$rc" = 0 ] || sed 's/^/    serve: /' "$S/serve.log" | tail -n 40
 }
 
 # api METHOD PATH [CURL ARGS...]: $CODE, $BODY, $SECS.
@@ -213,7 +214,37 @@ c, _ = s.accept(); c.sendall(b"SSH-2.0-OpenSSH_9.2\r\n"); time.sleep(30)
 	serve_stop
 }
 
-for t in ${TESTS:-test_not_qmp_refused test_attach_status_pause_exec}; do
+# A QEMU stopped at start (-S) is attached paused; one that dies is dead.
+test_prelaunch_and_death() {
+	local d=$T_TMP/q2 i
+	mkdir -p "$d"
+	qemu-system-x86_64 -M microvm -m 64 -nodefaults -no-user-config \
+	    -display none -S -qmp "unix:$d/qmp.sock,server=on,wait=off" \
+	    >"$d/qemu.log" 2>&1 &
+	QPID=$!
+	for i in $(seq 1 100); do [ -S "$d/qmp.sock" ] && break; sleep 0.1; done
+	serve_start
+	api POST /v1/sandboxes -d "{\"attach\":{\"qmp\":\"$d/qmp.sock\"}}"
+	expect_eq "attach" 201 "$CODE"
+	expect_match "-S: paused, a name picked" '"name":"sb-1","state":"paused"' "$BODY"
+	api POST /v1/sandboxes/sb-1/resume
+	expect_eq "resume" 200 "$CODE"
+	expect_match "ready" '"state":"ready"' "$BODY"
+	kill -KILL "$QPID"
+	wait "$QPID" 2>/dev/null
+	for i in $(seq 1 50); do
+		api GET /v1/sandboxes/sb-1
+		[[ $BODY == *'"state":"dead"'* ]] && break
+		sleep 0.1
+	done
+	expect_match "QEMU gone: dead" '"state":"dead".*"reason":"QMP: QEMU closed its monitor"' "$BODY"
+	api DELETE /v1/sandboxes/sb-1
+	expect_eq "delete the record" 200 "$CODE"
+	serve_stop
+}
+
+for t in ${TESTS:-test_not_qmp_refused test_prelaunch_and_death \
+    test_attach_status_pause_exec}; do
 	run_test "$t"
 done
 finish

@@ -212,8 +212,29 @@ test_crashed_server_record_dropped() {
 	serve_stop
 }
 
+# A sandbox whose QEMU died lets its disk go.
+test_dead_releases() {
+	local f=$D/dead.qcow2 i
+	cp "$D/base.qcow2" "$f"
+	serve_start
+	create a "$f" true
+	pkill -KILL -f "qemu-system.*$T_RUN" || fail "no QEMU to kill"
+	for i in $(seq 1 100); do
+		api GET /v1/sandboxes/a
+		expect_match "a still listed" '"name":"a"' "$BODY"
+		[[ $BODY == *'"state":"dead"'* ]] && break
+		sleep 0.1
+	done
+	expect_match "a is dead" '"state":"dead"' "$BODY"
+	expect_eq "its record went" "" "$(records)"
+	create b "$f" true
+	api DELETE /v1/sandboxes/b
+	api DELETE /v1/sandboxes/a
+	serve_stop
+}
+
 for t in ${TESTS:-test_bad_disk test_writable_persists test_in_use_refused \
-    test_crashed_server_record_dropped}; do
+    test_crashed_server_record_dropped test_dead_releases}; do
 	run_test "$t"
 done
 finish
