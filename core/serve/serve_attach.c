@@ -306,7 +306,8 @@ attach_line_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	l->in_cb++;
 	if (l->greeting)
-		xasprintf(&why, "not a QMP monitor: no greeting within %g s",
+		xasprintf(&why, "not a QMP monitor: no greeting within %g s "
+		    "(or another client holds QEMU's monitor)",
 		    ATTACH_GREETING_MAX);
 	else if (l->syncing)
 		xasprintf(&why, "%s: no answer to guest-sync-delimited "
@@ -702,6 +703,7 @@ serve_attach_create(struct serve_sb *s, json_t *j, struct httpd_conn *conn,
 {
 	static const char *const fields[] = { "qmp", "qga", NULL };
 	struct serve_attach	*a;
+	struct serve_sb		*other;
 	json_t			*o, *v;
 	const char		*key, *qmp, *qga;
 	char			*cause = NULL, *field, *msg;
@@ -734,6 +736,14 @@ serve_attach_create(struct serve_sb *s, json_t *j, struct httpd_conn *conn,
 	if ((qmp = attach_path(o, "qmp", 1, err)) == NULL ||
 	    (qga = attach_path(o, "qga", 0, err)) == NULL)
 		return (-1);
+	/* QEMU's monitor takes one client: say who has it, if we do. */
+	TAILQ_FOREACH(other, &s->srv->sbs, entry) {
+		if (other->attach != NULL &&
+		    strcmp(other->attach->qmp_path, qmp) == 0)
+			return (serve_fail(err, 409, NULL, "the QEMU of %s is "
+			    "attached already, as sandbox %s", qmp,
+			    other->name));
+	}
 	a = xcalloc(1, sizeof *a);
 	a->s = s;
 	a->qmp_path = xstrdup(qmp);

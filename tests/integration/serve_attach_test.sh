@@ -107,6 +107,9 @@ test_attach_status_pause_exec() {
 	expect_match "attached" '"attached":true' "$BODY"
 	api GET /v1/sandboxes/h
 	expect_match "GET says attached" '"name":"h".*"attached":true' "$BODY"
+	api POST /v1/sandboxes -d "{\"name\":\"h3\",\"attach\":{\"qmp\":\"$q/qmp.sock\"}}"
+	expect_eq "attached twice" 409 "$CODE"
+	expect_match "names the holder" 'attached already, as sandbox h' "$BODY"
 	run_exec h '{"argv":["echo","hi"]}'
 	expect_eq "echo hi through qemu-ga" hi "$OUT"
 	expect_match "its exit" '"status":0,' "$EXIT"
