@@ -16,10 +16,11 @@
  * command) makes everything up to the agent's own 0xff dropped.
  *
  * An exec is guest-exec with capture-output, then guest-exec-status
- * polled on a timer until it says "exited": qemu-ga hands the output over
- * only then, so it comes as one piece before the exit event, on the same
- * event stream as the agent's execs. qemu-ga has no stdin, terminal,
- * working directory or kill: those fields are refused.
+ * polled on a timer (5 ms, doubled up to 0.1 s) until it says "exited":
+ * qemu-ga hands the output over only then, so it comes as one piece
+ * before the exit event, on the same event stream as the agent's execs.
+ * qemu-ga has no stdin, terminal, working directory or kill: those
+ * fields are refused.
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -41,7 +42,9 @@
 #define ATTACH_GREETING_MAX	3.0	/* s: QMP's greeting */
 #define ATTACH_REPLY_MAX	10.0	/* s: any reply */
 #define ATTACH_SYNC_MAX		5.0	/* s: qga's sync */
-#define ATTACH_POLL		0.1	/* s: between guest-exec-status */
+#define ATTACH_POLL_FIRST	0.005	/* s: the first wait for
+					   guest-exec-status, doubled ... */
+#define ATTACH_POLL		0.1	/* ... up to this */
 #define ATTACH_LINE_MAX		(4 * 1024 * 1024)	/* a reply's bytes */
 
 typedef void	 attach_reply_cb(json_t *, const char *, void *);
@@ -79,6 +82,7 @@ struct attach_exec {
 	json_t			*cmd;		/* guest-exec's arguments */
 	long long		 pid;		/* the guest's, or 0 */
 	int			 busy;		/* a request under way */
+	double			 wait;		/* before the next poll */
 	ev_timer		 poll;
 };
 TAILQ_HEAD(attach_execs, attach_exec);
@@ -969,7 +973,11 @@ attach_exec_status_cb(json_t *ret, const char *error, void *arg)
 	}
 	if (!st.exited) {
 		attach_status_free(&st);
-		ev_timer_set(&e->poll, ATTACH_POLL, 0);
+		/* A short command's end is seen soon, a long one's cheaply. */
+		e->wait = e->wait == 0 ? ATTACH_POLL_FIRST : e->wait * 2;
+		if (e->wait > ATTACH_POLL)
+			e->wait = ATTACH_POLL;
+		ev_timer_set(&e->poll, e->wait, 0);
 		ev_timer_start(e->a->s->srv->loop, &e->poll);
 		return;
 	}
