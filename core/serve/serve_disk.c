@@ -1,29 +1,17 @@
 /*
- * The disks sandboxes run on, and the registry of those in use (the
- * seed's launch_vm). A create's "disk" names an image file: "writable":
- * true boots the guest on the file itself (QEMU writes it; no overlay),
- * false (the default) on a fresh overlay over it, as for an image.
- *
- * The registry lives in the run directory (sandbox_run_path()/disks), so
- * every qsup serve of this user sees it: one record per sandbox holding a
- * disk, named DEV-INO.PID.SERIAL after the file's device and inode (a
- * disk reached by two names is one disk), holding "w" or "r", the
- * sandbox's name and the path. A check and the record it leads to are
- * made under an flock(2) of disks/lock, so two servers cannot both take
- * a disk. A record whose process is gone (a server killed) is stale: it
- * is dropped when met. Writing is exclusive: a disk held writable refuses
- * every other use, and a disk held read-only (a base under an overlay)
- * refuses writing. The run directories of "qsup run" name their base
- * image too (image_in_use): a writable use checks them as well.
+ * The disks sandboxes run on, and their records in the registry of
+ * disks in use (core/vm/disk_reg.c; the seed's launch_vm). A create's
+ * "disk" names an image file: "writable": true boots the guest on the
+ * file itself (QEMU writes it; no overlay), false (the default) on a
+ * fresh overlay over it, as for an image. Writing is exclusive: a disk
+ * held writable refuses every other use, and a disk held read-only (a
+ * base under an overlay) refuses writing. The run directories of "qsup
+ * run" name their base image too (image_in_use): a writable use checks
+ * them as well.
  */
-#include <sys/file.h>
 #include <sys/stat.h>
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,67 +21,6 @@
 
 #include "serve_int.h"
 
-#define SERVE_DISK_RECORD_MAX	(PATH_MAX + 128)
-
-/* The registry's directory, made if need be. NULL with *cause. */
-static char *
-serve_disk_dir(char **cause)
-{
-	char	*base, *dir;
-
-	if ((base = sandbox_run_base(cause)) == NULL)
-		return (NULL);
-	xasprintf(&dir, "%s/disks", base);
-	free(base);
-	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
-		xasprintf(cause, "%s: %s", dir, strerror(errno));
-		free(dir);
-		return (NULL);
-	}
-	return (dir);
-}
-
-/*
- * One record of the registry: its holder's mode, name and pid. 0 if it
- * is of this disk (prefix) and its process lives; 1 if it was stale (and
- * is gone now), or not this disk's; -1 if unreadable (ignored).
- */
-static int
-serve_disk_record(const char *dir, const char *file, const char *prefix,
-    char *mode, char **name)
-{
-	char	*path, *text, *nl;
-	long	 pid;
-	int	 rc = 1;
-
-	*name = NULL;
-	if (strncmp(file, prefix, strlen(prefix)) != 0)
-		return (1);
-	pid = strtol(file + strlen(prefix), NULL, 10);
-	xasprintf(&path, "%s/%s", dir, file);
-	if (pid <= 0 || (kill((pid_t)pid, 0) == -1 && errno == ESRCH)) {
-		log_info("disk registry: dropping %s (process %ld is gone)",
-		    file, pid);
-		unlink(path);
-		free(path);
-		return (1);
-	}
-	text = util_read_file(path, NULL, SERVE_DISK_RECORD_MAX);
-	free(path);
-	if (text == NULL || (text[0] != 'w' && text[0] != 'r') ||
-	    text[1] != ' ') {
-		free(text);
-		return (-1);
-	}
-	*mode = text[0];
-	if ((nl = strchr(text + 2, '\n')) != NULL)
-		*nl = '\0';
-	*name = xstrdup(text + 2);
-	rc = 0;
-	free(text);
-	return (rc);
-}
-
 /*
  * Hold path (a real path) for s, writable or not: 0, or -1 with err (409
  * naming the holder, or 500).
@@ -102,54 +29,29 @@ static int
 serve_disk_take(struct serve_sb *s, const char *path, int writable,
     struct serve_error *err)
 {
+	struct disk_reg	 r;
 	struct stat	 st;
-	struct dirent	*de;
-	DIR		*d = NULL;
-	char		*dir, *lock = NULL, *prefix = NULL, *holder = NULL;
-	char		*cause = NULL, *rec = NULL, *text = NULL, *by = NULL;
-	char		*base;
+	char		*cause = NULL, *holder = NULL, *by = NULL, *base, *rec;
 	char		 mode;
-	int		 lfd = -1, rc = -1;
+	int		 rc = -1;
 
-	if ((dir = serve_disk_dir(&cause)) == NULL) {
+	if (stat(path, &st) == -1)
+		return (serve_fail(err, 400, "\"field\":\"disk.path\"",
+		    "disk.path: %s: %s", path, strerror(errno)));
+	if (disk_reg_open(&r, &cause) == -1) {
 		serve_fail(err, 500, NULL, "disk registry: %s", cause);
 		free(cause);
 		return (-1);
 	}
-	if (stat(path, &st) == -1) {
-		serve_fail(err, 400, "\"field\":\"disk.path\"",
-		    "disk.path: %s: %s", path, strerror(errno));
+	if (disk_reg_find(&r, &st, writable, &mode, &holder)) {
+		if (mode == 'w')
+			serve_fail(err, 409, NULL, "disk %s is in use by "
+			    "sandbox %s", path, holder);
+		else
+			serve_fail(err, 409, NULL, "disk %s is in use by "
+			    "sandbox %s (read-only, as its base): it cannot be "
+			    "written meanwhile", path, holder);
 		goto out;
-	}
-	xasprintf(&lock, "%s/lock", dir);
-	if ((lfd = open(lock, O_RDWR|O_CREAT|O_CLOEXEC, 0600)) == -1 ||
-	    flock(lfd, LOCK_EX) == -1) {
-		serve_fail(err, 500, NULL, "%s: %s", lock, strerror(errno));
-		goto out;
-	}
-	xasprintf(&prefix, "%llx-%llx.", (unsigned long long)st.st_dev,
-	    (unsigned long long)st.st_ino);
-	if ((d = opendir(dir)) == NULL) {
-		serve_fail(err, 500, NULL, "%s: %s", dir, strerror(errno));
-		goto out;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (serve_disk_record(dir, de->d_name, prefix, &mode,
-		    &holder) != 0)
-			continue;
-		if (writable || mode == 'w') {
-			if (mode == 'w')
-				serve_fail(err, 409, NULL, "disk %s is in use "
-				    "by sandbox %s", path, holder);
-			else
-				serve_fail(err, 409, NULL, "disk %s is in use "
-				    "by sandbox %s (read-only, as its base): "
-				    "it cannot be written meanwhile", path,
-				    holder);
-			goto out;
-		}
-		free(holder);
-		holder = NULL;
 	}
 	/* A "qsup run" on it as its base image. */
 	base = sandbox_run_path();
@@ -161,29 +63,19 @@ serve_disk_take(struct serve_sb *s, const char *path, int writable,
 		goto out;
 	}
 	free(base);
-	xasprintf(&rec, "%s/%s%ld.%llu", dir, prefix, (long)getpid(),
-	    s->serial);
-	xasprintf(&text, "%c %s\n%s\n", writable ? 'w' : 'r', s->name, path);
-	if (util_write_file(rec, text) == -1) {
-		serve_fail(err, 500, NULL, "%s: %s", rec, strerror(errno));
+	if ((rec = disk_reg_add(&r, &st, path, writable, s->name, s->serial,
+	    &cause)) == NULL) {
+		serve_fail(err, 500, NULL, "disk registry: %s", cause);
+		free(cause);
 		goto out;
 	}
 	free(s->disk_record);
 	s->disk_record = rec;
-	rec = NULL;
 	rc = 0;
 out:
-	if (d != NULL)
-		closedir(d);
-	if (lfd != -1)
-		close(lfd);	/* the flock goes with it */
+	disk_reg_close(&r);
 	free(by);
-	free(text);
-	free(rec);
 	free(holder);
-	free(prefix);
-	free(lock);
-	free(dir);
 	return (rc);
 }
 

@@ -669,6 +669,9 @@ sandbox_disk(struct sandbox *sb, char **cause)
 
 	if (sb->image == NULL)
 		return (0);
+	/* Not a base some server's sandbox writes (disk_reg.c). */
+	if (!sb->image_writable && disk_reg_check_base(sb->image, cause) == -1)
+		return (-1);
 	if (disk_probe(sb->image, &sb->disk, cause) == -1)
 		return (-1);
 	sb->disk.writable = sb->image_writable;

@@ -290,6 +290,20 @@ void		 disk_qemu_args(const struct disk *, struct qemu_argv *, int);
 int		 disk_untouched(const struct disk *, struct buf *);
 void		 disk_free(struct disk *);
 
+/* disk_reg.c: the registry of disks in use */
+struct disk_reg {
+	char		*dir;
+	int		 lock_fd;
+};
+int		 disk_reg_open(struct disk_reg *, char **);
+void		 disk_reg_close(struct disk_reg *);
+int		 disk_reg_find(struct disk_reg *, const struct stat *, int,
+		     char *, char **);
+char		*disk_reg_add(struct disk_reg *, const struct stat *,
+		     const char *, int, const char *, unsigned long long,
+		     char **);
+int		 disk_reg_check_base(const char *, char **);
+
 /* cow.c */
 #define COW_NODE		"cow"		/* the cow disk's node */
 struct cow {

@@ -121,6 +121,10 @@ test_in_use_refused() {
 	expect_eq "through a symlink" 409 "$CODE"
 	api GET /v1/sandboxes/b
 	expect_eq "nothing made of the refused" 404 "$CODE"
+	# "qsup run" reads the registry too.
+	out=$("$QSUP" run --set image="$f" --set warm_start=false -- true 2>&1)
+	expect_eq "qsup run on a disk a sandbox writes: refused" 125 $?
+	expect_match "naming the holder" "disk $f is in use by sandbox a" "$out"
 	# A base under a running sandbox (read-only, or a profile's image).
 	create r1 "$g" false
 	create r2 "$g" false
