@@ -38,7 +38,7 @@ serve_disk_take(struct serve_sb *s, const char *path, int writable,
 	if (stat(path, &st) == -1)
 		return (serve_fail(err, 400, "\"field\":\"disk.path\"",
 		    "disk.path: %s: %s", path, strerror(errno)));
-	if (disk_reg_open(&r, &cause) == -1) {
+	if (disk_reg_open(&r, 1, &cause) == -1) {
 		serve_fail(err, 500, NULL, "disk registry: %s", cause);
 		free(cause);
 		return (-1);

@@ -27,14 +27,27 @@
 
 #define DISK_REG_RECORD_MAX	(PATH_MAX + 128)
 
-/* The registry, made if need be, and locked: -1 with *cause. */
+/*
+ * The registry, locked; made if need be with create, else 1 when there
+ * is none (no server ever held a disk here). -1 with *cause.
+ */
 int
-disk_reg_open(struct disk_reg *r, char **cause)
+disk_reg_open(struct disk_reg *r, int create, char **cause)
 {
 	char	*base, *lock;
 
 	memset(r, 0, sizeof *r);
 	r->lock_fd = -1;
+	if (!create) {
+		base = sandbox_run_path();
+		xasprintf(&lock, "%s/disks/lock", base);
+		free(base);
+		if (access(lock, F_OK) == -1) {
+			free(lock);
+			return (1);
+		}
+		free(lock);
+	}
 	if ((base = sandbox_run_base(cause)) == NULL)
 		return (-1);
 	xasprintf(&r->dir, "%s/disks", base);
@@ -191,8 +204,9 @@ disk_reg_check_base(const char *path, char **cause)
 
 	if (stat(path, &st) == -1)
 		return (0);	/* disk_probe says what is wrong */
-	if (disk_reg_open(&r, &why) == -1) {
-		log_debug("disk registry: %s", why);
+	if ((rc = disk_reg_open(&r, 0, &why)) != 0) {
+		if (rc == -1)
+			log_debug("disk registry: %s", why);
 		free(why);
 		return (0);
 	}

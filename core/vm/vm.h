@@ -295,7 +295,7 @@ struct disk_reg {
 	char		*dir;
 	int		 lock_fd;
 };
-int		 disk_reg_open(struct disk_reg *, char **);
+int		 disk_reg_open(struct disk_reg *, int, char **);
 void		 disk_reg_close(struct disk_reg *);
 int		 disk_reg_find(struct disk_reg *, const struct stat *, int,
 		     char *, char **);
