@@ -709,6 +709,20 @@ serve_create_fields(struct serve *srv, json_t *j, char **name,
 	return (0);
 }
 
+/* A new sandbox's life begins: booting from now, nothing waiting. */
+static void
+serve_sb_booting(struct serve_sb *s)
+{
+	s->state = SERVE_BOOTING;
+	s->created = time(NULL);
+	s->t_created = util_now();
+	TAILQ_INIT(&s->create_waiters);
+	TAILQ_INIT(&s->delete_waiters);
+	TAILQ_INIT(&s->execs);
+	ev_init(&s->reap, serve_reap_cb);
+	s->reap.data = s;
+}
+
 /*
  * A create with "attach": a QEMU started by hand, registered once its
  * monitor answers (serve_attach.c). *name is taken. err on failure.
@@ -726,14 +740,7 @@ serve_create_attach(struct serve *srv, struct httpd_conn *conn, json_t *j,
 	serve_life_init(s);
 	s->name = *name;
 	*name = NULL;
-	s->state = SERVE_BOOTING;
-	s->created = time(NULL);
-	s->t_created = util_now();
-	TAILQ_INIT(&s->create_waiters);
-	TAILQ_INIT(&s->delete_waiters);
-	TAILQ_INIT(&s->execs);
-	ev_init(&s->reap, serve_reap_cb);
-	s->reap.data = s;
+	serve_sb_booting(s);
 	if (serve_attach_create(s, j, conn, wait, err) == -1) {
 		serve_sb_free(s);
 		return;
@@ -843,14 +850,7 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	s->nsets = nsets;
 	sets = NULL;
 	nsets = 0;
-	s->state = SERVE_BOOTING;
-	s->created = time(NULL);
-	s->t_created = util_now();
-	TAILQ_INIT(&s->create_waiters);
-	TAILQ_INIT(&s->delete_waiters);
-	TAILQ_INIT(&s->execs);
-	ev_init(&s->reap, serve_reap_cb);
-	s->reap.data = s;
+	serve_sb_booting(s);
 	if (serve_sb_image(s, &cause) == -1) {
 		serve_fail(&err, 500, NULL, "%s", cause);
 		serve_sb_free(s);

@@ -710,8 +710,7 @@ serve_attach_create(struct serve_sb *s, json_t *j, struct httpd_conn *conn,
 	struct serve_sb		*other;
 	json_t			*o, *v;
 	const char		*key, *qmp, *qga;
-	char			*cause = NULL, *field, *msg;
-	size_t			 i;
+	char			*cause = NULL, *msg;
 
 	json_object_foreach(j, key, v) {
 		if (strcmp(key, "name") != 0 && strcmp(key, "attach") != 0 &&
@@ -724,19 +723,8 @@ serve_attach_create(struct serve_sb *s, json_t *j, struct httpd_conn *conn,
 	if (!json_is_object(o))
 		return (serve_bad_field(err, "attach", "must be an object "
 		    "{\"qmp\": PATH, \"qga\": PATH}"));
-	json_object_foreach(o, key, v) {
-		for (i = 0; fields[i] != NULL; i++) {
-			if (strcmp(key, fields[i]) == 0)
-				break;
-		}
-		if (fields[i] == NULL) {
-			xasprintf(&field, "attach.%s", key);
-			serve_bad_field(err, field, "unknown field (qmp and qga "
-			    "are known)");
-			free(field);
-			return (-1);
-		}
-	}
+	if (serve_check_members(o, "attach", fields, err) == -1)
+		return (-1);
 	if ((qmp = attach_path(o, "qmp", 1, err)) == NULL ||
 	    (qga = attach_path(o, "qga", 0, err)) == NULL)
 		return (-1);

@@ -80,6 +80,40 @@ out:
 }
 
 /*
+ * The members of object o (the request's field name) are all of fields:
+ * 0, or -1 with err (400 naming "name.member").
+ */
+int
+serve_check_members(json_t *o, const char *name, const char *const *fields,
+    struct serve_error *err)
+{
+	const char	*key;
+	json_t		*v;
+	struct buf	 known = { 0 };
+	char		*field;
+	size_t		 i;
+
+	json_object_foreach(o, key, v) {
+		for (i = 0; fields[i] != NULL; i++) {
+			if (strcmp(key, fields[i]) == 0)
+				break;
+		}
+		if (fields[i] != NULL)
+			continue;
+		buf_puts(&known, "unknown field (known:");
+		for (i = 0; fields[i] != NULL; i++)
+			buf_printf(&known, " %s", fields[i]);
+		buf_puts(&known, ")");
+		xasprintf(&field, "%s.%s", name, key);
+		serve_bad_field(err, field, known.data);
+		free(field);
+		buf_free(&known);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
  * A create's "disk": {"path": ABSOLUTE, "writable": BOOL}, checked: the
  * file there is an image qsup boots (disk_probe: raw or self-contained
  * qcow2). It becomes s's image (a file, as --set image= makes it) and
@@ -91,28 +125,16 @@ serve_disk_fields(struct serve_sb *s, json_t *j, struct serve_error *err)
 	static const char *const fields[] = { "path", "writable", NULL };
 	struct disk	 d;
 	json_t		*o, *v;
-	const char	*path, *key;
-	char		*cause = NULL, *field;
-	size_t		 i;
+	const char	*path;
+	char		*cause = NULL;
 
 	if ((o = json_object_get(j, "disk")) == NULL)
 		return (0);
 	if (!json_is_object(o))
 		return (serve_bad_field(err, "disk", "must be an object "
 		    "{\"path\": ..., \"writable\": ...}"));
-	json_object_foreach(o, key, v) {
-		for (i = 0; fields[i] != NULL; i++) {
-			if (strcmp(key, fields[i]) == 0)
-				break;
-		}
-		if (fields[i] == NULL) {
-			xasprintf(&field, "disk.%s", key);
-			serve_bad_field(err, field, "unknown field (path and "
-			    "writable are known)");
-			free(field);
-			return (-1);
-		}
-	}
+	if (serve_check_members(o, "disk", fields, err) == -1)
+		return (-1);
 	v = json_object_get(o, "path");
 	if (v == NULL || !json_is_string(v))
 		return (serve_bad_field(err, "disk.path", "must be the "

@@ -298,6 +298,8 @@ int		 serve_attach_exec(struct httpd_conn *, struct serve_sb *,
 void		 serve_attach_gone(struct serve_sb *);
 
 /* serve_disk.c */
+int		 serve_check_members(json_t *, const char *,
+		     const char *const *, struct serve_error *);
 int		 serve_disk_fields(struct serve_sb *, json_t *,
 		     struct serve_error *);
 int		 serve_disk_hold(struct serve_sb *, struct serve_error *);
