@@ -733,7 +733,18 @@ serve_create_attach(struct serve *srv, struct httpd_conn *conn, json_t *j,
 {
 	struct serve_sb	*s;
 	struct buf	 b = { 0 };
+	uint64_t	 mib;
+	size_t		 live;
+	char		*why;
 
+	/* It counts as a sandbox (its memory is its own command line's). */
+	if ((live = serve_live(srv, &mib)) >= (size_t)srv->limits.sandboxes) {
+		xasprintf(&why, "%zu sandboxes already: the server's limit",
+		    live);
+		serve_limit(err, why, "max_sandboxes", srv->limits.sandboxes);
+		free(why);
+		return;
+	}
 	s = xcalloc(1, sizeof *s);
 	s->srv = srv;
 	s->serial = ++srv->next_serial;

@@ -57,7 +57,7 @@ serve_start() {
 	S=$T_TMP/${FUNCNAME[1]}
 	mkdir -p "$S"
 	SOCK=$S/s.sock
-	serve_launch "$SOCK" "$S/token" "$S/serve.log" ||
+	serve_launch "$SOCK" "$S/token" "$S/serve.log" "$@" ||
 	    fail "the server did not come up: $(cat "$S/serve.log")"
 	TOKEN=$(cat "$S/token" 2>/dev/null)
 }
@@ -226,10 +226,13 @@ test_prelaunch_and_death() {
 	    >"$d/qemu.log" 2>&1 &
 	QPID=$!
 	for i in $(seq 1 100); do [ -S "$d/qmp.sock" ] && break; sleep 0.1; done
-	serve_start
+	serve_start --max-sandboxes 1
 	api POST /v1/sandboxes -d "{\"attach\":{\"qmp\":\"$d/qmp.sock\"}}"
 	expect_eq "attach" 201 "$CODE"
 	expect_match "-S: paused, a name picked" '"name":"sb-1","state":"paused"' "$BODY"
+	api POST /v1/sandboxes -d "{\"attach\":{\"qmp\":\"$d/other.sock\"}}"
+	expect_eq "past max_sandboxes" 503 "$CODE"
+	expect_match "names the limit" '"limit":"max_sandboxes","max":1' "$BODY"
 	api POST /v1/sandboxes/sb-1/resume
 	expect_eq "resume" 200 "$CODE"
 	expect_match "ready" '"state":"ready"' "$BODY"
