@@ -829,6 +829,12 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 			    "disk has no setup layers (the profile's setup)");
 			goto out;
 		}
+		if (s->disk_writable && s->profile.disk_size != 0) {
+			serve_bad_field(&err, "disk.writable", "a writable "
+			    "disk is used at its own size: disk_size does not "
+			    "apply (qemu-img resize grows it)");
+			goto out;
+		}
 		free(s->profile.image);
 		s->profile.image = xstrdup(s->disk_path);
 		s->profile.image_kind = PROFILE_IMAGE_FILE;

@@ -188,6 +188,9 @@ test_bad_disk() {
 	expect_match "names it" '"field":"disk.writable"' "$BODY"
 	api POST /v1/sandboxes -d '{"disk":"/x"}'
 	expect_eq "not an object" 400 "$CODE"
+	api POST /v1/sandboxes -d "{\"settings\":{\"image\":\"$D/base.qcow2\",\"disk_size\":\"1G\"},\"disk\":{\"path\":\"$D/base.qcow2\",\"writable\":true}}"
+	expect_eq "disk_size with a writable disk" 400 "$CODE"
+	expect_match "says why" 'disk_size does not apply' "$BODY"
 	api GET /v1/sandboxes
 	expect_eq "nothing made" '{"sandboxes":[]}' "$BODY"
 	expect_eq "no record" "" "$(records)"
