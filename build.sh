@@ -24,7 +24,7 @@ PACKAGES=(
 	libcdio-dev libiso9660-dev libcriterion-dev libslirp-dev libjansson-dev
 	qemu-system-x86 qemu-utils
 	busybox-static kmod xz-utils cpio procps python3 iproute2
-	fdisk e2fsprogs
+	fdisk e2fsprogs qemu-guest-agent
 	clang libclang-rt-14-dev
 	mmdebstrap fdisk e2fsprogs
 	curl openssl jq

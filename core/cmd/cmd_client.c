@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,7 @@ static int	cmd_client_cp(const struct cmd_entry *, int, char **);
 #define CMD_CLIENT_TTL		(CMD_O_LONG + 5)
 #define CMD_CLIENT_IDLE_TTL	(CMD_O_LONG + 6)
 #define CMD_CLIENT_ON_TTL	(CMD_O_LONG + 7)
+#define CMD_CLIENT_DISK		(CMD_O_LONG + 8)
 
 /* What every client command takes, after its own options. */
 #define CMD_CLIENT_HOST_OPTIONS \
@@ -96,6 +98,9 @@ static const struct cmd_option cmd_sandbox_create_options[] = {
 	  "end it after S seconds without an exec or a file call" },
 	{ CMD_CLIENT_ON_TTL, "on-ttl", CMD_V_STRING, "delete|pause", 0,
 	  "what ending it is (default: delete)" },
+	{ CMD_CLIENT_DISK, "disk", CMD_V_STRING, "F[:rw]", 0,
+	  "boot on the disk image F (a path on the server's\n"
+	  "host): on a fresh overlay, or with :rw on F itself" },
 	{ CMD_CLIENT_JSON, "json", CMD_V_NONE, NULL, 0,
 	  "print the sandbox as JSON" },
 	CMD_CLIENT_HOST_OPTIONS
@@ -118,7 +123,8 @@ static const struct cmd_option cmd_exec_options[] = {
 static const struct cmd_entry cmd_sandbox_create_entry = {
 	.name = "create",
 	.usage = "sandbox create [--profile P] [--set K=V]... [--ttl S] "
-	    "[--idle-ttl S] [--on-ttl delete|pause] [--json] [NAME]",
+	    "[--idle-ttl S] [--on-ttl delete|pause] [--disk F[:rw]] [--json] "
+	    "[NAME]",
 	.summary = "start a named sandbox on the server, and print its name",
 	.help =
 "Start a sandbox on the server and wait until it is ready; print its name\n"
@@ -442,6 +448,36 @@ cmd_sandbox_exec(const struct cmd_entry *self, int argc, char **argv)
 	return (QSUP_EXIT_ERROR);
 }
 
+/*
+ * --disk F[:rw] as the create's "disk": F made absolute against our
+ * directory (the server takes absolute paths only), writable with :rw.
+ */
+static json_t *
+cmd_client_disk(const char *arg)
+{
+	json_t	*d;
+	char	*path, *abs, cwd[PATH_MAX];
+	size_t	 len = strlen(arg);
+	int	 rw = 0;
+
+	path = xstrdup(arg);
+	if (len > 3 && strcmp(arg + len - 3, ":rw") == 0) {
+		path[len - 3] = '\0';
+		rw = 1;
+	} else if (len > 3 && strcmp(arg + len - 3, ":ro") == 0)
+		path[len - 3] = '\0';
+	if (path[0] != '/' && getcwd(cwd, sizeof cwd) != NULL) {
+		xasprintf(&abs, "%s/%s", cwd, path);
+		free(path);
+		path = abs;
+	}
+	d = json_object();
+	json_object_set_new(d, "path", json_string(path));
+	json_object_set_new(d, "writable", json_boolean(rw));
+	free(path);
+	return (d);
+}
+
 static int
 cmd_sandbox_create(const struct cmd_entry *self, int argc, char **argv)
 {
@@ -471,6 +507,9 @@ cmd_sandbox_create(const struct cmd_entry *self, int argc, char **argv)
 		json_object_set_new(req, "idle_ttl", json_real(o.idle_ttl));
 	if (o.on_ttl != NULL)
 		json_object_set_new(req, "on_ttl", json_string(o.on_ttl));
+	if (cmd_args_get(&o.a, CMD_CLIENT_DISK) != NULL)
+		json_object_set_new(req, "disk", cmd_client_disk(
+		    cmd_args_get(&o.a, CMD_CLIENT_DISK)));
 	if (o.nsets > 0) {
 		settings = json_object();
 		for (i = 0; i < o.nsets; i++) {

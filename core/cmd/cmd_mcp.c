@@ -91,7 +91,8 @@ enum mcp_type {
 	MCP_SETTINGS,	/* an object of strings, numbers, booleans */
 	MCP_SECONDS,	/* a number, 0 or more */
 	MCP_ENCODING,	/* "utf-8" or "base64" */
-	MCP_MODE	/* octal digits, a string */
+	MCP_MODE,	/* octal digits, a string */
+	MCP_DISK	/* {"path": ABSOLUTE, "writable": BOOL} */
 };
 
 struct mcp_arg {
@@ -138,6 +139,9 @@ static const struct mcp_tool mcp_tools[] = {
 	      "without an exec or a file call (default: never)" },
 	    { "on_ttl", MCP_STRING, 0, "what ending is: \"delete\" (default) "
 	      "or \"pause\"" },
+	    { "disk", MCP_DISK, 0, "boot on this disk image of the server's "
+	      "host: on a fresh overlay, or, with writable true, on the file "
+	      "itself, which keeps what the guest writes" },
 	    { NULL, 0, 0, NULL } },
 	  mcp_tool_create },
 	{ "sandbox_exec",
@@ -302,6 +306,12 @@ mcp_arg_schema(const struct mcp_arg *a)
 		s = json_pack("{s:s, s:s}", "type", "string", "pattern",
 		    "^[0-7]{3,4}$");
 		break;
+	case MCP_DISK:
+		s = json_pack("{s:s, s:{s:{s:s}, s:{s:s}}, s:[s], s:b}", "type",
+		    "object", "properties", "path", "type", "string",
+		    "writable", "type", "boolean", "required", "path",
+		    "additionalProperties", 0);
+		break;
 	default:
 		s = json_pack("{s:s}", "type", "string");
 		break;
@@ -405,6 +415,10 @@ mcp_arg_check(enum mcp_type type, json_t *v)
 		if (len < 3 || len > 4 || strspn(s, "01234567") != len)
 			return ("a string of octal digits, e.g. \"0644\"");
 		return (NULL);
+	case MCP_DISK:
+		/* The server checks its members, naming them. */
+		return (json_is_object(v) ? NULL : "an object {\"path\": ..., "
+		    "\"writable\": ...}");
 	}
 	return ("unknown");
 }

@@ -141,11 +141,13 @@ serve_sb_gone(struct serve_sb *s)
 	} else if (s->report == NULL)
 		serve_report(s);
 	serve_exec_sandbox_gone(s, s->reason);
+	serve_attach_gone(s);
 	serve_life_gone(s);
 	if (s->sb != NULL) {
 		sandbox_free(s->sb);	/* its run directory goes too */
 		s->sb = NULL;
 	}
+	serve_disk_release(s);
 	if (s->pull != NULL) {
 		image_pull_cancel(s->pull);
 		s->pull = NULL;
@@ -221,6 +223,9 @@ serve_sb_free(struct serve_sb *s)
 		free(s->sets[--s->nsets]);
 	free(s->sets);
 	serve_sb_layers_release(s);
+	serve_disk_release(s);
+	free(s->disk_path);
+	serve_attach_gone(s);
 	free(s);
 }
 
@@ -364,9 +369,13 @@ serve_sb_launch(struct serve_sb *s, char **cause)
 	cbs.failed = serve_failed_cb;
 	cbs.dead = serve_dead_cb;
 	cbs.arg = s;
+	if (serve_disk_hold_late(s, cause) == -1)
+		return (-1);
 	s->sb = sandbox_new(s->srv->loop, &s->profile, &cbs);
 	if (s->image != NULL)
 		sandbox_set_image(s->sb, s->image);
+	if (s->image != NULL && s->disk_writable)
+		sandbox_set_disk_writable(s->sb);
 	if (s->nlayers > 0) {
 		paths = xcalloc(s->nlayers + 1, sizeof *paths);
 		for (i = 0; i < s->nlayers; i++)
@@ -631,13 +640,69 @@ serve_create_fields(struct serve *srv, json_t *j, char **name,
 	return (0);
 }
 
+/* A new sandbox's life begins: booting from now, nothing waiting. */
+static void
+serve_sb_booting(struct serve_sb *s)
+{
+	s->state = SERVE_BOOTING;
+	s->created = time(NULL);
+	s->t_created = util_now();
+	TAILQ_INIT(&s->create_waiters);
+	TAILQ_INIT(&s->delete_waiters);
+	TAILQ_INIT(&s->execs);
+	ev_init(&s->reap, serve_reap_cb);
+	s->reap.data = s;
+}
+
+/*
+ * A create with "attach": a QEMU started by hand, registered once its
+ * monitor answers (serve_attach.c). *name is taken. err on failure.
+ */
+static void
+serve_create_attach(struct serve *srv, struct httpd_conn *conn, json_t *j,
+    char **name, int wait, struct serve_error *err)
+{
+	struct serve_sb	*s;
+	struct buf	 b = { 0 };
+	uint64_t	 mib;
+	size_t		 live;
+	char		*why;
+
+	/* It counts as a sandbox (its memory is its own command line's). */
+	if ((live = serve_live(srv, &mib)) >= (size_t)srv->limits.sandboxes) {
+		xasprintf(&why, "%zu sandboxes already: the server's limit",
+		    live);
+		serve_limit(err, why, "max_sandboxes", srv->limits.sandboxes);
+		free(why);
+		return;
+	}
+	s = xcalloc(1, sizeof *s);
+	s->srv = srv;
+	s->serial = ++srv->next_serial;
+	serve_life_init(s);
+	s->name = *name;
+	*name = NULL;
+	serve_sb_booting(s);
+	if (serve_attach_create(s, j, conn, wait, err) == -1) {
+		serve_sb_free(s);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&srv->sbs, s, entry);
+	serve_sb_event(s);
+	if (!wait) {
+		serve_sb_json(s, &b);
+		httpd_respond_json(conn, 202, b.data, b.len);
+		buf_free(&b);
+	}
+}
+
 static void
 serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
     void *arg)
 {
 	static const char *const fields[] = {
 		"name", "profile", "settings", "extra_args", "wait", "ttl",
-		"idle_ttl", "on_ttl", NULL
+		"idle_ttl", "on_ttl", "disk", "attach", NULL
 	};
 	struct serve		*srv = arg;
 	struct serve_sb		*s = NULL;
@@ -671,17 +736,39 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 		serve_fail(&err, 409, NULL, "a sandbox named %s exists", name);
 		goto out;
 	}
+	if (json_object_get(j, "attach") != NULL) {
+		serve_create_attach(srv, conn, j, &name, wait, &err);
+		goto out;
+	}
 	s = xcalloc(1, sizeof *s);
 	s->srv = srv;
 	s->serial = ++srv->next_serial;
 	serve_life_init(s);
-	if (serve_life_fields(s, j, &err) == -1)
+	if (serve_life_fields(s, j, &err) == -1 ||
+	    serve_disk_fields(s, j, &err) == -1)
 		goto out;
 	if (profile_load_set(&s->profile, profile, sets, nsets, &cause) ==
 	    -1) {
 		serve_bad_field(&err, settings != NULL ? "settings" :
 		    "profile", cause);
 		goto out;
+	}
+	if (s->disk_path != NULL) {
+		/* The disk is the image, a file, whatever the profile said. */
+		if (s->disk_writable && s->profile.nsetup > 0) {
+			serve_bad_field(&err, "disk.writable", "a writable "
+			    "disk has no setup layers (the profile's setup)");
+			goto out;
+		}
+		if (s->disk_writable && s->profile.disk_size != 0) {
+			serve_bad_field(&err, "disk.writable", "a writable "
+			    "disk is used at its own size: disk_size does not "
+			    "apply (qemu-img resize grows it)");
+			goto out;
+		}
+		free(s->profile.image);
+		s->profile.image = xstrdup(s->disk_path);
+		s->profile.image_kind = PROFILE_IMAGE_FILE;
 	}
 	if (serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
 	    &err) == -1)
@@ -711,16 +798,19 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	s->nsets = nsets;
 	sets = NULL;
 	nsets = 0;
-	s->state = SERVE_BOOTING;
-	s->created = time(NULL);
-	s->t_created = util_now();
-	TAILQ_INIT(&s->create_waiters);
-	TAILQ_INIT(&s->delete_waiters);
-	TAILQ_INIT(&s->execs);
-	ev_init(&s->reap, serve_reap_cb);
-	s->reap.data = s;
-	if (serve_sb_image(s, &cause) == -1 ||
-	    (s->pull == NULL && serve_sb_launch(s, &cause) == -1)) {
+	serve_sb_booting(s);
+	if (serve_sb_image(s, &cause) == -1) {
+		serve_fail(&err, 500, NULL, "%s", cause);
+		serve_sb_free(s);
+		s = NULL;
+		goto out;
+	}
+	if (s->pull == NULL && serve_disk_hold(s, &err) == -1) {
+		serve_sb_free(s);
+		s = NULL;
+		goto out;
+	}
+	if (s->pull == NULL && serve_sb_launch(s, &cause) == -1) {
 		serve_fail(&err, 500, NULL, "%s", cause);
 		serve_sb_free(s);
 		s = NULL;
@@ -741,6 +831,7 @@ out:
 	if (s != NULL) {
 		profile_free(&s->profile);
 		free(s->accel.why);
+		free(s->disk_path);
 		free(s);
 	}
 	for (i = 0; i < nsets; i++)
@@ -804,7 +895,9 @@ serve_delete(const struct serve_req *r, struct serve_error *err)
 	struct serve		*srv = s->srv;
 	struct httpd_conn	*conn = r->conn;
 
-	(void)err;
+	if (s->attach != NULL && s->state != SERVE_STOPPING &&
+	    s->state != SERVE_DEAD)
+		return (serve_attach_delete(r, err));
 	if (s->state == SERVE_DEAD) {
 		/* Freed already: its report was kept. */
 		httpd_respond_json(conn, 200, s->report, strlen(s->report));

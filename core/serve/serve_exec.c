@@ -700,8 +700,14 @@ serve_exec_body(struct httpd_conn *conn, struct serve_sb *s,
 
 	(void)arg;
 	memset(&sp, 0, sizeof sp);
-	if (serve_json_body(body, len, &j, &err) == -1 ||
-	    serve_check_fields(j, fields, &err) == -1)
+	if (serve_json_body(body, len, &j, &err) == -1)
+		goto out;
+	if (s->attach != NULL) {
+		/* Through qemu-guest-agent (serve_attach.c). */
+		(void)serve_attach_exec(conn, s, j, &err);
+		goto out;
+	}
+	if (serve_check_fields(j, fields, &err) == -1)
 		goto out;
 	if ((bad = serve_spec_parse(j, s, &sp, &why)) != NULL) {
 		serve_bad_field(&err, bad, why);
@@ -966,6 +972,10 @@ serve_files(const struct serve_req *r, struct serve_error *err)
 	int			 put = strcmp(r->http->method, "PUT") == 0;
 	int			 rc = -1;
 
+	if (r->sb->attach != NULL)
+		return (serve_fail(err, 409, NULL, "sandbox %s is attached: "
+		    "file calls need qsup's agent (use exec through "
+		    "qemu-guest-agent)", r->sb->name));
 	path = httpd_query_param(r->http->query, "path");
 	mode = httpd_query_param(r->http->query, "mode");
 	if (path == NULL || path[0] != '/' || strlen(path) >= PATH_MAX) {

@@ -148,6 +148,22 @@ struct serve_sb {
 	double			 t_active;	/* the last exec's, or ready */
 	ev_timer		 ttl_timer;
 	ev_timer		 idle_timer;
+	/* serve_disk.c: its "disk", and its record in the registry */
+	char			*disk_path;	/* real path, or NULL */
+	int			 disk_writable;
+	char			*disk_record;	/* held, or NULL */
+	struct serve_attach	*attach;	/* a QEMU started by hand */
+};
+
+/* What guest-exec-status said (serve_attach.c). */
+struct attach_status {
+	int		 exited;
+	int		 has_code;
+	int		 code;
+	int		 signal;
+	int		 truncated;
+	struct buf	 out;		/* decoded */
+	struct buf	 err;
 };
 
 /* An /v1/events subscriber. */
@@ -265,6 +281,33 @@ void		 serve_sb_json(struct serve_sb *, struct buf *);
 serve_handler	 serve_pause;
 serve_handler	 serve_resume;
 serve_handler	 serve_patch;
+
+/* serve_attach.c */
+int		 attach_parse_reply(const char *, size_t, json_t **, char **);
+int		 attach_qga_status(json_t *, struct attach_status *, char **);
+void		 attach_status_free(struct attach_status *);
+int		 attach_qga_pid(json_t *, long long *);
+int		 serve_attach_create(struct serve_sb *, json_t *,
+		     struct httpd_conn *, int, struct serve_error *);
+void		 serve_attach_json(struct serve_sb *, struct buf *);
+int		 serve_attach_move(struct serve_sb *, int,
+		     void (*)(struct sandbox *, const char *, void *), void *,
+		     char **);
+int		 serve_attach_delete(const struct serve_req *,
+		     struct serve_error *);
+int		 serve_attach_exec(struct httpd_conn *, struct serve_sb *,
+		     json_t *, struct serve_error *);
+void		 serve_attach_gone(struct serve_sb *);
+
+/* serve_disk.c */
+int		 serve_check_members(json_t *, const char *,
+		     const char *const *, struct serve_error *);
+int		 serve_disk_fields(struct serve_sb *, json_t *,
+		     struct serve_error *);
+int		 serve_disk_hold(struct serve_sb *, struct serve_error *);
+int		 serve_disk_hold_late(struct serve_sb *, char **);
+void		 serve_disk_release(struct serve_sb *);
+void		 serve_disk_json(struct serve_sb *, struct buf *);
 
 /* serve_metrics.c */
 serve_handler	 serve_metrics;

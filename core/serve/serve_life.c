@@ -110,6 +110,8 @@ serve_sb_json(struct serve_sb *s, struct buf *b)
 	else
 		buf_puts(b, "null");
 	serve_life_json(s, b);
+	serve_disk_json(s, b);
+	serve_attach_json(s, b);
 	buf_puts(b, "}");
 }
 
@@ -423,11 +425,16 @@ serve_life_move(const struct serve_req *r, enum serve_state want,
 		return (0);
 	}
 	if ((s->state != SERVE_READY && s->state != SERVE_PAUSED) ||
-	    s->sb == NULL)
+	    (s->sb == NULL && s->attach == NULL))
 		return (serve_fail(err, 409, NULL, "sandbox %s is %s",
 		    s->name, serve_state_name(s->state)));
-	rc = want == SERVE_PAUSED ? sandbox_pause(s->sb, serve_life_done_cb,
-	    s, &cause) : sandbox_resume(s->sb, serve_life_done_cb, s, &cause);
+	if (s->attach != NULL)
+		rc = serve_attach_move(s, want == SERVE_PAUSED,
+		    serve_life_done_cb, s, &cause);
+	else
+		rc = want == SERVE_PAUSED ? sandbox_pause(s->sb,
+		    serve_life_done_cb, s, &cause) : sandbox_resume(s->sb,
+		    serve_life_done_cb, s, &cause);
 	if (rc == -1) {
 		serve_fail(err, 409, NULL, "sandbox %s: %s", s->name, cause);
 		free(cause);

@@ -383,6 +383,31 @@ disk_overlay_on(struct disk *d, const char *dir, const char *middle,
 }
 
 /*
+ * A disk of the guest's own (serve's "disk" with "writable": true): the
+ * file opened read-write, image locking on, so no other QEMU can open it
+ * for writing meanwhile (nor qemu-img without -U); the guest's writes go
+ * to the file itself, flushed as the guest asks. No layers, no overlay.
+ */
+static void
+disk_qemu_args_writable(const struct disk *d, struct qemu_argv *a, int boot)
+{
+	char	*base;
+
+	base = qemu_escape(d->base);
+	qemu_arg(a, "-blockdev");
+	qemu_arg(a, "driver=file,node-name=base-file,filename=%s,"
+	    "locking=on", base);
+	qemu_arg(a, "-blockdev");
+	qemu_arg(a, "driver=%s,node-name=" DISK_NODE ",file=base-file,"
+	    "discard=unmap", d->info.format);
+	qemu_arg(a, "-device");
+	qemu_arg(a, "virtio-blk-pci,drive=" DISK_NODE ",serial=%s,"
+	    "werror=report,rerror=report%s",
+	    QSUP_ROOT_SERIAL, boot ? ",bootindex=0" : "");
+	free(base);
+}
+
+/*
  * QEMU's nodes: the base opened read-only, in the format its header
  * said; a template's disk over it, read-only too, when there is one; the
  * overlay over those; the disk the guest sees, found there by its
@@ -398,6 +423,10 @@ disk_qemu_args(const struct disk *d, struct qemu_argv *a, int boot)
 	char	*base, *overlay, *middle, *layer, below[32], node[32];
 	size_t	 i;
 
+	if (d->writable) {
+		disk_qemu_args_writable(d, a, boot);
+		return;
+	}
 	base = qemu_escape(d->base);
 	overlay = qemu_escape(d->overlay);
 	qemu_arg(a, "-blockdev");
@@ -449,6 +478,16 @@ disk_untouched(const struct disk *d, struct buf *b)
 	struct stat	st;
 	int		same;
 
+	if (d->writable) {
+		/* Written on purpose: say so, never "untouched". */
+		buf_puts(b, "{\"path\":");
+		buf_json_string(b, d->base);
+		buf_puts(b, ",\"untouched\":false,\"format\":");
+		buf_json_string(b, d->info.format);
+		buf_puts(b, ",\"how\":\"a writable disk: QEMU wrote to the "
+		    "file itself, with no overlay\"}");
+		return (0);
+	}
 	same = stat(d->base, &st) == 0 && st.st_dev == d->before.st_dev &&
 	    st.st_ino == d->before.st_ino &&
 	    st.st_size == d->before.st_size &&

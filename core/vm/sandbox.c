@@ -612,6 +612,17 @@ sandbox_set_image(struct sandbox *sb, const char *path)
 }
 
 /*
+ * The image is a disk of the guest's own, written in place: no overlay,
+ * no template (a restore would bring back an older disk); before start.
+ */
+void
+sandbox_set_disk_writable(struct sandbox *sb)
+{
+	assert(sb->state == SBS_NEW && sb->image != NULL && sb->nlayers == 0);
+	sb->image_writable = 1;
+}
+
+/*
  * Over the base, these layers of setup (core/image/image_layer.c), bottom
  * first, each of which must be a file of store; before start.
  */
@@ -658,8 +669,12 @@ sandbox_disk(struct sandbox *sb, char **cause)
 
 	if (sb->image == NULL)
 		return (0);
+	/* Not a base some server's sandbox writes (disk_reg.c). */
+	if (!sb->image_writable && disk_reg_check_base(sb->image, cause) == -1)
+		return (-1);
 	if (disk_probe(sb->image, &sb->disk, cause) == -1)
 		return (-1);
+	sb->disk.writable = sb->image_writable;
 	for (i = 0; i < sb->nlayers; i++) {
 		if (disk_add_layer(&sb->disk, sb->layers[i], sb->layer_store,
 		    cause) == -1)
@@ -673,6 +688,11 @@ sandbox_disk(struct sandbox *sb, char **cause)
 	if (rc == -1) {
 		xasprintf(cause, "%s: %s", sb->rundir, strerror(errno));
 		return (-1);
+	}
+	if (sb->disk.writable) {
+		/* The disk as it is: the guest sees its own size. */
+		sb->disk.size = sb->disk.info.virtual_size;
+		return (0);
 	}
 	return (disk_overlay(&sb->disk, sb->rundir, sb->profile->disk_size,
 	    cause));

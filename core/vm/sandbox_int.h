@@ -102,6 +102,7 @@ struct sandbox {
 	size_t			 nshares;
 	struct net		*net;		/* NULL: no card */
 	char			*image;		/* the base's path, or NULL */
+	int			 image_writable; /* written in place */
 	char			**layers;	/* setup's over it, bottom first */
 	size_t			 nlayers;
 	char			*layer_store;	/* where they must be */

@@ -89,7 +89,7 @@ sandbox_choose_mode(struct sandbox *sb)
 	int			i, wait = 0;
 
 	sb->mode = SB_COLD;
-	if (!sb->profile->warm_start)
+	if (!sb->profile->warm_start || sb->disk.writable)
 		return (0);
 	/* The key comes from the template command line, fds aside. */
 	sb->mode = SB_BUILD;

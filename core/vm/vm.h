@@ -275,6 +275,8 @@ struct disk {
 	size_t		 nlayers;
 	uint64_t	 top_size;	/* the top layer's virtual size */
 	struct stat	 top;		/* ... and its file, before the run */
+	int		 writable;	/* the guest writes the base itself:
+					   no overlay (a disk of its own) */
 };
 int		 disk_parse_header(const unsigned char *, size_t, uint64_t,
 		     struct disk_info *, char **);
@@ -287,6 +289,20 @@ int		 disk_overlay_on(struct disk *, const char *, const char *,
 void		 disk_qemu_args(const struct disk *, struct qemu_argv *, int);
 int		 disk_untouched(const struct disk *, struct buf *);
 void		 disk_free(struct disk *);
+
+/* disk_reg.c: the registry of disks in use */
+struct disk_reg {
+	char		*dir;
+	int		 lock_fd;
+};
+int		 disk_reg_open(struct disk_reg *, int, char **);
+void		 disk_reg_close(struct disk_reg *);
+int		 disk_reg_find(struct disk_reg *, const struct stat *, int,
+		     char *, char **);
+char		*disk_reg_add(struct disk_reg *, const struct stat *,
+		     const char *, int, const char *, unsigned long long,
+		     char **);
+int		 disk_reg_check_base(const char *, char **);
 
 /* cow.c */
 #define COW_NODE		"cow"		/* the cow disk's node */
@@ -388,6 +404,7 @@ struct sandbox	*sandbox_new(struct ev_loop *, const struct profile *,
 		     const struct sandbox_cbs *);
 void		 sandbox_set_shares(struct sandbox *, struct share *, size_t);
 void		 sandbox_set_image(struct sandbox *, const char *);
+void		 sandbox_set_disk_writable(struct sandbox *);
 void		 sandbox_set_layers(struct sandbox *, char *const *, size_t,
 		     const char *);
 const char	*sandbox_overlay_path(struct sandbox *);

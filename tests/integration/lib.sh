@@ -64,8 +64,14 @@ expect_clean() {
 	# The start slots (gate) stay, shared by every qsup; their tickets
 	# go with their waiters.
 	if [ -d "$T_RUN/qsup" ] &&
-	    [ -n "$(ls -A "$T_RUN/qsup" | grep -vx gate)" ]; then
+	    [ -n "$(ls -A "$T_RUN/qsup" | grep -vx -e gate -e disks)" ]; then
 		fail "run directory left behind: $(ls -A "$T_RUN/qsup")"
+	fi
+	# So does the registry of disks in use (its lock); its records go
+	# with their sandboxes.
+	if [ -d "$T_RUN/qsup/disks" ] &&
+	    [ -n "$(ls -A "$T_RUN/qsup/disks" | grep -vx lock)" ]; then
+		fail "disk records left behind: $(ls -A "$T_RUN/qsup/disks")"
 	fi
 	if [ -d "$T_RUN/qsup/gate" ] &&
 	    [ -n "$(ls -A "$T_RUN/qsup/gate" | grep -v '^slot\.[0-9]*$')" ]; then
