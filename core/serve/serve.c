@@ -922,6 +922,7 @@ serve_init(struct serve *srv, struct ev_loop *loop)
 	TAILQ_INIT(&srv->sbs);
 	TAILQ_INIT(&srv->setups);
 	srv->sb_stop = serve_sb_stop;
+	srv->sb_json = serve_sb_json;
 	serve_events_init(srv);
 }
 

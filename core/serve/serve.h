@@ -63,6 +63,8 @@ struct serve {
 	struct serve_metrics	 m;
 	/* serve.c's stop, for serve_life.c's expiries (it lies below) */
 	void			(*sb_stop)(struct serve_sb *, const char *);
+	/* serve_life.c's sandbox object, for serve_attach.c (below it) */
+	void			(*sb_json)(struct serve_sb *, struct buf *);
 };
 
 /* serve.c */

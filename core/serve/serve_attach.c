@@ -36,6 +36,7 @@
 
 #include <ev.h>
 #include <jansson.h>
+#include <mbedtls/base64.h>
 
 #include "serve_int.h"
 
@@ -45,7 +46,6 @@
 #define ATTACH_POLL_FIRST	0.005	/* s: the first wait for
 					   guest-exec-status, doubled ... */
 #define ATTACH_POLL		0.1	/* ... up to this */
-#define ATTACH_LINE_MAX		(4 * 1024 * 1024)	/* a reply's bytes */
 
 typedef void	 attach_reply_cb(json_t *, const char *, void *);
 
@@ -107,159 +107,6 @@ static int	attach_line_leave(struct attach_line *);
 static void	attach_exec_step(struct attach_exec *);
 static void	attach_exec_end(struct attach_exec *, const char *, int,
 		    int);
-
-/*
- * One line from a monitor or an agent: 2 if it is QMP's greeting, 1 if
- * it is an event or not an object (dropped), 0 if it is a reply: *ret its
- * "return" (a new reference; NULL with *error, its "error"'s desc).
- */
-int
-attach_parse_reply(const char *line, size_t len, json_t **ret,
-    char **error)
-{
-	json_t		*j, *v;
-	const char	*desc;
-
-	*ret = NULL;
-	*error = NULL;
-	if ((j = json_read(line, len, JSON_REJECT_DUPLICATES)) == NULL)
-		return (1);
-	if (json_is_object(json_object_get(j, "QMP"))) {
-		json_decref(j);
-		return (2);
-	}
-	if (json_object_get(j, "event") != NULL) {
-		json_decref(j);
-		return (1);
-	}
-	if ((v = json_object_get(j, "return")) != NULL) {
-		*ret = json_incref(v);
-		json_decref(j);
-		return (0);
-	}
-	if ((v = json_object_get(j, "error")) != NULL) {
-		desc = json_is_object(v) ? json_string_value(json_object_get(v,
-		    "desc")) : NULL;
-		xasprintf(error, "%.512s", desc != NULL ? desc :
-		    "an error without a description");
-		json_decref(j);
-		return (0);
-	}
-	json_decref(j);
-	return (1);
-}
-
-/*
- * guest-exec-status's return: whether it exited, its exit code or
- * signal, and its output decoded (out, err: at most ATTACH_LINE_MAX
- * each, as the line was). -1 with *cause when it is not one.
- */
-int
-attach_qga_status(json_t *ret, struct attach_status *st, char **cause)
-{
-	json_t		*v;
-	const char	*data;
-	size_t		 len, i;
-	struct buf	*b;
-	static const char *const keys[] = { "out-data", "err-data" };
-
-	memset(st, 0, sizeof *st);
-	if (!json_is_object(ret) ||
-	    !json_is_boolean(json_object_get(ret, "exited"))) {
-		*cause = xstrdup("guest-exec-status: no \"exited\"");
-		return (-1);
-	}
-	st->exited = json_is_true(json_object_get(ret, "exited"));
-	if ((v = json_object_get(ret, "exitcode")) != NULL) {
-		if (!json_is_integer(v) || json_integer_value(v) < -1 ||
-		    json_integer_value(v) > 255) {
-			*cause = xstrdup("guest-exec-status: a bad exitcode");
-			return (-1);
-		}
-		st->code = (int)json_integer_value(v);
-		st->has_code = 1;
-	}
-	if ((v = json_object_get(ret, "signal")) != NULL) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    json_integer_value(v) > 127) {
-			*cause = xstrdup("guest-exec-status: a bad signal");
-			return (-1);
-		}
-		st->signal = (int)json_integer_value(v);
-	}
-	st->truncated = json_is_true(json_object_get(ret, "out-truncated")) ||
-	    json_is_true(json_object_get(ret, "err-truncated"));
-	for (i = 0; i < 2; i++) {
-		b = i == 0 ? &st->out : &st->err;
-		if ((v = json_object_get(ret, keys[i])) == NULL)
-			continue;
-		if (!json_is_string(v)) {
-			xasprintf(cause, "guest-exec-status: %s is not a "
-			    "string", keys[i]);
-			attach_status_free(st);
-			return (-1);
-		}
-		data = json_string_value(v);
-		len = json_string_length(v);
-		if (len > ATTACH_LINE_MAX ||
-		    strspn(data, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
-		    "qrstuvwxyz0123456789+/=") != len) {
-			xasprintf(cause, "guest-exec-status: %s is not "
-			    "base64", keys[i]);
-			attach_status_free(st);
-			return (-1);
-		}
-		b->data = xmalloc(len * 3 / 4 + 4);
-		b->size = len * 3 / 4 + 4;
-		b->len = util_base64_decode(data, len, (unsigned char *)b->data);
-		b->data[b->len] = '\0';
-	}
-	return (0);
-}
-
-void
-attach_status_free(struct attach_status *st)
-{
-	buf_free(&st->out);
-	buf_free(&st->err);
-}
-
-/* guest-exec's return: the guest's pid. -1 if it is not one. */
-int
-attach_qga_pid(json_t *ret, long long *pid)
-{
-	json_t	*v;
-
-	if (!json_is_object(ret) ||
-	    !json_is_integer(v = json_object_get(ret, "pid")) ||
-	    json_integer_value(v) <= 0)
-		return (-1);
-	*pid = json_integer_value(v);
-	return (0);
-}
-
-static void
-attach_b64(const unsigned char *in, size_t len, struct buf *out)
-{
-	static const char	 t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm"
-	    "nopqrstuvwxyz0123456789+/";
-	char			 q[4];
-	uint32_t		 v;
-	size_t			 i;
-
-	for (i = 0; i < len; i += 3) {
-		v = (uint32_t)in[i] << 16;
-		if (i + 1 < len)
-			v |= (uint32_t)in[i + 1] << 8;
-		if (i + 2 < len)
-			v |= in[i + 2];
-		q[0] = t[v >> 18 & 63];
-		q[1] = t[v >> 12 & 63];
-		q[2] = i + 1 < len ? t[v >> 6 & 63] : '=';
-		q[3] = i + 2 < len ? t[v & 63] : '=';
-		buf_add(out, q, 4);
-	}
-}
 
 /* The earliest deadline of line's requests, or none. */
 static void
@@ -624,7 +471,7 @@ attach_status_cb(json_t *ret, const char *error, void *arg)
 	s->boot_s = util_now() - s->t_created;
 	s->t_active = util_now();
 	log_info("sandbox %s: attached to %s (%s)", s->name, a->qmp_path, st);
-	serve_sb_json(s, &b);
+	s->srv->sb_json(s, &b);
 	serve_answer(&s->create_waiters, 201, b.data);
 	buf_free(&b);
 	serve_sb_event(s);
@@ -930,16 +777,19 @@ static void
 attach_exec_output(struct attach_exec *e, const char *event,
     const struct buf *raw)
 {
-	struct buf	b = { 0 };
-	size_t		off, n;
+	unsigned char	*b64;
+	size_t		 off, n, blen, olen;
 
+	blen = (QSUP_CHUNK + 2) / 3 * 4 + 1;
+	b64 = xmalloc(blen);
 	for (off = 0; off < raw->len; off += n) {
 		n = raw->len - off < QSUP_CHUNK ? raw->len - off : QSUP_CHUNK;
-		attach_b64((const unsigned char *)raw->data + off, n, &b);
-		httpd_sse_event(e->conn, event, b.data, b.len);
-		b.len = 0;
+		if (mbedtls_base64_encode(b64, blen, &olen,
+		    (const unsigned char *)raw->data + off, n) != 0)
+			fatalx("base64 of %zu bytes overflowed", n);
+		httpd_sse_event(e->conn, event, b64, olen);
 	}
-	buf_free(&b);
+	free(b64);
 }
 
 static void

@@ -282,11 +282,14 @@ serve_handler	 serve_pause;
 serve_handler	 serve_resume;
 serve_handler	 serve_patch;
 
-/* serve_attach.c */
+/* serve_qga.c */
+#define ATTACH_LINE_MAX	(4 * 1024 * 1024)	/* a reply's bytes */
 int		 attach_parse_reply(const char *, size_t, json_t **, char **);
 int		 attach_qga_status(json_t *, struct attach_status *, char **);
 void		 attach_status_free(struct attach_status *);
 int		 attach_qga_pid(json_t *, long long *);
+
+/* serve_attach.c */
 int		 serve_attach_create(struct serve_sb *, json_t *,
 		     struct httpd_conn *, int, struct serve_error *);
 void		 serve_attach_json(struct serve_sb *, struct buf *);
