@@ -31,7 +31,6 @@ const char *const serve_boot_kinds[3] = {
 static void	serve_sb_free(struct serve_sb *);
 static void	serve_sb_gone(struct serve_sb *);
 static void	serve_sb_layers_release(struct serve_sb *);
-static void	serve_sb_stop(struct serve_sb *, const char *);
 
 struct serve_sb *
 serve_find(struct serve *srv, const char *name)
@@ -39,7 +38,7 @@ serve_find(struct serve *srv, const char *name)
 	struct serve_sb	*s;
 
 	TAILQ_FOREACH(s, &srv->sbs, entry) {
-		if (strcmp(s->name, name) == 0)
+		if (s->pool == NULL && strcmp(s->name, name) == 0)
 			return (s);
 	}
 	return (NULL);
@@ -119,12 +118,15 @@ serve_ready_cb(struct sandbox *sb, void *arg)
 	}
 	log_debug("sandbox %s ready in %.3f s (%s)", s->name, s->boot_s,
 	    s->start);
+	if (s->pool != NULL && serve_pool_ready(s) == 0)
+		return;		/* paused, for a create to take */
 	s->t_active = util_now();
 	serve_life_arm(s);
 	serve_sb_json(s, &b);
 	serve_answer(&s->create_waiters, 201, b.data);
 	buf_free(&b);
 	serve_sb_event(s);
+	serve_pool_kick(s->srv);	/* refills wait for boots */
 }
 
 static void
@@ -193,6 +195,8 @@ serve_sb_gone(struct serve_sb *s)
 	struct buf	 tail = { 0 }, b = { 0 };
 	char		*extra;
 
+	if (s->pool != NULL)
+		s->deleting = 1;	/* nobody keeps its record */
 	if (s->reason == NULL)
 		s->reason = xstrdup(s->deleting ? "deleted" :
 		    srv->stopping ? "the server stopped" : "QEMU exited");
@@ -211,6 +215,7 @@ serve_sb_gone(struct serve_sb *s)
 		serve_report(s);
 	serve_exec_sandbox_gone(s, s->reason);
 	serve_life_gone(s);
+	serve_pool_gone(s);
 	if (s->sb != NULL) {
 		sandbox_free(s->sb);	/* its run directory goes too */
 		s->sb = NULL;
@@ -285,6 +290,7 @@ serve_sb_free(struct serve_sb *s)
 	free(s->report);
 	free(s->host_ports);
 	free(s->phase);
+	free(s->pool);
 	free(s->profile_arg);
 	while (s->nsets > 0)
 		free(s->sets[--s->nsets]);
@@ -294,7 +300,7 @@ serve_sb_free(struct serve_sb *s)
 }
 
 /* Stop s; its record goes once it is dead (now, if it never ran). */
-static void
+void
 serve_sb_stop(struct serve_sb *s, const char *why)
 {
 	if (s->state == SERVE_DEAD || s->state == SERVE_STOPPING)
@@ -540,7 +546,11 @@ serve_name_ok(const char *n)
 	return (1);
 }
 
-static size_t
+/*
+ * Sandboxes that count against the limits, and their guest memory: the
+ * pool's too, but not one evicted for a create (it is on its way out).
+ */
+size_t
 serve_live(struct serve *srv, uint64_t *mib)
 {
 	struct serve_sb	*s;
@@ -548,7 +558,7 @@ serve_live(struct serve *srv, uint64_t *mib)
 
 	*mib = 0;
 	TAILQ_FOREACH(s, &srv->sbs, entry) {
-		if (s->state == SERVE_DEAD)
+		if (s->state == SERVE_DEAD || s->pool_evicted)
 			continue;
 		n++;
 		*mib += s->profile.memory_mib;
@@ -700,6 +710,79 @@ serve_create_fields(struct serve *srv, json_t *j, char **name,
 	return (0);
 }
 
+/* A new sandbox's record, not started yet. */
+static struct serve_sb *
+serve_sb_alloc(struct serve *srv)
+{
+	struct serve_sb	*s;
+
+	s = xcalloc(1, sizeof *s);
+	s->srv = srv;
+	s->serial = ++srv->next_serial;
+	serve_life_init(s);
+	TAILQ_INIT(&s->create_waiters);
+	TAILQ_INIT(&s->delete_waiters);
+	TAILQ_INIT(&s->execs);
+	ev_init(&s->reap, serve_reap_cb);
+	s->reap.data = s;
+	return (s);
+}
+
+/*
+ * s, its profile loaded, booting: its image got, its QEMU launched, and
+ * it among the server's sandboxes. -1 with *cause, and s is not started
+ * (nor listed).
+ */
+static int
+serve_sb_go(struct serve_sb *s, char **cause)
+{
+	s->state = SERVE_BOOTING;
+	s->created = time(NULL);
+	s->t_created = util_now();
+	if (serve_sb_image(s, cause) == -1 ||
+	    (s->pull == NULL && serve_sb_launch(s, cause) == -1))
+		return (-1);
+	TAILQ_INSERT_TAIL(&s->srv->sbs, s, entry);
+	return (0);
+}
+
+/*
+ * A sandbox of profile (NULL: the server's) with the server's settings
+ * only, booting under name: the pool's (serve_pool.c). NULL with *cause.
+ */
+struct serve_sb *
+serve_sb_boot(struct serve *srv, const char *name, const char *profile,
+    char **cause)
+{
+	struct serve_sb		*s;
+	struct serve_error	 err = { 0 };
+	size_t			 i;
+
+	s = serve_sb_alloc(srv);
+	s->name = xstrdup(name);
+	if (profile != NULL)
+		s->profile_arg = xstrdup(profile);
+	s->sets = xcalloc(srv->nsets + 1, sizeof *s->sets);
+	for (i = 0; i < srv->nsets; i++)
+		s->sets[s->nsets++] = xstrdup(srv->sets[i]);
+	if (profile_load_set(&s->profile, profile, s->sets, s->nsets,
+	    cause) == -1)
+		goto fail;
+	if (serve_sb_accel(s, &err) == -1) {
+		*cause = err.msg;
+		err.msg = NULL;
+		goto fail;
+	}
+	if (serve_sb_go(s, cause) == -1)
+		goto fail;
+	return (s);
+fail:
+	free(err.fields);
+	free(err.allow);
+	serve_sb_free(s);
+	return (NULL);
+}
+
 static void
 serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
     void *arg)
@@ -740,10 +823,13 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 		serve_fail(&err, 409, NULL, "a sandbox named %s exists", name);
 		goto out;
 	}
-	s = xcalloc(1, sizeof *s);
-	s->srv = srv;
-	s->serial = ++srv->next_serial;
-	serve_life_init(s);
+	switch (serve_pool_take(srv, j, name, wait, conn, &err)) {
+	case 1:
+		goto out;	/* answered, or to be once resumed */
+	case -1:
+		goto out;
+	}
+	s = serve_sb_alloc(srv);
 	if (serve_life_fields(s, j, &err) == -1)
 		goto out;
 	if (profile_load_set(&s->profile, profile, sets, nsets, &cause) ==
@@ -755,6 +841,7 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	if (serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
 	    &err) == -1)
 		goto out;
+	serve_pool_evict(srv, s->profile.memory_mib);	/* room for it */
 	live = serve_live(srv, &mib);
 	if (live >= (size_t)srv->limits.sandboxes) {
 		xasprintf(&cause, "%zu sandboxes already: the server's "
@@ -780,23 +867,14 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	s->nsets = nsets;
 	sets = NULL;
 	nsets = 0;
-	s->state = SERVE_BOOTING;
-	s->created = time(NULL);
-	s->t_created = util_now();
-	TAILQ_INIT(&s->create_waiters);
-	TAILQ_INIT(&s->delete_waiters);
-	TAILQ_INIT(&s->execs);
-	ev_init(&s->reap, serve_reap_cb);
-	s->reap.data = s;
-	if (serve_sb_image(s, &cause) == -1 ||
-	    (s->pull == NULL && serve_sb_launch(s, &cause) == -1)) {
+	if (serve_sb_go(s, &cause) == -1) {
 		serve_fail(&err, 500, NULL, "%s", cause);
 		serve_sb_free(s);
 		s = NULL;
 		goto out;
 	}
-	TAILQ_INSERT_TAIL(&srv->sbs, s, entry);
 	serve_sb_event(s);
+	serve_pool_kick(srv);	/* its refills wait for this boot */
 	serve_life_arm(s);	/* its ttl runs from now */
 	if (wait)
 		serve_wait(&s->create_waiters, s, conn);
@@ -807,11 +885,8 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	}
 	s = NULL;
 out:
-	if (s != NULL) {
-		profile_free(&s->profile);
-		free(s->accel.why);
-		free(s);
-	}
+	if (s != NULL)
+		serve_sb_free(s);
 	for (i = 0; i < nsets; i++)
 		free(sets[i]);
 	free(sets);
@@ -842,7 +917,9 @@ serve_list(const struct serve_req *r, struct serve_error *err)
 	(void)err;
 	buf_puts(&b, "{\"sandboxes\":[");
 	TAILQ_FOREACH(s, &srv->sbs, entry) {
-		if (s != TAILQ_FIRST(&srv->sbs))
+		if (s->pool != NULL)
+			continue;	/* the pool's: /metrics counts them */
+		if (b.data[b.len - 1] != '[')
 			buf_puts(&b, ",");
 		serve_sb_json(s, &b);
 	}
@@ -938,6 +1015,7 @@ serve_free(struct serve *srv)
 
 	ev_timer_stop(srv->loop, &srv->events_ping);
 	srv->stopping = 1;
+	serve_pool_free(srv);
 	while ((s = TAILQ_FIRST(&srv->sbs)) != NULL) {
 		if (s->sb != NULL || s->pull != NULL || s->setup != NULL) {
 			if (s->reason == NULL)

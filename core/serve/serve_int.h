@@ -146,6 +146,12 @@ struct serve_sb {
 	double			 t_active;	/* the last exec's, or ready */
 	ev_timer		 ttl_timer;
 	ev_timer		 idle_timer;
+	/* serve_pool.c: kept booted and paused until a create takes it */
+	char			*pool;		/* its pool entry, while in it:
+						   hidden from the API */
+	int			 pool_evicted;	/* stopping for a user's room */
+	double			 t_taken;	/* by a create */
+	struct exec		*pool_clock;	/* setting its clock */
 };
 
 /* An /v1/events subscriber. */
@@ -251,6 +257,20 @@ serve_handler	 serve_list;
 serve_handler	 serve_create;
 serve_handler	 serve_get;
 serve_handler	 serve_delete;
+size_t		 serve_live(struct serve *, uint64_t *);
+struct serve_sb	*serve_sb_boot(struct serve *, const char *, const char *,
+		     char **);
+void		 serve_sb_stop(struct serve_sb *, const char *);
+
+/* serve_pool.c (serve_pool_init: serve.h) */
+int		 serve_pool_take(struct serve *, json_t *, const char *,
+		     int, struct httpd_conn *, struct serve_error *);
+void		 serve_pool_evict(struct serve *, uint64_t);
+int		 serve_pool_ready(struct serve_sb *);
+void		 serve_pool_gone(struct serve_sb *);
+void		 serve_pool_kick(struct serve *);
+void		 serve_pool_metrics(struct serve *, struct buf *);
+void		 serve_pool_free(struct serve *);
 
 
 /* serve_life.c */
