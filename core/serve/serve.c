@@ -118,8 +118,10 @@ serve_ready_cb(struct sandbox *sb, void *arg)
 	}
 	log_debug("sandbox %s ready in %.3f s (%s)", s->name, s->boot_s,
 	    s->start);
-	if (s->pool != NULL && serve_pool_ready(s) == 0)
-		return;		/* paused, for a create to take */
+	if (s->pool != NULL) {
+		serve_pool_ready(s);	/* paused, for a create to take */
+		return;
+	}
 	s->t_active = util_now();
 	serve_life_arm(s);
 	serve_sb_json(s, &b);

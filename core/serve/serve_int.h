@@ -266,7 +266,7 @@ void		 serve_sb_stop(struct serve_sb *, const char *);
 int		 serve_pool_take(struct serve *, json_t *, const char *,
 		     int, struct httpd_conn *, struct serve_error *);
 void		 serve_pool_evict(struct serve *, uint64_t);
-int		 serve_pool_ready(struct serve_sb *);
+void		 serve_pool_ready(struct serve_sb *);
 void		 serve_pool_gone(struct serve_sb *);
 void		 serve_pool_kick(struct serve *);
 void		 serve_pool_metrics(struct serve *, struct buf *);

@@ -242,23 +242,17 @@ serve_pool_paused_cb(struct sandbox *sb, const char *error, void *arg)
 	serve_pool_kick(s->srv);
 }
 
-/*
- * A pool sandbox is ready: paused until a create takes it. 0, or -1: it
- * cannot be (it is stopped).
- */
-int
-serve_pool_ready(struct serve_sb *s)
+/* Paused until a create takes it: the pool's sandbox is ready. */
+static void
+serve_pool_pause(struct serve_sb *s)
 {
 	char	*cause = NULL;
 
-	s->state = SERVE_BOOTING;	/* until paused: not takeable */
 	if (sandbox_pause(s->sb, serve_pool_paused_cb, s, &cause) == -1) {
 		log_warnx("pool: %s: pause: %s", s->name, cause);
 		free(cause);
 		serve_sb_stop(s, "its pause failed");
-		return (0);
 	}
-	return (0);
 }
 
 /* The taken sandbox is up, its clock set: the create is answered. */
@@ -279,53 +273,46 @@ serve_pool_answer(struct serve_sb *s)
 	serve_pool_kick(s->srv);	/* it no longer boots */
 }
 
+/* The clock set: a pool sandbox is paused, a taken one answered. */
 static void
 serve_pool_clock_cb(struct exec *x, const struct exec_result *r, void *arg)
 {
 	struct serve_sb	*s = arg;
 
-	if (r->end == EXEC_END_GONE || r->end == EXEC_END_CLOSED) {
-		/* QEMU is going: serve_sb_gone answers the create. */
-		exec_free(x);
-		s->pool_clock = NULL;
-		return;
-	}
+	exec_free(x);
+	s->pool_clock = NULL;
+	if (r->end == EXEC_END_GONE || r->end == EXEC_END_CLOSED)
+		return;		/* QEMU is going: serve_sb_gone answers */
+	s->ports_busy &= ~1u;
 	if (r->end != EXEC_END_EXITED || r->status != 0)
 		log_warnx("sandbox %s: its clock was not set: %s", s->name,
 		    r->error != NULL ? r->error : "date failed");
-	exec_free(x);
-	s->pool_clock = NULL;
-	s->ports_busy &= ~1u;
-	if (s->state == SERVE_BOOTING && s->sb != NULL)
+	if (s->state != SERVE_BOOTING || s->sb == NULL)
+		return;		/* evicted, deleted meanwhile */
+	if (s->pool != NULL)
+		serve_pool_pause(s);
+	else
 		serve_pool_answer(s);
 }
 
 /*
- * Resumed: the guest's clock stood still while it was paused, so it is
- * set to the host's now, through the agent (date -s @SECONDS, busybox's
- * and coreutils' alike), before the create is answered.
+ * The guest's clock set to the host's now, through the agent (date -s
+ * @SECONDS, busybox's and coreutils' alike): after a resume, as it stood
+ * still while paused; and once before the pause, so that the commands
+ * it runs are translated already (under TCG each QEMU translates the
+ * guest's code anew: a first exec costs about 100 ms more), and the one
+ * after the resume is quick.
  */
 static void
-serve_pool_resumed_cb(struct sandbox *sb, const char *error, void *arg)
+serve_pool_clock(struct serve_sb *s)
 {
 	static char *const	 env[] = { "TZ=UTC" };
-	struct serve_sb		*s = arg;
 	struct exec_spec	 spec;
 	struct exec_ports	 ports;
 	struct exec_cbs		 cbs;
 	struct timespec		 ts;
 	char			 when[32], *argv[5];
 
-	if (s->state != SERVE_BOOTING || s->sb == NULL)
-		return;		/* deleted meanwhile */
-	if (error != NULL) {
-		log_warnx("sandbox %s: resume from the pool: %s", s->name,
-		    error);
-		free(s->reason);
-		s->reason = xstrdup(error);
-		serve_sb_stop(s, "its resume from the pool failed");
-		return;
-	}
 	/* Rounded to the nearest second: date -s takes whole ones. */
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(when, sizeof when, "@%lld", (long long)ts.tv_sec +
@@ -348,8 +335,39 @@ serve_pool_resumed_cb(struct sandbox *sb, const char *error, void *arg)
 	cbs.done = serve_pool_clock_cb;
 	cbs.arg = s;
 	s->ports_busy |= 1u;
-	s->pool_clock = exec_new(s->srv->loop, sb, &spec, &ports, &cbs);
+	s->pool_clock = exec_new(s->srv->loop, s->sb, &spec, &ports, &cbs);
 	exec_start(s->pool_clock);
+}
+
+/*
+ * A pool sandbox is ready: its first exec run (serve_pool_clock), then
+ * paused until a create takes it.
+ */
+void
+serve_pool_ready(struct serve_sb *s)
+{
+	s->state = SERVE_BOOTING;	/* until paused: not takeable */
+	serve_pool_clock(s);
+}
+
+/* Resumed for its taker: its clock set, then the create answered. */
+static void
+serve_pool_resumed_cb(struct sandbox *sb, const char *error, void *arg)
+{
+	struct serve_sb		*s = arg;
+
+	(void)sb;
+	if (s->state != SERVE_BOOTING || s->sb == NULL)
+		return;		/* deleted meanwhile */
+	if (error != NULL) {
+		log_warnx("sandbox %s: resume from the pool: %s", s->name,
+		    error);
+		free(s->reason);
+		s->reason = xstrdup(error);
+		serve_sb_stop(s, "its resume from the pool failed");
+		return;
+	}
+	serve_pool_clock(s);
 }
 
 /*

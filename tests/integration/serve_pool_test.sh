@@ -68,7 +68,7 @@ cpu_ticks() {
 OK='{"status":0,"signal":null,"timed_out":false,"error":null}'
 
 test_pool_take_refill_bypass() {
-	local pids p t0 total=0 n
+	local pids p t0 total=0 n rb
 	serve_start --set 'serve_pool={default=2}'
 	wait_pool 2 300 || fail "the pool did not fill: $(tail -20 "$S/serve.log")"
 	api GET /v1/sandboxes
@@ -112,6 +112,12 @@ test_pool_take_refill_bypass() {
 	expect_eq "b's" b "$OUT"
 	run_exec c '["sh","-c","cat /tmp/who 2>/dev/null || echo none"]'
 	expect_eq "c is not b (nor a)" none "$OUT"
+	# Each was booted and seeded on its own: their random streams differ.
+	run_exec b '["sh","-c","head -c 16 /dev/urandom | od -An -tx1"]'
+	rb=$OUT
+	run_exec c '["sh","-c","head -c 16 /dev/urandom | od -An -tx1"]'
+	[ -n "$rb" ] && [ "$rb" != "$OUT" ] ||
+	    fail "b and c read the same random bytes: $rb"
 	api GET /v1/sandboxes
 	expect_eq "a, b and c listed, from the pool" 3 \
 	    "$(grep -o '"start":"pool"' <<<"$BODY" | wc -l)"
