@@ -463,8 +463,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	memset(&p, 0, sizeof p);
 	if (profile_load_set(&p, o.profile, o.sets, o.nsets, &cause) == -1) {
 		log_warnx("%s", cause);
-		free(cause);
-		return (QSUP_EXIT_ERROR);
+		goto out;	/* its --set and --listen freed too */
 	}
 	if ((base = sandbox_run_base(&cause)) == NULL) {
 		log_warnx("%s", cause);

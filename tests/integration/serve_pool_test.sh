@@ -13,8 +13,10 @@ serve_start() {
 	S=$T_TMP/${FUNCNAME[1]}
 	mkdir -p "$S"
 	SOCK=$S/s.sock
-	serve_launch "$SOCK" "$S/token" "$S/serve.log" -v "$@" ||
-	    fail "the server did not come up: $(cat "$S/serve.log")"
+	if ! serve_launch "$SOCK" "$S/token" "$S/serve.log" -v "$@"; then
+		fail "the server did not come up: $(cat "$S/serve.log")"
+		return 1
+	fi
 	TOKEN=$(cat "$S/token" 2>/dev/null)
 }
 
@@ -69,8 +71,12 @@ OK='{"status":0,"signal":null,"timed_out":false,"error":null}'
 
 test_pool_take_refill_bypass() {
 	local pids p t0 total=0 n rb
-	serve_start --set 'serve_pool={default=2}'
-	wait_pool 2 300 || fail "the pool did not fill: $(tail -20 "$S/serve.log")"
+	serve_start --set 'serve_pool={default=2}' || return
+	wait_pool 2 300 || {
+		fail "the pool did not fill: $(tail -20 "$S/serve.log")"
+		serve_stop
+		return
+	}
 	api GET /v1/sandboxes
 	expect_eq "the pool is not listed" '{"sandboxes":[]}' "$BODY"
 	api GET /v1/sandboxes/pool-1
@@ -136,8 +142,12 @@ test_pool_take_refill_bypass() {
 
 test_pool_clock() {
 	local host guest
-	serve_start --set 'serve_pool={default=1}'
-	wait_pool 1 300 || fail "the pool did not fill: $(tail -20 "$S/serve.log")"
+	serve_start --set 'serve_pool={default=1}' || return
+	wait_pool 1 300 || {
+		fail "the pool did not fill: $(tail -20 "$S/serve.log")"
+		serve_stop
+		return
+	}
 	sleep 10	# paused: the guest's clock stands still meanwhile
 	api POST /v1/sandboxes -d '{"name":"t"}'
 	expect_match "from the pool" '"start":"pool"' "$BODY"
@@ -152,8 +162,12 @@ test_pool_clock() {
 }
 
 test_pool_evict() {
-	serve_start --max-sandboxes 2 --set 'serve_pool={default=2}'
-	wait_pool 2 300 || fail "the pool did not fill: $(tail -20 "$S/serve.log")"
+	serve_start --max-sandboxes 2 --set 'serve_pool={default=2}' || return
+	wait_pool 2 300 || {
+		fail "the pool did not fill: $(tail -20 "$S/serve.log")"
+		serve_stop
+		return
+	}
 	api POST /v1/sandboxes -d '{"name":"e","settings":{"memory":"384M"}}'
 	expect_eq "a create past the limit with a full pool" 201 "$CODE"
 	expect_match "booted" '"state":"ready"' "$BODY"
