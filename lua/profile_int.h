@@ -366,6 +366,8 @@ void	 profile_put_list(struct buf *, char *const *, size_t, int);
 void	 profile_put_key(struct buf *, const char *, int);
 void	 profile_strv_store(struct profile_ctx *,
 		    const struct profile_setting *, char **, size_t, int);
+int	 profile_keyed_table(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
 void	 profile_convert_env(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
 void	 profile_convert_args(struct profile_ctx *, lua_State *, int,

@@ -49,13 +49,8 @@ profile_convert_pool(struct profile_ctx *ctx, lua_State *L, int idx,
 	size_t		  n = 0, len;
 	int		  tloc, eloc, bad = 0, t;
 
-	if (lua_type(L, idx) != LUA_TTABLE) {
-		profile_bad(ctx, L, idx, s, loc, "is not valid");
+	if ((tloc = profile_keyed_table(ctx, L, idx, s, loc)) == 0)
 		return;
-	}
-	if ((tloc = profile_table_loc(L, idx)) == 0 ||
-	    PROFILE_LOC_FILE(loc) != PROFILE_LOC_FILE(tloc))
-		tloc = loc;
 	lua_pushnil(L);
 	while (lua_next(L, idx) != 0) {
 		t = lua_gettop(L);
