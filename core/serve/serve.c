@@ -825,12 +825,10 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 		serve_fail(&err, 409, NULL, "a sandbox named %s exists", name);
 		goto out;
 	}
-	switch (serve_pool_take(srv, j, name, wait, conn, &err)) {
-	case 1:
-		goto out;	/* answered, or to be once resumed */
-	case -1:
+	/* 1: answered from the pool, or to be once resumed; -1: err. */
+	if (serve_pool_take(srv, j, name, profile, sets, nsets, wait, conn,
+	    &err) != 0)
 		goto out;
-	}
 	s = serve_sb_alloc(srv);
 	if (serve_life_fields(s, j, &err) == -1)
 		goto out;

@@ -264,7 +264,8 @@ void		 serve_sb_stop(struct serve_sb *, const char *);
 
 /* serve_pool.c (serve_pool_init: serve.h) */
 int		 serve_pool_take(struct serve *, json_t *, const char *,
-		     int, struct httpd_conn *, struct serve_error *);
+		     const char *, char *const *, size_t, int,
+		     struct httpd_conn *, struct serve_error *);
 void		 serve_pool_evict(struct serve *, uint64_t);
 void		 serve_pool_ready(struct serve_sb *);
 void		 serve_pool_gone(struct serve_sb *);

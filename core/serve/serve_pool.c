@@ -370,22 +370,40 @@ serve_pool_resumed_cb(struct sandbox *sb, const char *error, void *arg)
 	serve_pool_clock(s);
 }
 
+/* The settings of p, values only: two profiles that make the same guest. */
+static char *
+serve_pool_settings(const struct profile *p)
+{
+	struct buf	b = { 0 };
+	char		*text;
+
+	profile_print(p, PROFILE_PRINT_BARE, &b);
+	text = xstrdup(b.data);
+	buf_free(&b);
+	return (text);
+}
+
 /*
- * A create: taken from the pool when its profile has a pool entry and it
- * asks nothing a booted guest cannot take (no "settings", no
- * "extra_args"). 1: taken (answered, or to be once resumed); 0: not (the
- * create boots one, a miss counted when its profile has a pool); -1
- * with err.
+ * A create of profile (NULL: the server's) with sets (the server's, then
+ * its own): taken from the pool when its profile has a pool entry, it
+ * gives no "extra_args", and its profile with its settings comes out the
+ * same as a paused pool sandbox's (so "settings" that change nothing are
+ * taken too, and a pool sandbox whose profile file changed since its boot
+ * is not handed out: it is stopped, and the pool refilled). 1: taken
+ * (answered, or to be once resumed); 0: not (the create boots one, a miss
+ * counted when its profile has a pool); -1 with err.
  */
 int
-serve_pool_take(struct serve *srv, json_t *j, const char *name, int wait,
+serve_pool_take(struct serve *srv, json_t *j, const char *name,
+    const char *profile, char *const *sets, size_t nsets, int wait,
     struct httpd_conn *conn, struct serve_error *err)
 {
-	struct serve_sb	*s, *t = NULL;
+	struct serve_sb	*s, *next, *t = NULL;
+	struct profile	 q;
 	json_t		*v;
 	const char	*key = "default";
 	struct buf	 b = { 0 };
-	char		*cause = NULL;
+	char		*cause = NULL, *want, *have;
 
 	if (srv->pool == NULL)
 		return (0);
@@ -393,22 +411,42 @@ serve_pool_take(struct serve *srv, json_t *j, const char *name, int wait,
 		key = json_string_value(v);
 	if (key == NULL || serve_pool_entry(srv, key) == NULL)
 		return (0);
-	v = json_object_get(j, "settings");
-	if ((v != NULL && json_object_size(v) > 0) ||
-	    json_object_get(j, "extra_args") != NULL) {
+	v = json_object_get(j, "extra_args");
+	memset(&q, 0, sizeof q);
+	if ((v != NULL && (!json_is_array(v) || json_array_size(v) > 0)) ||
+	    profile_load_set(&q, profile, sets, nsets, &cause) == -1) {
+		free(cause);	/* the create's own load says it */
+		profile_free(&q);
 		srv->m.pool_misses++;
 		return (0);
 	}
-	TAILQ_FOREACH(s, &srv->sbs, entry) {
-		if (s->pool != NULL && !s->pool_evicted &&
-		    s->state == SERVE_PAUSED && s->qmp_want == SERVE_DEAD &&
-		    strcmp(s->pool, key) == 0) {
+	want = serve_pool_settings(&q);
+	profile_free(&q);
+	TAILQ_FOREACH_SAFE(s, &srv->sbs, entry, next) {
+		if (s->pool == NULL || s->pool_evicted ||
+		    s->state != SERVE_PAUSED || s->qmp_want != SERVE_DEAD ||
+		    strcmp(s->pool, key) != 0)
+			continue;
+		have = serve_pool_settings(&s->profile);
+		if (strcmp(have, want) == 0) {
+			free(have);
 			t = s;
 			break;
 		}
+		free(have);
+		v = json_object_get(j, "settings");
+		if (v == NULL || json_object_size(v) == 0) {
+			/* Its profile changed since it booted. */
+			log_info("pool: %s: its profile %s changed: stopped",
+			    s->name, key);
+			s->pool_evicted = 1;
+			serve_sb_stop(s, "its profile changed");
+		}
 	}
+	free(want);
 	if (t == NULL) {
 		srv->m.pool_misses++;
+		serve_pool_kick(srv);
 		return (0);
 	}
 	if (serve_life_fields(t, j, err) == -1)

@@ -63,6 +63,18 @@ wait_pool() {
 	return 1
 }
 
+# wait_pool_of PROFILE N SECONDS: wait_pool for another entry.
+wait_pool_of() {
+	local i
+	for i in $(seq 1 $(($3 * 5))); do
+		[ "$(metric "qsup_pool_sandboxes{profile=\"$1\",state=\"paused\"}")" = "$2" ] &&
+		    return 0
+		kill -0 "$SERVE_PID" 2>/dev/null || return 1
+		sleep 0.2
+	done
+	return 1
+}
+
 cpu_ticks() {
 	awk '{print $14 + $15}' "/proc/$1/stat"
 }
@@ -128,6 +140,13 @@ test_pool_take_refill_bypass() {
 	expect_eq "a, b and c listed, from the pool" 3 \
 	    "$(grep -o '"start":"pool"' <<<"$BODY" | wc -l)"
 
+	# Settings that change nothing: taken all the same.
+	wait_pool 2 120 || fail "the pool did not refill after b and c"
+	api POST /v1/sandboxes -d '{"name":"s","settings":{"cpus":1,"memory":512}}'
+	expect_match "settings as the pool's: taken" '"start":"pool"' "$BODY"
+	run_exec s '["echo","s"]'
+	expect_eq "exec in s" s "$OUT"
+
 	# A setting that changes QEMU's command line: booted, not taken.
 	api POST /v1/sandboxes -d '{"name":"d","settings":{"memory":"384M"}}'
 	expect_eq "create with a setting" 201 "$CODE"
@@ -137,6 +156,35 @@ test_pool_take_refill_bypass() {
 	expect_eq "exec in d" d "$OUT"
 	n=$(metric qsup_pool_misses_total)
 	[ "$n" -ge 1 ] || fail "misses: $n"
+	serve_stop
+}
+
+# A pool of a profile file that changes: its sandboxes are not handed
+# out for the new profile; they are replaced.
+test_pool_profile_changed() {
+	local pf
+	S=$T_TMP/test_pool_profile_changed
+	mkdir -p "$S"
+	pf=$S/p.lua
+	echo 'return { memory = 512 }' >"$pf"
+	serve_start --set "serve_pool={[\"$pf\"]=1}" || return
+	wait_pool_of "$pf" 1 300 || {
+		fail "the pool did not fill: $(tail -20 "$S/serve.log")"
+		serve_stop
+		return
+	}
+	api POST /v1/sandboxes -d "{\"name\":\"p1\",\"profile\":\"$pf\"}"
+	expect_match "p1 from the pool" '"start":"pool"' "$BODY"
+	wait_pool_of "$pf" 1 120 || fail "no refill"
+	echo 'return { memory = 384 }' >"$pf"
+	api POST /v1/sandboxes -d "{\"name\":\"p2\",\"profile\":\"$pf\"}"
+	expect_eq "p2 created" 201 "$CODE"
+	expect_match "p2 booted for the changed profile" '"start":"(warm|cold|template-build)"' "$BODY"
+	expect_match "p2's memory" '"memory_mib":384' "$BODY"
+	wait_pool_of "$pf" 1 300 || fail "no refill of the changed profile"
+	api POST /v1/sandboxes -d "{\"name\":\"p3\",\"profile\":\"$pf\"}"
+	expect_match "p3 from the refilled pool" '"start":"pool"' "$BODY"
+	expect_match "p3's memory" '"memory_mib":384' "$BODY"
 	serve_stop
 }
 
@@ -205,7 +253,7 @@ test_pool_bad_values() {
 }
 
 for t in ${TESTS:-test_pool_bad_values test_pool_take_refill_bypass \
-    test_pool_clock test_pool_evict}; do
+    test_pool_clock test_pool_evict test_pool_profile_changed}; do
 	run_test "$t"
 done
 finish
