@@ -295,8 +295,9 @@ const struct profile_setting profile_schema[] = {
 	  .offset = offsetof(struct profile, serve_pool),
 	  .offset_n = offsetof(struct profile, nserve_pool), .def = "{}",
 	  .help = "qsup serve: sandboxes kept booted and paused per profile, "
-	  "so that a create of that profile with no settings or extra_args "
-	  "is answered from them at once (\"start\": \"pool\") and the pool "
+	  "so that a create of that profile (no extra_args; settings only "
+	  "if they change nothing) is answered from them at once "
+	  "(\"start\": \"pool\") and the pool "
 	  "refilled behind it; a key is a profile's name or path as a "
 	  "create's \"profile\" gives it, or \"default\" for the server's "
 	  "own (read from the server's profile only)" },

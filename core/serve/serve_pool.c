@@ -3,7 +3,8 @@
  * profile): per profile, sandboxes booted the usual way (a template's
  * copy-on-write restore when there is one) and then paused, so that a
  * create of that profile with nothing that changes the guest (no
- * "settings", no "extra_args") takes one: renamed, given the create's
+ * "extra_args", and "settings" only if its profile comes out the same)
+ * takes one: renamed, given the create's
  * time limits, resumed, its clock set, answered. The pool is refilled
  * behind it on the loop, one boot at a time and only while no other
  * sandbox boots, so it never takes a start slot from a user's create.
