@@ -116,7 +116,8 @@ profile_put_pool(struct buf *b, const struct profile *p,
 	buf_printf(b, "{");
 	for (i = 0; i < n; i++) {
 		name = strchr(v[i], ' ') + 1;
-		buf_printf(b, "%s", i > 0 ? ", " : json ? "" : " ");
+		buf_printf(b, "%s", i > 0 ? (json ? "," : ", ") : json ? "" :
+		    " ");
 		if (json) {
 			buf_json_string(b, name);
 			buf_printf(b, ":");
