@@ -59,7 +59,8 @@ static const struct cmd_option cmd_serve_options[] = {
 	  "speak TLS (mbedTLS)" },
 	{ 'p', "profile", CMD_V_PROFILE, "FILE", 0,
 	  "the profile of sandboxes created without one, and\n"
-	  "of the server's limits (serve_max_* settings)" },
+	  "of the server's limits (serve_max_* settings) and\n"
+	  "warm pool (serve_pool)" },
 	{ SERVE_SET, "set", CMD_V_SETTING, "NAME=VALUE", CMD_O_REPEAT,
 	  "a setting for that profile (repeatable); a\n"
 	  "request's own settings win" },
