@@ -229,6 +229,27 @@ test_pool_evict() {
 	serve_stop
 }
 
+# The same when memory is the limit: 2 x 512 MiB of pool fill 1 GiB.
+test_pool_evict_memory() {
+	serve_start --max-memory 1G --set 'serve_pool={default=2}' || return
+	wait_pool 2 300 || {
+		fail "the pool did not fill: $(tail -20 "$S/serve.log")"
+		serve_stop
+		return
+	}
+	api POST /v1/sandboxes -d '{"name":"m","settings":{"memory":"384M"}}'
+	expect_eq "a create past the memory limit with a full pool" 201 "$CODE"
+	expect_match "m's memory" '"memory_mib":384' "$BODY"
+	expect_eq "one pool sandbox left" 1 \
+	    "$(metric 'qsup_pool_sandboxes{profile="default",state="paused"}')"
+	api POST /v1/sandboxes -d '{"name":"m2","settings":{"memory":"384M"}}'
+	expect_eq "and another" 201 "$CODE"
+	api POST /v1/sandboxes -d '{"name":"m3","settings":{"memory":"384M"}}'
+	expect_eq "the limit holds for users' own" 503 "$CODE"
+	expect_match "naming it" '"limit":"max_memory"' "$BODY"
+	serve_stop
+}
+
 test_pool_bad_values() {
 	local out rc
 	S=$T_TMP/bad
@@ -253,7 +274,8 @@ test_pool_bad_values() {
 }
 
 for t in ${TESTS:-test_pool_bad_values test_pool_take_refill_bypass \
-    test_pool_clock test_pool_evict test_pool_profile_changed}; do
+    test_pool_clock test_pool_evict test_pool_evict_memory \
+    test_pool_profile_changed}; do
 	run_test "$t"
 done
 finish
