@@ -31,6 +31,9 @@ const char *const serve_boot_kinds[3] = {
 static void	serve_sb_free(struct serve_sb *);
 static void	serve_sb_gone(struct serve_sb *);
 static void	serve_sb_layers_release(struct serve_sb *);
+static void	serve_sb_stop(struct serve_sb *, const char *);
+static struct serve_sb *serve_sb_boot(struct serve *, const char *,
+		    const char *, char **);
 
 struct serve_sb *
 serve_find(struct serve *srv, const char *name)
@@ -302,7 +305,7 @@ serve_sb_free(struct serve_sb *s)
 }
 
 /* Stop s; its record goes once it is dead (now, if it never ran). */
-void
+static void
 serve_sb_stop(struct serve_sb *s, const char *why)
 {
 	if (s->state == SERVE_DEAD || s->state == SERVE_STOPPING)
@@ -548,26 +551,6 @@ serve_name_ok(const char *n)
 	return (1);
 }
 
-/*
- * Sandboxes that count against the limits, and their guest memory: the
- * pool's too, but not one evicted for a create (it is on its way out).
- */
-size_t
-serve_live(struct serve *srv, uint64_t *mib)
-{
-	struct serve_sb	*s;
-	size_t		 n = 0;
-
-	*mib = 0;
-	TAILQ_FOREACH(s, &srv->sbs, entry) {
-		if (s->state == SERVE_DEAD || s->pool_evicted)
-			continue;
-		n++;
-		*mib += s->profile.memory_mib;
-	}
-	return (n);
-}
-
 /* The request's extra_args: checked, then after the profile's. */
 static int
 serve_extra_args(struct profile *p, json_t *a, struct serve_error *err)
@@ -750,9 +733,10 @@ serve_sb_go(struct serve_sb *s, char **cause)
 
 /*
  * A sandbox of profile (NULL: the server's) with the server's settings
- * only, booting under name: the pool's (serve_pool.c). NULL with *cause.
+ * only, booting under name: the pool's (serve_pool.c, through
+ * srv->sb_boot: it lies below). NULL with *cause.
  */
-struct serve_sb *
+static struct serve_sb *
 serve_sb_boot(struct serve *srv, const char *name, const char *profile,
     char **cause)
 {
@@ -975,6 +959,7 @@ serve_init(struct serve *srv, struct ev_loop *loop)
 	TAILQ_INIT(&srv->sbs);
 	TAILQ_INIT(&srv->setups);
 	srv->sb_stop = serve_sb_stop;
+	srv->sb_boot = serve_sb_boot;
 	serve_events_init(srv);
 }
 

@@ -67,6 +67,9 @@ struct serve {
 	struct serve_pool	*pool;		/* serve_pool.c's, or NULL */
 	/* serve.c's stop, for serve_life.c's expiries (it lies below) */
 	void			(*sb_stop)(struct serve_sb *, const char *);
+	/* ... and its boot of a pool sandbox, for serve_pool.c */
+	struct serve_sb		*(*sb_boot)(struct serve *, const char *,
+				    const char *, char **);
 };
 
 /* serve.c */

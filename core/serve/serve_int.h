@@ -6,7 +6,9 @@
  * serve_life.c (the sandbox as the API shows it; pause, resume, time
  * limits: serve.c calls it as a sandbox comes and goes, and it stops
  * one through srv->sb_stop), serve_setup.c (setup layers built
- * in a child, "qsup run --setup-only", off the loop), serve.c (the named
+ * in a child, "qsup run --setup-only", off the loop), serve_pool.c (the
+ * warm pool: paused sandboxes a create takes; it boots and stops them
+ * through srv->sb_boot and srv->sb_stop), serve.c (the named
  * sandboxes and their lives), serve_metrics.c (/metrics), serve_route.c
  * (the route table: a request matched into a typed serve_req and its
  * handler).
@@ -257,12 +259,9 @@ serve_handler	 serve_list;
 serve_handler	 serve_create;
 serve_handler	 serve_get;
 serve_handler	 serve_delete;
-size_t		 serve_live(struct serve *, uint64_t *);
-struct serve_sb	*serve_sb_boot(struct serve *, const char *, const char *,
-		     char **);
-void		 serve_sb_stop(struct serve_sb *, const char *);
 
 /* serve_pool.c (serve_pool_init: serve.h) */
+size_t		 serve_live(struct serve *, uint64_t *);
 int		 serve_pool_take(struct serve *, json_t *, const char *,
 		     const char *, char *const *, size_t, int,
 		     struct httpd_conn *, struct serve_error *);

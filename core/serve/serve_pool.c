@@ -48,6 +48,26 @@ struct serve_pool {
 
 static void	serve_pool_kick_cb(struct ev_loop *, ev_timer *, int);
 
+/*
+ * Sandboxes that count against the limits, and their guest memory: the
+ * pool's too, but not one evicted for a create (it is on its way out).
+ */
+size_t
+serve_live(struct serve *srv, uint64_t *mib)
+{
+	struct serve_sb	*s;
+	size_t		 n = 0;
+
+	*mib = 0;
+	TAILQ_FOREACH(s, &srv->sbs, entry) {
+		if (s->state == SERVE_DEAD || s->pool_evicted)
+			continue;
+		n++;
+		*mib += s->profile.memory_mib;
+	}
+	return (n);
+}
+
 /* The profile a create gives for entry key: NULL for the server's. */
 static const char *
 serve_pool_profile(struct serve *srv, const char *key)
@@ -198,7 +218,7 @@ serve_pool_kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		xasprintf(&name, "pool-%u", ++pool->next);
 		free(cause);
 		cause = NULL;
-		if ((s = serve_sb_boot(srv, name, serve_pool_profile(srv,
+		if ((s = srv->sb_boot(srv, name, serve_pool_profile(srv,
 		    e->key), &cause)) == NULL) {
 			log_warnx("pool: %s: %s", e->key, cause);
 			free(cause);
@@ -233,7 +253,7 @@ serve_pool_paused_cb(struct sandbox *sb, const char *error, void *arg)
 		return;		/* evicted, stopped meanwhile */
 	if (error != NULL) {
 		log_warnx("pool: %s: pause: %s", s->name, error);
-		serve_sb_stop(s, "its pause failed");
+		s->srv->sb_stop(s, "its pause failed");
 		return;
 	}
 	s->state = SERVE_PAUSED;
@@ -252,7 +272,7 @@ serve_pool_pause(struct serve_sb *s)
 	if (sandbox_pause(s->sb, serve_pool_paused_cb, s, &cause) == -1) {
 		log_warnx("pool: %s: pause: %s", s->name, cause);
 		free(cause);
-		serve_sb_stop(s, "its pause failed");
+		s->srv->sb_stop(s, "its pause failed");
 	}
 }
 
@@ -365,7 +385,7 @@ serve_pool_resumed_cb(struct sandbox *sb, const char *error, void *arg)
 		    error);
 		free(s->reason);
 		s->reason = xstrdup(error);
-		serve_sb_stop(s, "its resume from the pool failed");
+		s->srv->sb_stop(s, "its resume from the pool failed");
 		return;
 	}
 	serve_pool_clock(s);
@@ -441,7 +461,7 @@ serve_pool_take(struct serve *srv, json_t *j, const char *name,
 			log_info("pool: %s: its profile %s changed: stopped",
 			    s->name, key);
 			s->pool_evicted = 1;
-			serve_sb_stop(s, "its profile changed");
+			s->srv->sb_stop(s, "its profile changed");
 		}
 	}
 	free(want);
@@ -456,7 +476,7 @@ serve_pool_take(struct serve *srv, json_t *j, const char *name,
 		log_warnx("pool: %s: resume: %s", t->name, cause);
 		free(cause);
 		t->pool_evicted = 1;
-		serve_sb_stop(t, "its resume failed");
+		t->srv->sb_stop(t, "its resume failed");
 		srv->m.pool_misses++;
 		return (0);
 	}
@@ -511,7 +531,7 @@ serve_pool_evict(struct serve *srv, uint64_t need)
 		log_info("pool: %s evicted to make room for a create",
 		    s->name);
 		s->pool_evicted = 1;
-		serve_sb_stop(s, "evicted from the pool");
+		s->srv->sb_stop(s, "evicted from the pool");
 	}
 }
 
