@@ -51,19 +51,8 @@ metric() {
 	    http://qsup/metrics | awk -v m="$1" 'index($0, m " ") == 1 {print $NF; exit}'
 }
 
-# wait_pool N SECONDS: 0 once N pool sandboxes of "default" are paused.
-wait_pool() {
-	local i
-	for i in $(seq 1 $(($2 * 5))); do
-		[ "$(metric 'qsup_pool_sandboxes{profile="default",state="paused"}')" = "$1" ] &&
-		    return 0
-		kill -0 "$SERVE_PID" 2>/dev/null || return 1
-		sleep 0.2
-	done
-	return 1
-}
-
-# wait_pool_of PROFILE N SECONDS: wait_pool for another entry.
+# wait_pool_of PROFILE N SECONDS: 0 once N pool sandboxes of PROFILE's
+# entry are paused; wait_pool N SECONDS: of "default".
 wait_pool_of() {
 	local i
 	for i in $(seq 1 $(($3 * 5))); do
@@ -73,6 +62,10 @@ wait_pool_of() {
 		sleep 0.2
 	done
 	return 1
+}
+
+wait_pool() {
+	wait_pool_of default "$1" "$2"
 }
 
 cpu_ticks() {

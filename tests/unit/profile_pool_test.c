@@ -62,26 +62,24 @@ Test(profile, pool_shown_loads_back)
 
 Test(profile, pool_bad_values_named)
 {
+	static char *cases[][2] = {
+		{ "serve_pool=2", "serve_pool" },
+		{ "serve_pool={default=65}",
+		  "serve_pool: default = 65 is out of range" },
+		{ "serve_pool={default=true}",
+		  "serve_pool: default = true is not valid" },
+		{ "serve_pool={[\"a b\"]=1}",
+		  "serve_pool: \"a b\" is not a profile's name" },
+		{ "serve_pool={1}",
+		  "serve_pool: the key 1 is not a profile's name" },
+	};
 	char	*cause, *set;
+	size_t	 i;
 
-	set = "serve_pool=2";
-	cause = load_fails_set(NULL, &set, 1);
-	assert_contains(cause, "serve_pool");
-	free(cause);
-	set = "serve_pool={default=65}";
-	cause = load_fails_set(NULL, &set, 1);
-	assert_contains(cause, "serve_pool: default = 65 is out of range");
-	free(cause);
-	set = "serve_pool={default=true}";
-	cause = load_fails_set(NULL, &set, 1);
-	assert_contains(cause, "serve_pool: default = true is not valid");
-	free(cause);
-	set = "serve_pool={[\"a b\"]=1}";
-	cause = load_fails_set(NULL, &set, 1);
-	assert_contains(cause, "serve_pool: \"a b\" is not a profile's name");
-	free(cause);
-	set = "serve_pool={1}";
-	cause = load_fails_set(NULL, &set, 1);
-	assert_contains(cause, "serve_pool: the key 1 is not a profile's name");
-	free(cause);
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		set = cases[i][0];
+		cause = load_fails_set(NULL, &set, 1);
+		assert_contains(cause, cases[i][1]);
+		free(cause);
+	}
 }
