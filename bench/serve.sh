@@ -14,6 +14,12 @@
 #                     an exec of `true` right after the resume
 #   server RSS        of the qsup serve process, with 1 and 16 sandboxes
 #                     (and the sandboxes' QEMUs, for scale)
+#   pool create       a second server with serve_pool = {default = 1}: a
+#                     create answered from the pool (resume, clock set),
+#                     interleaved with a warm create of the same guest
+#                     (its profile named, builtin:default, which has no
+#                     pool), each to
+#                     its 201 (goal for the pool: median <= 20 ms)
 # Usage: bench/serve.sh [RUNS]   (default 21 round trips, 7 of the rest)
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
@@ -186,3 +192,45 @@ t0=$(now_ms)
 wait "$spid"
 spid=
 echo "  SIGTERM with $n sandboxes: stopped in $(( $(now_ms) - t0 )) ms"
+
+# The warm pool: a server keeping one sandbox ready, creates from it
+# against warm creates of the same guest under a profile name that has no
+# pool, interleaved.
+"$qsup" serve --listen "unix:$sock" --token-file "$tmp/token" \
+    --set 'serve_pool={default=1}' 2>"$tmp/serve2.log" &
+spid=$!
+for _ in $(seq 1 200); do
+	api -o /dev/null http://qsup/v1/healthz 2>/dev/null && break
+	sleep 0.05
+done
+pooled() {
+	local i
+	for i in $(seq 1 600); do
+		api http://qsup/metrics | grep -q \
+		    '^qsup_pool_sandboxes{profile="default",state="paused"} 1$' &&
+		    return 0
+		sleep 0.1
+	done
+	echo "the pool did not fill" >&2
+	exit 1
+}
+for r in $(seq 1 "$runs"); do
+	pooled
+	api -o "$tmp/p.json" -w '%{time_total}\n' -d '{"name":"p"}' \
+	    http://qsup/v1/sandboxes >>"$tmp/pool"
+	grep -q '"start":"pool"' "$tmp/p.json" ||
+	    { echo "not from the pool: $(cat "$tmp/p.json")" >&2; exit 1; }
+	api -o /dev/null -X DELETE http://qsup/v1/sandboxes/p
+	pooled
+	api -o "$tmp/w.json" -w '%{time_total}\n' \
+	    -d '{"name":"w","profile":"builtin:default"}' \
+	    http://qsup/v1/sandboxes >>"$tmp/warm"
+	grep -q '"start":"warm"' "$tmp/w.json" ||
+	    { echo "not warm: $(cat "$tmp/w.json")" >&2; exit 1; }
+	api -o /dev/null -X DELETE http://qsup/v1/sandboxes/w
+done
+echo "  create from the pool: median $(ms "$tmp/pool") ms (goal <= 20 ms);" \
+    "a warm create beside it: median $(ms "$tmp/warm") ms"
+kill -TERM "$spid"
+wait "$spid"
+spid=

@@ -99,6 +99,10 @@ struct profile {
 	double		 serve_head_timeout;	/* seconds */
 	double		 serve_idle_timeout;
 	double		 serve_body_timeout;
+	char		**serve_pool;	/* "COUNT NAME": sandboxes kept booted
+					   and paused per profile (NAME
+					   "default": the server's own) */
+	size_t		 nserve_pool;
 	char		*kernel;	/* NULL: the default guest's */
 	char		*initramfs;	/* NULL: the default guest's */
 	char		*image;		/* NULL: the built-in guest */
@@ -152,6 +156,7 @@ struct profile {
 	struct profile_origin *origins;	/* for profile_print() */
 };
 void		 profile_step_free(struct profile_step *);
+int		 profile_pool_count(const struct profile *, const char *);
 int		 profile_load(struct profile *, const char *, char **);
 int		 profile_load_set(struct profile *, const char *,
 		     char *const *, size_t, char **);

@@ -27,6 +27,7 @@
  *   profile_image.c    the image catalog (catalog.lua), image_sha256, and
  *                      turning image into what to download
  *   profile_registry.c registries: a docker:// pull's mirrors, insecure
+ *   profile_pool.c     serve_pool: sandboxes qsup serve keeps ready
  *   profile_include.c  include() and extend(), built-in profiles
  * The top, each calling any file before it:
  *   profile_schema.c   the settings table and the type table (a row of
@@ -65,6 +66,7 @@
 #define PROFILE_SETS_MAX	32	/* --set per load */
 #define PROFILE_DEPTH_MAX	16	/* include() within include() */
 #define PROFILE_LIST_MAX	1024	/* items of a list setting */
+#define PROFILE_POOL_MAX	64	/* serve_pool: sandboxes per entry */
 #define PROFILE_TCP_MAX		NET_MAPS_MAX /* network_tcp: the guest's
 					   addresses for maps */
 
@@ -100,7 +102,8 @@ enum profile_type {
 	PROFILE_T_LIBS,		/* { "libbz2.so.1.0", "/usr/lib/x/y.so" } */
 	PROFILE_T_STEPS,	/* { "apt-get update", { "make", "-j2" } } */
 	PROFILE_T_SETUP_NET,	/* a network mode, or an allowlist's rules */
-	PROFILE_T_REGISTRIES	/* { ["docker.io"] = { mirrors =, insecure = } } */
+	PROFILE_T_REGISTRIES,	/* { ["docker.io"] = { mirrors =, insecure = } } */
+	PROFILE_T_POOL		/* { default = 2, ["ci"] = 1 } */
 };
 
 /*
@@ -160,7 +163,7 @@ struct profile_type_ops {
 	const char *list_form;	/* expected, for a list with other keys */
 };
 
-#define PROFILE_NSETTINGS	51	/* rows of profile_schema */
+#define PROFILE_NSETTINGS	52	/* rows of profile_schema */
 
 #define PROFILE_FIELD(p, s, type) \
 	((type *)(void *)((char *)(p) + (s)->offset))
@@ -363,6 +366,8 @@ void	 profile_put_list(struct buf *, char *const *, size_t, int);
 void	 profile_put_key(struct buf *, const char *, int);
 void	 profile_strv_store(struct profile_ctx *,
 		    const struct profile_setting *, char **, size_t, int);
+int	 profile_keyed_table(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
 void	 profile_convert_env(struct profile_ctx *, lua_State *, int,
 		    const struct profile_setting *, int);
 void	 profile_convert_args(struct profile_ctx *, lua_State *, int,
@@ -379,6 +384,13 @@ void	 profile_convert_registries(struct profile_ctx *, lua_State *, int,
 void	 profile_accepts_registries(struct buf *,
 		    const struct profile_setting *);
 void	 profile_put_registries(struct buf *, const struct profile *,
+		    const struct profile_setting *, int);
+
+/* profile_pool.c */
+void	 profile_convert_pool(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_accepts_pool(struct buf *, const struct profile_setting *);
+void	 profile_put_pool(struct buf *, const struct profile *,
 		    const struct profile_setting *, int);
 
 /* profile_type.c */

@@ -34,6 +34,27 @@ profile_env_cmp(const void *a, const void *b)
 	return (strcmp(*(char *const *)a, *(char *const *)b));
 }
 
+/*
+ * A setting written as a table of keys (env, serve_pool): where the
+ * table was written (its own line when it is in the setting's file, else
+ * the setting's), or 0 once a value that is no table is reported.
+ */
+int
+profile_keyed_table(struct profile_ctx *ctx, lua_State *L, int idx,
+    const struct profile_setting *s, int loc)
+{
+	int	tloc;
+
+	if (lua_type(L, idx) != LUA_TTABLE) {
+		profile_bad(ctx, L, idx, s, loc, "is not valid");
+		return (0);
+	}
+	if ((tloc = profile_table_loc(L, idx)) == 0 ||
+	    PROFILE_LOC_FILE(loc) != PROFILE_LOC_FILE(tloc))
+		tloc = loc;
+	return (tloc);
+}
+
 /* env = {"NAME=VALUE", ...} or {NAME = "VALUE", ...}, or both mixed. */
 void
 profile_convert_env(struct profile_ctx *ctx, lua_State *L, int idx,
@@ -45,13 +66,8 @@ profile_convert_env(struct profile_ctx *ctx, lua_State *L, int idx,
 	size_t		  n = 0, i, klen, ilen, vlen;
 	int		  tloc, eloc, bad = 0;
 
-	if (lua_type(L, idx) != LUA_TTABLE) {
-		profile_bad(ctx, L, idx, s, loc, "is not valid");
+	if ((tloc = profile_keyed_table(ctx, L, idx, s, loc)) == 0)
 		return;
-	}
-	if ((tloc = profile_table_loc(L, idx)) == 0 ||
-	    PROFILE_LOC_FILE(loc) != PROFILE_LOC_FILE(tloc))
-		tloc = loc;
 	lua_pushnil(L);
 	while (lua_next(L, idx) != 0) {
 		buf_consume(&shown, shown.len);

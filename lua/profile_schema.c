@@ -162,9 +162,12 @@ const struct profile_type_ops profile_types[] = {
 	[PROFILE_T_REGISTRIES] = { .convert = profile_convert_registries,
 	    .accepts = profile_accepts_registries,
 	    .put = profile_put_registries, .free = profile_free_strs },
+	[PROFILE_T_POOL] = { .convert = profile_convert_pool,
+	    .accepts = profile_accepts_pool, .put = profile_put_pool,
+	    .free = profile_free_strs },
 };
 _Static_assert(sizeof profile_types / sizeof profile_types[0] ==
-    PROFILE_T_REGISTRIES + 1, "a row per type");
+    PROFILE_T_POOL + 1, "a row per type");
 
 /*
  * Every setting. The defaults here and in profiles/default.lua must agree
@@ -288,6 +291,16 @@ const struct profile_setting profile_schema[] = {
 	  .min = 0.1, .max = 86400, .def = "60",
 	  .help = "qsup serve: seconds a request body may send nothing (a "
 	  "stdin or file upload too); then 408 and closed (--body-timeout)" },
+	{ .name = "serve_pool", .type = PROFILE_T_POOL,
+	  .offset = offsetof(struct profile, serve_pool),
+	  .offset_n = offsetof(struct profile, nserve_pool), .def = "{}",
+	  .help = "qsup serve: sandboxes kept booted and paused per profile, "
+	  "so that a create of that profile (no extra_args; settings only "
+	  "if they change nothing) is answered from them at once "
+	  "(\"start\": \"pool\") and the pool "
+	  "refilled behind it; a key is a profile's name or path as a "
+	  "create's \"profile\" gives it, or \"default\" for the server's "
+	  "own (read from the server's profile only)" },
 	{ .name = "boot", .type = PROFILE_T_CHOICE,
 	  .offset = offsetof(struct profile, boot),
 	  .choices = profile_boot_choices, .def = "\"kernel\"",

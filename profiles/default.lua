@@ -105,6 +105,11 @@ return {
 	serve_head_timeout = 10,
 	serve_idle_timeout = 60,
 	serve_body_timeout = 60,
+	-- Sandboxes kept booted and paused per profile ("default": the
+	-- server's own), so a create is answered at once and the pool
+	-- refilled behind it: { default = 2 }. Read from the server's own
+	-- profile only; {}: none.
+	serve_pool = {},
 
 	-- What boots: "kernel", qsup's fast kernel and agent, the image (if
 	-- any) only the root file system; "image", the image as a PC would

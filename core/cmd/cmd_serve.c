@@ -61,7 +61,8 @@ static const struct cmd_option cmd_serve_options[] = {
 	  "speak TLS (mbedTLS)" },
 	{ 'p', "profile", CMD_V_PROFILE, "FILE", 0,
 	  "the profile of sandboxes created without one, and\n"
-	  "of the server's limits (serve_max_* settings)" },
+	  "of the server's limits (serve_max_* settings) and\n"
+	  "warm pool (serve_pool)" },
 	{ SERVE_SET, "set", CMD_V_SETTING, "NAME=VALUE", CMD_O_REPEAT,
 	  "a setting for that profile (repeatable); a\n"
 	  "request's own settings win" },
@@ -504,8 +505,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	memset(&p, 0, sizeof p);
 	if (profile_load_set(&p, o.profile, o.sets, o.nsets, &cause) == -1) {
 		log_warnx("%s", cause);
-		free(cause);
-		return (QSUP_EXIT_ERROR);
+		goto out;	/* its --set and --listen freed too */
 	}
 	if ((base = sandbox_run_base(&cause)) == NULL) {
 		log_warnx("%s", cause);
@@ -545,6 +545,10 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	serve_set_limits(&srv, &p, &hl);
 	srv.httpd = httpd_new(loop, &hl, serve_handle, &srv);
 	httpd_set_token(srv.httpd, token, public);
+	if (serve_pool_init(&srv, &p, &cause) == -1) {
+		log_warnx("%s", cause);
+		goto stop;
+	}
 	if (serve_listen(&srv, &o, base, &sock) == -1)
 		goto stop;
 	log_info("token in %s; %s, up to %d sandboxes, %llu MiB of guest "

@@ -32,6 +32,8 @@ static void	serve_sb_free(struct serve_sb *);
 static void	serve_sb_gone(struct serve_sb *);
 static void	serve_sb_layers_release(struct serve_sb *);
 static void	serve_sb_stop(struct serve_sb *, const char *);
+static struct serve_sb *serve_sb_boot(struct serve *, const char *,
+		    const char *, char **);
 
 static void
 serve_ready_cb(struct sandbox *sb, void *arg)
@@ -50,12 +52,17 @@ serve_ready_cb(struct sandbox *sb, void *arg)
 	}
 	log_debug("sandbox %s ready in %.3f s (%s)", s->name, s->boot_s,
 	    s->start);
+	if (s->pool != NULL) {
+		serve_pool_ready(s);	/* paused, for a create to take */
+		return;
+	}
 	s->t_active = util_now();
 	serve_life_arm(s);
 	serve_sb_json(s, &b);
 	serve_answer(&s->create_waiters, 201, b.data);
 	buf_free(&b);
 	serve_sb_event(s);
+	serve_pool_kick(s->srv);	/* refills wait for boots */
 }
 
 static void
@@ -124,6 +131,8 @@ serve_sb_gone(struct serve_sb *s)
 	struct buf	 tail = { 0 }, b = { 0 };
 	char		*extra;
 
+	if (s->pool != NULL)
+		s->deleting = 1;	/* nobody keeps its record */
 	if (s->reason == NULL)
 		s->reason = xstrdup(s->deleting ? "deleted" :
 		    srv->stopping ? "the server stopped" : "QEMU exited");
@@ -143,6 +152,7 @@ serve_sb_gone(struct serve_sb *s)
 	serve_exec_sandbox_gone(s, s->reason);
 	serve_attach_gone(s);
 	serve_life_gone(s);
+	serve_pool_gone(s);
 	if (s->sb != NULL) {
 		sandbox_free(s->sb);	/* its run directory goes too */
 		s->sb = NULL;
@@ -155,6 +165,7 @@ serve_sb_gone(struct serve_sb *s)
 	serve_setup_leave(s);
 	serve_sb_layers_release(s);
 	free(s->phase);
+	free(s->pool);
 	s->phase = NULL;
 	if (!s->deleting && !srv->stopping && s->state != SERVE_DEAD)
 		srv->m.deaths++;
@@ -480,22 +491,6 @@ serve_name_ok(const char *n)
 	return (1);
 }
 
-static size_t
-serve_live(struct serve *srv, uint64_t *mib)
-{
-	struct serve_sb	*s;
-	size_t		 n = 0;
-
-	*mib = 0;
-	TAILQ_FOREACH(s, &srv->sbs, entry) {
-		if (s->state == SERVE_DEAD)
-			continue;
-		n++;
-		*mib += s->profile.memory_mib;
-	}
-	return (n);
-}
-
 /* The request's extra_args: checked, then after the profile's. */
 static int
 serve_extra_args(struct profile *p, json_t *a, struct serve_error *err)
@@ -640,18 +635,94 @@ serve_create_fields(struct serve *srv, json_t *j, char **name,
 	return (0);
 }
 
-/* A new sandbox's life begins: booting from now, nothing waiting. */
+/* A new sandbox's record, not started yet. */
+static struct serve_sb *
+serve_sb_alloc(struct serve *srv)
+{
+	struct serve_sb	*s;
+
+	s = xcalloc(1, sizeof *s);
+	s->srv = srv;
+	s->serial = ++srv->next_serial;
+	serve_life_init(s);
+	TAILQ_INIT(&s->create_waiters);
+	TAILQ_INIT(&s->delete_waiters);
+	TAILQ_INIT(&s->execs);
+	ev_init(&s->reap, serve_reap_cb);
+	s->reap.data = s;
+	return (s);
+}
+
+/* A new sandbox's life begins: booting from now. */
 static void
 serve_sb_booting(struct serve_sb *s)
 {
 	s->state = SERVE_BOOTING;
 	s->created = time(NULL);
 	s->t_created = util_now();
-	TAILQ_INIT(&s->create_waiters);
-	TAILQ_INIT(&s->delete_waiters);
-	TAILQ_INIT(&s->execs);
-	ev_init(&s->reap, serve_reap_cb);
-	s->reap.data = s;
+}
+
+/*
+ * s, its profile loaded, booting: its image got, its disk held, its QEMU
+ * launched, and it among the server's sandboxes. -1 with err, and s is
+ * not started (nor listed).
+ */
+static int
+serve_sb_go(struct serve_sb *s, struct serve_error *err)
+{
+	char	*cause = NULL;
+
+	serve_sb_booting(s);
+	if (serve_sb_image(s, &cause) == -1) {
+		serve_fail(err, 500, NULL, "%s", cause);
+		free(cause);
+		return (-1);
+	}
+	if (s->pull == NULL && serve_disk_hold(s, err) == -1)
+		return (-1);
+	if (s->pull == NULL && serve_sb_launch(s, &cause) == -1) {
+		serve_fail(err, 500, NULL, "%s", cause);
+		free(cause);
+		return (-1);
+	}
+	TAILQ_INSERT_TAIL(&s->srv->sbs, s, entry);
+	return (0);
+}
+
+/*
+ * A sandbox of profile (NULL: the server's) with the server's settings
+ * only, booting under name: the pool's (serve_pool.c, through
+ * srv->sb_boot: it lies below). NULL with *cause.
+ */
+static struct serve_sb *
+serve_sb_boot(struct serve *srv, const char *name, const char *profile,
+    char **cause)
+{
+	struct serve_sb		*s;
+	struct serve_error	 err = { 0 };
+	size_t			 i;
+
+	s = serve_sb_alloc(srv);
+	s->name = xstrdup(name);
+	if (profile != NULL)
+		s->profile_arg = xstrdup(profile);
+	s->sets = xcalloc(srv->nsets + 1, sizeof *s->sets);
+	for (i = 0; i < srv->nsets; i++)
+		s->sets[s->nsets++] = xstrdup(srv->sets[i]);
+	if (profile_load_set(&s->profile, profile, s->sets, s->nsets,
+	    cause) == -1)
+		goto fail;
+	if (serve_sb_accel(s, &err) == -1 || serve_sb_go(s, &err) == -1) {
+		*cause = err.msg;
+		err.msg = NULL;
+		goto fail;
+	}
+	return (s);
+fail:
+	free(err.fields);
+	free(err.allow);
+	serve_sb_free(s);
+	return (NULL);
 }
 
 /*
@@ -676,10 +747,7 @@ serve_create_attach(struct serve *srv, struct httpd_conn *conn, json_t *j,
 		free(why);
 		return;
 	}
-	s = xcalloc(1, sizeof *s);
-	s->srv = srv;
-	s->serial = ++srv->next_serial;
-	serve_life_init(s);
+	s = serve_sb_alloc(srv);
 	s->name = *name;
 	*name = NULL;
 	serve_sb_booting(s);
@@ -696,6 +764,35 @@ serve_create_attach(struct serve *srv, struct httpd_conn *conn, json_t *j,
 	}
 }
 
+/* Room for s within the server's limits (a pool sandbox may make way). */
+static int
+serve_sb_room(struct serve_sb *s, struct serve_error *err)
+{
+	struct serve	*srv = s->srv;
+	uint64_t	 mib;
+	size_t		 live;
+	char		*cause;
+
+	serve_pool_evict(srv, s->profile.memory_mib);
+	live = serve_live(srv, &mib);
+	if (live >= (size_t)srv->limits.sandboxes) {
+		xasprintf(&cause, "%zu sandboxes already: the server's "
+		    "limit", live);
+		serve_limit(err, cause, "max_sandboxes", srv->limits.sandboxes);
+		free(cause);
+		return (-1);
+	}
+	if (mib + s->profile.memory_mib > srv->limits.memory_mib) {
+		xasprintf(&cause, "%" PRIu64 " MiB more guest memory would "
+		    "make %" PRIu64 " MiB, past the server's limit",
+		    s->profile.memory_mib, mib + s->profile.memory_mib);
+		serve_limit(err, cause, "max_memory", srv->limits.memory_mib);
+		free(cause);
+		return (-1);
+	}
+	return (0);
+}
+
 static void
 serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
     void *arg)
@@ -709,8 +806,7 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	json_t			*j, *settings;
 	const char		*profile;
 	char			**sets = NULL, *name = NULL, *cause = NULL;
-	size_t			 nsets = 0, i, live;
-	uint64_t		 mib;
+	size_t			 nsets = 0, i;
 	struct buf		 b = { 0 };
 	struct serve_error	 err = { 0 };
 	int			 wait = 1;
@@ -740,10 +836,12 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 		serve_create_attach(srv, conn, j, &name, wait, &err);
 		goto out;
 	}
-	s = xcalloc(1, sizeof *s);
-	s->srv = srv;
-	s->serial = ++srv->next_serial;
-	serve_life_init(s);
+	/* 1: answered from the pool, or to be once resumed; -1: err. */
+	if (json_object_get(j, "disk") == NULL &&
+	    serve_pool_take(srv, j, name, profile, sets, nsets, wait, conn,
+	    &err) != 0)
+		goto out;
+	s = serve_sb_alloc(srv);
 	if (serve_life_fields(s, j, &err) == -1 ||
 	    serve_disk_fields(s, j, &err) == -1)
 		goto out;
@@ -753,43 +851,11 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 		    "profile", cause);
 		goto out;
 	}
-	if (s->disk_path != NULL) {
-		/* The disk is the image, a file, whatever the profile said. */
-		if (s->disk_writable && s->profile.nsetup > 0) {
-			serve_bad_field(&err, "disk.writable", "a writable "
-			    "disk has no setup layers (the profile's setup)");
-			goto out;
-		}
-		if (s->disk_writable && s->profile.disk_size != 0) {
-			serve_bad_field(&err, "disk.writable", "a writable "
-			    "disk is used at its own size: disk_size does not "
-			    "apply (qemu-img resize grows it)");
-			goto out;
-		}
-		free(s->profile.image);
-		s->profile.image = xstrdup(s->disk_path);
-		s->profile.image_kind = PROFILE_IMAGE_FILE;
-	}
-	if (serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
-	    &err) == -1)
+	if (serve_disk_profile(s, &err) == -1 ||
+	    serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
+	    &err) == -1 || serve_sb_room(s, &err) == -1 ||
+	    serve_sb_accel(s, &err) == -1)
 		goto out;
-	live = serve_live(srv, &mib);
-	if (live >= (size_t)srv->limits.sandboxes) {
-		xasprintf(&cause, "%zu sandboxes already: the server's "
-		    "limit", live);
-		serve_limit(&err, cause, "max_sandboxes", srv->limits.sandboxes);
-		goto out;
-	}
-	if (mib + s->profile.memory_mib > srv->limits.memory_mib) {
-		xasprintf(&cause, "%" PRIu64 " MiB more guest memory would "
-		    "make %" PRIu64 " MiB, past the server's limit",
-		    s->profile.memory_mib, mib + s->profile.memory_mib);
-		serve_limit(&err, cause, "max_memory", srv->limits.memory_mib);
-		goto out;
-	}
-	if (serve_sb_accel(s, &err) == -1)
-		goto out;
-	s->srv = srv;
 	s->name = name;
 	name = NULL;
 	if (profile != NULL)
@@ -798,26 +864,10 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	s->nsets = nsets;
 	sets = NULL;
 	nsets = 0;
-	serve_sb_booting(s);
-	if (serve_sb_image(s, &cause) == -1) {
-		serve_fail(&err, 500, NULL, "%s", cause);
-		serve_sb_free(s);
-		s = NULL;
+	if (serve_sb_go(s, &err) == -1)
 		goto out;
-	}
-	if (s->pull == NULL && serve_disk_hold(s, &err) == -1) {
-		serve_sb_free(s);
-		s = NULL;
-		goto out;
-	}
-	if (s->pull == NULL && serve_sb_launch(s, &cause) == -1) {
-		serve_fail(&err, 500, NULL, "%s", cause);
-		serve_sb_free(s);
-		s = NULL;
-		goto out;
-	}
-	TAILQ_INSERT_TAIL(&srv->sbs, s, entry);
 	serve_sb_event(s);
+	serve_pool_kick(srv);	/* its refills wait for this boot */
 	serve_life_arm(s);	/* its ttl runs from now */
 	if (wait)
 		serve_wait(&s->create_waiters, s, conn);
@@ -828,12 +878,8 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	}
 	s = NULL;
 out:
-	if (s != NULL) {
-		profile_free(&s->profile);
-		free(s->accel.why);
-		free(s->disk_path);
-		free(s);
-	}
+	if (s != NULL)
+		serve_sb_free(s);
 	for (i = 0; i < nsets; i++)
 		free(sets[i]);
 	free(sets);
@@ -864,7 +910,9 @@ serve_list(const struct serve_req *r, struct serve_error *err)
 	(void)err;
 	buf_puts(&b, "{\"sandboxes\":[");
 	TAILQ_FOREACH(s, &srv->sbs, entry) {
-		if (s != TAILQ_FIRST(&srv->sbs))
+		if (s->pool != NULL)
+			continue;	/* the pool's: /metrics counts them */
+		if (b.data[b.len - 1] != '[')
 			buf_puts(&b, ",");
 		serve_sb_json(s, &b);
 	}
@@ -922,6 +970,7 @@ serve_init(struct serve *srv, struct ev_loop *loop)
 	TAILQ_INIT(&srv->sbs);
 	TAILQ_INIT(&srv->setups);
 	srv->sb_stop = serve_sb_stop;
+	srv->sb_boot = serve_sb_boot;
 	srv->sb_json = serve_sb_json;
 	serve_events_init(srv);
 }
@@ -963,6 +1012,7 @@ serve_free(struct serve *srv)
 
 	ev_timer_stop(srv->loop, &srv->events_ping);
 	srv->stopping = 1;
+	serve_pool_free(srv);
 	while ((s = TAILQ_FIRST(&srv->sbs)) != NULL) {
 		if (s->sb != NULL || s->pull != NULL || s->setup != NULL) {
 			if (s->reason == NULL)

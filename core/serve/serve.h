@@ -35,11 +35,15 @@ struct serve_metrics {
 	unsigned long long	 proxy_up;	/* bytes, of sandboxes gone */
 	unsigned long long	 proxy_down;
 	unsigned long long	 deaths;
+	unsigned long long	 pool_hits;	/* creates answered from it */
+	unsigned long long	 pool_misses;	/* ... of its profiles, not */
+	unsigned long long	 pool_refills;	/* its sandboxes booted */
 };
 
 struct serve_sb;
 struct serve_sub;
 struct serve_setup;
+struct serve_pool;
 TAILQ_HEAD(serve_sbs, serve_sb);
 TAILQ_HEAD(serve_subs, serve_sub);
 TAILQ_HEAD(serve_setups, serve_setup);
@@ -61,8 +65,12 @@ struct serve {
 	int			 stopping;	/* SIGTERM: tearing down */
 	ev_timer		 events_ping;
 	struct serve_metrics	 m;
+	struct serve_pool	*pool;		/* serve_pool.c's, or NULL */
 	/* serve.c's stop, for serve_life.c's expiries (it lies below) */
 	void			(*sb_stop)(struct serve_sb *, const char *);
+	/* ... and its boot of a pool sandbox, for serve_pool.c */
+	struct serve_sb		*(*sb_boot)(struct serve *, const char *,
+				    const char *, char **);
 	/* serve_life.c's sandbox object, for serve_attach.c (below it) */
 	void			(*sb_json)(struct serve_sb *, struct buf *);
 };
@@ -72,6 +80,8 @@ void		 serve_init(struct serve *, struct ev_loop *);
 void		 serve_stop_all(struct serve *);
 int		 serve_idle(struct serve *);
 void		 serve_free(struct serve *);
+int		 serve_pool_init(struct serve *, const struct profile *,
+		     char **);
 
 /* serve_route.c: every request, httpd's handler (arg: the server) */
 void		 serve_handle(struct httpd_conn *, const struct httpd_req *,

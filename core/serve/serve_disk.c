@@ -167,6 +167,29 @@ serve_disk_fields(struct serve_sb *s, json_t *j, struct serve_error *err)
 }
 
 /*
+ * s's profile, loaded, given its disk: the disk is the image, a file,
+ * whatever the profile said; a writable one has no layers below it and
+ * keeps its own size. 0 (no disk too), or -1 with err.
+ */
+int
+serve_disk_profile(struct serve_sb *s, struct serve_error *err)
+{
+	if (s->disk_path == NULL)
+		return (0);
+	if (s->disk_writable && s->profile.nsetup > 0)
+		return (serve_bad_field(err, "disk.writable", "a writable "
+		    "disk has no setup layers (the profile's setup)"));
+	if (s->disk_writable && s->profile.disk_size != 0)
+		return (serve_bad_field(err, "disk.writable", "a writable "
+		    "disk is used at its own size: disk_size does not "
+		    "apply (qemu-img resize grows it)"));
+	free(s->profile.image);
+	s->profile.image = xstrdup(s->disk_path);
+	s->profile.image_kind = PROFILE_IMAGE_FILE;
+	return (0);
+}
+
+/*
  * The disk s boots on (its "disk", else its image file) registered as in
  * use: 0, or -1 with err (409 naming the holder). Images that are pulled
  * are registered once there (serve_disk_hold_late).

@@ -114,6 +114,8 @@ serve_sb_event(struct serve_sb *s)
 {
 	struct buf	b = { 0 };
 
+	if (s->pool != NULL)
+		return;		/* the pool's are not the API's yet */
 	buf_puts(&b, "{\"name\":");
 	buf_json_string(&b, s->name);
 	buf_printf(&b, ",\"state\":\"%s\",\"reason\":",
@@ -187,7 +189,7 @@ serve_find(struct serve *srv, const char *name)
 	struct serve_sb	*s;
 
 	TAILQ_FOREACH(s, &srv->sbs, entry) {
-		if (strcmp(s->name, name) == 0)
+		if (s->pool == NULL && strcmp(s->name, name) == 0)
 			return (s);
 	}
 	return (NULL);

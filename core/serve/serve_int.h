@@ -3,14 +3,20 @@
  * way, bottom up: serve_error.c (an error as a response, JSON bodies),
  * serve_event.c (states' names, the event stream, the requests waiting
  * for a state or for their body, a sandbox found by name), serve_exec.c
- * (execs, stdin, signals, terminals, files), serve_life.c (the sandbox as the API shows it; pause, resume, time
- * limits: serve.c calls it as a sandbox comes and goes, and it stops
- * one through srv->sb_stop), serve_setup.c (setup layers built
- * in a child, "qsup run --setup-only", off the loop), serve.c (the named
- * sandboxes and their lives), serve_metrics.c (/metrics),
- * serve_openapi.c (/v1/openapi.json, docs/openapi.json compiled in),
- * serve_route.c (the route table: a request matched into a typed
- * serve_req and its handler).
+ * (execs, stdin, signals, terminals, files), serve_life.c (the sandbox as
+ * the API shows it; pause, resume, time limits: serve.c calls it as a
+ * sandbox comes and goes, and it stops one through srv->sb_stop),
+ * serve_setup.c (setup layers built in a child, "qsup run --setup-only",
+ * off the loop), serve_qga.c (what
+ * an attached QEMU's monitor and qemu-guest-agent write back, parsed),
+ * serve_attach.c (QEMUs started by hand, attached: it answers through
+ * srv->sb_json), serve_disk.c (a sandbox on a real disk, the registry of
+ * disks in use), serve_pool.c (the warm pool: paused sandboxes a create
+ * takes; it boots and stops them through srv->sb_boot and srv->sb_stop),
+ * serve.c (the named sandboxes and their lives), serve_metrics.c
+ * (/metrics), serve_openapi.c (/v1/openapi.json, docs/openapi.json
+ * compiled in), serve_route.c (the route table: a request matched into a
+ * typed serve_req and its handler).
  */
 #ifndef QSUP_SERVE_INT_H
 #define QSUP_SERVE_INT_H
@@ -153,6 +159,12 @@ struct serve_sb {
 	int			 disk_writable;
 	char			*disk_record;	/* held, or NULL */
 	struct serve_attach	*attach;	/* a QEMU started by hand */
+	/* serve_pool.c: kept booted and paused until a create takes it */
+	char			*pool;		/* its pool entry, while in it:
+						   hidden from the API */
+	int			 pool_evicted;	/* stopping for a user's room */
+	double			 t_taken;	/* by a create */
+	struct exec		*pool_clock;	/* setting its clock */
 };
 
 /* What guest-exec-status said (serve_attach.c). */
@@ -270,6 +282,18 @@ serve_handler	 serve_create;
 serve_handler	 serve_get;
 serve_handler	 serve_delete;
 
+/* serve_pool.c (serve_pool_init: serve.h) */
+size_t		 serve_live(struct serve *, uint64_t *);
+int		 serve_pool_take(struct serve *, json_t *, const char *,
+		     const char *, char *const *, size_t, int,
+		     struct httpd_conn *, struct serve_error *);
+void		 serve_pool_evict(struct serve *, uint64_t);
+void		 serve_pool_ready(struct serve_sb *);
+void		 serve_pool_gone(struct serve_sb *);
+void		 serve_pool_kick(struct serve *);
+void		 serve_pool_metrics(struct serve *, struct buf *);
+void		 serve_pool_free(struct serve *);
+
 
 /* serve_life.c */
 void		 serve_life_init(struct serve_sb *);
@@ -307,6 +331,7 @@ int		 serve_check_members(json_t *, const char *,
 		     const char *const *, struct serve_error *);
 int		 serve_disk_fields(struct serve_sb *, json_t *,
 		     struct serve_error *);
+int		 serve_disk_profile(struct serve_sb *, struct serve_error *);
 int		 serve_disk_hold(struct serve_sb *, struct serve_error *);
 int		 serve_disk_hold_late(struct serve_sb *, char **);
 void		 serve_disk_release(struct serve_sb *);

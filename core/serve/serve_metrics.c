@@ -29,7 +29,8 @@ serve_metrics(const struct serve_req *r, struct serve_error *err)
 	up = srv->m.proxy_up;
 	down = srv->m.proxy_down;
 	TAILQ_FOREACH(s, &srv->sbs, entry) {
-		n[s->state]++;
+		if (s->pool == NULL)
+			n[s->state]++;
 		TAILQ_FOREACH(e, &s->execs, entry)
 			running += serve_exec_running(e);
 		if (s->sb != NULL && sandbox_net_of(s->sb) != NULL) {
@@ -54,6 +55,7 @@ serve_metrics(const struct serve_req *r, struct serve_error *err)
 	buf_printf(&b, "# HELP qsup_sandbox_deaths_total Sandboxes whose "
 	    "QEMU died unasked.\n# TYPE qsup_sandbox_deaths_total counter\n"
 	    "qsup_sandbox_deaths_total %llu\n", srv->m.deaths);
+	serve_pool_metrics(srv, &b);
 	buf_printf(&b, "# HELP qsup_execs_total Commands run.\n"
 	    "# TYPE qsup_execs_total counter\nqsup_execs_total %llu\n"
 	    "# HELP qsup_execs_running Commands running.\n"

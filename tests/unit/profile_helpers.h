@@ -30,7 +30,7 @@
 #include "cmd.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	51
+#define NSETTINGS	52
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];

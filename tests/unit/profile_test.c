@@ -971,7 +971,7 @@ Test(profile, help_lists_every_setting)
 	    "serve_max_body", "serve_max_header", "serve_max_connections",
 	    "serve_max_connections_per_address", "serve_max_unauthenticated",
 	    "serve_head_timeout", "serve_idle_timeout", "serve_body_timeout",
-	    "boot", "kernel", "initramfs", "image",
+	    "serve_pool", "boot", "kernel", "initramfs", "image",
 	    "image_base_url", "images_dir", "image_sha256", "image_unverified",
 	    "image_max_size", "registries", "disk_size", "cow_size", "setup",
 	    "setup_network", "env", "cwd", "shares", "virtfs",
