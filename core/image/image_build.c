@@ -6,7 +6,9 @@
  * mke2fs -d, so the owners, modes, device nodes and hard links the
  * archives say reach the ext4 file system, never the builder's. sfdisk
  * lays out a GPT whose one partition is typed "Linux root (x86-64)",
- * debugfs sets the xattrs and qemu-img makes the qcow2. Everything is
+ * debugfs sets the xattrs, tune2fs adds the metadata checksums (at the
+ * end: much faster than mke2fs -d keeping them) and qemu-img makes the
+ * qcow2. With -v each step's time is logged. Everything is
  * made in a work directory beside OUT and renamed onto OUT at the end:
  * any failure, or SIGINT/SIGTERM/SIGHUP, removes it and leaves no OUT.
  */
@@ -65,7 +67,8 @@ static const char image_build_script[] =
 "	chown 0:0 \"$w/tree/etc/qsup\" \"$w/tree/etc/qsup/image.conf\"\n"
 "	chmod 644 \"$w/tree/etc/qsup/image.conf\"\n"
 "fi\n"
-"exec mke2fs -q -F -t ext4 -L root -E offset=1048576,nodiscard \\\n"
+"exec mke2fs -q -F -t ext4 -O ^metadata_csum -L root \\\n"
+"    -E offset=1048576,nodiscard \\\n"
 "    -d \"$w/tree\" \"$w/disk.raw\" \"${kib}k\"\n";
 
 struct image_build {
@@ -80,6 +83,7 @@ struct image_build {
 	char				**argv;	/* fakeroot's */
 	size_t				 argc;
 	uint64_t			 disk, fs;	/* bytes */
+	double				 t;	/* the last step's end */
 };
 
 static volatile sig_atomic_t	image_build_sig;
@@ -209,12 +213,13 @@ image_build_tools(int dir, char **cause)
 {
 	static const char *const tools[][2] = {
 		{ "mke2fs", "e2fsprogs" }, { "debugfs", "e2fsprogs" },
+		{ "tune2fs", "e2fsprogs" },
 		{ "sfdisk", "fdisk" }, { "qemu-img", "qemu-utils" },
 		{ "fakeroot", "fakeroot" }, { "tar", "tar" },
 		{ "find", "findutils" }, { "xargs", "findutils" },
 	};
 	char	*p;
-	size_t	 i, n = dir ? 4 : sizeof tools / sizeof tools[0];
+	size_t	 i, n = dir ? 5 : sizeof tools / sizeof tools[0];
 
 	for (i = 0; i < n; i++) {
 		if ((p = util_which(tools[i][0])) == NULL) {
@@ -390,7 +395,10 @@ image_build_table(struct image_build *b, char **cause)
 {
 	struct buf	 s = { 0 };
 	char		*raw, *in = NULL;
-	char		*argv[] = { "sfdisk", "--quiet", NULL, NULL };
+	/* Not a device: nothing to re-read, and no sleep, no sync(2) for
+	 * it (a quarter of a second). */
+	char		*argv[] = { "sfdisk", "--quiet", "--no-reread",
+		    "--no-tell-kernel", NULL, NULL };
 	int		 fd, ret = -1;
 
 	xasprintf(&raw, "%s/disk.raw", b->work);
@@ -404,7 +412,7 @@ image_build_table(struct image_build *b, char **cause)
 	    (unsigned long long)(b->fs / 512), IMAGE_BUILD_ROOT_TYPE);
 	if ((in = image_build_file(b, "sfdisk.in", &s, cause)) == NULL)
 		goto out;
-	argv[2] = raw;
+	argv[4] = raw;
 	ret = image_build_run(b, argv, in, "sfdisk", cause);
 out:
 	buf_free(&s);
@@ -455,9 +463,9 @@ static int
 image_build_fs(struct image_build *b, int dir, char **cause)
 {
 	char	*kib, *raw, *tree;
-	char	*argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-L", "root",
-		    "-E", "offset=1048576,nodiscard", "-d", NULL, NULL, NULL,
-		    NULL };
+	char	*argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-O",
+		    "^metadata_csum", "-L", "root", "-E",
+		    "offset=1048576,nodiscard", "-d", NULL, NULL, NULL, NULL };
 	int	 ret;
 
 	xasprintf(&kib, "%lluk", (unsigned long long)(b->fs / 1024));
@@ -465,9 +473,9 @@ image_build_fs(struct image_build *b, int dir, char **cause)
 		xasprintf(&raw, "%s/disk.raw", b->work);
 		if ((tree = realpath(b->req->from, NULL)) == NULL)
 			tree = xstrdup(b->req->from);
-		argv[10] = tree;
-		argv[11] = raw;
-		argv[12] = kib;
+		argv[12] = tree;
+		argv[13] = raw;
+		argv[14] = kib;
 		ret = image_build_run(b, argv, NULL, "mke2fs", cause);
 		free(tree);
 		free(raw);
@@ -486,6 +494,26 @@ image_build_fs(struct image_build *b, int dir, char **cause)
 		    (unsigned long long)(b->fs >> 20), kib);
 		free(kib);
 	}
+	return (ret);
+}
+
+/*
+ * The metadata checksums, computed once over the finished file system:
+ * mke2fs -d keeps them up to date on every extent it writes, in software
+ * (crc32c), which made it about 2.5 times slower on a 150 MB layer.
+ */
+static int
+image_build_csum(struct image_build *b, char **cause)
+{
+	char	*dev, *argv[] = { "tune2fs", "-O", "metadata_csum", NULL,
+		    NULL };
+	int	 ret;
+
+	xasprintf(&dev, "%s/disk.raw?offset=%d", b->work,
+	    IMAGE_BUILD_PART_START);
+	argv[3] = dev;
+	ret = image_build_run(b, argv, NULL, "tune2fs (metadata_csum)", cause);
+	free(dev);
 	return (ret);
 }
 
@@ -556,6 +584,16 @@ image_build_cleanup(struct image_build *b)
 	free(b->argv);
 }
 
+/* With -v, how long each step took: where a build's time goes. */
+static void
+image_build_phase(struct image_build *b, const char *what)
+{
+	double	now = util_now();
+
+	log_debug("image build: %s %.0f ms", what, (now - b->t) * 1000);
+	b->t = now;
+}
+
 /* The build's steps, in its work directory. */
 static int
 image_build_steps(struct image_build *b, const char *from, int dir,
@@ -563,6 +601,7 @@ image_build_steps(struct image_build *b, const char *from, int dir,
 {
 	uint64_t	tree;
 
+	b->t = util_now();
 	if (image_build_tools(dir, cause) == -1)
 		return (-1);
 	if (dir) {
@@ -577,12 +616,23 @@ image_build_steps(struct image_build *b, const char *from, int dir,
 			return (-1);
 		tree = image_tree_bytes(b->tree);
 	}
+	image_build_phase(b, "check");
 	if (image_build_sizes(b, tree, cause) == -1 ||
-	    image_build_table(b, cause) == -1 ||
-	    image_build_fs(b, dir, cause) == -1 ||
-	    image_build_xattrs(b, cause) == -1 ||
-	    image_build_out(b, cause) == -1)
+	    image_build_table(b, cause) == -1)
 		return (-1);
+	image_build_phase(b, "sfdisk");
+	if (image_build_fs(b, dir, cause) == -1)
+		return (-1);
+	image_build_phase(b, dir ? "mke2fs" : "tar+mke2fs");
+	if (image_build_xattrs(b, cause) == -1)
+		return (-1);
+	image_build_phase(b, "xattrs");
+	if (image_build_csum(b, cause) == -1)
+		return (-1);
+	image_build_phase(b, "csum");
+	if (image_build_out(b, cause) == -1)
+		return (-1);
+	image_build_phase(b, "qcow2");
 	return (0);
 }
 
