@@ -257,6 +257,44 @@ test_image_build_ref() {
 	expect_files gzip "$out"
 }
 
+# image build docker://REF takes --profile and --set as image pull does:
+# the profile's registries (a mirror for a registry nobody serves), and a
+# --set image_max_size that refuses the blobs. A local FROM refuses both.
+test_image_build_ref_profile() {
+	local out dead good_log
+	fresh_images buildprof
+	dead=$(free_port)
+	start_proxy pass || return
+	good_log=$PROXY_LOG
+	cat >"$T_TMP/buildreg.lua" <<-EOF
+	return {
+	  registries = { ["127.0.0.1:$dead"] = { mirrors = { "http://127.0.0.1:$PROXY_PORT" } } },
+	}
+	EOF
+	out=$("$QSUP" image build -p "$T_TMP/buildreg.lua" \
+	    "docker://127.0.0.1:$dead/t/gzip:1" -o "$T_TMP/bp.qcow2" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_eq "the output" "$T_TMP/bp.qcow2" "$(tail -n 1 <<<"$out")"
+	expect_match "the profile's mirror served the blobs" \
+	    "^GET /v2/t/gzip/blobs/sha256:" "$(cat "$good_log")"
+	expect_eq "blobs in the profile's images_dir" 1 \
+	    $(($(count_blobs) > 0))
+	out=$("$QSUP" image build -p "$T_TMP/buildreg.lua" \
+	    --set image_max_size=1M "docker://127.0.0.1:$dead/t/zstd:1" \
+	    -o "$T_TMP/bp2.qcow2" 2>&1)
+	expect_eq "--set: refused" 1 $(($? != 0))
+	expect_match "--set image_max_size applied" \
+	    "more than image_max_size \\(1048576\\)" "$out"
+	expect_eq "--set: no output" "" "$(ls "$T_TMP/bp2.qcow2" 2>/dev/null)"
+	mkdir -p "$T_TMP/bpdir"
+	out=$("$QSUP" image build --set image_max_size=1M "$T_TMP/bpdir" \
+	    -o "$T_TMP/bp3.qcow2" 2>&1)
+	expect_eq "a local FROM: refused" 1 $(($? != 0))
+	expect_match "a local FROM: named" \
+	    "--profile and --set apply to docker://REF only" "$out"
+	stop_proxy
+}
+
 test_tls_htpasswd() {
 	local out ref=docker://127.0.0.1:$SECURE/t/gzip:1
 	fresh_images tls
@@ -566,6 +604,58 @@ test_fault_429_waits() {
 	stop_proxy
 }
 
+# A blob's 429, or 503 with Retry-After: waited out (bounded), asked
+# again; a 503 without one, a wait beyond 60 s or a third 429 fail,
+# named, and leave no image.
+test_fault_blob_busy() {
+	local out t0 blobs asked mode
+	fresh_images blobbusy
+	start_proxy blobbusy:429:1:2 || return
+	t0=$(date +%s.%N)
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "429: exit after the wait" 0 $?
+	expect_match "429: the wait said" \
+	    "/blobs/sha256:[0-9a-f]*: HTTP 429: waiting 2 s \\(Retry-After\\)" "$out"
+	blobs=$(grep "^GET /v2/t/gzip/blobs/" "$PROXY_LOG" | sort -u | wc -l)
+	asked=$(grep -c "^GET /v2/t/gzip/blobs/" "$PROXY_LOG")
+	expect_eq "429: one blob asked twice" $((blobs + 1)) "$asked"
+	expect_eq "429: waited Retry-After's 2 s" 1 \
+	    "$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { print (a - b >= 2) }')"
+	stop_proxy
+	fresh_images blobbusy503
+	start_proxy blobbusy:503:1:1 || return
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "503 with Retry-After: exit" 0 $?
+	expect_match "503: the wait said" "HTTP 503: waiting 1 s" "$out"
+	stop_proxy
+	for mode in 503:1:none 429:1:3600 429:99:1; do
+		fresh_images "blobbusy-${mode//:/-}"
+		start_proxy "blobbusy:$mode" || return
+		t0=$SECONDS
+		out=$("$QSUP" image pull \
+		    "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+		expect_eq "$mode: fails" 1 $(($? != 0))
+		case $mode in
+		503:1:none)
+			expect_match "$mode: named" \
+			    "HTTP 503 from the server" "$out"
+			expect_eq "$mode: no wait" "" \
+			    "$(grep waiting <<<"$out")" ;;
+		429:1:3600)
+			expect_match "$mode: named" \
+			    "HTTP 429 from the server \\(Retry-After 3600 s is more than the 60 s qsup waits\\)" "$out"
+			expect_eq "$mode: no wait" 1 $((SECONDS - t0 < 30)) ;;
+		429:99:1)
+			expect_match "$mode: named" \
+			    "HTTP 429 from the server \\(still after 2 waits\\)" \
+			    "$out" ;;
+		esac
+		expect_eq "$mode: no image left" "" \
+		    "$(ls "$IMAGES"/*.qcow2 2>/dev/null)"
+		stop_proxy
+	done
+}
+
 test_fault_statuses() {
 	local out code
 	fresh_images status
@@ -592,6 +682,7 @@ run_test test_by_digest_then_cached
 run_test test_shared_base_fetched_once
 run_test test_two_pulls_download_once
 run_test test_image_build_ref
+run_test test_image_build_ref_profile
 run_test test_tls_htpasswd
 run_test test_errors_name_what_failed
 run_test test_mirrors_in_order
@@ -604,5 +695,6 @@ run_test test_fault_drop_resumes
 run_test test_fault_resume_across_pulls
 run_test test_fault_wrong_blob
 run_test test_fault_429_waits
+run_test test_fault_blob_busy
 run_test test_fault_statuses
 finish
