@@ -318,6 +318,72 @@ test_tls_htpasswd() {
 	expect_match "an unknown CA" "certificate" "$out"
 }
 
+# Credential helpers (credHelpers, credsStore): docker-credential-NAME get
+# run with the registry's host on stdin, its JSON the credentials for
+# the TLS+htpasswd registry; its failures named.
+test_cred_helpers() {
+	local out ref=docker://127.0.0.1:$SECURE/t/gzip:1 bin=$T_TMP/credbin
+	fresh_images cred
+	local CURL_CA_BUNDLE=$O/secure/cert.pem
+	export CURL_CA_BUNDLE
+	mkdir -p "$bin"
+	cat >"$bin/docker-credential-qtest" <<-EOF
+	#!/bin/sh
+	[ "\$1" = get ] || exit 2
+	host=\$(cat)
+	echo "\$host" >>"$T_TMP/cred.asked"
+	case \$host in
+	127.0.0.1:$SECURE) echo '{"ServerURL":"x","Username":"qsup","Secret":"s3cret"}' ;;
+	*) echo "credentials not found in native keychain"; exit 1 ;;
+	esac
+	EOF
+	printf '#!/bin/sh\necho %s\n' \
+	    "'{\"Username\":\"qsup\",\"Secret\":\"wrong\"}'" \
+	    >"$bin/docker-credential-qbad"
+	printf '#!/bin/sh\necho boom >&2\nexit 3\n' >"$bin/docker-credential-qfail"
+	printf '#!/bin/sh\necho not-json\n' >"$bin/docker-credential-qjunk"
+	printf '#!/bin/sh\nexec sleep 60\n' >"$bin/docker-credential-qhang"
+	chmod +x "$bin"/docker-credential-*
+	local PATH=$bin:$PATH
+	printf '{"credHelpers":{"127.0.0.1:%s":"qtest"}}' "$SECURE" \
+	    >"$T_TMP/helper.json"
+	out=$(REGISTRY_AUTH_FILE=$T_TMP/helper.json "$QSUP" image pull "$ref" 2>&1)
+	expect_eq "credHelpers: exit" 0 $?
+	expect_eq "the helper got the host" "127.0.0.1:$SECURE" \
+	    "$(head -n 1 "$T_TMP/cred.asked")"
+	fresh_images cred2
+	printf '{"auths":{},"credsStore":"qtest"}' >"$T_TMP/store.json"
+	out=$(REGISTRY_AUTH_FILE=$T_TMP/store.json "$QSUP" image pull "$ref" 2>&1)
+	expect_eq "credsStore: exit" 0 $?
+	# None for the plain registry: anonymous, as docker goes on.
+	out=$(REGISTRY_AUTH_FILE=$T_TMP/store.json "$QSUP" image pull \
+	    "docker://127.0.0.1:$PLAIN/t/zstd:1" 2>&1)
+	expect_eq "the helper has none: anonymous" 0 $?
+	expect_eq "it was asked" "127.0.0.1:$PLAIN" \
+	    "$(tail -n 1 "$T_TMP/cred.asked")"
+	for h in qbad qfail qjunk qnone qhang; do
+		fresh_images "cred-$h"
+		printf '{"credsStore":"%s"}' "$h" >"$T_TMP/h.json"
+		out=$(REGISTRY_AUTH_FILE=$T_TMP/h.json "$QSUP" image pull \
+		    "$ref" 2>&1)
+		expect_eq "$h: fails" 1 $(($? != 0))
+		case $h in
+		qbad) expect_match "$h: named" "the credentials of credential helper docker-credential-qbad \\(named by $T_TMP/h.json\\) were refused" "$out" ;;
+		qfail) expect_match "$h: named" "credential helper docker-credential-qfail get failed \\(exit 3\\): boom \\(named by $T_TMP/h.json\\)" "$out" ;;
+		qjunk) expect_match "$h: named" "credential helper docker-credential-qjunk for 127.0.0.1:$SECURE: its output is not a JSON object" "$out" ;;
+		qnone) expect_match "$h: named" "credential helper docker-credential-qnone: not found on PATH" "$out" ;;
+		qhang) expect_match "$h: named" "credential helper docker-credential-qhang: no answer in 10 s: killed" "$out"
+			expect_eq "$h: its sleep killed" "" \
+			    "$(pgrep -u "$(id -u)" -fx "sleep 60" || true)" ;;
+		esac
+	done
+	fresh_images cred-path
+	printf '{"credsStore":"../../bin/sh"}' >"$T_TMP/h.json"
+	out=$(REGISTRY_AUTH_FILE=$T_TMP/h.json "$QSUP" image pull "$ref" 2>&1)
+	expect_match "a helper's name that is a path: refused" \
+	    "h.json: the credential helper's name is not one" "$out"
+}
+
 test_errors_name_what_failed() {
 	local out
 	fresh_images errors
@@ -684,6 +750,7 @@ run_test test_two_pulls_download_once
 run_test test_image_build_ref
 run_test test_image_build_ref_profile
 run_test test_tls_htpasswd
+run_test test_cred_helpers
 run_test test_errors_name_what_failed
 run_test test_mirrors_in_order
 run_test test_registries_setting
