@@ -121,7 +121,8 @@ static const struct cmd_entry cmd_image_pull_entry = {
 "docker://REF ([REGISTRY/]REPO[:TAG][@sha256:HEX], Docker Hub's when no\n"
 "registry is named) is pulled from its OCI registry, every blob checked\n"
 "against its digest, and built into a bootable image; credentials come\n"
-"from $REGISTRY_AUTH_FILE, containers' auth.json or ~/.docker/config.json,\n"
+"from $REGISTRY_AUTH_FILE, containers' auth.json or ~/.docker/config.json\n"
+"(or the docker-credential-NAME its credHelpers or credsStore names),\n"
 "mirrors and insecure registries from the profile's registries setting\n"
 "and registries.conf.\n"
 "\n",
