@@ -232,7 +232,8 @@ image_cred_get(const char *name, const char *registry, char **cause)
 	char		*prog, *say, *why, *out = NULL;
 	int		 in[2], o[2], e[2], fd[2], over[2] = { 0, 0 };
 	int		 status = 0, timed = 0;
-	pid_t		 pid;
+	double		 deadline;
+	pid_t		 pid, w;
 	size_t		 len;
 
 	*cause = NULL;
@@ -296,17 +297,27 @@ image_cred_get(const char *name, const char *registry, char **cause)
 	sigaction(SIGPIPE, &old, NULL);
 	fd[0] = o[0];
 	fd[1] = e[0];
-	if (image_cred_read(fd, b, over, util_now() + IMAGE_CRED_DEADLINE) ==
-	    -1) {
+	deadline = util_now() + IMAGE_CRED_DEADLINE;
+	if (image_cred_read(fd, b, over, deadline) == -1)
 		timed = 1;
-		(void)kill(-pid, SIGKILL);
-	}
 	if (fd[0] != -1)
 		close(fd[0]);
 	if (fd[1] != -1)
 		close(fd[1]);
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		/* nothing */;
+	/* Its output closed, it may still linger: the same deadline. */
+	while (!timed && (w = waitpid(pid, &status, WNOHANG)) != pid) {
+		if (w == -1 && errno != EINTR)
+			break;
+		if (util_now() >= deadline)
+			timed = 1;
+		else
+			usleep(10 * 1000);
+	}
+	if (timed) {
+		(void)kill(-pid, SIGKILL);
+		while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+			/* nothing */;
+	}
 	if (timed)
 		xasprintf(cause, "credential helper %s: no answer in %d s: "
 		    "killed", prog, IMAGE_CRED_DEADLINE);

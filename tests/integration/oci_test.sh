@@ -343,6 +343,8 @@ test_cred_helpers() {
 	printf '#!/bin/sh\necho boom >&2\nexit 3\n' >"$bin/docker-credential-qfail"
 	printf '#!/bin/sh\necho not-json\n' >"$bin/docker-credential-qjunk"
 	printf '#!/bin/sh\nexec sleep 60\n' >"$bin/docker-credential-qhang"
+	printf '#!/bin/sh\nexec >&- 2>&-\nexec sleep 61\n' \
+	    >"$bin/docker-credential-qlinger"
 	chmod +x "$bin"/docker-credential-*
 	local PATH=$bin:$PATH
 	printf '{"credHelpers":{"127.0.0.1:%s":"qtest"}}' "$SECURE" \
@@ -361,7 +363,7 @@ test_cred_helpers() {
 	expect_eq "the helper has none: anonymous" 0 $?
 	expect_eq "it was asked" "127.0.0.1:$PLAIN" \
 	    "$(tail -n 1 "$T_TMP/cred.asked")"
-	for h in qbad qfail qjunk qnone qhang; do
+	for h in qbad qfail qjunk qnone qhang qlinger; do
 		fresh_images "cred-$h"
 		printf '{"credsStore":"%s"}' "$h" >"$T_TMP/h.json"
 		out=$(REGISTRY_AUTH_FILE=$T_TMP/h.json "$QSUP" image pull \
@@ -375,6 +377,9 @@ test_cred_helpers() {
 		qhang) expect_match "$h: named" "credential helper docker-credential-qhang: no answer in 10 s: killed" "$out"
 			expect_eq "$h: its sleep killed" "" \
 			    "$(pgrep -u "$(id -u)" -fx "sleep 60" || true)" ;;
+		qlinger) expect_match "$h: its output closed, it lingers: named" "credential helper docker-credential-qlinger: no answer in 10 s: killed" "$out"
+			expect_eq "$h: its sleep killed" "" \
+			    "$(pgrep -u "$(id -u)" -fx "sleep 61" || true)" ;;
 		esac
 	done
 	fresh_images cred-path
