@@ -73,6 +73,11 @@ echo "  qsup image pull docker://  (download, digests, qcow2 build): $(median <"
 echo "  skopeo copy docker:// oci: (download, digests):              $(median <"$tmp/skopeo") ms  [$(tr '\n' ' ' <"$tmp/skopeo")]"
 echo "  of qsup's: qsup image build oci:DIR (the same image's build): $(median <"$tmp/build") ms"
 
+# Where one pull's time goes: -v times the build's steps.
+rm -rf "$tmp/data"
+XDG_DATA_HOME=$tmp/data "$qsup" image pull -v "docker://$ref" 2>&1 >/dev/null |
+    sed -n 's/^qsup: image build: //p' | paste -sd, - | sed 's/,/, /g; s/^/  one more pull'"'"'s build steps (-v): /'
+
 # The second image, its base already pulled: what is asked for.
 rm -rf "$tmp/data"
 XDG_DATA_HOME=$tmp/data "$qsup" image pull --json "docker://$ref" >/dev/null 2>&1

@@ -94,6 +94,13 @@ static const struct cmd_option cmd_image_build_options[] = {
 	{ CMD_IMAGE_SIZE, "size", CMD_V_SIZE, "SIZE", 0,
 	  "the disk's size (4G, 512M, bytes; default: the\n"
 	  "tree's size, a third more and 64 MiB)" },
+	{ 'p', "profile", CMD_V_PROFILE, "FILE", 0,
+	  "docker://REF only: the profile whose registries,\n"
+	  "images_dir (the blob cache) and image_max_size the\n"
+	  "pull uses (default: builtin:default)" },
+	{ CMD_IMAGE_SET, "set", CMD_V_SETTING, "NAME=VALUE", CMD_O_REPEAT,
+	  "docker://REF only: override a profile setting\n"
+	  "(repeatable)" },
 	CMD_IMAGE_VERBOSE(0)
 };
 
@@ -114,7 +121,8 @@ static const struct cmd_entry cmd_image_pull_entry = {
 "docker://REF ([REGISTRY/]REPO[:TAG][@sha256:HEX], Docker Hub's when no\n"
 "registry is named) is pulled from its OCI registry, every blob checked\n"
 "against its digest, and built into a bootable image; credentials come\n"
-"from $REGISTRY_AUTH_FILE, containers' auth.json or ~/.docker/config.json,\n"
+"from $REGISTRY_AUTH_FILE, containers' auth.json or ~/.docker/config.json\n"
+"(or the docker-credential-NAME its credHelpers or credsStore names),\n"
 "mirrors and insecure registries from the profile's registries setting\n"
 "and registries.conf.\n"
 "\n",
@@ -159,14 +167,16 @@ static const struct cmd_entry cmd_image_prune_entry = {
 
 static const struct cmd_entry cmd_image_build_entry = {
 	.name = "build",
-	.usage = "image build FROM -o OUT.qcow2 [--size SIZE]",
+	.usage = "image build FROM -o OUT.qcow2 [--size SIZE] [--profile FILE] "
+	    "[--set NAME=VALUE]",
 	.summary = "a bootable image from a directory, tarball or OCI layout",
 	.help =
 "Make OUT.qcow2, which qsup run --set image=OUT.qcow2 boots, from FROM:\n"
 "a directory, a tarball (docker/podman export, mmdebstrap; plain, gzip,\n"
 "xz or zstd), oci:DIR[:TAG], an OCI image layout (skopeo copy, podman\n"
 "save --format oci-dir), or docker://REF, pulled from its registry as\n"
-"qsup image pull pulls it; the layers applied in order with their\n"
+"qsup image pull pulls it (the registries setting of --profile and\n"
+"--set, and registries.conf); the layers applied in order with their\n"
 "whiteouts. No privileges needed: owners, modes, device nodes, hard\n"
 "links and xattrs are the archive's, not the builder's. Every entry is\n"
 "checked first (no absolute path, no \"..\", no link out of the tree),\n"
@@ -652,27 +662,36 @@ cmd_image_size(const char *s, uint64_t *bytes)
 	return (0);
 }
 
-/* "qsup image build docker://REF -o OUT": pulled, then built into OUT. */
+/*
+ * "qsup image build docker://REF -o OUT": pulled as qsup image pull
+ * pulls it (the profile's registries, images_dir, image_max_size), then
+ * built into OUT.
+ */
 static int
-cmd_image_build_ref(const struct image_build_req *b)
+cmd_image_build_ref(const struct image_build_req *b, struct cmd_image_opts *o)
 {
 	struct image_req	 req;
+	struct profile		 p;
 	struct pull		 cp;
+	int			 rc = 0;
 
-	memset(&req, 0, sizeof req);
+	if (cmd_image_profile(o, NULL, &p) == -1)
+		return (QSUP_EXIT_ERROR);
+	plan_image(&p, 0, &req);
 	req.url = b->from;
+	req.sums_url = req.sha256 = NULL;	/* the profile's image's */
+	req.unverified_ok = 0;
 	req.out = b->out;
 	req.out_size = b->size;
-	req.progress = IMAGE_PROGRESS_AUTO;
 	if (pull_get(ev_default_loop(EVFLAG_AUTO), &req, &cp) == -1) {
 		log_warnx("image build: %s", cp.cause != NULL ? cp.cause :
 		    "interrupted");
-		pull_free(&cp);
-		return (QSUP_EXIT_ERROR);
-	}
+		rc = QSUP_EXIT_ERROR;
+	} else
+		printf("%s\n", b->out);
 	pull_free(&cp);
-	printf("%s\n", b->out);
-	return (0);
+	profile_free(&p);
+	return (rc);
 }
 
 /* "qsup image build FROM -o OUT [--size SIZE]". */
@@ -680,12 +699,14 @@ static int
 cmd_image_build(const struct cmd_entry *self, int argc, char **argv)
 {
 	struct image_build_req	 req;
+	struct cmd_image_opts	 o;
 	struct cmd_args		 a;
-	char			*cause = NULL, **sizes;
+	char			*cause = NULL, **sizes, **sets;
 	size_t			 i, n;
-	int			 sig, r;
+	int			 sig, r, rc;
 
 	memset(&req, 0, sizeof req);
+	memset(&o, 0, sizeof o);
 	/* The sizes before a --help or a bad option are checked first. */
 	r = cmd_args_parse(self, argc, argv, &a);
 	sizes = cmd_args_list(&a, CMD_IMAGE_SIZE, &n);
@@ -709,11 +730,28 @@ cmd_image_build(const struct cmd_entry *self, int argc, char **argv)
 		req.from = a.argv[0];
 	if (cmd_args_has(&a, 'v'))
 		log_verbose = 1;
+	o.profile = cmd_args_get(&a, 'p');
+	sets = cmd_args_list(&a, CMD_IMAGE_SET, &o.nsets);
+	o.sets = xcalloc(o.nsets + 1, sizeof *o.sets);
+	if (o.nsets > 0)
+		memcpy(o.sets, sets, o.nsets * sizeof *o.sets);
+	if (r == 0 && strncmp(req.from, "docker://", 9) == 0) {
+		/* o's strings are a's: freed after. */
+		rc = cmd_image_build_ref(&req, &o);
+		free(o.sets);
+		cmd_args_free(&a);
+		return (rc);
+	}
+	if (r == 0 && (o.profile != NULL || o.nsets > 0)) {
+		/* Nothing of a profile applies to a local FROM. */
+		log_warnx("image build: --profile and --set apply to "
+		    "docker://REF only, not to %s", req.from);
+		r = -1;
+	}
+	free(o.sets);
 	cmd_args_free(&a);
 	if (r != 0)
 		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
-	if (strncmp(req.from, "docker://", 9) == 0)
-		return (cmd_image_build_ref(&req));
 	if (image_build(&req, &sig, &cause) == -1) {
 		log_warnx("image build: %s", cause);
 		free(cause);

@@ -163,7 +163,8 @@ image_meta_write(const char *path, const struct image_info *ii, char **cause)
 	buf_json_string(&b, ii->checked != NULL ? ii->checked : "unverified");
 	buf_printf(&b, ",\"size\":%llu,\"pulled\":%lld}\n",
 	    (unsigned long long)ii->size, ii->pulled);
-	xasprintf(&tmp, "%s.tmp", path);
+	/* Two pulls of one image may both write it: a temporary each. */
+	xasprintf(&tmp, "%s.tmp.%ld", path, (long)getpid());
 	if (util_write_file(tmp, b.data) == -1 || rename(tmp, path) == -1) {
 		xasprintf(cause, "%s: %s", path, strerror(errno));
 		unlink(tmp);

@@ -192,6 +192,11 @@ int		 image_chal_parse(const char *, struct image_chal *);
 void		 image_chal_free(struct image_chal *);
 char		*image_auth_find(const char *, size_t, const char *, int *);
 char		*image_auth_get(const char *, char **, char **);
+
+/* image_cred.c */
+char		*image_cred_helper(const char *, size_t, const char *, char **);
+char		*image_cred_parse(const char *, size_t, char **);
+char		*image_cred_get(const char *, const char *, char **);
 struct image_manifest {
 	int		 is_index;
 	char		*pick;		/* an index: this platform's digest */

@@ -6,7 +6,10 @@
  * mke2fs -d, so the owners, modes, device nodes and hard links the
  * archives say reach the ext4 file system, never the builder's. sfdisk
  * lays out a GPT whose one partition is typed "Linux root (x86-64)",
- * debugfs sets the xattrs and qemu-img makes the qcow2. Everything is
+ * debugfs sets the xattrs, tune2fs and e2fsck -D add the metadata
+ * checksums (at the end: much faster than mke2fs -d keeping them up to
+ * date) and qemu-img makes the
+ * qcow2. With -v each step's time is logged. Everything is
  * made in a work directory beside OUT and renamed onto OUT at the end:
  * any failure, or SIGINT/SIGTERM/SIGHUP, removes it and leaves no OUT.
  */
@@ -39,8 +42,10 @@
  * Run under fakeroot: $1 the work dir, $2 the file system's KiB, $3 the
  * image.conf to add or "", then per layer: its tar, its whiteouts to
  * remove, its opaque directories (NUL-separated lists) and "oci" or
- * "tar". The lists were checked against symlinks before; find and rm get
- * "./" paths so none reads as an option.
+ * "tar", "-gz" added for a gzip layer that zstd decompresses (zlib's
+ * inflate: about five times gzip(1)'s speed on a 150 MB layer). The
+ * lists were checked against symlinks before; find and rm get "./" paths
+ * so none reads as an option.
  */
 static const char image_build_script[] =
 "set -eu\n"
@@ -53,10 +58,13 @@ static const char image_build_script[] =
 "	if [ -s \"$3\" ]; then\n"
 "		xargs -0 -I{} find {} -mindepth 1 -delete <\"$3\"\n"
 "	fi\n"
-"	if [ \"$4\" = oci ]; then ex=--exclude=.wh.*; else ex=--; fi\n"
-"	tar -x -f \"$1\" -C \"$w/tree\" --numeric-owner --same-owner \\\n"
-"	    --same-permissions --no-xattrs --no-acls --no-selinux \\\n"
-"	    --warning=no-unknown-keyword --warning=no-timestamp \"$ex\"\n"
+"	case $4 in oci*) ex=--exclude=.wh.* ;; *) ex=-- ;; esac\n"
+"	z=\n"
+"	case $4 in *-gz) z=\"zstd -q -d --format=gzip\" ;; esac\n"
+"	tar -x ${z:+-I \"$z\"} -f \"$1\" -C \"$w/tree\" \\\n"
+"	    --numeric-owner --same-owner --same-permissions --no-xattrs \\\n"
+"	    --no-acls --no-selinux --warning=no-unknown-keyword \\\n"
+"	    --warning=no-timestamp \"$ex\"\n"
 "	shift 4\n"
 "done\n"
 "if [ -n \"$conf\" ]; then\n"
@@ -65,7 +73,8 @@ static const char image_build_script[] =
 "	chown 0:0 \"$w/tree/etc/qsup\" \"$w/tree/etc/qsup/image.conf\"\n"
 "	chmod 644 \"$w/tree/etc/qsup/image.conf\"\n"
 "fi\n"
-"exec mke2fs -q -F -t ext4 -L root -E offset=1048576,nodiscard \\\n"
+"exec mke2fs -q -F -t ext4 -O ^metadata_csum -L root \\\n"
+"    -E offset=1048576,nodiscard \\\n"
 "    -d \"$w/tree\" \"$w/disk.raw\" \"${kib}k\"\n";
 
 struct image_build {
@@ -80,6 +89,8 @@ struct image_build {
 	char				**argv;	/* fakeroot's */
 	size_t				 argc;
 	uint64_t			 disk, fs;	/* bytes */
+	int				 zgz;	/* zstd reads gzip */
+	double				 t;	/* the last step's end */
 };
 
 static volatile sig_atomic_t	image_build_sig;
@@ -209,12 +220,13 @@ image_build_tools(int dir, char **cause)
 {
 	static const char *const tools[][2] = {
 		{ "mke2fs", "e2fsprogs" }, { "debugfs", "e2fsprogs" },
+		{ "tune2fs", "e2fsprogs" }, { "e2fsck", "e2fsprogs" },
 		{ "sfdisk", "fdisk" }, { "qemu-img", "qemu-utils" },
 		{ "fakeroot", "fakeroot" }, { "tar", "tar" },
 		{ "find", "findutils" }, { "xargs", "findutils" },
 	};
 	char	*p;
-	size_t	 i, n = dir ? 4 : sizeof tools / sizeof tools[0];
+	size_t	 i, n = dir ? 6 : sizeof tools / sizeof tools[0];
 
 	for (i = 0; i < n; i++) {
 		if ((p = util_which(tools[i][0])) == NULL) {
@@ -254,6 +266,52 @@ image_build_arg(struct image_build *b, const char *arg)
 	b->argv[b->argc] = NULL;
 }
 
+/* Does file start as gzip does? */
+static int
+image_build_is_gzip(const char *file)
+{
+	unsigned char	m[2];
+	int		fd, gz;
+
+	if ((fd = open(file, O_RDONLY|O_CLOEXEC)) == -1)
+		return (0);
+	gz = read(fd, m, 2) == 2 && m[0] == 0x1f && m[1] == 0x8b;
+	close(fd);
+	return (gz);
+}
+
+/*
+ * Can zstd here decompress gzip (built with zlib, as Debian's is)? A
+ * gzip of nothing, tried: otherwise GNU tar's gzip(1) does it.
+ */
+static int
+image_build_zstd_gzip(struct image_build *b)
+{
+	static const unsigned char	 empty[] = { 0x1f, 0x8b, 8, 0, 0, 0,
+		    0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+	struct buf			 gz = { 0 };
+	char				*in, *cause = NULL, *p;
+	char				*argv[] = { "zstd", "-q", "-d",
+		    "--format=gzip", "-c", NULL };
+	int				 ok;
+
+	if ((p = util_which("zstd")) == NULL)
+		return (0);
+	free(p);
+	buf_add(&gz, empty, sizeof empty);
+	in = image_build_file(b, "empty.gz", &gz, &cause);
+	buf_free(&gz);
+	if (in == NULL) {
+		free(cause);
+		return (0);
+	}
+	ok = image_build_run(b, argv, in, "zstd", &cause) == 0;
+	free(cause);
+	(void)unlink(in);
+	free(in);
+	return (ok);
+}
+
 /* One archive checked, and its four arguments for the script. */
 static int
 image_build_layer(struct image_build *b, const char *file, const char *what,
@@ -283,7 +341,10 @@ image_build_layer(struct image_build *b, const char *file, const char *what,
 	free(abs);
 	image_build_arg(b, prm);
 	image_build_arg(b, popq);
-	image_build_arg(b, b->is_oci ? "oci" : "tar");
+	if (b->zgz && image_build_is_gzip(file))
+		image_build_arg(b, b->is_oci ? "oci-gz" : "tar-gz");
+	else
+		image_build_arg(b, b->is_oci ? "oci" : "tar");
 	ret = 0;
 out:
 	buf_free(&rm);
@@ -302,6 +363,7 @@ image_build_check(struct image_build *b, const char *from, char **cause)
 	int	 ret = -1;
 
 	b->tree = image_tree_new();
+	b->zgz = image_build_zstd_gzip(b);
 	image_build_arg(b, "fakeroot");
 	image_build_arg(b, "--");
 	image_build_arg(b, "sh");
@@ -390,7 +452,10 @@ image_build_table(struct image_build *b, char **cause)
 {
 	struct buf	 s = { 0 };
 	char		*raw, *in = NULL;
-	char		*argv[] = { "sfdisk", "--quiet", NULL, NULL };
+	/* Not a device: nothing to re-read, and no sleep, no sync(2) for
+	 * it (a quarter of a second). */
+	char		*argv[] = { "sfdisk", "--quiet", "--no-reread",
+		    "--no-tell-kernel", NULL, NULL };
 	int		 fd, ret = -1;
 
 	xasprintf(&raw, "%s/disk.raw", b->work);
@@ -404,7 +469,7 @@ image_build_table(struct image_build *b, char **cause)
 	    (unsigned long long)(b->fs / 512), IMAGE_BUILD_ROOT_TYPE);
 	if ((in = image_build_file(b, "sfdisk.in", &s, cause)) == NULL)
 		goto out;
-	argv[2] = raw;
+	argv[4] = raw;
 	ret = image_build_run(b, argv, in, "sfdisk", cause);
 out:
 	buf_free(&s);
@@ -455,9 +520,9 @@ static int
 image_build_fs(struct image_build *b, int dir, char **cause)
 {
 	char	*kib, *raw, *tree;
-	char	*argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-L", "root",
-		    "-E", "offset=1048576,nodiscard", "-d", NULL, NULL, NULL,
-		    NULL };
+	char	*argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-O",
+		    "^metadata_csum", "-L", "root", "-E",
+		    "offset=1048576,nodiscard", "-d", NULL, NULL, NULL, NULL };
 	int	 ret;
 
 	xasprintf(&kib, "%lluk", (unsigned long long)(b->fs / 1024));
@@ -465,9 +530,9 @@ image_build_fs(struct image_build *b, int dir, char **cause)
 		xasprintf(&raw, "%s/disk.raw", b->work);
 		if ((tree = realpath(b->req->from, NULL)) == NULL)
 			tree = xstrdup(b->req->from);
-		argv[10] = tree;
-		argv[11] = raw;
-		argv[12] = kib;
+		argv[12] = tree;
+		argv[13] = raw;
+		argv[14] = kib;
 		ret = image_build_run(b, argv, NULL, "mke2fs", cause);
 		free(tree);
 		free(raw);
@@ -486,6 +551,30 @@ image_build_fs(struct image_build *b, int dir, char **cause)
 		    (unsigned long long)(b->fs >> 20), kib);
 		free(kib);
 	}
+	return (ret);
+}
+
+/*
+ * The metadata checksums, computed once over the finished file system:
+ * mke2fs -d keeps them up to date on every extent it writes, in software
+ * (crc32c), which made it about 2.5 times slower on a 150 MB layer.
+ * tune2fs cannot add a directory block's checksum where the block has no
+ * room left for it: e2fsck -D rebuilds those (its exit 1 says it did).
+ */
+static int
+image_build_csum(struct image_build *b, char **cause)
+{
+	char	*dev, *argv[] = { "sh", "-c", "tune2fs -O metadata_csum "
+		    "\"$1\" && { e2fsck -f -y -D \"$1\"; [ $? -le 1 ]; }", "sh",
+		    NULL, NULL };
+	int	 ret;
+
+	xasprintf(&dev, "%s/disk.raw?offset=%d", b->work,
+	    IMAGE_BUILD_PART_START);
+	argv[4] = dev;
+	ret = image_build_run(b, argv, NULL, "tune2fs, e2fsck (metadata_csum)",
+	    cause);
+	free(dev);
 	return (ret);
 }
 
@@ -556,6 +645,16 @@ image_build_cleanup(struct image_build *b)
 	free(b->argv);
 }
 
+/* With -v, how long each step took: where a build's time goes. */
+static void
+image_build_phase(struct image_build *b, const char *what)
+{
+	double	now = util_now();
+
+	log_debug("image build: %s %.0f ms", what, (now - b->t) * 1000);
+	b->t = now;
+}
+
 /* The build's steps, in its work directory. */
 static int
 image_build_steps(struct image_build *b, const char *from, int dir,
@@ -563,6 +662,7 @@ image_build_steps(struct image_build *b, const char *from, int dir,
 {
 	uint64_t	tree;
 
+	b->t = util_now();
 	if (image_build_tools(dir, cause) == -1)
 		return (-1);
 	if (dir) {
@@ -577,12 +677,23 @@ image_build_steps(struct image_build *b, const char *from, int dir,
 			return (-1);
 		tree = image_tree_bytes(b->tree);
 	}
+	image_build_phase(b, "check");
 	if (image_build_sizes(b, tree, cause) == -1 ||
-	    image_build_table(b, cause) == -1 ||
-	    image_build_fs(b, dir, cause) == -1 ||
-	    image_build_xattrs(b, cause) == -1 ||
-	    image_build_out(b, cause) == -1)
+	    image_build_table(b, cause) == -1)
 		return (-1);
+	image_build_phase(b, "sfdisk");
+	if (image_build_fs(b, dir, cause) == -1)
+		return (-1);
+	image_build_phase(b, dir ? "mke2fs" : "tar+mke2fs");
+	if (image_build_xattrs(b, cause) == -1)
+		return (-1);
+	image_build_phase(b, "xattrs");
+	if (image_build_csum(b, cause) == -1)
+		return (-1);
+	image_build_phase(b, "csum");
+	if (image_build_out(b, cause) == -1)
+		return (-1);
+	image_build_phase(b, "qcow2");
 	return (0);
 }
 

@@ -1,8 +1,9 @@
 /*
  * The digests of a pull, computed beside the download: a thread reads
  * the part back (from the page cache, with pread) behind the writer and
- * hashes it with mbedTLS, so that hashing (mbedTLS 2.28 has no SHA-NI:
- * ~300 MB/s here) overlaps receiving instead of adding to it. The loop
+ * hashes it with OpenSSL's libcrypto (SHA-NI where the CPU has it: about
+ * 1.5 GB/s here, where mbedTLS 2.28 made 250 MB/s and was most of a
+ * 150 MB pull's download), overlapping receiving. The loop
  * thread says how far the part is written; the end of the hashing comes
  * back to the loop through an ev_async, never a blocking wait there.
  * It also starts the writeback of what it hashed, so the fdatasync before
@@ -50,9 +51,13 @@ image_hasher_main(void *arg)
 				h->err = n == 0 ? EIO : errno;
 				goto out;
 			}
-			mbedtls_sha256_update_ret(&h->s256, buf, n);
-			if (h->use512)
-				mbedtls_sha512_update_ret(&h->s512, buf, n);
+			if (EVP_DigestUpdate(h->s256, buf, n) != 1 ||
+			    (h->use512 && EVP_DigestUpdate(h->s512, buf,
+			    n) != 1)) {
+				pthread_mutex_lock(&h->mu);
+				h->err = EIO;
+				goto out;
+			}
 			/* Its writeback begun: the last fdatasync is short. */
 			sync_file_range(h->fd, at, n, SYNC_FILE_RANGE_WRITE);
 			at += n;
@@ -95,8 +100,9 @@ image_hasher_init(struct image_hasher *h, struct ev_loop *loop,
 	h->fd = -1;
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
-	mbedtls_sha256_init(&h->s256);
-	mbedtls_sha512_init(&h->s512);
+	if ((h->s256 = EVP_MD_CTX_new()) == NULL ||
+	    (h->s512 = EVP_MD_CTX_new()) == NULL)
+		fatalx("EVP_MD_CTX_new failed");
 	ev_async_init(&h->async, image_hasher_async_cb);
 	h->async.data = h;
 	h->inited = 1;
@@ -133,8 +139,11 @@ image_hasher_start(struct image_hasher *h, int fd, int use512,
 	h->avail = avail;
 	h->done = 0;
 	h->stop = h->finishing = h->err = 0;
-	mbedtls_sha256_starts_ret(&h->s256, 0);
-	mbedtls_sha512_starts_ret(&h->s512, 0);
+	if (EVP_DigestInit_ex(h->s256, EVP_sha256(), NULL) != 1 ||
+	    EVP_DigestInit_ex(h->s512, EVP_sha512(), NULL) != 1) {
+		errno = EIO;
+		return (-1);
+	}
 	ev_async_start(h->loop, &h->async);
 	if ((errno = pthread_create(&h->th, NULL, image_hasher_main, h)) != 0)
 		return (-1);
@@ -171,9 +180,11 @@ image_hasher_result(struct image_hasher *h, unsigned char *d256,
 		errno = h->err;
 		return (-1);
 	}
-	mbedtls_sha256_finish_ret(&h->s256, d256);
-	if (h->use512)
-		mbedtls_sha512_finish_ret(&h->s512, d512);
+	if (EVP_DigestFinal_ex(h->s256, d256, NULL) != 1 ||
+	    (h->use512 && EVP_DigestFinal_ex(h->s512, d512, NULL) != 1)) {
+		errno = EIO;
+		return (-1);
+	}
 	return (0);
 }
 
@@ -183,8 +194,9 @@ image_hasher_free(struct image_hasher *h)
 	if (!h->inited)
 		return;
 	image_hasher_stop(h);
-	mbedtls_sha256_free(&h->s256);
-	mbedtls_sha512_free(&h->s512);
+	EVP_MD_CTX_free(h->s256);
+	EVP_MD_CTX_free(h->s512);
+	h->s256 = h->s512 = NULL;
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
 	h->inited = 0;

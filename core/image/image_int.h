@@ -10,6 +10,7 @@
 
 #include <mbedtls/sha256.h>
 #include <mbedtls/sha512.h>
+#include <openssl/evp.h>
 
 #include "image.h"
 
@@ -52,8 +53,7 @@ struct image_hasher {
 	int			 use512;
 	uint64_t		 avail, done;	/* under mu */
 	int			 stop, finishing, err;
-	mbedtls_sha256_context	 s256;
-	mbedtls_sha512_context	 s512;
+	EVP_MD_CTX		*s256, *s512;
 	struct ev_loop		*loop;
 	ev_async		 async;
 	void			(*cb)(void *);

@@ -32,6 +32,8 @@
 #define IMAGE_LOCK_RETRY_S	0.2
 #define IMAGE_LOCK_TRIES	100	/* races with a pull ending */
 #define IMAGE_BUFFER		(512 * 1024)
+#define IMAGE_WAIT_MAX		60	/* seconds a 429/503 is waited out */
+#define IMAGE_WAITS		2	/* 429/503s waited out per file */
 
 enum image_phase {
 	IMAGE_PH_LOCK,
@@ -89,6 +91,9 @@ struct image_url_pull {
 	uint64_t		 unsat_total;	/* a 416's Content-Range */
 	long			 hcode;		/* the response's status */
 	uint64_t		 hlen;		/* its Content-Length */
+	char			*retry_after;	/* its Retry-After */
+	int			 waits;		/* 429/503s waited out */
+	ev_timer		 wait;
 	uint64_t		 cap;		/* the most bytes it may have */
 	char			*cap_why;	/* what cap is, for messages */
 	char			*werr;
@@ -160,6 +165,7 @@ image_pull_stop(struct image_url_pull *p)
 	ev_timer_stop(p->loop, &p->timer);
 	ev_timer_stop(p->loop, &p->stall_timer);
 	ev_timer_stop(p->loop, &p->lock_timer);
+	ev_timer_stop(p->loop, &p->wait);
 	image_hasher_stop(&p->hasher);
 	if (p->fd != -1) {
 		close(p->fd);
@@ -189,6 +195,7 @@ image_pull_free(struct image_url_pull *p)
 	free(p->checked);
 	free(p->werr);
 	free(p->cap_why);
+	free(p->retry_after);
 	free(p->name);
 	free(p->header);
 	curl_slist_free_all(p->hdrs);
@@ -627,8 +634,21 @@ image_header_cb(char *data, size_t size, size_t n, void *arg)
 		line[n] = '\0';
 		p->got_cr = p->got_len = 0;
 		p->unsat_total = 0;
+		free(p->retry_after);
+		p->retry_after = NULL;
 		if (sscanf(line, "HTTP/%*s %ld", &p->hcode) != 1)
 			p->hcode = 0;
+	} else if (n > 12 && n < sizeof line &&
+	    strncasecmp(data, "Retry-After:", 12) == 0) {
+		memcpy(line, data + 12, n - 12);
+		line[n - 12] = '\0';
+		free(p->retry_after);
+		p->retry_after = xstrdup(line + strspn(line, " \t"));
+		/* The network's, into messages: printable or cut there. */
+		for (a = 0; p->retry_after[a] > ' ' &&
+		    p->retry_after[a] < 0x7f; a++)
+			/* nothing */;
+		p->retry_after[a] = '\0';
 	} else if (n > 15 && n < sizeof line &&
 	    strncasecmp(data, "Content-Length:", 15) == 0) {
 		memcpy(line, data + 15, n - 15);
@@ -920,11 +940,58 @@ image_curl_dropped(CURLcode rc)
 	}
 }
 
+/* A 429's or 503's wait is over: the same request, from what is there. */
+static void
+image_pull_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct image_url_pull	*p = w->data;
+
+	(void)loop;
+	(void)revents;
+	image_pull_request(p);
+}
+
+/*
+ * A 429 (the server's rate limit) or a 503 that says when to come back:
+ * waited out, at most IMAGE_WAITS times of IMAGE_WAIT_MAX s each, as the
+ * registry's manifests are. 1 when waiting; 0 with the reason in *why.
+ */
+static int
+image_pull_wait(struct image_url_pull *p, long code, char **why)
+{
+	long	wait;
+
+	*why = NULL;
+	if (code != 429 && (code != 503 || p->retry_after == NULL))
+		return (0);
+	if (p->waits >= IMAGE_WAITS) {
+		xasprintf(why, "still after %d waits", p->waits);
+		return (0);
+	}
+	if ((wait = image_manifest_retry_after(p->retry_after,
+	    IMAGE_WAIT_MAX)) < 0) {
+		xasprintf(why, "Retry-After %s s is more than the %d s qsup "
+		    "waits", p->retry_after, IMAGE_WAIT_MAX);
+		return (0);
+	}
+	p->waits++;
+	log_info("%s: HTTP %ld: waiting %ld s (Retry-After) to ask it again",
+	    p->req.url, code, wait);
+	/* No transfer while waiting: the stall timer looks at none. */
+	curl_multi_remove_handle(p->multi, p->easy);
+	curl_easy_cleanup(p->easy);
+	p->easy = NULL;
+	ev_timer_set(&p->wait, (double)wait, 0);
+	ev_timer_start(p->loop, &p->wait);
+	return (1);
+}
+
 /* The image's transfer ended with rc: done, resumed, or failed. */
 static void
 image_pull_data_done(struct image_url_pull *p, CURLcode rc)
 {
-	long	code = 0;
+	char	*why;
+	long	 code = 0;
 
 	curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &code);
 	if (p->werr != NULL) {
@@ -950,6 +1017,14 @@ image_pull_data_done(struct image_url_pull *p, CURLcode rc)
 			image_pull_fail(p, "%s", p->werr);
 		else
 			image_pull_request(p);
+		return;
+	}
+	if (image_pull_wait(p, code, &why))
+		return;
+	if (why != NULL) {
+		image_pull_fail(p, "%s: HTTP %ld from the server (%s)",
+		    p->req.url, code, why);
+		free(why);
 		return;
 	}
 	if (code >= 400) {
@@ -1164,6 +1239,8 @@ image_url_pull_start(struct ev_loop *loop, const struct image_req *req,
 	p->stall_timer.data = p;
 	ev_timer_init(&p->lock_timer, image_lock_cb, 0, 0);
 	p->lock_timer.data = p;
+	ev_init(&p->wait, image_pull_wait_cb);
+	p->wait.data = p;
 	p->req.name = p->name = req->name != NULL ? xstrdup(req->name) : NULL;
 	p->req.header = p->header = req->header != NULL ?
 	    xstrdup(req->header) : NULL;

@@ -307,7 +307,8 @@ image_auth_files(size_t *n)
  * registry's "auth" (base64 of USER:PASSWORD) in an auth file's text:
  * auths[registry], or docker's own key for Docker Hub. NULL if none;
  * *bad 1 when the file is not JSON or the value not base64, 2 when a
- * credential helper (credHelpers, credsStore) keeps them instead.
+ * credential helper (credHelpers, credsStore) keeps them instead
+ * (image_cred.c runs it).
  */
 char *
 image_auth_find(const char *text, size_t len, const char *registry,
@@ -343,7 +344,7 @@ image_auth_find(const char *text, size_t len, const char *registry,
 		else
 			out = xstrdup(a);
 	}
-	/* Credentials kept by a helper program: said, not run. */
+	/* Credentials kept by a helper program: the caller runs it. */
 	if (out == NULL && !*bad && (json_object_get(json_object_get(j,
 	    "credHelpers"), registry) != NULL ||
 	    json_is_string(json_object_get(j, "credsStore"))))
@@ -353,11 +354,47 @@ image_auth_find(const char *text, size_t len, const char *registry,
 }
 
 /*
+ * The credentials for registry from the credential helper file's text
+ * names for it; NULL when it has none (*from then says so, unless an
+ * earlier file said something) or with *cause.
+ */
+static char *
+image_auth_helper(const char *file, const char *text, size_t len,
+    const char *registry, char **from, char **cause)
+{
+	char	*name, *a, *why;
+
+	if ((name = image_cred_helper(text, len, registry, &why)) == NULL) {
+		if (why != NULL) {
+			xasprintf(cause, "%s: %s", file, why);
+			free(why);
+		}
+		return (NULL);
+	}
+	/* Docker Hub's credentials are kept under its old URL. */
+	a = image_cred_get(name, strcmp(registry, IMAGE_REF_HUB) == 0 ?
+	    "https://index.docker.io/v1/" : registry, &why);
+	if (why != NULL)
+		xasprintf(cause, "%s (named by %s)", why, file);
+	else if (a != NULL) {
+		free(*from);
+		xasprintf(from, "credential helper docker-credential-%s "
+		    "(named by %s)", name, file);
+	} else if (*from == NULL)
+		xasprintf(from, "credential helper docker-credential-%s (named "
+		    "by %s) has none for it", name, file);
+	free(why);
+	free(name);
+	return (a);
+}
+
+/*
  * The credentials for registry from the first auth file that has them
  * ($REGISTRY_AUTH_FILE, containers' auth.json, ~/.docker/config.json),
- * as base64; *from names the file. NULL: none (anonymous; *from then
- * says so if a file names a credential helper instead), or NULL with
- * *cause for a file that cannot be read as one.
+ * as base64, or from the credential helper (credHelpers, credsStore) the
+ * file names for it; *from names the file or helper. NULL: none
+ * (anonymous; *from then says so if a helper had none), or NULL with
+ * *cause for a file that cannot be read as one or a helper that failed.
  */
 char *
 image_auth_get(const char *registry, char **from, char **cause)
@@ -377,15 +414,15 @@ image_auth_get(const char *registry, char **from, char **cause)
 			continue;
 		}
 		a = image_auth_find(text, len, registry, &bad);
+		if (bad == 2)
+			a = image_auth_helper(files[i], text, len, registry,
+			    from, cause);
 		free(text);
-		if (bad == 2 && *from == NULL)
-			xasprintf(from, "%s names a credential helper for it, "
-			    "which qsup does not run", files[i]);
-		else if (bad == 1)
+		if (bad == 1)
 			xasprintf(cause, "%s: not an auth file (JSON with "
 			    "\"auths\": {\"%s\": {\"auth\": BASE64}})",
 			    files[i], registry);
-		else if (a != NULL) {
+		else if (a != NULL && bad != 2) {
 			free(*from);
 			*from = xstrdup(files[i]);
 		}

@@ -1,7 +1,7 @@
 /*
  * What a registry pull reads from the network or a user: an image
  * reference, a WWW-Authenticate challenge, an auth file and a manifest,
- * each given the same bytes. A reference taken has a registry of
+ * a credential helper's output, each given the same bytes. A reference taken has a registry of
  * host[:port] characters and a lower-case repository; a challenge taken
  * has a scheme; a manifest taken is an index with a sha256 digest picked
  * or an image of at least one layer, every digest sha256:64 hex. And a
@@ -92,6 +92,39 @@ image_ref_fuzz_response(const char *s, size_t len)
 	free(v);
 }
 
+/*
+ * A credential helper's output and an auth file's helper name: base64
+ * taken (no line end, no space); a name that is no path, nothing but
+ * letters, digits, '.', '_', '-'.
+ */
+static void
+image_ref_fuzz_cred(const char *s, size_t len)
+{
+	char	*a, *cause, *p;
+
+	if ((a = image_cred_parse(s, len, &cause)) == NULL) {
+		if (cause == NULL)
+			abort();
+		free(cause);
+	} else {
+		if (*a == '\0' || strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		    "abcdefghijklmnopqrstuvwxyz0123456789+/=") != strlen(a))
+			abort();
+		free(a);
+	}
+	if ((a = image_cred_helper(s, len, "127.0.0.1:5000", &cause)) !=
+	    NULL) {
+		if (cause != NULL || *a == '.' || strchr(a, '/') != NULL)
+			abort();
+		for (p = a; *p != '\0'; p++) {
+			if ((unsigned char)*p <= ' ' || *p == 0x7f)
+				abort();
+		}
+		free(a);
+	}
+	free(cause);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
@@ -113,6 +146,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	if (a != NULL && strpbrk(a, "\r\n ") != NULL)
 		abort();
 	free(a);
+	image_ref_fuzz_cred(s, len);
 	image_ref_fuzz_manifest(s, len);
 	free(s);
 	return (0);

@@ -257,6 +257,44 @@ test_image_build_ref() {
 	expect_files gzip "$out"
 }
 
+# image build docker://REF takes --profile and --set as image pull does:
+# the profile's registries (a mirror for a registry nobody serves), and a
+# --set image_max_size that refuses the blobs. A local FROM refuses both.
+test_image_build_ref_profile() {
+	local out dead good_log
+	fresh_images buildprof
+	dead=$(free_port)
+	start_proxy pass || return
+	good_log=$PROXY_LOG
+	cat >"$T_TMP/buildreg.lua" <<-EOF
+	return {
+	  registries = { ["127.0.0.1:$dead"] = { mirrors = { "http://127.0.0.1:$PROXY_PORT" } } },
+	}
+	EOF
+	out=$("$QSUP" image build -p "$T_TMP/buildreg.lua" \
+	    "docker://127.0.0.1:$dead/t/gzip:1" -o "$T_TMP/bp.qcow2" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_eq "the output" "$T_TMP/bp.qcow2" "$(tail -n 1 <<<"$out")"
+	expect_match "the profile's mirror served the blobs" \
+	    "^GET /v2/t/gzip/blobs/sha256:" "$(cat "$good_log")"
+	expect_eq "blobs in the profile's images_dir" 1 \
+	    $(($(count_blobs) > 0))
+	out=$("$QSUP" image build -p "$T_TMP/buildreg.lua" \
+	    --set image_max_size=1M "docker://127.0.0.1:$dead/t/zstd:1" \
+	    -o "$T_TMP/bp2.qcow2" 2>&1)
+	expect_eq "--set: refused" 1 $(($? != 0))
+	expect_match "--set image_max_size applied" \
+	    "more than image_max_size \\(1048576\\)" "$out"
+	expect_eq "--set: no output" "" "$(ls "$T_TMP/bp2.qcow2" 2>/dev/null)"
+	mkdir -p "$T_TMP/bpdir"
+	out=$("$QSUP" image build --set image_max_size=1M "$T_TMP/bpdir" \
+	    -o "$T_TMP/bp3.qcow2" 2>&1)
+	expect_eq "a local FROM: refused" 1 $(($? != 0))
+	expect_match "a local FROM: named" \
+	    "--profile and --set apply to docker://REF only" "$out"
+	stop_proxy
+}
+
 test_tls_htpasswd() {
 	local out ref=docker://127.0.0.1:$SECURE/t/gzip:1
 	fresh_images tls
@@ -278,6 +316,77 @@ test_tls_htpasswd() {
 	    REGISTRY_AUTH_FILE=$T_TMP/auth.json "$QSUP" image pull \
 	    "docker://127.0.0.1:$SECURE/t/zstd:1" 2>&1)
 	expect_match "an unknown CA" "certificate" "$out"
+}
+
+# Credential helpers (credHelpers, credsStore): docker-credential-NAME get
+# run with the registry's host on stdin, its JSON the credentials for
+# the TLS+htpasswd registry; its failures named.
+test_cred_helpers() {
+	local out ref=docker://127.0.0.1:$SECURE/t/gzip:1 bin=$T_TMP/credbin
+	fresh_images cred
+	local CURL_CA_BUNDLE=$O/secure/cert.pem
+	export CURL_CA_BUNDLE
+	mkdir -p "$bin"
+	cat >"$bin/docker-credential-qtest" <<-EOF
+	#!/bin/sh
+	[ "\$1" = get ] || exit 2
+	host=\$(cat)
+	echo "\$host" >>"$T_TMP/cred.asked"
+	case \$host in
+	127.0.0.1:$SECURE) echo '{"ServerURL":"x","Username":"qsup","Secret":"s3cret"}' ;;
+	*) echo "credentials not found in native keychain"; exit 1 ;;
+	esac
+	EOF
+	printf '#!/bin/sh\necho %s\n' \
+	    "'{\"Username\":\"qsup\",\"Secret\":\"wrong\"}'" \
+	    >"$bin/docker-credential-qbad"
+	printf '#!/bin/sh\necho boom >&2\nexit 3\n' >"$bin/docker-credential-qfail"
+	printf '#!/bin/sh\necho not-json\n' >"$bin/docker-credential-qjunk"
+	printf '#!/bin/sh\nexec sleep 60\n' >"$bin/docker-credential-qhang"
+	printf '#!/bin/sh\nexec >&- 2>&-\nexec sleep 61\n' \
+	    >"$bin/docker-credential-qlinger"
+	chmod +x "$bin"/docker-credential-*
+	local PATH=$bin:$PATH
+	printf '{"credHelpers":{"127.0.0.1:%s":"qtest"}}' "$SECURE" \
+	    >"$T_TMP/helper.json"
+	out=$(REGISTRY_AUTH_FILE=$T_TMP/helper.json "$QSUP" image pull "$ref" 2>&1)
+	expect_eq "credHelpers: exit" 0 $?
+	expect_eq "the helper got the host" "127.0.0.1:$SECURE" \
+	    "$(head -n 1 "$T_TMP/cred.asked")"
+	fresh_images cred2
+	printf '{"auths":{},"credsStore":"qtest"}' >"$T_TMP/store.json"
+	out=$(REGISTRY_AUTH_FILE=$T_TMP/store.json "$QSUP" image pull "$ref" 2>&1)
+	expect_eq "credsStore: exit" 0 $?
+	# None for the plain registry: anonymous, as docker goes on.
+	out=$(REGISTRY_AUTH_FILE=$T_TMP/store.json "$QSUP" image pull \
+	    "docker://127.0.0.1:$PLAIN/t/zstd:1" 2>&1)
+	expect_eq "the helper has none: anonymous" 0 $?
+	expect_eq "it was asked" "127.0.0.1:$PLAIN" \
+	    "$(tail -n 1 "$T_TMP/cred.asked")"
+	for h in qbad qfail qjunk qnone qhang qlinger; do
+		fresh_images "cred-$h"
+		printf '{"credsStore":"%s"}' "$h" >"$T_TMP/h.json"
+		out=$(REGISTRY_AUTH_FILE=$T_TMP/h.json "$QSUP" image pull \
+		    "$ref" 2>&1)
+		expect_eq "$h: fails" 1 $(($? != 0))
+		case $h in
+		qbad) expect_match "$h: named" "the credentials of credential helper docker-credential-qbad \\(named by $T_TMP/h.json\\) were refused" "$out" ;;
+		qfail) expect_match "$h: named" "credential helper docker-credential-qfail get failed \\(exit 3\\): boom \\(named by $T_TMP/h.json\\)" "$out" ;;
+		qjunk) expect_match "$h: named" "credential helper docker-credential-qjunk for 127.0.0.1:$SECURE: its output is not a JSON object" "$out" ;;
+		qnone) expect_match "$h: named" "credential helper docker-credential-qnone: not found on PATH" "$out" ;;
+		qhang) expect_match "$h: named" "credential helper docker-credential-qhang: no answer in 10 s: killed" "$out"
+			expect_eq "$h: its sleep killed" "" \
+			    "$(pgrep -u "$(id -u)" -fx "sleep 60" || true)" ;;
+		qlinger) expect_match "$h: its output closed, it lingers: named" "credential helper docker-credential-qlinger: no answer in 10 s: killed" "$out"
+			expect_eq "$h: its sleep killed" "" \
+			    "$(pgrep -u "$(id -u)" -fx "sleep 61" || true)" ;;
+		esac
+	done
+	fresh_images cred-path
+	printf '{"credsStore":"../../bin/sh"}' >"$T_TMP/h.json"
+	out=$(REGISTRY_AUTH_FILE=$T_TMP/h.json "$QSUP" image pull "$ref" 2>&1)
+	expect_match "a helper's name that is a path: refused" \
+	    "h.json: the credential helper's name is not one" "$out"
 }
 
 test_errors_name_what_failed() {
@@ -566,6 +675,58 @@ test_fault_429_waits() {
 	stop_proxy
 }
 
+# A blob's 429, or 503 with Retry-After: waited out (bounded), asked
+# again; a 503 without one, a wait beyond 60 s or a third 429 fail,
+# named, and leave no image.
+test_fault_blob_busy() {
+	local out t0 blobs asked mode
+	fresh_images blobbusy
+	start_proxy blobbusy:429:1:2 || return
+	t0=$(date +%s.%N)
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "429: exit after the wait" 0 $?
+	expect_match "429: the wait said" \
+	    "/blobs/sha256:[0-9a-f]*: HTTP 429: waiting 2 s \\(Retry-After\\)" "$out"
+	blobs=$(grep "^GET /v2/t/gzip/blobs/" "$PROXY_LOG" | sort -u | wc -l)
+	asked=$(grep -c "^GET /v2/t/gzip/blobs/" "$PROXY_LOG")
+	expect_eq "429: one blob asked twice" $((blobs + 1)) "$asked"
+	expect_eq "429: waited Retry-After's 2 s" 1 \
+	    "$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { print (a - b >= 2) }')"
+	stop_proxy
+	fresh_images blobbusy503
+	start_proxy blobbusy:503:1:1 || return
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "503 with Retry-After: exit" 0 $?
+	expect_match "503: the wait said" "HTTP 503: waiting 1 s" "$out"
+	stop_proxy
+	for mode in 503:1:none 429:1:3600 429:99:1; do
+		fresh_images "blobbusy-${mode//:/-}"
+		start_proxy "blobbusy:$mode" || return
+		t0=$SECONDS
+		out=$("$QSUP" image pull \
+		    "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+		expect_eq "$mode: fails" 1 $(($? != 0))
+		case $mode in
+		503:1:none)
+			expect_match "$mode: named" \
+			    "HTTP 503 from the server" "$out"
+			expect_eq "$mode: no wait" "" \
+			    "$(grep waiting <<<"$out")" ;;
+		429:1:3600)
+			expect_match "$mode: named" \
+			    "HTTP 429 from the server \\(Retry-After 3600 s is more than the 60 s qsup waits\\)" "$out"
+			expect_eq "$mode: no wait" 1 $((SECONDS - t0 < 30)) ;;
+		429:99:1)
+			expect_match "$mode: named" \
+			    "HTTP 429 from the server \\(still after 2 waits\\)" \
+			    "$out" ;;
+		esac
+		expect_eq "$mode: no image left" "" \
+		    "$(ls "$IMAGES"/*.qcow2 2>/dev/null)"
+		stop_proxy
+	done
+}
+
 test_fault_statuses() {
 	local out code
 	fresh_images status
@@ -592,7 +753,9 @@ run_test test_by_digest_then_cached
 run_test test_shared_base_fetched_once
 run_test test_two_pulls_download_once
 run_test test_image_build_ref
+run_test test_image_build_ref_profile
 run_test test_tls_htpasswd
+run_test test_cred_helpers
 run_test test_errors_name_what_failed
 run_test test_mirrors_in_order
 run_test test_registries_setting
@@ -604,5 +767,6 @@ run_test test_fault_drop_resumes
 run_test test_fault_resume_across_pulls
 run_test test_fault_wrong_blob
 run_test test_fault_429_waits
+run_test test_fault_blob_busy
 run_test test_fault_statuses
 finish

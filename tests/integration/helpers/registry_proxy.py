@@ -20,6 +20,9 @@ that logs each request ("METHOD PATH" a line) and plays one fault:
                     $PROXY_RETRY_AFTER, else 1)
         busy:K:S    the first K manifest GETs answer 429 with
                     Retry-After: S, the rest are forwarded
+        blobbusy:N:K:S  the first K blob GETs answer HTTP N with
+                    Retry-After: S (none: without one), the rest are
+                    forwarded
 """
 import http.client
 import json
@@ -100,6 +103,14 @@ class H(BaseHTTPRequestHandler):
                 busy = BUSY[0] <= int(k)
             if busy:
                 return self.answer(429, b"{}", [("Retry-After", secs)])
+        if MODE.startswith("blobbusy:") and blob:
+            code, k, secs = MODE[9:].split(":")
+            with LOCK:
+                BUSY[0] += 1
+                busy = BUSY[0] <= int(k)
+            if busy:
+                return self.answer(int(code), b"{}", [] if secs == "none"
+                                   else [("Retry-After", secs)])
         c = http.client.HTTPConnection("127.0.0.1", UP, timeout=60)
         hd = {k: v for k, v in self.headers.items()
               if k.lower() in ("accept", "range")}
