@@ -20,7 +20,7 @@ cd "$(dirname "$(readlink -f "$0")")"
 
 PACKAGES=(
 	build-essential pkg-config musl-tools
-	libev-dev liblua5.4-dev libcurl4-openssl-dev libmbedtls-dev
+	libev-dev liblua5.4-dev libcurl4-openssl-dev libssl-dev libmbedtls-dev
 	libcdio-dev libiso9660-dev libcriterion-dev libslirp-dev libjansson-dev
 	qemu-system-x86 qemu-utils
 	busybox-static kmod xz-utils cpio procps python3 iproute2
