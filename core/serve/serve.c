@@ -286,6 +286,7 @@ serve_sb_free(struct serve_sb *s)
 	free(s->host_ports);
 	free(s->phase);
 	free(s->profile_arg);
+	serve_snapref_free(&s->snap);
 	while (s->nsets > 0)
 		free(s->sets[--s->nsets]);
 	free(s->sets);
@@ -434,6 +435,9 @@ serve_sb_launch(struct serve_sb *s, char **cause)
 	cbs.dead = serve_dead_cb;
 	cbs.arg = s;
 	s->sb = sandbox_new(s->srv->loop, &s->profile, &cbs);
+	if (s->snap.dir != NULL)
+		sandbox_set_snapshot(s->sb, s->snap.dir, s->snap.token,
+		    s->snap.cold, s->snap.ram_backend);
 	if (s->image != NULL)
 		sandbox_set_image(s->sb, s->image);
 	if (s->nlayers > 0) {
@@ -522,7 +526,7 @@ serve_setting(const char *key, json_t *v)
 	return (kv);
 }
 
-static int
+int
 serve_name_ok(const char *n)
 {
 	size_t	i, len = strlen(n);
@@ -706,7 +710,7 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 {
 	static const char *const fields[] = {
 		"name", "profile", "settings", "extra_args", "wait", "ttl",
-		"idle_ttl", "on_ttl", NULL
+		"idle_ttl", "on_ttl", "snapshot", NULL
 	};
 	struct serve		*srv = arg;
 	struct serve_sb		*s = NULL;
@@ -717,19 +721,41 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	uint64_t		 mib;
 	struct buf		 b = { 0 };
 	struct serve_error	 err = { 0 };
+	struct serve_snapref	 snap = { 0 };
 	int			 wait = 1;
 
 	if (serve_json_body(body, len, &j, &err) == -1 ||
 	    serve_check_fields(j, fields, &err) == -1 ||
 	    serve_create_fields(srv, j, &name, &profile, &wait, &err) == -1)
 		goto out;
+	/* From a snapshot: the source's profile and settings, no others. */
+	if (json_object_get(j, "snapshot") != NULL) {
+		if (json_object_get(j, "profile") != NULL ||
+		    json_object_get(j, "settings") != NULL ||
+		    json_object_get(j, "extra_args") != NULL) {
+			serve_bad_field(&err, "snapshot", "a sandbox from a "
+			    "snapshot has its source's profile and settings: "
+			    "no \"profile\", \"settings\" or \"extra_args\"");
+			goto out;
+		}
+		if (serve_snap_from(json_object_get(j, "snapshot"), &snap,
+		    &err) == -1)
+			goto out;
+		profile = snap.profile;
+	}
 	settings = json_object_get(j, "settings");
 	if (settings != NULL && !json_is_object(settings)) {
 		serve_bad_field(&err, "settings", "must be an object of "
 		    "setting names to values");
 		goto out;
 	}
-	sets = serve_sets(srv, settings, &nsets, &err);
+	if (snap.dir != NULL) {
+		sets = xcalloc(snap.nsets + 1, sizeof *sets);
+		for (i = 0; i < snap.nsets; i++)
+			sets[i] = xstrdup(snap.sets[i]);
+		nsets = snap.nsets;
+	} else
+		sets = serve_sets(srv, settings, &nsets, &err);
 	if (sets == NULL)
 		goto out;
 	if (srv->stopping) {
@@ -780,6 +806,8 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	s->nsets = nsets;
 	sets = NULL;
 	nsets = 0;
+	s->snap = snap;
+	memset(&snap, 0, sizeof snap);
 	s->state = SERVE_BOOTING;
 	s->created = time(NULL);
 	s->t_created = util_now();
@@ -817,6 +845,7 @@ out:
 	free(sets);
 	free(name);
 	free(cause);
+	serve_snapref_free(&snap);
 	json_decref(j);
 	if (err.status != 0)
 		serve_error_answer(conn, &err);
@@ -899,6 +928,7 @@ serve_init(struct serve *srv, struct ev_loop *loop)
 	TAILQ_INIT(&srv->setups);
 	srv->sb_stop = serve_sb_stop;
 	serve_events_init(srv);
+	serve_snap_sweep();	/* saves a dead server left unfinished */
 }
 
 /* SIGTERM: every sandbox stopped; serve_idle once all are gone. */

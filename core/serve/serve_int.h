@@ -100,6 +100,17 @@ struct serve_waiter {
 };
 TAILQ_HEAD(serve_waiters, serve_waiter);
 
+/* The snapshot a sandbox starts from (serve_snap.c). */
+struct serve_snapref {
+	char			*dir;		/* NULL: none */
+	char			*token;
+	int			 cold;
+	int			 ram_backend;
+	char			*profile;	/* the source's */
+	char			**sets;
+	size_t			 nsets;
+};
+
 /* One named sandbox. */
 struct serve_sb {
 	struct serve		*srv;
@@ -146,6 +157,7 @@ struct serve_sb {
 	double			 t_active;	/* the last exec's, or ready */
 	ev_timer		 ttl_timer;
 	ev_timer		 idle_timer;
+	struct serve_snapref	 snap;		/* started from a snapshot */
 };
 
 /* An /v1/events subscriber. */
@@ -237,6 +249,7 @@ void		 serve_setup_free_all(struct serve *);
 /* serve.c */
 extern const char *const serve_boot_kinds[3];	/* as qsup_boots_total */
 struct serve_sb	*serve_find(struct serve *, const char *);
+int		 serve_name_ok(const char *);
 /*
  * A request's body read, then fn called with the sandbox the request
  * named, found again: it may have been deleted meanwhile (then 404, and
@@ -263,6 +276,16 @@ void		 serve_sb_json(struct serve_sb *, struct buf *);
 serve_handler	 serve_pause;
 serve_handler	 serve_resume;
 serve_handler	 serve_patch;
+
+/* serve_snap.c */
+void		 serve_snap_sweep(void);
+int		 serve_snap_from(json_t *, struct serve_snapref *,
+		     struct serve_error *);
+void		 serve_snapref_free(struct serve_snapref *);
+serve_handler	 serve_snap_post;
+serve_handler	 serve_snap_list;
+serve_handler	 serve_snap_get;
+serve_handler	 serve_snap_delete;
 
 /* serve_metrics.c */
 serve_handler	 serve_metrics;

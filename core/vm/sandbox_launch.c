@@ -368,6 +368,8 @@ sandbox_launch(struct sandbox *sb, char **cause)
 		free(why);
 		sandbox_rechoose_mode(sb);
 	}
+	if (sb->snap != NULL && sandbox_snap_launch(sb, cause) == -1)
+		return (-1);
 	if (sb->mode == SB_BUILD && sb->tpl.format == TEMPLATE_SHARED &&
 	    template_ram_tmp(&sb->tpl, cause) == -1)
 		return (-1);
@@ -425,6 +427,7 @@ sandbox_launch_free(struct sandbox *sb)
 {
 	int	i;
 
+	sandbox_snap_abort(sb);
 	qmp_script_free(sb->incoming);
 	sb->incoming = NULL;
 	qmp_conn_free(sb->qmp);
