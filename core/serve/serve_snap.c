@@ -93,7 +93,7 @@ serve_snap_json(json_t *j, struct buf *b)
 
 	c = json_deep_copy(j);
 	json_object_del(c, "token");
-	text = json_dumps(c, JSON_COMPACT);
+	text = json_dumps(c, JSON_COMPACT|JSON_REAL_PRECISION(9));
 	buf_puts(b, text != NULL ? text : "{}");
 	free(text);
 	json_decref(c);

@@ -360,7 +360,7 @@ sandbox_ready(struct sandbox *sb, enum sbe ev, const char *why)
 	/* The monitor is the pause's from now on; a restore's script is done. */
 	qmp_script_free(sb->incoming);
 	sb->incoming = NULL;
-	if (sb->qmp_fd != -1)
+	if (sb->qmp_fd != -1 && sb->qmp == NULL)
 		sb->qmp = qmp_conn_new(sb->loop, sb->qmp_fd);
 	log_debug("agent ready: %s", why);
 	if (sb->cbs.ready != NULL)

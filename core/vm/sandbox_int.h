@@ -181,9 +181,12 @@ struct sandbox_snapref {	/* the snapshot a sandbox starts from */
 	char		*token;		/* the source's: the guest keeps it */
 	int		 cold;		/* the source booted (seed disk) */
 	int		 ram_backend;	/* its RAM was a template's backend */
+	struct sandbox	*sb;
+	ev_timer	 status;	/* polls the restore's run state */
 };
 struct sandbox_snap_job;
 int		 sandbox_snap_launch(struct sandbox *, char **);
+void		 sandbox_snap_launched(struct sandbox *);
 void		 sandbox_snap_abort(struct sandbox *);
 void		 sandbox_snap_free(struct sandbox *);
 

@@ -415,6 +415,8 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	else
 		agent_request(sb->ports[0], "GET", "/ping", NULL, 0,
 		    sandbox_reply_cb, NULL, sb);
+	if (sb->snap != NULL)
+		sandbox_snap_launched(sb);
 	return (0);
 }
 

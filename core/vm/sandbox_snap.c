@@ -27,13 +27,20 @@
 
 #define SNAP_POLL	0.002	/* query-migrate's period */
 #define SNAP_FDNAME	"qsnap"
+#define SNAP_DOWNTIME	"20"	/* ms: the stop a live save aims for */
+#define SNAP_CONVERGE	2.0	/* s of a live save before the guest is
+				   stopped for it to end */
 
 struct sandbox_snap_job {
 	struct sandbox		*sb;
 	char			*dir;
 	int			 fd;		/* the state file */
 	int			 was_running;
-	double			 t_stop;
+	int			 forced;	/* stopped, not converging */
+	double			 forced_at;
+	double			 t_start;
+	double			 t_done;	/* the migration's end */
+	double			 downtime_ms;	/* QEMU's, of a live save */
 	ev_timer		 poll;
 	sandbox_snap_cb		 cb;
 	void			*arg;
@@ -62,7 +69,10 @@ sandbox_snap_end(struct sandbox_snap_job *j, const char *error)
 		unlink(path);
 		free(path);
 	}
-	j->res.pause_ms = (util_now() - j->t_stop) * 1000;
+	/* A live save stood still for QEMU's downtime and until cont. */
+	if (j->was_running && j->t_done > 0)
+		j->res.pause_ms = j->downtime_ms + (util_now() - j->t_done) *
+		    1000;
 	sb->snap_job = NULL;
 	if (j->was_running && sb->state == SBS_READY)
 		sandbox_live_resume(sb);
@@ -154,9 +164,17 @@ sandbox_snap_step(const char *error, json_t *ret, void *arg)
 		sandbox_snap_saved(j, error);
 		return;
 	}
-	if (ret != NULL && (st = json_string_value(json_object_get(ret,
-	    "status"))) != NULL) {
+	/* Steps 0-4 set it up; query-migrate answers after. */
+	if (j->step > 4 && ret != NULL && (st = json_string_value(
+	    json_object_get(ret, "status"))) != NULL) {
 		if (strcmp(st, "completed") == 0) {
+			j->t_done = util_now();
+			if (json_is_number(json_object_get(ret, "downtime")))
+				j->downtime_ms = json_number_value(
+				    json_object_get(ret, "downtime"));
+			if (j->forced)
+				j->downtime_ms += (j->t_done - j->forced_at) *
+				    1000;
 			sandbox_snap_saved(j, NULL);
 			return;
 		}
@@ -169,20 +187,30 @@ sandbox_snap_step(const char *error, json_t *ret, void *arg)
 			free(cause);
 			return;
 		}
+		/* A guest that dirties faster than the disk takes it. */
+		if (j->was_running && !j->forced &&
+		    util_now() - j->t_start > SNAP_CONVERGE) {
+			j->forced = 1;
+			j->forced_at = util_now();
+			log_debug("snapshot: not converging in %.1f s; stopping "
+			    "the guest", SNAP_CONVERGE);
+			(void)qmp_conn_call(sb->qmp, "stop", NULL, -1, NULL,
+			    NULL, NULL);
+		}
 		ev_timer_set(&j->poll, SNAP_POLL, 0);
 		ev_timer_start(sb->loop, &j->poll);
 		return;
 	}
 	switch (j->step++) {
-	case 0:		/* stopped: the RAM goes in the stream, all of it */
+	case 0:		/* the RAM goes in the stream, all of it */
 		rc = qmp_conn_call(sb->qmp, "migrate-set-capabilities",
 		    "{\"capabilities\":[{\"capability\":\"x-ignore-shared\","
 		    "\"state\":false}]}", -1, sandbox_snap_step, j, &cause);
 		break;
-	case 1:		/* as fast as the disk takes it */
+	case 1:		/* as fast as the disk takes it, a short stop */
 		rc = qmp_conn_call(sb->qmp, "migrate-set-parameters",
-		    "{\"max-bandwidth\":107374182400}", -1, sandbox_snap_step,
-		    j, &cause);
+		    "{\"max-bandwidth\":107374182400,\"downtime-limit\":"
+		    SNAP_DOWNTIME "}", -1, sandbox_snap_step, j, &cause);
 		break;
 	case 2:		/* no fork: -sandbox spawn=deny forbids exec: */
 		xasprintf(&args, "{\"fdname\":\"%s\"}", SNAP_FDNAME);
@@ -209,6 +237,8 @@ sandbox_snap_step(const char *error, json_t *ret, void *arg)
 void
 sandbox_snap_abort(struct sandbox *sb)
 {
+	if (sb->snap != NULL)
+		ev_timer_stop(sb->loop, &sb->snap->status);
 	if (sb->snap_job != NULL)
 		sandbox_snap_end(sb->snap_job, "QEMU exited during the save");
 }
@@ -270,13 +300,17 @@ sandbox_snapshot(struct sandbox *sb, const char *dir, sandbox_snap_cb cb,
 	j->cb = cb;
 	j->arg = arg;
 	j->was_running = sb->state == SBS_READY;
-	j->t_stop = util_now();
+	j->t_start = util_now();
 	ev_init(&j->poll, sandbox_snap_poll_cb);
 	j->poll.data = j;
-	/* A stopped guest answers no ping: none is due meanwhile. */
+	/*
+	 * A running guest is saved live: QEMU copies its RAM while it runs
+	 * and stops it only for the last dirty pages and the devices (the
+	 * stream then records a running VM). It answers no ping meanwhile.
+	 */
 	sandbox_live_stop(sb);
-	if (qmp_conn_call(sb->qmp, j->was_running ? "stop" : "query-status",
-	    NULL, -1, sandbox_snap_step, j, cause) == -1) {
+	if (qmp_conn_call(sb->qmp, "query-status", NULL, -1,
+	    sandbox_snap_step, j, cause) == -1) {
 		if (j->was_running)
 			sandbox_live_resume(sb);
 		close(fd);
@@ -351,11 +385,61 @@ sandbox_snap_launch(struct sandbox *sb, char **cause)
 	return (rc);
 }
 
+static void	sandbox_snap_status_cb(struct ev_loop *, ev_timer *, int);
+
+/*
+ * The restore's run state: a snapshot of a paused guest (and QEMU's
+ * stream says so) comes in paused, and is continued once loaded. The
+ * state is asked until QEMU has left "inmigrate".
+ */
+static void
+sandbox_snap_status(const char *error, json_t *ret, void *arg)
+{
+	struct sandbox	*sb = arg;
+	const char	*st;
+
+	if (error != NULL || sb->snap == NULL || sb->qmp == NULL)
+		return;		/* the start's deadline says the rest */
+	st = json_string_value(json_object_get(ret, "status"));
+	if (st == NULL || strcmp(st, "inmigrate") == 0) {
+		ev_timer_set(&sb->snap->status, SNAP_POLL, 0);
+		ev_timer_start(sb->loop, &sb->snap->status);
+		return;
+	}
+	if (strcmp(st, "running") != 0)
+		(void)qmp_conn_call(sb->qmp, "cont", NULL, -1, NULL, NULL,
+		    NULL);
+}
+
+static void
+sandbox_snap_status_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct sandbox	*sb = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (sb->qmp != NULL)
+		(void)qmp_conn_call(sb->qmp, "query-status", NULL, -1,
+		    sandbox_snap_status, sb, NULL);
+}
+
+/* QEMU of a restore runs: its monitor is ours from now on. */
+void
+sandbox_snap_launched(struct sandbox *sb)
+{
+	if (sb->qmp == NULL && sb->qmp_fd != -1)
+		sb->qmp = qmp_conn_new(sb->loop, sb->qmp_fd);
+	ev_init(&sb->snap->status, sandbox_snap_status_cb);
+	sb->snap->status.data = sb;
+	sandbox_snap_status_cb(sb->loop, &sb->snap->status, 0);
+}
+
 void
 sandbox_snap_free(struct sandbox *sb)
 {
 	if (sb->snap == NULL)
 		return;
+	ev_timer_stop(sb->loop, &sb->snap->status);
 	free(sb->snap->dir);
 	if (sb->snap->token != NULL)
 		explicit_bzero(sb->snap->token, strlen(sb->snap->token));
