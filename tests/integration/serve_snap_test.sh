@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# "qsup serve"'s snapshots: a ready or paused sandbox saved whole (a guest
+# process's in-memory counter and a file prove it), restored into new
+# sandboxes that go on from there while the source runs on, kept across a
+# server restart, forked into copies that diverge; and the bad input.
+. "$(dirname "$0")/lib.sh"
+SSE="python3 $PWD/tests/integration/helpers/sse.py"
+
+# serve_start [ARGS...]: a server of this test's own, its events in
+# $S/events (curl's pid in EPID).
+serve_start() {
+	S=$T_TMP/${FUNCNAME[1]}
+	mkdir -p "$S"
+	SOCK=$S/s.sock
+	serve_launch "$SOCK" "$S/token" "$S/serve.log" "$@" ||
+	    fail "the server did not come up: $(cat "$S/serve.log")"
+	TOKEN=$(cat "$S/token" 2>/dev/null)
+	curl -sS -N --unix-socket "$SOCK" -H "Authorization: Bearer $TOKEN" \
+	    http://qsup/v1/events >"$S/events" &
+	EPID=$!
+}
+
+serve_stop() {
+	kill "$EPID" 2>/dev/null
+	wait "$EPID" 2>/dev/null
+	kill -TERM "$SERVE_PID" 2>/dev/null
+	local rc=0
+	wait "$SERVE_PID" || rc=$?
+	expect_eq "serve's exit status after SIGTERM" 0 "$rc"
+}
+
+# api METHOD PATH [CURL ARGS...]: $CODE, $BODY, and $SECS the call took.
+api() {
+	local m=$1 p=$2 out
+	shift 2
+	out=$(curl -sS --unix-socket "$SOCK" -o "$S/body" \
+	    -w '%{http_code} %{time_total}' -X "$m" \
+	    -H "Authorization: Bearer $TOKEN" "$@" "http://qsup$p")
+	CODE=${out% *}
+	SECS=${out#* }
+	BODY=$(cat "$S/body")
+}
+
+# create NAME [JSON MEMBERS]: a ready sandbox.
+create() {
+	api POST /v1/sandboxes -d "{\"name\":\"$1\"${2:+,$2}}"
+	expect_eq "create $1" 201 "$CODE"
+	expect_match "create $1: ready" '"state":"ready"' "$BODY"
+}
+
+# run_exec NAME JSON: its stdout in $OUT, its exit in $EXIT.
+run_exec() {
+	curl -sS -N --unix-socket "$SOCK" -H "Authorization: Bearer $TOKEN" \
+	    -d "$2" "http://qsup/v1/sandboxes/$1/exec" >"$S/stream"
+	EXIT=$($SSE "$S/stream" --out "$S/out" --err "$S/err")
+	OUT=$(cat "$S/out")
+}
+
+# state NAME: its state now, or "gone".
+state() {
+	api GET "/v1/sandboxes/$1"
+	if [ "$CODE" = 404 ]; then
+		echo gone
+	else
+		sed -n 's/.*"state":"\([a-z]*\)".*/\1/p' <<<"$BODY"
+	fi
+}
+
+# wait_state NAME STATE SECONDS: 0 once it is in STATE, 1 if not in time.
+wait_state() {
+	local i
+	for i in $(seq 1 $(($3 * 10))); do
+		[ "$(state "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# cpu_ticks PID: QEMU's utime+stime so far, in clock ticks.
+cpu_ticks() {
+	awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
+# The guest's counter: a shell variable bumped every 0.2 s, written to
+# /tmp/n on SIGUSR1, so it is read from memory, not from a file it keeps.
+COUNTER='setsid sh -c '\''n=0; trap "echo \$n >/tmp/n" USR1; echo $$ >/tmp/pid; while :; do n=$((n+1)); sleep 0.2; done'\'' </dev/null >/dev/null 2>&1 &'
+ASK='rm -f /tmp/n; kill -USR1 $(cat /tmp/pid); while [ ! -s /tmp/n ]; do sleep 0.05; done; cat /tmp/n'
+
+# ask NAME: the counter of NAME's guest, now, in $N.
+ask() {
+	run_exec "$1" "{\"argv\":[\"sh\",\"-c\",$(jq -Rn --arg c "$ASK" '$c')]}"
+	N=$OUT
+	[ -n "$N" ] && [ "$N" -gt 0 ] 2>/dev/null ||
+	    fail "$1: no counter: $OUT $EXIT $(cat "$S/err")"
+}
+
+# counting NAME: a counter and a file in NAME's guest.
+counting() {
+	run_exec "$1" "{\"argv\":[\"sh\",\"-c\",$(jq -Rn --arg c "$COUNTER echo kept >/tmp/keep" '$c')]}"
+	expect_eq "$1: the counter started" '{"status":0,"signal":null,"timed_out":false,"error":null}' "$EXIT"
+	sleep 1
+}
+
+# file NAME PATH: the file's contents in $OUT.
+file() {
+	run_exec "$1" "{\"argv\":[\"cat\",\"$2\"]}"
+}
+
+test_snapshot_restore() {
+	local n0 n1 n2
+	serve_start
+	create a
+	counting a
+	ask a
+	n0=$N
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"s1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	expect_match "its name and source" '"name":"s1","sandbox":"a"' "$BODY"
+	expect_match "its size" '"size_bytes":[1-9][0-9]*' "$BODY"
+	expect_match "its pause" '"pause_ms":[0-9.]*' "$BODY"
+	expect_match "its time" '"created":"20[0-9-]*T' "$BODY"
+	grep -q token <<<"$BODY" && fail "the token is shown: $BODY"
+	echo "save: $SECS s, $(jq -r .pause_ms <<<"$BODY") ms paused, $(jq -r .size_bytes <<<"$BODY") bytes" >>"$S/figures"
+	expect_eq "the source is ready" ready "$(state a)"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"s1"}'
+	expect_eq "restore" 201 "$CODE"
+	expect_match "ready" '"state":"ready"' "$BODY"
+	expect_match "started from a snapshot" '"start":"snapshot"' "$BODY"
+	echo "restore: $SECS s" >>"$S/figures"
+	file b /tmp/keep
+	expect_eq "the file is there" kept "$OUT"
+	ask b
+	n1=$N
+	[ "$n1" -ge "$n0" ] && [ "$n1" -le $((n0 + 40)) ] ||
+	    fail "the restored counter is $n1, the source's was $n0 before the save"
+	# Each goes on by itself.
+	run_exec b '{"argv":["sh","-c","echo b >/tmp/keep"]}'
+	file a /tmp/keep
+	expect_eq "the source's file is its own" kept "$OUT"
+	ask a
+	[ "$N" -gt "$n0" ] || fail "the source's counter stood still: $N"
+	sleep 1
+	ask b
+	n2=$N
+	[ "$n2" -gt "$n1" ] || fail "the restored counter stood still: $n1 then $n2"
+	api GET /v1/snapshots
+	expect_match "listed" '"snapshots":\[\{"name":"s1","sandbox":"a"' "$BODY"
+	api GET /v1/snapshots/s1
+	expect_eq "get" 200 "$CODE"
+	expect_match "got" '"name":"s1"' "$BODY"
+	# A second restore of it: the snapshot was not written by the first.
+	api POST /v1/sandboxes -d '{"name":"c","snapshot":"s1"}'
+	expect_eq "a second restore" 201 "$CODE"
+	file c /tmp/keep
+	expect_eq "the snapshot's file, not b's" kept "$OUT"
+	api DELETE /v1/snapshots/s1
+	expect_eq "delete" 204 "$CODE"
+	api GET /v1/snapshots/s1
+	expect_eq "gone" 404 "$CODE"
+	api GET /v1/snapshots
+	expect_eq "an empty list" '{"snapshots":[]}' "$BODY"
+	# Sandboxes made from it run on.
+	ask b
+	[ "$N" -ge "$n2" ] || fail "b after the delete: $N"
+	for n in a b c; do api DELETE /v1/sandboxes/$n; done
+	serve_stop
+}
+
+test_snapshot_paused() {
+	local n0
+	serve_start
+	create a
+	counting a
+	ask a
+	n0=$N
+	api POST /v1/sandboxes/a/pause
+	expect_eq "pause" 200 "$CODE"
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"p1"}'
+	expect_eq "snapshot of a paused one" 201 "$CODE"
+	expect_eq "the source stays paused" paused "$(state a)"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"p1"}'
+	expect_eq "restore" 201 "$CODE"
+	expect_match "running" '"state":"ready"' "$BODY"
+	ask b
+	[ "$N" -ge "$n0" ] && [ "$N" -le $((n0 + 20)) ] ||
+	    fail "the restored counter is $N, the source's was $n0"
+	expect_eq "the source is still paused" paused "$(state a)"
+	api POST /v1/sandboxes/a/resume
+	expect_eq "resume" 200 "$CODE"
+	ask a
+	[ "$N" -ge "$n0" ] || fail "the source after resume: $N"
+	api DELETE /v1/snapshots/p1
+	for n in a b; do api DELETE /v1/sandboxes/$n; done
+	serve_stop
+}
+
+test_snapshot_survives_restart() {
+	serve_start
+	create a
+	counting a
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"r1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	# A half-written one (a server killed during a save) is swept.
+	mkdir -p "$T_TMP/cache/qsup/snapshots/half"
+	: >"$T_TMP/cache/qsup/snapshots/half/state"
+	serve_stop
+	serve_start
+	[ ! -e "$T_TMP/cache/qsup/snapshots/half" ] ||
+	    fail "the half-written snapshot was left"
+	api GET /v1/snapshots
+	expect_match "listed after a restart" '"name":"r1","sandbox":"a"' "$BODY"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"r1"}'
+	expect_eq "restored after a restart" 201 "$CODE"
+	file b /tmp/keep
+	expect_eq "its file" kept "$OUT"
+	ask b
+	api DELETE /v1/snapshots/r1
+	api DELETE /v1/sandboxes/b
+	serve_stop
+}
+
+test_snapshot_bad_input() {
+	local prof
+	serve_start --max-memory 1100M
+	create a
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"Bad Name"}'
+	expect_eq "a bad name" 400 "$CODE"
+	expect_match "names the field" '"field":"name"' "$BODY"
+	api POST /v1/sandboxes/a/snapshots -d '{}'
+	expect_eq "no name" 400 "$CODE"
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"x","color":1}'
+	expect_eq "an unknown field" 400 "$CODE"
+	api POST /v1/sandboxes/nope/snapshots -d '{"name":"x"}'
+	expect_eq "no such sandbox" 404 "$CODE"
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"u1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"u1"}'
+	expect_eq "a name in use" 409 "$CODE"
+	expect_match "says so" 'a snapshot named u1 exists' "$BODY"
+	api GET /v1/snapshots/nope
+	expect_eq "unknown snapshot" 404 "$CODE"
+	api DELETE /v1/snapshots/nope
+	expect_eq "delete unknown" 404 "$CODE"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"nope"}'
+	expect_eq "restore of an unknown one" 404 "$CODE"
+	expect_match "names it" 'no snapshot named nope' "$BODY"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":7}'
+	expect_eq "a snapshot that is not a name" 400 "$CODE"
+	expect_match "names the field" '"field":"snapshot"' "$BODY"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"u1","settings":{"cpus":2}}'
+	expect_eq "settings with a snapshot" 400 "$CODE"
+	# Booting: not yet.
+	api POST /v1/sandboxes -d '{"name":"c","wait":false}'
+	expect_eq "create, not waiting" 202 "$CODE"
+	api POST /v1/sandboxes/c/snapshots -d '{"name":"u2"}'
+	if [ "$CODE" = 409 ]; then
+		expect_match "names its state" 'sandbox c is booting' "$BODY"
+	else
+		echo "c was ready before the snapshot was asked for ($CODE)" >>"$S/figures"
+	fi
+	# 1024 MiB running or booting, 1100 MiB allowed: no room for a copy.
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"u1"}'
+	expect_eq "past the memory limit" 503 "$CODE"
+	expect_match "names the limit" 'max_memory' "$BODY"
+	wait_state c ready 60 || fail "c did not become ready"
+	api DELETE /v1/sandboxes/c
+	# Dead: its guest powered off.
+	run_exec a '{"argv":["sh","-c","echo o >/proc/sysrq-trigger"]}'
+	wait_state a dead 30 || fail "a did not die: $(state a)"
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"u3"}'
+	expect_eq "a dead sandbox" 409 "$CODE"
+	expect_match "names its state" 'sandbox a is dead' "$BODY"
+	api DELETE /v1/sandboxes/a
+	# virtio-9p shares: QEMU cannot migrate a mounted export.
+	mkdir -p "$S/share"
+	prof=$S/share.lua
+	printf 'return {\n\tshares = {\n\t\t{ host = "%s", guest = "/w" },\n\t},\n}\n' \
+	    "$S/share" >"$prof"
+	api POST /v1/sandboxes -d "{\"name\":\"d\",\"profile\":\"$prof\"}"
+	expect_eq "a sandbox with a share" 201 "$CODE"
+	api POST /v1/sandboxes/d/snapshots -d '{"name":"u4"}'
+	expect_eq "a sandbox with a share" 409 "$CODE"
+	expect_match "says why" 'virtio-9p' "$BODY"
+	api GET /v1/snapshots
+	expect_eq "only u1 listed" u1 "$(jq -r '.snapshots[].name' <<<"$BODY")"
+	api DELETE /v1/sandboxes/d
+	api DELETE /v1/snapshots/u1
+	serve_stop
+}
+
+for t in ${TESTS:-test_snapshot_restore test_snapshot_paused \
+    test_snapshot_survives_restart test_snapshot_bad_input}; do
+	run_test "$t"
+done
+finish
