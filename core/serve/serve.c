@@ -704,48 +704,50 @@ serve_create_fields(struct serve *srv, json_t *j, char **name,
 	return (0);
 }
 
-static void
-serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
-    void *arg)
+/*
+ * A create's body: the sandbox made (and its client, conn, answered or
+ * waiting), or NULL with err. conn NULL (a fork's copies): no answer.
+ */
+struct serve_sb *
+serve_create_json(struct serve *srv, struct httpd_conn *conn,
+    const char *body, size_t len, struct serve_error *err)
 {
 	static const char *const fields[] = {
 		"name", "profile", "settings", "extra_args", "wait", "ttl",
 		"idle_ttl", "on_ttl", "snapshot", NULL
 	};
-	struct serve		*srv = arg;
-	struct serve_sb		*s = NULL;
+	struct serve_sb		*s = NULL, *made = NULL;
 	json_t			*j, *settings;
 	const char		*profile;
 	char			**sets = NULL, *name = NULL, *cause = NULL;
 	size_t			 nsets = 0, i, live;
 	uint64_t		 mib;
 	struct buf		 b = { 0 };
-	struct serve_error	 err = { 0 };
 	struct serve_snapref	 snap = { 0 };
 	int			 wait = 1;
 
-	if (serve_json_body(body, len, &j, &err) == -1 ||
-	    serve_check_fields(j, fields, &err) == -1 ||
-	    serve_create_fields(srv, j, &name, &profile, &wait, &err) == -1)
+	if (serve_json_body(body, len, &j, err) == -1 ||
+	    serve_check_fields(j, fields, err) == -1 ||
+	    serve_create_fields(srv, j, &name, &profile, &wait, err) == -1)
 		goto out;
 	/* From a snapshot: the source's profile and settings, no others. */
 	if (json_object_get(j, "snapshot") != NULL) {
 		if (json_object_get(j, "profile") != NULL ||
 		    json_object_get(j, "settings") != NULL ||
 		    json_object_get(j, "extra_args") != NULL) {
-			serve_bad_field(&err, "snapshot", "a sandbox from a "
+			serve_bad_field(err, "snapshot", "a sandbox from a "
 			    "snapshot has its source's profile and settings: "
 			    "no \"profile\", \"settings\" or \"extra_args\"");
 			goto out;
 		}
 		if (serve_snap_from(json_object_get(j, "snapshot"), &snap,
-		    &err) == -1)
+		    err) == -1)
 			goto out;
 		profile = snap.profile;
 	}
 	settings = json_object_get(j, "settings");
 	if (settings != NULL && !json_is_object(settings)) {
-		serve_bad_field(&err, "settings", "must be an object of "
+		serve_bad_field(err, "settings", "must be an object of "
 		    "setting names to values");
 		goto out;
 	}
@@ -755,47 +757,47 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 			sets[i] = xstrdup(snap.sets[i]);
 		nsets = snap.nsets;
 	} else
-		sets = serve_sets(srv, settings, &nsets, &err);
+		sets = serve_sets(srv, settings, &nsets, err);
 	if (sets == NULL)
 		goto out;
 	if (srv->stopping) {
-		serve_fail(&err, 503, NULL, "the server is stopping");
+		serve_fail(err, 503, NULL, "the server is stopping");
 		goto out;
 	}
 	if (serve_find(srv, name) != NULL) {
-		serve_fail(&err, 409, NULL, "a sandbox named %s exists", name);
+		serve_fail(err, 409, NULL, "a sandbox named %s exists", name);
 		goto out;
 	}
 	s = xcalloc(1, sizeof *s);
 	s->srv = srv;
 	s->serial = ++srv->next_serial;
 	serve_life_init(s);
-	if (serve_life_fields(s, j, &err) == -1)
+	if (serve_life_fields(s, j, err) == -1)
 		goto out;
 	if (profile_load_set(&s->profile, profile, sets, nsets, &cause) ==
 	    -1) {
-		serve_bad_field(&err, settings != NULL ? "settings" :
+		serve_bad_field(err, settings != NULL ? "settings" :
 		    "profile", cause);
 		goto out;
 	}
 	if (serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
-	    &err) == -1)
+	    err) == -1)
 		goto out;
 	live = serve_live(srv, &mib);
 	if (live >= (size_t)srv->limits.sandboxes) {
 		xasprintf(&cause, "%zu sandboxes already: the server's "
 		    "limit", live);
-		serve_limit(&err, cause, "max_sandboxes", srv->limits.sandboxes);
+		serve_limit(err, cause, "max_sandboxes", srv->limits.sandboxes);
 		goto out;
 	}
 	if (mib + s->profile.memory_mib > srv->limits.memory_mib) {
 		xasprintf(&cause, "%" PRIu64 " MiB more guest memory would "
 		    "make %" PRIu64 " MiB, past the server's limit",
 		    s->profile.memory_mib, mib + s->profile.memory_mib);
-		serve_limit(&err, cause, "max_memory", srv->limits.memory_mib);
+		serve_limit(err, cause, "max_memory", srv->limits.memory_mib);
 		goto out;
 	}
-	if (serve_sb_accel(s, &err) == -1)
+	if (serve_sb_accel(s, err) == -1)
 		goto out;
 	s->srv = srv;
 	s->name = name;
@@ -818,7 +820,7 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	s->reap.data = s;
 	if (serve_sb_image(s, &cause) == -1 ||
 	    (s->pull == NULL && serve_sb_launch(s, &cause) == -1)) {
-		serve_fail(&err, 500, NULL, "%s", cause);
+		serve_fail(err, 500, NULL, "%s", cause);
 		serve_sb_free(s);
 		s = NULL;
 		goto out;
@@ -826,7 +828,10 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	TAILQ_INSERT_TAIL(&srv->sbs, s, entry);
 	serve_sb_event(s);
 	serve_life_arm(s);	/* its ttl runs from now */
-	if (wait)
+	made = s;
+	if (conn == NULL)
+		;
+	else if (wait)
 		serve_wait(&s->create_waiters, s, conn);
 	else {
 		serve_sb_json(s, &b);
@@ -847,7 +852,17 @@ out:
 	free(cause);
 	serve_snapref_free(&snap);
 	json_decref(j);
-	if (err.status != 0)
+	return (made);
+}
+
+static void
+serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
+    void *arg)
+{
+	struct serve_error	err = { 0 };
+
+	if (serve_create_json(arg, conn, body, len, &err) == NULL &&
+	    err.status != 0)
 		serve_error_answer(conn, &err);
 }
 

@@ -34,7 +34,7 @@ const double serve_exec_le[11] = {
 };
 
 /* Agent ports for execs and uploads: the lowest free one, or -1. */
-static int
+int
 serve_port_take(struct serve_sb *s)
 {
 	int	i;
@@ -48,7 +48,7 @@ serve_port_take(struct serve_sb *s)
 	return (-1);
 }
 
-static void
+void
 serve_port_give(struct serve_sb *s, int i)
 {
 	if (i >= 0)

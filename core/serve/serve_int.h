@@ -228,6 +228,8 @@ int		 serve_exec_running(const struct serve_exec *);
 int		 serve_exec_busy(const struct serve_sb *);
 void		 serve_exec_sandbox_gone(struct serve_sb *, const char *);
 int		 serve_signal_number(const char *);
+int		 serve_port_take(struct serve_sb *);
+void		 serve_port_give(struct serve_sb *, int);
 serve_handler	 serve_exec_post;
 serve_handler	 serve_exec_stdin;
 serve_handler	 serve_exec_signal;
@@ -262,6 +264,8 @@ void		 serve_sb_read_body(const struct serve_req *, serve_body_fn *,
 		     void *);
 serve_handler	 serve_list;
 serve_handler	 serve_create;
+struct serve_sb	*serve_create_json(struct serve *, struct httpd_conn *,
+		     const char *, size_t, struct serve_error *);
 serve_handler	 serve_get;
 serve_handler	 serve_delete;
 
@@ -278,6 +282,11 @@ serve_handler	 serve_resume;
 serve_handler	 serve_patch;
 
 /* serve_snap.c */
+#define SERVE_SNAP_HIDDEN	".fork-"	/* a fork's snapshot */
+extern const char *serve_snap_hidden;	/* restorable now, for a fork */
+char		*serve_snap_root(void);
+int		 serve_snap_write_ref(struct serve_sb *, const char *,
+		     char **);
 void		 serve_snap_sweep(void);
 int		 serve_snap_from(json_t *, struct serve_snapref *,
 		     struct serve_error *);
@@ -286,6 +295,9 @@ serve_handler	 serve_snap_post;
 serve_handler	 serve_snap_list;
 serve_handler	 serve_snap_get;
 serve_handler	 serve_snap_delete;
+
+/* serve_fork.c */
+serve_handler	 serve_fork;
 
 /* serve_metrics.c */
 serve_handler	 serve_metrics;

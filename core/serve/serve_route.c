@@ -37,6 +37,7 @@ static const struct serve_route {
 	{ "POST",   "/v1/sandboxes/{name}/resume",	serve_resume },
 	{ "POST",   "/v1/sandboxes/{name}/exec",	serve_exec_post },
 	{ "POST",   "/v1/sandboxes/{name}/snapshots",	serve_snap_post },
+	{ "POST",   "/v1/sandboxes/{name}/fork",	serve_fork },
 	{ "GET",    "/v1/snapshots",			serve_snap_list },
 	{ "GET",    "/v1/snapshots/{snap}",		serve_snap_get },
 	{ "DELETE", "/v1/snapshots/{snap}",		serve_snap_delete },

@@ -10,7 +10,8 @@
  * (to a temporary name, renamed into place): a directory without one is
  * a save under way, or one a dead server left half-written, and never
  * lists. Its name is reserved by making the directory, so two saves of
- * one name cannot race. A new server removes the half-written ones.
+ * one name cannot race. A new server removes the half-written ones, and
+ * the hidden ones of forks (SERVE_SNAP_HIDDEN, serve_fork.c).
  */
 #include <sys/stat.h>
 
@@ -42,8 +43,11 @@ struct serve_snap_job {
 	struct buf		 meta;		/* the restore's members */
 };
 
+/* A fork's own snapshot, made from the loop and never listed. */
+const char	*serve_snap_hidden;
+
 /* The snapshots directory, made if need be; NULL: none. */
-static char *
+char *
 serve_snap_root(void)
 {
 	char	*cache, *dir;
@@ -67,7 +71,8 @@ serve_snap_record(const char *root, const char *name)
 	size_t	 len;
 	json_t	*j;
 
-	if (!serve_name_ok(name))
+	if (!serve_name_ok(name) && (serve_snap_hidden == NULL ||
+	    strcmp(name, serve_snap_hidden) != 0))
 		return (NULL);
 	xasprintf(&path, "%s/%s/" SERVE_SNAP_RECORD, root, name);
 	text = util_read_file(path, &len, SERVE_SNAP_RECORD_MAX);
@@ -116,8 +121,17 @@ serve_snap_sweep(void)
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
 			continue;
+		/* A fork's: no fork is under way in a server starting. */
+		if (strncmp(de->d_name, SERVE_SNAP_HIDDEN,
+		    strlen(SERVE_SNAP_HIDDEN)) == 0) {
+			xasprintf(&path, "%s/%s", root, de->d_name);
+			(void)util_rm_rf(path);
+			free(path);
+			continue;
+		}
 		xasprintf(&path, "%s/%s/" SERVE_SNAP_RECORD, root, de->d_name);
 		if (stat(path, &st) == -1) {
 			free(path);
@@ -151,27 +165,34 @@ serve_snap_close_cb(void *arg)
 	job->conn = NULL;
 }
 
-/* The record written last, under a temporary name renamed into place. */
+/*
+ * The record of s's snapshot name in dir (its meta: what the restore
+ * needs), written under a temporary name renamed into place; res NULL
+ * before the save (a fork's). Its API form into out, if not NULL.
+ */
 static int
-serve_snap_commit(struct serve_snap_job *job, struct serve_sb *s,
-    const struct sandbox_snap_result *res, struct buf *out)
+serve_snap_write(const char *dir, const char *name, struct serve_sb *s,
+    const struct sandbox_snap_result *res, const struct buf *meta,
+    struct buf *out)
 {
 	struct buf	 b = { 0 };
 	char		 when[32], *tmp, *path;
 	struct tm	 tm;
 	time_t		 now = time(NULL);
+	json_t		*j;
 	size_t		 i;
 	int		 rc;
 
 	gmtime_r(&now, &tm);
 	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	buf_puts(&b, "{\"name\":");
-	buf_json_string(&b, job->name);
+	buf_json_string(&b, name);
 	buf_puts(&b, ",\"sandbox\":");
-	buf_json_string(&b, job->sb_name);
+	buf_json_string(&b, s->name);
 	buf_printf(&b, ",\"created\":\"%s\",\"size_bytes\":%" PRIu64
 	    ",\"pause_ms\":%.1f,\"memory_mib\":%" PRIu64 ",\"profile\":", when,
-	    res->bytes, res->pause_ms, s->profile.memory_mib);
+	    res != NULL ? res->bytes : 0, res != NULL ? res->pause_ms : 0,
+	    s->profile.memory_mib);
 	if (s->profile_arg != NULL)
 		buf_json_string(&b, s->profile_arg);
 	else
@@ -183,23 +204,41 @@ serve_snap_commit(struct serve_snap_job *job, struct serve_sb *s,
 		buf_json_string(&b, s->sets[i]);
 	}
 	buf_puts(&b, "],");
-	buf_add(&b, job->meta.data, job->meta.len);
+	buf_add(&b, meta->data, meta->len);
 	buf_puts(&b, "}\n");
-	xasprintf(&tmp, "%s/" SERVE_SNAP_RECORD ".tmp", job->dir);
-	xasprintf(&path, "%s/" SERVE_SNAP_RECORD, job->dir);
+	xasprintf(&tmp, "%s/" SERVE_SNAP_RECORD ".tmp", dir);
+	xasprintf(&path, "%s/" SERVE_SNAP_RECORD, dir);
 	rc = util_write_file(tmp, b.data);
 	if (rc == 0 && rename(tmp, path) == -1)
 		rc = -1;
+	if (rc == -1)
+		unlink(tmp);
 	free(tmp);
 	free(path);
-	if (rc == 0) {
-		json_t *j = json_loadb(b.data, b.len, 0, NULL);
-
+	if (rc == 0 && out != NULL) {
+		j = json_loadb(b.data, b.len, 0, NULL);
 		serve_snap_json(j, out);
 		json_decref(j);
 	}
 	explicit_bzero(b.data, b.len);
 	buf_free(&b);
+	return (rc);
+}
+
+/* A fork's record, before its save: what its copies start from. */
+int
+serve_snap_write_ref(struct serve_sb *s, const char *dir, char **cause)
+{
+	struct buf	meta = { 0 };
+	int		rc;
+
+	sandbox_snapshot_json(s->sb, &meta);
+	rc = serve_snap_write(dir, strrchr(dir, '/') + 1, s, NULL, &meta,
+	    NULL);
+	if (rc == -1)
+		xasprintf(cause, "%s: %s", dir, strerror(errno));
+	explicit_bzero(meta.data, meta.len);
+	buf_free(&meta);
 	return (rc);
 }
 
@@ -230,7 +269,8 @@ serve_snap_done_cb(struct sandbox *sb, const char *error,
 		xasprintf(&msg, "snapshot %s: sandbox %s went during the save",
 		    job->name, job->sb_name);
 		status = 409;
-	} else if (serve_snap_commit(job, s, res, &b) == -1) {
+	} else if (serve_snap_write(job->dir, job->name, s, res, &job->meta,
+	    &b) == -1) {
 		xasprintf(&msg, "snapshot %s: cannot write its record in %s: "
 		    "%s", job->name, job->dir, strerror(errno));
 		status = 500;
@@ -480,7 +520,9 @@ serve_snap_from(json_t *v, struct serve_snapref *ref, struct serve_error *err)
 	char		*root;
 	size_t		 i;
 
-	if (!json_is_string(v) || !serve_name_ok(json_string_value(v)))
+	if (!json_is_string(v) || (!serve_name_ok(json_string_value(v)) &&
+	    (serve_snap_hidden == NULL ||
+	    strcmp(json_string_value(v), serve_snap_hidden) != 0)))
 		return (serve_bad_field(err, "snapshot", "must be a snapshot's "
 		    "name"));
 	if ((root = serve_snap_root()) == NULL)

@@ -183,6 +183,9 @@ struct sandbox_snapref {	/* the snapshot a sandbox starts from */
 	int		 ram_backend;	/* its RAM was a template's backend */
 	struct sandbox	*sb;
 	ev_timer	 status;	/* polls the restore's run state */
+	struct exec	*refresh;	/* a fork's fresh identity, under way */
+	sandbox_done_cb	 refresh_cb;
+	void		*refresh_arg;
 };
 struct sandbox_snap_job;
 int		 sandbox_snap_launch(struct sandbox *, char **);

@@ -423,6 +423,8 @@ int		 sandbox_snapshot(struct sandbox *, const char *,
 void		 sandbox_snapshot_json(struct sandbox *, struct buf *);
 void		 sandbox_set_snapshot(struct sandbox *, const char *,
 		     const char *, int, int);
+int		 sandbox_refresh(struct sandbox *, int, sandbox_done_cb, void *,
+		     char **);
 struct agent_conn *sandbox_port(struct sandbox *, int);
 const struct accel_choice *sandbox_accel(struct sandbox *);
 double		 sandbox_boot_seconds(struct sandbox *);
