@@ -288,8 +288,112 @@ test_snapshot_bad_input() {
 	serve_stop
 }
 
+test_fork() {
+	local n0 fa fb
+	serve_start
+	create a
+	counting a
+	ask a
+	n0=$N
+	api POST /v1/sandboxes/a/fork -d '{"count":2}'
+	expect_eq "fork of 2" 201 "$CODE"
+	expect_eq "its copies" "a-f1 a-f2" "$(jq -r '[.sandboxes[].name]|join(" ")' <<<"$BODY")"
+	expect_eq "ready" "ready ready" "$(jq -r '[.sandboxes[].state]|join(" ")' <<<"$BODY")"
+	echo "fork of 2: $SECS s" >>"$S/figures"
+	expect_eq "the source runs on" ready "$(state a)"
+	for n in a-f1 a-f2; do
+		file $n /tmp/keep
+		expect_eq "$n: the file" kept "$OUT"
+		ask $n
+		[ "$N" -ge "$n0" ] || fail "$n: the counter is $N, the source's was $n0"
+	done
+	# Each its own: files and counters diverge.
+	run_exec a-f1 '{"argv":["sh","-c","echo one >/tmp/keep; kill $(cat /tmp/pid)"]}'
+	file a-f1 /tmp/keep
+	expect_eq "a-f1's file" one "$OUT"
+	file a-f2 /tmp/keep
+	expect_eq "a-f2's file untouched" kept "$OUT"
+	file a /tmp/keep
+	expect_eq "the source's untouched" kept "$OUT"
+	ask a-f2
+	fb=$N
+	sleep 1
+	ask a-f2
+	[ "$N" -gt "$fb" ] || fail "a-f2's counter stopped with a-f1's: $fb then $N"
+	run_exec a-f1 '{"argv":["sh","-c","kill -0 $(cat /tmp/pid) 2>/dev/null && echo alive || echo gone"]}'
+	expect_eq "a-f1's counter is gone" gone "$OUT"
+	# A fresh identity: the host's clock, and entropy of their own.
+	run_exec a-f1 '{"argv":["sh","-c","head -c 16 /dev/urandom | od -An -tx1"]}'
+	fa=$OUT
+	run_exec a-f2 '{"argv":["sh","-c","head -c 16 /dev/urandom | od -An -tx1"]}'
+	[ -n "$fa" ] && [ "$fa" != "$OUT" ] || fail "the copies' RNGs agree: $fa / $OUT"
+	run_exec a-f2 '{"argv":["date","+%s"]}'
+	[ $((OUT - $(date +%s))) -le 3 ] && [ $(($(date +%s) - OUT)) -le 3 ] ||
+	    fail "a-f2's clock is $OUT, the host's $(date +%s)"
+	# Given names.
+	api POST /v1/sandboxes/a/fork -d '{"names":["x1"]}'
+	expect_eq "fork with a name" 201 "$CODE"
+	expect_eq "named" x1 "$(jq -r '.sandboxes[0].name' <<<"$BODY")"
+	api GET /v1/snapshots
+	expect_eq "a fork's snapshot is not listed" '{"snapshots":[]}' "$BODY"
+	[ -z "$(ls -A "$T_TMP/cache/qsup/snapshots" 2>/dev/null)" ] ||
+	    fail "left in snapshots/: $(ls -A "$T_TMP/cache/qsup/snapshots")"
+	for n in a a-f1 a-f2 x1; do api DELETE /v1/sandboxes/$n; done
+	serve_stop
+}
+
+test_fork_paused() {
+	local n0
+	serve_start
+	create a
+	counting a
+	ask a
+	n0=$N
+	api POST /v1/sandboxes/a/pause
+	api POST /v1/sandboxes/a/fork -d '{"count":1}'
+	expect_eq "fork of a paused one" 201 "$CODE"
+	expect_eq "the copy runs" ready "$(jq -r '.sandboxes[0].state' <<<"$BODY")"
+	expect_eq "the source stays paused" paused "$(state a)"
+	ask a-f1
+	[ "$N" -ge "$n0" ] && [ "$N" -le $((n0 + 20)) ] ||
+	    fail "the copy's counter is $N, the source's was $n0"
+	sleep 1
+	ask a-f1
+	[ "$N" -gt "$n0" ] || fail "the copy's counter stands still"
+	expect_eq "still paused" paused "$(state a)"
+	for n in a a-f1; do api DELETE /v1/sandboxes/$n; done
+	serve_stop
+}
+
+test_fork_bad_input() {
+	serve_start --max-memory 1100M
+	create a
+	api POST /v1/sandboxes/a/fork -d '{"count":0}'
+	expect_eq "count 0" 400 "$CODE"
+	expect_match "names the field" '"field":"count"' "$BODY"
+	api POST /v1/sandboxes/a/fork -d '{"count":17}'
+	expect_eq "count 17" 400 "$CODE"
+	api POST /v1/sandboxes/a/fork -d '{"names":["Bad"]}'
+	expect_eq "a bad name" 400 "$CODE"
+	expect_match "names the field" '"field":"names"' "$BODY"
+	api POST /v1/sandboxes/a/fork -d '{"count":2,"names":["x"]}'
+	expect_eq "count and names disagree" 400 "$CODE"
+	api POST /v1/sandboxes/a/fork -d '{"names":["a"]}'
+	expect_eq "a name in use" 409 "$CODE"
+	api POST /v1/sandboxes/a/fork -d '{"count":2}'
+	expect_eq "past the memory limit" 503 "$CODE"
+	expect_match "names the limit" 'max_memory' "$BODY"
+	api POST /v1/sandboxes/nope/fork -d '{"count":1}'
+	expect_eq "no such sandbox" 404 "$CODE"
+	api GET /v1/sandboxes
+	expect_eq "no copy made" a "$(jq -r '[.sandboxes[].name]|join(" ")' <<<"$BODY")"
+	api DELETE /v1/sandboxes/a
+	serve_stop
+}
+
 for t in ${TESTS:-test_snapshot_restore test_snapshot_paused \
-    test_snapshot_survives_restart test_snapshot_bad_input}; do
+    test_snapshot_survives_restart test_snapshot_bad_input test_fork \
+    test_fork_paused test_fork_bad_input}; do
 	run_test "$t"
 done
 finish
