@@ -391,9 +391,56 @@ test_fork_bad_input() {
 	serve_stop
 }
 
+test_client_and_mcp() {
+	local out
+	serve_start
+	export QSUP_HOST=unix:$SOCK QSUP_TOKEN=$TOKEN
+	create a
+	counting a
+	out=$("$QSUP" sandbox snapshot a c1 2>&1)
+	expect_eq "qsup sandbox snapshot" c1 "$out"
+	out=$("$QSUP" sandbox snapshots 2>&1)
+	expect_match "qsup sandbox snapshots" '^c1 +a +[0-9.]+ +20' "$out"
+	out=$("$QSUP" sandbox snapshot a c1 2>&1)
+	expect_eq "exit 1 for a name in use" 1 "$?"
+	expect_match "says why" 'exists' "$out"
+	out=$("$QSUP" sandbox create --snapshot c1 b 2>&1)
+	expect_eq "qsup sandbox create --snapshot" b "$out"
+	file b /tmp/keep
+	expect_eq "b's file" kept "$OUT"
+	out=$("$QSUP" sandbox fork --count 2 a 2>&1)
+	expect_eq "qsup sandbox fork" "a-f1
+a-f2" "$out"
+	out=$("$QSUP" sandbox fork a x9 2>&1)
+	expect_eq "qsup sandbox fork with a name" x9 "$out"
+	out=$("$QSUP" sandbox snapshots --rm c1 2>&1)
+	expect_eq "qsup sandbox snapshots --rm" c1 "$out"
+	"$QSUP" sandbox rm a-f1 a-f2 x9 b >/dev/null
+	out=$(printf '%s\n' \
+	    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+	    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_snapshot","arguments":{"name":"a","snapshot":"m1"}}}' \
+	    '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sandbox_snapshot_list","arguments":{}}}' \
+	    '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"sandbox_create","arguments":{"name":"m","snapshot":"m1"}}}' \
+	    '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sandbox_fork","arguments":{"name":"m","count":1}}}' \
+	    '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"sandbox_snapshot_delete","arguments":{"snapshot":"m1"}}}' \
+	    '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sandbox_fork","arguments":{"name":"m","count":0}}}' |
+	    "$QSUP" mcp --host "unix:$SOCK" 2>&1)
+	expect_match "MCP sandbox_snapshot" '"id":2,.*\\"name\\":\\"m1\\",\\"sandbox\\":\\"a\\"' "$out"
+	expect_match "MCP sandbox_snapshot_list" '"id":3,.*\\"snapshots\\":\[\{\\"name\\":\\"m1\\"' "$out"
+	expect_match "MCP sandbox_create from it" '"id":4,.*\\"start\\":\\"snapshot\\"' "$out"
+	expect_match "MCP sandbox_fork" '"id":5,.*\\"name\\":\\"m-f1\\"' "$out"
+	expect_match "MCP sandbox_snapshot_delete" '"id":6,.*"isError":false' "$out"
+	expect_match "MCP sandbox_fork count 0" '"id":7,.*1 to 16' "$out"
+	expect_eq "m ready" ready "$(state m)"
+	expect_eq "m-f1 ready" ready "$(state m-f1)"
+	"$QSUP" sandbox rm a m m-f1 >/dev/null
+	unset QSUP_HOST QSUP_TOKEN
+	serve_stop
+}
+
 for t in ${TESTS:-test_snapshot_restore test_snapshot_paused \
     test_snapshot_survives_restart test_snapshot_bad_input test_fork \
-    test_fork_paused test_fork_bad_input}; do
+    test_fork_paused test_fork_bad_input test_client_and_mcp}; do
 	run_test "$t"
 done
 finish
