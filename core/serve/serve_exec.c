@@ -530,6 +530,12 @@ serve_exec_new(struct serve_sb *s, struct httpd_conn *conn,
 		    serve_state_name(s->state));
 		return (NULL);
 	}
+	/* Its agent is being saved: a copy would have half an exec. */
+	if (sandbox_snapshot_busy(s->sb)) {
+		serve_fail(err, 409, NULL, "sandbox %s: a snapshot of it is "
+		    "under way", s->name);
+		return (NULL);
+	}
 	if ((port = serve_port_take(s)) == -1 ||
 	    (uploads && (in_port = serve_port_take(s)) == -1)) {
 		serve_port_give(s, port);

@@ -273,6 +273,13 @@ sandbox_snapshot_refused(struct sandbox *sb)
 	return (NULL);
 }
 
+/* Is a save of sb under way? (A new exec would be caught half-way.) */
+int
+sandbox_snapshot_busy(struct sandbox *sb)
+{
+	return (sb->snap_job != NULL);
+}
+
 /*
  * Save sb into dir (made, empty): its state file, its disk. The guest is
  * stopped meanwhile (if it ran) and continued after; cb is told from the

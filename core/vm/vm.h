@@ -418,6 +418,7 @@ struct sandbox_snap_result {
 typedef void	(*sandbox_snap_cb)(struct sandbox *, const char *,
 		     const struct sandbox_snap_result *, void *);
 const char	*sandbox_snapshot_refused(struct sandbox *);
+int		 sandbox_snapshot_busy(struct sandbox *);
 int		 sandbox_snapshot(struct sandbox *, const char *,
 		     sandbox_snap_cb, void *, char **);
 void		 sandbox_snapshot_json(struct sandbox *, struct buf *);
