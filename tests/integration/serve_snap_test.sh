@@ -438,9 +438,51 @@ a-f2" "$out"
 	serve_stop
 }
 
+# A disk image: a static busybox on ext4, made here without root.
+test_snapshot_disk() {
+	local img=$T_TMP/disk/root.img snap sum c
+	mkdir -p "$T_TMP/disk/tree"/{bin,etc,tmp,proc,sys,dev,run,root}
+	cp "$PWD/build/guest/cache/busybox/bin/busybox" "$T_TMP/disk/tree/bin/" ||
+	    { fail "no busybox in build/guest/cache"; return; }
+	for c in sh cat echo sleep kill sync; do
+		ln -sf busybox "$T_TMP/disk/tree/bin/$c"
+	done
+	truncate -s 64M "$img"
+	PATH=$PATH:/sbin:/usr/sbin mke2fs -q -F -t ext4 -d "$T_TMP/disk/tree" "$img" ||
+	    { fail "mke2fs"; return; }
+	serve_start
+	api POST /v1/sandboxes -d "{\"name\":\"a\",\"settings\":{\"image\":\"$img\"}}"
+	expect_eq "create on an image" 201 "$CODE"
+	run_exec a '{"argv":["sh","-c","echo ondisk >/root/f"]}'
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"d1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	expect_match "with its disk" '"disk":true' "$BODY"
+	snap=$T_TMP/cache/qsup/snapshots/d1/disk.qcow2
+	[ -s "$snap" ] || fail "no disk in the snapshot"
+	sum=$(sha256sum <"$snap")
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"d1"}'
+	expect_eq "restore" 201 "$CODE"
+	file b /root/f
+	expect_eq "the file on its disk" ondisk "$OUT"
+	run_exec b '{"argv":["sh","-c","echo b >/root/f; sync"]}'
+	file b /root/f
+	expect_eq "b wrote its own" b "$OUT"
+	file a /root/f
+	expect_eq "the source's own" ondisk "$OUT"
+	api POST /v1/sandboxes -d '{"name":"c","snapshot":"d1"}'
+	expect_eq "a second restore" 201 "$CODE"
+	file c /root/f
+	expect_eq "the snapshot's file, not b's" ondisk "$OUT"
+	for n in a b c; do api DELETE /v1/sandboxes/$n; done
+	expect_eq "the snapshot's disk was not written" "$sum" "$(sha256sum <"$snap")"
+	api DELETE /v1/snapshots/d1
+	serve_stop
+}
+
 for t in ${TESTS:-test_snapshot_restore test_snapshot_paused \
     test_snapshot_survives_restart test_snapshot_bad_input test_fork \
-    test_fork_paused test_fork_bad_input test_client_and_mcp}; do
+    test_fork_paused test_fork_bad_input test_client_and_mcp \
+    test_snapshot_disk}; do
 	run_test "$t"
 done
 finish
