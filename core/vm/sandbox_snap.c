@@ -60,6 +60,16 @@ sandbox_snap_end(struct sandbox_snap_job *j, const char *error)
 	char		*path;
 
 	ev_timer_stop(sb->loop, &j->poll);
+	/* A pause measured first: the guest runs again by now. */
+	if (j->was_running && j->t_done > 0)
+		j->res.pause_ms = j->downtime_ms + (util_now() - j->t_done) *
+		    1000;
+	/*
+	 * On disk before its record is written (the owner's): after cont,
+	 * so the guest does not stand still for the writeback.
+	 */
+	if (error == NULL && fsync(j->fd) == -1)
+		error = "fsync of the state file failed";
 	if (j->fd != -1)
 		close(j->fd);
 	if (error != NULL) {
@@ -70,10 +80,6 @@ sandbox_snap_end(struct sandbox_snap_job *j, const char *error)
 		unlink(path);
 		free(path);
 	}
-	/* A live save stood still for QEMU's downtime and until cont. */
-	if (j->was_running && j->t_done > 0)
-		j->res.pause_ms = j->downtime_ms + (util_now() - j->t_done) *
-		    1000;
 	sb->snap_job = NULL;
 	if (j->was_running && sb->state == SBS_READY)
 		sandbox_live_resume(sb);
@@ -110,8 +116,6 @@ sandbox_snap_saved(struct sandbox_snap_job *j, const char *error)
 
 	if (error == NULL && fstat(j->fd, &st) == 0)
 		j->res.bytes += (uint64_t)st.st_blocks * 512;
-	if (error == NULL && fsync(j->fd) == -1)
-		error = "fsync of the state file failed";
 	if (error == NULL && sb->disk.overlay != NULL) {
 		xasprintf(&path, "%s/" SANDBOX_SNAP_DISK, j->dir);
 		if (template_copy_file(sb->disk.overlay, path, &cause) == 0 &&
