@@ -12,6 +12,11 @@
 #   pause, resume     POST .../pause and .../resume of a ready sandbox,
 #                     each to its answer (QMP stop and cont returned), and
 #                     an exec of `true` right after the resume
+#   snapshots         POST .../snapshots of a ready sandbox running a
+#                     counter, to its answer, and the pause it cost the
+#                     guest (its pause_ms; goal <= 50 ms); a sandbox
+#                     created from it, to ready (goal <= 80 ms); fork of 1
+#                     and of 8 to all ready (goal <= 100 ms per copy)
 #   server RSS        of the qsup serve process, with 1 and 16 sandboxes
 #                     (and the sandboxes' QEMUs, for scale)
 #   pool create       a second server with serve_pool = {default = 1}: a
@@ -96,6 +101,37 @@ done
 ms() { awk '{print $1 * 1000}' "$1" | median %.1f; }
 echo "  pause: median $(ms "$tmp/pause") ms; resume: median" \
     "$(ms "$tmp/resume") ms; exec true after it: median $(ms "$tmp/after") ms"
+
+# Snapshots: save, restore to ready, fork of 1 and of 8.
+api -o /dev/null -d '{"argv":["sh","-c","(while :; do sleep 0.2; done) </dev/null >/dev/null 2>&1 &"]}' \
+    http://qsup/v1/sandboxes/a/exec
+for i in $(seq 1 "$few"); do
+	api -w ' %{time_total}\n' -d "{\"name\":\"bs$i\"}" \
+	    http://qsup/v1/sandboxes/a/snapshots |
+	    sed -n 's/.*"pause_ms":\([0-9.]*\).*} \([0-9.]*\)$/\1 \2/p' >>"$tmp/save"
+	api -o /dev/null -w '%{time_total}\n' \
+	    -d "{\"name\":\"br$i\",\"snapshot\":\"bs$i\"}" \
+	    http://qsup/v1/sandboxes >>"$tmp/restore"
+	api -o /dev/null -X DELETE "http://qsup/v1/sandboxes/br$i"
+	api -o /dev/null -X DELETE "http://qsup/v1/snapshots/bs$i"
+	api -o /dev/null -w '%{time_total}\n' -d '{"count":1}' \
+	    http://qsup/v1/sandboxes/a/fork >>"$tmp/fork1"
+	api -o /dev/null -X DELETE http://qsup/v1/sandboxes/a-f1
+done
+for i in $(seq 1 3); do
+	api -o /dev/null -w '%{time_total}\n' -d '{"count":8}' \
+	    http://qsup/v1/sandboxes/a/fork >>"$tmp/fork8"
+	for j in $(seq 1 8); do
+		api -o /dev/null -X DELETE "http://qsup/v1/sandboxes/a-f$j"
+	done
+done
+echo "  snapshot save: median $(awk '{print $2 * 1000}' "$tmp/save" | median %.1f) ms" \
+    "to its answer, the guest paused median $(awk '{print $1}' "$tmp/save" | median %.1f) ms" \
+    "(goal <= 50 ms)"
+echo "  restore from a snapshot to ready: median $(ms "$tmp/restore") ms (goal <= 80 ms)"
+f8=$(ms "$tmp/fork8")
+echo "  fork of 1: median $(ms "$tmp/fork1") ms; of 8: median $f8 ms," \
+    "$(awk -v a="$f8" 'BEGIN {printf "%.1f", a / 8}') ms per copy (goal <= 100 ms per copy)"
 
 # 8 streams of 50 MB at once, in one sandbox.
 mb=50

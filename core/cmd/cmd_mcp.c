@@ -2,7 +2,8 @@
  * "qsup mcp": a Model Context Protocol server on stdio for agents, its
  * tools the API's calls (sandbox_create, sandbox_exec, sandbox_file_write,
  * sandbox_file_read, sandbox_list, sandbox_destroy, sandbox_pause,
- * sandbox_resume). The transport is
+ * sandbox_resume, sandbox_snapshot, sandbox_snapshot_list,
+ * sandbox_snapshot_delete, sandbox_fork). The transport is
  * MCP's stdio one: JSON-RPC 2.0, one message a line each way. It talks
  * to the qsup serve at --host (QSUP_HOST, the default socket) if one
  * answers there, else to one it starts for its own lifetime in a private
@@ -54,7 +55,8 @@ const struct cmd_entry cmd_mcp_entry = {
 "Speak MCP (JSON-RPC 2.0, one message a line, protocol 2024-11-05) on\n"
 "stdin and stdout, with the tools sandbox_create, sandbox_exec,\n"
 "sandbox_file_write, sandbox_file_read, sandbox_list, sandbox_destroy,\n"
-"sandbox_pause and sandbox_resume.\n"
+"sandbox_pause, sandbox_resume, sandbox_snapshot, sandbox_snapshot_list,\n"
+"sandbox_snapshot_delete and sandbox_fork.\n"
 "They are calls of the qsup serve at HOST when one answers there;\n"
 "otherwise qsup mcp starts one of its own, on a socket in a private\n"
 "directory, and stops it (its sandboxes with it) when stdin ends or on\n"
@@ -92,7 +94,8 @@ enum mcp_type {
 	MCP_SECONDS,	/* a number, 0 or more */
 	MCP_ENCODING,	/* "utf-8" or "base64" */
 	MCP_MODE,	/* octal digits, a string */
-	MCP_DISK	/* {"path": ABSOLUTE, "writable": BOOL} */
+	MCP_DISK,	/* {"path": ABSOLUTE, "writable": BOOL} */
+	MCP_COUNT	/* an integer, 1 to 16 */
 };
 
 struct mcp_arg {
@@ -106,7 +109,7 @@ struct mcp_call;
 struct mcp_tool {
 	const char		*name;
 	const char		*help;
-	struct mcp_arg		 args[8];	/* NULL-named at the end */
+	struct mcp_arg		 args[9];	/* NULL-named at the end */
 	json_t		       *(*run)(struct mcp *, json_t *);
 };
 
@@ -118,6 +121,10 @@ static json_t	*mcp_tool_list(struct mcp *, json_t *);
 static json_t	*mcp_tool_destroy(struct mcp *, json_t *);
 static json_t	*mcp_tool_pause(struct mcp *, json_t *);
 static json_t	*mcp_tool_resume(struct mcp *, json_t *);
+static json_t	*mcp_tool_snapshot(struct mcp *, json_t *);
+static json_t	*mcp_tool_snapshot_list(struct mcp *, json_t *);
+static json_t	*mcp_tool_snapshot_delete(struct mcp *, json_t *);
+static json_t	*mcp_tool_fork(struct mcp *, json_t *);
 
 #define MCP_NAME_HELP	"the sandbox's name"
 
@@ -142,6 +149,9 @@ static const struct mcp_tool mcp_tools[] = {
 	    { "disk", MCP_DISK, 0, "boot on this disk image of the server's "
 	      "host: on a fresh overlay, or, with writable true, on the file "
 	      "itself, which keeps what the guest writes" },
+	    { "snapshot", MCP_NAME, 0, "start it from this snapshot, with its "
+	      "processes and files as they were (no profile or settings "
+	      "then)" },
 	    { NULL, 0, 0, NULL } },
 	  mcp_tool_create },
 	{ "sandbox_exec",
@@ -205,6 +215,33 @@ static const struct mcp_tool mcp_tools[] = {
 	  { { "name", MCP_NAME, 1, MCP_NAME_HELP },
 	    { NULL, 0, 0, NULL } },
 	  mcp_tool_resume },
+	{ "sandbox_snapshot",
+	  "Save a ready or paused sandbox whole (memory, processes, files) "
+	  "as a named snapshot on the server's disk; sandbox_create with "
+	  "\"snapshot\" starts copies of it. Returns the snapshot as JSON.",
+	  { { "name", MCP_NAME, 1, MCP_NAME_HELP },
+	    { "snapshot", MCP_NAME, 1, "the snapshot's name: 1-63 of a-z 0-9 "
+	      "_ . -, starting with a letter or digit" },
+	    { NULL, 0, 0, NULL } },
+	  mcp_tool_snapshot },
+	{ "sandbox_snapshot_list",
+	  "List the snapshots, as JSON: name, sandbox it came from, created, "
+	  "size_bytes, pause_ms.",
+	  { { NULL, 0, 0, NULL } },
+	  mcp_tool_snapshot_list },
+	{ "sandbox_snapshot_delete",
+	  "Delete a snapshot (sandboxes made from it run on).",
+	  { { "snapshot", MCP_NAME, 1, "the snapshot's name" },
+	    { NULL, 0, 0, NULL } },
+	  mcp_tool_snapshot_delete },
+	{ "sandbox_fork",
+	  "Make running copies of a ready or paused sandbox (which stays as it "
+	  "was), each with its processes, memory and files, its own disk, "
+	  "clock and entropy, named NAME-f1, NAME-f2... Returns them as JSON.",
+	  { { "name", MCP_NAME, 1, MCP_NAME_HELP },
+	    { "count", MCP_COUNT, 0, "how many copies, 1 to 16 (default 1)" },
+	    { NULL, 0, 0, NULL } },
+	  mcp_tool_fork },
 	{ NULL, NULL, { { NULL, 0, 0, NULL } }, NULL }
 };
 
@@ -297,6 +334,10 @@ mcp_arg_schema(const struct mcp_arg *a)
 		break;
 	case MCP_SECONDS:
 		s = json_pack("{s:s, s:i}", "type", "number", "minimum", 0);
+		break;
+	case MCP_COUNT:
+		s = json_pack("{s:s, s:i, s:i}", "type", "integer", "minimum", 1,
+		    "maximum", 16);
 		break;
 	case MCP_ENCODING:
 		s = json_pack("{s:s, s:[s,s]}", "type", "string", "enum",
@@ -400,6 +441,11 @@ mcp_arg_check(enum mcp_type type, json_t *v)
 	case MCP_SECONDS:
 		if (!json_is_number(v) || json_number_value(v) < 0)
 			return ("a number of seconds, 0 or more");
+		return (NULL);
+	case MCP_COUNT:
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > 16)
+			return ("a whole number, 1 to 16");
 		return (NULL);
 	case MCP_ENCODING:
 		if (!json_is_string(v) ||
@@ -667,6 +713,72 @@ static json_t *
 mcp_tool_resume(struct mcp *m, json_t *args)
 {
 	return (mcp_tool_call(m, args, "POST", "/resume"));
+}
+
+/* A POST of one member of args (or none) as the body, to path. */
+static json_t *
+mcp_tool_post(struct mcp *m, const char *method, const char *path,
+    json_t *req)
+{
+	json_t	*reply = NULL;
+	char	*cause = NULL;
+	int	 r;
+
+	r = m->be.call(m->be.arg, method, path, req, &reply, &cause);
+	json_decref(req);
+	if (r != 0)
+		return (mcp_result_error(cause));
+	return (mcp_result_json(reply != NULL ? reply : json_object()));
+}
+
+static json_t *
+mcp_tool_snapshot(struct mcp *m, json_t *args)
+{
+	json_t	*r;
+	char	*path;
+
+	path = client_path(json_string_value(json_object_get(args, "name")),
+	    "/snapshots");
+	r = mcp_tool_post(m, "POST", path, json_pack("{s:O}", "name",
+	    json_object_get(args, "snapshot")));
+	free(path);
+	return (r);
+}
+
+static json_t *
+mcp_tool_snapshot_list(struct mcp *m, json_t *args)
+{
+	(void)args;
+	return (mcp_tool_post(m, "GET", "/v1/snapshots", NULL));
+}
+
+static json_t *
+mcp_tool_snapshot_delete(struct mcp *m, json_t *args)
+{
+	json_t	*r;
+	char	*path;
+
+	xasprintf(&path, "/v1/snapshots/%s",
+	    json_string_value(json_object_get(args, "snapshot")));
+	r = mcp_tool_post(m, "DELETE", path, NULL);
+	free(path);
+	return (r);
+}
+
+static json_t *
+mcp_tool_fork(struct mcp *m, json_t *args)
+{
+	json_t	*r, *req;
+	char	*path;
+
+	req = json_object();
+	if (json_object_get(args, "count") != NULL)
+		json_object_set(req, "count", json_object_get(args, "count"));
+	path = client_path(json_string_value(json_object_get(args, "name")),
+	    "/fork");
+	r = mcp_tool_post(m, "POST", path, req);
+	free(path);
+	return (r);
 }
 
 static json_t *

@@ -230,6 +230,7 @@ serve_sb_free(struct serve_sb *s)
 	free(s->host_ports);
 	free(s->phase);
 	free(s->profile_arg);
+	serve_snapref_free(&s->snap);
 	while (s->nsets > 0)
 		free(s->sets[--s->nsets]);
 	free(s->sets);
@@ -383,6 +384,9 @@ serve_sb_launch(struct serve_sb *s, char **cause)
 	if (serve_disk_hold_late(s, cause) == -1)
 		return (-1);
 	s->sb = sandbox_new(s->srv->loop, &s->profile, &cbs);
+	if (s->snap.dir != NULL)
+		sandbox_set_snapshot(s->sb, s->snap.dir, s->snap.token,
+		    s->snap.cold, s->snap.ram_backend);
 	if (s->image != NULL)
 		sandbox_set_image(s->sb, s->image);
 	if (s->image != NULL && s->disk_writable)
@@ -471,24 +475,6 @@ serve_setting(const char *key, json_t *v)
 		xasprintf(&kv, "%s=%s", key, json_is_true(v) ? "true" :
 		    "false");
 	return (kv);
-}
-
-static int
-serve_name_ok(const char *n)
-{
-	size_t	i, len = strlen(n);
-
-	if (len == 0 || len > SERVE_NAME_MAX)
-		return (0);
-	if (!((n[0] >= 'a' && n[0] <= 'z') || (n[0] >= '0' && n[0] <= '9')))
-		return (0);
-	for (i = 0; i < len; i++) {
-		if (!((n[i] >= 'a' && n[i] <= 'z') ||
-		    (n[i] >= '0' && n[i] <= '9') || n[i] == '_' ||
-		    n[i] == '.' || n[i] == '-'))
-			return (0);
-	}
-	return (1);
 }
 
 /* The request's extra_args: checked, then after the profile's. */
@@ -793,68 +779,102 @@ serve_sb_room(struct serve_sb *s, struct serve_error *err)
 	return (0);
 }
 
-static void
-serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
-    void *arg)
+/*
+ * A create from a snapshot: the source's profile and settings, no
+ * others; *snap filled, *profile and *sets its. 0, or -1 with err.
+ */
+static int
+serve_create_snap(json_t *j, struct serve_snapref *snap, const char **profile,
+    char ***sets, size_t *nsets, struct serve_error *err)
+{
+	size_t	i;
+
+	if (json_object_get(j, "profile") != NULL ||
+	    json_object_get(j, "settings") != NULL ||
+	    json_object_get(j, "extra_args") != NULL ||
+	    json_object_get(j, "disk") != NULL)
+		return (serve_bad_field(err, "snapshot", "a sandbox from a "
+		    "snapshot has its source's profile and settings: no "
+		    "\"profile\", \"settings\", \"extra_args\" or \"disk\""));
+	if (serve_snap_from(json_object_get(j, "snapshot"), snap, err) == -1)
+		return (-1);
+	*profile = snap->profile;
+	*sets = xcalloc(snap->nsets + 1, sizeof **sets);
+	for (i = 0; i < snap->nsets; i++)
+		(*sets)[i] = xstrdup(snap->sets[i]);
+	*nsets = snap->nsets;
+	return (0);
+}
+
+/*
+ * A create's body: the sandbox made (and its client, conn, answered or
+ * waiting), or NULL with err (or NULL answered: attached, or taken from
+ * the pool). conn NULL (a fork's copies): no answer.
+ */
+struct serve_sb *
+serve_create_json(struct serve *srv, struct httpd_conn *conn,
+    const char *body, size_t len, struct serve_error *err)
 {
 	static const char *const fields[] = {
 		"name", "profile", "settings", "extra_args", "wait", "ttl",
-		"idle_ttl", "on_ttl", "disk", "attach", NULL
+		"idle_ttl", "on_ttl", "disk", "attach", "snapshot", NULL
 	};
-	struct serve		*srv = arg;
-	struct serve_sb		*s = NULL;
+	struct serve_sb		*s = NULL, *made = NULL;
 	json_t			*j, *settings;
 	const char		*profile;
 	char			**sets = NULL, *name = NULL, *cause = NULL;
 	size_t			 nsets = 0, i;
 	struct buf		 b = { 0 };
-	struct serve_error	 err = { 0 };
+	struct serve_snapref	 snap = { 0 };
 	int			 wait = 1;
 
-	if (serve_json_body(body, len, &j, &err) == -1 ||
-	    serve_check_fields(j, fields, &err) == -1 ||
-	    serve_create_fields(srv, j, &name, &profile, &wait, &err) == -1)
+	if (serve_json_body(body, len, &j, err) == -1 ||
+	    serve_check_fields(j, fields, err) == -1 ||
+	    serve_create_fields(srv, j, &name, &profile, &wait, err) == -1)
 		goto out;
 	settings = json_object_get(j, "settings");
-	if (settings != NULL && !json_is_object(settings)) {
-		serve_bad_field(&err, "settings", "must be an object of "
+	if (json_object_get(j, "snapshot") != NULL) {
+		if (serve_create_snap(j, &snap, &profile, &sets, &nsets,
+		    err) == -1)
+			goto out;
+	} else if (settings != NULL && !json_is_object(settings)) {
+		serve_bad_field(err, "settings", "must be an object of "
 		    "setting names to values");
 		goto out;
-	}
-	sets = serve_sets(srv, settings, &nsets, &err);
-	if (sets == NULL)
+	} else if ((sets = serve_sets(srv, settings, &nsets, err)) == NULL)
 		goto out;
 	if (srv->stopping) {
-		serve_fail(&err, 503, NULL, "the server is stopping");
+		serve_fail(err, 503, NULL, "the server is stopping");
 		goto out;
 	}
 	if (serve_find(srv, name) != NULL) {
-		serve_fail(&err, 409, NULL, "a sandbox named %s exists", name);
+		serve_fail(err, 409, NULL, "a sandbox named %s exists", name);
 		goto out;
 	}
 	if (json_object_get(j, "attach") != NULL) {
-		serve_create_attach(srv, conn, j, &name, wait, &err);
+		serve_create_attach(srv, conn, j, &name, wait, err);
 		goto out;
 	}
 	/* 1: answered from the pool, or to be once resumed; -1: err. */
-	if (json_object_get(j, "disk") == NULL &&
+	if (conn != NULL && snap.dir == NULL &&
+	    json_object_get(j, "disk") == NULL &&
 	    serve_pool_take(srv, j, name, profile, sets, nsets, wait, conn,
-	    &err) != 0)
+	    err) != 0)
 		goto out;
 	s = serve_sb_alloc(srv);
-	if (serve_life_fields(s, j, &err) == -1 ||
-	    serve_disk_fields(s, j, &err) == -1)
+	if (serve_life_fields(s, j, err) == -1 ||
+	    serve_disk_fields(s, j, err) == -1)
 		goto out;
 	if (profile_load_set(&s->profile, profile, sets, nsets, &cause) ==
 	    -1) {
-		serve_bad_field(&err, settings != NULL ? "settings" :
+		serve_bad_field(err, settings != NULL ? "settings" :
 		    "profile", cause);
 		goto out;
 	}
-	if (serve_disk_profile(s, &err) == -1 ||
+	if (serve_disk_profile(s, err) == -1 ||
 	    serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
-	    &err) == -1 || serve_sb_room(s, &err) == -1 ||
-	    serve_sb_accel(s, &err) == -1)
+	    err) == -1 || serve_sb_room(s, err) == -1 ||
+	    serve_sb_accel(s, err) == -1)
 		goto out;
 	s->name = name;
 	name = NULL;
@@ -864,12 +884,17 @@ serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
 	s->nsets = nsets;
 	sets = NULL;
 	nsets = 0;
-	if (serve_sb_go(s, &err) == -1)
+	s->snap = snap;
+	memset(&snap, 0, sizeof snap);
+	if (serve_sb_go(s, err) == -1)
 		goto out;
 	serve_sb_event(s);
 	serve_pool_kick(srv);	/* its refills wait for this boot */
 	serve_life_arm(s);	/* its ttl runs from now */
-	if (wait)
+	made = s;
+	if (conn == NULL)
+		;
+	else if (wait)
 		serve_wait(&s->create_waiters, s, conn);
 	else {
 		serve_sb_json(s, &b);
@@ -885,8 +910,19 @@ out:
 	free(sets);
 	free(name);
 	free(cause);
+	serve_snapref_free(&snap);
 	json_decref(j);
-	if (err.status != 0)
+	return (made);
+}
+
+static void
+serve_create_body(struct httpd_conn *conn, const char *body, size_t len,
+    void *arg)
+{
+	struct serve_error	err = { 0 };
+
+	if (serve_create_json(arg, conn, body, len, &err) == NULL &&
+	    err.status != 0)
 		serve_error_answer(conn, &err);
 }
 
@@ -973,6 +1009,7 @@ serve_init(struct serve *srv, struct ev_loop *loop)
 	srv->sb_boot = serve_sb_boot;
 	srv->sb_json = serve_sb_json;
 	serve_events_init(srv);
+	serve_snap_sweep();	/* saves a dead server left unfinished */
 }
 
 /* SIGTERM: every sandbox stopped; serve_idle once all are gone. */

@@ -251,3 +251,22 @@ serve_sb_read_body(const struct serve_req *r, serve_body_fn *fn, void *arg)
 	httpd_set_close_cb(r->conn, serve_body_close_cb, b);
 	httpd_read_body(r->conn, serve_body_cb, b);
 }
+
+/* A sandbox's or a snapshot's name: 1-63 of a-z 0-9 _ . -, from a-z 0-9. */
+int
+serve_name_ok(const char *n)
+{
+	size_t	i, len = strlen(n);
+
+	if (len == 0 || len > SERVE_NAME_MAX)
+		return (0);
+	if (!((n[0] >= 'a' && n[0] <= 'z') || (n[0] >= '0' && n[0] <= '9')))
+		return (0);
+	for (i = 0; i < len; i++) {
+		if (!((n[i] >= 'a' && n[i] <= 'z') ||
+		    (n[i] >= '0' && n[i] <= '9') || n[i] == '_' ||
+		    n[i] == '.' || n[i] == '-'))
+			return (0);
+	}
+	return (1);
+}

@@ -34,7 +34,7 @@ const double serve_exec_le[11] = {
 };
 
 /* Agent ports for execs and uploads: the lowest free one, or -1. */
-static int
+int
 serve_port_take(struct serve_sb *s)
 {
 	int	i;
@@ -48,7 +48,7 @@ serve_port_take(struct serve_sb *s)
 	return (-1);
 }
 
-static void
+void
 serve_port_give(struct serve_sb *s, int i)
 {
 	if (i >= 0)
@@ -528,6 +528,12 @@ serve_exec_new(struct serve_sb *s, struct httpd_conn *conn,
 	if (s->state != SERVE_READY || s->sb == NULL) {
 		serve_fail(err, 409, NULL, "sandbox %s is %s", s->name,
 		    serve_state_name(s->state));
+		return (NULL);
+	}
+	/* Its agent is being saved: a copy would have half an exec. */
+	if (sandbox_snapshot_busy(s->sb)) {
+		serve_fail(err, 409, NULL, "sandbox %s: a snapshot of it is "
+		    "under way", s->name);
 		return (NULL);
 	}
 	if ((port = serve_port_take(s)) == -1 ||

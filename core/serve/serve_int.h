@@ -107,6 +107,17 @@ struct serve_waiter {
 };
 TAILQ_HEAD(serve_waiters, serve_waiter);
 
+/* The snapshot a sandbox starts from (serve_snap.c). */
+struct serve_snapref {
+	char			*dir;		/* NULL: none */
+	char			*token;
+	int			 cold;
+	int			 ram_backend;
+	char			*profile;	/* the source's */
+	char			**sets;
+	size_t			 nsets;
+};
+
 /* One named sandbox. */
 struct serve_sb {
 	struct serve		*srv;
@@ -165,6 +176,7 @@ struct serve_sb {
 	int			 pool_evicted;	/* stopping for a user's room */
 	double			 t_taken;	/* by a create */
 	struct exec		*pool_clock;	/* setting its clock */
+	struct serve_snapref	 snap;		/* started from a snapshot */
 };
 
 /* What guest-exec-status said (serve_attach.c). */
@@ -240,6 +252,7 @@ void		 serve_answer(struct serve_waiters *, int, const char *);
 void		 serve_waiters_free(struct serve_waiters *);
 serve_handler	 serve_events;
 struct serve_sb	*serve_find(struct serve *, const char *);
+int		 serve_name_ok(const char *);
 /*
  * A request's body read, then fn called with the sandbox the request
  * named, found again: it may have been deleted meanwhile (then 404, and
@@ -257,6 +270,8 @@ int		 serve_exec_running(const struct serve_exec *);
 int		 serve_exec_busy(const struct serve_sb *);
 void		 serve_exec_sandbox_gone(struct serve_sb *, const char *);
 int		 serve_signal_number(const char *);
+int		 serve_port_take(struct serve_sb *);
+void		 serve_port_give(struct serve_sb *, int);
 serve_handler	 serve_exec_post;
 serve_handler	 serve_exec_stdin;
 serve_handler	 serve_exec_signal;
@@ -279,6 +294,8 @@ void		 serve_setup_free_all(struct serve *);
 extern const char *const serve_boot_kinds[3];	/* as qsup_boots_total */
 serve_handler	 serve_list;
 serve_handler	 serve_create;
+struct serve_sb	*serve_create_json(struct serve *, struct httpd_conn *,
+		     const char *, size_t, struct serve_error *);
 serve_handler	 serve_get;
 serve_handler	 serve_delete;
 
@@ -336,6 +353,24 @@ int		 serve_disk_hold(struct serve_sb *, struct serve_error *);
 int		 serve_disk_hold_late(struct serve_sb *, char **);
 void		 serve_disk_release(struct serve_sb *);
 void		 serve_disk_json(struct serve_sb *, struct buf *);
+
+/* serve_snap.c */
+#define SERVE_SNAP_HIDDEN	".fork-"	/* a fork's snapshot */
+extern const char *serve_snap_hidden;	/* restorable now, for a fork */
+char		*serve_snap_root(void);
+int		 serve_snap_write_ref(struct serve_sb *, const char *,
+		     char **);
+void		 serve_snap_sweep(void);
+int		 serve_snap_from(json_t *, struct serve_snapref *,
+		     struct serve_error *);
+void		 serve_snapref_free(struct serve_snapref *);
+serve_handler	 serve_snap_post;
+serve_handler	 serve_snap_list;
+serve_handler	 serve_snap_get;
+serve_handler	 serve_snap_delete;
+
+/* serve_fork.c */
+serve_handler	 serve_fork;
 
 /* serve_metrics.c */
 serve_handler	 serve_metrics;

@@ -15,7 +15,8 @@ static serve_handler	serve_healthz;
 /*
  * Every route. A pattern's segments are literal, or {name} (any segment;
  * a sandbox's name, looked up before anything else is said of the
- * request) or {id} (digits, an exec's number). A path that some pattern
+ * request), {snap} (a snapshot's name, its handler's to find) or {id}
+ * (digits, an exec's number). A path that some pattern
  * fits but not the method is 405, with the methods that fit, in this
  * order, as its Allow.
  */
@@ -36,6 +37,11 @@ static const struct serve_route {
 	{ "POST",   "/v1/sandboxes/{name}/pause",	serve_pause },
 	{ "POST",   "/v1/sandboxes/{name}/resume",	serve_resume },
 	{ "POST",   "/v1/sandboxes/{name}/exec",	serve_exec_post },
+	{ "POST",   "/v1/sandboxes/{name}/snapshots",	serve_snap_post },
+	{ "POST",   "/v1/sandboxes/{name}/fork",	serve_fork },
+	{ "GET",    "/v1/snapshots",			serve_snap_list },
+	{ "GET",    "/v1/snapshots/{snap}",		serve_snap_get },
+	{ "DELETE", "/v1/snapshots/{snap}",		serve_snap_delete },
 	{ "GET",    "/v1/sandboxes/{name}/files",	serve_files },
 	{ "PUT",    "/v1/sandboxes/{name}/files",	serve_files },
 	{ "POST",   "/v1/sandboxes/{name}/exec/{id}/stdin",
@@ -99,6 +105,10 @@ serve_route_fit(const char *pat, const char *path, struct serve_params *p)
 			p->name = path;
 			p->nlen = n;
 			fit = SERVE_FIT_NAME;
+		} else if (pn == 6 && strncmp(pat, "{snap}", pn) == 0) {
+			/* A snapshot's name: its handler looks it up. */
+			if (n == 0)
+				return (fit);
 		} else if (pn == 4 && strncmp(pat, "{id}", pn) == 0) {
 			if (!serve_route_id(path, n, &p->id))
 				return (fit);

@@ -377,6 +377,7 @@ struct qmp_cmd {
 	char			*name;
 	double			 deadline;
 	qmp_script_cb		 cb;
+	qmp_conn_ret_cb		 rcb;	/* or this, told the return too */
 	void			*arg;
 	TAILQ_ENTRY(qmp_cmd)	 entry;
 };
@@ -414,11 +415,14 @@ qmp_conn_arm(struct qmp_conn *c)
 
 /* Tell the first command's owner, and forget it. */
 static void
-qmp_conn_tell(struct qmp_conn *c, struct qmp_cmd *cmd, const char *error)
+qmp_conn_tell(struct qmp_conn *c, struct qmp_cmd *cmd, const char *error,
+    json_t *ret)
 {
 	TAILQ_REMOVE(&c->cmds, cmd, entry);
 	qmp_conn_arm(c);
-	if (cmd->cb != NULL)
+	if (cmd->rcb != NULL)
+		cmd->rcb(error, ret, cmd->arg);
+	else if (cmd->cb != NULL)
 		cmd->cb(error, cmd->arg);
 	free(cmd->name);
 	free(cmd);
@@ -432,7 +436,7 @@ qmp_conn_fail_all(struct qmp_conn *c, const char *why)
 
 	ev_io_stop(c->loop, &c->io);
 	while ((cmd = TAILQ_FIRST(&c->cmds)) != NULL)
-		qmp_conn_tell(c, cmd, why);
+		qmp_conn_tell(c, cmd, why, NULL);
 	ev_timer_stop(c->loop, &c->timer);
 }
 
@@ -486,10 +490,10 @@ qmp_conn_line(struct qmp_conn *c, const char *line, size_t len)
 	if (cmd != NULL && json_path(j, "error") != NULL) {
 		desc = json_path_str(j, "error.desc");
 		xasprintf(&msg, "QMP: %s", desc != NULL ? desc : "an error");
-		qmp_conn_tell(c, cmd, msg);
+		qmp_conn_tell(c, cmd, msg, NULL);
 		free(msg);
 	} else if (cmd != NULL)
-		qmp_conn_tell(c, cmd, NULL);
+		qmp_conn_tell(c, cmd, NULL, json_object_get(j, "return"));
 	json_decref(j);
 }
 
@@ -545,16 +549,57 @@ qmp_conn_new(struct ev_loop *loop, int fd)
 }
 
 /*
- * QMP command name, without arguments: cb is told from the loop, NULL
- * once it returned, else why not. -1 with *cause when it cannot be sent.
+ * One line to the monitor, all at once (a monitor that reads takes it, or
+ * it is stuck), with fd riding along unless it is -1.
+ */
+static int
+qmp_conn_send(struct qmp_conn *c, const char *line, int fd, char **cause)
+{
+	struct msghdr	 msg;
+	struct cmsghdr	*cmsg;
+	struct iovec	 iov;
+	union {
+		char		buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr	align;
+	} u;
+	ssize_t		 w;
+
+	memset(&msg, 0, sizeof msg);
+	iov.iov_base = (char *)(uintptr_t)line;
+	iov.iov_len = strlen(line);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (fd != -1) {
+		memset(&u, 0, sizeof u);
+		msg.msg_control = u.buf;
+		msg.msg_controllen = sizeof u.buf;
+		cmsg = CMSG_FIRSTHDR(&msg);
+		cmsg->cmsg_level = SOL_SOCKET;
+		cmsg->cmsg_type = SCM_RIGHTS;
+		cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
+	}
+	w = sendmsg(c->fd, &msg, MSG_NOSIGNAL|MSG_DONTWAIT);
+	if (w == (ssize_t)iov.iov_len)
+		return (0);
+	if (cause != NULL)
+		xasprintf(cause, "QMP: send: %s", w == -1 ? strerror(errno) :
+		    "short write");
+	return (-1);
+}
+
+/*
+ * QMP command name with args (a JSON object's text, or NULL) and fd
+ * passed with it (or -1): rcb is told from the loop, with NULL and the
+ * command's "return" (borrowed: valid during the call) once it returned,
+ * else why not. -1 with *cause when it cannot be sent.
  */
 int
-qmp_conn_command(struct qmp_conn *c, const char *name, qmp_script_cb cb,
-    void *arg, char **cause)
+qmp_conn_call(struct qmp_conn *c, const char *name, const char *args,
+    int fd, qmp_conn_ret_cb rcb, void *arg, char **cause)
 {
 	struct qmp_cmd	*cmd;
 	char		*line;
-	ssize_t		 w;
 
 	if (!ev_is_active(&c->io)) {
 		if (cause != NULL)
@@ -565,15 +610,12 @@ qmp_conn_command(struct qmp_conn *c, const char *name, qmp_script_cb cb,
 	cmd->id = ++c->next_id;
 	cmd->name = xstrdup(name);
 	cmd->deadline = util_now() + c->timeout;
-	cmd->cb = cb;
+	cmd->rcb = rcb;
 	cmd->arg = arg;
-	xasprintf(&line, "{\"execute\":\"%s\",\"id\":%u}\n", name, cmd->id);
-	/* A line into a monitor that reads: all at once, or it is stuck. */
-	w = send(c->fd, line, strlen(line), MSG_NOSIGNAL|MSG_DONTWAIT);
-	if (w != (ssize_t)strlen(line)) {
-		if (cause != NULL)
-			xasprintf(cause, "QMP: send: %s", w == -1 ?
-			    strerror(errno) : "short write");
+	xasprintf(&line, "{\"execute\":\"%s\",%s%s%s\"id\":%u}\n", name,
+	    args != NULL ? "\"arguments\":" : "", args != NULL ? args : "",
+	    args != NULL ? "," : "", cmd->id);
+	if (qmp_conn_send(c, line, fd, cause) == -1) {
 		free(line);
 		free(cmd->name);
 		free(cmd);
@@ -582,6 +624,24 @@ qmp_conn_command(struct qmp_conn *c, const char *name, qmp_script_cb cb,
 	free(line);
 	TAILQ_INSERT_TAIL(&c->cmds, cmd, entry);
 	qmp_conn_arm(c);
+	return (0);
+}
+
+/*
+ * QMP command name, without arguments: cb is told from the loop, NULL
+ * once it returned, else why not. -1 with *cause when it cannot be sent.
+ */
+int
+qmp_conn_command(struct qmp_conn *c, const char *name, qmp_script_cb cb,
+    void *arg, char **cause)
+{
+	struct qmp_cmd	*cmd;
+
+	if (qmp_conn_call(c, name, NULL, -1, NULL, NULL, cause) == -1)
+		return (-1);
+	cmd = TAILQ_LAST(&c->cmds, qmp_cmds);
+	cmd->cb = cb;
+	cmd->arg = arg;
 	return (0);
 }
 

@@ -360,7 +360,7 @@ sandbox_ready(struct sandbox *sb, enum sbe ev, const char *why)
 	/* The monitor is the pause's from now on; a restore's script is done. */
 	qmp_script_free(sb->incoming);
 	sb->incoming = NULL;
-	if (sb->qmp_fd != -1)
+	if (sb->qmp_fd != -1 && sb->qmp == NULL)
 		sb->qmp = qmp_conn_new(sb->loop, sb->qmp_fd);
 	log_debug("agent ready: %s", why);
 	if (sb->cbs.ready != NULL)
@@ -793,9 +793,11 @@ sandbox_start(struct sandbox *sb, const struct accel_choice *accel,
 	if (cow_wanted(sb->shares, sb->nshares) && cow_make(&sb->cow,
 	    sb->rundir, sb->profile->cow_size, cause) == -1)
 		return (-1);
-	sb->token = token_hex(32);
+	/* A snapshot's guest holds its source's token, and boots no more. */
+	sb->token = sb->snap != NULL ? xstrdup(sb->snap->token) :
+	    token_hex(32);
 
-	wait = sandbox_choose_mode(sb);
+	wait = sb->snap != NULL ? 0 : sandbox_choose_mode(sb);
 	sandbox_set_state(sb, SBS_QUEUED);
 	sb->t_queued = util_now();
 	if (wait) {
@@ -861,6 +863,10 @@ sandbox_qmp(struct sandbox *sb, enum sbs want, const char *cmd,
 		xasprintf(cause, "a pause or resume is under way");
 		return (-1);
 	}
+	if (sb->snap_job != NULL) {
+		xasprintf(cause, "a snapshot is under way");
+		return (-1);
+	}
 	if (qmp_conn_command(sb->qmp, cmd, sandbox_qmp_done_cb, sb,
 	    cause) == -1)
 		return (-1);
@@ -920,6 +926,8 @@ sandbox_boot_seconds(struct sandbox *sb)
 const char *
 sandbox_start_kind(struct sandbox *sb)
 {
+	if (sb->snap != NULL)
+		return ("snapshot");
 	switch (sb->mode) {
 	case SB_COLD:
 		return ("cold");
@@ -987,6 +995,20 @@ sandbox_console_tail(struct sandbox *sb, int nlines, struct buf *out)
 	}
 }
 
+static void
+sandbox_snap_forget(struct sandbox *sb)
+{
+	if (sb->snap == NULL)
+		return;
+	ev_timer_stop(sb->loop, &sb->snap->status);
+	free(sb->snap->dir);
+	if (sb->snap->token != NULL)
+		explicit_bzero(sb->snap->token, strlen(sb->snap->token));
+	free(sb->snap->token);
+	free(sb->snap);
+	sb->snap = NULL;
+}
+
 void
 sandbox_free(struct sandbox *sb)
 {
@@ -1008,6 +1030,7 @@ sandbox_free(struct sandbox *sb)
 	ev_timer_stop(sb->loop, &sb->builder);
 	gate_free(sb->gate);
 	sandbox_launch_free(sb);
+	sandbox_snap_forget(sb);
 	qemu_free(sb->qemu);
 	net_free(sb->net);
 	/* Staged copies may hold directories not even we can write to. */

@@ -32,6 +32,15 @@ sandbox_ram_args(struct sandbox *sb, struct qemu_argv *a)
 {
 	char	*path;
 
+	/* A snapshot's RAM is all in its stream: the block's name counts. */
+	if (sb->snap != NULL) {
+		qemu_arg(a, "-object");
+		qemu_arg(a, "memory-backend-ram,id=" TEMPLATE_RAM_ID
+		    ",size=%lluM", (unsigned long long)sb->profile->memory_mib);
+		qemu_arg(a, "-machine");
+		qemu_arg(a, "memory-backend=" TEMPLATE_RAM_ID);
+		return;
+	}
 	if (sb->mode == SB_RESTORE)
 		xasprintf(&path, "/proc/self/fd/%d", sb->ram_fd);
 	else
@@ -48,7 +57,7 @@ sandbox_ram_args(struct sandbox *sb, struct qemu_argv *a)
 
 /* qsup's own kernel, and GUEST.md's measured command line for it. */
 static void
-sandbox_kernel_args(struct sandbox *sb, struct qemu_argv *a)
+sandbox_kernel_args(struct sandbox *sb, struct qemu_argv *a, int cold)
 {
 	char	tsc[64] = "", cow[64] = "", *tmp;
 
@@ -67,7 +76,7 @@ sandbox_kernel_args(struct sandbox *sb, struct qemu_argv *a)
 	    "initcall_blacklist=init_kprobe_trace,"
 	    "crypto_kdf108_init,init_mmio_trace,"
 	    "init_trace_printk_function_export qsup.ports=%d%s%s%s", tsc,
-	    QSUP_PORT_COUNT, sb->mode == SB_COLD ? "" : " qsup.template=1",
+	    QSUP_PORT_COUNT, cold ? "" : " qsup.template=1",
 	    sb->disk.base != NULL ? " qsup.root=1" : "", cow);
 	qemu_argv_kernel(a, sb->guest.kernel, sb->guest.initramfs, tmp);
 	free(tmp);
@@ -84,7 +93,12 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	const struct profile	*p = sb->profile;
 	char			*seed, *tmp;
 	char *const		 *na;
-	int			 i, pc = sandbox_boot_image(sb);
+	int			 i, pc = sandbox_boot_image(sb), cold, ram;
+
+	/* A snapshot's restore has its source's shape. */
+	cold = sb->snap != NULL ? sb->snap->cold : sb->mode == SB_COLD;
+	ram = sb->snap != NULL ? sb->snap->ram_backend : sb->mode != SB_COLD &&
+	    sandbox_template_format(sb) == TEMPLATE_SHARED;
 
 	xasprintf(&tmp, "%s/seed.iso", sb->rundir);
 	seed = qemu_escape(tmp);
@@ -95,11 +109,10 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	qemu_argv_machine(a, guest_qemu_binary(), sb->accel.accel, pc,
 	    (unsigned long long)p->memory_mib, p->cpus, tmp);
 	free(tmp);
-	if (sb->mode != SB_COLD && sandbox_template_format(sb) ==
-	    TEMPLATE_SHARED)
+	if (ram)
 		sandbox_ram_args(sb, a);
 	if (!pc)
-		sandbox_kernel_args(sb, a);
+		sandbox_kernel_args(sb, a, cold);
 	qemu_arg(a, "-chardev");
 	qemu_arg(a, "socket,id=con,fd=%d",
 	    sb->console_guest_fd);
@@ -140,7 +153,7 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	    na != NULL && *na != NULL; na++)
 		qemu_arg(a, "%s", *na);
 	/* An image that boots itself has its seed in every mode. */
-	if (sb->mode == SB_COLD || pc) {
+	if (cold || pc) {
 		qemu_arg(a, "-blockdev");
 		qemu_arg(a, "driver=raw,node-name=seed,"
 		    "read-only=on,file.driver=file,file.filename=%s", seed);
@@ -156,7 +169,10 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	/* The operator's own flags, checked by the profile loader. */
 	for (i = 0; i < (int)p->nextra_args; i++)
 		qemu_arg(a, "%s", p->extra_args[i]);
-	if (sb->mode == SB_RESTORE) {
+	if (sb->snap != NULL) {
+		qemu_arg(a, "-incoming");
+		qemu_arg(a, "fd:%d", sb->state_fd);
+	} else if (sb->mode == SB_RESTORE) {
 		/* Shared RAM: x-ignore-shared is set first (QMP). */
 		qemu_arg(a, "-incoming");
 		if (sandbox_template_format(sb) == TEMPLATE_SHARED)

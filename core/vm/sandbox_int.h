@@ -143,6 +143,10 @@ struct sandbox {
 	double			 t_ready;
 	double			 save_seconds;
 
+	/* snapshots (sandbox_snap.c) */
+	struct sandbox_snap_job	*snap_job;	/* a save under way */
+	struct sandbox_snapref	*snap;		/* started from one, or NULL */
+
 	/* boot = "image" (sandbox_boot.c) */
 	int			 boot_phase;
 	ev_timer		 boot_tick;	/* progress on stderr */
@@ -169,6 +173,26 @@ int		 sandbox_choose_mode(struct sandbox *);
 void		 sandbox_rechoose_mode(struct sandbox *);
 int		 sandbox_builder_done(struct sandbox *, double);
 void		 sandbox_save(struct sandbox *);
+
+/* sandbox_snap.c */
+#define SANDBOX_SNAP_STATE	"state"		/* files of a snapshot */
+#define SANDBOX_SNAP_DISK	"disk.qcow2"
+struct sandbox_snapref {	/* the snapshot a sandbox starts from */
+	char		*dir;
+	char		*token;		/* the source's: the guest keeps it */
+	int		 cold;		/* the source booted (seed disk) */
+	int		 ram_backend;	/* its RAM was a template's backend */
+	struct sandbox	*sb;
+	ev_timer	 status;	/* polls the restore's run state */
+	struct exec	*refresh;	/* a fork's fresh identity, under way */
+	sandbox_done_cb	 refresh_cb;
+	void		*refresh_arg;
+	void		(*refresh_gone)(struct exec *, const char *);
+};
+struct sandbox_snap_job;
+int		 sandbox_snap_launch(struct sandbox *, char **);
+void		 sandbox_snap_launched(struct sandbox *);
+void		 sandbox_snap_abort(struct sandbox *);
 
 /* sandbox_argv.c */
 int		 sandbox_template_format(struct sandbox *);

@@ -22,84 +22,6 @@
 #include "staging.h"
 
 /*
- * Run directories left by a qsup that was killed outright (SIGKILL: its
- * QEMU died with it through PDEATHSIG, but nothing removed the directory):
- * those whose pid file names a process that no longer exists.
- */
-static void
-sandbox_sweep(const char *base)
-{
-	DIR		*d;
-	struct dirent	*de;
-	char		*path, *text;
-	long		 pid;
-
-	if ((d = opendir(base)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (strncmp(de->d_name, "sb-", 3) != 0)
-			continue;
-		xasprintf(&path, "%s/%s/pid", base, de->d_name);
-		text = util_read_file(path, NULL, 64);
-		free(path);
-		if (text == NULL)
-			continue;	/* being made, or not ours to judge */
-		pid = strtol(text, NULL, 10);
-		free(text);
-		if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
-		xasprintf(&path, "%s/%s", base, de->d_name);
-		log_debug("removing %s, left by process %ld", path, pid);
-		staging_remove(path);
-		free(path);
-	}
-	closedir(d);
-}
-
-/* Where run directories are: $XDG_RUNTIME_DIR/qsup, or /tmp/qsup-UID. */
-char *
-sandbox_run_path(void)
-{
-	const char	*xdg;
-	char		*base;
-
-	if ((xdg = getenv("XDG_RUNTIME_DIR")) != NULL && *xdg == '/')
-		xasprintf(&base, "%s/qsup", xdg);
-	else
-		xasprintf(&base, "/tmp/qsup-%ld", (long)getuid());
-	return (base);
-}
-
-/* sandbox_run_path, made if need be: ours alone, mode 0700. */
-char *
-sandbox_run_base(char **cause)
-{
-	struct stat	 st;
-	char		*base;
-
-	base = sandbox_run_path();
-	if (mkdir(base, 0700) == -1 && errno != EEXIST) {
-		xasprintf(cause, "%s: %s", base, strerror(errno));
-		goto fail;
-	}
-	if (lstat(base, &st) == -1) {
-		xasprintf(cause, "%s: %s", base, strerror(errno));
-		goto fail;
-	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
-	    (st.st_mode & 077) != 0) {
-		xasprintf(cause, "%s: not a private directory of this user "
-		    "(mode 0700 expected)", base);
-		goto fail;
-	}
-	sandbox_sweep(base);
-	return (base);
-fail:
-	free(base);
-	return (NULL);
-}
-
-/*
  * Are execution trees staged? The profile's virtfs: on, off, or auto: when
  * qsup runs in a container (the seed's three signs), where 9p over the
  * container's overlay file system makes the guest's mmap of shared ELF
@@ -368,6 +290,8 @@ sandbox_launch(struct sandbox *sb, char **cause)
 		free(why);
 		sandbox_rechoose_mode(sb);
 	}
+	if (sb->snap != NULL && sandbox_snap_launch(sb, cause) == -1)
+		return (-1);
 	if (sb->mode == SB_BUILD && sb->tpl.format == TEMPLATE_SHARED &&
 	    template_ram_tmp(&sb->tpl, cause) == -1)
 		return (-1);
@@ -413,6 +337,8 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	else
 		agent_request(sb->ports[0], "GET", "/ping", NULL, 0,
 		    sandbox_reply_cb, NULL, sb);
+	if (sb->snap != NULL)
+		sandbox_snap_launched(sb);
 	return (0);
 }
 
@@ -425,6 +351,7 @@ sandbox_launch_free(struct sandbox *sb)
 {
 	int	i;
 
+	sandbox_snap_abort(sb);
 	qmp_script_free(sb->incoming);
 	sb->incoming = NULL;
 	qmp_conn_free(sb->qmp);

@@ -476,24 +476,40 @@ template_write_file(const char *path, const char *data, size_t len)
 int
 template_save_disk(struct template *t, const char *overlay, char **cause)
 {
+	free(t->disk_tmp);
+	xasprintf(&t->disk_tmp, "%s/%s.disk.%ld", t->dir, t->key,
+	    (long)getpid());
+	if (template_copy_file(overlay, t->disk_tmp, cause) == -1) {
+		free(t->disk_tmp);
+		t->disk_tmp = NULL;
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * A copy of the file from, made to (new, or truncated), synced: a
+ * stopped guest's overlay, which QEMU flushed at the migration's end.
+ * In the kernel where it can (a reflink on some file systems). -1 with
+ * *cause, and no file to left behind.
+ */
+int
+template_copy_file(const char *from, const char *to, char **cause)
+{
 	char	 buf[65536];
 	ssize_t	 n, w;
 	off_t	 off;
 	int	 in, out = -1, rc = -1;
 
-	free(t->disk_tmp);
-	xasprintf(&t->disk_tmp, "%s/%s.disk.%ld", t->dir, t->key,
-	    (long)getpid());
-	if ((in = open(overlay, O_RDONLY|O_CLOEXEC)) == -1) {
-		xasprintf(cause, "%s: %s", overlay, strerror(errno));
+	if ((in = open(from, O_RDONLY|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", from, strerror(errno));
 		return (-1);
 	}
-	if ((out = open(t->disk_tmp, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC,
+	if ((out = open(to, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC,
 	    0600)) == -1) {
-		xasprintf(cause, "%s: %s", t->disk_tmp, strerror(errno));
+		xasprintf(cause, "%s: %s", to, strerror(errno));
 		goto out;
 	}
-	/* In the kernel where it can (a reflink on some file systems). */
 	while ((n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0)
 		;
 	if (n == -1 && (errno == EXDEV || errno == ENOSYS ||
@@ -513,17 +529,13 @@ template_save_disk(struct template *t, const char *overlay, char **cause)
 	rc = 0;
 	goto out;
 fail:
-	xasprintf(cause, "saving the disk to %s: %s", t->disk_tmp,
-	    strerror(errno));
+	xasprintf(cause, "copying %s to %s: %s", from, to, strerror(errno));
 out:
 	close(in);
 	if (out != -1)
 		close(out);
-	if (rc == -1) {
-		unlink(t->disk_tmp);
-		free(t->disk_tmp);
-		t->disk_tmp = NULL;
-	}
+	if (rc == -1 && out != -1)
+		unlink(to);
 	return (rc);
 }
 

@@ -56,6 +56,10 @@ struct qmp_conn;
 struct qmp_conn	*qmp_conn_new(struct ev_loop *, int);
 int		 qmp_conn_command(struct qmp_conn *, const char *,
 		     qmp_script_cb, void *, char **);
+struct json_t;
+typedef void	(*qmp_conn_ret_cb)(const char *, struct json_t *, void *);
+int		 qmp_conn_call(struct qmp_conn *, const char *, const char *,
+		     int, qmp_conn_ret_cb, void *, char **);
 void		 qmp_conn_set_timeout(struct qmp_conn *, double);
 void		 qmp_conn_free(struct qmp_conn *);
 
@@ -212,6 +216,7 @@ void		 template_unlock(struct template *);
 int		 template_open_tmp(struct template *, char **);
 int		 template_commit(struct template *, int, char **);
 int		 template_save_disk(struct template *, const char *, char **);
+int		 template_copy_file(const char *, const char *, char **);
 void		 template_abandon(struct template *);
 void		 template_discard(struct template *);
 void		 template_free(struct template *);
@@ -422,6 +427,22 @@ int		 sandbox_pause(struct sandbox *, sandbox_done_cb, void *,
 int		 sandbox_resume(struct sandbox *, sandbox_done_cb, void *,
 		     char **);
 enum sandbox_state sandbox_state(struct sandbox *);
+/* sandbox_snap.c: snapshots of a ready or paused sandbox */
+struct sandbox_snap_result {
+	double		 pause_ms;	/* the guest stood still this long */
+	uint64_t	 bytes;		/* on disk */
+};
+typedef void	(*sandbox_snap_cb)(struct sandbox *, const char *,
+		     const struct sandbox_snap_result *, void *);
+const char	*sandbox_snapshot_refused(struct sandbox *);
+int		 sandbox_snapshot_busy(struct sandbox *);
+int		 sandbox_snapshot(struct sandbox *, const char *,
+		     sandbox_snap_cb, void *, char **);
+void		 sandbox_snapshot_json(struct sandbox *, struct buf *);
+void		 sandbox_set_snapshot(struct sandbox *, const char *,
+		     const char *, int, int);
+int		 sandbox_refresh(struct sandbox *, int, sandbox_done_cb, void *,
+		     char **);
 struct agent_conn *sandbox_port(struct sandbox *, int);
 const struct accel_choice *sandbox_accel(struct sandbox *);
 double		 sandbox_boot_seconds(struct sandbox *);

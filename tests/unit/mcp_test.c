@@ -239,14 +239,16 @@ Test(mcp, tools_list)
 	static const char	*names[] = { "sandbox_create", "sandbox_exec",
 				    "sandbox_file_write", "sandbox_file_read",
 				    "sandbox_list", "sandbox_destroy",
-				    "sandbox_pause", "sandbox_resume" };
+				    "sandbox_pause", "sandbox_resume",
+				    "sandbox_snapshot", "sandbox_snapshot_list",
+				    "sandbox_snapshot_delete", "sandbox_fork" };
 	struct mcp		*m = stub_mcp();
 	json_t			*r, *tools, *t, *s;
 	size_t			 i;
 
 	r = ask(m, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
 	tools = json_path(r, "result.tools");
-	cr_assert_eq(json_array_size(tools), 8);
+	cr_assert_eq(json_array_size(tools), 12);
 	json_array_foreach(tools, i, t) {
 		cr_assert_str_eq(json_path_str(t, "name"), names[i]);
 		cr_assert(strlen(json_path_str(t, "description")) > 20);

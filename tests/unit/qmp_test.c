@@ -10,6 +10,7 @@
 
 #include <criterion/criterion.h>
 #include <ev.h>
+#include <jansson.h>
 
 #include "cmd.h"
 
@@ -224,6 +225,88 @@ Test(qmp, conn_deadline)
 	cr_assert_lt(util_now() - t0, 2);
 	free(stop.error);
 	qmp_conn_free(c);
+	close(sv[0]);
+	close(sv[1]);
+	ev_loop_destroy(loop);
+}
+
+struct told_ret {
+	int	 n;
+	char	*error;
+	char	*status;	/* the return's "status" */
+};
+
+static void
+told_ret_cb(const char *error, json_t *ret, void *arg)
+{
+	struct told_ret	*t = arg;
+
+	t->n++;
+	t->error = error != NULL ? xstrdup(error) : NULL;
+	if (json_string_value(json_object_get(ret, "status")) != NULL)
+		t->status = xstrdup(json_string_value(json_object_get(ret,
+		    "status")));
+}
+
+/* Arguments sent, a descriptor with them, the return handed back. */
+Test(qmp, conn_call_args_fd_and_return)
+{
+	struct ev_loop		*loop = ev_loop_new(EVFLAG_AUTO);
+	struct qmp_conn		*c;
+	struct told_ret		 mig = { 0 }, fd = { 0 };
+	struct msghdr		 msg;
+	struct cmsghdr		*cmsg;
+	struct iovec		 iov;
+	union {
+		char		buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr	align;
+	} u;
+	char			 sent[512], *cause = NULL;
+	ssize_t			 n;
+	int			 sv[2], pass[2], got = -1;
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	cr_assert_eq(pipe(pass), 0);
+	c = qmp_conn_new(loop, sv[0]);
+	n = read(sv[1], sent, sizeof sent - 1);	/* qmp_capabilities */
+	cr_assert_gt(n, 0);
+	cr_assert_eq(qmp_conn_call(c, "getfd", "{\"fdname\":\"x\"}", pass[1],
+	    told_ret_cb, &fd, &cause), 0);
+	memset(&msg, 0, sizeof msg);
+	iov.iov_base = sent;
+	iov.iov_len = sizeof sent - 1;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = u.buf;
+	msg.msg_controllen = sizeof u.buf;
+	n = recvmsg(sv[1], &msg, 0);
+	cr_assert_gt(n, 0);
+	sent[n] = '\0';
+	cr_assert_str_eq(sent, "{\"execute\":\"getfd\",\"arguments\":"
+	    "{\"fdname\":\"x\"},\"id\":2}\n");
+	cmsg = CMSG_FIRSTHDR(&msg);
+	cr_assert_not_null(cmsg, "no descriptor passed");
+	cr_assert_eq(cmsg->cmsg_type, SCM_RIGHTS);
+	memcpy(&got, CMSG_DATA(cmsg), sizeof got);
+	cr_assert_geq(got, 0);
+	close(got);
+	cr_assert_eq(qmp_conn_call(c, "query-migrate", NULL, -1, told_ret_cb,
+	    &mig, &cause), 0);
+	n = read(sv[1], sent, sizeof sent - 1);
+	sent[n] = '\0';
+	cr_assert_str_eq(sent, "{\"execute\":\"query-migrate\",\"id\":3}\n");
+	feed(loop, sv[1], "{\"return\":{},\"id\":2}\n"
+	    "{\"return\":{\"status\":\"completed\",\"downtime\":12},\"id\":3}\n",
+	    21 + 56);
+	cr_assert_eq(fd.n, 1);
+	cr_assert_null(fd.error);
+	cr_assert_null(fd.status);
+	cr_assert_eq(mig.n, 1);
+	cr_assert_str_eq(mig.status, "completed");
+	free(mig.status);
+	qmp_conn_free(c);
+	close(pass[0]);
+	close(pass[1]);
 	close(sv[0]);
 	close(sv[1]);
 	ev_loop_destroy(loop);

@@ -1,0 +1,488 @@
+#!/usr/bin/env bash
+# "qsup serve"'s snapshots: a ready or paused sandbox saved whole (a guest
+# process's in-memory counter and a file prove it), restored into new
+# sandboxes that go on from there while the source runs on, kept across a
+# server restart, forked into copies that diverge; and the bad input.
+. "$(dirname "$0")/lib.sh"
+SSE="python3 $PWD/tests/integration/helpers/sse.py"
+
+# serve_start [ARGS...]: a server of this test's own, its events in
+# $S/events (curl's pid in EPID).
+serve_start() {
+	S=$T_TMP/${FUNCNAME[1]}
+	mkdir -p "$S"
+	SOCK=$S/s.sock
+	serve_launch "$SOCK" "$S/token" "$S/serve.log" "$@" ||
+	    fail "the server did not come up: $(cat "$S/serve.log")"
+	TOKEN=$(cat "$S/token" 2>/dev/null)
+	curl -sS -N --unix-socket "$SOCK" -H "Authorization: Bearer $TOKEN" \
+	    http://qsup/v1/events >"$S/events" &
+	EPID=$!
+}
+
+serve_stop() {
+	kill "$EPID" 2>/dev/null
+	wait "$EPID" 2>/dev/null
+	kill -TERM "$SERVE_PID" 2>/dev/null
+	local rc=0
+	wait "$SERVE_PID" || rc=$?
+	expect_eq "serve's exit status after SIGTERM" 0 "$rc"
+}
+
+# api METHOD PATH [CURL ARGS...]: $CODE, $BODY, and $SECS the call took.
+api() {
+	local m=$1 p=$2 out
+	shift 2
+	out=$(curl -sS --unix-socket "$SOCK" -o "$S/body" \
+	    -w '%{http_code} %{time_total}' -X "$m" \
+	    -H "Authorization: Bearer $TOKEN" "$@" "http://qsup$p")
+	CODE=${out% *}
+	SECS=${out#* }
+	BODY=$(cat "$S/body")
+}
+
+# create NAME [JSON MEMBERS]: a ready sandbox.
+create() {
+	api POST /v1/sandboxes -d "{\"name\":\"$1\"${2:+,$2}}"
+	expect_eq "create $1" 201 "$CODE"
+	expect_match "create $1: ready" '"state":"ready"' "$BODY"
+}
+
+# run_exec NAME JSON: its stdout in $OUT, its exit in $EXIT.
+run_exec() {
+	curl -sS -N --unix-socket "$SOCK" -H "Authorization: Bearer $TOKEN" \
+	    -d "$2" "http://qsup/v1/sandboxes/$1/exec" >"$S/stream"
+	EXIT=$($SSE "$S/stream" --out "$S/out" --err "$S/err")
+	OUT=$(cat "$S/out")
+}
+
+# state NAME: its state now, or "gone".
+state() {
+	api GET "/v1/sandboxes/$1"
+	if [ "$CODE" = 404 ]; then
+		echo gone
+	else
+		sed -n 's/.*"state":"\([a-z]*\)".*/\1/p' <<<"$BODY"
+	fi
+}
+
+# wait_state NAME STATE SECONDS: 0 once it is in STATE, 1 if not in time.
+wait_state() {
+	local i
+	for i in $(seq 1 $(($3 * 10))); do
+		[ "$(state "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# cpu_ticks PID: QEMU's utime+stime so far, in clock ticks.
+cpu_ticks() {
+	awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
+# The guest's counter: a shell variable bumped every 0.2 s, written to
+# /tmp/n on SIGUSR1, so it is read from memory, not from a file it keeps.
+COUNTER='setsid sh -c '\''n=0; trap "echo \$n >/tmp/n" USR1; echo $$ >/tmp/pid; while :; do n=$((n+1)); sleep 0.2; done'\'' </dev/null >/dev/null 2>&1 &'
+ASK='rm -f /tmp/n; kill -USR1 $(cat /tmp/pid); while [ ! -s /tmp/n ]; do sleep 0.05; done; cat /tmp/n'
+
+# ask NAME: the counter of NAME's guest, now, in $N.
+ask() {
+	run_exec "$1" "{\"argv\":[\"sh\",\"-c\",$(jq -Rn --arg c "$ASK" '$c')]}"
+	N=$OUT
+	[ -n "$N" ] && [ "$N" -gt 0 ] 2>/dev/null ||
+	    fail "$1: no counter: $OUT $EXIT $(cat "$S/err")"
+}
+
+# counting NAME: a counter and a file in NAME's guest.
+counting() {
+	run_exec "$1" "{\"argv\":[\"sh\",\"-c\",$(jq -Rn --arg c "$COUNTER echo kept >/tmp/keep" '$c')]}"
+	expect_eq "$1: the counter started" '{"status":0,"signal":null,"timed_out":false,"error":null}' "$EXIT"
+	sleep 1
+}
+
+# file NAME PATH: the file's contents in $OUT.
+file() {
+	run_exec "$1" "{\"argv\":[\"cat\",\"$2\"]}"
+}
+
+test_snapshot_restore() {
+	local n0 n1 n2
+	serve_start
+	create a
+	counting a
+	ask a
+	n0=$N
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"s1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	expect_match "its name and source" '"name":"s1","sandbox":"a"' "$BODY"
+	expect_match "its size" '"size_bytes":[1-9][0-9]*' "$BODY"
+	expect_match "its pause" '"pause_ms":[0-9.]*' "$BODY"
+	expect_match "its time" '"created":"20[0-9-]*T' "$BODY"
+	grep -q token <<<"$BODY" && fail "the token is shown: $BODY"
+	echo "save: $SECS s, $(jq -r .pause_ms <<<"$BODY") ms paused, $(jq -r .size_bytes <<<"$BODY") bytes" >>"$S/figures"
+	expect_eq "the source is ready" ready "$(state a)"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"s1"}'
+	expect_eq "restore" 201 "$CODE"
+	expect_match "ready" '"state":"ready"' "$BODY"
+	expect_match "started from a snapshot" '"start":"snapshot"' "$BODY"
+	echo "restore: $SECS s" >>"$S/figures"
+	file b /tmp/keep
+	expect_eq "the file is there" kept "$OUT"
+	ask b
+	n1=$N
+	[ "$n1" -ge "$n0" ] && [ "$n1" -le $((n0 + 40)) ] ||
+	    fail "the restored counter is $n1, the source's was $n0 before the save"
+	# Each goes on by itself.
+	run_exec b '{"argv":["sh","-c","echo b >/tmp/keep"]}'
+	file a /tmp/keep
+	expect_eq "the source's file is its own" kept "$OUT"
+	ask a
+	[ "$N" -gt "$n0" ] || fail "the source's counter stood still: $N"
+	sleep 1
+	ask b
+	n2=$N
+	[ "$n2" -gt "$n1" ] || fail "the restored counter stood still: $n1 then $n2"
+	api GET /v1/snapshots
+	expect_match "listed" '"snapshots":\[\{"name":"s1","sandbox":"a"' "$BODY"
+	api GET /v1/snapshots/s1
+	expect_eq "get" 200 "$CODE"
+	expect_match "got" '"name":"s1"' "$BODY"
+	# A second restore of it: the snapshot was not written by the first.
+	api POST /v1/sandboxes -d '{"name":"c","snapshot":"s1"}'
+	expect_eq "a second restore" 201 "$CODE"
+	file c /tmp/keep
+	expect_eq "the snapshot's file, not b's" kept "$OUT"
+	api DELETE /v1/snapshots/s1
+	expect_eq "delete" 204 "$CODE"
+	api GET /v1/snapshots/s1
+	expect_eq "gone" 404 "$CODE"
+	api GET /v1/snapshots
+	expect_eq "an empty list" '{"snapshots":[]}' "$BODY"
+	# Sandboxes made from it run on.
+	ask b
+	[ "$N" -ge "$n2" ] || fail "b after the delete: $N"
+	for n in a b c; do api DELETE /v1/sandboxes/$n; done
+	serve_stop
+}
+
+test_snapshot_paused() {
+	local n0
+	serve_start
+	create a
+	counting a
+	ask a
+	n0=$N
+	api POST /v1/sandboxes/a/pause
+	expect_eq "pause" 200 "$CODE"
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"p1"}'
+	expect_eq "snapshot of a paused one" 201 "$CODE"
+	expect_eq "the source stays paused" paused "$(state a)"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"p1"}'
+	expect_eq "restore" 201 "$CODE"
+	expect_match "running" '"state":"ready"' "$BODY"
+	ask b
+	[ "$N" -ge "$n0" ] && [ "$N" -le $((n0 + 20)) ] ||
+	    fail "the restored counter is $N, the source's was $n0"
+	expect_eq "the source is still paused" paused "$(state a)"
+	api POST /v1/sandboxes/a/resume
+	expect_eq "resume" 200 "$CODE"
+	ask a
+	[ "$N" -ge "$n0" ] || fail "the source after resume: $N"
+	api DELETE /v1/snapshots/p1
+	for n in a b; do api DELETE /v1/sandboxes/$n; done
+	serve_stop
+}
+
+test_snapshot_survives_restart() {
+	serve_start
+	create a
+	counting a
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"r1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	# A half-written one (a server killed during a save) is swept.
+	mkdir -p "$T_TMP/cache/qsup/snapshots/half"
+	: >"$T_TMP/cache/qsup/snapshots/half/state"
+	serve_stop
+	serve_start
+	[ ! -e "$T_TMP/cache/qsup/snapshots/half" ] ||
+	    fail "the half-written snapshot was left"
+	api GET /v1/snapshots
+	expect_match "listed after a restart" '"name":"r1","sandbox":"a"' "$BODY"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"r1"}'
+	expect_eq "restored after a restart" 201 "$CODE"
+	file b /tmp/keep
+	expect_eq "its file" kept "$OUT"
+	ask b
+	api DELETE /v1/snapshots/r1
+	api DELETE /v1/sandboxes/b
+	serve_stop
+}
+
+test_snapshot_bad_input() {
+	local prof
+	serve_start --max-memory 1100M
+	create a
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"Bad Name"}'
+	expect_eq "a bad name" 400 "$CODE"
+	expect_match "names the field" '"field":"name"' "$BODY"
+	api POST /v1/sandboxes/a/snapshots -d '{}'
+	expect_eq "no name" 400 "$CODE"
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"x","color":1}'
+	expect_eq "an unknown field" 400 "$CODE"
+	api POST /v1/sandboxes/nope/snapshots -d '{"name":"x"}'
+	expect_eq "no such sandbox" 404 "$CODE"
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"u1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"u1"}'
+	expect_eq "a name in use" 409 "$CODE"
+	expect_match "says so" 'a snapshot named u1 exists' "$BODY"
+	api GET /v1/snapshots/nope
+	expect_eq "unknown snapshot" 404 "$CODE"
+	api DELETE /v1/snapshots/nope
+	expect_eq "delete unknown" 404 "$CODE"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"nope"}'
+	expect_eq "restore of an unknown one" 404 "$CODE"
+	expect_match "names it" 'no snapshot named nope' "$BODY"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":7}'
+	expect_eq "a snapshot that is not a name" 400 "$CODE"
+	expect_match "names the field" '"field":"snapshot"' "$BODY"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"u1","settings":{"cpus":2}}'
+	expect_eq "settings with a snapshot" 400 "$CODE"
+	# Booting: not yet.
+	api POST /v1/sandboxes -d '{"name":"c","wait":false}'
+	expect_eq "create, not waiting" 202 "$CODE"
+	api POST /v1/sandboxes/c/snapshots -d '{"name":"u2"}'
+	if [ "$CODE" = 409 ]; then
+		expect_match "names its state" 'sandbox c is booting' "$BODY"
+	else
+		echo "c was ready before the snapshot was asked for ($CODE)" >>"$S/figures"
+	fi
+	# 1024 MiB running or booting, 1100 MiB allowed: no room for a copy.
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"u1"}'
+	expect_eq "past the memory limit" 503 "$CODE"
+	expect_match "names the limit" 'max_memory' "$BODY"
+	wait_state c ready 60 || fail "c did not become ready"
+	api DELETE /v1/sandboxes/c
+	# Dead: its guest powered off.
+	run_exec a '{"argv":["sh","-c","echo o >/proc/sysrq-trigger"]}'
+	wait_state a dead 30 || fail "a did not die: $(state a)"
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"u3"}'
+	expect_eq "a dead sandbox" 409 "$CODE"
+	expect_match "names its state" 'sandbox a is dead' "$BODY"
+	api DELETE /v1/sandboxes/a
+	# virtio-9p shares: QEMU cannot migrate a mounted export.
+	mkdir -p "$S/share"
+	prof=$S/share.lua
+	printf 'return {\n\tshares = {\n\t\t{ host = "%s", guest = "/w" },\n\t},\n}\n' \
+	    "$S/share" >"$prof"
+	api POST /v1/sandboxes -d "{\"name\":\"d\",\"profile\":\"$prof\"}"
+	expect_eq "a sandbox with a share" 201 "$CODE"
+	api POST /v1/sandboxes/d/snapshots -d '{"name":"u4"}'
+	expect_eq "a sandbox with a share" 409 "$CODE"
+	expect_match "says why" 'virtio-9p' "$BODY"
+	api GET /v1/snapshots
+	expect_eq "only u1 listed" u1 "$(jq -r '.snapshots[].name' <<<"$BODY")"
+	api DELETE /v1/sandboxes/d
+	api DELETE /v1/snapshots/u1
+	serve_stop
+}
+
+test_fork() {
+	local n0 fa fb
+	serve_start
+	create a
+	counting a
+	ask a
+	n0=$N
+	api POST /v1/sandboxes/a/fork -d '{"count":2}'
+	expect_eq "fork of 2" 201 "$CODE"
+	expect_eq "its copies" "a-f1 a-f2" "$(jq -r '[.sandboxes[].name]|join(" ")' <<<"$BODY")"
+	expect_eq "ready" "ready ready" "$(jq -r '[.sandboxes[].state]|join(" ")' <<<"$BODY")"
+	echo "fork of 2: $SECS s" >>"$S/figures"
+	expect_eq "the source runs on" ready "$(state a)"
+	for n in a-f1 a-f2; do
+		file $n /tmp/keep
+		expect_eq "$n: the file" kept "$OUT"
+		ask $n
+		[ "$N" -ge "$n0" ] || fail "$n: the counter is $N, the source's was $n0"
+	done
+	# Each its own: files and counters diverge.
+	run_exec a-f1 '{"argv":["sh","-c","echo one >/tmp/keep; kill $(cat /tmp/pid)"]}'
+	file a-f1 /tmp/keep
+	expect_eq "a-f1's file" one "$OUT"
+	file a-f2 /tmp/keep
+	expect_eq "a-f2's file untouched" kept "$OUT"
+	file a /tmp/keep
+	expect_eq "the source's untouched" kept "$OUT"
+	ask a-f2
+	fb=$N
+	sleep 1
+	ask a-f2
+	[ "$N" -gt "$fb" ] || fail "a-f2's counter stopped with a-f1's: $fb then $N"
+	run_exec a-f1 '{"argv":["sh","-c","kill -0 $(cat /tmp/pid) 2>/dev/null && echo alive || echo gone"]}'
+	expect_eq "a-f1's counter is gone" gone "$OUT"
+	# A fresh identity: the host's clock, and entropy of their own.
+	run_exec a-f1 '{"argv":["sh","-c","head -c 16 /dev/urandom | od -An -tx1"]}'
+	fa=$OUT
+	run_exec a-f2 '{"argv":["sh","-c","head -c 16 /dev/urandom | od -An -tx1"]}'
+	[ -n "$fa" ] && [ "$fa" != "$OUT" ] || fail "the copies' RNGs agree: $fa / $OUT"
+	run_exec a-f2 '{"argv":["date","+%s"]}'
+	[ $((OUT - $(date +%s))) -le 3 ] && [ $(($(date +%s) - OUT)) -le 3 ] ||
+	    fail "a-f2's clock is $OUT, the host's $(date +%s)"
+	# Given names.
+	api POST /v1/sandboxes/a/fork -d '{"names":["x1"]}'
+	expect_eq "fork with a name" 201 "$CODE"
+	expect_eq "named" x1 "$(jq -r '.sandboxes[0].name' <<<"$BODY")"
+	api GET /v1/snapshots
+	expect_eq "a fork's snapshot is not listed" '{"snapshots":[]}' "$BODY"
+	[ -z "$(ls -A "$T_TMP/cache/qsup/snapshots" 2>/dev/null)" ] ||
+	    fail "left in snapshots/: $(ls -A "$T_TMP/cache/qsup/snapshots")"
+	for n in a a-f1 a-f2 x1; do api DELETE /v1/sandboxes/$n; done
+	serve_stop
+}
+
+test_fork_paused() {
+	local n0
+	serve_start
+	create a
+	counting a
+	ask a
+	n0=$N
+	api POST /v1/sandboxes/a/pause
+	api POST /v1/sandboxes/a/fork -d '{"count":1}'
+	expect_eq "fork of a paused one" 201 "$CODE"
+	expect_eq "the copy runs" ready "$(jq -r '.sandboxes[0].state' <<<"$BODY")"
+	expect_eq "the source stays paused" paused "$(state a)"
+	ask a-f1
+	[ "$N" -ge "$n0" ] && [ "$N" -le $((n0 + 20)) ] ||
+	    fail "the copy's counter is $N, the source's was $n0"
+	sleep 1
+	ask a-f1
+	[ "$N" -gt "$n0" ] || fail "the copy's counter stands still"
+	expect_eq "still paused" paused "$(state a)"
+	for n in a a-f1; do api DELETE /v1/sandboxes/$n; done
+	serve_stop
+}
+
+test_fork_bad_input() {
+	serve_start --max-memory 1100M
+	create a
+	api POST /v1/sandboxes/a/fork -d '{"count":0}'
+	expect_eq "count 0" 400 "$CODE"
+	expect_match "names the field" '"field":"count"' "$BODY"
+	api POST /v1/sandboxes/a/fork -d '{"count":17}'
+	expect_eq "count 17" 400 "$CODE"
+	api POST /v1/sandboxes/a/fork -d '{"names":["Bad"]}'
+	expect_eq "a bad name" 400 "$CODE"
+	expect_match "names the field" '"field":"names"' "$BODY"
+	api POST /v1/sandboxes/a/fork -d '{"count":2,"names":["x"]}'
+	expect_eq "count and names disagree" 400 "$CODE"
+	api POST /v1/sandboxes/a/fork -d '{"names":["a"]}'
+	expect_eq "a name in use" 409 "$CODE"
+	api POST /v1/sandboxes/a/fork -d '{"count":2}'
+	expect_eq "past the memory limit" 503 "$CODE"
+	expect_match "names the limit" 'max_memory' "$BODY"
+	api POST /v1/sandboxes/nope/fork -d '{"count":1}'
+	expect_eq "no such sandbox" 404 "$CODE"
+	api GET /v1/sandboxes
+	expect_eq "no copy made" a "$(jq -r '[.sandboxes[].name]|join(" ")' <<<"$BODY")"
+	api DELETE /v1/sandboxes/a
+	serve_stop
+}
+
+test_client_and_mcp() {
+	local out
+	serve_start
+	export QSUP_HOST=unix:$SOCK QSUP_TOKEN=$TOKEN
+	create a
+	counting a
+	out=$("$QSUP" sandbox snapshot a c1 2>&1)
+	expect_eq "qsup sandbox snapshot" c1 "$out"
+	out=$("$QSUP" sandbox snapshots 2>&1)
+	expect_match "qsup sandbox snapshots" '^c1 +a +[0-9.]+ +20' "$out"
+	out=$("$QSUP" sandbox snapshot a c1 2>&1)
+	expect_eq "exit 1 for a name in use" 1 "$?"
+	expect_match "says why" 'exists' "$out"
+	out=$("$QSUP" sandbox create --snapshot c1 b 2>&1)
+	expect_eq "qsup sandbox create --snapshot" b "$out"
+	file b /tmp/keep
+	expect_eq "b's file" kept "$OUT"
+	out=$("$QSUP" sandbox fork --count 2 a 2>&1)
+	expect_eq "qsup sandbox fork" "a-f1
+a-f2" "$out"
+	out=$("$QSUP" sandbox fork a x9 2>&1)
+	expect_eq "qsup sandbox fork with a name" x9 "$out"
+	out=$("$QSUP" sandbox snapshots --rm c1 2>&1)
+	expect_eq "qsup sandbox snapshots --rm" c1 "$out"
+	"$QSUP" sandbox rm a-f1 a-f2 x9 b >/dev/null
+	out=$(printf '%s\n' \
+	    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+	    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_snapshot","arguments":{"name":"a","snapshot":"m1"}}}' \
+	    '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sandbox_snapshot_list","arguments":{}}}' \
+	    '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"sandbox_create","arguments":{"name":"m","snapshot":"m1"}}}' \
+	    '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sandbox_fork","arguments":{"name":"m","count":1}}}' \
+	    '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"sandbox_snapshot_delete","arguments":{"snapshot":"m1"}}}' \
+	    '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sandbox_fork","arguments":{"name":"m","count":0}}}' |
+	    "$QSUP" mcp --host "unix:$SOCK" 2>&1)
+	expect_match "MCP sandbox_snapshot" '"id":2,.*\\"name\\":\\"m1\\",\\"sandbox\\":\\"a\\"' "$out"
+	expect_match "MCP sandbox_snapshot_list" '"id":3,.*\\"snapshots\\":\[\{\\"name\\":\\"m1\\"' "$out"
+	expect_match "MCP sandbox_create from it" '"id":4,.*\\"start\\":\\"snapshot\\"' "$out"
+	expect_match "MCP sandbox_fork" '"id":5,.*\\"name\\":\\"m-f1\\"' "$out"
+	expect_match "MCP sandbox_snapshot_delete" '"id":6,.*"isError":false' "$out"
+	expect_match "MCP sandbox_fork count 0" '"id":7,.*1 to 16' "$out"
+	expect_eq "m ready" ready "$(state m)"
+	expect_eq "m-f1 ready" ready "$(state m-f1)"
+	"$QSUP" sandbox rm a m m-f1 >/dev/null
+	unset QSUP_HOST QSUP_TOKEN
+	serve_stop
+}
+
+# A disk image: a static busybox on ext4, made here without root.
+test_snapshot_disk() {
+	local img=$T_TMP/disk/root.img snap sum c
+	mkdir -p "$T_TMP/disk/tree"/{bin,etc,tmp,proc,sys,dev,run,root}
+	cp "$PWD/build/guest/cache/busybox/bin/busybox" "$T_TMP/disk/tree/bin/" ||
+	    { fail "no busybox in build/guest/cache"; return; }
+	for c in sh cat echo sleep kill sync; do
+		ln -sf busybox "$T_TMP/disk/tree/bin/$c"
+	done
+	truncate -s 64M "$img"
+	PATH=$PATH:/sbin:/usr/sbin mke2fs -q -F -t ext4 -d "$T_TMP/disk/tree" "$img" ||
+	    { fail "mke2fs"; return; }
+	serve_start
+	api POST /v1/sandboxes -d "{\"name\":\"a\",\"settings\":{\"image\":\"$img\"}}"
+	expect_eq "create on an image" 201 "$CODE"
+	run_exec a '{"argv":["sh","-c","echo ondisk >/root/f"]}'
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"d1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	expect_match "with its disk" '"disk":true' "$BODY"
+	snap=$T_TMP/cache/qsup/snapshots/d1/disk.qcow2
+	[ -s "$snap" ] || fail "no disk in the snapshot"
+	sum=$(sha256sum <"$snap")
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"d1"}'
+	expect_eq "restore" 201 "$CODE"
+	file b /root/f
+	expect_eq "the file on its disk" ondisk "$OUT"
+	run_exec b '{"argv":["sh","-c","echo b >/root/f; sync"]}'
+	file b /root/f
+	expect_eq "b wrote its own" b "$OUT"
+	file a /root/f
+	expect_eq "the source's own" ondisk "$OUT"
+	api POST /v1/sandboxes -d '{"name":"c","snapshot":"d1"}'
+	expect_eq "a second restore" 201 "$CODE"
+	file c /root/f
+	expect_eq "the snapshot's file, not b's" ondisk "$OUT"
+	for n in a b c; do api DELETE /v1/sandboxes/$n; done
+	expect_eq "the snapshot's disk was not written" "$sum" "$(sha256sum <"$snap")"
+	api DELETE /v1/snapshots/d1
+	serve_stop
+}
+
+for t in ${TESTS:-test_snapshot_restore test_snapshot_paused \
+    test_snapshot_survives_restart test_snapshot_bad_input test_fork \
+    test_fork_paused test_fork_bad_input test_client_and_mcp \
+    test_snapshot_disk}; do
+	run_test "$t"
+done
+finish
