@@ -219,6 +219,54 @@ image_cred_read(int fd[2], struct buf b[2], int over[2], double deadline)
 }
 
 /*
+ * prog get, started in a process group of its own; our ends of its
+ * stdin, stdout and stderr in io[0..2]. Its pid, or -1 with *cause.
+ */
+static pid_t
+image_cred_spawn(const char *prog, int io[3], char **cause)
+{
+	int	p[3][2], i, n;
+	pid_t	pid = -1;
+
+	for (n = 0; n < 3; n++) {
+		if (pipe2(p[n], O_CLOEXEC) == -1) {
+			xasprintf(cause, "%s: pipe: %s", prog, strerror(errno));
+			goto fail;
+		}
+	}
+	if ((pid = fork()) == -1) {
+		xasprintf(cause, "%s: fork: %s", prog, strerror(errno));
+		goto fail;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(p[0][0], STDIN_FILENO) == -1 ||
+		    dup2(p[1][1], STDOUT_FILENO) == -1 ||
+		    dup2(p[2][1], STDERR_FILENO) == -1)
+			_exit(126);
+		closefrom(3);
+		execlp(prog, prog, "get", (char *)NULL);
+		dprintf(STDERR_FILENO, "%s: %s\n", prog, strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	close(p[0][0]);
+	close(p[1][1]);
+	close(p[2][1]);
+	io[0] = p[0][1];
+	io[1] = p[1][0];
+	io[2] = p[2][0];
+	return (pid);
+fail:
+	for (i = 0; i < n; i++) {
+		close(p[i][0]);
+		close(p[i][1]);
+	}
+	return (-1);
+}
+
+/*
  * Run "docker-credential-NAME get" with registry on its stdin: the
  * credentials as base64 of USER:SECRET, or NULL with *cause naming the
  * helper and what went wrong. NULL without *cause: it has none for this
@@ -230,7 +278,7 @@ image_cred_get(const char *name, const char *registry, char **cause)
 	struct buf	 b[2] = { { 0 }, { 0 } };
 	struct sigaction sa, old;
 	char		*prog, *say, *why, *out = NULL;
-	int		 in[2], o[2], e[2], fd[2], over[2] = { 0, 0 };
+	int		 io[3], fd[2], over[2] = { 0, 0 };
 	int		 status = 0, timed = 0;
 	double		 deadline;
 	pid_t		 pid, w;
@@ -238,65 +286,21 @@ image_cred_get(const char *name, const char *registry, char **cause)
 
 	*cause = NULL;
 	xasprintf(&prog, "docker-credential-%s", name);
-	if (pipe2(in, O_CLOEXEC) == -1) {
-		xasprintf(cause, "%s: pipe: %s", prog, strerror(errno));
+	if ((pid = image_cred_spawn(prog, io, cause)) == -1) {
 		free(prog);
 		return (NULL);
 	}
-	if (pipe2(o, O_CLOEXEC) == -1) {
-		xasprintf(cause, "%s: pipe: %s", prog, strerror(errno));
-		close(in[0]);
-		close(in[1]);
-		free(prog);
-		return (NULL);
-	}
-	if (pipe2(e, O_CLOEXEC) == -1) {
-		xasprintf(cause, "%s: pipe: %s", prog, strerror(errno));
-		close(in[0]);
-		close(in[1]);
-		close(o[0]);
-		close(o[1]);
-		free(prog);
-		return (NULL);
-	}
-	if ((pid = fork()) == -1) {
-		xasprintf(cause, "%s: fork: %s", prog, strerror(errno));
-		close(in[0]);
-		close(in[1]);
-		close(o[0]);
-		close(o[1]);
-		close(e[0]);
-		close(e[1]);
-		free(prog);
-		return (NULL);
-	}
-	if (pid == 0) {
-		setpgid(0, 0);
-		signal(SIGPIPE, SIG_DFL);
-		if (dup2(in[0], STDIN_FILENO) == -1 ||
-		    dup2(o[1], STDOUT_FILENO) == -1 ||
-		    dup2(e[1], STDERR_FILENO) == -1)
-			_exit(126);
-		closefrom(3);
-		execlp(prog, prog, "get", (char *)NULL);
-		dprintf(STDERR_FILENO, "%s: %s\n", prog, strerror(errno));
-		_exit(127);
-	}
-	setpgid(pid, pid);
-	close(in[0]);
-	close(o[1]);
-	close(e[1]);
 	/* The host alone, as docker gives it; a small write: no block. */
 	len = strlen(registry);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, &old);
 	/* Short, or EPIPE: it exited without reading; its status says. */
-	(void)!write(in[1], registry, len);
-	close(in[1]);
+	(void)!write(io[0], registry, len);
+	close(io[0]);
 	sigaction(SIGPIPE, &old, NULL);
-	fd[0] = o[0];
-	fd[1] = e[0];
+	fd[0] = io[1];
+	fd[1] = io[2];
 	deadline = util_now() + IMAGE_CRED_DEADLINE;
 	if (image_cred_read(fd, b, over, deadline) == -1)
 		timed = 1;

@@ -8,6 +8,8 @@
 
 #include <pthread.h>
 
+#include <curl/curl.h>
+#include <ev.h>
 #include <mbedtls/sha256.h>
 #include <mbedtls/sha512.h>
 #include <openssl/evp.h>
@@ -76,6 +78,21 @@ struct image_progress_state *image_progress_new(enum image_progress,
 void		 image_progress_set(struct image_progress_state *, uint64_t,
 		     uint64_t);
 void		 image_progress_end(struct image_progress_state *, int);
+
+/* image_curl_loop.c: libcurl's multi-socket API on a libev loop */
+struct image_curl_sock;
+struct image_curl_loop {
+	struct ev_loop		*loop;
+	CURLM			*multi;		/* attached, or NULL */
+	struct image_curl_sock	*socks;
+	ev_timer		 timer;
+	void			(*check)(void *);	/* after each action */
+	void			*arg;
+};
+void		 image_curl_loop_init(struct image_curl_loop *,
+		     struct ev_loop *, void (*)(void *), void *);
+void		 image_curl_loop_attach(struct image_curl_loop *, CURLM *);
+void		 image_curl_loop_stop(struct image_curl_loop *);
 
 /* image_pull.c, image.c: an http(s) URL's image (image_get.c: either) */
 typedef void	(*image_url_cb)(const char *, const char *, void *);

@@ -41,13 +41,6 @@ enum image_phase {
 	IMAGE_PH_DATA
 };
 
-struct image_sock {
-	ev_io			 io;
-	curl_socket_t		 fd;
-	struct image_url_pull	*p;
-	struct image_sock	*next;
-};
-
 struct image_url_pull {
 	struct ev_loop		*loop;
 	struct image_req	 req;	/* its strings the four below */
@@ -66,10 +59,9 @@ struct image_url_pull {
 
 	CURLM			*multi;
 	CURL			*easy;
-	ev_timer		 timer;		/* curl's */
+	struct image_curl_loop	 cl;		/* curl's sockets and timer */
 	ev_timer		 stall_timer;	/* ours: no byte for stall s */
 	double			 last;		/* when a byte last came */
-	struct image_sock	*socks;
 	char			 errbuf[CURL_ERROR_SIZE];
 	long			 stall;		/* seconds */
 
@@ -105,6 +97,7 @@ struct image_url_pull {
 };
 
 static void	image_pull_check(struct image_url_pull *);
+static void	image_pull_check_cb(void *);
 static void	image_pull_next_sums(struct image_url_pull *);
 static void	image_pull_data(struct image_url_pull *);
 
@@ -146,8 +139,6 @@ image_pull_unlock(struct image_url_pull *p)
 static void
 image_pull_stop(struct image_url_pull *p)
 {
-	struct image_sock	*sk;
-
 	if (p->easy != NULL) {
 		curl_multi_remove_handle(p->multi, p->easy);
 		curl_easy_cleanup(p->easy);
@@ -157,12 +148,7 @@ image_pull_stop(struct image_url_pull *p)
 		curl_multi_cleanup(p->multi);
 		p->multi = NULL;
 	}
-	while ((sk = p->socks) != NULL) {
-		p->socks = sk->next;
-		ev_io_stop(p->loop, &sk->io);
-		free(sk);
-	}
-	ev_timer_stop(p->loop, &p->timer);
+	image_curl_loop_stop(&p->cl);
 	ev_timer_stop(p->loop, &p->stall_timer);
 	ev_timer_stop(p->loop, &p->lock_timer);
 	ev_timer_stop(p->loop, &p->wait);
@@ -268,93 +254,6 @@ image_pull_give_up(struct image_url_pull *p, const char *fmt, ...)
 	} else
 		image_pull_failed(p, 0, cause);
 	free(cause);
-}
-
-/* curl's CURLMOPT_SOCKETFUNCTION: watch s as it asks, on our loop. */
-static void
-image_io_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct image_sock	*sk = w->data;
-	struct image_url_pull	*p = sk->p;
-	int			 action = 0, running;
-
-	(void)loop;
-	if (revents & EV_READ)
-		action |= CURL_CSELECT_IN;
-	if (revents & EV_WRITE)
-		action |= CURL_CSELECT_OUT;
-	curl_multi_socket_action(p->multi, sk->fd, action, &running);
-	image_pull_check(p);
-}
-
-static int
-image_socket_cb(CURL *e, curl_socket_t s, int what, void *userp,
-    void *socketp)
-{
-	struct image_url_pull	*p = userp;
-	struct image_sock	*sk = socketp, **pp;
-	int			 ev = 0;
-
-	(void)e;
-	if (what == CURL_POLL_REMOVE) {
-		if (sk == NULL)
-			return (0);
-		ev_io_stop(p->loop, &sk->io);
-		for (pp = &p->socks; *pp != NULL; pp = &(*pp)->next) {
-			if (*pp == sk) {
-				*pp = sk->next;
-				break;
-			}
-		}
-		free(sk);
-		curl_multi_assign(p->multi, s, NULL);
-		return (0);
-	}
-	if (sk == NULL) {
-		sk = xcalloc(1, sizeof *sk);
-		sk->fd = s;
-		sk->p = p;
-		sk->next = p->socks;
-		p->socks = sk;
-		ev_init(&sk->io, image_io_cb);
-		sk->io.data = sk;
-		curl_multi_assign(p->multi, s, sk);
-	}
-	if (what & CURL_POLL_IN)
-		ev |= EV_READ;
-	if (what & CURL_POLL_OUT)
-		ev |= EV_WRITE;
-	ev_io_stop(p->loop, &sk->io);
-	ev_io_set(&sk->io, s, ev);
-	ev_io_start(p->loop, &sk->io);
-	return (0);
-}
-
-/* curl's CURLMOPT_TIMERFUNCTION: the one timer, set as it asks. */
-static int
-image_timer_set_cb(CURLM *m, long ms, void *userp)
-{
-	struct image_url_pull	*p = userp;
-
-	(void)m;
-	ev_timer_stop(p->loop, &p->timer);
-	if (ms >= 0) {
-		ev_timer_set(&p->timer, ms / 1000.0, 0);
-		ev_timer_start(p->loop, &p->timer);
-	}
-	return (0);
-}
-
-static void
-image_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct image_url_pull	*p = w->data;
-	int			 running;
-
-	(void)loop;
-	(void)revents;
-	curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	image_pull_check(p);
 }
 
 /* A new transfer of url on p's multi handle; its callbacks set by caller. */
@@ -1076,6 +975,13 @@ image_pull_check(struct image_url_pull *p)
 	}
 }
 
+/* image_curl_loop's check, after each of curl's actions. */
+static void
+image_pull_check_cb(void *arg)
+{
+	image_pull_check(arg);
+}
+
 /*
  * Open the lock's file, making .partial first: a pull that just ended
  * may have removed it, even between the two.
@@ -1193,10 +1099,7 @@ image_lock_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	image_paths_free(&ip);
 	if ((p->multi = curl_multi_init()) == NULL)
 		fatalx("curl_multi_init failed");
-	curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, image_socket_cb);
-	curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
-	curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, image_timer_set_cb);
-	curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
+	image_curl_loop_attach(&p->cl, p->multi);
 	if (p->req.sha256 != NULL) {
 		p->want = xstrdup(p->req.sha256);
 		p->checked = xstrdup(p->req.name != NULL ? "SHA-256 of the "
@@ -1233,8 +1136,7 @@ image_url_pull_start(struct ev_loop *loop, const struct image_req *req,
 	p->fd = p->lock_fd = -1;
 	p->stall = (long)(image_stall_timeout(req) + 0.999);
 	image_hasher_init(&p->hasher, loop, image_pull_hashed, p);
-	ev_init(&p->timer, image_timer_cb);
-	p->timer.data = p;
+	image_curl_loop_init(&p->cl, loop, image_pull_check_cb, p);
 	ev_init(&p->stall_timer, image_stall_cb);
 	p->stall_timer.data = p;
 	ev_timer_init(&p->lock_timer, image_lock_cb, 0, 0);
