@@ -354,7 +354,6 @@ serve_fork_body(struct httpd_conn *conn, struct serve_sb *s,
 	struct serve_error	 err = { 0 };
 	struct serve_fork	*f;
 	json_t			*j = NULL;
-	const char		*why;
 	char			*root = NULL, *cause = NULL;
 
 	(void)arg;
@@ -371,28 +370,8 @@ serve_fork_body(struct httpd_conn *conn, struct serve_sb *s,
 		serve_fail(&err, 503, NULL, "the server is stopping");
 		goto out;
 	}
-	if ((s->state != SERVE_READY && s->state != SERVE_PAUSED) ||
-	    s->sb == NULL) {
-		serve_fail(&err, 409, NULL, "sandbox %s is %s: only a ready or "
-		    "paused sandbox can be forked", s->name,
-		    serve_state_name(s->state));
+	if (serve_snap_can(s, "forked", "a fork", &err) == -1)
 		goto out;
-	}
-	if (s->qmp_want != SERVE_DEAD) {
-		serve_fail(&err, 409, NULL, "sandbox %s: a pause or resume is "
-		    "under way", s->name);
-		goto out;
-	}
-	if (serve_exec_busy(s)) {
-		serve_fail(&err, 409, NULL, "sandbox %s runs execs or file "
-		    "transfers: a fork waits for none", s->name);
-		goto out;
-	}
-	if ((why = sandbox_snapshot_refused(s->sb)) != NULL) {
-		serve_fail(&err, 409, NULL, "sandbox %s cannot be forked: %s",
-		    s->name, why);
-		goto out;
-	}
 	if (serve_fork_room(s, f->n, &err) == -1)
 		goto out;
 	if ((root = serve_snap_root()) == NULL) {

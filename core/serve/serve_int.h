@@ -361,6 +361,8 @@ char		*serve_snap_root(void);
 int		 serve_snap_write_ref(struct serve_sb *, const char *,
 		     char **);
 void		 serve_snap_sweep(void);
+int		 serve_snap_can(struct serve_sb *, const char *, const char *,
+		     struct serve_error *);
 int		 serve_snap_from(json_t *, struct serve_snapref *,
 		     struct serve_error *);
 void		 serve_snapref_free(struct serve_snapref *);

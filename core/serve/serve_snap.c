@@ -298,6 +298,38 @@ serve_snap_done_cb(struct sandbox *sb, const char *error,
 	serve_snap_job_free(job);
 }
 
+/*
+ * Can s be saved (verb "saved") or forked ("forked", what "a fork")? 0,
+ * or -1 with err: 409 naming why not.
+ */
+int
+serve_snap_can(struct serve_sb *s, const char *verb, const char *what,
+    struct serve_error *err)
+{
+	const char	*why;
+
+	if (s->attach != NULL)
+		return (serve_fail(err, 409, NULL, "sandbox %s is an attached "
+		    "QEMU: snapshots of attached QEMUs are not supported yet",
+		    s->name));
+	if ((s->state != SERVE_READY && s->state != SERVE_PAUSED) ||
+	    s->sb == NULL)
+		return (serve_fail(err, 409, NULL, "sandbox %s is %s: only a "
+		    "ready or paused sandbox can be %s", s->name,
+		    serve_state_name(s->state), verb));
+	if (s->qmp_want != SERVE_DEAD)
+		return (serve_fail(err, 409, NULL, "sandbox %s: a pause or "
+		    "resume is under way", s->name));
+	/* An exec's stream could not go on in a copy of its agent. */
+	if (serve_exec_busy(s))
+		return (serve_fail(err, 409, NULL, "sandbox %s runs execs or "
+		    "file transfers: %s waits for none", s->name, what));
+	if ((why = sandbox_snapshot_refused(s->sb)) != NULL)
+		return (serve_fail(err, 409, NULL, "sandbox %s cannot be %s: "
+		    "%s", s->name, verb, why));
+	return (0);
+}
+
 static void
 serve_snap_post_body(struct httpd_conn *conn, struct serve_sb *s,
     const char *body, size_t len, void *arg)
@@ -307,7 +339,7 @@ serve_snap_post_body(struct httpd_conn *conn, struct serve_sb *s,
 	struct serve_snap_job	*job = NULL;
 	struct serve_exec	*e;
 	json_t			*j = NULL, *v;
-	const char		*name, *why;
+	const char		*name;
 	char			*root = NULL, *dir = NULL, *cause = NULL;
 
 	(void)arg;
@@ -322,29 +354,8 @@ serve_snap_post_body(struct httpd_conn *conn, struct serve_sb *s,
 		goto out;
 	}
 	name = json_string_value(v);
-	if ((s->state != SERVE_READY && s->state != SERVE_PAUSED) ||
-	    s->sb == NULL) {
-		serve_fail(&err, 409, NULL, "sandbox %s is %s: only a ready or "
-		    "paused sandbox can be saved", s->name,
-		    serve_state_name(s->state));
+	if (serve_snap_can(s, "saved", "a snapshot", &err) == -1)
 		goto out;
-	}
-	if (s->qmp_want != SERVE_DEAD) {
-		serve_fail(&err, 409, NULL, "sandbox %s: a pause or resume is "
-		    "under way", s->name);
-		goto out;
-	}
-	/* An exec's stream could not go on in a copy of its agent. */
-	if (serve_exec_busy(s)) {
-		serve_fail(&err, 409, NULL, "sandbox %s runs execs or file "
-		    "transfers: a snapshot waits for none", s->name);
-		goto out;
-	}
-	if ((why = sandbox_snapshot_refused(s->sb)) != NULL) {
-		serve_fail(&err, 409, NULL, "sandbox %s cannot be saved: %s",
-		    s->name, why);
-		goto out;
-	}
 	if ((root = serve_snap_root()) == NULL) {
 		serve_fail(&err, 500, NULL, "no cache directory for snapshots");
 		goto out;

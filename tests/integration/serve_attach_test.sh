@@ -139,6 +139,11 @@ hello" "$OUT"
 	[ $((t1 - t0)) -le 10 ] || fail "QEMU took $((t1 - t0)) ticks of CPU while paused"
 	api POST /v1/sandboxes/h/exec -d '{"argv":["true"]}'
 	expect_eq "exec while paused" 409 "$CODE"
+	api POST /v1/sandboxes/h/snapshots -d '{"name":"hs"}'
+	expect_eq "a snapshot of an attached QEMU" 409 "$CODE"
+	expect_match "says why" 'snapshots of attached QEMUs are not supported yet' "$BODY"
+	api POST /v1/sandboxes/h/fork -d '{"count":1}'
+	expect_eq "a fork of an attached QEMU" 409 "$CODE"
 	api POST /v1/sandboxes/h/resume
 	expect_eq "resume" 200 "$CODE"
 	expect_match "ready" '"state":"ready"' "$BODY"
