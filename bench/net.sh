@@ -46,6 +46,11 @@ guest() {
 	    echo \$(echo \"\$b - \$a\" | bc) \$(echo \"\$c - \$b\" | bc)" 2>/dev/null
 }
 
+# calc FORMAT EXPR: EXPR worked out by awk (a bare Debian has no bc).
+calc() {
+	awk "BEGIN { printf \"$1\", $2 }"
+}
+
 guest open >/dev/null		# the template, shared by both modes
 for i in $(seq 1 "$runs"); do
 	# Alternate, so that a slow spell of the machine hits both.
@@ -54,9 +59,9 @@ for i in $(seq 1 "$runs"); do
 done
 a=$(awk '{print $1}' "$tmp/allow" | median %.2f)
 o=$(awk '{print $1}' "$tmp/open" | median %.2f)
-echo "100 MB download, allowlist proxy, median of $runs: $a s ($(echo "100 / $a" | bc -l | xargs printf %.1f) MB/s)"
-echo "100 MB download, open (straight to the host): $o s ($(echo "100 / $o" | bc -l | xargs printf %.1f) MB/s)"
-echo "throughput ratio proxy/open: $(echo "$o / $a" | bc -l | xargs printf %.2f) (target >= 0.8)"
+echo "100 MB download, allowlist proxy, median of $runs: $a s ($(calc %.1f "100 / $a") MB/s)"
+echo "100 MB download, open (straight to the host): $o s ($(calc %.1f "100 / $o") MB/s)"
+echo "throughput ratio proxy/open: $(calc %.2f "$o / $a") (target >= 0.8)"
 a=$(awk '{print $2}' "$tmp/allow" | median %.3f)
 o=$(awk '{print $2}' "$tmp/open" | median %.3f)
 echo "50 small requests by wget (a process each): proxy $a s, open $o s"
@@ -96,4 +101,4 @@ for i in $(seq 1 "$runs"); do
 done
 a=$(median %.2f <"$tmp/lat.proxy")
 o=$(median %.2f <"$tmp/lat.open")
-echo "a request on a new connection, from one process in the guest: proxy $a ms, open $o ms; the proxy adds $(echo "$a - $o" | bc -l | xargs printf %.2f) ms"
+echo "a request on a new connection, from one process in the guest: proxy $a ms, open $o ms; the proxy adds $(calc %.2f "$a - $o") ms"
