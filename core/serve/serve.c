@@ -218,6 +218,7 @@ static void
 serve_sb_free(struct serve_sb *s)
 {
 	ev_timer_stop(s->srv->loop, &s->reap);
+	serve_persist_gone(s);	/* its record goes if it is deleted */
 	serve_life_gone(s);
 	serve_waiters_free(&s->create_waiters);
 	serve_waiters_free(&s->qmp_waiters);
@@ -241,7 +242,6 @@ serve_sb_free(struct serve_sb *s)
 	serve_disk_release(s);
 	free(s->disk_path);
 	serve_attach_gone(s);
-	serve_persist_gone(s);	/* its record goes if it is deleted */
 	free(s);
 }
 
