@@ -1024,7 +1024,10 @@ serve_init(struct serve *srv, struct ev_loop *loop)
 	serve_snap_sweep();	/* saves a dead server left unfinished */
 }
 
-/* SIGTERM: every sandbox stopped; serve_idle once all are gone. */
+/*
+ * SIGTERM: every sandbox stopped, the persistent ones saved first (then
+ * this is called again, by serve_persist.c); serve_idle once all are gone.
+ */
 void
 serve_stop_all(struct serve *srv)
 {
@@ -1064,6 +1067,7 @@ serve_free(struct serve *srv)
 
 	ev_timer_stop(srv->loop, &srv->events_ping);
 	srv->stopping = 1;
+	serve_persist_close(srv);	/* no stop waits for its saves now */
 	serve_pool_free(srv);
 	while ((s = TAILQ_FIRST(&srv->sbs)) != NULL) {
 		if (s->sb != NULL || s->pull != NULL || s->setup != NULL) {
@@ -1076,5 +1080,4 @@ serve_free(struct serve *srv)
 		}
 	}
 	serve_setup_free_all(srv);
-	serve_persist_close(srv);
 }

@@ -513,7 +513,7 @@ serve_persist_save_over(struct serve *srv)
 	struct serve_persist_srv	*ps = srv->persist;
 	void				(*then)(struct serve *);
 
-	if (--ps->saves > 0 || !ps->stopping || ps->then == NULL)
+	if (ps == NULL || --ps->saves > 0 || !ps->stopping || ps->then == NULL)
 		return;
 	ev_timer_stop(srv->loop, &ps->stop);
 	then = ps->then;
@@ -534,7 +534,8 @@ serve_persist_saved_cb(struct sandbox *sb, const char *error,
 
 	(void)sb;
 	s = serve_find(srv, job->sb_name);
-	if (s != NULL && (s->serial != job->serial || s->persist == NULL))
+	if (s != NULL && (s->serial != job->serial || s->persist == NULL ||
+	    srv->persist == NULL))
 		s = NULL;
 	if (s != NULL)
 		s->persist->saving = 0;
@@ -643,7 +644,8 @@ serve_persist_every_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (s->persist == NULL || s->srv->persist->stopping)
+	if (s->persist == NULL || s->srv->persist == NULL ||
+	    s->srv->persist->stopping)
 		return;
 	if (serve_persist_save(s, 0, &cause) == -1) {
 		log_debug("persistent sandbox %s: no save now: %s", s->name,
@@ -741,7 +743,10 @@ serve_persist_save_all(struct serve *srv, void (*then)(struct serve *))
 	return (ps->saves);
 }
 
-/* The server is freed: its lock let go. */
+/*
+ * The server is freed (its sandboxes next: saves under way end, failed,
+ * with no record to update): its lock let go.
+ */
 void
 serve_persist_close(struct serve *srv)
 {

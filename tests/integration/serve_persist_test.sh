@@ -236,6 +236,30 @@ test_persist_paused() {
 	no_rundirs "at the end"
 }
 
+# A second signal during the saves: everything killed at once, nothing
+# left; the sandbox comes back from a save (if its finished) or a boot.
+test_persist_second_signal() {
+	local rc=0 from
+	serve_start
+	create a '"persistent":true'
+	counting a
+	kill "$EPID" 2>/dev/null
+	wait "$EPID" 2>/dev/null
+	kill -TERM "$SERVE_PID"
+	kill -TERM "$SERVE_PID"
+	wait "$SERVE_PID" || rc=$?
+	expect_eq "exit status after two signals" 0 "$rc"
+	stopped "after two signals"
+	no_rundirs "after two signals"
+	serve_start
+	wait_state a ready 90 || fail "a did not come back: $(state a)"
+	from=$(field a .restored.from)
+	[ "$from" = snapshot ] || [ "$from" = boot ] || fail "restored from $from"
+	echo "two signals: restored from $from" >>"$S/figures"
+	api DELETE /v1/sandboxes/a
+	serve_stop
+}
+
 test_persist_bad_input() {
 	local prof s0
 	serve_start
@@ -297,8 +321,8 @@ test_client() {
 }
 
 for t in ${TESTS:-test_persist_sigterm test_persist_kill9 test_persist_every \
-    test_persist_crash_unsaved test_persist_paused test_persist_bad_input \
-    test_client}; do
+    test_persist_crash_unsaved test_persist_paused test_persist_second_signal \
+    test_persist_bad_input test_client}; do
 	rm -rf "$PDIR" "$SDIR"/.persist-*	# a failed test's
 	run_test "$t"
 done
