@@ -236,6 +236,47 @@ test_persist_paused() {
 	no_rundirs "at the end"
 }
 
+# On a disk image (a static busybox on ext4, made here without root): a
+# restored sandbox's overlay lies on its save's disk, which its own next
+# save then needs: kept until the sandbox is deleted.
+test_persist_disk() {
+	local img=$T_TMP/disk/root.img c s1 s2
+	mkdir -p "$T_TMP/disk/tree"/{bin,etc,tmp,proc,sys,dev,run,root}
+	cp "$PWD/build/guest/cache/busybox/bin/busybox" "$T_TMP/disk/tree/bin/" ||
+	    { fail "no busybox in build/guest/cache"; return; }
+	for c in sh cat echo sleep kill sync; do
+		ln -sf busybox "$T_TMP/disk/tree/bin/$c"
+	done
+	truncate -s 64M "$img"
+	PATH=$PATH:/sbin:/usr/sbin mke2fs -q -F -t ext4 -d "$T_TMP/disk/tree" "$img" ||
+	    { fail "mke2fs"; return; }
+	serve_start
+	create a "\"persistent\":true,\"settings\":{\"image\":\"$img\"}"
+	run_exec a '{"argv":["sh","-c","echo one >/root/f"]}'
+	serve_stop
+	s1=$(jq -r .snapshot "$PDIR/a.json")
+	[ -s "$SDIR/$s1/disk.qcow2" ] || fail "no disk in the save"
+	serve_start
+	wait_state a ready 90 || fail "a did not come back: $(state a)"
+	file a /root/f
+	expect_eq "its file on its disk" one "$OUT"
+	run_exec a '{"argv":["sh","-c","echo two >/root/g"]}'
+	serve_stop
+	s2=$(jq -r .snapshot "$PDIR/a.json")
+	expect_eq "the first save is kept under the second" "[\"$s1\"]" "$(jq -c .under "$PDIR/a.json")"
+	expect_eq "both on disk" "$s1 $s2 " "$(hidden a)"
+	serve_start
+	wait_state a ready 90 || fail "a did not come back again: $(state a)"
+	file a /root/f
+	expect_eq "the first file" one "$OUT"
+	file a /root/g
+	expect_eq "the second file" two "$OUT"
+	api DELETE /v1/sandboxes/a
+	expect_eq "its saves went" "" "$(hidden a)"
+	serve_stop
+	no_rundirs "at the end"
+}
+
 # A second signal during the saves: everything killed at once, nothing
 # left; the sandbox comes back from a save (if its finished) or a boot.
 test_persist_second_signal() {
@@ -321,7 +362,8 @@ test_client() {
 }
 
 for t in ${TESTS:-test_persist_sigterm test_persist_kill9 test_persist_every \
-    test_persist_crash_unsaved test_persist_paused test_persist_second_signal \
+    test_persist_crash_unsaved test_persist_paused test_persist_disk \
+    test_persist_second_signal \
     test_persist_bad_input test_client}; do
 	rm -rf "$PDIR" "$SDIR"/.persist-*	# a failed test's
 	run_test "$t"
