@@ -71,6 +71,12 @@ static const struct cmd_option cmd_sandbox_create_options[] = {
 	{ CMD_CLIENT_SNAPSHOT, "snapshot", CMD_V_STRING, "SNAP", 0,
 	  "start it from a snapshot: its source's profile,\n"
 	  "settings, processes and files" },
+	{ CMD_CLIENT_PERSISTENT, "persistent", CMD_V_NONE, NULL, 0,
+	  "keep it across the server's restarts: saved at a\n"
+	  "stop, restored at the next start" },
+	{ CMD_CLIENT_PERSIST_EVERY, "persist-every", CMD_V_SECONDS, "S", 0,
+	  "and save it every S seconds too, so that a server\n"
+	  "killed outright brings it back from the last" },
 	{ CMD_CLIENT_JSON, "json", CMD_V_NONE, NULL, 0,
 	  "print the sandbox as JSON" },
 	CMD_CLIENT_HOST_OPTIONS
@@ -94,7 +100,7 @@ static const struct cmd_entry cmd_sandbox_create_entry = {
 	.name = "create",
 	.usage = "sandbox create [--profile P] [--set K=V]... [--ttl S] "
 	    "[--idle-ttl S] [--on-ttl delete|pause] [--disk F[:rw]] "
-	    "[--snapshot SNAP] [--json] "
+	    "[--snapshot SNAP] [--persistent [--persist-every S]] [--json] "
 	    "[NAME]",
 	.summary = "start a named sandbox on the server, and print its name",
 	.help =
@@ -323,6 +329,11 @@ cmd_sandbox_create(const struct cmd_entry *self, int argc, char **argv)
 	if (cmd_args_get(&o.a, CMD_CLIENT_SNAPSHOT) != NULL)
 		json_object_set_new(req, "snapshot", json_string(
 		    cmd_args_get(&o.a, CMD_CLIENT_SNAPSHOT)));
+	if (cmd_args_has(&o.a, CMD_CLIENT_PERSISTENT))
+		json_object_set_new(req, "persistent", json_true());
+	if (cmd_args_get(&o.a, CMD_CLIENT_PERSIST_EVERY) != NULL)
+		json_object_set_new(req, "persist_every", json_real(strtod(
+		    cmd_args_get(&o.a, CMD_CLIENT_PERSIST_EVERY), NULL)));
 	if (o.nsets > 0) {
 		settings = json_object();
 		for (i = 0; i < o.nsets; i++) {

@@ -28,6 +28,8 @@
 #define CMD_CLIENT_RM		(CMD_O_LONG + 9)
 #define CMD_CLIENT_COUNT	(CMD_O_LONG + 10)
 #define CMD_CLIENT_DISK		(CMD_O_LONG + 11)
+#define CMD_CLIENT_PERSISTENT	(CMD_O_LONG + 12)
+#define CMD_CLIENT_PERSIST_EVERY (CMD_O_LONG + 13)
 
 /* What every client command takes, after its own options. */
 #define CMD_CLIENT_HOST_OPTIONS \

@@ -95,7 +95,8 @@ enum mcp_type {
 	MCP_ENCODING,	/* "utf-8" or "base64" */
 	MCP_MODE,	/* octal digits, a string */
 	MCP_DISK,	/* {"path": ABSOLUTE, "writable": BOOL} */
-	MCP_COUNT	/* an integer, 1 to 16 */
+	MCP_COUNT,	/* an integer, 1 to 16 */
+	MCP_BOOL
 };
 
 struct mcp_arg {
@@ -109,7 +110,7 @@ struct mcp_call;
 struct mcp_tool {
 	const char		*name;
 	const char		*help;
-	struct mcp_arg		 args[9];	/* NULL-named at the end */
+	struct mcp_arg		 args[11];	/* NULL-named at the end */
 	json_t		       *(*run)(struct mcp *, json_t *);
 };
 
@@ -152,6 +153,8 @@ static const struct mcp_tool mcp_tools[] = {
 	    { "snapshot", MCP_NAME, 0, "start it from this snapshot, with its "
 	      "processes and files as they were (no profile or settings "
 	      "then)" },
+	    { "persistent", MCP_BOOL, 0, "keep it across server restarts" },
+	    { "persist_every", MCP_SECONDS, 0, "and save it this often" },
 	    { NULL, 0, 0, NULL } },
 	  mcp_tool_create },
 	{ "sandbox_exec",
@@ -335,6 +338,9 @@ mcp_arg_schema(const struct mcp_arg *a)
 	case MCP_SECONDS:
 		s = json_pack("{s:s, s:i}", "type", "number", "minimum", 0);
 		break;
+	case MCP_BOOL:
+		s = json_pack("{s:s}", "type", "boolean");
+		break;
 	case MCP_COUNT:
 		s = json_pack("{s:s, s:i, s:i}", "type", "integer", "minimum", 1,
 		    "maximum", 16);
@@ -393,6 +399,8 @@ mcp_arg_check(enum mcp_type type, json_t *v)
 	size_t		 i, len;
 
 	switch (type) {
+	case MCP_BOOL:
+		return (json_is_boolean(v) ? NULL : "true or false");
 	case MCP_STRING:
 		return (json_is_string(v) ? NULL : "a string");
 	case MCP_NAME:
@@ -1040,7 +1048,6 @@ cmd_mcp_get(void *arg, const char *name, const char *path, size_t max,
 {
 	return (client_get(arg, name, path, -1, b, max, truncated, cause));
 }
-
 
 /*
  * The stdio loop: a line in, its answer out, until stdin ends or a

@@ -545,7 +545,8 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	serve_set_limits(&srv, &p, &hl);
 	srv.httpd = httpd_new(loop, &hl, serve_handle, &srv);
 	httpd_set_token(srv.httpd, token, public);
-	if (serve_pool_init(&srv, &p, &cause) == -1) {
+	if (serve_restore(&srv, &cause) == -1 ||	/* before the pool */
+	    serve_pool_init(&srv, &p, &cause) == -1) {
 		log_warnx("%s", cause);
 		goto stop;
 	}

@@ -62,6 +62,9 @@ serve_ready_cb(struct sandbox *sb, void *arg)
 	serve_answer(&s->create_waiters, 201, b.data);
 	buf_free(&b);
 	serve_sb_event(s);
+	/* Restored from a save of it paused: paused again. */
+	if (serve_persist_ready(s))
+		serve_life_pause(s, "restored as it was saved, paused");
 	serve_pool_kick(s->srv);	/* refills wait for boots */
 }
 
@@ -215,6 +218,7 @@ static void
 serve_sb_free(struct serve_sb *s)
 {
 	ev_timer_stop(s->srv->loop, &s->reap);
+	serve_persist_gone(s);	/* its record goes if it is deleted */
 	serve_life_gone(s);
 	serve_waiters_free(&s->create_waiters);
 	serve_waiters_free(&s->qmp_waiters);
@@ -817,7 +821,8 @@ serve_create_json(struct serve *srv, struct httpd_conn *conn,
 {
 	static const char *const fields[] = {
 		"name", "profile", "settings", "extra_args", "wait", "ttl",
-		"idle_ttl", "on_ttl", "disk", "attach", "snapshot", NULL
+		"idle_ttl", "on_ttl", "disk", "attach", "snapshot", "persistent",
+		"persist_every", NULL
 	};
 	struct serve_sb		*s = NULL, *made = NULL;
 	json_t			*j, *settings;
@@ -830,7 +835,8 @@ serve_create_json(struct serve *srv, struct httpd_conn *conn,
 
 	if (serve_json_body(body, len, &j, err) == -1 ||
 	    serve_check_fields(j, fields, err) == -1 ||
-	    serve_create_fields(srv, j, &name, &profile, &wait, err) == -1)
+	    serve_create_fields(srv, j, &name, &profile, &wait, err) == -1 ||
+	    serve_persist_fields(srv, j, err) == -1)
 		goto out;
 	settings = json_object_get(j, "settings");
 	if (json_object_get(j, "snapshot") != NULL) {
@@ -858,6 +864,7 @@ serve_create_json(struct serve *srv, struct httpd_conn *conn,
 	/* 1: answered from the pool, or to be once resumed; -1: err. */
 	if (conn != NULL && snap.dir == NULL &&
 	    json_object_get(j, "disk") == NULL &&
+	    !json_is_true(json_object_get(j, "persistent")) &&
 	    serve_pool_take(srv, j, name, profile, sets, nsets, wait, conn,
 	    err) != 0)
 		goto out;
@@ -872,6 +879,7 @@ serve_create_json(struct serve *srv, struct httpd_conn *conn,
 		goto out;
 	}
 	if (serve_disk_profile(s, err) == -1 ||
+	    serve_persist_profile(s, j, err) == -1 ||
 	    serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
 	    err) == -1 || serve_sb_room(s, err) == -1 ||
 	    serve_sb_accel(s, err) == -1)
@@ -886,8 +894,12 @@ serve_create_json(struct serve *srv, struct httpd_conn *conn,
 	nsets = 0;
 	s->snap = snap;
 	memset(&snap, 0, sizeof snap);
-	if (serve_sb_go(s, err) == -1)
+	if (serve_persist_begin(s, err) == -1)
 		goto out;
+	if (serve_sb_go(s, err) == -1) {
+		serve_persist_abort(s);
+		goto out;
+	}
 	serve_sb_event(s);
 	serve_pool_kick(srv);	/* its refills wait for this boot */
 	serve_life_arm(s);	/* its ttl runs from now */
@@ -1012,13 +1024,19 @@ serve_init(struct serve *srv, struct ev_loop *loop)
 	serve_snap_sweep();	/* saves a dead server left unfinished */
 }
 
-/* SIGTERM: every sandbox stopped; serve_idle once all are gone. */
+/*
+ * SIGTERM: every sandbox stopped, the persistent ones saved first (then
+ * this is called again, by serve_persist.c); serve_idle once all are gone.
+ */
 void
 serve_stop_all(struct serve *srv)
 {
 	struct serve_sb	*s, *next;
 
 	srv->stopping = 1;
+	/* Persistent sandboxes saved first; stopped once they are. */
+	if (serve_persist_save_all(srv, serve_stop_all) > 0)
+		return;
 	TAILQ_FOREACH_SAFE(s, &srv->sbs, entry, next) {
 		if (s->state == SERVE_DEAD) {
 			TAILQ_REMOVE(&srv->sbs, s, entry);
@@ -1049,6 +1067,7 @@ serve_free(struct serve *srv)
 
 	ev_timer_stop(srv->loop, &srv->events_ping);
 	srv->stopping = 1;
+	serve_persist_close(srv);	/* no stop waits for its saves now */
 	serve_pool_free(srv);
 	while ((s = TAILQ_FIRST(&srv->sbs)) != NULL) {
 		if (s->sb != NULL || s->pull != NULL || s->setup != NULL) {

@@ -44,6 +44,7 @@ struct serve_sb;
 struct serve_sub;
 struct serve_setup;
 struct serve_pool;
+struct serve_persist_srv;
 TAILQ_HEAD(serve_sbs, serve_sb);
 TAILQ_HEAD(serve_subs, serve_sub);
 TAILQ_HEAD(serve_setups, serve_setup);
@@ -66,6 +67,7 @@ struct serve {
 	ev_timer		 events_ping;
 	struct serve_metrics	 m;
 	struct serve_pool	*pool;		/* serve_pool.c's, or NULL */
+	struct serve_persist_srv *persist;	/* serve_persist.c's, or NULL */
 	/* serve.c's stop, for serve_life.c's expiries (it lies below) */
 	void			(*sb_stop)(struct serve_sb *, const char *);
 	/* ... and its boot of a pool sandbox, for serve_pool.c */
@@ -82,6 +84,10 @@ int		 serve_idle(struct serve *);
 void		 serve_free(struct serve *);
 int		 serve_pool_init(struct serve *, const struct profile *,
 		     char **);
+/* serve_persist.c, serve_restore.c: persistent sandboxes */
+int		 serve_persist_open(struct serve *, char **);
+void		 serve_persist_close(struct serve *);
+int		 serve_restore(struct serve *, char **);
 
 /* serve_route.c: every request, httpd's handler (arg: the server) */
 void		 serve_handle(struct httpd_conn *, const struct httpd_req *,

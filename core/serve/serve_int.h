@@ -177,6 +177,28 @@ struct serve_sb {
 	double			 t_taken;	/* by a create */
 	struct exec		*pool_clock;	/* setting its clock */
 	struct serve_snapref	 snap;		/* started from a snapshot */
+	struct serve_persist	*persist;	/* "persistent": its record */
+};
+
+/*
+ * A persistent sandbox's record (serve_persist.c): what it was made from,
+ * its latest save, and where it came back from at this server's start.
+ */
+struct serve_persist {
+	json_t		*body;		/* its create's, without "wait" */
+	char		*snapshot;	/* its latest save (hidden), or NULL */
+	char		*taken;		/* ... when, ISO 8601 */
+	int		 paused;	/* ... it was paused then */
+	json_t		*under;		/* saves its disk lies on */
+	double		 every;		/* persist_every, or 0 */
+	ev_timer	 timer;		/* ... its saves */
+	int		 saving;	/* a save under way */
+	char		*from;		/* "snapshot", "boot"; NULL: made
+					   by a create */
+	char		*from_snap;	/* the save it came back from */
+	char		*from_taken;
+	char		*from_why;	/* why a boot */
+	int		 pause;		/* paused once ready */
 };
 
 /* What guest-exec-status said (serve_attach.c). */
@@ -319,6 +341,7 @@ int		 serve_life_fields(struct serve_sb *, json_t *,
 void		 serve_life_arm(struct serve_sb *);
 void		 serve_life_gone(struct serve_sb *);
 void		 serve_sb_json(struct serve_sb *, struct buf *);
+void		 serve_life_pause(struct serve_sb *, const char *);
 serve_handler	 serve_pause;
 serve_handler	 serve_resume;
 serve_handler	 serve_patch;
@@ -370,6 +393,26 @@ serve_handler	 serve_snap_post;
 serve_handler	 serve_snap_list;
 serve_handler	 serve_snap_get;
 serve_handler	 serve_snap_delete;
+
+/* serve_persist.c (serve_persist_open, _close: serve.h) */
+#define SERVE_PERSIST_HIDDEN	".persist-"	/* its saves' names */
+extern struct serve_persist *serve_persist_restoring;
+char		**serve_persist_names(struct serve *);
+json_t		*serve_persist_load(struct serve *, const char *);
+struct serve_persist *serve_persist_from_json(json_t *);
+void		 serve_persist_free(struct serve_persist *);
+void		 serve_persist_sweep(struct serve *);
+int		 serve_persist_fields(struct serve *, json_t *,
+		     struct serve_error *);
+int		 serve_persist_profile(struct serve_sb *, json_t *,
+		     struct serve_error *);
+int		 serve_persist_begin(struct serve_sb *, struct serve_error *);
+void		 serve_persist_abort(struct serve_sb *);
+void		 serve_persist_gone(struct serve_sb *);
+int		 serve_persist_ready(struct serve_sb *);
+int		 serve_persist_save_all(struct serve *,
+		     void (*)(struct serve *));
+void		 serve_persist_json(struct serve_sb *, struct buf *);
 
 /* serve_fork.c */
 serve_handler	 serve_fork;

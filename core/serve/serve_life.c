@@ -35,6 +35,7 @@ static void	serve_ttl_cb(struct ev_loop *, ev_timer *, int);
 static void	serve_idle_cb(struct ev_loop *, ev_timer *, int);
 static void	serve_life_done_cb(struct sandbox *, const char *, void *);
 static void	serve_life_json(struct serve_sb *, struct buf *);
+static int	serve_life_pause_now(struct serve_sb *, char **);
 
 /* A new sandbox's: no limits, nothing under way. */
 void
@@ -112,6 +113,7 @@ serve_sb_json(struct serve_sb *s, struct buf *b)
 	serve_life_json(s, b);
 	serve_disk_json(s, b);
 	serve_attach_json(s, b);
+	serve_persist_json(s, b);
 	buf_puts(b, "}");
 }
 
@@ -311,9 +313,8 @@ serve_life_expire(struct serve_sb *s, const char *which, double seconds)
 		serve_life_expired_event(s, which, seconds, "already paused");
 		return;
 	}
-	if (s->qmp_want == SERVE_DEAD && sandbox_pause(s->sb,
-	    serve_life_done_cb, s, &cause) == 0) {
-		s->qmp_want = SERVE_PAUSED;
+	if (s->qmp_want == SERVE_DEAD && serve_life_pause_now(s, &cause) ==
+	    0) {
 		serve_life_expired_event(s, which, seconds, "pausing");
 		return;
 	}
@@ -322,6 +323,34 @@ serve_life_expire(struct serve_sb *s, const char *which, double seconds)
 	serve_life_expired_event(s, which, seconds, why);
 	free(why);
 	free(cause);
+}
+
+/* s paused by the server itself: 0 once under way, or -1 with *cause. */
+static int
+serve_life_pause_now(struct serve_sb *s, char **cause)
+{
+	if (sandbox_pause(s->sb, serve_life_done_cb, s, cause) == -1)
+		return (-1);
+	s->qmp_want = SERVE_PAUSED;
+	return (0);
+}
+
+/* A ready s paused, as a client's pause would (why: for the log). */
+void
+serve_life_pause(struct serve_sb *s, const char *why)
+{
+	char	*cause = NULL;
+
+	if (s->state != SERVE_READY || s->qmp_want != SERVE_DEAD ||
+	    s->sb == NULL)
+		return;
+	if (serve_life_pause_now(s, &cause) == -1) {
+		log_warnx("sandbox %s: not paused (%s): %s", s->name, why,
+		    cause);
+		free(cause);
+		return;
+	}
+	log_info("sandbox %s: pausing: %s", s->name, why);
 }
 
 static void
