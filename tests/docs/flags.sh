@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Every flag qsup's help prints is in the manual: each option (--xxx and
+# -x) of "qsup --help" and of every command's and subcommand's --help
+# (the commands found as contrib/man/gen.sh finds them, through the hidden
+# "qsup __complete") must appear, as that exact word, in some page of
+# docs/. So a new option cannot ship undocumented. Each missing one is
+# named with the help that prints it:
+#
+#   MISSING --persist-every (qsup sandbox create --help)
+#
+#   tests/docs/flags.sh [QSUP [DOCS]]   check QSUP's help (default
+#                                       build/qsup) against DOCS (docs/)
+#   tests/docs/flags.sh --self-test     check that a flag missing from the
+#                                       docs, and a flag only the help
+#                                       prints, are caught
+set -u
+here=$(dirname "$(readlink -f "$0")")
+root=$here/../..
+
+# The flags of one help text, one a line: "--word" or "-x" standing
+# alone (not "x86-64", "-ti", "1-63", nor the "--" before a command).
+flags_of() {
+	grep -oP '(?<![A-Za-z0-9_-])(--[a-z][a-z0-9-]*|-[A-Za-z])(?![A-Za-z0-9_-])'
+}
+
+# "WHERE<tab>FLAG" for every help qsup prints, WHERE the command line.
+all_flags() {
+	local qsup=$1 c s subs
+	"$qsup" --help | flags_of | sed 's/^/qsup --help\t/'
+	for c in $("$qsup" __complete ""); do
+		subs=$("$qsup" __complete "$c" "")
+		[ "$c" != help ] && grep -qx help <<<"$subs" &&
+		    subs=$(grep -vx help <<<"$subs") || subs=
+		"$qsup" "$c" --help | flags_of | sed "s/^/qsup $c --help\t/"
+		for s in $subs; do
+			"$qsup" "$c" "$s" --help | flags_of |
+			    sed "s/^/qsup $c $s --help\t/"
+		done
+	done
+}
+
+check() {
+	local qsup=$1 docs=$2 pass=0 fail=0 where flag text seen=
+	if ! [ -x "$qsup" ]; then
+		echo "FAIL: no qsup at $qsup (build it first)"
+		return 1
+	fi
+	text=$(cat "$docs"/*.md 2>/dev/null | flags_of | sort -u)
+	if [ -z "$text" ]; then
+		echo "FAIL: no pages in $docs"
+		return 1
+	fi
+	while IFS=$'\t' read -r where flag; do
+		# Each flag once, named with the first help that prints it.
+		case " $seen " in *" $flag "*) continue ;; esac
+		seen="$seen $flag"
+		if grep -qxF -- "$flag" <<<"$text"; then
+			pass=$((pass + 1))
+		else
+			echo "MISSING $flag ($where)"
+			fail=$((fail + 1))
+		fi
+	done < <(all_flags "$qsup")
+	echo "docs flags: $pass passed, $fail failed"
+	[ "$pass" -gt 0 ] && [ "$fail" -eq 0 ]
+}
+
+self_test() {
+	local tmp out pass=0 fail=0 qsup=$root/build/qsup
+	tmp=$(mktemp -d /tmp/qsup-docflags.XXXXXX)
+	trap 'rm -rf "$tmp"' RETURN
+	cp -r "$root/docs" "$tmp/docs"
+
+	# The copy says what the tree says.
+	if [ "$(check "$qsup" "$tmp/docs")" = "$(check "$qsup" "$root/docs")" ]; then
+		pass=$((pass + 1))
+	else
+		echo "FAIL: the copy and the tree differ"
+		fail=$((fail + 1))
+	fi
+
+	# A flag the help prints, taken out of every page: named.
+	sed -i 's/--idle-timeout/--idle-t1meout/g' "$tmp"/docs/*.md
+	if out=$(check "$qsup" "$tmp/docs"); then
+		echo "FAIL: --idle-timeout missing from the docs was let through"
+		fail=$((fail + 1))
+	elif ! grep -q '^MISSING --idle-timeout (qsup serve --help)$' <<<"$out"; then
+		echo "FAIL: --idle-timeout not named in: $out"
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+	cp "$root"/docs/*.md "$tmp/docs/"
+
+	# A short flag alone, taken out: "-w" must not be found in "-w/x".
+	sed -i -E 's/(^|[^A-Za-z0-9_-])-w([^A-Za-z0-9_-]|$)/\1-W\2/g' \
+	    "$tmp"/docs/*.md
+	if out=$(check "$qsup" "$tmp/docs") ||
+	    ! grep -q '^MISSING -w ' <<<"$out"; then
+		echo "FAIL: -w missing from the docs was not named: $out"
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+	cp "$root"/docs/*.md "$tmp/docs/"
+
+	# A qsup whose run --help prints a flag no page has: named.
+	cat >"$tmp/qsup" <<-EOF
+	#!/bin/sh
+	"$qsup" "\$@" || exit \$?
+	[ "\$1 \$2" = "run --help" ] &&
+	    echo "      --planted-flag   planted by the self-test"
+	exit 0
+	EOF
+	chmod +x "$tmp/qsup"
+	if out=$(check "$tmp/qsup" "$tmp/docs"); then
+		echo "FAIL: an undocumented --planted-flag was let through"
+		fail=$((fail + 1))
+	elif ! grep -q '^MISSING --planted-flag (qsup run --help)$' <<<"$out"; then
+		echo "FAIL: --planted-flag not named in: $out"
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+	echo "$pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+}
+
+case "${1:-}" in
+--self-test) self_test ;;
+*) check "${1:-$root/build/qsup}" "${2:-$root/docs}" ;;
+esac
