@@ -1,6 +1,6 @@
 /*
- * core/client: the client of "qsup serve"'s API (the README's "Serving
- * sandboxes") through libcurl, for the commands that speak to a server
+ * core/client: the client of "qsup serve"'s API (docs/serve-api.md)
+ * through libcurl, for the commands that speak to a server
  * (qsup sandbox, exec, cp, ls, rm) and for MCP. It uses the layers up to
  * core/vm (where a user's server listens) and none of core/serve.
  */

@@ -52,16 +52,16 @@ const struct cmd_entry cmd_mcp_entry = {
 	.usage = "mcp [--host HOST] [--cacert FILE]",
 	.summary = "a Model Context Protocol server on stdio, for agents",
 	.help =
-"Speak MCP (JSON-RPC 2.0, one message a line, protocol 2024-11-05) on\n"
-"stdin and stdout, with the tools sandbox_create, sandbox_exec,\n"
-"sandbox_file_write, sandbox_file_read, sandbox_list, sandbox_destroy,\n"
-"sandbox_pause, sandbox_resume, sandbox_snapshot, sandbox_snapshot_list,\n"
-"sandbox_snapshot_delete and sandbox_fork.\n"
-"They are calls of the qsup serve at HOST when one answers there;\n"
-"otherwise qsup mcp starts one of its own, on a socket in a private\n"
-"directory, and stops it (its sandboxes with it) when stdin ends or on\n"
-"SIGTERM. Messages are at most 16 MiB; an exec's stdout and stderr and a\n"
-"file read are given up to 1 MiB each.\n"
+"Speak MCP (JSON-RPC 2.0, one message a line, protocol 2024-11-05, or the\n"
+"client's 2025-03-26 or 2025-06-18) on stdin and stdout, with the tools\n"
+"sandbox_create, sandbox_exec, sandbox_file_write, sandbox_file_read,\n"
+"sandbox_list, sandbox_destroy, sandbox_pause, sandbox_resume,\n"
+"sandbox_snapshot, sandbox_snapshot_list, sandbox_snapshot_delete and\n"
+"sandbox_fork. They are calls of the qsup serve at HOST when one answers\n"
+"there; otherwise qsup mcp starts one of its own, on a socket in a\n"
+"private directory, and stops it (its sandboxes with it) when stdin ends\n"
+"or on SIGTERM. Messages are at most 16 MiB; an exec's stdout and stderr\n"
+"and a file read are given up to 1 MiB each.\n"
 "\n",
 	.options = cmd_mcp_options,
 	.exec = cmd_mcp_exec

@@ -1,5 +1,5 @@
 /*
- * "qsup serve": named sandboxes behind a REST + SSE API (README.md, "Serving sandboxes"), on
+ * "qsup serve": named sandboxes behind a REST + SSE API (docs/serve-api.md), on
  * one loop. This file is the command: its options, the server's own
  * profile and limits, the token, the listeners, what a killed server left
  * behind, and the signals that end it. serve.c and serve_exec.c answer.
@@ -53,8 +53,9 @@ static const struct cmd_option cmd_serve_options[] = {
 	  "than loopback needs TLS." },
 	{ SERVE_TOKEN_FILE, "token-file", CMD_V_FILE, "FILE", 0,
 	  "the bearer token every request but GET\n"
-	  "/v1/healthz must carry (default: token beside\n"
-	  "the default socket); made, mode 0600, if missing" },
+	  "/v1/healthz and /v1/openapi.json must carry\n"
+	  "(default: token beside the default socket);\n"
+	  "made, mode 0600, if missing" },
 	{ SERVE_TLS_CERT, "tls-cert", CMD_V_FILE, "FILE", 0,
 	  "PEM certificate (chain) and key: TCP listeners" },
 	{ SERVE_TLS_KEY, "tls-key", CMD_V_FILE, "FILE", 0,
@@ -111,10 +112,11 @@ const struct cmd_entry cmd_serve_entry = {
 	    "[--tls-cert FILE --tls-key FILE] [options]",
 	.summary = "keep named sandboxes behind a REST + SSE API",
 	.help =
-"Serve the API the README describes (\"Serving sandboxes\") until SIGTERM\n"
-"or SIGINT, which stop every sandbox (nothing is left behind) and exit 0;\n"
-"a second one kills them at once. The client commands (sandbox create,\n"
-"exec, cp, ls, rm, mcp) talk to it.\n"
+"Serve the API of qsup-serve(8) and docs/serve-api.md (docs/openapi.json,\n"
+"also served as GET /v1/openapi.json) until SIGTERM or SIGINT, which stop\n"
+"every sandbox (nothing is left behind) and exit 0; a second one kills\n"
+"them at once. The client commands (sandbox create, exec, cp, ls, rm,\n"
+"mcp) talk to it.\n"
 "\n",
 	.options = cmd_serve_options,
 	.flags = CMD_IN_ORDER,

@@ -5,7 +5,7 @@
  * symlink, no link out of the tree), OCI whiteouts are collected for the
  * extraction to apply, and the xattrs are kept for debugfs to set on the
  * finished file system (fakeroot 1.31 loses the file type of a file that
- * GNU tar gives xattrs, see README.md). GNU tar extracts afterwards; what
+ * GNU tar gives xattrs, see docs/images.md). GNU tar extracts afterwards; what
  * it is given has passed these checks.
  */
 #include <errno.h>

@@ -2,7 +2,7 @@
  * "qsup serve"'s sandboxes, the resource /v1/sandboxes: created, listed,
  * shown, deleted, and their lives. A sandbox here is the same struct
  * sandbox "qsup run" drives; this file keeps many of them by name,
- * answers for them over the API (the README's "Serving sandboxes") and
+ * answers for them over the API (docs/serve-api.md) and
  * keeps a dead one's record until it is deleted.
  *
  * Nothing here blocks the loop but the few steps a sandbox's start takes

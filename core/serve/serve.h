@@ -1,6 +1,6 @@
 /*
  * core/serve: the server of "qsup serve", its named sandboxes behind a
- * REST and SSE API (the README's "Serving sandboxes") on core/httpd. It
+ * REST and SSE API (docs/serve-api.md) on core/httpd. It
  * uses every layer below; the command (options, listeners, the token,
  * signals) is core/cmd's cmd_serve.c, which owns a struct serve and hands
  * serve_handle to its HTTP server. serve_int.h is private to the folder.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A pipeline's job with the shipped ci profile, as the README's CI section
+# A pipeline's job with the shipped ci profile, as docs/ci.md
 # writes it, on a real upstream C project: zlib, fetched at test time from
 # Debian's source packages (tests/images/debian-source.sh: apt-get source
 # against the mirror), built and

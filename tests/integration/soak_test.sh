@@ -4,7 +4,7 @@
 # QEMUs and clients are killed at random and slow clients hold
 # connections. Every request answered or refused with a status; no QEMU,
 # run directory, fd or memory growth left; serve exits 0 on SIGTERM.
-# The figures of a longer run are in the README's Speed section.
+# The figures of a longer run are in docs/speed.md.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
 test_soak() {
