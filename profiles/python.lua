@@ -29,7 +29,11 @@
 -- itself (ctypes.CDLL) goes in ld_closure_extra; qsup names it when it is
 -- missing.
 --
--- Not yet: a cloud image instead of the default guest (image).
+-- This profile sets no image: the host's Python runs in the built-in
+-- busybox guest. --set image=NAME applies as in any profile (a disk
+-- image as the commands' root; qsup.images.for_python("3.12") names one
+-- for a Python version), and an image whose glibc is newer than the
+-- host's is refused while host library directories are shared over it.
 
 local py = qsup.python
 if py == nil then

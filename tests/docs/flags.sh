@@ -65,8 +65,23 @@ check() {
 	[ "$pass" -gt 0 ] && [ "$fail" -eq 0 ]
 }
 
+# The check of QSUP against DOCS must fail and name what LINE matches
+# (a grep pattern); one more pass or fail.
+expect_named() {
+	local qsup=$1 docs=$2 line=$3 out
+	if out=$(check "$qsup" "$docs"); then
+		echo "FAIL: let through, where $line was planted"
+		fail=$((fail + 1))
+	elif ! grep -q -- "$line" <<<"$out"; then
+		echo "FAIL: no $line in: $out"
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+}
+
 self_test() {
-	local tmp out pass=0 fail=0 qsup=$root/build/qsup
+	local tmp pass=0 fail=0 qsup=$root/build/qsup
 	tmp=$(mktemp -d /tmp/qsup-docflags.XXXXXX)
 	trap 'rm -rf "$tmp"' RETURN
 	cp -r "$root/docs" "$tmp/docs"
@@ -81,27 +96,14 @@ self_test() {
 
 	# A flag the help prints, taken out of every page: named.
 	sed -i 's/--idle-timeout/--idle-t1meout/g' "$tmp"/docs/*.md
-	if out=$(check "$qsup" "$tmp/docs"); then
-		echo "FAIL: --idle-timeout missing from the docs was let through"
-		fail=$((fail + 1))
-	elif ! grep -q '^MISSING --idle-timeout (qsup serve --help)$' <<<"$out"; then
-		echo "FAIL: --idle-timeout not named in: $out"
-		fail=$((fail + 1))
-	else
-		pass=$((pass + 1))
-	fi
+	expect_named "$qsup" "$tmp/docs" \
+	    '^MISSING --idle-timeout (qsup serve --help)$'
 	cp "$root"/docs/*.md "$tmp/docs/"
 
 	# A short flag alone, taken out: "-w" must not be found in "-w/x".
 	sed -i -E 's/(^|[^A-Za-z0-9_-])-w([^A-Za-z0-9_-]|$)/\1-W\2/g' \
 	    "$tmp"/docs/*.md
-	if out=$(check "$qsup" "$tmp/docs") ||
-	    ! grep -q '^MISSING -w ' <<<"$out"; then
-		echo "FAIL: -w missing from the docs was not named: $out"
-		fail=$((fail + 1))
-	else
-		pass=$((pass + 1))
-	fi
+	expect_named "$qsup" "$tmp/docs" '^MISSING -w '
 	cp "$root"/docs/*.md "$tmp/docs/"
 
 	# A qsup whose run --help prints a flag no page has: named.
@@ -113,15 +115,8 @@ self_test() {
 	exit 0
 	EOF
 	chmod +x "$tmp/qsup"
-	if out=$(check "$tmp/qsup" "$tmp/docs"); then
-		echo "FAIL: an undocumented --planted-flag was let through"
-		fail=$((fail + 1))
-	elif ! grep -q '^MISSING --planted-flag (qsup run --help)$' <<<"$out"; then
-		echo "FAIL: --planted-flag not named in: $out"
-		fail=$((fail + 1))
-	else
-		pass=$((pass + 1))
-	fi
+	expect_named "$tmp/qsup" "$tmp/docs" \
+	    '^MISSING --planted-flag (qsup run --help)$'
 	echo "$pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
 }
