@@ -3,10 +3,12 @@
 # -x) of "qsup --help" and of every command's and subcommand's --help
 # (the commands found as contrib/man/gen.sh finds them, through the hidden
 # "qsup __complete") must appear, as that exact word, in some page of
-# docs/. So a new option cannot ship undocumented. Each missing one is
-# named with the help that prints it:
+# docs/, and every command and subcommand as "qsup CMD [SUB]". So a new
+# option or command cannot ship undocumented. Each missing one is named
+# with the help that prints it:
 #
 #   MISSING --persist-every (qsup sandbox create --help)
+#   MISSING command qsup sandbox fork
 #
 #   tests/docs/flags.sh [QSUP [DOCS]]   check QSUP's help (default
 #                                       build/qsup) against DOCS (docs/)
@@ -23,24 +25,36 @@ flags_of() {
 	grep -oP '(?<![A-Za-z0-9_-])(--[a-z][a-z0-9-]*|-[A-Za-z])(?![A-Za-z0-9_-])'
 }
 
-# "WHERE<tab>FLAG" for every help qsup prints, WHERE the command line.
-all_flags() {
+# Every command, and each subcommand as "CMD SUB", one a line.
+all_commands() {
 	local qsup=$1 c s subs
-	"$qsup" --help | flags_of | sed 's/^/qsup --help\t/'
 	for c in $("$qsup" __complete ""); do
+		echo "$c"
 		subs=$("$qsup" __complete "$c" "")
-		[ "$c" != help ] && grep -qx help <<<"$subs" &&
-		    subs=$(grep -vx help <<<"$subs") || subs=
-		"$qsup" "$c" --help | flags_of | sed "s/^/qsup $c --help\t/"
-		for s in $subs; do
-			"$qsup" "$c" "$s" --help | flags_of |
-			    sed "s/^/qsup $c $s --help\t/"
+		[ "$c" != help ] && grep -qx help <<<"$subs" || continue
+		for s in $(grep -vx help <<<"$subs"); do
+			echo "$c $s"
 		done
 	done
 }
 
+# "WHERE<tab>FLAG" for every help qsup prints, WHERE the command line.
+all_flags() {
+	local qsup=$1 c help
+	"$qsup" --help | flags_of | sed 's/^/qsup --help\t/'
+	while IFS= read -r c; do
+		# A help that fails is "!": its flags are not known.
+		# shellcheck disable=SC2086 # "CMD SUB" is two words
+		if ! help=$("$qsup" $c --help 2>&1); then
+			printf 'qsup %s --help\t!\n' "$c"
+			continue
+		fi
+		flags_of <<<"$help" | sed "s/^/qsup $c --help\t/"
+	done < <(all_commands "$qsup")
+}
+
 check() {
-	local qsup=$1 docs=$2 pass=0 fail=0 where flag text seen=
+	local qsup=$1 docs=$2 pass=0 fail=0 where flag text seen= c
 	if ! [ -x "$qsup" ]; then
 		echo "FAIL: no qsup at $qsup (build it first)"
 		return 1
@@ -51,6 +65,11 @@ check() {
 		return 1
 	fi
 	while IFS=$'\t' read -r where flag; do
+		if [ "$flag" = ! ]; then
+			echo "FAILED $where"
+			fail=$((fail + 1))
+			continue
+		fi
 		# Each flag once, named with the first help that prints it.
 		case " $seen " in *" $flag "*) continue ;; esac
 		seen="$seen $flag"
@@ -61,7 +80,16 @@ check() {
 			fail=$((fail + 1))
 		fi
 	done < <(all_flags "$qsup")
-	echo "docs flags: $pass passed, $fail failed"
+	# Each command by its full name, in some page's text.
+	while IFS= read -r c; do
+		if grep -qF -- "qsup $c" "$docs"/*.md; then
+			pass=$((pass + 1))
+		else
+			echo "MISSING command qsup $c"
+			fail=$((fail + 1))
+		fi
+	done < <(all_commands "$qsup")
+	echo "docs flags and commands: $pass passed, $fail failed"
 	[ "$pass" -gt 0 ] && [ "$fail" -eq 0 ]
 }
 
@@ -107,16 +135,26 @@ self_test() {
 	cp "$root"/docs/*.md "$tmp/docs/"
 
 	# A qsup whose run --help prints a flag no page has: named.
+	# and a command no page names (qsup does not know it: its --help is
+	# an error, and its name alone is missing).
 	cat >"$tmp/qsup" <<-EOF
 	#!/bin/sh
 	"$qsup" "\$@" || exit \$?
 	[ "\$1 \$2" = "run --help" ] &&
 	    echo "      --planted-flag   planted by the self-test"
+	[ "\$1 \$2" = "__complete " ] && echo planted-command
 	exit 0
 	EOF
 	chmod +x "$tmp/qsup"
 	expect_named "$tmp/qsup" "$tmp/docs" \
 	    '^MISSING --planted-flag (qsup run --help)$'
+	expect_named "$tmp/qsup" "$tmp/docs" \
+	    '^MISSING command qsup planted-command$'
+
+	# A subcommand taken out of every page: named.
+	sed -i 's/qsup sandbox fork/qsup sandbox f0rk/g' "$tmp"/docs/*.md
+	expect_named "$qsup" "$tmp/docs" '^MISSING command qsup sandbox fork$'
+	cp "$root"/docs/*.md "$tmp/docs/"
 	echo "$pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
 }
