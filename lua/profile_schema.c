@@ -322,8 +322,9 @@ const struct profile_setting profile_schema[] = {
 	  .def = "qsup.env(\"QSUP_IMAGE\") or "
 	  "qsup.env(\"PYSANDBOXES_QEMU_IMAGE_URL\")",
 	  .help = "the guest's disk image: a name (of qsup's catalog, "
-	  "qsup.images, or of a file at image_base_url), an http(s) URL or "
-	  "a file; nil: the built-in guest, which needs none" },
+	  "qsup.images, or of a file at image_base_url), an http(s) URL, "
+	  "an OCI registry's docker://REF or a file; nil: the built-in "
+	  "guest, which needs none" },
 	{ .name = "image_base_url", .type = PROFILE_T_URL,
 	  .offset = offsetof(struct profile, image_base_url),
 	  .def = "qsup.env(\"QSUP_IMAGE_BASE_URL\") or "

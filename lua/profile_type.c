@@ -150,7 +150,7 @@ profile_accepts_image(struct buf *b, const struct profile_setting *s)
 {
 	(void)s;
 	buf_printf(b, "an image name (\"debian-12\"), an http(s) URL, "
-	    "or the path of an image file (with a /: "
+	    "docker://REF, or the path of an image file (with a /: "
 	    "\"./disk.qcow2\")");
 }
 
