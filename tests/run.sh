@@ -27,10 +27,11 @@ run_suite "layers: include direction" tests/layers.sh
 run_suite "layers: the check catches planted includes" tests/layers.sh --self-test
 run_suite "size: files and functions within bounds" tests/size.sh
 run_suite "size: the check catches planted oversizes" tests/size.sh --self-test
-# The manual: every flag of every --help in docs/, every relative link
-# and anchor of README.md and docs/ resolving.
-run_suite "docs: every --help flag is documented" bash tests/docs/flags.sh
-run_suite "docs: the check catches planted undocumented flags" \
+# The manual: every command, flag of every --help and API route in docs/,
+# every relative link and anchor of README.md and docs/ resolving.
+run_suite "docs: every command, --help flag and API route is documented" \
+    bash tests/docs/flags.sh
+run_suite "docs: the check catches planted undocumented ones" \
     bash tests/docs/flags.sh --self-test
 run_suite "docs: every link resolves" python3 tests/docs/links.py
 run_suite "docs: the check catches planted broken links" \

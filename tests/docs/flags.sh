@@ -10,11 +10,17 @@
 #   MISSING --persist-every (qsup sandbox create --help)
 #   MISSING command qsup sandbox fork
 #
+# and every route "qsup serve --routes" prints is in docs/serve-api.md,
+# as "`METHOD PATH" (its table of routes):
+#
+#   MISSING route POST /v1/sandboxes/{name}/fork
+#
 #   tests/docs/flags.sh [QSUP [DOCS]]   check QSUP's help (default
 #                                       build/qsup) against DOCS (docs/)
-#   tests/docs/flags.sh --self-test     check that a flag missing from the
-#                                       docs, and a flag only the help
-#                                       prints, are caught
+#   tests/docs/flags.sh --self-test     check that a flag, a command and
+#                                       a route missing from the docs
+#                                       are caught, and new ones qsup
+#                                       prints and no page has
 set -u
 here=$(dirname "$(readlink -f "$0")")
 root=$here/../..
@@ -89,7 +95,16 @@ check() {
 			fail=$((fail + 1))
 		fi
 	done < <(all_commands "$qsup")
-	echo "docs flags and commands: $pass passed, $fail failed"
+	# Each route of the API in serve-api.md.
+	while IFS= read -r c; do
+		if grep -qF -- "\`$c" "$docs/serve-api.md"; then
+			pass=$((pass + 1))
+		else
+			echo "MISSING route $c"
+			fail=$((fail + 1))
+		fi
+	done < <("$qsup" serve --routes)
+	echo "docs flags, commands and routes: $pass passed, $fail failed"
 	[ "$pass" -gt 0 ] && [ "$fail" -eq 0 ]
 }
 
@@ -143,6 +158,7 @@ self_test() {
 	[ "\$1 \$2" = "run --help" ] &&
 	    echo "      --planted-flag   planted by the self-test"
 	[ "\$1 \$2" = "__complete " ] && echo planted-command
+	[ "\$1 \$2" = "serve --routes" ] && echo "GET /v1/planted"
 	exit 0
 	EOF
 	chmod +x "$tmp/qsup"
@@ -150,6 +166,14 @@ self_test() {
 	    '^MISSING --planted-flag (qsup run --help)$'
 	expect_named "$tmp/qsup" "$tmp/docs" \
 	    '^MISSING command qsup planted-command$'
+	expect_named "$tmp/qsup" "$tmp/docs" '^MISSING route GET /v1/planted$'
+
+	# A route taken out of serve-api.md's table: named.
+	sed -i 's|`POST /v1/sandboxes/{name}/fork|`POST /v1/sandboxes/{name}/f0rk|' \
+	    "$tmp/docs/serve-api.md"
+	expect_named "$qsup" "$tmp/docs" \
+	    '^MISSING route POST /v1/sandboxes/{name}/fork$'
+	cp "$root"/docs/*.md "$tmp/docs/"
 
 	# A subcommand taken out of every page: named.
 	sed -i 's/qsup sandbox fork/qsup sandbox f0rk/g' "$tmp"/docs/*.md
