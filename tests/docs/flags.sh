@@ -60,7 +60,8 @@ all_flags() {
 }
 
 check() {
-	local qsup=$1 docs=$2 pass=0 fail=0 where flag text seen= c
+	local qsup=$1 docs=$2 pass=0 fail=0 where flag text seen= c needle
+	local -a pages
 	if ! [ -x "$qsup" ]; then
 		echo "FAIL: no qsup at $qsup (build it first)"
 		return 1
@@ -86,24 +87,22 @@ check() {
 			fail=$((fail + 1))
 		fi
 	done < <(all_flags "$qsup")
-	# Each command by its full name, in some page's text.
-	while IFS= read -r c; do
-		if grep -qF -- "qsup $c" "$docs"/*.md; then
+	# Each command by its full name, in some page's text; each route of
+	# the API in serve-api.md, as "`METHOD PATH".
+	while IFS=$'\t' read -r where c; do
+		if [ "$where" = command ]; then
+			needle=$c pages=("$docs"/*.md)
+		else
+			needle="\`$c" pages=("$docs/serve-api.md")
+		fi
+		if grep -qF -- "$needle" "${pages[@]}"; then
 			pass=$((pass + 1))
 		else
-			echo "MISSING command qsup $c"
+			echo "MISSING $where $c"
 			fail=$((fail + 1))
 		fi
-	done < <(all_commands "$qsup")
-	# Each route of the API in serve-api.md.
-	while IFS= read -r c; do
-		if grep -qF -- "\`$c" "$docs/serve-api.md"; then
-			pass=$((pass + 1))
-		else
-			echo "MISSING route $c"
-			fail=$((fail + 1))
-		fi
-	done < <("$qsup" serve --routes)
+	done < <(all_commands "$qsup" | sed 's/^/command\tqsup /'
+	    "$qsup" serve --routes | sed 's/^/route\t/')
 	echo "docs flags, commands and routes: $pass passed, $fail failed"
 	[ "$pass" -gt 0 ] && [ "$fail" -eq 0 ]
 }
