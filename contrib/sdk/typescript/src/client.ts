@@ -318,12 +318,21 @@ export class Client implements ExecCaller {
 	/**
 	 * The server's events: one sandbox event for each sandbox there, then
 	 * each change as it happens. Leaving the loop closes the stream; so
-	 * does `signal`. Events this version does not know are skipped.
+	 * does `signal` (the loop then just ends). Events this version does not
+	 * know are skipped.
 	 */
 	async *events(opts: { signal?: AbortSignal } = {}):
 	    AsyncGenerator<ServerEvent> {
-		const reply = await this.send("GET", "/v1/events", undefined,
-		    undefined, opts.signal);
+		const sig = opts.signal;
+		let reply: Reply;
+		try {
+			reply = await this.send("GET", "/v1/events", undefined,
+			    undefined, sig);
+		} catch (e) {
+			if (sig?.aborted)
+				return;
+			throw e;
+		}
 		try {
 			for await (const ev of readSse(reply.body)) {
 				switch (ev.event) {
@@ -335,6 +344,11 @@ export class Client implements ExecCaller {
 					    data: JSON.parse(ev.data) } as ServerEvent;
 				}
 			}
+		} catch (e) {
+			// An abort is the caller's end of the stream, not an error
+			// (node:http says "aborted", fetch an AbortError).
+			if (!sig?.aborted)
+				throw e;
 		} finally {
 			reply.cancel();
 		}
