@@ -75,8 +75,8 @@ function sb(name: string): string {
 	return `/v1/sandboxes/${encodeURIComponent(name)}`;
 }
 
-// argv quoted for nothing: the helpers below run commands by argv, never
-// through a shell, so a path is one argument whatever it holds.
+// A file helper's command, which runs by argv and never through a shell
+// (a path is one argument whatever it holds), thrown when it failed.
 function checkResult(what: string, r: ExecResult): void {
 	if (r.status === 0)
 		return;

@@ -153,6 +153,26 @@ async function basic() {
 		assert.match(out, /on-a-tty\r\n30 100\r\n[\s\S]*40 120\r\n$/);
 		assert.equal(ex.exit.status, 0);
 	});
+	await check("leaving the loop early kills the command", async () => {
+		const ex = await qsup.exec("t1", { argv: ["sh", "-c",
+		    "echo $$; exec sleep 60"] });
+		let pid = "";
+		for await (const ev of ex) {
+			if (ev.type === "stdout") {
+				pid = ev.data.toString().trim();
+				break;
+			}
+		}
+		assert.match(pid, /^[0-9]+$/);
+		let alive = 0;
+		for (let i = 0; i < 100; i++) {
+			alive = (await qsup.run("t1", ["kill", "-0", pid])).status;
+			if (alive !== 0)
+				break;
+			await new Promise((ok) => setTimeout(ok, 100));
+		}
+		assert.notEqual(alive, 0, `process ${pid} still runs`);
+	});
 	await check("resize without a terminal: 409", async () => {
 		const ex = await qsup.exec("t1", { argv: ["sleep", "60"] });
 		await refused(() => ex.resize(40, 120), 409);
@@ -286,6 +306,18 @@ async function state() {
 		    "forked\n");
 		await refused(() => qsup.sandboxes.fork("nope"), 404);
 		await qsup.sandboxes.delete("a-copy");
+	});
+	await check("persistent", async () => {
+		const p = await qsup.sandboxes.create({ name: "p",
+		    persistent: true, persist_every: 60, idle_ttl: 120,
+		    on_ttl: "pause" });
+		assert.equal(p.persistent, true);
+		assert.equal(p.persist_every, 60);
+		assert.equal(p.idle_ttl, 120);
+		const e = await refused(() => qsup.sandboxes.create({ name: "q",
+		    persistent: "yes" }), 400);
+		assert.equal(e.field, "persistent");
+		await qsup.sandboxes.delete("p");
 	});
 	await check("delete", async () => {
 		assert.equal((await qsup.sandboxes.delete("a")).state, "deleted");
