@@ -4,7 +4,8 @@
 # docs/openapi.json now, it compiles, its README's example runs as
 # written and prints what the README says, and its calls (sandboxes,
 # execs with stdin, a terminal and signals, files, errors, events over
-# the unix socket; pause, snapshots, fork over TCP) do what the API says.
+# both the unix socket and TCP; pause, snapshots, fork, persistent over
+# TCP) do what the API says.
 # Without node 18+ and npm, or with the npm registry out of reach, it says
 # in one line what is missing and passes, as tests/contract/lint.sh does.
 . "$(dirname "$0")/lib.sh"
@@ -117,6 +118,15 @@ test_sdk_unix() {
 	    "$(cat "$S/events")"
 }
 
+# The same over TCP: fetch's streams (stdin and files sent as they are
+# read, exec output and events read as they come, an abort mid-stream).
+test_sdk_tcp() {
+	[ -f "$SDK/dist/index.js" ] || (cd "$SDK" && npm run -s build)
+	sdk_serve
+	sdk_node "http://127.0.0.1:$PORT" basic
+	serve_stop
+}
+
 test_sdk_tcp_state() {
 	[ -f "$SDK/dist/index.js" ] || (cd "$SDK" && npm run -s build)
 	sdk_serve
@@ -128,7 +138,7 @@ test_sdk_tcp_state() {
 
 sdk_setup
 for t in ${TESTS:-test_types_generated test_compiles test_readme_example \
-    test_sdk_unix test_sdk_tcp_state}; do
+    test_sdk_unix test_sdk_tcp test_sdk_tcp_state}; do
 	run_test "$t"
 done
 finish
