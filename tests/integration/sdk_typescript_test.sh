@@ -87,6 +87,12 @@ test_compiles() {
 	expect_eq "the modules dist/ imports" "" "$out"
 }
 
+test_sse_reader() {
+	[ -f "$SDK/dist/index.js" ] || (cd "$SDK" && npm run -s build)
+	S=$T_TMP/sse
+	sdk_node unix:/nonexistent sse
+}
+
 test_readme_example() {
 	local out rc=0
 	[ -f "$SDK/dist/index.js" ] || (cd "$SDK" && npm run -s build)
@@ -137,8 +143,8 @@ test_sdk_tcp_state() {
 }
 
 sdk_setup
-for t in ${TESTS:-test_types_generated test_compiles test_readme_example \
-    test_sdk_unix test_sdk_tcp test_sdk_tcp_state}; do
+for t in ${TESTS:-test_types_generated test_compiles test_sse_reader \
+    test_readme_example test_sdk_unix test_sdk_tcp test_sdk_tcp_state}; do
 	run_test "$t"
 done
 finish

@@ -4,7 +4,7 @@
 // number of failed checks.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { Client, QsupError, CommandError } from "../dist/index.js";
+import { Client, QsupError, CommandError, readSse } from "../dist/index.js";
 
 const qsup = new Client();
 let failed = 0;
@@ -325,7 +325,35 @@ async function state() {
 	});
 }
 
-const groups = { basic, state };
+// The event-stream reader alone, on a stream cut at every byte: line ends
+// CRLF (a CRLF cut in two), LF and CR, comments, multi-line data, an
+// event without a name, a last event without its blank line (dropped).
+async function sse() {
+	const text = ": keep-alive\r\nevent: stdout\r\ndata: aGk=\r\n\r\n" +
+	    "data: one\ndata: two\n\nevent:exit\rdata:{\"status\":0}\r\r" +
+	    "event: cut\ndata: never";
+	const want = [{ event: "stdout", data: "aGk=" },
+	    { event: "message", data: "one\ntwo" },
+	    { event: "exit", data: "{\"status\":0}" }];
+	for (const size of [1, 2, 3, 7, text.length]) {
+		await check(`sse reader, ${size}-byte pieces`, async () => {
+			const bytes = Buffer.from(text);
+			const got = [];
+			for await (const ev of readSse(chunks(bytes, size)))
+				got.push(ev);
+			assert.deepEqual(got, want);
+		});
+	}
+	await check("sse reader: a line without end is refused", async () => {
+		await assert.rejects(async () => {
+			for await (const _ of readSse(chunks(Buffer.alloc(5000, 97),
+			    100), 1000))
+				;
+		}, /a line of more than 1000 characters/);
+	});
+}
+
+const groups = { basic, state, sse };
 if (groups[process.argv[2]] === undefined) {
 	console.log(`usage: node sdk_test.mjs ${Object.keys(groups).join("|")}`);
 	process.exit(2);
