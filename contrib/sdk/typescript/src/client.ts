@@ -125,7 +125,8 @@ export class Client implements ExecCaller {
 		this.token = token;
 	}
 
-	/** Lets go of kept-alive connections, so the process may exit. */
+	/** Lets go of kept-alive connections now (idle ones never hold the
+	 * process: calling it is not needed for node to exit). */
 	close(): void {
 		this.transport.close();
 	}
