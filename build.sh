@@ -53,13 +53,14 @@ ensure_packages() {
 	apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# npm, for the spec's lint (tests/contract/lint.sh): Debian's nodejs and
+# npm, for the spec's lint (tests/contract/lint.sh) and the TypeScript
+# client's test (tests/integration/sdk_typescript_test.sh): Debian's nodejs and
 # npm only when there is no npm at all, so a newer Node installed from
 # elsewhere is left alone. Not root: the lint says it was skipped.
 ensure_npm() {
 	command -v npm >/dev/null && return 0
 	[ "$(id -u)" -eq 0 ] || return 0
-	echo "build.sh: installing nodejs npm (for the OpenAPI lint)" >&2
+	echo "build.sh: installing nodejs npm (for the OpenAPI lint and the TypeScript client)" >&2
 	apt-get update -qq || true
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends nodejs npm ||
