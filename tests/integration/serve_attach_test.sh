@@ -269,7 +269,7 @@ snapshots() {
 # process's counter go back to what they were; removed from the disk by
 # DELETE. A raw writable disk, which no snapshot could hold, is refused.
 test_attach_snapshot() {
-	local q=$T_TMP/q3 n0 n1 n2
+	local q=$T_TMP/q3 n0 n1 n2 out
 	qemu-img create -q -f qcow2 "$T_TMP/q3.qcow2" 16M
 	qemu_start "$q" -drive "file=$T_TMP/q3.qcow2,if=none,id=d0,format=qcow2" \
 	    -device virtio-blk-device,drive=d0 ||
@@ -303,6 +303,14 @@ test_attach_snapshot() {
 	n2=$OUT
 	[ "$n2" -lt "$n1" ] || fail "the counter did not go back: $n1 before the load, $n2 after"
 	echo "attached load: counter $n1 before, $n2 after (saved near $n0)" >>"$S/figures"
+	# The client's command, on the same call.
+	run_exec h '{"argv":["sh","-c","echo later >/tmp/f"]}'
+	out=$(QSUP_HOST=unix:$SOCK QSUP_TOKEN=$TOKEN "$QSUP" sandbox restore h s1 2>&1)
+	expect_eq "qsup sandbox restore" h "$out"
+	run_exec h '{"argv":["cat","/tmp/f"]}'
+	expect_eq "loaded again" before "$OUT"
+	out=$(QSUP_HOST=unix:$SOCK QSUP_TOKEN=$TOKEN "$QSUP" sandbox restore h nope 2>&1)
+	expect_match "an unknown one, named" 'no snapshot named nope' "$out"
 	api POST /v1/sandboxes -d '{"name":"c","snapshot":"s1"}'
 	expect_eq "no new sandbox from it" 409 "$CODE"
 	expect_match "says how to load it" 'restore' "$BODY"
