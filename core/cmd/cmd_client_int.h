@@ -83,5 +83,6 @@ void		 cmd_client_print_json(json_t *);
 extern const struct cmd_entry cmd_sandbox_snapshot_entry;
 extern const struct cmd_entry cmd_sandbox_snapshots_entry;
 extern const struct cmd_entry cmd_sandbox_fork_entry;
+extern const struct cmd_entry cmd_sandbox_restore_entry;
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * The client commands for snapshots: qsup sandbox snapshot, snapshots
- * (and --rm) and fork, on the server's /v1/sandboxes/NAME/snapshots,
- * /v1/snapshots and /v1/sandboxes/NAME/fork.
+ * (and --rm), fork and restore, on the server's
+ * /v1/sandboxes/NAME/snapshots, /v1/snapshots, /v1/sandboxes/NAME/fork
+ * and /v1/sandboxes/NAME/restore.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 static int	cmd_sandbox_snapshot(const struct cmd_entry *, int, char **);
 static int	cmd_sandbox_snapshots(const struct cmd_entry *, int, char **);
 static int	cmd_sandbox_fork(const struct cmd_entry *, int, char **);
+static int	cmd_sandbox_restore(const struct cmd_entry *, int, char **);
 
 static const struct cmd_option cmd_client_json_options[] = {
 	{ CMD_CLIENT_JSON, "json", CMD_V_NONE, NULL, 0,
@@ -87,9 +89,26 @@ const struct cmd_entry cmd_sandbox_fork_entry = {
 	.exec = cmd_sandbox_fork
 };
 
-/* qsup sandbox snapshot NAME SNAP */
+const struct cmd_entry cmd_sandbox_restore_entry = {
+	.name = "restore",
+	.usage = "sandbox restore [--json] NAME SNAP",
+	.summary = "load an attached QEMU's snapshot back into it",
+	.help =
+"Load the snapshot SNAP, which sandbox snapshot took of the attached QEMU\n"
+"NAME (kept inside its qcow2 disks), back into it: its guest runs on from\n"
+"there. Other sandboxes start copies of a snapshot instead, with sandbox\n"
+"create --snapshot SNAP. Prints NAME, or with --json the sandbox.\n"
+"\n",
+	.options = cmd_client_json_options,
+	.flags = CMD_IN_ORDER,
+	.notes = CMD_CLIENT_TOKEN_HELP "\n" CMD_CLIENT_STATUS_HELP,
+	.exec = cmd_sandbox_restore
+};
+
+/* POST NAME's suffix with {key: SNAP}; prints what, or the answer. */
 static int
-cmd_sandbox_snapshot(const struct cmd_entry *self, int argc, char **argv)
+cmd_sandbox_snap_call(const struct cmd_entry *self, int argc, char **argv,
+    const char *suffix, const char *key, int print_snap)
 {
 	struct cmd_client_opts	 o;
 	struct client		*c = NULL;
@@ -105,8 +124,8 @@ cmd_sandbox_snapshot(const struct cmd_entry *self, int argc, char **argv)
 	}
 	if ((c = cmd_client_open(&o)) == NULL)
 		goto out;
-	req = json_pack("{s:s}", "name", argv[o.optind + 1]);
-	path = client_path(argv[o.optind], "/snapshots");
+	req = json_pack("{s:s}", key, argv[o.optind + 1]);
+	path = client_path(argv[o.optind], suffix);
 	if ((r = client_call(c, "POST", path, req, &reply, &cause)) != 0) {
 		ret = cmd_client_fail(r, argv[o.optind], cause);
 		goto out;
@@ -114,7 +133,7 @@ cmd_sandbox_snapshot(const struct cmd_entry *self, int argc, char **argv)
 	if (o.json)
 		cmd_client_print_json(reply);
 	else
-		printf("%s\n", argv[o.optind + 1]);
+		printf("%s\n", argv[o.optind + (print_snap ? 1 : 0)]);
 	ret = 0;
 out:
 	free(path);
@@ -123,6 +142,22 @@ out:
 	client_free(c);
 	cmd_client_opts_free(&o);
 	return (ret);
+}
+
+/* qsup sandbox snapshot NAME SNAP */
+static int
+cmd_sandbox_snapshot(const struct cmd_entry *self, int argc, char **argv)
+{
+	return (cmd_sandbox_snap_call(self, argc, argv, "/snapshots", "name",
+	    1));
+}
+
+/* qsup sandbox restore NAME SNAP */
+static int
+cmd_sandbox_restore(const struct cmd_entry *self, int argc, char **argv)
+{
+	return (cmd_sandbox_snap_call(self, argc, argv, "/restore", "snapshot",
+	    0));
 }
 
 /* qsup sandbox snapshots [--json], or --rm SNAP... */

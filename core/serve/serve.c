@@ -153,6 +153,7 @@ serve_sb_gone(struct serve_sb *s)
 	} else if (s->report == NULL)
 		serve_report(s);
 	serve_exec_sandbox_gone(s, s->reason);
+	serve_attach_snap_gone(s);	/* before its monitor goes */
 	serve_attach_gone(s);
 	serve_life_gone(s);
 	serve_pool_gone(s);
@@ -241,6 +242,7 @@ serve_sb_free(struct serve_sb *s)
 	serve_sb_layers_release(s);
 	serve_disk_release(s);
 	free(s->disk_path);
+	serve_attach_snap_gone(s);	/* before its monitor goes */
 	serve_attach_gone(s);
 	free(s);
 }

@@ -1062,6 +1062,41 @@ serve_attach_exec(struct httpd_conn *conn, struct serve_sb *s, json_t *j,
 	return (0);
 }
 
+static void
+attach_ignore_cb(json_t *ret, const char *error, void *arg)
+{
+	(void)ret;
+	(void)error;
+	(void)arg;
+}
+
+/*
+ * One QMP command (args stolen, may be NULL) to s's monitor, for other
+ * files (serve_attach_snap.c); cb NULL: its answer ignored. cb is not
+ * called if the sandbox goes first. -1 with *cause (if not NULL).
+ */
+int
+serve_attach_qmp(struct serve_sb *s, const char *name, json_t *args,
+    serve_qmp_cb *cb, void *arg, char **cause)
+{
+	char	*why = NULL;
+	int	 rc;
+
+	rc = attach_line_send(s->attach->qmp, "", name, args,
+	    ATTACH_REPLY_MAX, cb != NULL ? cb : attach_ignore_cb, arg, &why);
+	if (cause != NULL)
+		*cause = why;
+	else
+		free(why);
+	return (rc);
+}
+
+const char *
+serve_attach_qmp_path(const struct serve_sb *s)
+{
+	return (s->attach->qmp_path);
+}
+
 /* The sandbox goes: its sockets closed, its execs ended (QEMU runs on). */
 void
 serve_attach_gone(struct serve_sb *s)

@@ -170,6 +170,8 @@ struct serve_sb {
 	int			 disk_writable;
 	char			*disk_record;	/* held, or NULL */
 	struct serve_attach	*attach;	/* a QEMU started by hand */
+	struct attach_snap	*attach_snap;	/* ... its save, load or
+						   delete under way */
 	/* serve_pool.c: kept booted and paused until a create takes it */
 	char			*pool;		/* its pool entry, while in it:
 						   hidden from the API */
@@ -365,6 +367,16 @@ int		 serve_attach_delete(const struct serve_req *,
 int		 serve_attach_exec(struct httpd_conn *, struct serve_sb *,
 		     json_t *, struct serve_error *);
 void		 serve_attach_gone(struct serve_sb *);
+typedef void	 serve_qmp_cb(json_t *, const char *, void *);
+int		 serve_attach_qmp(struct serve_sb *, const char *, json_t *,
+		     serve_qmp_cb *, void *, char **);
+const char	*serve_attach_qmp_path(const struct serve_sb *);
+
+/* serve_attach_snap.c: snapshots inside an attached QEMU's disks */
+void		 serve_attach_snap_gone(struct serve_sb *);
+serve_handler	 serve_attach_snap_post;
+serve_handler	 serve_attach_snap_del;
+serve_handler	 serve_attach_restore;
 
 /* serve_disk.c */
 int		 serve_check_members(json_t *, const char *,
@@ -383,6 +395,12 @@ extern const char *serve_snap_hidden;	/* restorable now, for a fork */
 char		*serve_snap_root(void);
 int		 serve_snap_write_ref(struct serve_sb *, const char *,
 		     char **);
+int		 serve_snap_write(const char *, const char *, struct serve_sb *,
+		     const struct sandbox_snap_result *, const struct buf *,
+		     struct buf *);
+json_t		*serve_snap_record(const char *, const char *);
+int		 serve_snap_reserve(struct serve_sb *, const char *, size_t,
+		     json_t **, const char **, char **, struct serve_error *);
 void		 serve_snap_sweep(void);
 int		 serve_snap_can(struct serve_sb *, const char *, const char *,
 		     struct serve_error *);

@@ -64,7 +64,7 @@ serve_snap_root(void)
 }
 
 /* A snapshot's record, or NULL (none, or not one: then never listed). */
-static json_t *
+json_t *
 serve_snap_record(const char *root, const char *name)
 {
 	char	*path, *text;
@@ -170,7 +170,7 @@ serve_snap_close_cb(void *arg)
  * needs), written under a temporary name renamed into place; res NULL
  * before the save (a fork's). Its API form into out, if not NULL.
  */
-static int
+int
 serve_snap_write(const char *dir, const char *name, struct serve_sb *s,
     const struct sandbox_snap_result *res, const struct buf *meta,
     struct buf *out)
@@ -308,10 +308,16 @@ serve_snap_can(struct serve_sb *s, const char *verb, const char *what,
 {
 	const char	*why;
 
-	if (s->attach != NULL)
+	if (s->attach != NULL && strcmp(verb, "saved") != 0)
 		return (serve_fail(err, 409, NULL, "sandbox %s is an attached "
-		    "QEMU: snapshots of attached QEMUs are not supported yet",
-		    s->name));
+		    "QEMU: qsup has no command line to start copies of it; "
+		    "a snapshot (kept in its qcow2 disks) can be loaded back "
+		    "into it", s->name));
+	if (s->attach != NULL)
+		return (s->state == SERVE_READY || s->state == SERVE_PAUSED ?
+		    0 : serve_fail(err, 409, NULL, "sandbox %s is %s: only a "
+		    "ready or paused sandbox can be saved", s->name,
+		    serve_state_name(s->state)));
 	if ((s->state != SERVE_READY && s->state != SERVE_PAUSED) ||
 	    s->sb == NULL)
 		return (serve_fail(err, 409, NULL, "sandbox %s is %s: only a "
@@ -330,46 +336,64 @@ serve_snap_can(struct serve_sb *s, const char *verb, const char *what,
 	return (0);
 }
 
+/*
+ * A save's body read and its name reserved: the name into *name (j's,
+ * stolen into *jp), its new directory into *dir. 0, or -1 with err.
+ */
+int
+serve_snap_reserve(struct serve_sb *s, const char *body, size_t len,
+    json_t **jp, const char **name, char **dir, struct serve_error *err)
+{
+	static const char *const fields[] = { "name", NULL };
+	json_t		*v;
+	char		*root;
+
+	*jp = NULL;
+	*dir = NULL;
+	if (serve_json_body(body, len, jp, err) == -1 ||
+	    serve_check_fields(*jp, fields, err) == -1)
+		return (-1);
+	v = json_object_get(*jp, "name");
+	if (v == NULL || !json_is_string(v) ||
+	    !serve_name_ok(json_string_value(v)))
+		return (serve_bad_field(err, "name", "1 to 63 of a-z, 0-9, "
+		    "'_', '.' and '-', beginning with a letter or a digit"));
+	*name = json_string_value(v);
+	if (serve_snap_can(s, "saved", "a snapshot", err) == -1)
+		return (-1);
+	if ((root = serve_snap_root()) == NULL)
+		return (serve_fail(err, 500, NULL, "no cache directory for "
+		    "snapshots"));
+	xasprintf(dir, "%s/%s", root, *name);
+	free(root);
+	if (mkdir(*dir, 0700) == -1) {
+		if (errno == EEXIST)
+			serve_fail(err, 409, NULL, "a snapshot named %s "
+			    "exists (or is being saved)", *name);
+		else
+			serve_fail(err, 500, NULL, "%s: %s", *dir,
+			    strerror(errno));
+		free(*dir);
+		*dir = NULL;
+		return (-1);
+	}
+	return (0);
+}
+
 static void
 serve_snap_post_body(struct httpd_conn *conn, struct serve_sb *s,
     const char *body, size_t len, void *arg)
 {
-	static const char *const fields[] = { "name", NULL };
 	struct serve_error	 err = { 0 };
 	struct serve_snap_job	*job = NULL;
 	struct serve_exec	*e;
-	json_t			*j = NULL, *v;
+	json_t			*j = NULL;
 	const char		*name;
-	char			*root = NULL, *dir = NULL, *cause = NULL;
+	char			*dir = NULL, *cause = NULL;
 
 	(void)arg;
-	if (serve_json_body(body, len, &j, &err) == -1 ||
-	    serve_check_fields(j, fields, &err) == -1)
+	if (serve_snap_reserve(s, body, len, &j, &name, &dir, &err) == -1)
 		goto out;
-	v = json_object_get(j, "name");
-	if (v == NULL || !json_is_string(v) ||
-	    !serve_name_ok(json_string_value(v))) {
-		serve_bad_field(&err, "name", "1 to 63 of a-z, 0-9, '_', '.' "
-		    "and '-', beginning with a letter or a digit");
-		goto out;
-	}
-	name = json_string_value(v);
-	if (serve_snap_can(s, "saved", "a snapshot", &err) == -1)
-		goto out;
-	if ((root = serve_snap_root()) == NULL) {
-		serve_fail(&err, 500, NULL, "no cache directory for snapshots");
-		goto out;
-	}
-	xasprintf(&dir, "%s/%s", root, name);
-	if (mkdir(dir, 0700) == -1) {
-		if (errno == EEXIST)
-			serve_fail(&err, 409, NULL, "a snapshot named %s "
-			    "exists (or is being saved)", name);
-		else
-			serve_fail(&err, 500, NULL, "%s: %s", dir,
-			    strerror(errno));
-		goto out;
-	}
 	job = xcalloc(1, sizeof *job);
 	job->srv = s->srv;
 	job->sb_name = xstrdup(s->name);
@@ -400,7 +424,6 @@ serve_snap_post_body(struct httpd_conn *conn, struct serve_sb *s,
 out:
 	free(cause);
 	free(dir);
-	free(root);
 	json_decref(j);
 	if (err.status != 0)
 		serve_error_answer(conn, &err);
@@ -543,6 +566,16 @@ serve_snap_from(json_t *v, struct serve_snapref *ref, struct serve_error *err)
 		free(root);
 		return (serve_fail(err, 404, NULL, "no snapshot named %s",
 		    json_string_value(v)));
+	}
+	if ((a = json_object_get(j, "attached")) != NULL) {
+		serve_fail(err, 409, NULL, "snapshot %s lies inside the disks "
+		    "of an attached QEMU (%s): load it back into that QEMU "
+		    "with POST /v1/sandboxes/NAME/restore", json_string_value(v),
+		    json_string_value(json_object_get(a, "qmp")) != NULL ?
+		    json_string_value(json_object_get(a, "qmp")) : "?");
+		json_decref(j);
+		free(root);
+		return (-1);
 	}
 	xasprintf(&ref->dir, "%s/%s", root, json_string_value(v));
 	free(root);

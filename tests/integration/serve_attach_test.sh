@@ -24,10 +24,11 @@ bash tests/integration/helpers/qga_initramfs.sh "$INITRD" || {
 }
 KHZ=$(awk -F: '/cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)
 
-# qemu_start DIR: QEMU by hand, its sockets in DIR, its pid in QPID; 0
-# once the guest's qemu-ga runs (its console says so).
+# qemu_start DIR [QEMU ARGS...]: QEMU by hand, its sockets in DIR, its
+# pid in QPID; 0 once the guest's qemu-ga runs (its console says so).
 qemu_start() {
 	local d=$1 i
+	shift
 	mkdir -p "$d"
 	qemu-system-x86_64 -M microvm -m 256 -nodefaults -no-user-config \
 	    -display none -no-reboot -kernel build/guest/vmlinux \
@@ -38,7 +39,7 @@ qemu_start() {
 	    -chardev "socket,id=qga0,path=$d/qga.sock,server=on,wait=off" \
 	    -device virtio-serial-device \
 	    -device virtserialport,chardev=qga0,name=org.qemu.guest_agent.0 \
-	    >"$d/qemu.log" 2>&1 &
+	    "$@" >"$d/qemu.log" 2>&1 &
 	QPID=$!
 	for i in $(seq 1 1200); do
 		grep -q "qga-guest: ready" "$d/console" 2>/dev/null && return 0
@@ -140,8 +141,10 @@ hello" "$OUT"
 	api POST /v1/sandboxes/h/exec -d '{"argv":["true"]}'
 	expect_eq "exec while paused" 409 "$CODE"
 	api POST /v1/sandboxes/h/snapshots -d '{"name":"hs"}'
-	expect_eq "a snapshot of an attached QEMU" 409 "$CODE"
-	expect_match "says why" 'snapshots of attached QEMUs are not supported yet' "$BODY"
+	expect_eq "a snapshot of a QEMU without a qcow2 disk" 409 "$CODE"
+	expect_match "says why" 'no writable qcow2 disk' "$BODY"
+	api GET /v1/snapshots
+	expect_eq "nothing kept of it" '{"snapshots":[]}' "$BODY"
 	api POST /v1/sandboxes/h/fork -d '{"count":1}'
 	expect_eq "a fork of an attached QEMU" 409 "$CODE"
 	api POST /v1/sandboxes/h/resume
@@ -254,8 +257,95 @@ test_prelaunch_and_death() {
 	serve_stop
 }
 
+# snapshots: the tags inside a qcow2 disk that QEMU holds open.
+snapshots() {
+	qemu-img snapshot -U -l "$1" 2>&1 | awk 'NR > 2 { print $2 }' |
+	    tr '\n' ' '
+}
+
+# Snapshots of an attached QEMU, where QEMU allows them: inside its
+# writable qcow2 disk (snapshot-save), loaded back into it
+# (snapshot-load): a file in the guest's RAM (its initramfs) and a
+# process's counter go back to what they were; removed from the disk by
+# DELETE. A raw writable disk, which no snapshot could hold, is refused.
+test_attach_snapshot() {
+	local q=$T_TMP/q3 n0 n1 n2 out
+	qemu-img create -q -f qcow2 "$T_TMP/q3.qcow2" 16M
+	qemu_start "$q" -drive "file=$T_TMP/q3.qcow2,if=none,id=d0,format=qcow2" \
+	    -device virtio-blk-device,drive=d0 ||
+	    { fail "QEMU did not come up: $(cat "$q/qemu.log" "$q/console")"; qemu_stop; return; }
+	serve_start
+	api POST /v1/sandboxes -d "{\"name\":\"h\",\"attach\":{\"qmp\":\"$q/qmp.sock\",\"qga\":\"$q/qga.sock\"}}"
+	expect_eq "attach" 201 "$CODE"
+	run_exec h '{"argv":["sh","-c","echo before >/tmp/f; (i=0; while :; do i=$((i+1)); echo $i >/tmp/n; sleep 0.2; done) >/dev/null 2>&1 </dev/null & echo started"]}'
+	expect_eq "a counter" started "$OUT"
+	sleep 1
+	api POST /v1/sandboxes/h/snapshots -d '{"name":"s1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	expect_match "kept in its disk" '"attached":\{"qmp":"[^"]*qmp.sock","tag":"s1","devices":\["[^"]+"\]\}' "$BODY"
+	expect_match "the sandbox named" '"sandbox":"h"' "$BODY"
+	expect_eq "the disk holds it" "s1 " "$(snapshots "$T_TMP/q3.qcow2")"
+	run_exec h '{"argv":["cat","/tmp/n"]}'
+	n0=$OUT
+	api POST /v1/sandboxes/h/snapshots -d '{"name":"s1"}'
+	expect_eq "a name in use" 409 "$CODE"
+	run_exec h '{"argv":["sh","-c","echo after >/tmp/f"]}'
+	sleep 1
+	run_exec h '{"argv":["cat","/tmp/n"]}'
+	n1=$OUT
+	[ "$n1" -gt "$n0" ] || fail "the counter did not run on: $n0, then $n1"
+	api POST /v1/sandboxes/h/restore -d '{"snapshot":"s1"}'
+	expect_eq "loaded back" 200 "$CODE"
+	expect_match "ready again" '"state":"ready"' "$BODY"
+	run_exec h '{"argv":["cat","/tmp/f"]}'
+	expect_eq "the file as it was" before "$OUT"
+	run_exec h '{"argv":["cat","/tmp/n"]}'
+	n2=$OUT
+	[ "$n2" -lt "$n1" ] || fail "the counter did not go back: $n1 before the load, $n2 after"
+	echo "attached load: counter $n1 before, $n2 after (saved near $n0)" >>"$S/figures"
+	# The client's command, on the same call.
+	run_exec h '{"argv":["sh","-c","echo later >/tmp/f"]}'
+	out=$(QSUP_HOST=unix:$SOCK QSUP_TOKEN=$TOKEN "$QSUP" sandbox restore h s1 2>&1)
+	expect_eq "qsup sandbox restore" h "$out"
+	run_exec h '{"argv":["cat","/tmp/f"]}'
+	expect_eq "loaded again" before "$OUT"
+	out=$(QSUP_HOST=unix:$SOCK QSUP_TOKEN=$TOKEN "$QSUP" sandbox restore h nope 2>&1)
+	expect_match "an unknown one, named" 'no snapshot named nope' "$out"
+	api POST /v1/sandboxes -d '{"name":"c","snapshot":"s1"}'
+	expect_eq "no new sandbox from it" 409 "$CODE"
+	expect_match "says how to load it" 'restore' "$BODY"
+	api POST /v1/sandboxes/h/restore -d '{"snapshot":"none"}'
+	expect_eq "an unknown snapshot" 404 "$CODE"
+	api POST /v1/sandboxes/h/restore -d '{"snap":"s1"}'
+	expect_eq "an unknown field" 400 "$CODE"
+	api DELETE /v1/snapshots/s1
+	expect_eq "delete" 204 "$CODE"
+	expect_eq "out of the disk too" "" "$(snapshots "$T_TMP/q3.qcow2")"
+	api GET /v1/snapshots
+	expect_eq "and out of the list" '{"snapshots":[]}' "$BODY"
+	api DELETE '/v1/sandboxes/h?quit=true'
+	expect_eq "quit" 200 "$CODE"
+	wait "$QPID" 2>/dev/null
+
+	# A writable raw disk: no snapshot could hold its writes.
+	qemu-img create -q -f raw "$T_TMP/q3.raw" 16M
+	qemu_start "$q-raw" -drive "file=$T_TMP/q3.raw,if=none,id=r0,format=raw" \
+	    -device virtio-blk-device,drive=r0 ||
+	    { fail "QEMU did not come up again"; qemu_stop; serve_stop; return; }
+	api POST /v1/sandboxes -d "{\"name\":\"r\",\"attach\":{\"qmp\":\"$q-raw/qmp.sock\"}}"
+	expect_eq "attach" 201 "$CODE"
+	api POST /v1/sandboxes/r/snapshots -d '{"name":"s2"}'
+	expect_eq "a raw disk" 409 "$CODE"
+	expect_match "names it" 'writable disk r0 is raw, not qcow2' "$BODY"
+	api GET /v1/snapshots
+	expect_eq "nothing kept" '{"snapshots":[]}' "$BODY"
+	api DELETE '/v1/sandboxes/r?quit=true'
+	wait "$QPID" 2>/dev/null
+	serve_stop
+}
+
 for t in ${TESTS:-test_not_qmp_refused test_prelaunch_and_death \
-    test_attach_status_pause_exec}; do
+    test_attach_status_pause_exec test_attach_snapshot}; do
 	run_test "$t"
 done
 finish
