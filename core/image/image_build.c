@@ -48,7 +48,8 @@
  * "tar", "-gz" added for a gzip layer that zstd decompresses (zlib's
  * inflate: about five times gzip(1)'s speed on a 150 MB layer). The
  * lists were checked against symlinks before; find and rm get "./" paths
- * so none reads as an option. mke2fs gets -b 4096: below 512 MiB its
+ * so none reads as an option. tar reads records of 1 MiB, not 10 KiB:
+ * a fifth faster on a 150 MB layer. mke2fs gets -b 4096: below 512 MiB its
  * "small" type chose 1 KiB blocks, four writes per 4 KiB of a file
  * copied by -d (2.5 times slower on a 150 MB layer), and the guest a
  * slower file system; the raw disk was just made by ftruncate, so it is
@@ -70,7 +71,8 @@ static const char image_build_script[] =
 "	z=\n"
 "	case $4 in *-gz) z=\"zstd -q -d --format=gzip\" ;; esac\n"
 "	tar -x ${z:+-I \"$z\"} -f \"$1\" -C \"$w/tree\" \\\n"
-"	    --numeric-owner --same-owner --same-permissions --no-xattrs \\\n"
+"	    -b 2048 --numeric-owner --same-owner --same-permissions \\\n"
+"	    --no-xattrs \\\n"
 "	    --no-acls --no-selinux --warning=no-unknown-keyword \\\n"
 "	    --warning=no-timestamp \"$ex\"\n"
 "	shift 4\n"
@@ -91,6 +93,7 @@ struct image_build {
 	char				*tmp;	/* a tmpfs's, or NULL */
 	const char			*scratch;	/* the tree's and
 						   disk.raw's: tmp or work */
+	pid_t				 rm_tree;	/* removing it */
 	int				 log;	/* the children's output: a
 						   memfd, so a full disk
 						   cannot swallow it */
@@ -630,12 +633,36 @@ out:
 	return (ret);
 }
 
+/*
+ * The tree, in mke2fs's file system now: removed by a child while the
+ * last steps run (freeing its pages took 50 to 90 ms on a 150 MB layer).
+ * Not forked, the cleanup removes it.
+ */
+static void
+image_build_drop_tree(struct image_build *b)
+{
+	char	*tree;
+	pid_t	 pid;
+
+	xasprintf(&tree, "%s/tree", b->scratch);
+	if ((pid = fork()) == 0) {
+		image_scratch_clean(tree);
+		_exit(0);
+	}
+	if (pid > 0)
+		b->rm_tree = pid;
+	free(tree);
+}
+
 /* The work directory, gone: directories made reachable first. */
 static void
 image_build_cleanup(struct image_build *b)
 {
 	size_t	i;
 
+	while (b->rm_tree > 0 && waitpid(b->rm_tree, NULL, 0) == -1 &&
+	    errno == EINTR)
+		/* nothing */;
 	if (b->tmp != NULL)
 		image_scratch_clean(b->tmp);
 	free(b->tmp);
@@ -704,6 +731,8 @@ image_build_steps(struct image_build *b, const char *from, int dir,
 	if (image_build_fs(b, dir, cause) == -1)
 		return (-1);
 	image_build_phase(b, dir ? "mke2fs" : "tar+mke2fs");
+	if (!dir)
+		image_build_drop_tree(b);
 	if (image_build_xattrs(b, cause) == -1)
 		return (-1);
 	image_build_phase(b, "xattrs");
