@@ -91,6 +91,7 @@ struct image_build {
 	const struct image_build_req	*req;
 	char				*work;	/* beside OUT */
 	char				*tmp;	/* a tmpfs's, or NULL */
+	int				 tmp_lock;	/* on tmp */
 	const char			*scratch;	/* the tree's and
 						   disk.raw's: tmp or work */
 	pid_t				 rm_tree;	/* removing it */
@@ -666,6 +667,8 @@ image_build_cleanup(struct image_build *b)
 	if (b->tmp != NULL)
 		image_scratch_clean(b->tmp);
 	free(b->tmp);
+	if (b->tmp_lock != -1)
+		close(b->tmp_lock);
 	if (b->work != NULL)
 		image_scratch_clean(b->work);
 	free(b->work);
@@ -715,12 +718,15 @@ image_build_steps(struct image_build *b, const char *from, int dir,
 	image_build_phase(b, "check");
 	/* The tree, and the raw disk about as big, on a tmpfs if it has
 	 * room: neither is ever written back to the disk. */
-	b->tmp = image_scratch_make(tree * 2 + IMAGE_BUILD_SLACK);
+	b->tmp = image_scratch_make(tree * 2 + IMAGE_BUILD_SLACK,
+	    &b->tmp_lock);
 	if (b->tmp != NULL && dir && image_build_inside(from, b->tmp)) {
 		/* mke2fs -d would copy the disk into itself. */
 		image_scratch_clean(b->tmp);
 		free(b->tmp);
 		b->tmp = NULL;
+		close(b->tmp_lock);
+		b->tmp_lock = -1;
 	}
 	b->scratch = b->tmp != NULL ? b->tmp : b->work;
 	log_debug("image build: tree and raw disk in %s", b->scratch);
@@ -778,6 +784,7 @@ image_build(const struct image_build_req *req, int *sig, char **cause)
 
 	memset(&b, 0, sizeof b);
 	b.log = -1;
+	b.tmp_lock = -1;
 	b.req = req;
 	*sig = 0;
 	if (strncmp(from, "oci:", 4) == 0) {

@@ -142,7 +142,7 @@ int		 image_tree_xattr_script(const struct image_tree *,
 		     const char *, struct buf *, char **);
 
 /* image_scratch.c: where a build's tree and raw disk are written */
-char		*image_scratch_make(uint64_t);
+char		*image_scratch_make(uint64_t, int *);
 void		 image_scratch_clean(const char *);
 
 /* image_oci.c: an OCI image layout */

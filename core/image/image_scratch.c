@@ -8,15 +8,19 @@
  *
  * A tmpfs's pages are RAM: it is used only if the build's bytes fit in
  * half its free room and in half the memory available, and a scratch
- * directory left by a build that was killed (its name holds its pid) is
- * removed by the next build that finds it.
+ * directory left by a build that was killed is removed by the next build
+ * that finds it: its name holds its pid, which must be gone, and its
+ * builder holds a lock on it (a build of another pid namespace sharing
+ * the tmpfs has a pid this one cannot see).
  */
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <signal.h>
@@ -59,6 +63,7 @@ image_scratch_sweep(const char *dir)
 	struct stat	 st;
 	char		*path, *end;
 	long		 pid;
+	int		 fd;
 
 	if ((d = opendir(dir)) == NULL)
 		return;
@@ -76,18 +81,23 @@ image_scratch_sweep(const char *dir)
 			continue;
 		xasprintf(&path, "%s/%s", dir, de->d_name);
 		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
-		    st.st_uid == geteuid()) {
-			log_debug("%s: left by build %ld, removed", path, pid);
-			image_scratch_clean(path);
+		    st.st_uid == geteuid() && (fd = open(path, O_RDONLY |
+		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+			if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+				log_debug("%s: left by build %ld, removed",
+				    path, pid);
+				image_scratch_clean(path);
+			}
+			close(fd);
 		}
 		free(path);
 	}
 	closedir(d);
 }
 
-/* A tmpfs directory with room for bytes, or NULL. */
+/* A tmpfs directory with room for bytes, locked by *lock; or NULL. */
 static char *
-image_scratch_tmpfs(const char *dir, uint64_t bytes)
+image_scratch_tmpfs(const char *dir, uint64_t bytes, int *lock)
 {
 	struct statfs	 sf;
 	struct statvfs	 sv;
@@ -109,6 +119,15 @@ image_scratch_tmpfs(const char *dir, uint64_t bytes)
 		free(path);
 		return (NULL);
 	}
+	if ((*lock = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    flock(*lock, LOCK_EX | LOCK_NB) == -1) {
+		if (*lock != -1)
+			close(*lock);
+		*lock = -1;
+		(void)rmdir(path);
+		free(path);
+		return (NULL);
+	}
 	return (path);
 }
 
@@ -116,19 +135,22 @@ image_scratch_tmpfs(const char *dir, uint64_t bytes)
  * A scratch directory for a build whose tree and disk hold about bytes:
  * in $XDG_RUNTIME_DIR or /dev/shm if either is a tmpfs with room, else
  * NULL (the work directory serves). QSUP_IMAGE_SCRATCH=disk keeps it
- * beside OUT (to compare, and for the tests of a full disk).
+ * beside OUT (to compare, and for the tests). *lock: held until the
+ * directory is removed.
  */
 char *
-image_scratch_make(uint64_t bytes)
+image_scratch_make(uint64_t bytes, int *lock)
 {
 	const char	*env = getenv("QSUP_IMAGE_SCRATCH");
 	char		*path;
 
+	*lock = -1;
 	if (env != NULL && strcmp(env, "disk") == 0)
 		return (NULL);
-	if ((path = image_scratch_tmpfs(getenv("XDG_RUNTIME_DIR"),
-	    bytes)) == NULL)
-		path = image_scratch_tmpfs("/dev/shm", bytes);
+	*lock = -1;
+	if ((path = image_scratch_tmpfs(getenv("XDG_RUNTIME_DIR"), bytes,
+	    lock)) == NULL)
+		path = image_scratch_tmpfs("/dev/shm", bytes, lock);
 	return (path);
 }
 

@@ -330,7 +330,7 @@ test_signal_cleans_up() {
 # removed at the end, as a killed build's scratch is by the next build;
 # QSUP_IMAGE_SCRATCH=disk keeps them beside OUT.
 test_scratch_tmpfs() {
-	local dead scr img=$IB/out/s.qcow2
+	local dead holder scr img=$IB/out/s.qcow2
 	if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" != tmpfs ]; then
 		echo "    skipped: /dev/shm is not a tmpfs"
 		return
@@ -339,9 +339,20 @@ test_scratch_tmpfs() {
 	sh -c 'exit 0' &
 	dead=$!
 	wait "$dead"
-	as_builder mkdir -p "/dev/shm/qsup-build.$dead.killed/tree"
+	as_builder mkdir -p "/dev/shm/qsup-build.$dead.killed/tree" \
+	    "/dev/shm/qsup-build.$dead.held"
+	# One whose builder still holds its lock (a pid of another pid
+	# namespace): kept.
+	as_builder flock -o "/dev/shm/qsup-build.$dead.held" sleep 60 &
+	holder=$!
+	sleep 0.3
 	XDG_RUNTIME_DIR='' build -v "oci:$IB/oci:latest" -o "$img" \
 	    2>"$T_TMP/err" >/dev/null || fail "build failed"
+	[ -d "/dev/shm/qsup-build.$dead.held" ] ||
+	    fail "a locked scratch directory was removed"
+	kill "$holder"
+	wait "$holder" 2>/dev/null
+	rm -rf "/dev/shm/qsup-build.$dead.held"
 	scr=$(sed -n 's/.*tree and raw disk in \(.*\)$/\1/p' "$T_TMP/err")
 	expect_match "on the tmpfs" "^/dev/shm/qsup-build\.[0-9]+\." "$scr"
 	[ -n "$scr" ] && [ ! -e "$scr" ] || fail "its scratch left: $scr"
