@@ -72,11 +72,14 @@ echo "OCI registry pull of a ${size} MB image (docker-registry on loopback), med
 echo "  qsup image pull docker://  (download, digests, qcow2 build): $(median <"$tmp/qsup") ms  [$(tr '\n' ' ' <"$tmp/qsup")]"
 echo "  skopeo copy docker:// oci: (download, digests):              $(median <"$tmp/skopeo") ms  [$(tr '\n' ' ' <"$tmp/skopeo")]"
 echo "  of qsup's: qsup image build oci:DIR (the same image's build): $(median <"$tmp/build") ms"
+echo "  qsup / skopeo: $(awk -v q="$(median <"$tmp/qsup")" -v s="$(median <"$tmp/skopeo")" 'BEGIN { printf "%.2f", q / s }') (goal: 1.00 or less)"
 
-# Where one pull's time goes: -v times the build's steps.
+# Where one pull's time goes: -v times its phases and the build's steps
+# (the tree and the raw disk on a tmpfs, or beside the image).
 rm -rf "$tmp/data"
 XDG_DATA_HOME=$tmp/data "$qsup" image pull -v "docker://$ref" 2>&1 >/dev/null |
-    sed -n 's/^qsup: image build: //p' | paste -sd, - | sed 's/,/, /g; s/^/  one more pull'"'"'s build steps (-v): /'
+    sed -n 's/^qsup: image \(pull\|build\): //p' | paste -sd, - |
+    sed 's/,/, /g; s/^/  one more pull'"'"'s phases (-v): /'
 
 # The second image, its base already pulled: what is asked for.
 rm -rf "$tmp/data"

@@ -12,6 +12,8 @@
  * qcow2. With -v each step's time is logged. Everything is
  * made in a work directory beside OUT and renamed onto OUT at the end:
  * any failure, or SIGINT/SIGTERM/SIGHUP, removes it and leaves no OUT.
+ * The tree and the raw disk go to a tmpfs when one has room
+ * (image_scratch.c), removed as well.
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -39,13 +41,20 @@
 #define IMAGE_BUILD_ROOT_TYPE	"4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709"
 
 /*
- * Run under fakeroot: $1 the work dir, $2 the file system's KiB, $3 the
+ * Run under fakeroot: $1 the directory for the tree and the raw disk (a
+ * tmpfs's or the work dir), $2 the file system's KiB, $3 the
  * image.conf to add or "", then per layer: its tar, its whiteouts to
  * remove, its opaque directories (NUL-separated lists) and "oci" or
  * "tar", "-gz" added for a gzip layer that zstd decompresses (zlib's
  * inflate: about five times gzip(1)'s speed on a 150 MB layer). The
  * lists were checked against symlinks before; find and rm get "./" paths
- * so none reads as an option.
+ * so none reads as an option. tar reads records of 1 MiB, not 10 KiB:
+ * a fifth faster on a 150 MB layer. mke2fs gets -b 4096: below 512 MiB its
+ * "small" type chose 1 KiB blocks, four writes per 4 KiB of a file
+ * copied by -d (2.5 times slower on a 150 MB layer), and the guest a
+ * slower file system; the raw disk was just made by ftruncate, so it is
+ * zero already (assume_storage_prezeroed: no journal or inode table
+ * written with zeros; no faster measurably, but nothing to write).
  */
 static const char image_build_script[] =
 "set -eu\n"
@@ -62,7 +71,8 @@ static const char image_build_script[] =
 "	z=\n"
 "	case $4 in *-gz) z=\"zstd -q -d --format=gzip\" ;; esac\n"
 "	tar -x ${z:+-I \"$z\"} -f \"$1\" -C \"$w/tree\" \\\n"
-"	    --numeric-owner --same-owner --same-permissions --no-xattrs \\\n"
+"	    -b 2048 --numeric-owner --same-owner --same-permissions \\\n"
+"	    --no-xattrs \\\n"
 "	    --no-acls --no-selinux --warning=no-unknown-keyword \\\n"
 "	    --warning=no-timestamp \"$ex\"\n"
 "	shift 4\n"
@@ -73,13 +83,18 @@ static const char image_build_script[] =
 "	chown 0:0 \"$w/tree/etc/qsup\" \"$w/tree/etc/qsup/image.conf\"\n"
 "	chmod 644 \"$w/tree/etc/qsup/image.conf\"\n"
 "fi\n"
-"exec mke2fs -q -F -t ext4 -O ^metadata_csum -L root \\\n"
-"    -E offset=1048576,nodiscard \\\n"
+"exec mke2fs -q -F -t ext4 -b 4096 -O ^metadata_csum -L root \\\n"
+"    -E offset=1048576,nodiscard,assume_storage_prezeroed=1 \\\n"
 "    -d \"$w/tree\" \"$w/disk.raw\" \"${kib}k\"\n";
 
 struct image_build {
 	const struct image_build_req	*req;
 	char				*work;	/* beside OUT */
+	char				*tmp;	/* a tmpfs's, or NULL */
+	int				 tmp_lock;	/* on tmp */
+	const char			*scratch;	/* the tree's and
+						   disk.raw's: tmp or work */
+	pid_t				 rm_tree;	/* removing it */
 	int				 log;	/* the children's output: a
 						   memfd, so a full disk
 						   cannot swallow it */
@@ -458,7 +473,7 @@ image_build_table(struct image_build *b, char **cause)
 		    "--no-tell-kernel", NULL, NULL };
 	int		 fd, ret = -1;
 
-	xasprintf(&raw, "%s/disk.raw", b->work);
+	xasprintf(&raw, "%s/disk.raw", b->scratch);
 	if ((fd = open(raw, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600)) == -1 ||
 	    ftruncate(fd, (off_t)b->disk) == -1 || close(fd) == -1) {
 		xasprintf(cause, "%s: %s", raw, strerror(errno));
@@ -493,7 +508,7 @@ image_build_xattrs(struct image_build *b, char **cause)
 	    (script = image_build_file(b, "xattrs.debugfs", &cmds,
 	    cause)) == NULL)
 		goto out;
-	xasprintf(&dev, "%s/disk.raw?offset=%d", b->work,
+	xasprintf(&dev, "%s/disk.raw?offset=%d", b->scratch,
 	    IMAGE_BUILD_PART_START);
 	argv[3] = script;
 	argv[4] = dev;
@@ -520,23 +535,26 @@ static int
 image_build_fs(struct image_build *b, int dir, char **cause)
 {
 	char	*kib, *raw, *tree;
-	char	*argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-O",
-		    "^metadata_csum", "-L", "root", "-E",
-		    "offset=1048576,nodiscard", "-d", NULL, NULL, NULL, NULL };
+	char	*argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096",
+		    "-O", "^metadata_csum", "-L", "root", "-E",
+		    "offset=1048576,nodiscard,assume_storage_prezeroed=1",
+		    "-d", NULL, NULL, NULL, NULL };
 	int	 ret;
 
 	xasprintf(&kib, "%lluk", (unsigned long long)(b->fs / 1024));
 	if (dir) {
-		xasprintf(&raw, "%s/disk.raw", b->work);
+		xasprintf(&raw, "%s/disk.raw", b->scratch);
 		if ((tree = realpath(b->req->from, NULL)) == NULL)
 			tree = xstrdup(b->req->from);
-		argv[12] = tree;
-		argv[13] = raw;
-		argv[14] = kib;
+		argv[14] = tree;
+		argv[15] = raw;
+		argv[16] = kib;
 		ret = image_build_run(b, argv, NULL, "mke2fs", cause);
 		free(tree);
 		free(raw);
 	} else {
+		free(b->argv[6]);
+		b->argv[6] = xstrdup(b->scratch);
 		free(b->argv[7]);
 		xasprintf(&b->argv[7], "%llu",
 		    (unsigned long long)(b->fs / 1024));
@@ -569,7 +587,7 @@ image_build_csum(struct image_build *b, char **cause)
 		    NULL, NULL };
 	int	 ret;
 
-	xasprintf(&dev, "%s/disk.raw?offset=%d", b->work,
+	xasprintf(&dev, "%s/disk.raw?offset=%d", b->scratch,
 	    IMAGE_BUILD_PART_START);
 	argv[4] = dev;
 	ret = image_build_run(b, argv, NULL, "tune2fs, e2fsck (metadata_csum)",
@@ -582,14 +600,17 @@ image_build_csum(struct image_build *b, char **cause)
 static int
 image_build_out(struct image_build *b, char **cause)
 {
-	char	*raw, *tmp, *argv[] = { "qemu-img", "convert", "-f", "raw",
-		    "-O", "qcow2", NULL, NULL, NULL };
+	/* -W: out of order, the clusters written as they are read (a
+	 * little faster on a 150 MB image, within this machine's noise);
+	 * OUT is synced before its rename anyway. */
+	char	*raw, *tmp, *argv[] = { "qemu-img", "convert", "-W", "-f",
+		    "raw", "-O", "qcow2", NULL, NULL, NULL };
 	int	 fd, ret = -1;
 
-	xasprintf(&raw, "%s/disk.raw", b->work);
+	xasprintf(&raw, "%s/disk.raw", b->scratch);
 	xasprintf(&tmp, "%s/out.qcow2", b->work);
-	argv[6] = raw;
-	argv[7] = tmp;
+	argv[7] = raw;
+	argv[8] = tmp;
 	if (image_build_run(b, argv, NULL, "qemu-img convert", cause) == -1)
 		goto out;
 	if ((fd = open(tmp, O_RDONLY|O_CLOEXEC)) == -1 || fsync(fd) == -1) {
@@ -614,14 +635,25 @@ out:
 	return (ret);
 }
 
-static int
-image_build_chmod_cb(const char *path, const struct stat *st, int flag,
-    struct FTW *ftw)
+/*
+ * The tree, in mke2fs's file system now: removed by a child while the
+ * last steps run (freeing its pages took 50 to 90 ms on a 150 MB layer).
+ * Not forked, the cleanup removes it.
+ */
+static void
+image_build_drop_tree(struct image_build *b)
 {
-	(void)ftw;
-	if (flag == FTW_D || flag == FTW_DNR)
-		(void)chmod(path, (st->st_mode & 07777) | S_IRWXU);
-	return (0);
+	char	*tree;
+	pid_t	 pid;
+
+	xasprintf(&tree, "%s/tree", b->scratch);
+	if ((pid = fork()) == 0) {
+		image_scratch_clean(tree);
+		_exit(0);
+	}
+	if (pid > 0)
+		b->rm_tree = pid;
+	free(tree);
 }
 
 /* The work directory, gone: directories made reachable first. */
@@ -630,11 +662,16 @@ image_build_cleanup(struct image_build *b)
 {
 	size_t	i;
 
-	if (b->work != NULL) {
-		(void)nftw(b->work, image_build_chmod_cb, 32, FTW_PHYS);
-		if (util_rm_rf(b->work) == -1)
-			log_warn("%s: not all removed", b->work);
-	}
+	while (b->rm_tree > 0 && waitpid(b->rm_tree, NULL, 0) == -1 &&
+	    errno == EINTR)
+		/* nothing */;
+	if (b->tmp != NULL)
+		image_scratch_clean(b->tmp);
+	free(b->tmp);
+	if (b->tmp_lock != -1)
+		close(b->tmp_lock);
+	if (b->work != NULL)
+		image_scratch_clean(b->work);
 	free(b->work);
 	if (b->log != -1)
 		close(b->log);
@@ -644,6 +681,8 @@ image_build_cleanup(struct image_build *b)
 		free(b->argv[i]);
 	free(b->argv);
 }
+
+static int	image_build_inside(const char *, const char *);
 
 /* With -v, how long each step took: where a build's time goes. */
 static void
@@ -678,6 +717,20 @@ image_build_steps(struct image_build *b, const char *from, int dir,
 		tree = image_tree_bytes(b->tree);
 	}
 	image_build_phase(b, "check");
+	/* The tree, and the raw disk about as big, on a tmpfs if it has
+	 * room: neither is ever written back to the disk. */
+	b->tmp = image_scratch_make(tree * 2 + IMAGE_BUILD_SLACK,
+	    &b->tmp_lock);
+	if (b->tmp != NULL && dir && image_build_inside(from, b->tmp)) {
+		/* mke2fs -d would copy the disk into itself. */
+		image_scratch_clean(b->tmp);
+		free(b->tmp);
+		b->tmp = NULL;
+		close(b->tmp_lock);
+		b->tmp_lock = -1;
+	}
+	b->scratch = b->tmp != NULL ? b->tmp : b->work;
+	log_debug("image build: tree and raw disk in %s", b->scratch);
 	if (image_build_sizes(b, tree, cause) == -1 ||
 	    image_build_table(b, cause) == -1)
 		return (-1);
@@ -685,6 +738,8 @@ image_build_steps(struct image_build *b, const char *from, int dir,
 	if (image_build_fs(b, dir, cause) == -1)
 		return (-1);
 	image_build_phase(b, dir ? "mke2fs" : "tar+mke2fs");
+	if (!dir)
+		image_build_drop_tree(b);
 	if (image_build_xattrs(b, cause) == -1)
 		return (-1);
 	image_build_phase(b, "xattrs");
@@ -730,6 +785,7 @@ image_build(const struct image_build_req *req, int *sig, char **cause)
 
 	memset(&b, 0, sizeof b);
 	b.log = -1;
+	b.tmp_lock = -1;
 	b.req = req;
 	*sig = 0;
 	if (strncmp(from, "oci:", 4) == 0) {

@@ -141,6 +141,10 @@ size_t		 image_tree_nxattrs(const struct image_tree *);
 int		 image_tree_xattr_script(const struct image_tree *,
 		     const char *, struct buf *, char **);
 
+/* image_scratch.c: where a build's tree and raw disk are written */
+char		*image_scratch_make(uint64_t, int *);
+void		 image_scratch_clean(const char *);
+
 /* image_oci.c: an OCI image layout */
 struct image_oci {
 	char		**layers;	/* checked blobs, lowest first */

@@ -116,6 +116,7 @@ struct image_reg {
 
 	char			*target, *layout;	/* the build's */
 	struct image_build_job	*job;
+	double			 t_blobs, t_build;	/* -v's phases */
 };
 
 static void	image_reg_manifest(struct image_reg *);
@@ -876,6 +877,7 @@ image_reg_next_blob(struct image_reg *r)
 
 	if (r->phase != IMAGE_REG_BLOBS) {
 		r->phase = IMAGE_REG_BLOBS;
+		r->t_blobs = util_now();
 		if (r->out == NULL &&
 		    (path = image_reg_have(r->dir, r->man_digest)) != NULL) {
 			free(path);
@@ -1000,6 +1002,7 @@ image_reg_build_cb(const char *why, void *arg)
 	char			*cause = NULL, *meta, *checked;
 
 	r->job = NULL;
+	log_debug("image pull: build %.0f ms", (util_now() - r->t_build) * 1000);
 	(void)util_rm_rf(r->layout);
 	if (why != NULL || r->out != NULL) {
 		if (why != NULL)
@@ -1049,6 +1052,7 @@ image_reg_built(struct image_reg *r)
 	/* The download's progress ends here: the build is not its rate. */
 	image_progress_end(r->ps, r->ps != NULL);
 	r->ps = NULL;
+	log_debug("image pull: blobs %.0f ms", (util_now() - r->t_blobs) * 1000);
 	if (r->out == NULL &&
 	    (r->target = image_reg_have(r->dir, r->man_digest)) != NULL) {
 		if (r->ref.digest == NULL)
@@ -1069,6 +1073,7 @@ image_reg_built(struct image_reg *r)
 		free(cause);
 		return;
 	}
+	r->t_build = util_now();
 	xasprintf(&from, "oci:%s", r->layout);
 	memset(&breq, 0, sizeof breq);
 	breq.from = from;

@@ -321,6 +321,50 @@ test_signal_cleans_up() {
 	# fakeroot's daemon is a session of its own: fakeroot's trap stops it.
 	# (A zombie of it is PID 1's to reap, which a container may not do.)
 	expect_eq "faked left" "" "$(ps -o stat=,pid=,comm= -u "$BUILDER_UID" | grep faked | grep -v '^Z' || true)"
+	expect_eq "its tree on the tmpfs left" "" \
+	    "$(ls -d /dev/shm/qsup-build."$pid".* 2>/dev/null || true)"
+	expect_nothing_left
+}
+
+# The tree and the raw disk on /dev/shm when it is a tmpfs with room:
+# removed at the end, as a killed build's scratch is by the next build;
+# QSUP_IMAGE_SCRATCH=disk keeps them beside OUT.
+test_scratch_tmpfs() {
+	local dead holder scr img=$IB/out/s.qcow2
+	if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" != tmpfs ]; then
+		echo "    skipped: /dev/shm is not a tmpfs"
+		return
+	fi
+	# A process ended: its pid is no build's.
+	sh -c 'exit 0' &
+	dead=$!
+	wait "$dead"
+	as_builder mkdir -p "/dev/shm/qsup-build.$dead.killed/tree" \
+	    "/dev/shm/qsup-build.$dead.held"
+	# One whose builder still holds its lock (a pid of another pid
+	# namespace): kept.
+	as_builder flock -o "/dev/shm/qsup-build.$dead.held" sleep 60 &
+	holder=$!
+	sleep 0.3
+	XDG_RUNTIME_DIR='' build -v "oci:$IB/oci:latest" -o "$img" \
+	    2>"$T_TMP/err" >/dev/null || fail "build failed"
+	[ -d "/dev/shm/qsup-build.$dead.held" ] ||
+	    fail "a locked scratch directory was removed"
+	kill "$holder"
+	wait "$holder" 2>/dev/null
+	rm -rf "/dev/shm/qsup-build.$dead.held"
+	scr=$(sed -n 's/.*tree and raw disk in \(.*\)$/\1/p' "$T_TMP/err")
+	expect_match "on the tmpfs" "^/dev/shm/qsup-build\.[0-9]+\." "$scr"
+	[ -n "$scr" ] && [ ! -e "$scr" ] || fail "its scratch left: $scr"
+	[ ! -e "/dev/shm/qsup-build.$dead.killed" ] ||
+	    fail "a killed build's scratch was not removed"
+	rm -f "$img"
+	QSUP_IMAGE_SCRATCH=disk build -v "oci:$IB/oci:latest" -o "$img" \
+	    2>"$T_TMP/err" >/dev/null || fail "build beside OUT failed"
+	expect_match "beside OUT" "tree and raw disk in $IB/out/\.s\.qcow2\.build\." \
+	    "$(cat "$T_TMP/err")"
+	[ -f "$img" ] || fail "no image built beside OUT"
+	rm -f "$img"
 	expect_nothing_left
 }
 
@@ -332,4 +376,5 @@ run_test test_bad_archives
 run_test test_bad_oci
 run_test test_full_disk
 run_test test_signal_cleans_up
+run_test test_scratch_tmpfs
 finish
