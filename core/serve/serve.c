@@ -232,6 +232,7 @@ serve_sb_free(struct serve_sb *s)
 	free(s->tail);
 	free(s->report);
 	free(s->host_ports);
+	free(s->mac);
 	free(s->phase);
 	free(s->profile_arg);
 	serve_snapref_free(&s->snap);

@@ -175,7 +175,11 @@ struct serve_sb {
 						   hidden from the API */
 	int			 pool_evicted;	/* stopping for a user's room */
 	double			 t_taken;	/* by a create */
-	struct exec		*pool_clock;	/* setting its clock */
+	struct exec		*clock;		/* setting its guest's clock
+						   (serve_life_clock) */
+	int			 clock_port;
+	void			(*clock_done)(struct serve_sb *);
+	char			*mac;		/* its card's, set by a fork */
 	struct serve_snapref	 snap;		/* started from a snapshot */
 	struct serve_persist	*persist;	/* "persistent": its record */
 };
@@ -342,6 +346,8 @@ void		 serve_life_arm(struct serve_sb *);
 void		 serve_life_gone(struct serve_sb *);
 void		 serve_sb_json(struct serve_sb *, struct buf *);
 void		 serve_life_pause(struct serve_sb *, const char *);
+int		 serve_life_clock(struct serve_sb *,
+		     void (*)(struct serve_sb *));
 serve_handler	 serve_pause;
 serve_handler	 serve_resume;
 serve_handler	 serve_patch;

@@ -251,6 +251,73 @@ test_fork() {
 	serve_stop
 }
 
+# guest_id NAME: its card's address and its machine-id, in $OUT.
+guest_id() {
+	run_exec "$1" '{"argv":["sh","-c","for d in /sys/class/net/*; do [ -e $d/device ] && cat $d/address; done; cat /etc/machine-id"]}'
+}
+
+# A fork's copies each get an identity of their own: a new address on
+# their network card (the default profile gives one: network =
+# "restricted"), which the network still reaches; a new machine-id only
+# when asked; the host's clock.
+test_fork_identity() {
+	local src m1 m2 m3 mid mid1 mid2
+	serve_start
+	create a
+	mid=0123456789abcdef0123456789abcdef
+	run_exec a "{\"argv\":[\"sh\",\"-c\",\"echo $mid >/etc/machine-id\"]}"
+	guest_id a
+	src=$OUT
+	expect_eq "the source's card and machine-id" "52:54:00:12:34:56
+$mid" "$src"
+	api POST /v1/sandboxes/a/fork -d '{"count":2,"machine_id":"yes"}'
+	expect_eq "machine_id not a boolean" 400 "$CODE"
+	expect_match "names the field" '"field":"machine_id"' "$BODY"
+	api POST /v1/sandboxes/a/fork -d '{"count":2,"machine_id":true}'
+	expect_eq "fork of 2 with new machine-ids" 201 "$CODE"
+	echo "fork of 2 with new identities: $SECS s" >>"$S/figures"
+	m1=$(jq -r '.sandboxes[0].mac' <<<"$BODY")
+	m2=$(jq -r '.sandboxes[1].mac' <<<"$BODY")
+	expect_match "a-f1's address shown" '^52:54:00:[0-9a-f:]{8}$' "$m1"
+	guest_id a-f1
+	expect_eq "a-f1's card has the address shown" "$m1" "$(head -1 <<<"$OUT")"
+	mid1=$(tail -1 <<<"$OUT")
+	guest_id a-f2
+	expect_eq "a-f2's card has the address shown" "$m2" "$(head -1 <<<"$OUT")"
+	mid2=$(tail -1 <<<"$OUT")
+	[ "$m1" != "$m2" ] && [ "$m1" != 52:54:00:12:34:56 ] &&
+	    [ "$m2" != 52:54:00:12:34:56 ] ||
+	    fail "the addresses do not differ: source 52:54:00:12:34:56, copies $m1 $m2"
+	expect_match "a-f1's machine-id is new" '^[0-9a-f]{32}$' "$mid1"
+	[ "$mid1" != "$mid" ] && [ "$mid2" != "$mid" ] && [ "$mid1" != "$mid2" ] ||
+	    fail "the machine-ids do not differ: source $mid, copies $mid1 $mid2"
+	guest_id a
+	expect_eq "the source keeps its own" "$src" "$OUT"
+	api GET /v1/sandboxes/a
+	expect_eq "the source shows no address of a fork" null "$(jq -r .mac <<<"$BODY")"
+	# The network reaches the new address: the gateway answers the
+	# guest's ARP, and its refusal comes back (restricted: nothing is
+	# reached).
+	run_exec a-f1 '{"argv":["sh","-c","nc -w 5 10.0.2.2 1 2>&1; ip neigh show 10.0.2.2"]}'
+	expect_match "a-f1's frames come back" 'refused' "$OUT"
+	expect_match "a-f1's ARP answered" 'REACHABLE|STALE|DELAY' "$OUT"
+	run_exec a-f1 '{"argv":["date","+%s"]}'
+	[ $(($(date +%s) - OUT)) -le 8 ] && [ $((OUT - $(date +%s))) -le 3 ] ||
+	    fail "a-f1's clock is $OUT, the host's $(date +%s)"
+	# Not asked: the source's machine-id, a new address all the same.
+	api POST /v1/sandboxes/a/fork -d '{"names":["k"]}'
+	expect_eq "fork of 1" 201 "$CODE"
+	m3=$(jq -r '.sandboxes[0].mac' <<<"$BODY")
+	guest_id k
+	expect_eq "k: a new address, the source's machine-id" "$m3
+$mid" "$OUT"
+	[ "$m3" != 52:54:00:12:34:56 ] && [ "$m3" != "$m1" ] && [ "$m3" != "$m2" ] ||
+	    fail "k's address is not new: $m3"
+	for n in a a-f1 a-f2 k; do api DELETE /v1/sandboxes/$n; done
+	serve_stop
+	sed 's/^/    /' "$S/figures"
+}
+
 test_fork_paused() {
 	local n0
 	serve_start
@@ -397,7 +464,8 @@ test_snapshot_disk() {
 
 for t in ${TESTS:-test_snapshot_restore test_snapshot_paused \
     test_snapshot_survives_restart test_snapshot_bad_input test_fork \
-    test_fork_paused test_fork_bad_input test_client_and_mcp \
+    test_fork_identity test_fork_paused test_fork_bad_input \
+    test_client_and_mcp \
     test_snapshot_disk}; do
 	run_test "$t"
 done
