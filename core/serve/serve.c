@@ -880,6 +880,8 @@ serve_create_json(struct serve *srv, struct httpd_conn *conn,
 		goto out;
 	}
 	if (serve_disk_profile(s, err) == -1 ||
+	    serve_snap_args(&s->profile, &snap, json_string_value(
+	    json_object_get(j, "snapshot")), err) == -1 ||
 	    serve_persist_profile(s, j, err) == -1 ||
 	    serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
 	    err) == -1 || serve_sb_room(s, err) == -1 ||

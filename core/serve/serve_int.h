@@ -116,6 +116,8 @@ struct serve_snapref {
 	char			*profile;	/* the source's */
 	char			**sets;
 	size_t			 nsets;
+	char			**extra;	/* its extra_args, whole */
+	long			 nextra;	/* -1: not recorded */
 };
 
 /* One named sandbox. */
@@ -399,6 +401,13 @@ serve_handler	 serve_snap_post;
 serve_handler	 serve_snap_list;
 serve_handler	 serve_snap_get;
 serve_handler	 serve_snap_delete;
+
+/* serve_snap_args.c */
+void		 serve_snap_args_json(struct serve_sb *, struct buf *);
+void		 serve_snap_args_from(json_t *, struct serve_snapref *);
+int		 serve_snap_args(struct profile *,
+		     const struct serve_snapref *, const char *,
+		     struct serve_error *);
 
 /* serve_persist.c (serve_persist_open, _close: serve.h) */
 #define SERVE_PERSIST_HIDDEN	".persist-"	/* its saves' names */

@@ -318,6 +318,48 @@ $mid" "$OUT"
 	sed 's/^/    /' "$S/figures"
 }
 
+# rngs NAME: how many virtio entropy devices (id 4) its guest has, in $OUT.
+rngs() {
+	run_exec "$1" '{"argv":["sh","-c","grep -l 0x0004 /sys/bus/virtio/devices/*/device | wc -l"]}'
+}
+
+# A snapshot keeps its source's extra QEMU arguments (a device here): a
+# restore and a fork have the device too; a profile that now gives other
+# arguments is refused rather than restored into something else.
+test_snapshot_extra_args() {
+	local prof=$T_TMP/rng.lua
+	printf 'return { extra_args = { "-device", "virtio-rng-device" } }\n' >"$prof"
+	serve_start
+	create a '"extra_args":["-device","virtio-rng-device,id=rng1"]'
+	rngs a
+	expect_eq "a has the device" 1 "$OUT"
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"e1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	expect_eq "its arguments recorded" '["-device","virtio-rng-device,id=rng1"]' \
+	    "$(jq -c .extra_args <<<"$BODY")"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"e1"}'
+	expect_eq "restore" 201 "$CODE"
+	rngs b
+	expect_eq "b has the device" 1 "$OUT"
+	api POST /v1/sandboxes/a/fork -d '{"count":1}'
+	expect_eq "fork" 201 "$CODE"
+	rngs a-f1
+	expect_eq "the copy has the device" 1 "$OUT"
+	create p "\"profile\":\"$prof\""
+	api POST /v1/sandboxes/p/snapshots -d '{"name":"e2"}'
+	expect_eq "snapshot of a profile's" 201 "$CODE"
+	printf 'return { extra_args = { "-device", "virtio-rng-device,id=other" } }\n' >"$prof"
+	api POST /v1/sandboxes -d '{"name":"q","snapshot":"e2"}'
+	expect_eq "its profile gives other arguments now" 409 "$CODE"
+	expect_match "says why" 'snapshot e2 was taken with the extra QEMU arguments \\"-device virtio-rng-device\\", but its profile now gives \\"-device virtio-rng-device,id=other\\"' "$BODY"
+	api GET /v1/sandboxes/q
+	expect_eq "nothing made" 404 "$CODE"
+	for n in a b a-f1 p; do api DELETE /v1/sandboxes/$n; done
+	api DELETE /v1/snapshots/e1
+	api DELETE /v1/snapshots/e2
+	serve_stop
+}
+
 test_fork_paused() {
 	local n0
 	serve_start
@@ -465,7 +507,7 @@ test_snapshot_disk() {
 for t in ${TESTS:-test_snapshot_restore test_snapshot_paused \
     test_snapshot_survives_restart test_snapshot_bad_input test_fork \
     test_fork_identity test_fork_paused test_fork_bad_input \
-    test_client_and_mcp \
+    test_client_and_mcp test_snapshot_extra_args \
     test_snapshot_disk}; do
 	run_test "$t"
 done
