@@ -438,9 +438,15 @@ test_client_and_mcp() {
 a-f2" "$out"
 	out=$("$QSUP" sandbox fork a x9 2>&1)
 	expect_eq "qsup sandbox fork with a name" x9 "$out"
+	out=$("$QSUP" sandbox fork --machine-id a x8 2>&1)
+	expect_eq "qsup sandbox fork --machine-id" x8 "$out"
+	file x8 /etc/machine-id
+	expect_match "x8's new machine-id" '^[0-9a-f]{32}$' "$OUT"
+	file x9 /etc/machine-id
+	expect_eq "x9 has none, as its source" "" "$OUT"
 	out=$("$QSUP" sandbox snapshots --rm c1 2>&1)
 	expect_eq "qsup sandbox snapshots --rm" c1 "$out"
-	"$QSUP" sandbox rm a-f1 a-f2 x9 b >/dev/null
+	"$QSUP" sandbox rm a-f1 a-f2 x8 x9 b >/dev/null
 	out=$(printf '%s\n' \
 	    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
 	    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_snapshot","arguments":{"name":"a","snapshot":"m1"}}}' \
@@ -448,7 +454,8 @@ a-f2" "$out"
 	    '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"sandbox_create","arguments":{"name":"m","snapshot":"m1"}}}' \
 	    '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sandbox_fork","arguments":{"name":"m","count":1}}}' \
 	    '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"sandbox_snapshot_delete","arguments":{"snapshot":"m1"}}}' \
-	    '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sandbox_fork","arguments":{"name":"m","count":0}}}' |
+	    '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sandbox_fork","arguments":{"name":"m","count":0}}}' \
+	    '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"sandbox_fork","arguments":{"name":"m","machine_id":true}}}' |
 	    "$QSUP" mcp --host "unix:$SOCK" 2>&1)
 	expect_match "MCP sandbox_snapshot" '"id":2,.*\\"name\\":\\"m1\\",\\"sandbox\\":\\"a\\"' "$out"
 	expect_match "MCP sandbox_snapshot_list" '"id":3,.*\\"snapshots\\":\[\{\\"name\\":\\"m1\\"' "$out"
@@ -456,9 +463,12 @@ a-f2" "$out"
 	expect_match "MCP sandbox_fork" '"id":5,.*\\"name\\":\\"m-f1\\"' "$out"
 	expect_match "MCP sandbox_snapshot_delete" '"id":6,.*"isError":false' "$out"
 	expect_match "MCP sandbox_fork count 0" '"id":7,.*1 to 16' "$out"
+	expect_match "MCP sandbox_fork machine_id" '"id":8,.*\\"name\\":\\"m-f2\\"' "$out"
+	file m-f2 /etc/machine-id
+	expect_match "m-f2's new machine-id" '^[0-9a-f]{32}$' "$OUT"
 	expect_eq "m ready" ready "$(state m)"
 	expect_eq "m-f1 ready" ready "$(state m-f1)"
-	"$QSUP" sandbox rm a m m-f1 >/dev/null
+	"$QSUP" sandbox rm a m m-f1 m-f2 >/dev/null
 	unset QSUP_HOST QSUP_TOKEN
 	serve_stop
 }
