@@ -181,6 +181,7 @@ struct serve_sb {
 						   (serve_life_clock) */
 	int			 clock_port;
 	void			(*clock_done)(struct serve_sb *);
+	int			 clocked;	/* from a snapshot: set once */
 	char			*mac;		/* its card's, set by a fork */
 	struct serve_snapref	 snap;		/* started from a snapshot */
 	struct serve_persist	*persist;	/* "persistent": its record */
@@ -349,6 +350,8 @@ void		 serve_life_gone(struct serve_sb *);
 void		 serve_sb_json(struct serve_sb *, struct buf *);
 void		 serve_life_pause(struct serve_sb *, const char *);
 int		 serve_life_clock(struct serve_sb *,
+		     void (*)(struct serve_sb *));
+int		 serve_life_restored(struct serve_sb *,
 		     void (*)(struct serve_sb *));
 serve_handler	 serve_pause;
 serve_handler	 serve_resume;

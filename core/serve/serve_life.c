@@ -439,6 +439,27 @@ serve_life_clock(struct serve_sb *s, void (*done)(struct serve_sb *))
 	return (0);
 }
 
+/*
+ * s, started from a snapshot, is up: its guest's clock is the save's, so
+ * it is set before s is ready, then done called. 0 once under way; -1:
+ * nothing to do (set already, or a fork's copy, which gets it with its
+ * identity), or no port free.
+ */
+int
+serve_life_restored(struct serve_sb *s, void (*done)(struct serve_sb *))
+{
+	const char	*base;
+
+	if (s->snap.dir == NULL || s->clocked)
+		return (-1);
+	base = strrchr(s->snap.dir, '/');
+	if (base != NULL && strncmp(base + 1, SERVE_SNAP_HIDDEN,
+	    strlen(SERVE_SNAP_HIDDEN)) == 0)
+		return (-1);
+	s->clocked = 1;
+	return (serve_life_clock(s, done));
+}
+
 /* s is in state want now: the event, the answers. */
 static void
 serve_life_moved(struct serve_sb *s, enum serve_state want)
