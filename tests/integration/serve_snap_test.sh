@@ -339,6 +339,14 @@ $mid" "$OUT"
 	[ "$m3" != 52:54:00:12:34:56 ] && [ "$m3" != "$m1" ] && [ "$m3" != "$m2" ] ||
 	    fail "k's address is not new: $m3"
 	for n in a a-f1 a-f2 k; do api DELETE /v1/sandboxes/$n; done
+	# No card: nothing to give an address to, and the fork goes on.
+	create n '"settings":{"network":"none"}'
+	api POST /v1/sandboxes/n/fork -d '{"count":1,"machine_id":true}'
+	expect_eq "fork of one with no card" 201 "$CODE"
+	expect_eq "no address shown" null "$(jq -r '.sandboxes[0].mac' <<<"$BODY")"
+	file n-f1 /etc/machine-id
+	expect_match "its new machine-id" '^[0-9a-f]{32}$' "$OUT"
+	for n in n n-f1; do api DELETE /v1/sandboxes/$n; done
 	serve_stop
 	sed 's/^/    /' "$S/figures"
 }
