@@ -64,9 +64,14 @@ const struct cmd_entry cmd_sandbox_snapshots_entry = {
 	.exec = cmd_sandbox_snapshots
 };
 
+/* Its own: no other client command takes it. */
+#define CMD_FORK_MACHINE_ID	(CMD_O_LONG + 40)
+
 static const struct cmd_option cmd_sandbox_fork_options[] = {
 	{ CMD_CLIENT_COUNT, "count", CMD_V_STRING, "N", 0,
 	  "N copies, named NAME-f1... (default 1)" },
+	{ CMD_FORK_MACHINE_ID, "machine-id", CMD_V_NONE, NULL, 0,
+	  "a new /etc/machine-id in each copy" },
 	{ CMD_CLIENT_JSON, "json", CMD_V_NONE, NULL, 0,
 	  "print the server's answer as JSON" },
 	CMD_CLIENT_HOST_OPTIONS
@@ -74,14 +79,16 @@ static const struct cmd_option cmd_sandbox_fork_options[] = {
 
 const struct cmd_entry cmd_sandbox_fork_entry = {
 	.name = "fork",
-	.usage = "sandbox fork [--count N] [--json] NAME [COPY...]",
+	.usage = "sandbox fork [--count N] [--machine-id] [--json] NAME "
+	    "[COPY...]",
 	.summary = "running copies of a sandbox",
 	.help =
 "Make running copies of the ready or paused sandbox NAME (which stays as\n"
 "it was): its processes, memory and files, each copy with its own disk,\n"
-"the host's clock and fresh entropy. The copies are the COPY names given,\n"
-"else --count N of them, NAME-f1, NAME-f2... Prints each copy's name once\n"
-"all are ready.\n"
+"the host's clock, fresh entropy, a new address on its network card (if\n"
+"it has one) and, with --machine-id, a new /etc/machine-id. The copies\n"
+"are the COPY names given, else --count N of them, NAME-f1, NAME-f2...\n"
+"Prints each copy's name once all are ready.\n"
 "\n",
 	.options = cmd_sandbox_fork_options,
 	.flags = CMD_IN_ORDER,
@@ -236,7 +243,7 @@ out:
 	return (ret);
 }
 
-/* qsup sandbox fork [--count N] NAME [COPY...] */
+/* qsup sandbox fork [--count N] [--machine-id] NAME [COPY...] */
 static int
 cmd_sandbox_fork(const struct cmd_entry *self, int argc, char **argv)
 {
@@ -267,6 +274,8 @@ cmd_sandbox_fork(const struct cmd_entry *self, int argc, char **argv)
 		}
 		json_object_set_new(req, "count", json_integer(n));
 	}
+	if (cmd_args_has(&o.a, CMD_FORK_MACHINE_ID))
+		json_object_set_new(req, "machine_id", json_true());
 	if (argc - o.optind > 1) {
 		names = json_array();
 		for (i = o.optind + 1; i < (size_t)argc; i++)

@@ -240,9 +240,10 @@ static const struct mcp_tool mcp_tools[] = {
 	{ "sandbox_fork",
 	  "Make running copies of a ready or paused sandbox (which stays as it "
 	  "was), each with its processes, memory and files, its own disk, "
-	  "clock and entropy, named NAME-f1, NAME-f2... Returns them as JSON.",
+	  "clock, entropy, card address: NAME-f1... Returns them as JSON.",
 	  { { "name", MCP_NAME, 1, MCP_NAME_HELP },
 	    { "count", MCP_COUNT, 0, "how many copies, 1 to 16 (default 1)" },
+	    { "machine_id", MCP_BOOL, 0, "a new /etc/machine-id per copy" },
 	    { NULL, 0, 0, NULL } },
 	  mcp_tool_fork },
 	{ NULL, NULL, { { NULL, 0, 0, NULL } }, NULL }
@@ -779,9 +780,8 @@ mcp_tool_fork(struct mcp *m, json_t *args)
 	json_t	*r, *req;
 	char	*path;
 
-	req = json_object();
-	if (json_object_get(args, "count") != NULL)
-		json_object_set(req, "count", json_object_get(args, "count"));
+	req = json_deep_copy(args);
+	json_object_del(req, "name");
 	path = client_path(json_string_value(json_object_get(args, "name")),
 	    "/fork");
 	r = mcp_tool_post(m, "POST", path, req);

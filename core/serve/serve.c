@@ -35,6 +35,16 @@ static void	serve_sb_stop(struct serve_sb *, const char *);
 static struct serve_sb *serve_sb_boot(struct serve *, const char *,
 		    const char *, char **);
 
+static void	serve_ready_cb(struct sandbox *, void *);
+
+/* From a snapshot, its clock set: ready now, unless it went meanwhile. */
+static void
+serve_ready_clocked(struct serve_sb *s)
+{
+	if (s->state == SERVE_BOOTING && s->sb != NULL)
+		serve_ready_cb(s->sb, s);
+}
+
 static void
 serve_ready_cb(struct sandbox *sb, void *arg)
 {
@@ -42,6 +52,8 @@ serve_ready_cb(struct sandbox *sb, void *arg)
 	struct buf	 b = { 0 };
 	size_t		 i;
 
+	if (serve_life_restored(s, serve_ready_clocked) == 0)
+		return;		/* its clock was the save's */
 	s->state = SERVE_READY;
 	s->boot_s = sandbox_boot_seconds(sb);
 	free(s->start);
@@ -233,6 +245,7 @@ serve_sb_free(struct serve_sb *s)
 	free(s->tail);
 	free(s->report);
 	free(s->host_ports);
+	free(s->mac);
 	free(s->phase);
 	free(s->profile_arg);
 	serve_snapref_free(&s->snap);
@@ -881,6 +894,8 @@ serve_create_json(struct serve *srv, struct httpd_conn *conn,
 		goto out;
 	}
 	if (serve_disk_profile(s, err) == -1 ||
+	    serve_snap_args(&s->profile, &snap, json_string_value(
+	    json_object_get(j, "snapshot")), err) == -1 ||
 	    serve_persist_profile(s, j, err) == -1 ||
 	    serve_extra_args(&s->profile, json_object_get(j, "extra_args"),
 	    err) == -1 || serve_sb_room(s, err) == -1 ||

@@ -1,10 +1,13 @@
 /*
- * POST /v1/sandboxes/{name}/fork {"count": N} or {"names": [...]}: N
- * running copies of a ready or paused sandbox (the source stays as it
- * was), each its own: a sandbox restored from one snapshot of the source
- * (serve_snap.c, core/vm/sandbox_snap.c), saved once into a hidden
- * directory of the snapshots', with its own overlay over the snapshot's
- * disk, then given the host's clock and fresh entropy (sandbox_refresh).
+ * POST /v1/sandboxes/{name}/fork {"count": N} or {"names": [...]}, and
+ * "machine_id": true for new machine-ids: N running copies of a ready or
+ * paused sandbox (the source stays as it was), each its own: a sandbox
+ * restored from one snapshot of the source (serve_snap.c,
+ * core/vm/sandbox_snap.c), saved once into a hidden directory of the
+ * snapshots', with its own overlay over the snapshot's disk, then given
+ * the host's clock, fresh entropy, a new address on its network card if
+ * it has one, and a new /etc/machine-id if asked (sandbox_refresh). Its
+ * hostname is qsup's, "qsup", the same in every sandbox: nothing to do.
  * The answer comes once every copy is ready and refreshed, or failed:
  * 201 with the copies, or the first failure. The copies' readiness is
  * looked at every few milliseconds rather than hooked into serve.c.
@@ -32,6 +35,7 @@ struct serve_fork_copy {
 	int			 port;		/* its refresh's, or -1 */
 	int			 state;		/* 0 made, 1 refreshing, 2 done */
 	char			*error;
+	char			 mac[SANDBOX_MAC_LEN];	/* "": no card */
 };
 
 struct serve_fork {
@@ -43,6 +47,7 @@ struct serve_fork {
 	size_t			 n;
 	ev_timer		 poll;
 	int			 saved;
+	int			 machine_id;	/* new ones asked for */
 	double			 t0;
 };
 
@@ -142,6 +147,30 @@ serve_fork_refreshed(struct sandbox *sb, const char *error, void *arg)
 		xasprintf(&c->error, "%s: %s", c->name, error);
 }
 
+/* A ready copy's identity: its clock, entropy, card, machine-id. */
+static int
+serve_fork_refresh(struct serve_fork *f, struct serve_fork_copy *c,
+    struct serve_sb *s, char **cause)
+{
+	struct sandbox_fresh	fresh;
+
+	memset(&fresh, 0, sizeof fresh);
+	fresh.entropy = 1;
+	fresh.machine_id = f->machine_id;
+	if (sandbox_net_of(s->sb) != NULL) {
+		sandbox_mac_new(c->mac);
+		fresh.mac = c->mac;
+	}
+	if (sandbox_refresh(s->sb, c->port, &fresh, serve_fork_refreshed, c,
+	    cause) == -1)
+		return (-1);
+	if (fresh.mac != NULL) {
+		free(s->mac);
+		s->mac = xstrdup(c->mac);
+	}
+	return (0);
+}
+
 /* Where each copy is: ready ones get their identity; all done, answer. */
 static void
 serve_fork_poll_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -185,8 +214,7 @@ serve_fork_poll_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		/* Its exec may end before sandbox_refresh returns. */
 		c->state = 1;
 		if ((c->port = serve_port_take(s)) == -1 ||
-		    sandbox_refresh(s->sb, c->port, serve_fork_refreshed, c,
-		    &cause) == -1) {
+		    serve_fork_refresh(f, c, s, &cause) == -1) {
 			xasprintf(&c->error, "%s: %s", c->name, cause != NULL ?
 			    cause : "no agent port free");
 			free(cause);
@@ -350,7 +378,9 @@ static void
 serve_fork_body(struct httpd_conn *conn, struct serve_sb *s,
     const char *body, size_t len, void *arg)
 {
-	static const char *const fields[] = { "count", "names", NULL };
+	static const char *const fields[] = {
+		"count", "names", "machine_id", NULL
+	};
 	struct serve_error	 err = { 0 };
 	struct serve_fork	*f;
 	json_t			*j = NULL;
@@ -366,6 +396,12 @@ serve_fork_body(struct httpd_conn *conn, struct serve_sb *s,
 	    serve_check_fields(j, fields, &err) == -1 ||
 	    serve_fork_names(s, j, f, &err) == -1)
 		goto out;
+	if (json_object_get(j, "machine_id") != NULL &&
+	    !json_is_boolean(json_object_get(j, "machine_id"))) {
+		serve_bad_field(&err, "machine_id", "must be true or false");
+		goto out;
+	}
+	f->machine_id = json_is_true(json_object_get(j, "machine_id"));
 	if (s->srv->stopping) {
 		serve_fail(&err, 503, NULL, "the server is stopping");
 		goto out;

@@ -116,6 +116,8 @@ struct serve_snapref {
 	char			*profile;	/* the source's */
 	char			**sets;
 	size_t			 nsets;
+	char			**extra;	/* its extra_args, whole */
+	long			 nextra;	/* -1: not recorded */
 };
 
 /* One named sandbox. */
@@ -177,7 +179,12 @@ struct serve_sb {
 						   hidden from the API */
 	int			 pool_evicted;	/* stopping for a user's room */
 	double			 t_taken;	/* by a create */
-	struct exec		*pool_clock;	/* setting its clock */
+	struct exec		*clock;		/* setting its guest's clock
+						   (serve_life_clock) */
+	int			 clock_port;
+	void			(*clock_done)(struct serve_sb *);
+	int			 clocked;	/* from a snapshot: set once */
+	char			*mac;		/* its card's, set by a fork */
 	struct serve_snapref	 snap;		/* started from a snapshot */
 	struct serve_persist	*persist;	/* "persistent": its record */
 };
@@ -344,6 +351,10 @@ void		 serve_life_arm(struct serve_sb *);
 void		 serve_life_gone(struct serve_sb *);
 void		 serve_sb_json(struct serve_sb *, struct buf *);
 void		 serve_life_pause(struct serve_sb *, const char *);
+int		 serve_life_clock(struct serve_sb *,
+		     void (*)(struct serve_sb *));
+int		 serve_life_restored(struct serve_sb *,
+		     void (*)(struct serve_sb *));
 serve_handler	 serve_pause;
 serve_handler	 serve_resume;
 serve_handler	 serve_patch;
@@ -411,6 +422,13 @@ serve_handler	 serve_snap_post;
 serve_handler	 serve_snap_list;
 serve_handler	 serve_snap_get;
 serve_handler	 serve_snap_delete;
+
+/* serve_snap_args.c */
+void		 serve_snap_args_json(struct serve_sb *, struct buf *);
+void		 serve_snap_args_from(json_t *, struct serve_snapref *);
+int		 serve_snap_args(struct profile *,
+		     const struct serve_snapref *, const char *,
+		     struct serve_error *);
 
 /* serve_persist.c (serve_persist_open, _close: serve.h) */
 #define SERVE_PERSIST_HIDDEN	".persist-"	/* its saves' names */

@@ -44,6 +44,7 @@ serve_life_init(struct serve_sb *s)
 	TAILQ_INIT(&s->qmp_waiters);
 	s->qmp_want = SERVE_DEAD;
 	s->on_ttl = SERVE_TTL_DELETE;
+	s->clock_port = -1;
 	ev_init(&s->ttl_timer, serve_ttl_cb);
 	s->ttl_timer.data = s;
 	ev_init(&s->idle_timer, serve_idle_cb);
@@ -110,6 +111,11 @@ serve_sb_json(struct serve_sb *s, struct buf *b)
 		buf_json_string(b, s->phase);
 	else
 		buf_puts(b, "null");
+	buf_puts(b, ",\"mac\":");	/* a fork's copy's own */
+	if (s->mac != NULL)
+		buf_json_string(b, s->mac);
+	else
+		buf_puts(b, "null");
 	serve_life_json(s, b);
 	serve_disk_json(s, b);
 	serve_attach_json(s, b);
@@ -167,6 +173,8 @@ serve_life_gone(struct serve_sb *s)
 
 	ev_timer_stop(s->srv->loop, &s->ttl_timer);
 	ev_timer_stop(s->srv->loop, &s->idle_timer);
+	if (s->clock != NULL)
+		exec_gone(s->clock, s->reason);	/* its cb frees it */
 	s->qmp_want = SERVE_DEAD;
 	if (TAILQ_EMPTY(&s->qmp_waiters))
 		return;
@@ -386,12 +394,109 @@ serve_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	serve_life_expire(s, "idle_ttl", s->idle_ttl);
 }
 
-/* QMP answered a pause or a resume: the state, the event, the answers. */
+/* The exec setting s's guest clock is over: its owner goes on. */
+static void
+serve_life_clock_cb(struct exec *x, const struct exec_result *r, void *arg)
+{
+	struct serve_sb	*s = arg;
+
+	exec_free(x);
+	s->clock = NULL;
+	serve_port_give(s, s->clock_port);
+	s->clock_port = -1;
+	if (r->end == EXEC_END_GONE || r->end == EXEC_END_CLOSED)
+		return;		/* QEMU is going: serve_sb_gone answers */
+	if (r->end != EXEC_END_EXITED || r->status != 0)
+		log_warnx("sandbox %s: its clock was not set: %s", s->name,
+		    r->error != NULL ? r->error : r->exit_error != NULL ?
+		    r->exit_error : "date failed");
+	s->clock_done(s);
+}
+
+/*
+ * The guest's clock set to the host's now, through the agent (core/vm's
+ * sandbox_fresh_exec, as a fork's copies get it), then done called: the
+ * guest's clock stood still while it was paused (its vCPUs' clock stops
+ * with them). -1 when no agent port is free.
+ */
+int
+serve_life_clock(struct serve_sb *s, void (*done)(struct serve_sb *))
+{
+	struct exec_ports	 ports;
+	struct exec_cbs		 cbs;
+
+	if (s->sb == NULL || (s->clock_port = serve_port_take(s)) == -1)
+		return (-1);
+	ports.stream = s->clock_port;
+	ports.in = -1;
+	ports.control = SERVE_PORT_CONTROL;
+	memset(&cbs, 0, sizeof cbs);
+	cbs.done = serve_life_clock_cb;
+	cbs.arg = s;
+	s->clock_done = done;
+	s->clock = sandbox_fresh_exec(s->sb, NULL, &ports, &cbs);
+	exec_start(s->clock);
+	return (0);
+}
+
+/*
+ * s, started from a snapshot, is up: its guest's clock is the save's, so
+ * it is set before s is ready, then done called. 0 once under way; -1:
+ * nothing to do (set already, or a fork's copy, which gets it with its
+ * identity), or no port free.
+ */
+int
+serve_life_restored(struct serve_sb *s, void (*done)(struct serve_sb *))
+{
+	const char	*base;
+
+	if (s->snap.dir == NULL || s->clocked)
+		return (-1);
+	base = strrchr(s->snap.dir, '/');
+	if (base != NULL && strncmp(base + 1, SERVE_SNAP_HIDDEN,
+	    strlen(SERVE_SNAP_HIDDEN)) == 0)
+		return (-1);
+	s->clocked = 1;
+	return (serve_life_clock(s, done));
+}
+
+/* s is in state want now: the event, the answers. */
+static void
+serve_life_moved(struct serve_sb *s, enum serve_state want)
+{
+	struct serve_exec *e;
+	struct buf	 b = { 0 };
+
+	s->qmp_want = SERVE_DEAD;
+	s->state = want;
+	if (want == SERVE_READY)
+		s->t_active = util_now();	/* idle from the resume */
+	TAILQ_FOREACH(e, &s->execs, entry)
+		exec_freeze(e->x, want == SERVE_PAUSED);
+	serve_life_arm(s);
+	serve_sb_event(s);
+	serve_sb_json(s, &b);
+	serve_answer(&s->qmp_waiters, 200, b.data);
+	buf_free(&b);
+}
+
+/* Resumed, its clock set: ready. */
+static void
+serve_life_clocked(struct serve_sb *s)
+{
+	if (s->state == SERVE_PAUSED && s->qmp_want == SERVE_READY)
+		serve_life_moved(s, SERVE_READY);
+}
+
+/*
+ * QMP answered a pause or a resume: the state, the event, the answers.
+ * A resumed guest's clock is set first (still "paused" meanwhile, with
+ * the resume under way: no exec sees the old time).
+ */
 static void
 serve_life_done_cb(struct sandbox *sb, const char *error, void *arg)
 {
 	struct serve_sb	*s = arg;
-	struct serve_exec *e;
 	struct buf	 b = { 0 };
 	enum serve_state want = s->qmp_want;
 
@@ -414,16 +519,15 @@ serve_life_done_cb(struct sandbox *sb, const char *error, void *arg)
 		buf_free(&b);
 		return;
 	}
-	s->state = want;
-	if (want == SERVE_READY)
-		s->t_active = util_now();	/* idle from the resume */
-	TAILQ_FOREACH(e, &s->execs, entry)
-		exec_freeze(e->x, want == SERVE_PAUSED);
-	serve_life_arm(s);
-	serve_sb_event(s);
-	serve_sb_json(s, &b);
-	serve_answer(&s->qmp_waiters, 200, b.data);
-	buf_free(&b);
+	if (want == SERVE_READY && s->attach == NULL &&
+	    s->state == SERVE_PAUSED) {
+		s->qmp_want = SERVE_READY;
+		if (serve_life_clock(s, serve_life_clocked) == 0)
+			return;
+		log_warnx("sandbox %s: its clock was not set: no agent port "
+		    "free", s->name);
+	}
+	serve_life_moved(s, want);
 }
 
 /*

@@ -368,16 +368,13 @@ serve_persist_fields(struct serve *srv, json_t *j, struct serve_error *err)
 		no = "attach";
 	else if (json_object_get(j, "disk") != NULL)
 		no = "disk";
-	else if (json_object_get(j, "extra_args") != NULL)
-		no = "extra_args";
+	/* "extra_args": a save keeps them (serve_snap_args.c). */
 	if (no != NULL)
 		return (serve_fail(err, 409, "\"field\":\"persistent\"",
 		    "a persistent sandbox cannot have \"%s\": %s", no,
 		    strcmp(no, "attach") == 0 ? "an attached QEMU cannot be "
-		    "saved" : strcmp(no, "disk") == 0 ? "a sandbox on a real "
-		    "disk cannot be restored from a save yet" : "a save does "
-		    "not keep a create's extra_args, so its restore would "
-		    "not match"));
+		    "saved" : "a sandbox on a real disk cannot be restored "
+		    "from a save yet"));
 	if (srv->persist == NULL || srv->persist->lock == -1)
 		return (serve_fail(err, 409, "\"field\":\"persistent\"",
 		    "this server keeps no persistent sandboxes: another "

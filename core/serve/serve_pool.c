@@ -294,20 +294,16 @@ serve_pool_answer(struct serve_sb *s)
 	serve_pool_kick(s->srv);	/* it no longer boots */
 }
 
-/* The clock set: a pool sandbox is paused, a taken one answered. */
+/*
+ * The clock set (serve_life_clock): a pool sandbox is paused, a taken
+ * one answered. Set once before the pause too, so that the commands it
+ * runs are translated already (under TCG each QEMU translates the guest's
+ * code anew: a first exec costs about 100 ms more), and the one after
+ * the resume is quick.
+ */
 static void
-serve_pool_clock_cb(struct exec *x, const struct exec_result *r, void *arg)
+serve_pool_clocked(struct serve_sb *s)
 {
-	struct serve_sb	*s = arg;
-
-	exec_free(x);
-	s->pool_clock = NULL;
-	if (r->end == EXEC_END_GONE || r->end == EXEC_END_CLOSED)
-		return;		/* QEMU is going: serve_sb_gone answers */
-	s->ports_busy &= ~1u;
-	if (r->end != EXEC_END_EXITED || r->status != 0)
-		log_warnx("sandbox %s: its clock was not set: %s", s->name,
-		    r->error != NULL ? r->error : "date failed");
 	if (s->state != SERVE_BOOTING || s->sb == NULL)
 		return;		/* evicted, deleted meanwhile */
 	if (s->pool != NULL)
@@ -316,48 +312,12 @@ serve_pool_clock_cb(struct exec *x, const struct exec_result *r, void *arg)
 		serve_pool_answer(s);
 }
 
-/*
- * The guest's clock set to the host's now, through the agent (date -s
- * @SECONDS, busybox's and coreutils' alike): after a resume, as it stood
- * still while paused; and once before the pause, so that the commands
- * it runs are translated already (under TCG each QEMU translates the
- * guest's code anew: a first exec costs about 100 ms more), and the one
- * after the resume is quick.
- */
+/* Its clock set, or (no port free: never in a fresh one) not. */
 static void
 serve_pool_clock(struct serve_sb *s)
 {
-	static char *const	 env[] = { "TZ=UTC" };
-	struct exec_spec	 spec;
-	struct exec_ports	 ports;
-	struct exec_cbs		 cbs;
-	struct timespec		 ts;
-	char			 when[32], *argv[5];
-
-	/* Rounded to the nearest second: date -s takes whole ones. */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(when, sizeof when, "@%lld", (long long)ts.tv_sec +
-	    (ts.tv_nsec >= 500000000L));
-	argv[0] = "date";
-	argv[1] = "-u";
-	argv[2] = "-s";
-	argv[3] = when;
-	argv[4] = NULL;
-	memset(&spec, 0, sizeof spec);
-	spec.kind = EXEC_COMMAND;
-	spec.argv = argv;
-	spec.env = env;
-	spec.nenv = 1;
-	spec.timeout = 10;
-	ports.stream = 0;
-	ports.in = -1;
-	ports.control = SERVE_PORT_CONTROL;
-	memset(&cbs, 0, sizeof cbs);
-	cbs.done = serve_pool_clock_cb;
-	cbs.arg = s;
-	s->ports_busy |= 1u;
-	s->pool_clock = exec_new(s->srv->loop, s->sb, &spec, &ports, &cbs);
-	exec_start(s->pool_clock);
+	if (serve_life_clock(s, serve_pool_clocked) == -1)
+		serve_pool_clocked(s);
 }
 
 /*
@@ -535,14 +495,12 @@ serve_pool_evict(struct serve *srv, uint64_t need)
 	}
 }
 
-/* s is going: its clock's exec with it, and the pool refilled. */
+/* s is going: the pool refilled (serve_life_gone ends its clock's). */
 void
 serve_pool_gone(struct serve_sb *s)
 {
 	struct serve_pool_entry	*e;
 
-	if (s->pool_clock != NULL)
-		exec_gone(s->pool_clock, s->reason);	/* its cb frees it */
 	if (s->pool == NULL)
 		return;
 	if (s->state == SERVE_BOOTING && !s->pool_evicted &&

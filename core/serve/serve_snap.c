@@ -203,7 +203,9 @@ serve_snap_write(const char *dir, const char *name, struct serve_sb *s,
 			buf_puts(&b, ",");
 		buf_json_string(&b, s->sets[i]);
 	}
-	buf_puts(&b, "],");
+	buf_puts(&b, "]");
+	serve_snap_args_json(s, &b);
+	buf_puts(&b, ",");
 	buf_add(&b, meta->data, meta->len);
 	buf_puts(&b, "}\n");
 	xasprintf(&tmp, "%s/" SERVE_SNAP_RECORD ".tmp", dir);
@@ -593,6 +595,7 @@ serve_snap_from(json_t *v, struct serve_snapref *ref, struct serve_error *err)
 		ref->sets[i] = xstrdup(json_is_string(v) ?
 		    json_string_value(v) : "");
 	}
+	serve_snap_args_from(j, ref);
 	json_decref(j);
 	return (0);
 }
@@ -610,5 +613,8 @@ serve_snapref_free(struct serve_snapref *ref)
 	for (i = 0; i < ref->nsets; i++)
 		free(ref->sets[i]);
 	free(ref->sets);
+	for (i = 0; ref->extra != NULL && ref->extra[i] != NULL; i++)
+		free(ref->extra[i]);
+	free(ref->extra);
 	memset(ref, 0, sizeof *ref);
 }

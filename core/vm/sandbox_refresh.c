@@ -1,7 +1,14 @@
 /*
- * A copy of a snapshot given its own identity through an exec: above
- * exec.c, which sandbox_snap.c (below it) does not call: it ends the exec
- * at QEMU's death through snap->refresh_gone.
+ * A guest told what it cannot know by itself, through one exec of a
+ * shell script: above exec.c, which sandbox_snap.c (below it) does not
+ * call: it ends a fork's exec at QEMU's death through snap->refresh_gone.
+ * The host's clock always (a guest's clock stands still while it is
+ * paused, and a restored one's is its source's); for a copy of a
+ * snapshot, an identity of its own: fresh entropy, a new address on its
+ * network card (virtio-net's address is in the migrated device state,
+ * so only the guest can change it: the driver then tells the device),
+ * and a new /etc/machine-id when asked. The warm pool's takes, a resume
+ * and a fork all come here (qsup serve), so they set the clock alike.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +18,82 @@
 #include <ev.h>
 
 #include "sandbox_int.h"
+
+/* A new unicast, locally administered address, QEMU's prefix. */
+void
+sandbox_mac_new(char mac[SANDBOX_MAC_LEN])
+{
+	unsigned char	r[3];
+
+	do {
+		token_random(r, sizeof r);
+		snprintf(mac, SANDBOX_MAC_LEN, "52:54:00:%02x:%02x:%02x",
+		    r[0], r[1], r[2]);
+	} while (strcmp(mac, NET_GUEST_MAC) == 0);	/* every boot's */
+}
+
+/* The script: the clock first, so the rest runs at the right time. */
+static char *
+sandbox_fresh_script(const struct sandbox_fresh *f)
+{
+	struct timespec	 ts;
+	struct buf	 b = { 0 };
+	char		*hex;
+
+	/* Rounded to the nearest second: date -s takes whole ones. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	buf_printf(&b, "date -u -s @%lld >/dev/null", (long long)ts.tv_sec +
+	    (ts.tv_nsec >= 500000000L));
+	if (f != NULL && f->entropy) {
+		hex = token_hex(64);
+		buf_printf(&b, " && printf %%s %s >/dev/urandom", hex);
+		explicit_bzero(hex, strlen(hex));
+		free(hex);
+	}
+	/* Its card: the first interface that is a device (lo is not). */
+	if (f != NULL && f->mac != NULL)
+		buf_printf(&b, " && for d in /sys/class/net/*; do "
+		    "[ -e \"$d/device\" ] || continue; "
+		    "ip link set dev \"${d##*/}\" address %s || exit 1; "
+		    "break; done", f->mac);
+	if (f != NULL && f->machine_id) {
+		hex = token_hex(16);
+		buf_printf(&b, " && printf '%%s\\n' %s >/etc/machine-id", hex);
+		free(hex);
+	}
+	return (b.data);
+}
+
+/*
+ * The exec that tells sb's guest f (NULL: the clock only), on ports; its
+ * owner keeps it, then starts it (its end may come from exec_start),
+ * hears of its end through cbs, and frees it.
+ */
+struct exec *
+sandbox_fresh_exec(struct sandbox *sb, const struct sandbox_fresh *f,
+    const struct exec_ports *ports, const struct exec_cbs *cbs)
+{
+	static char *const	 env[] = { "TZ=UTC" };
+	struct exec_spec	 spec;
+	struct exec		*x;
+	char			*script, *argv[4];
+
+	script = sandbox_fresh_script(f);
+	argv[0] = "sh";
+	argv[1] = "-c";
+	argv[2] = script;
+	argv[3] = NULL;
+	memset(&spec, 0, sizeof spec);
+	spec.kind = EXEC_COMMAND;
+	spec.argv = argv;
+	spec.env = env;
+	spec.nenv = 1;
+	spec.timeout = 30;
+	x = exec_new(sb->loop, sb, &spec, ports, cbs);
+	explicit_bzero(script, strlen(script));
+	free(script);
+	return (x);
+}
 
 /* The identity's exec ended: its owner hears how. */
 static void
@@ -35,40 +118,27 @@ sandbox_refresh_done(struct exec *x, const struct exec_result *r, void *arg)
 }
 
 /*
- * A copy of a snapshot made its own: the host's clock and fresh bytes
- * from the host mixed into the guest's entropy pool, through an exec on
- * agent port (a copy's RNG would otherwise go on as its source's did).
- * cb is told once done, or why not; -1 with *cause if it cannot start.
+ * A copy of a snapshot made its own (f: what besides the clock), through
+ * an exec on agent port: a copy's RNG would otherwise go on as its
+ * source's did, and its card keep its source's address. cb is told once
+ * done, or why not; -1 with *cause if it cannot start.
  */
 int
-sandbox_refresh(struct sandbox *sb, int port, sandbox_done_cb cb, void *arg,
-    char **cause)
+sandbox_refresh(struct sandbox *sb, int port, const struct sandbox_fresh *f,
+    sandbox_done_cb cb, void *arg, char **cause)
 {
-	struct exec_spec	 spec;
 	struct exec_ports	 ports;
 	struct exec_cbs		 cbs;
-	struct timespec		 ts;
-	char			*script, *entropy, *argv[4];
 
 	if (sb->snap == NULL || sb->state != SBS_READY ||
 	    sb->snap->refresh != NULL) {
 		xasprintf(cause, "not a ready copy of a snapshot");
 		return (-1);
 	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	entropy = token_hex(64);
-	xasprintf(&script, "date -u -s @%lld >/dev/null && "
-	    "printf %%s %s >/dev/urandom", (long long)ts.tv_sec, entropy);
-	explicit_bzero(entropy, strlen(entropy));
-	free(entropy);
-	argv[0] = "sh";
-	argv[1] = "-c";
-	argv[2] = script;
-	argv[3] = NULL;
-	memset(&spec, 0, sizeof spec);
-	spec.kind = EXEC_COMMAND;
-	spec.argv = argv;
-	spec.timeout = 30;
+	if (f->mac != NULL && sb->net == NULL) {
+		xasprintf(cause, "it has no network card for an address");
+		return (-1);
+	}
 	ports.stream = port;
 	ports.in = -1;
 	ports.control = QSUP_PORT_COUNT - 2;
@@ -78,10 +148,7 @@ sandbox_refresh(struct sandbox *sb, int port, sandbox_done_cb cb, void *arg,
 	sb->snap->refresh_cb = cb;
 	sb->snap->refresh_arg = arg;
 	sb->snap->refresh_gone = exec_gone;	/* for sandbox_snap_abort */
-	sb->snap->refresh = exec_new(sb->loop, sb, &spec, &ports, &cbs);
-	explicit_bzero(script, strlen(script));
-	free(script);
+	sb->snap->refresh = sandbox_fresh_exec(sb, f, &ports, &cbs);
 	exec_start(sb->snap->refresh);
 	return (0);
 }
-

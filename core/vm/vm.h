@@ -441,7 +441,22 @@ int		 sandbox_snapshot(struct sandbox *, const char *,
 void		 sandbox_snapshot_json(struct sandbox *, struct buf *);
 void		 sandbox_set_snapshot(struct sandbox *, const char *,
 		     const char *, int, int);
-int		 sandbox_refresh(struct sandbox *, int, sandbox_done_cb, void *,
+/* sandbox_refresh.c: what a guest is told after a pause, a restore */
+#define SANDBOX_MAC_LEN	18	/* "52:54:00:xx:xx:xx" and its NUL */
+struct sandbox_fresh {		/* besides the host's clock, always */
+	int		 entropy;	/* host bytes into its pool */
+	const char	*mac;		/* its card's new address, or NULL */
+	int		 machine_id;	/* a new /etc/machine-id */
+};
+struct exec;
+struct exec_ports;
+struct exec_cbs;
+void		 sandbox_mac_new(char [SANDBOX_MAC_LEN]);
+struct exec	*sandbox_fresh_exec(struct sandbox *,
+		     const struct sandbox_fresh *, const struct exec_ports *,
+		     const struct exec_cbs *);
+int		 sandbox_refresh(struct sandbox *, int,
+		     const struct sandbox_fresh *, sandbox_done_cb, void *,
 		     char **);
 struct agent_conn *sandbox_port(struct sandbox *, int);
 const struct accel_choice *sandbox_accel(struct sandbox *);

@@ -106,6 +106,31 @@ test_snapshot_paused() {
 	serve_stop
 }
 
+# A restore sets the guest's clock, which is the save's: 12 s after the
+# snapshot it would be 12 s behind. A guest under TCG on a loaded host
+# falls a little behind as it runs, hence 5 s.
+test_restore_sets_clock() {
+	local d
+	serve_start
+	create a
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"t1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	api DELETE /v1/sandboxes/a
+	sleep 12
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"t1"}'
+	expect_eq "restore" 201 "$CODE"
+	echo "restore with its clock set: $SECS s" >>"$S/figures"
+	run_exec b '{"argv":["date","+%s"]}'
+	d=$(($(date +%s) - OUT))
+	echo "the restored guest's clock behind the host's: $d s" >>"$S/figures"
+	[ "$d" -le 5 ] && [ "$d" -ge -3 ] ||
+	    fail "the restored guest's clock is $d s behind the host's, 12 s after the save"
+	api DELETE /v1/sandboxes/b
+	api DELETE /v1/snapshots/t1
+	serve_stop
+	sed 's/^/    /' "$S/figures"
+}
+
 test_snapshot_survives_restart() {
 	serve_start
 	create a
@@ -251,6 +276,123 @@ test_fork() {
 	serve_stop
 }
 
+# guest_id NAME: its card's address and its machine-id, in $OUT.
+guest_id() {
+	run_exec "$1" '{"argv":["sh","-c","for d in /sys/class/net/*; do [ -e $d/device ] && cat $d/address; done; cat /etc/machine-id"]}'
+}
+
+# A fork's copies each get an identity of their own: a new address on
+# their network card (the default profile gives one: network =
+# "restricted"), which the network still reaches; a new machine-id only
+# when asked; the host's clock.
+test_fork_identity() {
+	local src m1 m2 m3 mid mid1 mid2
+	serve_start
+	create a
+	mid=0123456789abcdef0123456789abcdef
+	run_exec a "{\"argv\":[\"sh\",\"-c\",\"echo $mid >/etc/machine-id\"]}"
+	guest_id a
+	src=$OUT
+	expect_eq "the source's card and machine-id" "52:54:00:12:34:56
+$mid" "$src"
+	api POST /v1/sandboxes/a/fork -d '{"count":2,"machine_id":"yes"}'
+	expect_eq "machine_id not a boolean" 400 "$CODE"
+	expect_match "names the field" '"field":"machine_id"' "$BODY"
+	api POST /v1/sandboxes/a/fork -d '{"count":2,"machine_id":true}'
+	expect_eq "fork of 2 with new machine-ids" 201 "$CODE"
+	echo "fork of 2 with new identities: $SECS s" >>"$S/figures"
+	m1=$(jq -r '.sandboxes[0].mac' <<<"$BODY")
+	m2=$(jq -r '.sandboxes[1].mac' <<<"$BODY")
+	expect_match "a-f1's address shown" '^52:54:00:[0-9a-f:]{8}$' "$m1"
+	guest_id a-f1
+	expect_eq "a-f1's card has the address shown" "$m1" "$(head -1 <<<"$OUT")"
+	mid1=$(tail -1 <<<"$OUT")
+	guest_id a-f2
+	expect_eq "a-f2's card has the address shown" "$m2" "$(head -1 <<<"$OUT")"
+	mid2=$(tail -1 <<<"$OUT")
+	[ "$m1" != "$m2" ] && [ "$m1" != 52:54:00:12:34:56 ] &&
+	    [ "$m2" != 52:54:00:12:34:56 ] ||
+	    fail "the addresses do not differ: source 52:54:00:12:34:56, copies $m1 $m2"
+	expect_match "a-f1's machine-id is new" '^[0-9a-f]{32}$' "$mid1"
+	[ "$mid1" != "$mid" ] && [ "$mid2" != "$mid" ] && [ "$mid1" != "$mid2" ] ||
+	    fail "the machine-ids do not differ: source $mid, copies $mid1 $mid2"
+	guest_id a
+	expect_eq "the source keeps its own" "$src" "$OUT"
+	api GET /v1/sandboxes/a
+	expect_eq "the source shows no address of a fork" null "$(jq -r .mac <<<"$BODY")"
+	# The network reaches the new address: the gateway answers the
+	# guest's ARP, and its refusal comes back (restricted: nothing is
+	# reached).
+	run_exec a-f1 '{"argv":["sh","-c","nc -w 5 10.0.2.2 1 2>&1; ip neigh show 10.0.2.2"]}'
+	expect_match "a-f1's frames come back" 'refused' "$OUT"
+	expect_match "a-f1's ARP answered" 'REACHABLE|STALE|DELAY' "$OUT"
+	run_exec a-f1 '{"argv":["date","+%s"]}'
+	[ $(($(date +%s) - OUT)) -le 8 ] && [ $((OUT - $(date +%s))) -le 3 ] ||
+	    fail "a-f1's clock is $OUT, the host's $(date +%s)"
+	# Not asked: the source's machine-id, a new address all the same.
+	api POST /v1/sandboxes/a/fork -d '{"names":["k"]}'
+	expect_eq "fork of 1" 201 "$CODE"
+	m3=$(jq -r '.sandboxes[0].mac' <<<"$BODY")
+	guest_id k
+	expect_eq "k: a new address, the source's machine-id" "$m3
+$mid" "$OUT"
+	[ "$m3" != 52:54:00:12:34:56 ] && [ "$m3" != "$m1" ] && [ "$m3" != "$m2" ] ||
+	    fail "k's address is not new: $m3"
+	for n in a a-f1 a-f2 k; do api DELETE /v1/sandboxes/$n; done
+	# No card: nothing to give an address to, and the fork goes on.
+	create n '"settings":{"network":"none"}'
+	api POST /v1/sandboxes/n/fork -d '{"count":1,"machine_id":true}'
+	expect_eq "fork of one with no card" 201 "$CODE"
+	expect_eq "no address shown" null "$(jq -r '.sandboxes[0].mac' <<<"$BODY")"
+	file n-f1 /etc/machine-id
+	expect_match "its new machine-id" '^[0-9a-f]{32}$' "$OUT"
+	for n in n n-f1; do api DELETE /v1/sandboxes/$n; done
+	serve_stop
+	sed 's/^/    /' "$S/figures"
+}
+
+# rngs NAME: how many virtio entropy devices (id 4) its guest has, in $OUT.
+rngs() {
+	run_exec "$1" '{"argv":["sh","-c","grep -l 0x0004 /sys/bus/virtio/devices/*/device | wc -l"]}'
+}
+
+# A snapshot keeps its source's extra QEMU arguments (a device here): a
+# restore and a fork have the device too; a profile that now gives other
+# arguments is refused rather than restored into something else.
+test_snapshot_extra_args() {
+	local prof=$T_TMP/rng.lua
+	printf 'return { extra_args = { "-device", "virtio-rng-device" } }\n' >"$prof"
+	serve_start
+	create a '"extra_args":["-device","virtio-rng-device,id=rng1"]'
+	rngs a
+	expect_eq "a has the device" 1 "$OUT"
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"e1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	expect_eq "its arguments recorded" '["-device","virtio-rng-device,id=rng1"]' \
+	    "$(jq -c .extra_args <<<"$BODY")"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"e1"}'
+	expect_eq "restore" 201 "$CODE"
+	rngs b
+	expect_eq "b has the device" 1 "$OUT"
+	api POST /v1/sandboxes/a/fork -d '{"count":1}'
+	expect_eq "fork" 201 "$CODE"
+	rngs a-f1
+	expect_eq "the copy has the device" 1 "$OUT"
+	create p "\"profile\":\"$prof\""
+	api POST /v1/sandboxes/p/snapshots -d '{"name":"e2"}'
+	expect_eq "snapshot of a profile's" 201 "$CODE"
+	printf 'return { extra_args = { "-device", "virtio-rng-device,id=other" } }\n' >"$prof"
+	api POST /v1/sandboxes -d '{"name":"q","snapshot":"e2"}'
+	expect_eq "its profile gives other arguments now" 409 "$CODE"
+	expect_match "says why" 'snapshot e2 was taken with the extra QEMU arguments \\"-device virtio-rng-device\\", but its profile now gives \\"-device virtio-rng-device,id=other\\"' "$BODY"
+	api GET /v1/sandboxes/q
+	expect_eq "nothing made" 404 "$CODE"
+	for n in a b a-f1 p; do api DELETE /v1/sandboxes/$n; done
+	api DELETE /v1/snapshots/e1
+	api DELETE /v1/snapshots/e2
+	serve_stop
+}
+
 test_fork_paused() {
 	local n0
 	serve_start
@@ -329,9 +471,15 @@ test_client_and_mcp() {
 a-f2" "$out"
 	out=$("$QSUP" sandbox fork a x9 2>&1)
 	expect_eq "qsup sandbox fork with a name" x9 "$out"
+	out=$("$QSUP" sandbox fork --machine-id a x8 2>&1)
+	expect_eq "qsup sandbox fork --machine-id" x8 "$out"
+	file x8 /etc/machine-id
+	expect_match "x8's new machine-id" '^[0-9a-f]{32}$' "$OUT"
+	file x9 /etc/machine-id
+	expect_eq "x9 has none, as its source" "" "$OUT"
 	out=$("$QSUP" sandbox snapshots --rm c1 2>&1)
 	expect_eq "qsup sandbox snapshots --rm" c1 "$out"
-	"$QSUP" sandbox rm a-f1 a-f2 x9 b >/dev/null
+	"$QSUP" sandbox rm a-f1 a-f2 x8 x9 b >/dev/null
 	out=$(printf '%s\n' \
 	    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
 	    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_snapshot","arguments":{"name":"a","snapshot":"m1"}}}' \
@@ -339,7 +487,8 @@ a-f2" "$out"
 	    '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"sandbox_create","arguments":{"name":"m","snapshot":"m1"}}}' \
 	    '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sandbox_fork","arguments":{"name":"m","count":1}}}' \
 	    '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"sandbox_snapshot_delete","arguments":{"snapshot":"m1"}}}' \
-	    '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sandbox_fork","arguments":{"name":"m","count":0}}}' |
+	    '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sandbox_fork","arguments":{"name":"m","count":0}}}' \
+	    '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"sandbox_fork","arguments":{"name":"m","machine_id":true}}}' |
 	    "$QSUP" mcp --host "unix:$SOCK" 2>&1)
 	expect_match "MCP sandbox_snapshot" '"id":2,.*\\"name\\":\\"m1\\",\\"sandbox\\":\\"a\\"' "$out"
 	expect_match "MCP sandbox_snapshot_list" '"id":3,.*\\"snapshots\\":\[\{\\"name\\":\\"m1\\"' "$out"
@@ -347,9 +496,12 @@ a-f2" "$out"
 	expect_match "MCP sandbox_fork" '"id":5,.*\\"name\\":\\"m-f1\\"' "$out"
 	expect_match "MCP sandbox_snapshot_delete" '"id":6,.*"isError":false' "$out"
 	expect_match "MCP sandbox_fork count 0" '"id":7,.*1 to 16' "$out"
+	expect_match "MCP sandbox_fork machine_id" '"id":8,.*\\"name\\":\\"m-f2\\"' "$out"
+	file m-f2 /etc/machine-id
+	expect_match "m-f2's new machine-id" '^[0-9a-f]{32}$' "$OUT"
 	expect_eq "m ready" ready "$(state m)"
 	expect_eq "m-f1 ready" ready "$(state m-f1)"
-	"$QSUP" sandbox rm a m m-f1 >/dev/null
+	"$QSUP" sandbox rm a m m-f1 m-f2 >/dev/null
 	unset QSUP_HOST QSUP_TOKEN
 	serve_stop
 }
@@ -396,8 +548,10 @@ test_snapshot_disk() {
 }
 
 for t in ${TESTS:-test_snapshot_restore test_snapshot_paused \
+    test_restore_sets_clock \
     test_snapshot_survives_restart test_snapshot_bad_input test_fork \
-    test_fork_paused test_fork_bad_input test_client_and_mcp \
+    test_fork_identity test_fork_paused test_fork_bad_input \
+    test_client_and_mcp test_snapshot_extra_args \
     test_snapshot_disk}; do
 	run_test "$t"
 done

@@ -293,7 +293,34 @@ test_client_and_mcp() {
 	serve_stop
 }
 
+# A resume sets the guest's clock, which stood still while it was
+# paused: 12 s paused would leave it 12 s behind. A guest under TCG on a
+# loaded host falls a little behind as it runs, hence 5 s.
+test_resume_sets_clock() {
+	local d0 d1
+	serve_start
+	create k
+	run_exec k '{"argv":["date","+%s"]}'
+	d0=$(($(date +%s) - OUT))
+	api POST /v1/sandboxes/k/pause
+	expect_eq "pause" 200 "$CODE"
+	sleep 12
+	api POST /v1/sandboxes/k/resume
+	expect_eq "resume" 200 "$CODE"
+	expect_match "ready" '"state":"ready"' "$BODY"
+	echo "resume with its clock set: $SECS s" >>"$S/figures"
+	run_exec k '{"argv":["date","+%s"]}'
+	d1=$(($(date +%s) - OUT))
+	echo "the guest's clock behind the host's: $d0 s before the pause, $d1 s after the resume" >>"$S/figures"
+	[ "$d1" -le 5 ] && [ "$d1" -ge -3 ] ||
+	    fail "the guest's clock is $d1 s behind the host's after a 12 s pause (before: $d0 s)"
+	api DELETE /v1/sandboxes/k
+	serve_stop
+	sed 's/^/    /' "$S/figures"
+}
+
 for t in ${TESTS:-test_pause_resume test_pause_stops_exec_timeout \
+    test_resume_sets_clock \
     test_body_after_delete test_pause_refused test_bad_limits \
     test_ttl_delete_and_lift test_ttl_pause_and_idle test_client_and_mcp}; do
 	run_test "$t"
