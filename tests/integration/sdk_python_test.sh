@@ -62,7 +62,8 @@ test_install() {
 py_suite() {
 	local out last
 	install || return
-	out=$(cd / && $VPY "$@" 2>&1)
+	# Bounded: a suite that hangs fails, naming the test it was in.
+	out=$(cd / && timeout -k 10 300 $VPY -u "$@" 2>&1)
 	sed 's/^/  /' <<<"$out"
 	last=$(tail -n 1 <<<"$out")
 	expect_match "${1##*/}'s summary" '^[1-9][0-9]* passed, 0 failed$' "$last"
@@ -95,7 +96,7 @@ test_readme_example() {
 	    text >"$S/want" || fail "no output of the example in the README"
 	[ -s "$S/example.py" ] && [ -s "$S/want" ] || fail "an empty block"
 	got=$(cd "$S" && QSUP_HOST=unix:$SOCK QSUP_TOKEN=$TOKEN \
-	    $VPY example.py 2>&1)
+	    timeout -k 10 300 $VPY example.py 2>&1)
 	expect_eq "the example's output" "$(cat "$S/want")" "$got"
 	api GET /v1/sandboxes
 	expect_eq "the example leaves no sandbox" '{"sandboxes":[]}' "$BODY"

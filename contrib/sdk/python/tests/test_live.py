@@ -3,8 +3,10 @@
 which; tests/integration/sdk_python_test.sh starts one and installs the
 package first). One sandbox, "a", made by the first test and deleted by
 the last, serves every test between; a snapshot's restore and a fork are
-the only other boots. QSUP_TEST_TCP, if set, is a TCP listener of the
-same server (tcp:ADDR:PORT) for the transport test.
+the only other boots. Every command that waits on the test has a
+timeout, so a test that goes wrong fails rather than hangs.
+QSUP_TEST_TCP, if set, is a TCP listener of the same server
+(tcp:ADDR:PORT) for the transport test.
 """
 
 import hashlib
@@ -119,7 +121,7 @@ class Live(unittest.TestCase):
 
     def test_exec_stdin_stream(self):
         sb = self.need()
-        with sb.exec_stream(["cat"], stdin=True) as ex:
+        with sb.exec_stream(["cat"], stdin=True, timeout=60) as ex:
             events = iter(ex)
             ex.write(b"one\n")
             ev = until(events, lambda e: e.kind == "stdout", "stdout")
@@ -135,14 +137,15 @@ class Live(unittest.TestCase):
     def test_signal(self):
         sb = self.need()
         t0 = time.monotonic()
-        with sb.exec_stream(["sh", "-c", "echo up; exec sleep 100"]) as ex:
+        with sb.exec_stream(["sh", "-c", "echo up; exec sleep 100"],
+                            timeout=60) as ex:
             events = iter(ex)
             until(events, lambda e: e.kind == "stdout", "stdout")
             ex.signal("TERM")
             ev = until(events, lambda e: e.kind == "exit", "exit")
         self.assertEqual((ev.data["status"], ev.data["signal"]), (None, 15))
         self.assertLess(time.monotonic() - t0, 90)
-        with sb.exec_stream(["sleep", "100"]) as ex:
+        with sb.exec_stream(["sleep", "100"], timeout=60) as ex:
             ex.signal(9)
             r = ex.wait()
         self.assertEqual((r.signal, r.exit_code), (9, 137))
@@ -154,7 +157,7 @@ class Live(unittest.TestCase):
         out = b""
         with sb.exec_stream(["sh", "-c", "tty; stty size; read x; "
                              "echo got $x; stty size"], tty=True, rows=40,
-                            cols=100, stdin=True) as ex:
+                            cols=100, stdin=True, timeout=60) as ex:
             for ev in ex:
                 self.assertIn(ev.kind, ("stdout", "exit"))
                 if ev.kind == "stdout":
@@ -166,7 +169,7 @@ class Live(unittest.TestCase):
         self.assertRegex(out, rb"^/dev/pts/[0-9]+\r\n40 100\r\n")
         self.assertTrue(out.endswith(b"got yes\r\n50 120\r\n"), out)
         # Not a TTY: 409 (closing the stream ends the command).
-        with sb.exec_stream(["sleep", "30"]) as ex:
+        with sb.exec_stream(["sleep", "30"], timeout=60) as ex:
             with self.assertRaises(Conflict):
                 ex.resize(10, 10)
 
