@@ -13,7 +13,7 @@ import urllib.parse
 from .errors import ProtocolError, QsupError
 from .exec import Exec, ExecResult, feed_stdin, stdin_body
 from .sse import read_events
-from .transport import Transport
+from .transport import Stream, Transport
 
 # "Not given" for fields where None means something (null: no limit).
 UNSET = object()
@@ -41,7 +41,7 @@ class ServerEvent:
         return "ServerEvent(%r, %r)" % (self.name, self.data)
 
 
-class EventStream:
+class EventStream(Stream):
     """The server's events as they happen: iterate over it; close it (or
     leave its `with`) to stop. It starts with one "sandbox" event for
     each sandbox there is. A read waits at most timeout seconds (None:
@@ -49,7 +49,7 @@ class EventStream:
     event), then raises TimeoutError (socket.timeout before 3.10)."""
 
     def __init__(self, resp):
-        self._resp = resp
+        super().__init__(resp)
         self._events = read_events(resp)
 
     def __iter__(self):
@@ -62,18 +62,6 @@ class EventStream:
         except ValueError:
             data = ev.data
         return ServerEvent(ev.name, data)
-
-    def close(self):
-        conn = getattr(self._resp, "qsup_conn", None)
-        self._resp.close()
-        if conn is not None:
-            conn.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 class Client:

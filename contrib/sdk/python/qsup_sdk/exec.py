@@ -8,6 +8,7 @@ import threading
 
 from .errors import Conflict, ProtocolError
 from .sse import read_events
+from .transport import Stream
 
 # Bytes asked of the socket at a time at most; an event is dispatched as
 # soon as its bytes are in.
@@ -92,7 +93,7 @@ def stdin_body(data):
                     % type(data).__name__)
 
 
-class Exec:
+class Exec(Stream):
     """A running command: iterate over it for its events (stdout, stderr,
     then exit, the last); write to its stdin, signal it, resize its
     terminal. Closing it (or leaving its `with`) before the exit event
@@ -100,9 +101,9 @@ class Exec:
     """
 
     def __init__(self, transport, sandbox, resp):
+        super().__init__(resp)
         self._t = transport
         self.sandbox = sandbox
-        self._resp = resp
         self._events = read_events(resp, READ_SIZE)
         self.exit = None
         self.id = None
@@ -180,18 +181,6 @@ class Exec:
         """Its terminal's size (a tty exec only)."""
         self._t.call("POST", self._path("resize"),
                      {"rows": rows, "cols": cols})
-
-    def close(self):
-        conn = getattr(self._resp, "qsup_conn", None)
-        self._resp.close()
-        if conn is not None:
-            conn.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def feed_stdin(ex, data):

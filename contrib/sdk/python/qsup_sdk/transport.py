@@ -209,3 +209,23 @@ def _error(status, reason, raw, method, path):
     else:
         message = raw.decode("utf-8", "replace").strip() or reason
     return error_for(status, message, body, method, path)
+
+
+class Stream:
+    """A response read as it comes (an event stream): closing it, or
+    leaving its `with`, drops the connection, which ends it server side."""
+
+    def __init__(self, resp):
+        self._resp = resp
+
+    def close(self):
+        conn = getattr(self._resp, "qsup_conn", None)
+        self._resp.close()
+        if conn is not None:
+            conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
