@@ -248,8 +248,11 @@ class Live(unittest.TestCase):
             with self.assertRaises(Conflict):
                 sb.snapshot("s1")
             sb.write_file("/tmp/mark", b"after\n")
-            b = snap.restore(name="b")
+            # wait=False: answered at once (202), then polled to ready.
+            b = snap.restore(name="b", wait=False)
             try:
+                self.assertIn(b.state, ("booting", "ready"))
+                b.wait_ready(timeout=120)
                 self.assertEqual((b.state, b.start), ("ready", "snapshot"))
                 self.assertEqual(b.read_file("/tmp/mark"),
                                  b"before the snapshot\n")
