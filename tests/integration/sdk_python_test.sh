@@ -86,6 +86,52 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	serve_stop
 }
 
+# https with the server's certificate given (cacert=), refused without:
+# a server of its own on TCP alone (TLS is for TCP listeners only).
+test_tls() {
+	local srv=$T_TMP/tls pid port= out
+	install || return
+	mkdir -p "$srv"
+	chmod 700 "$srv"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+	    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+	    -keyout "$srv/key.pem" -out "$srv/cert.pem" 2>/dev/null ||
+	    { fail "openssl could not make a certificate"; return; }
+	"$QSUP" serve --listen tcp:127.0.0.1:0 --token-file "$srv/token" \
+	    --tls-cert "$srv/cert.pem" --tls-key "$srv/key.pem" \
+	    --record "$T_RECORD" >"$srv/log" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 200); do
+		port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' \
+		    "$srv/log")
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	[ -n "$port" ] || fail "no port: $(tail -3 "$srv/log")"
+	out=$(cd / && QSUP_TOKEN_FILE=$srv/token timeout 60 $VPY -c '
+import sys
+from qsup_sdk import Client, ConnectError, NotFound
+c = Client(host=sys.argv[1], cacert=sys.argv[2])
+print("list", c.list())
+print("metrics", "qsup_sandboxes" in c.metrics())
+try:
+    c.sandbox("nope").exec(["true"])
+except NotFound as e:
+    print("exec", e.status, e.message)
+try:
+    Client(host=sys.argv[1]).list()
+except ConnectError as e:
+    print("no CA:", e)
+' "https://localhost:$port" "$srv/cert.pem" 2>&1)
+	expect_match "a call over TLS" '^list \[\]$' "$out"
+	expect_match "text over TLS" '^metrics True$' "$out"
+	expect_match "an error over TLS" '^exec 404 no sandbox named nope$' "$out"
+	expect_match "no CA: refused" "^no CA: https://localhost:$port: .*CERTIFICATE_VERIFY_FAILED" "$out"
+	kill -TERM "$pid"
+	wait "$pid"
+	expect_eq "serve's exit status after SIGTERM" 0 "$?"
+}
+
 test_readme_example() {
 	local got
 	install || return
@@ -104,7 +150,8 @@ test_readme_example() {
 	serve_stop
 }
 
-for t in ${TESTS:-test_install test_unit test_live test_readme_example}; do
+for t in ${TESTS:-test_install test_unit test_live test_tls \
+    test_readme_example}; do
 	run_test "$t"
 done
 finish
