@@ -57,6 +57,12 @@ test_install() {
 	install
 }
 
+# free_port: a loopback TCP port no one listens on now.
+free_port() {
+	"$PY" -c 'import socket; s = socket.socket()
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 # py_suite NAME SCRIPT [ARGS]: a python suite of the package, its lines
 # shown indented; it must end "N passed, 0 failed" with N > 0.
 py_suite() {
@@ -75,8 +81,7 @@ test_unit() {
 
 test_live() {
 	local port
-	port=$("$PY" -c 'import socket; s = socket.socket()
-s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	port=$(free_port)
 	serve_start --listen "tcp:127.0.0.1:$port"
 	QSUP_HOST=unix:$SOCK QSUP_TOKEN=$TOKEN \
 	    QSUP_TEST_TCP=tcp:127.0.0.1:$port py_suite "$SDK/tests/test_live.py"
@@ -89,7 +94,7 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # https with the server's certificate given (cacert=), refused without:
 # a server of its own on TCP alone (TLS is for TCP listeners only).
 test_tls() {
-	local srv=$T_TMP/tls pid port= out
+	local srv=$T_TMP/tls pid port out
 	install || return
 	mkdir -p "$srv"
 	chmod 700 "$srv"
@@ -97,17 +102,16 @@ test_tls() {
 	    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
 	    -keyout "$srv/key.pem" -out "$srv/cert.pem" 2>/dev/null ||
 	    { fail "openssl could not make a certificate"; return; }
-	"$QSUP" serve --listen tcp:127.0.0.1:0 --token-file "$srv/token" \
+	port=$(free_port)
+	"$QSUP" serve --listen "tcp:127.0.0.1:$port" --token-file "$srv/token" \
 	    --tls-cert "$srv/cert.pem" --tls-key "$srv/key.pem" \
 	    --record "$T_RECORD" >"$srv/log" 2>&1 &
 	pid=$!
-	for _ in $(seq 1 200); do
-		port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' \
-		    "$srv/log")
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	[ -n "$port" ] || fail "no port: $(tail -3 "$srv/log")"
+	# Up once its health answers over TLS (the client checks the rest).
+	timeout 10 sh -c 'until curl -sf --cacert "$1" "$2" >/dev/null; do
+	    sleep 0.05; done' - "$srv/cert.pem" \
+	    "https://localhost:$port/v1/healthz" ||
+	    fail "the TLS server did not come up: $(tail -3 "$srv/log")"
 	out=$(cd / && QSUP_TOKEN_FILE=$srv/token timeout 60 $VPY -c '
 import sys
 from qsup_sdk import Client, ConnectError, NotFound
