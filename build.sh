@@ -31,6 +31,7 @@ PACKAGES=(
 	scdoc mandoc zsh fish python3-yaml systemd
 	fakeroot libarchive-dev zstd
 	python3-jsonschema
+	python3-venv python3-pip python3-setuptools python3-wheel
 	podman runc
 	docker-registry skopeo
 )
