@@ -287,18 +287,28 @@ class Sandbox:
 
     # Snapshots and forks.
 
+    def load(self, snapshot):
+        """An attached QEMU's snapshot (kept in its qcow2 disks) loaded
+        back into it; other sandboxes start copies with Snapshot.restore."""
+        self.info = self._t.call("POST", self._path("/restore"),
+                                 {"snapshot": snapshot})
+        return self
+
     def snapshot(self, name):
         """Save it whole (RAM, devices, disk) as the snapshot name."""
         return Snapshot(self.client, self._t.call(
             "POST", self._path("/snapshots"), {"name": name}))
 
-    def fork(self, count=None, names=None):
+    def fork(self, count=None, names=None, machine_id=None):
         """Running copies of it: a ForkResult (source, seconds, sandboxes,
-        a copy that failed is None there)."""
+        a copy that failed is None there). machine_id=True: each copy
+        gets a new /etc/machine-id."""
         got = self._t.call("POST", self._path("/fork"),
                            _members(count=UNSET if count is None else count,
                                     names=UNSET if names is None
-                                    else list(names)))
+                                    else list(names),
+                                    machine_id=UNSET if machine_id is None
+                                    else bool(machine_id)))
         if not isinstance(got, dict) or "sandboxes" not in got:
             raise ProtocolError("fork of %s: %r" % (self.name, got))
         return ForkResult(got["source"], got["seconds"],

@@ -209,9 +209,12 @@ export class Client implements ExecCaller {
 		/** Saves it whole as snapshot `snapshot`. */
 		snapshot: (name: string, snapshot: string): Promise<Snapshot> =>
 		    this.json("POST", `${sb(name)}/snapshots`, { name: snapshot }),
-		/** Running copies: { count } or { names }. */
+		/** Running copies: { count } or { names }, and machine_id. */
 		fork: (name: string, req: ForkRequest = {}): Promise<ForkResult> =>
-		    this.json("POST", `${sb(name)}/fork`, req)
+		    this.json("POST", `${sb(name)}/fork`, req),
+		/** An attached QEMU's snapshot loaded back into it. */
+		load: (name: string, snapshot: string): Promise<Sandbox> =>
+		    this.json("POST", `${sb(name)}/restore`, { snapshot })
 	};
 
 	readonly snapshots = {

@@ -147,7 +147,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resume (QMP cont) */
+        /**
+         * Resume (QMP cont)
+         * @description Continues the guest's vCPUs (QMP cont), then sets the guest's clock to the host's through the agent (it stood still while paused), and answers once it is set; the sandbox stays "paused" until then.
+         */
         post: operations["resumeSandbox"];
         delete?: never;
         options?: never;
@@ -302,9 +305,32 @@ export interface paths {
         put?: never;
         /**
          * Running copies of a ready or paused sandbox
-         * @description Each copy has its own overlay, the host's clock and fresh entropy; the source stays as it was. Answered once every copy is ready. 503 past the server's limits (limit, max).
+         * @description Each copy has its own overlay, the host's clock, fresh entropy, a new address on its network card if it has one ("mac" in the sandbox object), and a new /etc/machine-id with "machine_id"; the source stays as it was. Answered once every copy is ready. 503 past the server's limits (limit, max).
          */
         post: operations["forkSandbox"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{name}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The sandbox's name. */
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Load an attached QEMU's snapshot back into it (QMP snapshot-load)
+         * @description For an attached QEMU only: its snapshot, kept inside its writable qcow2 disks, is loaded back into it; the guest runs on from that state. Any other sandbox gets 409: start a new sandbox from a snapshot with POST /v1/sandboxes {"snapshot": S}.
+         */
+        post: operations["restoreSandbox"];
         delete?: never;
         options?: never;
         head?: never;
@@ -407,6 +433,8 @@ export interface components {
             console_tail: string | null;
             /** @description "building setup step N/M: STEP" while booting on setup layers. */
             phase: string | null;
+            /** @description The address a fork gave its copy's network card ("52:54:00:xx:xx:xx"); null: the address it booted with, or no card. */
+            mac: string | null;
             ttl: number | null;
             idle_ttl: number | null;
             /** @enum {string} */
@@ -647,12 +675,23 @@ export interface components {
             profile: string | null;
             /** @description KEY=VALUE, as the sandbox was made with them. */
             settings: string[];
+            /** @description Its source's extra QEMU arguments, its profile's then its create's: a restore gets them back, and is refused (409) when its profile now gives others. */
+            extra_args?: string[];
             /** @description Its source booted cold. */
             cold: boolean;
             /** @description Its source's RAM was a template's shared file. */
             ram_backend: boolean;
             /** @description It holds a disk overlay. */
             disk: boolean;
+            /** @description Of an attached QEMU: QEMU's own snapshot, kept inside its writable qcow2 disks (QMP snapshot-save); loaded back with POST /v1/sandboxes/{name}/restore, never started as a new sandbox. */
+            attached?: {
+                /** @description The QEMU's monitor socket. */
+                qmp: string;
+                /** @description The snapshot's tag inside the disks. */
+                tag: string;
+                /** @description The block nodes that hold it; the first holds RAM and devices. */
+                devices: string[];
+            };
         };
         SnapshotList: {
             snapshots: components["schemas"]["Snapshot"][];
@@ -665,6 +704,11 @@ export interface components {
             count?: number;
             /** @description The copies' names (default NAME-f1, NAME-f2...); as many as count. */
             names?: string[];
+            /**
+             * @description Write a new /etc/machine-id in each copy; without it each keeps its source's.
+             * @default false
+             */
+            machine_id?: boolean;
         };
         ForkResult: {
             source: string;
@@ -1424,6 +1468,15 @@ export interface operations {
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["Unavailable"];
+            /** @description QEMU's job did not end in time. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     forkSandbox: {
@@ -1461,6 +1514,55 @@ export interface operations {
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    restoreSandbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The sandbox's name. */
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The snapshot's name. */
+                    snapshot: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The sandbox. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Sandbox"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+            /** @description QEMU's job did not end in time. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listSnapshots: {
@@ -1546,11 +1648,21 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             414: components["responses"]["UriTooLong"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["Unavailable"];
+            /** @description QEMU's job did not end in time. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
 }
