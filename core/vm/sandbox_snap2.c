@@ -19,6 +19,8 @@
  */
 #include <sys/stat.h>
 
+#include <dirent.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -162,29 +164,109 @@ snap2_pread(int fd, void *p, size_t len, off_t off)
 }
 
 /*
- * The template's RAM file, pinned in dir by a hard link: the same inode
- * the guest's RAM maps, or -1 (a template evicted since, or another file
- * system: the snapshot cannot be of format 2).
+ * QEMU's own descriptor of the file of inode ino (it keeps its RAM
+ * backend's open): "/proc/PID/fd/N", or NULL.
+ */
+static char *
+snap2_qemu_fd(pid_t pid, uint64_t ino)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	char		*dir, *path = NULL;
+
+	xasprintf(&dir, "/proc/%ld/fd", (long)pid);
+	if ((d = opendir(dir)) == NULL) {
+		free(dir);
+		return (NULL);
+	}
+	while (path == NULL && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		xasprintf(&path, "%s/%s", dir, de->d_name);
+		if (stat(path, &st) == -1 || (uint64_t)st.st_ino != ino ||
+		    !S_ISREG(st.st_mode)) {
+			free(path);
+			path = NULL;
+		}
+	}
+	closedir(d);
+	free(dir);
+	return (path);
+}
+
+/*
+ * A copy of the RAM file QEMU maps (its name gone: a fork's hidden
+ * snapshot removed, a snapshot deleted, the template evicted), its holes
+ * kept: only the extents with data are copied, at their offsets.
  */
 static int
-snap2_pin(const char *path, uint64_t ino, const char *dir, char **cause)
+snap2_copy(pid_t pid, uint64_t ino, const char *to, char **cause)
+{
+	struct stat	 st;
+	char		*from;
+	off_t		 data, hole, o, w;
+	int		 in = -1, out = -1, rc = -1;
+
+	if ((from = snap2_qemu_fd(pid, ino)) == NULL) {
+		xasprintf(cause, "QEMU %ld holds no descriptor of its RAM file "
+		    "(inode %" PRIu64 ")", (long)pid, ino);
+		return (-1);
+	}
+	if ((in = open(from, O_RDONLY|O_CLOEXEC)) == -1 ||
+	    fstat(in, &st) == -1 || (out = open(to, O_WRONLY|O_CREAT|O_EXCL|
+	    O_CLOEXEC, 0600)) == -1 || ftruncate(out, st.st_size) == -1)
+		goto fail;
+	for (data = 0; (data = lseek(in, data, SEEK_DATA)) != -1;
+	    data = hole) {
+		if ((hole = lseek(in, data, SEEK_HOLE)) == -1)
+			goto fail;
+		/* Each call moves both offsets on by what it copied. */
+		for (o = data, w = data; o < hole; )
+			if (copy_file_range(in, &o, out, &w, hole - o, 0) <= 0)
+				goto fail;
+	}
+	if (errno != ENXIO || fsync(out) == -1)
+		goto fail;
+	rc = 0;
+	goto out;
+fail:
+	xasprintf(cause, "copying %s to %s: %s", from, to, strerror(errno));
+	if (out != -1)
+		unlink(to);
+out:
+	if (in != -1)
+		close(in);
+	if (out != -1)
+		close(out);
+	free(from);
+	return (rc);
+}
+
+/*
+ * The template's RAM file, pinned in dir: a hard link to the inode the
+ * guest's RAM maps, or, when its name is gone or on another file system,
+ * a copy of it through QEMU's descriptor.
+ */
+static int
+snap2_pin(pid_t pid, const char *path, uint64_t ino, const char *dir,
+    char **cause)
 {
 	struct stat	 st;
 	char		*to;
+	int		 rc = 0;
 
 	xasprintf(&to, "%s/" SANDBOX_SNAP_TPL, dir);
-	errno = 0;
-	if (link(path, to) == -1 || stat(to, &st) == -1 ||
-	    (uint64_t)st.st_ino != ino) {
-		xasprintf(cause, "the template's RAM file %s cannot be kept "
-		    "with the snapshot: %s", path, errno != 0 ?
-		    strerror(errno) : "it was replaced");
-		unlink(to);
+	if (link(path, to) == 0 && stat(to, &st) == 0 &&
+	    (uint64_t)st.st_ino == ino) {
 		free(to);
-		return (-1);
+		return (0);
 	}
+	unlink(to);
+	log_debug("snapshot: %s cannot be linked; copying it", path);
+	rc = snap2_copy(pid, ino, to, cause);
 	free(to);
-	return (0);
+	return (rc);
 }
 
 /* Opens dir/name for writing, new. */
@@ -216,9 +298,8 @@ sandbox_snap2_save(struct sandbox *sb, const char *dir, uint64_t *bytes,
 	char		*path = NULL, *mem = NULL, *buf = NULL;
 	int		 memfd = -1, pfd = -1, mfd = -1, rc = -1;
 
-	errno = 0;
 	if (snap2_find(pid, size, &start, &path, &ino, cause) == -1 ||
-	    snap2_pin(path, ino, dir, cause) == -1 ||
+	    snap2_pin(pid, path, ino, dir, cause) == -1 ||
 	    (pm = snap2_pagemap(pid, start, npages, cause)) == NULL)
 		goto out;
 	xasprintf(&mem, "/proc/%ld/mem", (long)pid);

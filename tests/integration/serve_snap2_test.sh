@@ -63,6 +63,20 @@ test_format2_small_and_pinned() {
 	expect_eq "fork of the restored" 201 "$CODE"
 	ask b-f1
 	[ "$N" -ge "$n0" ] || fail "the fork's counter is $N, b's was $n0"
+	n0=$N
+	# The fork's hidden snapshot is gone: its RAM file has no name left,
+	# so the next save keeps a copy of it.
+	api POST /v1/sandboxes/b-f1/snapshots -d '{"name":"s2"}'
+	expect_eq "snapshot of a fork" 201 "$CODE"
+	expect_match "of format 2 too" '"format":2' "$BODY"
+	[ "$(du -B1 "$snap/../s2/tpl.ram" | cut -f1)" -lt "$ram" ] ||
+	    fail "its template's RAM file was copied whole: $(du -B1 "$snap/../s2/tpl.ram")"
+	api POST /v1/sandboxes -d '{"name":"d","snapshot":"s2"}'
+	expect_eq "restore of it" 201 "$CODE"
+	ask d
+	[ "$N" -ge "$n0" ] || fail "d's counter is $N, b-f1's was $n0"
+	api DELETE /v1/sandboxes/d
+	api DELETE /v1/snapshots/s2
 	# Without its template's RAM file: refused, naming it, nothing left.
 	rundirs=$(ls "$XDG_RUNTIME_DIR/qsup" | wc -l)
 	rm "$snap/tpl.ram"
