@@ -17,7 +17,7 @@ counting() {
 }
 
 test_format2_small_and_pinned() {
-	local n0 snap ram rundirs
+	local n0 snap ram rundirs sum
 	fresh_cache snap2
 	serve_start
 	# The first start builds the template; the second restores it.
@@ -41,6 +41,7 @@ test_format2_small_and_pinned() {
 	    fail "its pages: $(stat -c %s "$snap/ram.pages") bytes"
 	expect_eq "the template's RAM file pinned (the same inode)" \
 	    "$(stat -c %i "$TPL"/*.ram)" "$(stat -c %i "$snap/tpl.ram")"
+	sum=$(sha256sum <"$snap/tpl.ram")
 	# The template removed, then rebuilt (a new RAM file) by a start.
 	rm -f "$TPL"/*
 	create x
@@ -77,6 +78,8 @@ test_format2_small_and_pinned() {
 	[ "$N" -ge "$n0" ] || fail "d's counter is $N, b-f1's was $n0"
 	api DELETE /v1/sandboxes/d
 	api DELETE /v1/snapshots/s2
+	expect_eq "no restore wrote the pinned RAM file" "$sum" \
+	    "$(sha256sum <"$snap/tpl.ram")"
 	# Without its template's RAM file: refused, naming it, nothing left.
 	rundirs=$(ls "$XDG_RUNTIME_DIR/qsup" | wc -l)
 	rm "$snap/tpl.ram"
