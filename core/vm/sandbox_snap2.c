@@ -436,6 +436,20 @@ sandbox_snap2_launch(struct sandbox *sb, char **cause)
 	for (i = 0; i < len; i++)
 		n += __builtin_popcount(r->map[i]);
 	r->npages = n;
+	/* Checked before QEMU starts: after, a bad file only kills it. */
+	xasprintf(&path, "%s/" SANDBOX_SNAP_PAGES, r->dir);
+	if (stat(path, &st) == -1) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		free(path);
+		return (-1);
+	}
+	if ((uint64_t)st.st_size != n * SNAP2_PAGE) {
+		xasprintf(cause, "%s: %lld bytes, its map lists %zu pages",
+		    path, (long long)st.st_size, n);
+		free(path);
+		return (-1);
+	}
+	free(path);
 	if (pipe2(p, O_CLOEXEC) == -1) {
 		xasprintf(cause, "pipe: %s", strerror(errno));
 		return (-1);

@@ -80,8 +80,16 @@ test_format2_small_and_pinned() {
 	api DELETE /v1/snapshots/s2
 	expect_eq "no restore wrote the pinned RAM file" "$sum" \
 	    "$(sha256sum <"$snap/tpl.ram")"
-	# Without its template's RAM file: refused, naming it, nothing left.
 	rundirs=$(ls "$XDG_RUNTIME_DIR/qsup" | wc -l)
+	# Pages that are not the ones its map lists: refused, naming them.
+	cp "$snap/ram.pages" "$S/pages"
+	truncate -s -4096 "$snap/ram.pages"
+	api POST /v1/sandboxes -d '{"name":"c","snapshot":"s1"}'
+	[ "$CODE" -ge 400 ] || fail "a restore of short pages: $CODE $BODY"
+	expect_match "the pages named" 'ram\.pages: [0-9]* bytes, its map lists' "$BODY"
+	expect_eq "no sandbox c" gone "$(state c)"
+	cp "$S/pages" "$snap/ram.pages"
+	# Without its template's RAM file: refused, naming it, nothing left.
 	rm "$snap/tpl.ram"
 	api POST /v1/sandboxes -d '{"name":"c","snapshot":"s1"}'
 	[ "$CODE" -ge 400 ] || fail "a restore without tpl.ram: $CODE $BODY"
