@@ -99,6 +99,9 @@ for _ in $(seq 1 "$runs"); do
 	    http://qsup/v1/sandboxes/a/exec >>"$tmp/after"
 done
 ms() { awk '{print $1 * 1000}' "$1" | median %.1f; }
+# range FILE (seconds, or - for stdin): its lowest-highest, in ms.
+range() { awk '{print $1 * 1000}' "$1" | sort -n |
+    awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.1f-%.1f", lo, hi}'; }
 echo "  pause: median $(ms "$tmp/pause") ms; resume: median" \
     "$(ms "$tmp/resume") ms; exec true after it: median $(ms "$tmp/after") ms"
 
@@ -107,8 +110,10 @@ api -o /dev/null -d '{"argv":["sh","-c","(while :; do sleep 0.2; done) </dev/nul
     http://qsup/v1/sandboxes/a/exec
 for i in $(seq 1 "$few"); do
 	api -w ' %{time_total}\n' -d "{\"name\":\"bs$i\"}" \
-	    http://qsup/v1/sandboxes/a/snapshots |
-	    sed -n 's/.*"pause_ms":\([0-9.]*\).*} \([0-9.]*\)$/\1 \2/p' >>"$tmp/save"
+	    http://qsup/v1/sandboxes/a/snapshots >"$tmp/snap.json"
+	sed -n 's/.*"pause_ms":\([0-9.]*\).*} \([0-9.]*\)$/\1 \2/p' \
+	    "$tmp/snap.json" >>"$tmp/save"
+	sed -n 's/.*"size_bytes":\([0-9]*\).*/\1/p' "$tmp/snap.json" >>"$tmp/size"
 	api -o /dev/null -w '%{time_total}\n' \
 	    -d "{\"name\":\"br$i\",\"snapshot\":\"bs$i\"}" \
 	    http://qsup/v1/sandboxes >>"$tmp/restore"
@@ -127,11 +132,16 @@ for i in $(seq 1 3); do
 done
 echo "  snapshot save: median $(awk '{print $2 * 1000}' "$tmp/save" | median %.1f) ms" \
     "to its answer, the guest paused median $(awk '{print $1}' "$tmp/save" | median %.1f) ms" \
-    "(goal <= 50 ms)"
-echo "  restore from a snapshot to ready: median $(ms "$tmp/restore") ms (goal <= 80 ms)"
+    "(goal <= 50 ms); ranges $(awk '{print $2}' "$tmp/save" | range -)" \
+    "and $(awk '{print $1 / 1000}' "$tmp/save" | range -) ms"
+echo "  snapshot on disk: median $(awk '{print $1 / 1048576}' "$tmp/size" | median %.1f) MB" \
+    "(its own files; format 2 pins the template's RAM file beside them)"
+echo "  restore from a snapshot to ready: median $(ms "$tmp/restore") ms (goal <= 80 ms);" \
+    "range $(range "$tmp/restore") ms"
 f8=$(ms "$tmp/fork8")
 echo "  fork of 1: median $(ms "$tmp/fork1") ms; of 8: median $f8 ms," \
-    "$(awk -v a="$f8" 'BEGIN {printf "%.1f", a / 8}') ms per copy (goal <= 100 ms per copy)"
+    "$(awk -v a="$f8" 'BEGIN {printf "%.1f", a / 8}') ms per copy (goal <= 100 ms per copy);" \
+    "ranges $(range "$tmp/fork1") and $(range "$tmp/fork8") ms"
 
 # 8 streams of 50 MB at once, in one sandbox.
 mb=50

@@ -98,6 +98,9 @@ serve_snap_json(json_t *j, struct buf *b)
 
 	c = json_deep_copy(j);
 	json_object_del(c, "token");
+	/* Records older than format 2 were all of format 1. */
+	if (json_object_get(c, "format") == NULL)
+		json_object_set_new(c, "format", json_integer(1));
 	text = json_dumps(c, JSON_COMPACT|JSON_REAL_PRECISION(9));
 	buf_puts(b, text != NULL ? text : "{}");
 	free(text);

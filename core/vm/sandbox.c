@@ -1005,6 +1005,12 @@ sandbox_snap_forget(struct sandbox *sb)
 	if (sb->snap->token != NULL)
 		explicit_bzero(sb->snap->token, strlen(sb->snap->token));
 	free(sb->snap->token);
+	free(sb->snap->map);
+	free(sb->snap->state);
+	if (sb->snap->pipe != -1)
+		close(sb->snap->pipe);
+	if (sb->snap->tpl_fd != -1)
+		close(sb->snap->tpl_fd);
 	free(sb->snap);
 	sb->snap = NULL;
 }

@@ -33,7 +33,7 @@ sandbox_ram_args(struct sandbox *sb, struct qemu_argv *a)
 	char	*path;
 
 	/* A snapshot's RAM is all in its stream: the block's name counts. */
-	if (sb->snap != NULL) {
+	if (sb->snap != NULL && sb->snap->format != 2) {
 		qemu_arg(a, "-object");
 		qemu_arg(a, "memory-backend-ram,id=" TEMPLATE_RAM_ID
 		    ",size=%lluM", (unsigned long long)sb->profile->memory_mib);
@@ -41,7 +41,8 @@ sandbox_ram_args(struct sandbox *sb, struct qemu_argv *a)
 		qemu_arg(a, "memory-backend=" TEMPLATE_RAM_ID);
 		return;
 	}
-	if (sb->mode == SB_RESTORE)
+	/* Format 2 snapshots map their pinned template the same way. */
+	if (sb->mode == SB_RESTORE || sb->snap != NULL)
 		xasprintf(&path, "/proc/self/fd/%d", sb->ram_fd);
 	else
 		path = qemu_escape(sb->tpl.ram_tmp != NULL ? sb->tpl.ram_tmp :
@@ -49,7 +50,7 @@ sandbox_ram_args(struct sandbox *sb, struct qemu_argv *a)
 	qemu_arg(a, "-object");
 	qemu_arg(a, "memory-backend-file,id=" TEMPLATE_RAM_ID ",size=%lluM,"
 	    "mem-path=%s,share=%s", (unsigned long long)sb->profile->memory_mib,
-	    path, sb->mode == SB_RESTORE ? "off" : "on");
+	    path, sb->mode == SB_RESTORE || sb->snap != NULL ? "off" : "on");
 	qemu_arg(a, "-machine");
 	qemu_arg(a, "memory-backend=" TEMPLATE_RAM_ID);
 	free(path);
@@ -170,6 +171,11 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	for (i = 0; i < (int)p->nextra_args; i++)
 		qemu_arg(a, "%s", p->extra_args[i]);
 	if (sb->snap != NULL) {
+		/* Format 2's device state has no configuration section. */
+		if (sb->snap->format == 2) {
+			qemu_arg(a, "-global");
+			qemu_arg(a, "migration.send-configuration=off");
+		}
 		qemu_arg(a, "-incoming");
 		qemu_arg(a, "fd:%d", sb->state_fd);
 	} else if (sb->mode == SB_RESTORE) {

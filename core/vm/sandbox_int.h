@@ -177,11 +177,21 @@ void		 sandbox_save(struct sandbox *);
 /* sandbox_snap.c */
 #define SANDBOX_SNAP_STATE	"state"		/* files of a snapshot */
 #define SANDBOX_SNAP_DISK	"disk.qcow2"
+#define SANDBOX_SNAP_PAGES	"ram.pages"	/* format 2 (sandbox_snap2.c) */
+#define SANDBOX_SNAP_MAP	"ram.map"
+#define SANDBOX_SNAP_TPL	"tpl.ram"
 struct sandbox_snapref {	/* the snapshot a sandbox starts from */
 	char		*dir;
 	char		*token;		/* the source's: the guest keeps it */
 	int		 cold;		/* the source booted (seed disk) */
 	int		 ram_backend;	/* its RAM was a template's backend */
+	int		 format;	/* 1: RAM in the stream; 2: dirty pages */
+	uint8_t		*map;		/* format 2: a bit a page, and */
+	size_t		 npages;	/* how many are set */
+	uint8_t		*state;		/* the device state, for */
+	size_t		 state_len;
+	int		 pipe;		/* QEMU's -incoming, or -1 */
+	int		 tpl_fd;	/* tpl.ram, or -1 */
 	struct sandbox	*sb;
 	ev_timer	 status;	/* polls the restore's run state */
 	struct exec	*refresh;	/* a fork's fresh identity, under way */
@@ -193,6 +203,13 @@ struct sandbox_snap_job;
 int		 sandbox_snap_launch(struct sandbox *, char **);
 void		 sandbox_snap_launched(struct sandbox *);
 void		 sandbox_snap_abort(struct sandbox *);
+
+/* sandbox_snap2.c */
+int		 sandbox_snap2_able(struct sandbox *);
+int		 sandbox_snap2_save(struct sandbox *, const char *, uint64_t *,
+		     char **);
+int		 sandbox_snap2_launch(struct sandbox *, char **);
+int		 sandbox_snap2_load(struct sandbox *, char **);
 
 /* sandbox_argv.c */
 int		 sandbox_template_format(struct sandbox *);

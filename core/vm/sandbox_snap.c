@@ -238,6 +238,51 @@ sandbox_snap_step(const char *error, json_t *ret, void *arg)
 	}
 }
 
+/*
+ * Format 2 (sandbox_snap2.c): stop, the dirty pages read, the devices
+ * saved without RAM (QEMU writes the state file by its path; "live":
+ * false keeps its disks active for the cont), then as format 1's end.
+ */
+static void
+sandbox_snap2_step(const char *error, json_t *ret, void *arg)
+{
+	struct sandbox_snap_job	*j = arg;
+	struct sandbox		*sb = j->sb;
+	struct buf		 b = { 0 };
+	char			*cause = NULL, *path;
+	int			 rc;
+
+	(void)ret;
+	if (error != NULL) {
+		sandbox_snap_saved(j, error);
+		return;
+	}
+	if (j->step++ == 1) {
+		j->t_done = util_now();
+		j->downtime_ms = (j->t_done - j->forced_at) * 1000;
+		sandbox_snap_saved(j, NULL);
+		return;
+	}
+	if (sandbox_snap2_save(sb, j->dir, &j->res.bytes, &cause) == -1) {
+		sandbox_snap_saved(j, cause);
+		free(cause);
+		return;
+	}
+	xasprintf(&path, "%s/" SANDBOX_SNAP_STATE, j->dir);
+	buf_puts(&b, "{\"live\":false,\"filename\":");
+	buf_json_string(&b, path);
+	buf_puts(&b, "}");
+	buf_add(&b, "", 1);
+	free(path);
+	rc = qmp_conn_call(sb->qmp, "xen-save-devices-state", b.data, -1,
+	    sandbox_snap2_step, j, &cause);
+	buf_free(&b);
+	if (rc == -1) {
+		sandbox_snap_saved(j, cause);
+		free(cause);
+	}
+}
+
 /* QEMU is going (its monitor with it): a save under way failed. */
 void
 sandbox_snap_abort(struct sandbox *sb)
@@ -326,7 +371,10 @@ sandbox_snapshot(struct sandbox *sb, const char *dir, sandbox_snap_cb cb,
 	 * stream then records a running VM). It answers no ping meanwhile.
 	 */
 	sandbox_live_stop(sb);
-	if (qmp_conn_call(sb->qmp, "query-status", NULL, -1,
+	j->forced_at = j->t_start;
+	if (sandbox_snap2_able(sb) ? qmp_conn_call(sb->qmp, j->was_running ?
+	    "stop" : "query-status", NULL, -1, sandbox_snap2_step, j,
+	    cause) == -1 : qmp_conn_call(sb->qmp, "query-status", NULL, -1,
 	    sandbox_snap_step, j, cause) == -1) {
 		if (j->was_running)
 			sandbox_live_resume(sb);
@@ -356,9 +404,10 @@ sandbox_snapshot_json(struct sandbox *sb, struct buf *b)
 
 	buf_puts(b, "\"token\":");
 	buf_json_string(b, sb->token);
-	buf_printf(b, ",\"cold\":%s,\"ram_backend\":%s,\"disk\":%s",
-	    cold ? "true" : "false", ram ? "true" : "false",
-	    sb->disk.overlay != NULL ? "true" : "false");
+	buf_printf(b, ",\"cold\":%s,\"ram_backend\":%s,\"disk\":%s,"
+	    "\"format\":%d", cold ? "true" : "false", ram ? "true" : "false",
+	    sb->disk.overlay != NULL ? "true" : "false",
+	    sandbox_snap2_able(sb) ? 2 : 1);
 }
 
 /*
@@ -369,12 +418,19 @@ void
 sandbox_set_snapshot(struct sandbox *sb, const char *dir, const char *token,
     int cold, int ram_backend)
 {
+	char	*path;
+
 	assert(sb->state == SBS_NEW);
 	sb->snap = xcalloc(1, sizeof *sb->snap);
 	sb->snap->dir = xstrdup(dir);
 	sb->snap->token = xstrdup(token);
 	sb->snap->cold = cold;
 	sb->snap->ram_backend = ram_backend;
+	sb->snap->pipe = sb->snap->tpl_fd = -1;
+	/* Its files say its format, whatever its record says. */
+	xasprintf(&path, "%s/" SANDBOX_SNAP_MAP, dir);
+	sb->snap->format = ram_backend && access(path, F_OK) == 0 ? 2 : 1;
+	free(path);
 }
 
 /*
@@ -387,13 +443,18 @@ sandbox_snap_launch(struct sandbox *sb, char **cause)
 	char	*path;
 	int	 rc = 0;
 
-	xasprintf(&path, "%s/" SANDBOX_SNAP_STATE, sb->snap->dir);
-	if ((sb->state_fd = open(path, O_RDONLY|O_CLOEXEC)) == -1) {
-		xasprintf(cause, "%s: %s", path, strerror(errno));
+	if (sb->snap->format == 2) {
+		if (sandbox_snap2_launch(sb, cause) == -1)
+			return (-1);
+	} else {
+		xasprintf(&path, "%s/" SANDBOX_SNAP_STATE, sb->snap->dir);
+		if ((sb->state_fd = open(path, O_RDONLY|O_CLOEXEC)) == -1) {
+			xasprintf(cause, "%s: %s", path, strerror(errno));
+			free(path);
+			return (-1);
+		}
 		free(path);
-		return (-1);
 	}
-	free(path);
 	if (sb->disk.base != NULL && sb->disk.middle == NULL) {
 		xasprintf(&path, "%s/" SANDBOX_SNAP_DISK, sb->snap->dir);
 		rc = disk_overlay_on(&sb->disk, sb->rundir, path, cause);
@@ -415,8 +476,16 @@ sandbox_snap_status(const char *error, json_t *ret, void *arg)
 	struct sandbox	*sb = arg;
 	const char	*st;
 
+	char		*cause = NULL;
+
 	if (error != NULL || sb->snap == NULL || sb->qmp == NULL)
 		return;		/* the start's deadline says the rest */
+	/* QEMU runs and waits on its pipe: the RAM, then the devices. */
+	if (sb->snap->pipe != -1 && sandbox_snap2_load(sb, &cause) == -1) {
+		log_warnx("restore of snapshot %s: %s", sb->snap->dir, cause);
+		free(cause);
+		return;
+	}
 	st = json_string_value(json_object_get(ret, "status"));
 	if (st == NULL || strcmp(st, "inmigrate") == 0) {
 		ev_timer_set(&sb->snap->status, SNAP_POLL, 0);

@@ -329,6 +329,7 @@ test_persist_bad_input() {
 	expect_eq "no sandbox made" '{"sandboxes":[]}' "$BODY"
 	# A second server on the same cache: the records are the first's.
 	s0=$SOCK
+	local pid1=$SERVE_PID
 	serve_launch "$S/s2.sock" "$S/token" "$S/serve2.log" ||
 	    fail "the second server did not come up: $(cat "$S/serve2.log")"
 	local pid2=$SERVE_PID
@@ -338,7 +339,9 @@ test_persist_bad_input() {
 	expect_match "says why" 'another server holds' "$BODY"
 	kill -TERM "$pid2"
 	wait "$pid2"
+	# serve_launch set SERVE_PID to the second: the first is stopped too.
 	SOCK=$s0
+	SERVE_PID=$pid1
 	serve_stop
 }
 
