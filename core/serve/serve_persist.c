@@ -590,6 +590,7 @@ serve_persist_save(struct serve_sb *s, int quiet, char **cause)
 	struct serve_persist_job	*job;
 	struct serve_error		 err = { 0 };
 	char				*root;
+	int				 made, tries;
 
 	if (s->persist->saving) {
 		xasprintf(cause, "a save is under way");
@@ -611,11 +612,23 @@ serve_persist_save(struct serve_sb *s, int quiet, char **cause)
 	job->serial = s->serial;
 	job->paused = s->state == SERVE_PAUSED;
 	job->quiet = quiet;
-	xasprintf(&job->name, SERVE_PERSIST_HIDDEN "%s-%lld-%u", s->name,
-	    (long long)time(NULL), ++ps->next);
-	xasprintf(&job->dir, "%s/%s", root, job->name);
+	/*
+	 * The second and a count since this server's start: a save a
+	 * restarted server takes within the second of its last one (format
+	 * 2 restores are that quick) must not meet that one's name.
+	 */
+	for (tries = 0;; tries++) {
+		xasprintf(&job->name, SERVE_PERSIST_HIDDEN "%s-%lld-%u",
+		    s->name, (long long)time(NULL), ++ps->next);
+		xasprintf(&job->dir, "%s/%s", root, job->name);
+		if ((made = mkdir(job->dir, 0700)) == 0 || errno != EEXIST ||
+		    tries == 100)
+			break;
+		free(job->name);
+		free(job->dir);
+	}
 	free(root);
-	if (mkdir(job->dir, 0700) == -1) {
+	if (made == -1) {
 		xasprintf(cause, "%s: %s", job->dir, strerror(errno));
 		serve_persist_job_free(job);
 		return (-1);
