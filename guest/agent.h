@@ -53,6 +53,8 @@ struct agent_config {
 	struct timespec		 time;
 	unsigned char		*entropy;
 	size_t			 entropy_len;
+	int			 has_mac;	/* /refresh: the card's new */
+	unsigned char		 mac[6];	/* address */
 	char			**env;
 	size_t			 nenv;
 	char			*cwd;
@@ -351,6 +353,8 @@ int		 cow_setup(struct init_state *);
 int		 cow_mount(struct init_state *, const struct agent_mount *);
 void		 cow_hide(struct init_state *);
 void		 init_apply_seed(struct init_state *);
+int		 init_apply_fresh(struct agent_config *);
+int		 init_set_mac(const unsigned char [6]);
 void		 init_service(struct init_state *);
 int		 init_setup(struct init_state *, const char *, size_t, char **);
 void		 init_poweroff(struct init_state *, void (*)(int, void *),

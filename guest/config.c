@@ -231,6 +231,24 @@ config_mount(struct agent_config *cfg, char **f, const char **cause)
 	return (0);
 }
 
+/* "mac XX:XX:XX:XX:XX:XX": a unicast address for the guest's card. */
+static int
+config_mac(const char *s, unsigned char mac[6])
+{
+	int	i, hi, lo;
+
+	if (strlen(s) != 17)
+		return (-1);
+	for (i = 0; i < 6; i++) {
+		if ((hi = config_hex((unsigned char)s[i * 3])) == -1 ||
+		    (lo = config_hex((unsigned char)s[i * 3 + 1])) == -1 ||
+		    (i < 5 && s[i * 3 + 2] != ':'))
+			return (-1);
+		mac[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return ((mac[0] & 1) ? -1 : 0);	/* not a group address */
+}
+
 static int
 config_line(struct agent_config *cfg, const char *key, size_t klen,
     const char *val, size_t vlen, const char **cause)
@@ -243,7 +261,7 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 	if (KEY("token") || KEY("hostname") || KEY("cwd") || KEY("time") ||
 	    KEY("entropy") || KEY("env") || KEY("firewall") ||
 	    KEY("root_glibc") || KEY("entrypoint") || KEY("cmd") ||
-	    KEY("template") || KEY("cow")) {
+	    KEY("template") || KEY("cow") || KEY("mac")) {
 		if (config_fields(val, vlen, f, 1, cause) == -1)
 			return (-1);
 	} else if (KEY("root")) {
@@ -305,6 +323,13 @@ config_line(struct agent_config *cfg, const char *key, size_t klen,
 	} else if (KEY("entropy")) {
 		if (config_entropy(cfg, f[0], cause) == -1)
 			goto fail;
+		free(f[0]);
+	} else if (KEY("mac")) {
+		if (config_mac(f[0], cfg->mac) == -1) {
+			*cause = "bad mac (want six hex bytes, a colon between)";
+			goto fail;
+		}
+		cfg->has_mac = 1;
 		free(f[0]);
 	} else if (KEY("env")) {
 		if (f[0][0] == '=' || strchr(f[0], '=') == NULL) {

@@ -9,9 +9,13 @@
  */
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+
+#include <net/if.h>
+#include <net/if_arp.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -422,11 +426,12 @@ init_firewall(struct init_state *st)
 }
 
 /*
- * Clock, entropy, host name and shares from the seed. The pool takes at
- * most 512 bytes at once; more would add nothing.
+ * The clock and fresh entropy of cfg, where it has them: a seed's, a
+ * /setup's or a /refresh's. The pool takes at most 512 bytes at once;
+ * more would add nothing. -1 if a call failed (logged).
  */
-void
-init_apply_seed(struct init_state *st)
+int
+init_apply_fresh(struct agent_config *cfg)
 {
 	struct {
 		int		entropy_count;
@@ -434,32 +439,89 @@ init_apply_seed(struct init_state *st)
 		unsigned char	buf[512];
 	} pool;
 	size_t	n;
-	int	fd;
+	int	fd, rc = 0;
 
-	if (st->cfg.has_time &&
-	    clock_settime(CLOCK_REALTIME, &st->cfg.time) == -1)
+	if (cfg->has_time && clock_settime(CLOCK_REALTIME, &cfg->time) == -1) {
 		log_warn("clock_settime");
-	if (st->cfg.entropy_len > 0) {
-		n = st->cfg.entropy_len;
+		rc = -1;
+	}
+	if (cfg->entropy_len > 0) {
+		n = cfg->entropy_len;
 		if (n > sizeof pool.buf)
 			n = sizeof pool.buf;
 		pool.entropy_count = (int)n * 8;
 		pool.buf_size = (int)n;
-		memcpy(pool.buf, st->cfg.entropy, n);
+		memcpy(pool.buf, cfg->entropy, n);
 		if ((fd = open("/dev/urandom", O_WRONLY|O_CLOEXEC)) == -1 ||
-		    ioctl(fd, INIT_RNDADDENTROPY, &pool) == -1)
+		    ioctl(fd, INIT_RNDADDENTROPY, &pool) == -1) {
 			log_warn("adding seed entropy");
+			rc = -1;
+		}
 		/*
 		 * Reseed the CRNG now rather than on its own schedule: a guest
 		 * restored from a template shares its pool with every clone.
 		 */
-		else if (ioctl(fd, INIT_RNDRESEEDCRNG) == -1)
+		else if (ioctl(fd, INIT_RNDRESEEDCRNG) == -1) {
 			log_warn("reseeding the CRNG");
+			rc = -1;
+		}
 		if (fd != -1)
 			close(fd);
 		explicit_bzero(&pool, sizeof pool);
-		explicit_bzero(st->cfg.entropy, st->cfg.entropy_len);
+		explicit_bzero(cfg->entropy, cfg->entropy_len);
 	}
+	return (rc);
+}
+
+/*
+ * The guest's network card gets address mac: the first interface that is
+ * not a loopback (a guest of qsup's has one card at most). The driver
+ * passes it on to the device (virtio-net's own copy is in a restored
+ * device state); the kernel flushes the card's neighbours with it.
+ */
+int
+init_set_mac(const unsigned char mac[6])
+{
+	struct if_nameindex	*ifs, *i;
+	struct ifreq		 ifr;
+	int			 s, rc = -1;
+
+	if ((s = socket(AF_INET, SOCK_DGRAM|SOCK_CLOEXEC, 0)) == -1) {
+		log_warn("socket");
+		return (-1);
+	}
+	if ((ifs = if_nameindex()) == NULL) {
+		log_warn("if_nameindex");
+		close(s);
+		return (-1);
+	}
+	for (i = ifs; i->if_index != 0 && i->if_name != NULL; i++) {
+		memset(&ifr, 0, sizeof ifr);
+		strncpy(ifr.ifr_name, i->if_name, IFNAMSIZ - 1);
+		if (ioctl(s, SIOCGIFFLAGS, &ifr) == -1 ||
+		    (ifr.ifr_flags & IFF_LOOPBACK))
+			continue;
+		ifr.ifr_hwaddr.sa_family = ARPHRD_ETHER;
+		memcpy(ifr.ifr_hwaddr.sa_data, mac, 6);
+		if ((rc = ioctl(s, SIOCSIFHWADDR, &ifr)) == -1)
+			log_warn("%s: its address", i->if_name);
+		break;
+	}
+	if (i->if_index == 0 || i->if_name == NULL)
+		log_warnx("no network card for an address");
+	if_freenameindex(ifs);
+	close(s);
+	return (rc);
+}
+
+/*
+ * Clock, entropy, host name and shares from the seed. The pool takes at
+ * most 512 bytes at once; more would add nothing.
+ */
+void
+init_apply_seed(struct init_state *st)
+{
+	(void)init_apply_fresh(&st->cfg);
 	if (st->cfg.hostname != NULL && sethostname(st->cfg.hostname,
 	    strlen(st->cfg.hostname)) == -1)
 		log_warn("sethostname %s", st->cfg.hostname);

@@ -182,6 +182,7 @@ struct serve_sb {
 	struct exec		*clock;		/* setting its guest's clock
 						   (serve_life_clock) */
 	int			 clock_port;
+	int			 clocking;	/* ... or its agent's refresh */
 	void			(*clock_done)(struct serve_sb *);
 	int			 clocked;	/* from a snapshot: set once */
 	char			*mac;		/* its card's, set by a fork */

@@ -175,6 +175,9 @@ serve_life_gone(struct serve_sb *s)
 	ev_timer_stop(s->srv->loop, &s->idle_timer);
 	if (s->clock != NULL)
 		exec_gone(s->clock, s->reason);	/* its cb frees it */
+	if (s->clocking && s->sb != NULL)
+		sandbox_fresh_cancel(s->sb);
+	s->clocking = 0;
 	s->qmp_want = SERVE_DEAD;
 	if (TAILQ_EMPTY(&s->qmp_waiters))
 		return;
@@ -413,19 +416,48 @@ serve_life_clock_cb(struct exec *x, const struct exec_result *r, void *arg)
 	s->clock_done(s);
 }
 
+/* The agent's own refresh of s's clock is over: its owner goes on. */
+static void
+serve_life_fresh_cb(struct sandbox *sb, int gone, const char *error,
+    void *arg)
+{
+	struct serve_sb	*s = arg;
+
+	(void)sb;
+	s->clocking = 0;
+	if (gone)
+		return;		/* QEMU is going: serve_sb_gone answers */
+	if (error != NULL)
+		log_warnx("sandbox %s: its clock was not set: %s", s->name,
+		    error);
+	s->clock_done(s);
+}
+
 /*
- * The guest's clock set to the host's now, through the agent (core/vm's
- * sandbox_fresh_exec, as a fork's copies get it), then done called: the
- * guest's clock stood still while it was paused (its vCPUs' clock stops
- * with them). -1 when no agent port is free.
+ * The guest's clock set to the host's now, then done called: the guest's
+ * clock stood still while it was paused (its vCPUs' clock stops with
+ * them), and a restored one's is its save's. The agent sets it itself
+ * (POST /refresh on the control port, core/vm's sandbox_fresh_send);
+ * an exec of date only if that cannot be sent. -1 when neither can.
  */
 int
 serve_life_clock(struct serve_sb *s, void (*done)(struct serve_sb *))
 {
 	struct exec_ports	 ports;
 	struct exec_cbs		 cbs;
+	char			*cause = NULL;
 
-	if (s->sb == NULL || (s->clock_port = serve_port_take(s)) == -1)
+	if (s->sb == NULL)
+		return (-1);
+	s->clock_done = done;
+	if (sandbox_fresh_send(s->sb, SERVE_PORT_CONTROL, NULL,
+	    serve_life_fresh_cb, s, &cause) == 0) {
+		s->clocking = 1;
+		return (0);
+	}
+	log_debug("sandbox %s: %s: its clock by an exec", s->name, cause);
+	free(cause);
+	if ((s->clock_port = serve_port_take(s)) == -1)
 		return (-1);
 	ports.stream = s->clock_port;
 	ports.in = -1;

@@ -147,6 +147,11 @@ struct sandbox {
 	struct sandbox_snap_job	*snap_job;	/* a save under way */
 	struct sandbox_snapref	*snap;		/* started from one, or NULL */
 
+	/* a POST /refresh under way (sandbox_refresh.c): its owner's */
+	sandbox_fresh_cb	 fresh_cb;	/* NULL: none, or cancelled */
+	void			*fresh_arg;
+	int			 fresh_busy;	/* sent, not answered */
+
 	/* boot = "image" (sandbox_boot.c) */
 	int			 boot_phase;
 	ev_timer		 boot_tick;	/* progress on stderr */

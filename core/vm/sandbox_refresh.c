@@ -1,6 +1,9 @@
 /*
- * A guest told what it cannot know by itself, through one exec of a
- * shell script: above exec.c, which sandbox_snap.c (below it) does not
+ * A guest told what it cannot know by itself: by its agent's own POST
+ * /refresh (the clock, entropy, a card's address: no process, so no
+ * program for a new QEMU to translate first), or, for a new machine-id,
+ * by one exec of a shell script: above exec.c, which sandbox_snap.c
+ * (below it) does not
  * call: it ends a fork's exec at QEMU's death through snap->refresh_gone.
  * The host's clock always (a guest's clock stands still while it is
  * paused, and a restored one's is its source's); for a copy of a
@@ -95,6 +98,76 @@ sandbox_fresh_exec(struct sandbox *sb, const struct sandbox_fresh *f,
 	return (x);
 }
 
+/* The agent's answer to POST /refresh: its owner hears how. */
+static void
+sandbox_fresh_reply(int status, const char *body, size_t len, void *arg)
+{
+	struct sandbox		*sb = arg;
+	sandbox_fresh_cb	 cb = sb->fresh_cb;
+	char			*msg = NULL;
+	int			 gone = status == AGENT_CLOSED;
+
+	sb->fresh_busy = 0;
+	sb->fresh_cb = NULL;
+	if (cb == NULL)
+		return;		/* cancelled, or told at QEMU's end */
+	if (status != 204)
+		xasprintf(&msg, "%s%d: %.*s", gone ? "QEMU exited: " :
+		    "the agent's refresh answered ", status, (int)(len > 200 ?
+		    200 : len), body);
+	cb(sb, gone, msg, sb->fresh_arg);
+	free(msg);
+}
+
+/*
+ * The host's clock, fresh entropy and, if mac is not NULL, a new address
+ * on its card, given to sb's guest through its agent's own POST /refresh
+ * on agent port (no process
+ * in the guest: an exec of date, the first program a restored QEMU runs,
+ * costs it ~120 ms of translation under TCG). cb told once answered, or
+ * with gone when QEMU goes first; never after sandbox_fresh_cancel. -1
+ * with *cause when one is under way already.
+ */
+int
+sandbox_fresh_send(struct sandbox *sb, int port, const char *mac,
+    sandbox_fresh_cb cb, void *arg, char **cause)
+{
+	struct timespec	 ts;
+	struct buf	 b = { 0 };
+	char		*hex;
+
+	if (sb->fresh_busy || port < 0 || port >= QSUP_PORT_COUNT ||
+	    sb->ports[port] == NULL) {
+		xasprintf(cause, sb->fresh_busy ? "a refresh is under way" :
+		    "no agent port %d", port);
+		return (-1);
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	buf_printf(&b, "time %lld.%09ld\n", (long long)ts.tv_sec, ts.tv_nsec);
+	hex = token_hex(64);
+	buf_printf(&b, "entropy %s\n", hex);
+	explicit_bzero(hex, strlen(hex));
+	free(hex);
+	if (mac != NULL)
+		buf_printf(&b, "mac %s\n", mac);
+	sb->fresh_cb = cb;
+	sb->fresh_arg = arg;
+	sb->fresh_busy = 1;
+	agent_request(sb->ports[port], "POST", "/refresh", b.data, b.len,
+	    sandbox_fresh_reply, NULL, sb);
+	explicit_bzero(b.data, b.len);
+	buf_free(&b);
+	return (0);
+}
+
+/* Its owner is going: a refresh's answer is not told to it. */
+void
+sandbox_fresh_cancel(struct sandbox *sb)
+{
+	if (sb != NULL)
+		sb->fresh_cb = NULL;
+}
+
 /* The identity's exec ended: its owner hears how. */
 static void
 sandbox_refresh_done(struct exec *x, const struct exec_result *r, void *arg)
@@ -117,6 +190,23 @@ sandbox_refresh_done(struct exec *x, const struct exec_result *r, void *arg)
 	free(msg);
 }
 
+/* The agent's own refresh of a copy is over: its owner hears how. */
+static void
+sandbox_refresh_sent(struct sandbox *sb, int gone, const char *error,
+    void *arg)
+{
+	char	*msg = NULL;
+
+	(void)gone;
+	(void)arg;
+	if (sb->snap == NULL || sb->snap->refresh_cb == NULL)
+		return;
+	if (error != NULL)
+		xasprintf(&msg, "the fresh identity was not set: %s", error);
+	sb->snap->refresh_cb(sb, msg, sb->snap->refresh_arg);
+	free(msg);
+}
+
 /*
  * A copy of a snapshot made its own (f: what besides the clock), through
  * an exec on agent port: a copy's RNG would otherwise go on as its
@@ -131,7 +221,7 @@ sandbox_refresh(struct sandbox *sb, int port, const struct sandbox_fresh *f,
 	struct exec_cbs		 cbs;
 
 	if (sb->snap == NULL || sb->state != SBS_READY ||
-	    sb->snap->refresh != NULL) {
+	    sb->snap->refresh != NULL || sb->fresh_busy) {
 		xasprintf(cause, "not a ready copy of a snapshot");
 		return (-1);
 	}
@@ -139,6 +229,12 @@ sandbox_refresh(struct sandbox *sb, int port, const struct sandbox_fresh *f,
 		xasprintf(cause, "it has no network card for an address");
 		return (-1);
 	}
+	sb->snap->refresh_cb = cb;
+	sb->snap->refresh_arg = arg;
+	/* The clock, entropy and address: the agent sets them itself. */
+	if (!f->machine_id)
+		return (sandbox_fresh_send(sb, port, f->mac,
+		    sandbox_refresh_sent, NULL, cause));
 	ports.stream = port;
 	ports.in = -1;
 	ports.control = QSUP_PORT_COUNT - 2;

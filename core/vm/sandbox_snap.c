@@ -288,12 +288,19 @@ void
 sandbox_snap_abort(struct sandbox *sb)
 {
 	struct exec	*x;
+	sandbox_fresh_cb fcb;
 
 	if (sb->snap != NULL)
 		ev_timer_stop(sb->loop, &sb->snap->status);
 	/* Its identity's exec: told it is over, its owner with it. */
 	if (sb->snap != NULL && (x = sb->snap->refresh) != NULL)
 		sb->snap->refresh_gone(x, "QEMU exited");
+	/* ... or its agent's own refresh (sandbox_fresh_send): the same. */
+	if (sb->fresh_cb != NULL) {
+		fcb = sb->fresh_cb;
+		sb->fresh_cb = NULL;
+		fcb(sb, 1, "QEMU exited", sb->fresh_arg);
+	}
 	if (sb->snap_job != NULL)
 		sandbox_snap_end(sb->snap_job, "QEMU exited during the save");
 }

@@ -452,6 +452,12 @@ struct exec;
 struct exec_ports;
 struct exec_cbs;
 void		 sandbox_mac_new(char [SANDBOX_MAC_LEN]);
+/* gone: QEMU is going (error says so); else error NULL once done */
+typedef void	(*sandbox_fresh_cb)(struct sandbox *, int, const char *,
+		     void *);
+int		 sandbox_fresh_send(struct sandbox *, int, const char *,
+		     sandbox_fresh_cb, void *, char **);
+void		 sandbox_fresh_cancel(struct sandbox *);
 struct exec	*sandbox_fresh_exec(struct sandbox *,
 		     const struct sandbox_fresh *, const struct exec_ports *,
 		     const struct exec_cbs *);
