@@ -352,7 +352,7 @@ void		 serve_life_arm(struct serve_sb *);
 void		 serve_life_gone(struct serve_sb *);
 void		 serve_sb_json(struct serve_sb *, struct buf *);
 void		 serve_life_pause(struct serve_sb *, const char *);
-int		 serve_life_clock(struct serve_sb *,
+int		 serve_life_clock(struct serve_sb *, int,
 		     void (*)(struct serve_sb *));
 int		 serve_life_restored(struct serve_sb *,
 		     void (*)(struct serve_sb *));

@@ -437,11 +437,14 @@ serve_life_fresh_cb(struct sandbox *sb, int gone, const char *error,
  * The guest's clock set to the host's now, then done called: the guest's
  * clock stood still while it was paused (its vCPUs' clock stops with
  * them), and a restored one's is its save's. The agent sets it itself
- * (POST /refresh on the control port, core/vm's sandbox_fresh_send);
- * an exec of date only if that cannot be sent. -1 when neither can.
+ * (POST /refresh on the control port, core/vm's sandbox_fresh_send), or,
+ * with by_exec, an exec of date does (sandbox_fresh_exec): the warm
+ * pool's, whose first exec translates the exec path before its pause.
+ * -1 when neither can be sent.
  */
 int
-serve_life_clock(struct serve_sb *s, void (*done)(struct serve_sb *))
+serve_life_clock(struct serve_sb *s, int by_exec,
+    void (*done)(struct serve_sb *))
 {
 	struct exec_ports	 ports;
 	struct exec_cbs		 cbs;
@@ -450,12 +453,14 @@ serve_life_clock(struct serve_sb *s, void (*done)(struct serve_sb *))
 	if (s->sb == NULL)
 		return (-1);
 	s->clock_done = done;
-	if (sandbox_fresh_send(s->sb, SERVE_PORT_CONTROL, NULL,
+	if (!by_exec && sandbox_fresh_send(s->sb, SERVE_PORT_CONTROL, NULL,
 	    serve_life_fresh_cb, s, &cause) == 0) {
 		s->clocking = 1;
 		return (0);
 	}
-	log_debug("sandbox %s: %s: its clock by an exec", s->name, cause);
+	if (cause != NULL)
+		log_debug("sandbox %s: %s: its clock by an exec", s->name,
+		    cause);
 	free(cause);
 	if ((s->clock_port = serve_port_take(s)) == -1)
 		return (-1);
@@ -465,7 +470,6 @@ serve_life_clock(struct serve_sb *s, void (*done)(struct serve_sb *))
 	memset(&cbs, 0, sizeof cbs);
 	cbs.done = serve_life_clock_cb;
 	cbs.arg = s;
-	s->clock_done = done;
 	s->clock = sandbox_fresh_exec(s->sb, NULL, &ports, &cbs);
 	exec_start(s->clock);
 	return (0);
@@ -489,7 +493,7 @@ serve_life_restored(struct serve_sb *s, void (*done)(struct serve_sb *))
 	    strlen(SERVE_SNAP_HIDDEN)) == 0)
 		return (-1);
 	s->clocked = 1;
-	return (serve_life_clock(s, done));
+	return (serve_life_clock(s, 0, done));
 }
 
 /* s is in state want now: the event, the answers. */
@@ -554,7 +558,7 @@ serve_life_done_cb(struct sandbox *sb, const char *error, void *arg)
 	if (want == SERVE_READY && s->attach == NULL &&
 	    s->state == SERVE_PAUSED) {
 		s->qmp_want = SERVE_READY;
-		if (serve_life_clock(s, serve_life_clocked) == 0)
+		if (serve_life_clock(s, 0, serve_life_clocked) == 0)
 			return;
 		log_warnx("sandbox %s: its clock was not set: no agent port "
 		    "free", s->name);

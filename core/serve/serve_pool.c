@@ -312,11 +312,14 @@ serve_pool_clocked(struct serve_sb *s)
 		serve_pool_answer(s);
 }
 
-/* Its clock set, or (no port free: never in a fresh one) not. */
+/*
+ * Its clock set, or (no port free: never in a fresh one) not: by an exec
+ * before its pause (the warm-up), by its agent after its take.
+ */
 static void
-serve_pool_clock(struct serve_sb *s)
+serve_pool_clock(struct serve_sb *s, int by_exec)
 {
-	if (serve_life_clock(s, serve_pool_clocked) == -1)
+	if (serve_life_clock(s, by_exec, serve_pool_clocked) == -1)
 		serve_pool_clocked(s);
 }
 
@@ -328,7 +331,7 @@ void
 serve_pool_ready(struct serve_sb *s)
 {
 	s->state = SERVE_BOOTING;	/* until paused: not takeable */
-	serve_pool_clock(s);
+	serve_pool_clock(s, 1);
 }
 
 /* Resumed for its taker: its clock set, then the create answered. */
@@ -348,7 +351,7 @@ serve_pool_resumed_cb(struct sandbox *sb, const char *error, void *arg)
 		s->srv->sb_stop(s, "its resume from the pool failed");
 		return;
 	}
-	serve_pool_clock(s);
+	serve_pool_clock(s, 0);
 }
 
 /* The settings of p, values only: two profiles that make the same guest. */
