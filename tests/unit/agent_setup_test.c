@@ -383,3 +383,39 @@ Test(agent, template_state_serves_ping_and_setup_only)
 	cr_assert_eq(r.status, 0, "exit: %s", r.exit);
 	result_free(&r);
 }
+
+/*
+ * POST /refresh (the clock, entropy and a card's address, set by the
+ * agent itself after a pause, a restore or a fork): only those lines,
+ * each checked. In test mode nothing is applied (the host's clock).
+ */
+Test(agent, refresh_checks_its_lines)
+{
+	static const char *const bad[] = {
+		"",
+		"token x\ntime 1.0\n",
+		"hostname h\n",
+		"mac 53:54:00:00:00:01\n",		/* a group address */
+		"mac 52:54:00:00:00\n",
+		"mac 52-54-00-00-00-01\n",
+		"time yesterday\n",
+		"entropy 0g\n",
+	};
+	struct tbuf	body;
+	const char	*ok = "time 1796400000.5\nentropy 00ff\n"
+			    "mac 52:54:00:8f:cc:43\n";
+	size_t		i;
+
+	spawn_agent(1, NULL);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		cr_assert_eq(request(&ag.c[0], "POST", "/refresh", bad[i],
+		    strlen(bad[i]), &body), 400, "%s", bad[i]);
+		free(body.data);
+	}
+	cr_assert_eq(request(&ag.c[0], "GET", "/refresh", NULL, 0, &body),
+	    405);
+	free(body.data);
+	cr_assert_eq(request(&ag.c[0], "POST", "/refresh", ok, strlen(ok),
+	    &body), 204);
+	free(body.data);
+}
