@@ -692,6 +692,11 @@ export interface components {
                 /** @description The block nodes that hold it; the first holds RAM and devices. */
                 devices: string[];
             };
+            /**
+             * @description 1: the whole VM migrated into its state file (RAM in the stream); 2: only the guest's pages that differ from the template its source was restored from, the devices' state, and that template's RAM file pinned by a hard link (tpl.ram, not counted in size_bytes).
+             * @enum {integer}
+             */
+            format: 1 | 2;
         };
         SnapshotList: {
             snapshots: components["schemas"]["Snapshot"][];
