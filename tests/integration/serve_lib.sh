@@ -92,3 +92,18 @@ ask() {
 	[ -n "$N" ] && [ "$N" -gt 0 ] 2>/dev/null ||
 	    fail "$1: no counter: $OUT $EXIT $(cat "$S/err")"
 }
+
+# busybox_disk IMG: a 64 MiB ext4 disk image at IMG holding a static
+# busybox and its links, made without root (mke2fs -d); 1, failed, if not.
+busybox_disk() {
+	local tree=$T_TMP/disk/tree c
+	mkdir -p "$tree"/{bin,etc,tmp,proc,sys,dev,run,root}
+	cp "$PWD/build/guest/cache/busybox/bin/busybox" "$tree/bin/" ||
+	    { fail "no busybox in build/guest/cache"; return 1; }
+	for c in sh cat echo sleep kill sync; do
+		ln -sf busybox "$tree/bin/$c"
+	done
+	truncate -s 64M "$1"
+	PATH=$PATH:/sbin:/usr/sbin mke2fs -q -F -t ext4 -d "$tree" "$1" ||
+	    { fail "mke2fs"; return 1; }
+}

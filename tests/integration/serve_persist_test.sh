@@ -240,16 +240,8 @@ test_persist_paused() {
 # restored sandbox's overlay lies on its save's disk, which its own next
 # save then needs: kept until the sandbox is deleted.
 test_persist_disk() {
-	local img=$T_TMP/disk/root.img c s1 s2
-	mkdir -p "$T_TMP/disk/tree"/{bin,etc,tmp,proc,sys,dev,run,root}
-	cp "$PWD/build/guest/cache/busybox/bin/busybox" "$T_TMP/disk/tree/bin/" ||
-	    { fail "no busybox in build/guest/cache"; return; }
-	for c in sh cat echo sleep kill sync; do
-		ln -sf busybox "$T_TMP/disk/tree/bin/$c"
-	done
-	truncate -s 64M "$img"
-	PATH=$PATH:/sbin:/usr/sbin mke2fs -q -F -t ext4 -d "$T_TMP/disk/tree" "$img" ||
-	    { fail "mke2fs"; return; }
+	local img=$T_TMP/disk/root.img s1 s2
+	busybox_disk "$img" || return
 	serve_start
 	create a "\"persistent\":true,\"settings\":{\"image\":\"$img\"}"
 	run_exec a '{"argv":["sh","-c","echo one >/root/f"]}'

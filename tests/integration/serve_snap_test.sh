@@ -508,16 +508,8 @@ a-f2" "$out"
 
 # A disk image: a static busybox on ext4, made here without root.
 test_snapshot_disk() {
-	local img=$T_TMP/disk/root.img snap sum c
-	mkdir -p "$T_TMP/disk/tree"/{bin,etc,tmp,proc,sys,dev,run,root}
-	cp "$PWD/build/guest/cache/busybox/bin/busybox" "$T_TMP/disk/tree/bin/" ||
-	    { fail "no busybox in build/guest/cache"; return; }
-	for c in sh cat echo sleep kill sync; do
-		ln -sf busybox "$T_TMP/disk/tree/bin/$c"
-	done
-	truncate -s 64M "$img"
-	PATH=$PATH:/sbin:/usr/sbin mke2fs -q -F -t ext4 -d "$T_TMP/disk/tree" "$img" ||
-	    { fail "mke2fs"; return; }
+	local img=$T_TMP/disk/root.img snap sum
+	busybox_disk "$img" || return
 	serve_start
 	api POST /v1/sandboxes -d "{\"name\":\"a\",\"settings\":{\"image\":\"$img\"}}"
 	expect_eq "create on an image" 201 "$CODE"
