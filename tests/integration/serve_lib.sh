@@ -107,3 +107,10 @@ busybox_disk() {
 	PATH=$PATH:/sbin:/usr/sbin mke2fs -q -F -t ext4 -d "$tree" "$1" ||
 	    { fail "mke2fs"; return 1; }
 }
+
+# counting NAME: a counter and a file in NAME's guest.
+counting() {
+	run_exec "$1" "{\"argv\":[\"sh\",\"-c\",$(jq -Rn --arg c "$COUNTER echo kept >/tmp/keep" '$c')]}"
+	expect_eq "$1: the counter started" '{"status":0,"signal":null,"timed_out":false,"error":null}' "$EXIT"
+	sleep 1
+}

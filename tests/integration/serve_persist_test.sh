@@ -13,13 +13,6 @@
 PDIR=$T_TMP/cache/qsup/persist
 SDIR=$T_TMP/cache/qsup/snapshots
 
-# counting NAME: a counter and a file in NAME's guest.
-counting() {
-	run_exec "$1" "{\"argv\":[\"sh\",\"-c\",$(jq -Rn --arg c "$COUNTER echo kept >/tmp/keep" '$c')]}"
-	expect_eq "$1: the counter started" '{"status":0,"signal":null,"timed_out":false,"error":null}' "$EXIT"
-	sleep 1
-}
-
 # file NAME PATH: the file's contents in $OUT ("" if none).
 file() {
 	run_exec "$1" "{\"argv\":[\"sh\",\"-c\",\"cat $2 2>/dev/null; true\"]}"

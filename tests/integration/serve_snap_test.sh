@@ -6,13 +6,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/serve_lib.sh"
 
-# counting NAME: a counter and a file in NAME's guest.
-counting() {
-	run_exec "$1" "{\"argv\":[\"sh\",\"-c\",$(jq -Rn --arg c "$COUNTER echo kept >/tmp/keep" '$c')]}"
-	expect_eq "$1: the counter started" '{"status":0,"signal":null,"timed_out":false,"error":null}' "$EXIT"
-	sleep 1
-}
-
 # file NAME PATH: the file's contents in $OUT.
 file() {
 	run_exec "$1" "{\"argv\":[\"cat\",\"$2\"]}"
