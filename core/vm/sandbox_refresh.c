@@ -241,8 +241,6 @@ sandbox_refresh(struct sandbox *sb, int port, const struct sandbox_fresh *f,
 	memset(&cbs, 0, sizeof cbs);
 	cbs.done = sandbox_refresh_done;
 	cbs.arg = sb;
-	sb->snap->refresh_cb = cb;
-	sb->snap->refresh_arg = arg;
 	sb->snap->refresh_gone = exec_gone;	/* for sandbox_snap_abort */
 	sb->snap->refresh = sandbox_fresh_exec(sb, f, &ports, &cbs);
 	exec_start(sb->snap->refresh);
