@@ -374,16 +374,17 @@ e2b_list(const struct serve_req *r)
 	struct e2b_sb	*e, *next;
 	struct serve_sb	*s;
 	struct buf	 b = { 0 };
-	char		*meta, *state;
+	const char	*q = r->http->query;
+	char		*meta;
 
-	meta = httpd_query_param(r->http->query, "metadata");
-	state = httpd_query_param(r->http->query, "state");
+	meta = httpd_query_param(q, "metadata");
 	buf_puts(&b, "[");
 	TAILQ_FOREACH_SAFE(e, &srv->e2b->sbs, entry, next) {
 		if (e2b_find(srv, e->id, &s) != e || !e2b_meta_match(e, meta))
 			continue;
-		if (state != NULL && strstr(state, s->state == SERVE_PAUSED ?
-		    "paused" : "running") == NULL)
+		/* state=running&state=paused: any of those listed. */
+		if (strstr(q, "state=") != NULL && strstr(q, s->state ==
+		    SERVE_PAUSED ? "state=paused" : "state=running") == NULL)
 			continue;
 		if (b.len > 1)
 			buf_puts(&b, ",");
@@ -393,7 +394,6 @@ e2b_list(const struct serve_req *r)
 	httpd_respond_json(r->conn, 200, b.data, b.len);
 	buf_free(&b);
 	free(meta);
-	free(state);
 }
 
 /* A waiter's answer (a delete's, a pause's) as E2B's: 204, or its error. */
