@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "serve_int.h"
 #include "serve_e2b.h"
@@ -443,7 +444,19 @@ e2b_post_body(struct httpd_conn *conn, const char *body, size_t len,
 	u = xcalloc(1, sizeof *u);
 	u->srv = p->srv;
 	u->id = p->id;
-	if (e2b_up_parts(u, p->ctype, p->path, body, len, &why) == -1) {
+	if (strncasecmp(p->ctype, "application/octet-stream", 24) == 0) {
+		/* The body is the file, ?path= says where. */
+		u->paths = xcalloc(1, sizeof *u->paths);
+		u->data = xcalloc(1, sizeof *u->data);
+		u->lens = xcalloc(1, sizeof *u->lens);
+		u->paths[0] = p->path;
+		p->path = NULL;
+		u->data[0] = xmalloc(len + 1);
+		memcpy(u->data[0], body, len);
+		u->lens[0] = len;
+		u->n = 1;
+		e2b_up_next(conn, u);
+	} else if (e2b_up_parts(u, p->ctype, p->path, body, len, &why) == -1) {
 		e2b_error(conn, 400, "%s", why);
 		e2b_up_free(u);
 	} else
@@ -458,7 +471,7 @@ e2b_files(const struct e2b_req *q)
 {
 	const struct httpd_req	*h = q->r->http;
 	struct e2b_post		*p;
-	char			*path;
+	char			*path, *enc;
 
 	path = httpd_query_param(h->query, "path");
 	if (path != NULL && (*path == '\0' || strlen(path) > E2B_PATH_MAX)) {
@@ -478,12 +491,22 @@ e2b_files(const struct e2b_req *q)
 		e2b_error(q->r->conn, 405, "/files: GET or POST");
 		return (-1);
 	}
-	if (h->content_type == NULL || strncasecmp(h->content_type,
+	if (h->content_type != NULL && strncasecmp(h->content_type,
+	    "application/octet-stream", 24) == 0) {
+		if ((enc = httpd_field(h, "Content-Encoding")) != NULL ||
+		    path == NULL) {
+			free(enc);
+			free(path);
+			e2b_error(q->r->conn, path == NULL ? 400 : 415,
+			    "/files: an octet-stream upload needs ?path= and "
+			    "no Content-Encoding (gzip is not supported)");
+			return (-1);
+		}
+	} else if (h->content_type == NULL || strncasecmp(h->content_type,
 	    "multipart/form-data", 19) != 0) {
-		/* octet-stream: the SDK's for streams and gzip only. */
 		free(path);
-		e2b_error(q->r->conn, 415, "/files: multipart/form-data "
-		    "only (octet-stream uploads are not supported)");
+		e2b_error(q->r->conn, 415, "/files: multipart/form-data or "
+		    "application/octet-stream");
 		return (-1);
 	}
 	p = xcalloc(1, sizeof *p);

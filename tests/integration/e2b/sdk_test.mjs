@@ -76,6 +76,13 @@ async function basic() {
 	const back = await sbx.files.read('/tmp/e2b/bin', { format: 'bytes' })
 	ok(back.length === bin.length && back.every((v, i) => v === bin[i]),
 	    'binary round trip', back.length)
+	// A stream goes up as application/octet-stream.
+	await sbx.files.write('/tmp/e2bs/s', new Blob(['streamed']).stream())
+	ok(await sbx.files.read('/tmp/e2bs/s') === 'streamed',
+	    'a stream written (octet-stream)', null)
+	await fails('a gzip upload: refused, said why',
+	    () => sbx.files.write('/tmp/e2bs/g', 'x', { gzip: true }),
+	    (e) => /gzip/.test(e.message))
 	const list = await sbx.files.list('/tmp/e2b')
 	const a = list.find((e) => e.name === 'a.txt')
 	ok(list.length === 2 && a && a.type === 'file' && a.size === 5 &&
