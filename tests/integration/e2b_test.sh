@@ -136,8 +136,28 @@ test_sdk_pause() {
 	serve_stop
 }
 
+# https, as docs/e2b.md says: the SDK trusts the server's certificate
+# through NODE_EXTRA_CA_CERTS, and refuses it without.
+test_sdk_tls() {
+	local out rc=0 c=$T_TMP/tls
+	mkdir -p "$c"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+	    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+	    -keyout "$c/key.pem" -out "$c/cert.pem" 2>/dev/null ||
+	    { fail "openssl could not make a certificate"; return; }
+	e2b_serve --tls-cert "$c/cert.pem" --tls-key "$c/key.pem"
+	U=https://127.0.0.1:$PORT
+	out=$(cd "$E2B_DIR" && E2B_API_KEY=$TOKEN E2B_API_URL=$U \
+	    E2B_SANDBOX_URL=$U timeout 120 node sdk_test.mjs tls 2>&1) || rc=$?
+	[ "$rc" != 0 ] || fail "without the CA, the SDK trusted the server"
+	expect_match "without the CA: refused by the SDK" \
+	    'certificate\|CERT\|fetch failed' "$out"
+	NODE_EXTRA_CA_CERTS=$c/cert.pem e2b_node tls
+	serve_stop
+}
+
 e2b_setup
-for t in ${TESTS:-test_refusals test_sdk test_sdk_pause}; do
+for t in ${TESTS:-test_refusals test_sdk test_sdk_pause test_sdk_tls}; do
 	run_test "$t"
 done
 finish

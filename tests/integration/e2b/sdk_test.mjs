@@ -134,11 +134,23 @@ async function pause() {
 	ok(await again.kill(), 'kill', null)
 }
 
+// Over https, the CA trusted through NODE_EXTRA_CA_CERTS.
+async function tls() {
+	const all = await Sandbox.list().nextItems()
+	ok(Array.isArray(all) && all.length === 0, 'list over TLS', all)
+	const sbx = await Sandbox.create('base', slow)
+	const r = await sbx.commands.run('echo tls')
+	ok(r.stdout === 'tls\n', 'a command over TLS', r)
+	ok(await sbx.kill(), 'kill', null)
+}
+
 const group = process.argv[2] || 'basic'
 if (group === 'basic')
 	await basic()
 else if (group === 'pause')
 	await pause()
+else if (group === 'tls')
+	await tls()
 else
 	ok(false, 'a known group', group)
 process.exit(failed)
