@@ -380,7 +380,8 @@ e2b_list(const struct serve_req *r)
 	meta = httpd_query_param(q, "metadata");
 	buf_puts(&b, "[");
 	TAILQ_FOREACH_SAFE(e, &srv->e2b->sbs, entry, next) {
-		if (e2b_find(srv, e->id, &s) != e || !e2b_meta_match(e, meta))
+		if (e2b_find(srv, e->id, &s) != e || !e2b_meta_match(e, meta) ||
+		    s->state == SERVE_STOPPING || s->state == SERVE_DEAD)
 			continue;
 		/* state=running&state=paused: any of those listed. */
 		if (strstr(q, "state=") != NULL && strstr(q, s->state ==
@@ -452,7 +453,8 @@ e2b_op_body(struct httpd_conn *conn, const char *body, size_t len,
 	json_t		*j = NULL, *v;
 	void		*w;
 
-	if ((e = e2b_find(op->srv, op->id, &s)) == NULL) {
+	if ((e = e2b_find(op->srv, op->id, &s)) == NULL ||
+	    s->state == SERVE_STOPPING || s->state == SERVE_DEAD) {
 		e2b_error(conn, 404, "sandbox %s not found", op->id);
 		goto out;
 	}
@@ -523,7 +525,11 @@ e2b_sandbox(const struct serve_req *r, const char *rest, int v2)
 		e2b_error(r->conn, 404, "sandbox %s not found", id);
 		return;
 	}
-	if (!v2 && *verb == '\0' && strcmp(m, "GET") == 0) {
+	if (!v2 && *verb == '\0' && strcmp(m, "GET") == 0 &&
+	    (s->state == SERVE_STOPPING || s->state == SERVE_DEAD))
+		e2b_error(r->conn, 404, "sandbox %s is gone: %s", id,
+		    s->reason != NULL ? s->reason : serve_state_name(s->state));
+	else if (!v2 && *verb == '\0' && strcmp(m, "GET") == 0) {
 		e2b_info_json(e, s, &b);
 		httpd_respond_json(r->conn, 200, b.data, b.len);
 		buf_free(&b);

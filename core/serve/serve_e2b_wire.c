@@ -79,7 +79,7 @@ e2b_param(const char *s, size_t len, const char *want, const char **v,
     size_t *vlen)
 {
 	const char	*end = s + len, *semi, *eq, *q;
-	const char	*k;
+	const char	*k, *val;
 	size_t		 klen, n, wl = strlen(want);
 
 	/* The first piece is the value itself ("form-data"). */
@@ -102,17 +102,19 @@ e2b_param(const char *s, size_t len, const char *want, const char **v,
 		if (s < end && *s == '"') {
 			if ((q = memchr(s + 1, '"', end - s - 1)) == NULL)
 				return (-1);
-			*v = s + 1;
+			val = s + 1;
 			n = q - s - 1;
 			semi = memchr(q, ';', end - q);
 			if (semi == NULL)
 				semi = end;
 		} else {
-			*v = s;
+			val = s;
 			n = semi - s;
-			e2b_trim(v, &n);
+			e2b_trim(&val, &n);
 		}
+		/* *v and *vlen only for want's: an earlier line's stay. */
 		if (klen == wl && strncasecmp(k, want, wl) == 0) {
+			*v = val;
 			*vlen = n;
 			return (1);
 		}
