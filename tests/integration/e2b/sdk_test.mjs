@@ -68,6 +68,32 @@ async function basic() {
 	await fails('the killed command ends, not with 0', () => k.wait(),
 	    (e) => e instanceof CommandExitError)
 
+	// A command past its timeoutMs is cut, and killed in the guest.
+	await fails('a command past its timeoutMs: cut',
+	    () => sbx.commands.run('sleep 120', { timeoutMs: 3000 }),
+	    (e) => /deadline|timeout/i.test(`${e.constructor.name} ${e.message}`))
+	let procs = []
+	for (let i = 0; i < 40; i++) {
+		procs = (await sbx.commands.list()).filter((p) =>
+		    p.args.join(' ').includes('sleep 120'))
+		if (procs.length === 0)
+			break
+		await new Promise((res) => setTimeout(res, 500))
+	}
+	ok(procs.length === 0, 'the cut command is gone from list', procs)
+
+	// A terminal: the shell's output, its input, a resize.
+	const screen = []
+	const t = await sbx.pty.create({ cols: 80, rows: 24, timeoutMs: 120000,
+	    onData: (d) => screen.push(Buffer.from(d).toString()) })
+	ok((await sbx.commands.list()).some((p) => p.pid === t.pid),
+	    'the terminal is in list', t.pid)
+	await sbx.pty.resize(t.pid, { cols: 100, rows: 30 })
+	await sbx.pty.sendInput(t.pid,
+	    new TextEncoder().encode('echo pty$((40+2)); exit 0\n'))
+	try { await t.wait() } catch (e) { screen.push(`[${e.message}]`) }
+	ok(/pty42/.test(screen.join('')), 'pty: input in, output out', screen.join(''))
+
 	const info = await sbx.files.write('/tmp/e2b/a.txt', 'hello')
 	ok(info.path === '/tmp/e2b/a.txt' && info.name === 'a.txt', 'files.write', info)
 	ok(await sbx.files.read('/tmp/e2b/a.txt') === 'hello', 'files.read', null)
