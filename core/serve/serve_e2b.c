@@ -371,7 +371,7 @@ static void
 e2b_list(const struct serve_req *r)
 {
 	struct serve	*srv = r->srv;
-	struct e2b_sb	*e, *next;
+	struct e2b_sb	*e;
 	struct serve_sb	*s;
 	struct buf	 b = { 0 };
 	const char	*q = r->http->query;
@@ -379,8 +379,11 @@ e2b_list(const struct serve_req *r)
 
 	meta = httpd_query_param(q, "metadata");
 	buf_puts(&b, "[");
-	TAILQ_FOREACH_SAFE(e, &srv->e2b->sbs, entry, next) {
-		if (e2b_find(srv, e->id, &s) != e || !e2b_meta_match(e, meta) ||
+	/* The records of sandboxes gone dropped first: none below is. */
+	(void)e2b_find(srv, "", &s);
+	TAILQ_FOREACH(e, &srv->e2b->sbs, entry) {
+		s = serve_find(srv, e->id);
+		if (!e2b_meta_match(e, meta) ||
 		    s->state == SERVE_STOPPING || s->state == SERVE_DEAD)
 			continue;
 		/* state=running&state=paused: any of those listed. */
