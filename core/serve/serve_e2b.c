@@ -197,8 +197,7 @@ e2b_template(struct httpd_conn *conn, const char *tpl, const char **profile)
 
 /* The fields of E2B's create that qsup cannot honour: refused by name. */
 static const char *const e2b_refused[] = {
-	"mcp", "network", "volumeMounts", "autoResume", "iam",
-	"autoPauseMemory", NULL
+	"mcp", "network", "volumeMounts", "autoResume", "iam", NULL
 };
 
 /* A create's body checked, and its qsup create's made: 0, or -1, told. */
@@ -221,6 +220,12 @@ e2b_create_check(struct httpd_conn *conn, json_t *j, const char **tpl,
 			    "front end", e2b_refused[i]);
 			return (-1);
 		}
+	}
+	if (json_is_false(json_object_get(j, "autoPauseMemory"))) {
+		/* qsup's pause keeps the guest's memory, always. */
+		e2b_error(conn, 400, "autoPauseMemory: false (keepMemory: false) "
+		    "is not supported: a paused qsup sandbox keeps its memory");
+		return (-1);
 	}
 	if (json_is_true(json_object_get(j, "allow_internet_access"))) {
 		e2b_error(conn, 400, "allow_internet_access: true is not "
