@@ -661,7 +661,7 @@ e2b_envd(const struct serve_req *r)
 	else if (strncmp(p, "/process.Process/", 17) == 0)
 		(void)e2b_process(&q, p + 17);
 	else
-		(void)e2b_filesystem(&q, p + 24);
+		(void)e2b_filesystem(&q, p + 23);
 }
 
 /* An E2B request: 1 when it was one (and is answered), else 0. */
@@ -683,7 +683,7 @@ serve_e2b_handle(const struct serve_req *r)
 	}
 	if (strcmp(p, "/health") == 0 || strcmp(p, "/files") == 0 ||
 	    strncmp(p, "/process.Process/", 17) == 0 ||
-	    strncmp(p, "/filesystem.Filesystem/", 24) == 0) {
+	    strncmp(p, "/filesystem.Filesystem/", 23) == 0) {
 		httpd_set_route(r->conn, "e2b envd");
 		e2b_envd(r);
 		return (1);
