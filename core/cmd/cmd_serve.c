@@ -213,6 +213,14 @@ usage:
 		log_warnx("usage: qsup %s", self->usage);
 out:
 	cmd_args_free(&a);
+	if (rc == -1) {
+		/* Refused: what was gathered goes with it. */
+		for (i = 0; i < o->nsets; i++)
+			free(o->sets[i]);
+		free(o->sets);
+		free(o->listen);
+		memset(o, 0, sizeof *o);
+	}
 	return (rc);
 }
 
