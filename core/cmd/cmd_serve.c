@@ -35,6 +35,7 @@ static int	cmd_serve_exec(const struct cmd_entry *, int, char **);
 #define SERVE_LIMIT		(CMD_O_LONG + 5)	/* + serve_limits[i] */
 #define SERVE_RECORD		(CMD_O_LONG + 20)
 #define SERVE_ROUTES		(CMD_O_LONG + 21)
+#define SERVE_E2B		(CMD_O_LONG + 22)
 
 /* The options that set one of the profile's serve_* settings. */
 static const char *const serve_limits[] = {
@@ -99,6 +100,10 @@ static const struct cmd_option cmd_serve_options[] = {
 	  "each (method, route, status, type, body and\n"
 	  "events, bounded): for debugging, and the\n"
 	  "contract test against docs/openapi.json" },
+	{ SERVE_E2B, "e2b", CMD_V_NONE, NULL, 0,
+	  "also speak E2B's control and in-sandbox APIs\n"
+	  "(the e2b SDK, X-API-KEY: the token), on the\n"
+	  "TCP listeners: docs/e2b.md" },
 	{ SERVE_ROUTES, "routes", CMD_V_NONE, NULL, 0,
 	  "print the API's routes (METHOD PATH) and exit" },
 	{ 'v', "verbose", CMD_V_NONE, NULL, 0,
@@ -133,6 +138,7 @@ struct serve_opts {
 	const char	 *profile;
 	const char	 *record;
 	int		  routes;
+	int		  e2b;
 	char		**sets;
 	size_t		  nsets;
 };
@@ -189,6 +195,17 @@ serve_parse(const struct cmd_entry *self, struct serve_opts *o, int argc,
 		log_warnx("--tls-cert and --tls-key go together");
 		goto out;
 	}
+	o->e2b = cmd_args_has(&a, SERVE_E2B);
+	for (i = 0; o->e2b && i < o->nlisten; i++) {
+		if (strncmp(o->listen[i], "tcp:", 4) == 0 ||
+		    strncmp(o->listen[i], "fd:", 3) == 0)
+			break;
+	}
+	if (o->e2b && i == o->nlisten) {
+		log_warnx("--e2b: E2B's SDK speaks HTTP over TCP only: give "
+		    "a --listen tcp:127.0.0.1:PORT (docs/e2b.md)");
+		goto out;
+	}
 	if (a.argc == 0)
 		rc = 0;
 usage:
@@ -196,6 +213,14 @@ usage:
 		log_warnx("usage: qsup %s", self->usage);
 out:
 	cmd_args_free(&a);
+	if (rc == -1) {
+		/* Refused: what was gathered goes with it. */
+		for (i = 0; i < o->nsets; i++)
+			free(o->sets[i]);
+		free(o->sets);
+		free(o->listen);
+		memset(o, 0, sizeof *o);
+	}
 	return (rc);
 }
 
@@ -455,6 +480,23 @@ serve_listen(struct serve *srv, struct serve_opts *o, const char *base,
 	return (0);
 }
 
+/*
+ * The token every request must carry but the public ones', and with
+ * --e2b, E2B's routes, which check it (X-API-KEY) themselves.
+ */
+static void
+serve_keys(struct serve *srv, struct serve_opts *o, const char *token)
+{
+	static const char *const public[] = {
+		"/v1/healthz", "/v1/openapi.json", NULL
+	};
+
+	httpd_set_token(srv->httpd, token, o->e2b ? serve_e2b_public :
+	    public);
+	if (o->e2b)
+		serve_e2b_init(srv, token);
+}
+
 /* The server's limits, from its profile: its own and its HTTP server's. */
 static void
 serve_set_limits(struct serve *srv, const struct profile *p,
@@ -492,9 +534,6 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	struct outq		*err;
 	ev_signal		 sterm, sint, shup;
 	ev_prepare		 watch;
-	static const char *const public[] = {
-		"/v1/healthz", "/v1/openapi.json", NULL
-	};
 	char			*base = NULL, *cause = NULL, *token = NULL;
 	char			*token_path = NULL, *sock = NULL;
 	size_t			 i;
@@ -546,7 +585,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	srv.nsets = o.nsets;
 	serve_set_limits(&srv, &p, &hl);
 	srv.httpd = httpd_new(loop, &hl, serve_handle, &srv);
-	httpd_set_token(srv.httpd, token, public);
+	serve_keys(&srv, &o, token);
 	if (serve_restore(&srv, &cause) == -1 ||	/* before the pool */
 	    serve_pool_init(&srv, &p, &cause) == -1) {
 		log_warnx("%s", cause);
@@ -576,6 +615,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	ev_prepare_stop(loop, &watch);
 stop:
 	serve_free(&srv);
+	serve_e2b_free(&srv);
 	httpd_free(srv.httpd);
 	log_info("stopped");
 	outq_flush_blocking(err);

@@ -91,6 +91,8 @@ struct httpd_req {
 	const char	*content_type;	/* or NULL */
 	const char	*authorization;	/* the header's value, or NULL */
 	int		 authorized;	/* httpd_set_token's token matched */
+	const char	*head;		/* the head as sent, for httpd_field */
+	size_t		 head_len;
 };
 
 /*
@@ -105,6 +107,9 @@ int		 httpd_parse_head(const char *, size_t, struct httpd_req *,
 /* The value of query parameter name, percent-decoded (newly allocated),
  * or NULL when absent. */
 char		*httpd_query_param(const char *, const char *);
+/* The value of the request's first header field name (any case), newly
+ * allocated, or NULL when absent (or the head was not kept). */
+char		*httpd_field(const struct httpd_req *, const char *);
 
 struct httpd;
 struct httpd_conn;
@@ -124,7 +129,9 @@ struct httpd	*httpd_new(struct ev_loop *, const struct httpd_limits *,
 /*
  * Every request needs "Authorization: Bearer TOKEN" (compared in constant
  * time) but those to the paths listed (NULL-ended, exact matches), which
- * reach the handler with authorized 0 or 1. Without a token set, none is
+ * reach the handler with authorized 0 or 1; a listed path ending in '*'
+ * is a prefix (its handler checks a key of its own, as --e2b's routes
+ * do). Without a token set, none is
  * needed. A request that fails the check is answered 401 with
  * {"error":...} and WWW-Authenticate: Bearer, and never reaches the
  * handler.

@@ -348,9 +348,13 @@ httpd_authorized(struct httpd *h, const char *auth)
 static int
 httpd_public(struct httpd *h, const char *path)
 {
-	size_t	i;
+	size_t	i, n;
 
 	for (i = 0; h->public != NULL && h->public[i] != NULL; i++) {
+		n = strlen(h->public[i]);
+		if (n > 0 && h->public[i][n - 1] == '*' &&
+		    strncmp(h->public[i], path, n - 1) == 0)
+			return (1);
 		if (strcmp(h->public[i], path) == 0)
 			return (1);
 	}
@@ -415,8 +419,12 @@ httpd_conn_head(struct httpd_conn *c)
 		httpd_reject(c, 431, "request head too large", fields);
 		return (1);
 	}
-	c->store = xmalloc(n + 1);
+	/* The arena, then the head as sent (httpd_field reads it). */
+	c->store = xmalloc(2 * n + 1);
 	rc = httpd_parse_head(c->in.data, n, &c->req, c->store, &why);
+	memcpy(c->store + n + 1, c->in.data, n);
+	c->req.head = c->store + n + 1;
+	c->req.head_len = n;
 	buf_consume(&c->in, n);
 	if (rc != 0) {
 		free(c->store);

@@ -271,3 +271,28 @@ httpd_query_param(const char *query, const char *name)
 	}
 	return (NULL);
 }
+
+char *
+httpd_field(const struct httpd_req *req, const char *name)
+{
+	struct wire_field	 f;
+	const char		*p = req->head, *end, *line;
+	size_t			 llen;
+	char			*v;
+
+	if (p == NULL)
+		return (NULL);
+	end = p + req->head_len;
+	if (wire_line(&p, end, &line, &llen) == -1)
+		return (NULL);		/* the request line */
+	while (wire_line(&p, end, &line, &llen) == 0 && llen > 0) {
+		if (wire_field_take(line, llen, &f) != NULL ||
+		    !wire_is(f.name, f.nlen, name))
+			continue;
+		v = xmalloc(f.vlen + 1);
+		memcpy(v, f.value, f.vlen);
+		v[f.vlen] = '\0';
+		return (v);
+	}
+	return (NULL);
+}

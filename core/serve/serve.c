@@ -199,11 +199,14 @@ serve_sb_gone(struct serve_sb *s)
 			struct serve_waiter *x = TAILQ_FIRST(&s->create_waiters);
 
 			TAILQ_REMOVE(&s->create_waiters, x, entry);
-			if (x->conn != NULL) {
+			if (x->conn != NULL)
 				httpd_set_close_cb(x->conn, NULL, NULL);
+			if (x->fn != NULL)
+				x->fn(x->conn, srv->stopping ? 503 : 500,
+				    s->reason, x->arg);
+			else if (x->conn != NULL)
 				serve_error_now(x->conn, srv->stopping ? 503 :
 				    500, s->reason, extra);
-			}
 			free(x);
 		}
 		free(extra);

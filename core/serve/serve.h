@@ -45,6 +45,7 @@ struct serve_sub;
 struct serve_setup;
 struct serve_pool;
 struct serve_persist_srv;
+struct serve_e2b;
 TAILQ_HEAD(serve_sbs, serve_sb);
 TAILQ_HEAD(serve_subs, serve_sub);
 TAILQ_HEAD(serve_setups, serve_setup);
@@ -68,6 +69,7 @@ struct serve {
 	struct serve_metrics	 m;
 	struct serve_pool	*pool;		/* serve_pool.c's, or NULL */
 	struct serve_persist_srv *persist;	/* serve_persist.c's, or NULL */
+	struct serve_e2b	*e2b;		/* --e2b: serve_e2b.c's, or NULL */
 	/* serve.c's stop, for serve_life.c's expiries (it lies below) */
 	void			(*sb_stop)(struct serve_sb *, const char *);
 	/* ... and its boot of a pool sandbox, for serve_pool.c */
@@ -88,6 +90,12 @@ int		 serve_pool_init(struct serve *, const struct profile *,
 int		 serve_persist_open(struct serve *, char **);
 void		 serve_persist_close(struct serve *);
 int		 serve_restore(struct serve *, char **);
+
+/* serve_e2b.c: --e2b, E2B's API beside qsup's (docs/e2b.md); the
+ * paths httpd must let by without the bearer token (E2B's have keys). */
+extern const char *const serve_e2b_public[];
+void		 serve_e2b_init(struct serve *, const char *);
+void		 serve_e2b_free(struct serve *);
 
 /* serve_route.c: every request, httpd's handler (arg: the server) */
 void		 serve_handle(struct httpd_conn *, const struct httpd_req *,

@@ -141,6 +141,7 @@ serve_waiters_free(struct serve_waiters *w)
 
 	while ((x = TAILQ_FIRST(w)) != NULL) {
 		TAILQ_REMOVE(w, x, entry);
+		free(x->arg);
 		free(x);
 	}
 }
@@ -174,13 +175,32 @@ serve_answer(struct serve_waiters *w, int status, const char *body)
 
 	while ((x = TAILQ_FIRST(w)) != NULL) {
 		TAILQ_REMOVE(w, x, entry);
-		if (x->conn != NULL) {
+		if (x->conn != NULL)
 			httpd_set_close_cb(x->conn, NULL, NULL);
+		if (x->fn != NULL)
+			x->fn(x->conn, status, body, x->arg);
+		else if (x->conn != NULL)
 			httpd_respond_json(x->conn, status, body,
 			    strlen(body));
-		}
 		free(x);
 	}
+}
+
+/* conn's waiter in w answered by fn (arg its): 0, or -1 if none. */
+int
+serve_wait_hook(struct serve_waiters *w, struct httpd_conn *conn,
+    serve_wait_fn *fn, void *arg)
+{
+	struct serve_waiter	*x;
+
+	TAILQ_FOREACH(x, w, entry) {
+		if (x->conn == conn && x->fn == NULL) {
+			x->fn = fn;
+			x->arg = arg;
+			return (0);
+		}
+	}
+	return (-1);
 }
 
 struct serve_sb *

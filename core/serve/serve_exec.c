@@ -71,7 +71,7 @@ serve_exec_observe(struct serve *srv, double seconds)
 	}
 }
 
-static struct serve_exec *
+struct serve_exec *
 serve_exec_find(struct serve_sb *s, unsigned id)
 {
 	struct serve_exec	*e;
@@ -346,10 +346,14 @@ serve_done_cb(struct exec *x, const struct exec_result *r, void *arg)
 	if (e->conn != NULL) {
 		httpd_set_close_cb(e->conn, NULL, NULL);
 		httpd_set_drain_cb(e->conn, NULL, NULL);
-		serve_exec_answer(e, r, error);
+		if (e->hook == NULL)
+			serve_exec_answer(e, r, error);
 		if (e->job == SERVE_WRITE && e->in_conn == e->conn)
 			e->in_conn = NULL;
 	}
+	/* Always: its client may be gone (conn NULL), its arg is freed. */
+	if (e->hook != NULL)
+		e->hook->done(e, r, error, e->hook_arg);
 	e->conn = NULL;
 	buf_free(&b);
 	serve_exec_maybe_free(e);
@@ -379,6 +383,9 @@ serve_output_cb(struct exec *x, enum exec_stream stream, const char *data,
 	size_t			 n;
 
 	(void)x;
+	if (e->hook != NULL)
+		return (e->conn == NULL ? 0 : e->hook->output(e, stream, data,
+		    len, e->hook_arg));
 	if (e->job != SERVE_EXEC && stream == EXEC_STDERR) {
 		/* A file job's says why it failed: kept, bounded. */
 		raw = xmalloc(len * 3 / 4 + 3);
@@ -420,7 +427,12 @@ serve_started_cb(struct exec *x, void *arg)
 	struct buf		 b = { 0 };
 
 	(void)x;
-	if (e->job == SERVE_EXEC) {
+	if (e->hook != NULL) {
+		e->started = 1;
+		if (e->conn != NULL)
+			e->hook->started(e, e->hook_arg);
+		serve_exec_event(e, NULL);
+	} else if (e->job == SERVE_EXEC) {
 		e->started = 1;
 		httpd_sse_start(e->conn);
 		buf_printf(&b, "{\"id\":%u}", e->id);
@@ -1013,6 +1025,29 @@ out:
 	free(path);
 	free(mode);
 	return (rc);
+}
+
+/*
+ * A command whose client is answered through hook, started: 0, or -1
+ * with err. It may be over (and freed) by the time this returns, when the
+ * agent failed at once: the hook has its id.
+ */
+int
+serve_exec_hooked(struct serve_sb *s, struct httpd_conn *conn,
+    const struct exec_spec *spec, const struct serve_exec_hook *hook,
+    void *arg, struct serve_error *err)
+{
+	struct serve_exec	*e;
+
+	if (s->attach != NULL)
+		return (serve_fail(err, 409, NULL, "sandbox %s is attached: "
+		    "this needs qsup's agent", s->name));
+	if ((e = serve_exec_new(s, conn, SERVE_EXEC, spec, err)) == NULL)
+		return (-1);
+	e->hook = hook;
+	e->hook_arg = arg;
+	exec_start(e->x);	/* e may be gone after */
+	return (0);
 }
 
 /* The sandbox is going: every exec ends, its client told why. */

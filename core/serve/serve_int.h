@@ -73,6 +73,22 @@ enum serve_job {
 	SERVE_WRITE
 };
 
+struct serve_exec;
+/*
+ * An exec whose client speaks another protocol (serve_e2b_proc.c): its
+ * start, output (base64, as the agent sent it; nonzero pauses the guest
+ * until the client drains) and end go to these instead of the SSE
+ * stream. done is called once, always: it answers or ends the client's
+ * response (e->conn, NULL when the client went) and frees its arg.
+ */
+struct serve_exec_hook {
+	void	(*started)(struct serve_exec *, void *);
+	int	(*output)(struct serve_exec *, enum exec_stream, const char *,
+		    size_t, void *);
+	void	(*done)(struct serve_exec *, const struct exec_result *,
+		    const char *, void *);
+};
+
 /*
  * One exec (or file job) in a sandbox, from its request to its exit: the
  * HTTP side of it (its client, its stdin uploads, its ports); the agent's
@@ -96,14 +112,24 @@ struct serve_exec {
 	/* stdin: one request's body at a time, queued in the exec */
 	struct httpd_conn	*in_conn;
 	int			 in_eof;	/* that body ended */
+	const struct serve_exec_hook *hook;	/* or NULL: SSE */
+	void			*hook_arg;
 };
 TAILQ_HEAD(serve_execs, serve_exec);
 
-/* A request waiting for its sandbox (created, or deleted). */
+/*
+ * A request waiting for its sandbox (created, or deleted). With fn, its
+ * answer is fn's (another protocol's: serve_e2b.c): fn gets the status
+ * and the JSON body (a failed create: its reason) and frees arg; a waiter
+ * never answered frees arg with free().
+ */
+typedef void	 serve_wait_fn(struct httpd_conn *, int, const char *, void *);
 struct serve_waiter {
 	struct httpd_conn	*conn;
 	struct serve_sb		*sb;
 	TAILQ_ENTRY(serve_waiter) entry;
+	serve_wait_fn		*fn;
+	void			*arg;
 };
 TAILQ_HEAD(serve_waiters, serve_waiter);
 
@@ -281,6 +307,8 @@ void		 serve_sb_event(struct serve_sb *);
 void		 serve_wait(struct serve_waiters *, struct serve_sb *,
 		     struct httpd_conn *);
 void		 serve_answer(struct serve_waiters *, int, const char *);
+int		 serve_wait_hook(struct serve_waiters *, struct httpd_conn *,
+		     serve_wait_fn *, void *);
 void		 serve_waiters_free(struct serve_waiters *);
 serve_handler	 serve_events;
 struct serve_sb	*serve_find(struct serve *, const char *);
@@ -309,6 +337,10 @@ serve_handler	 serve_exec_stdin;
 serve_handler	 serve_exec_signal;
 serve_handler	 serve_exec_resize;
 serve_handler	 serve_files;
+struct serve_exec *serve_exec_find(struct serve_sb *, unsigned);
+int		 serve_exec_hooked(struct serve_sb *, struct httpd_conn *,
+		     const struct exec_spec *, const struct serve_exec_hook *,
+		     void *, struct serve_error *);
 
 /* serve_setup.c */
 struct serve_setup_cbs {
@@ -456,6 +488,9 @@ serve_handler	 serve_fork;
 
 /* serve_metrics.c */
 serve_handler	 serve_metrics;
+
+/* serve_e2b.c: an E2B route's request answered (1), or not one (0) */
+int		 serve_e2b_handle(const struct serve_req *);
 
 /* serve_openapi.c */
 serve_handler	 serve_openapi;

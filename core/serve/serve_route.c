@@ -227,6 +227,8 @@ serve_handle(struct httpd_conn *conn, const struct httpd_req *req,
 	r.srv = arg;
 	r.conn = conn;
 	r.http = req;
+	if (serve_e2b_handle(&r))
+		return;
 	if (serve_route(&r, &handler, &err) == -1 ||
 	    handler(&r, &err) == -1)
 		serve_error_answer(conn, &err);
