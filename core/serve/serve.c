@@ -406,9 +406,11 @@ serve_sb_launch(struct serve_sb *s, char **cause)
 	if (serve_disk_hold_late(s, cause) == -1)
 		return (-1);
 	s->sb = sandbox_new(s->srv->loop, &s->profile, &cbs);
-	if (s->snap.dir != NULL)
+	if (s->snap.dir != NULL) {
 		sandbox_set_snapshot(s->sb, s->snap.dir, s->snap.token,
 		    s->snap.cold, s->snap.ram_backend);
+		serve_life_restore_early(s);
+	}
 	if (s->image != NULL)
 		sandbox_set_image(s->sb, s->image);
 	if (s->image != NULL && s->disk_writable)

@@ -27,13 +27,14 @@
 #include "serve_int.h"
 
 #define SERVE_FORK_MAX		16
-#define SERVE_FORK_POLL		0.005
+#define SERVE_FORK_POLL		0.002
 
 struct serve_fork_copy {
 	char			*name;
 	unsigned long long	 serial;	/* 0: not made */
 	int			 port;		/* its refresh's, or -1 */
 	int			 state;		/* 0 made, 1 refreshing, 2 done */
+	int			 early;		/* refreshed with its restore */
 	char			*error;
 	char			 mac[SANDBOX_MAC_LEN];	/* "": no card */
 };
@@ -171,6 +172,45 @@ serve_fork_refresh(struct serve_fork *f, struct serve_fork_copy *c,
 	return (0);
 }
 
+/* A copy's identity, sent with its restore, is set, or not. */
+static void
+serve_fork_early_cb(struct sandbox *sb, int gone, const char *error,
+    void *arg)
+{
+	serve_fork_refreshed(sb, error != NULL ? error : gone ? "QEMU exited" :
+	    NULL, arg);
+}
+
+/*
+ * A new copy's clock, entropy and card address go with its restore
+ * (sandbox_fresh_early), so it is its own as soon as it is up; a new
+ * machine-id needs an exec once it is (serve_fork_refresh).
+ */
+static void
+serve_fork_early(struct serve_fork *f, struct serve_fork_copy *c,
+    struct serve_sb *s)
+{
+	char	*cause = NULL;
+
+	if (f->machine_id || s->sb == NULL)
+		return;
+	if (sandbox_net_of(s->sb) != NULL)
+		sandbox_mac_new(c->mac);
+	if (sandbox_fresh_early(s->sb, c->mac[0] != '\0' ? c->mac : NULL,
+	    &cause) == -1) {
+		log_debug("fork of %s: %s: %s; refreshed once up", f->src,
+		    c->name, cause);
+		free(cause);
+		c->mac[0] = '\0';
+		return;
+	}
+	c->early = 1;
+	if (c->mac[0] != '\0') {
+		free(s->mac);
+		s->mac = xstrdup(c->mac);
+	}
+}
+
 /* Where each copy is: ready ones get their identity; all done, answer. */
 static void
 serve_fork_poll_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -213,6 +253,9 @@ serve_fork_poll_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			continue;
 		/* Its exec may end before sandbox_refresh returns. */
 		c->state = 1;
+		if (c->early && sandbox_fresh_then(s->sb, serve_fork_early_cb,
+		    c) == 0)
+			continue;
 		if ((c->port = serve_port_take(s)) == -1 ||
 		    serve_fork_refresh(f, c, s, &cause) == -1) {
 			xasprintf(&c->error, "%s: %s", c->name, cause != NULL ?
@@ -278,6 +321,7 @@ serve_fork_saved_cb(struct sandbox *sb, const char *error,
 			continue;
 		}
 		f->copies[i].serial = s->serial;
+		serve_fork_early(f, &f->copies[i], s);
 	}
 	serve_fork_poll_cb(f->srv->loop, &f->poll, 0);
 }

@@ -388,6 +388,7 @@ int		 serve_life_clock(struct serve_sb *, int,
 		     void (*)(struct serve_sb *));
 int		 serve_life_restored(struct serve_sb *,
 		     void (*)(struct serve_sb *));
+void		 serve_life_restore_early(struct serve_sb *);
 serve_handler	 serve_pause;
 serve_handler	 serve_resume;
 serve_handler	 serve_patch;

@@ -475,6 +475,16 @@ serve_life_clock(struct serve_sb *s, int by_exec,
 	return (0);
 }
 
+/* s is a fork's copy: the fork sends its clock with its identity. */
+static int
+serve_life_forked(struct serve_sb *s)
+{
+	const char	*base = strrchr(s->snap.dir, '/');
+
+	return (base != NULL && strncmp(base + 1, SERVE_SNAP_HIDDEN,
+	    strlen(SERVE_SNAP_HIDDEN)) == 0);
+}
+
 /*
  * s, started from a snapshot, is up: its guest's clock is the save's, so
  * it is set before s is ready, then done called. 0 once under way; -1:
@@ -484,16 +494,34 @@ serve_life_clock(struct serve_sb *s, int by_exec,
 int
 serve_life_restored(struct serve_sb *s, void (*done)(struct serve_sb *))
 {
-	const char	*base;
-
-	if (s->snap.dir == NULL || s->clocked)
-		return (-1);
-	base = strrchr(s->snap.dir, '/');
-	if (base != NULL && strncmp(base + 1, SERVE_SNAP_HIDDEN,
-	    strlen(SERVE_SNAP_HIDDEN)) == 0)
+	if (s->snap.dir == NULL || s->clocked || serve_life_forked(s))
 		return (-1);
 	s->clocked = 1;
+	/* Sent with the restore (serve_life_restore_early): its answer. */
+	s->clock_done = done;
+	s->clocking = 1;
+	if (s->sb != NULL && sandbox_fresh_then(s->sb, serve_life_fresh_cb,
+	    s) == 0)
+		return (0);
+	s->clocking = 0;
 	return (serve_life_clock(s, 0, done));
+}
+
+/*
+ * s is being made from a snapshot: the host's clock goes to its guest
+ * with the restore (sandbox_fresh_early), rather than once it is up.
+ */
+void
+serve_life_restore_early(struct serve_sb *s)
+{
+	char	*cause = NULL;
+
+	if (s->snap.dir == NULL || s->sb == NULL || serve_life_forked(s))
+		return;
+	if (sandbox_fresh_early(s->sb, NULL, &cause) == -1)
+		log_debug("sandbox %s: %s: its clock once it is up", s->name,
+		    cause);
+	free(cause);
 }
 
 /* s is in state want now: the event, the answers. */

@@ -1046,6 +1046,7 @@ sandbox_free(struct sandbox *sb)
 	}
 	if (sb->rundir != NULL && util_rm_rf(sb->rundir) == -1)
 		log_warn("cannot remove %s", sb->rundir);
+	free(sb->early_error);
 	free(sb->rundir);
 	if (sb->token != NULL) {
 		explicit_bzero(sb->token, strlen(sb->token));

@@ -151,11 +151,25 @@ struct sandbox {
 	sandbox_fresh_cb	 fresh_cb;	/* NULL: none, or cancelled */
 	void			*fresh_arg;
 	int			 fresh_busy;	/* sent, not answered */
+	/* ... or sent with the restore's first request (sandbox_fresh_early) */
+	int			 early;		/* SANDBOX_EARLY_* */
+	char			 early_mac[SANDBOX_MAC_LEN];	/* "": none */
+	char			*early_error;
+	sandbox_fresh_cb	 early_cb;	/* its owner's, once asked */
+	void			*early_arg;
 
 	/* boot = "image" (sandbox_boot.c) */
 	int			 boot_phase;
 	ev_timer		 boot_tick;	/* progress on stderr */
 };
+
+#define SANDBOX_EARLY_NONE	0
+#define SANDBOX_EARLY_PENDING	1	/* sent once launched */
+#define SANDBOX_EARLY_SENT	2
+#define SANDBOX_EARLY_DONE	3	/* early_error says how */
+
+void		 sandbox_early_launch(struct sandbox *);
+void		 sandbox_early_free(struct sandbox *);
 
 typedef void	(*sandbox_action)(struct sandbox *, enum sbe, const char *);
 

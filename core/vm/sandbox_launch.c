@@ -330,13 +330,15 @@ sandbox_launch(struct sandbox *sb, char **cause)
 
 	/*
 	 * The agent answers once it is up: readiness is its first reply.
-	 * The request waits in the socket until the guest reads it.
+	 * The request waits in the socket until the guest reads it, and a
+	 * restore's early refresh waits behind it.
 	 */
 	if (sb->mode == SB_RESTORE)
 		sandbox_send_setup(sb);
 	else
 		agent_request(sb->ports[0], "GET", "/ping", NULL, 0,
 		    sandbox_reply_cb, NULL, sb);
+	sandbox_early_launch(sb);
 	if (sb->snap != NULL)
 		sandbox_snap_launched(sb);
 	return (0);
@@ -352,6 +354,7 @@ sandbox_launch_free(struct sandbox *sb)
 	int	i;
 
 	sandbox_snap_abort(sb);
+	sandbox_early_free(sb);
 	qmp_script_free(sb->incoming);
 	sb->incoming = NULL;
 	qmp_conn_free(sb->qmp);

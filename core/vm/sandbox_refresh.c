@@ -1,9 +1,9 @@
 /*
  * A guest told what it cannot know by itself: by its agent's own POST
  * /refresh (the clock, entropy, a card's address: no process, so no
- * program for a new QEMU to translate first), or, for a new machine-id,
- * by one exec of a shell script: above exec.c, which sandbox_snap.c
- * (below it) does not
+ * program for a new QEMU to translate first; sandbox_fresh.c), or, for a
+ * new machine-id, by one exec of a shell script: above exec.c, which
+ * sandbox_snap.c (below it) does not
  * call: it ends a fork's exec at QEMU's death through snap->refresh_gone.
  * The host's clock always (a guest's clock stands still while it is
  * paused, and a restored one's is its source's); for a copy of a
@@ -21,19 +21,6 @@
 #include <ev.h>
 
 #include "sandbox_int.h"
-
-/* A new unicast, locally administered address, QEMU's prefix. */
-void
-sandbox_mac_new(char mac[SANDBOX_MAC_LEN])
-{
-	unsigned char	r[3];
-
-	do {
-		token_random(r, sizeof r);
-		snprintf(mac, SANDBOX_MAC_LEN, "52:54:00:%02x:%02x:%02x",
-		    r[0], r[1], r[2]);
-	} while (strcmp(mac, NET_GUEST_MAC) == 0);	/* every boot's */
-}
 
 /* The script: the clock first, so the rest runs at the right time. */
 static char *
@@ -96,76 +83,6 @@ sandbox_fresh_exec(struct sandbox *sb, const struct sandbox_fresh *f,
 	explicit_bzero(script, strlen(script));
 	free(script);
 	return (x);
-}
-
-/* The agent's answer to POST /refresh: its owner hears how. */
-static void
-sandbox_fresh_reply(int status, const char *body, size_t len, void *arg)
-{
-	struct sandbox		*sb = arg;
-	sandbox_fresh_cb	 cb = sb->fresh_cb;
-	char			*msg = NULL;
-	int			 gone = status == AGENT_CLOSED;
-
-	sb->fresh_busy = 0;
-	sb->fresh_cb = NULL;
-	if (cb == NULL)
-		return;		/* cancelled, or told at QEMU's end */
-	if (status != 204)
-		xasprintf(&msg, "%s%d: %.*s", gone ? "QEMU exited: " :
-		    "the agent's refresh answered ", status, (int)(len > 200 ?
-		    200 : len), body);
-	cb(sb, gone, msg, sb->fresh_arg);
-	free(msg);
-}
-
-/*
- * The host's clock, fresh entropy and, if mac is not NULL, a new address
- * on its card, given to sb's guest through its agent's own POST /refresh
- * on agent port (no process
- * in the guest: an exec of date, the first program a restored QEMU runs,
- * costs it ~120 ms of translation under TCG). cb told once answered, or
- * with gone when QEMU goes first; never after sandbox_fresh_cancel. -1
- * with *cause when one is under way already.
- */
-int
-sandbox_fresh_send(struct sandbox *sb, int port, const char *mac,
-    sandbox_fresh_cb cb, void *arg, char **cause)
-{
-	struct timespec	 ts;
-	struct buf	 b = { 0 };
-	char		*hex;
-
-	if (sb->fresh_busy || port < 0 || port >= QSUP_PORT_COUNT ||
-	    sb->ports[port] == NULL) {
-		xasprintf(cause, sb->fresh_busy ? "a refresh is under way" :
-		    "no agent port %d", port);
-		return (-1);
-	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	buf_printf(&b, "time %lld.%09ld\n", (long long)ts.tv_sec, ts.tv_nsec);
-	hex = token_hex(64);
-	buf_printf(&b, "entropy %s\n", hex);
-	explicit_bzero(hex, strlen(hex));
-	free(hex);
-	if (mac != NULL)
-		buf_printf(&b, "mac %s\n", mac);
-	sb->fresh_cb = cb;
-	sb->fresh_arg = arg;
-	sb->fresh_busy = 1;
-	agent_request(sb->ports[port], "POST", "/refresh", b.data, b.len,
-	    sandbox_fresh_reply, NULL, sb);
-	explicit_bzero(b.data, b.len);
-	buf_free(&b);
-	return (0);
-}
-
-/* Its owner is going: a refresh's answer is not told to it. */
-void
-sandbox_fresh_cancel(struct sandbox *sb)
-{
-	if (sb != NULL)
-		sb->fresh_cb = NULL;
 }
 
 /* The identity's exec ended: its owner hears how. */

@@ -458,6 +458,8 @@ typedef void	(*sandbox_fresh_cb)(struct sandbox *, int, const char *,
 int		 sandbox_fresh_send(struct sandbox *, int, const char *,
 		     sandbox_fresh_cb, void *, char **);
 void		 sandbox_fresh_cancel(struct sandbox *);
+int		 sandbox_fresh_early(struct sandbox *, const char *, char **);
+int		 sandbox_fresh_then(struct sandbox *, sandbox_fresh_cb, void *);
 struct exec	*sandbox_fresh_exec(struct sandbox *,
 		     const struct sandbox_fresh *, const struct exec_ports *,
 		     const struct exec_cbs *);
