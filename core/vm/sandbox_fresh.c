@@ -203,5 +203,5 @@ void
 sandbox_fresh_cancel(struct sandbox *sb)
 {
 	if (sb != NULL)
-		sb->fresh_cb = NULL;
+		sb->fresh_cb = sb->early_cb = NULL;
 }
