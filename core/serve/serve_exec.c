@@ -288,6 +288,10 @@ serve_exec_answer(struct serve_exec *e, const struct exec_result *r,
 		 * say it failed; cut short, its client sees no clean end.
 		 */
 		httpd_abort(e->conn);
+	} else if (r->end == EXEC_END_CLOSED || r->end == EXEC_END_GONE) {
+		/* The sandbox went before the command began: its state. */
+		serve_error_now(e->conn, 409, error != NULL ? error :
+		    "the sandbox is gone", NULL);
 	} else if (error != NULL || !r->exit_seen) {
 		serve_error_now(e->conn, 500, error != NULL ? error :
 		    "the agent ended the stream without an exit event", NULL);

@@ -139,6 +139,32 @@ print(out.split(b"\r\n")[0].decode())
 	serve_stop
 }
 
+# A sandbox whose QEMU dies while an exec waits for its agent: the exec
+# answers 409, naming what happened, not 500 as a server fault. QEMU is
+# stopped first (SIGSTOP: the guest cannot take the exec), so the exec is
+# still waiting when QEMU is killed.
+test_exec_sandbox_dies() {
+	local qpid cpid
+	serve_start
+	create d
+	qpid=$(pgrep -f "qemu-system.*$T_RUN/qsup/sb-" | head -1)
+	[ -n "$qpid" ] || fail "no QEMU found"
+	kill -STOP "$qpid"
+	curl -sS --unix-socket "$SOCK" -o "$S/exec.body" -w '%{http_code}' \
+	    -H "Authorization: Bearer $TOKEN" -d '{"argv":["true"]}' \
+	    http://qsup/v1/sandboxes/d/exec >"$S/exec.code" &
+	cpid=$!
+	sleep 1
+	kill -KILL "$qpid"
+	kill -CONT "$qpid" 2>/dev/null || true
+	wait "$cpid"
+	expect_eq "the waiting exec's status" 409 "$(cat "$S/exec.code")"
+	expect_match "says the sandbox is gone" '"error":"the sandbox is gone' \
+	    "$(cat "$S/exec.body")"
+	wait_state d dead 20 || fail "d is $(state d), not dead"
+	serve_stop
+}
+
 # A dead sandbox, or one still booting, cannot be paused or changed.
 test_pause_refused() {
 	local qpid
