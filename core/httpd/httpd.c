@@ -11,6 +11,7 @@
 #include <sys/un.h>
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 
 #include <errno.h>
@@ -214,7 +215,7 @@ httpd_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct sockaddr_storage	 ss;
 	struct httpd_peer	*p;
 	socklen_t		 slen;
-	int			 fd, why;
+	int			 fd, why, one = 1;
 
 	(void)revents;
 	for (;;) {
@@ -237,6 +238,15 @@ httpd_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		if (slen > sizeof ss)
 			ss.ss_family = AF_UNSPEC;
+		/*
+		 * Answers go out in small writes (a head, then SSE events
+		 * and chunks as they come): with Nagle's algorithm, a write
+		 * after an unacknowledged one waits for the client's delayed
+		 * ACK, up to 40 ms a request on Linux.
+		 */
+		if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6)
+			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+			    sizeof one);
 		if ((why = httpd_admit(l->h, (struct sockaddr *)&ss, &p)) != -1)
 			httpd_turn_away(l->h, l, fd, why);
 		else

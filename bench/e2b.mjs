@@ -1,0 +1,18 @@
+// bench/e2b.sh's timings through E2B's SDK (npm e2b, unchanged), against
+// "qsup serve --e2b": create, commands.run('true') ROUNDS times,
+// files.write, kill, each timed around the SDK's call. One JSON line out.
+import { Sandbox } from 'e2b'
+
+const rounds = Number(process.argv[2] || 11)
+const slow = { requestTimeoutMs: 600000 }
+const ms = async (fn) => { const t0 = performance.now(); await fn(); return performance.now() - t0 }
+const median = (v) => [...v].sort((a, b) => a - b)[Math.floor((v.length - 1) / 2)]
+
+let sbx
+const create = await ms(async () => { sbx = await Sandbox.create('base', { timeoutMs: 300000, ...slow }) })
+const runs = []
+for (let i = 0; i < rounds; i++)
+	runs.push(await ms(() => sbx.commands.run('true')))
+const write = await ms(() => sbx.files.write('/tmp/b.txt', 'hello'))
+const kill = await ms(() => sbx.kill())
+console.log(JSON.stringify({ create, run: median(runs), write, kill }))
