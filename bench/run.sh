@@ -183,6 +183,10 @@ bench/oci.sh
 echo
 bench/serve.sh "$warm_runs"
 
+# E2B's SDK against qsup serve --e2b, beside qsup's own API.
+echo
+bench/e2b.sh 5 "$warm_runs"
+
 # Density, on demand: N sandboxes at once (slow: N guests).
 # The previous format first, then the default, in the same run.
 if [ -n "${QSUP_BENCH_DENSITY:-}" ]; then
