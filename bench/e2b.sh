@@ -2,7 +2,9 @@
 # E2B's SDK against "qsup serve --e2b" (docs/e2b.md), beside qsup's own API
 # on the same server in the same run: what the front end adds.
 #   create   Sandbox.create('base') against POST /v1/sandboxes, to ready
-#            (warm: the template is built by a first create, not timed)
+#            (warm: the template is built by a first create, not timed; the
+#            SDK's second create in its process: the first, shown apart,
+#            also starts node's HTTP client)
 #   cmd      commands.run('true') against POST .../exec of `sh -l -c true`
 #            to the end of its stream (the SDK asks for `bash -l -c`, which
 #            the default guest runs with busybox's sh; median of ROUNDS each)
@@ -61,6 +63,8 @@ for i in $(seq 1 "$runs"); do
 	api -X DELETE "http://q/v1/sandboxes/b$i" >>"$tmp/kill"
 done
 med() { sort -n | awk '{ v[NR] = $1 } END { printf "%.1f", v[int((NR + 1) / 2)] }'; }
+s=$(python3 -c 'import json,sys; [print(json.loads(l)["first"]) for l in open(sys.argv[1])]' "$tmp/sdk" | med)
+echo "e2b first create of a node process: SDK $s ms (its HTTP client starting up)"
 for k in create cmd write kill; do
 	s=$(python3 -c 'import json,sys; [print(json.loads(l)[sys.argv[1].replace("cmd", "run")]) for l in open(sys.argv[2])]' "$k" "$tmp/sdk" | med)
 	q=$(awk '{ print $1 * 1000 }' "$tmp/$k" | med)
