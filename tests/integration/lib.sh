@@ -7,6 +7,7 @@ QSUP=${QSUP:-$PWD/build/qsup}
 T_PASS=0
 T_FAIL=0
 T_FAILED=()
+T_RAN=()
 T_TMP=$(mktemp -d /tmp/qsup-test.XXXXXX)
 trap 'rm -rf "$T_TMP"' EXIT
 # Every response a qsup serve of this suite gives, recorded (--record) for
@@ -107,6 +108,7 @@ run_test() {
 	export XDG_RUNTIME_DIR=$T_RUN
 	export XDG_CACHE_HOME=$T_TMP/cache
 	local t0=$SECONDS
+	T_RAN+=("$name")
 	declare -F "$name" >/dev/null || fail "no such test: $name"
 	[ "$T_CUR_FAILED" = 1 ] || "$name"
 	expect_clean
@@ -120,7 +122,20 @@ run_test() {
 	fi
 }
 
+# The suite's summary. A whole run (no TESTS) must have run every test_
+# function the suite defines: one left out of a suite's own list would
+# otherwise never fail, however broken.
 finish() {
+	local t missed=()
+	if [ -z "${TESTS:-}" ] && [ $((T_PASS + T_FAIL)) -gt 0 ]; then
+		for t in $(declare -F | awk '$3 ~ /^test_/ {print $3}'); do
+			[[ " ${T_RAN[*]} " == *" $t "* ]] || missed+=("$t")
+		done
+		if [ ${#missed[@]} -gt 0 ]; then
+			echo "  FAIL defined but never run (missing from the suite's list): ${missed[*]}"
+			T_FAIL=$((T_FAIL + 1))
+		fi
+	fi
 	echo "$T_PASS passed, $T_FAIL failed"
 	[ "$T_FAIL" = 0 ]
 }

@@ -348,7 +348,8 @@ test_resume_sets_clock() {
 for t in ${TESTS:-test_pause_resume test_pause_stops_exec_timeout \
     test_resume_sets_clock \
     test_body_after_delete test_pause_refused test_bad_limits \
-    test_ttl_delete_and_lift test_ttl_pause_and_idle test_client_and_mcp}; do
+    test_ttl_delete_and_lift test_ttl_pause_and_idle test_client_and_mcp \
+    test_exec_sandbox_dies}; do
 	run_test "$t"
 done
 finish
