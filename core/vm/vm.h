@@ -475,6 +475,8 @@ long		 sandbox_qemu_rss_kb(struct sandbox *);
 struct net	*sandbox_net_of(struct sandbox *);
 void		 sandbox_console_tail(struct sandbox *, int, struct buf *);
 char		*sandbox_console_oom(struct sandbox *);
+/* sandbox_screen.c: the screen's VNC socket, or NULL (caller frees) */
+char		*sandbox_display_socket(struct sandbox *);
 void		 sandbox_free(struct sandbox *);
 
 /*
