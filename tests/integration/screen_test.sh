@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# A sandbox's screen (display = "vnc") through qsup serve: the guest paints
+# /dev/fb0 a known colour and GET .../screenshot shows it (full size and
+# scaled), POST .../input's text and key chords arrive as key codes on the
+# guest's keyboard, a click as BTN_LEFT at the right place on its tablet,
+# and a sandbox without a screen, or a bad event, is refused, named.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
+
+PNG="python3 $PWD/tests/integration/helpers/png_pixels.py"
+DISPLAY_SETTINGS='"settings":{"display":"vnc","display_size":"640x480"}'
+
+# Paint the whole frame buffer XRGB (0x20, 0xc0, 0x40), its geometry read
+# from sysfs.
+PAINT='set -e; s=$(cat /sys/class/graphics/fb0/stride)
+h=$(cat /sys/class/graphics/fb0/virtual_size); h=${h#*,}
+printf "\100\300\040\000" >/tmp/p; i=0
+while [ $i -lt 21 ]; do cat /tmp/p /tmp/p >/tmp/q; mv /tmp/q /tmp/p; i=$((i+1)); done
+head -c $((s * h)) /tmp/p >/dev/fb0; echo painted'
+
+# sh_json CMD: an exec body running CMD under sh -c.
+sh_json() {
+	echo "{\"argv\":[\"sh\",\"-c\",$(jq -Rn --arg c "$1" '$c')]}"
+}
+
+# shot NAME QUERY FILE: a screenshot into FILE; $CODE, $SECS.
+shot() {
+	local out
+	out=$(curl -sS --unix-socket "$SOCK" -o "$3" -w '%{http_code} %{time_total}' \
+	    -H "Authorization: Bearer $TOKEN" "http://qsup/v1/sandboxes/$1/screenshot$2")
+	CODE=${out% *}
+	SECS=${out#* }
+}
+
+# reader NAME DEVNAME: the guest records the input device named DEVNAME
+# (its /sys name) into /tmp/ev for 8 s, in the background (RPID); returns
+# once the recording has begun.
+reader() {
+	local i c="d=; for e in /sys/class/input/event*; do
+		grep -q '$2' \$e/device/name && d=/dev/input/\${e##*/}; done
+		[ -n \"\$d\" ] || { echo no device; exit 1; }
+		echo recording \$d; timeout 8 cat \$d >/tmp/ev || true"
+	curl -sS -N --unix-socket "$SOCK" -H "Authorization: Bearer $TOKEN" \
+	    -d "$(sh_json "$c")" "http://qsup/v1/sandboxes/$1/exec" \
+	    >"$S/reader" &
+	RPID=$!
+	touch "$S/reader"
+	for i in $(seq 1 100); do
+		grep -q '^event: stdout' "$S/reader" && break
+		sleep 0.1
+	done
+	sleep 0.5
+}
+
+# recorded NAME: once the reader is done, "TYPE CODE VALUE" of each
+# struct input_event (24 bytes on x86-64) the guest recorded.
+recorded() {
+	wait "$RPID"
+	run_exec "$1" "$(sh_json 'od -An -v -tu2 -w24 /tmp/ev |
+	    awk "{ v = \$11 + 65536 * \$12; if (v >= 2147483648) v -= 4294967296; print \$9, \$10, v }"')"
+}
+
+test_screenshot_pixels() {
+	local px
+	serve_start
+	create d "$DISPLAY_SETTINGS"
+	run_exec d "$(sh_json "$PAINT")"
+	expect_eq "the guest painted /dev/fb0" painted "$OUT"
+	sleep 0.5
+	shot d "" "$S/full.png"
+	expect_eq "screenshot" 200 "$CODE"
+	echo "screenshot took $SECS s" >>"$S/figures"
+	px=$($PNG "$S/full.png" 320,240 10,470 639,479 200,20)
+	expect_eq "the screenshot's size and pixels" "640x480
+32 192 64
+32 192 64
+32 192 64
+32 192 64" "$px"
+	shot d "?scale=0.25" "$S/small.png"
+	expect_eq "scaled screenshot" 200 "$CODE"
+	px=$($PNG "$S/small.png" 80,60 150,110)
+	expect_eq "the scaled screenshot's size and pixels" "160x120
+32 192 64
+32 192 64" "$px"
+	ls "$T_RUN"/qsup/sb-*/screen-*.png >/dev/null 2>&1 &&
+	    fail "screendump files left in the run directory"
+	api GET "/v1/sandboxes/d/screenshot?scale=3"
+	expect_eq "scale 3" 400 "$CODE"
+	expect_match "scale named" '"field":"scale"' "$BODY"
+	api DELETE /v1/sandboxes/d
+	serve_stop
+	sed 's/^/    /' "$S/figures"
+}
+
+test_input_keys_and_click() {
+	serve_start
+	create d "$DISPLAY_SETTINGS"
+	reader d Keyboard
+	api POST /v1/sandboxes/d/input -d '{"events":[{"type":"text","text":"Hi\n"},{"type":"key","keys":["ctrl","c"]}]}'
+	expect_eq "input" 200 "$CODE"
+	recorded d
+	# Key presses (EV_KEY, value 1) and releases, in order: shift H, i,
+	# enter, ctrl c.
+	expect_eq "the keys the guest saw" "42 35 35 42 23 23 28 28 29 46 46 29" \
+	    "$(awk '$1 == 1 { printf "%s%s", sep, $2; sep = " " }' <<<"$OUT")"
+	expect_eq "down and up" "1 1 0 0 1 0 1 0 1 1 0 0" \
+	    "$(awk '$1 == 1 { printf "%s%s", sep, $3; sep = " " }' <<<"$OUT")"
+
+	reader d Tablet
+	api POST /v1/sandboxes/d/input -d '{"events":[{"type":"click","x":320,"y":120},{"type":"scroll","x":320,"y":120,"dy":2}]}'
+	expect_eq "click" 200 "$CODE"
+	recorded d
+	# EV_ABS x and y scaled to QEMU's 0..32767; BTN_LEFT (272) down, up.
+	expect_match "the tablet's x" '^3 0 16409$' "$OUT"
+	expect_match "the tablet's y" '^3 1 8208$' "$OUT"
+	expect_eq "the clicks the guest saw" "272 1,272 0" \
+	    "$(awk '$1 == 1 { printf "%s%s %s", sep, $2, $3; sep = "," }' <<<"$OUT")"
+	expect_eq "the wheel's two steps down" "-1,-1" \
+	    "$(awk '$1 == 2 && $2 == 8 { printf "%s%s", sep, $3; sep = "," }' <<<"$OUT")"
+	api DELETE /v1/sandboxes/d
+	serve_stop
+}
+
+test_refused() {
+	serve_start
+	create plain
+	api GET /v1/sandboxes/plain/screenshot
+	expect_eq "screenshot without a display" 409 "$CODE"
+	expect_match "says so" 'no display' "$BODY"
+	api POST /v1/sandboxes/plain/input -d '{"events":[{"type":"text","text":"x"}]}'
+	expect_eq "input without a display" 409 "$CODE"
+	create d "$DISPLAY_SETTINGS"
+	api POST /v1/sandboxes/d/input -d '{"events":[{"type":"key","keys":["ctrl","bogus"]}]}'
+	expect_eq "unknown key" 400 "$CODE"
+	expect_match "named" '"field":"events\[0\]\.keys".*|bogus' "$BODY"
+	expect_match "the key named" 'bogus' "$BODY"
+	api POST /v1/sandboxes/d/input -d '{"events":[{"type":"text","text":"ok"},{"type":"click","x":640,"y":1}]}'
+	expect_eq "off the screen" 400 "$CODE"
+	expect_match "named" '"field":"events\[1\]\.x"' "$BODY"
+	api POST /v1/sandboxes/d/input -d '{"events":[{"type":"wave"}]}'
+	expect_eq "unknown type" 400 "$CODE"
+	expect_match "named" '"field":"events\[0\]\.type"' "$BODY"
+	api POST /v1/sandboxes/d/input -d '{"events":[]}'
+	expect_eq "no events" 400 "$CODE"
+	api POST /v1/sandboxes/d/input -d '{"events":[{"type":"text","text":"é"}]}'
+	expect_eq "no such key" 400 "$CODE"
+	expect_match "named" '"field":"events\[0\]\.text"' "$BODY"
+	api POST /v1/sandboxes/d/pause
+	api DELETE /v1/sandboxes/plain
+	api GET /v1/sandboxes/plain/screenshot
+	expect_eq "a deleted sandbox" 404 "$CODE"
+	api DELETE /v1/sandboxes/d
+	serve_stop
+}
+
+for t in ${TESTS:-test_screenshot_pixels test_input_keys_and_click \
+    test_refused}; do
+	run_test "$t"
+done
+finish
