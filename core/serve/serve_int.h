@@ -260,6 +260,7 @@ typedef int	 serve_handler(const struct serve_req *, struct serve_error *);
 /* serve_screen_input.c: POST .../input's events as QMP calls */
 #define SCREEN_EVENTS_MAX	256
 #define SCREEN_TEXT_MAX		4096
+#define SCREEN_CALLS_MAX	20000	/* QMP calls of one request */
 struct screen_calls {
 	char		**args;		/* input-send-event's, in order */
 	size_t		  n;

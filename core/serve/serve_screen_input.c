@@ -187,8 +187,9 @@ screen_text(struct screen_calls *c, json_t *ev, const char *at,
 	int		 shift;
 
 	snprintf(field, sizeof field, "%s.text", at);
-	if (text == NULL)
-		return (serve_bad_field(err, field, "expected a string"));
+	if (text == NULL || *text == '\0')
+		return (serve_bad_field(err, field, "expected a non-empty "
+		    "string"));
 	if (strlen(text) > SCREEN_TEXT_MAX)
 		return (serve_bad_field(err, field, "longer than 4096 bytes"));
 	for (i = 0; text[i] != '\0'; i++) {
@@ -304,7 +305,8 @@ screen_mouse(struct screen_calls *c, json_t *ev, const char *type,
 	} else if (strcmp(type, "scroll") == 0) {
 		dy = json_object_get(ev, "dy");
 		if (!json_is_integer(dy) || json_integer_value(dy) == 0 ||
-		    llabs(json_integer_value(dy)) > SCREEN_SCROLL_MAX) {
+		    json_integer_value(dy) < -SCREEN_SCROLL_MAX ||
+		    json_integer_value(dy) > SCREEN_SCROLL_MAX) {
 			snprintf(where, sizeof where, "%s.dy", at);
 			return (serve_bad_field(err, where, "expected a "
 			    "non-zero integer, -50 to 50 (> 0: down)"));
@@ -364,6 +366,10 @@ screen_input_parse(json_t *j, int w, int h, struct screen_calls *c,
 		}
 		if (rc == -1)
 			return (-1);
+		/* Texts add up: a body's worth would be a million calls. */
+		if (c->n > SCREEN_CALLS_MAX)
+			return (serve_bad_field(err, "events", "more than "
+			    "20000 key and button changes in all"));
 	}
 	return (0);
 }

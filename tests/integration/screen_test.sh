@@ -121,6 +121,48 @@ test_input_keys_and_click() {
 	serve_stop
 }
 
+# mcp JSON...: the answers of qsup mcp to an initialize and these calls.
+mcp() {
+	local init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+	printf '%s\n' "$init" "$@" | QSUP_TOKEN=$TOKEN "$QSUP" mcp --host "unix:$SOCK" 2>&1
+}
+
+test_mcp_tools() {
+	local out
+	serve_start
+	create d "$DISPLAY_SETTINGS"
+	run_exec d "$(sh_json "$PAINT")"
+	out=$(mcp '{"jsonrpc":"2.0","id":2,"method":"tools/list"}')
+	expect_eq "the computer-use tools listed" "click key screenshot scroll type" \
+	    "$(jq -r 'select(.id == 2) | .result.tools[].name' <<<"$out" |
+	    grep -xE 'screenshot|click|type|key|scroll' | sort | tr '\n' ' ' | sed 's/ $//')"
+	out=$(mcp '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"screenshot","arguments":{"name":"d","scale":0.5}}}')
+	expect_eq "an image block" "image image/png false" \
+	    "$(jq -r 'select(.id == 2) | .result | "\(.content[0].type) \(.content[0].mimeType) \(.isError)"' <<<"$out")"
+	jq -r 'select(.id == 2) | .result.content[0].data' <<<"$out" | base64 -d >"$S/mcp.png"
+	expect_eq "its pixels" "320x240
+32 192 64" "$($PNG "$S/mcp.png" 160,120)"
+	reader d Keyboard
+	out=$(mcp '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"type","arguments":{"name":"d","text":"a"}}}' \
+	    '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"key","arguments":{"name":"d","keys":["ctrl","l"]}}}' \
+	    '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"key","arguments":{"name":"d","keys":["nokey"]}}}')
+	expect_eq "type and key done" "false false true" \
+	    "$(jq -r 'select(.id >= 2) | .result.isError' <<<"$out" | tr '\n' ' ' | sed 's/ $//')"
+	expect_match "the unknown key named" 'nokey' "$out"
+	recorded d
+	expect_eq "the keys typed through MCP" "30 30 29 38 38 29" \
+	    "$(awk '$1 == 1 { printf "%s%s", sep, $2; sep = " " }' <<<"$OUT")"
+	reader d Tablet
+	out=$(mcp '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"click","arguments":{"name":"d","x":1,"y":2,"button":"right"}}}' \
+	    '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"scroll","arguments":{"name":"d","x":1,"y":2,"dy":-1}}}')
+	recorded d
+	expect_eq "the right click (BTN_RIGHT)" "273 1,273 0" \
+	    "$(awk '$1 == 1 { printf "%s%s %s", sep, $2, $3; sep = "," }' <<<"$OUT")"
+	expect_match "the wheel up" '^2 8 1$' "$OUT"
+	api DELETE /v1/sandboxes/d
+	serve_stop
+}
+
 test_refused() {
 	serve_start
 	create plain
@@ -154,7 +196,7 @@ test_refused() {
 }
 
 for t in ${TESTS:-test_screenshot_pixels test_input_keys_and_click \
-    test_refused}; do
+    test_mcp_tools test_refused}; do
 	run_test "$t"
 done
 finish
