@@ -82,6 +82,14 @@ test_screenshot_pixels() {
 	expect_eq "the scaled screenshot's size and pixels" "160x120
 32 192 64
 32 192 64" "$px"
+	QSUP_HOST=unix:$SOCK QSUP_TOKEN=$TOKEN "$QSUP" sandbox screenshot \
+	    --scale 0.5 -o "$S/cli.png" d
+	expect_eq "qsup sandbox screenshot" "320x240
+32 192 64" "$($PNG "$S/cli.png" 300,200)"
+	QSUP_HOST=unix:$SOCK QSUP_TOKEN=$TOKEN "$QSUP" sandbox screenshot \
+	    -o "$S/none.png" nosuch 2>/dev/null
+	expect_eq "qsup sandbox screenshot of no sandbox" 1 "$?"
+	[ -e "$S/none.png" ] && fail "a file written for a refused screenshot"
 	ls "$T_RUN"/qsup/sb-*/screen-*.png >/dev/null 2>&1 &&
 	    fail "screendump files left in the run directory"
 	api GET "/v1/sandboxes/d/screenshot?scale=3"
