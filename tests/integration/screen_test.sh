@@ -171,6 +171,36 @@ test_mcp_tools() {
 	serve_stop
 }
 
+# The desktop image (tests/images/desktop.sh, built once: its stamp):
+# Xorg, twm and an xterm on the screen; the root window's colour seen in
+# the screenshot, and text typed into the xterm run by its shell.
+test_desktop() {
+	local img=$PWD/build/images/desktop-12.qcow2 px
+	if ! bash tests/images/desktop.sh "$img" >"$T_TMP/desktop.log" 2>&1; then
+		fail "cannot build the desktop image: $(tail -n 5 "$T_TMP/desktop.log")"
+		return
+	fi
+	serve_start
+	create x "\"settings\":{\"display\":\"vnc\",\"image\":\"$img\",\"memory\":\"1G\"}"
+	run_exec x '{"argv":["/usr/local/bin/qsup-desktop"]}'
+	expect_eq "X started" "X is up on :0" "$OUT"
+	sleep 2
+	shot x "" "$S/desktop.png"
+	expect_eq "screenshot" 200 "$CODE"
+	# xsetroot -solid '#204080' outside the xterm (at 40,40, 80x24).
+	px=$($PNG "$S/desktop.png" 900,700 10,10)
+	expect_eq "the root window's colour" "1024x768
+32 64 128
+32 64 128" "$px"
+	api POST /v1/sandboxes/x/input -d '{"events":[{"type":"click","x":200,"y":200},{"type":"text","text":"echo typed-in-xterm > /tmp/typed\n"}]}'
+	expect_eq "input" 200 "$CODE"
+	sleep 2
+	run_exec x '{"argv":["cat","/tmp/typed"]}'
+	expect_eq "the xterm ran what was typed" typed-in-xterm "$OUT"
+	api DELETE /v1/sandboxes/x
+	serve_stop
+}
+
 test_refused() {
 	serve_start
 	create plain
@@ -204,7 +234,7 @@ test_refused() {
 }
 
 for t in ${TESTS:-test_screenshot_pixels test_input_keys_and_click \
-    test_mcp_tools test_refused}; do
+    test_mcp_tools test_refused test_desktop}; do
 	run_test "$t"
 done
 finish
