@@ -226,6 +226,14 @@ test_refused() {
 	expect_eq "no such key" 400 "$CODE"
 	expect_match "named" '"field":"events\[0\]\.text"' "$BODY"
 	api POST /v1/sandboxes/d/pause
+	expect_eq "pause" 200 "$CODE"
+	shot d "" "$S/paused.png"
+	expect_eq "a paused sandbox's screenshot" 200 "$CODE"
+	# Display and non-display sandboxes never share a template.
+	expect_match "a template with a screen" 'virtio-gpu-pci,xres=640,yres=480' \
+	    "$(cat "$XDG_CACHE_HOME"/qsup/templates/*.shape)"
+	grep -L virtio-gpu "$XDG_CACHE_HOME"/qsup/templates/*.shape | grep -q . ||
+	    fail "no template without a screen"
 	api DELETE /v1/sandboxes/plain
 	api GET /v1/sandboxes/plain/screenshot
 	expect_eq "a deleted sandbox" 404 "$CODE"
