@@ -5,7 +5,7 @@ MUSL_CC		?= musl-gcc
 WARN		 = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 		   -Wpointer-arith -Wcast-qual
 CFLAGS		?= -O2 -g
-PKGS		 = lua5.4 libiso9660 libcdio libcurl jansson libarchive
+PKGS		 = lua5.4 libiso9660 libcdio libcurl jansson libarchive libpng
 # One folder a layer, each with its own header; a file sees the headers of
 # its own layer and those below it, nothing above (tests/layers.sh checks
 # the same of every #include, and of guest/):

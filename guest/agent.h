@@ -101,6 +101,7 @@ struct init_state {
 	int			 ports_told;	/* qsup.ports= was given */
 	int			 dev_mounted;	/* by init_console */
 	int			 root_wanted;	/* qsup.root=1: a disk image */
+	int			 display;	/* qsup.display=1: a screen */
 	int			 root_loaded;	/* the root's modules are in */
 	int			 seed_ok;
 	char			*root_device;	/* what is mounted as /, once

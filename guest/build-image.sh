@@ -268,8 +268,9 @@ add_module() {
 make_modroot() {
 	local kind name rest lineno=0 f p
 	local -A omit=() seen=()
-	local boot=() root=() extra=() order_boot=() order_root=()
-	local order_extra=() guest_boot=() guest_root=() guest_extra=()
+	local boot=() root=() extra=() display=() order_boot=() order_root=()
+	local order_extra=() order_display=() guest_boot=() guest_root=()
+	local guest_extra=() guest_display=()
 
 	while read -r kind name rest || [ -n "$kind" ]; do
 		lineno=$((lineno + 1))
@@ -277,14 +278,15 @@ make_modroot() {
 		''|'#'*) continue ;;
 		esac
 		if [ -z "$name" ] || [ -n "$rest" ]; then
-			die "$LIST:$lineno: expected: boot|root|extra|omit NAME"
+			die "$LIST:$lineno: expected: boot|root|extra|display|omit NAME"
 		fi
 		case $kind in
 		boot) boot+=("$name") ;;
 		root) root+=("$name") ;;
 		extra) extra+=("$name") ;;
+		display) display+=("$name") ;;
 		omit) omit[${name//-/_}]=1 ;;
-		*) die "$LIST:$lineno: $kind: unknown kind (boot, root, extra, omit)" ;;
+		*) die "$LIST:$lineno: $kind: unknown kind (boot, root, extra, display, omit)" ;;
 		esac
 	done <"$LIST"
 
@@ -298,6 +300,9 @@ make_modroot() {
 	done
 	for name in "${extra[@]}"; do
 		resolve "$name" order_extra
+	done
+	for name in "${display[@]}"; do
+		resolve "$name" order_display
 	done
 
 	mkdir -p "$M$MODDIR" "$M/etc"
@@ -313,15 +318,20 @@ make_modroot() {
 	for p in "${order_extra[@]}"; do
 		add_module "$p" guest_extra
 	done
+	for p in "${order_display[@]}"; do
+		add_module "$p" guest_display
+	done
 	# A modules.dep of its own, so that busybox modprobe works in the
 	# guest; depmod wants a modules.order, and the load order is that.
 	printf '%s\n' "${guest_boot[@]#"$MODDIR"/}" \
 	    "${guest_root[@]#"$MODDIR"/}" \
-	    "${guest_extra[@]#"$MODDIR"/}" >"$M$MODDIR/modules.order"
+	    "${guest_extra[@]#"$MODDIR"/}" \
+	    "${guest_display[@]#"$MODDIR"/}" >"$M$MODDIR/modules.order"
 	depmod -b "$M" "$REL" || die "depmod -b $M $REL failed"
 	printf '%s\n' "${guest_boot[@]}" >"$M/etc/qsup-modules"
 	printf '%s\n' "${guest_root[@]}" >"$M/etc/qsup-modules-root"
 	printf '%s\n' "${guest_extra[@]}" >"$M/etc/qsup-modules-extra"
+	printf '%s\n' "${guest_display[@]}" >"$M/etc/qsup-modules-display"
 }
 
 # The tree is kept in the cache until the kernel, the list, this script or
@@ -383,6 +393,7 @@ spec=$WORK/spec
 	echo "file /etc/qsup-modules $rel_m/etc/qsup-modules 0644 0 0"
 	echo "file /etc/qsup-modules-root $rel_m/etc/qsup-modules-root 0644 0 0"
 	echo "file /etc/qsup-modules-extra $rel_m/etc/qsup-modules-extra 0644 0 0"
+	echo "file /etc/qsup-modules-display $rel_m/etc/qsup-modules-display 0644 0 0"
 
 	# The module tree, each folder before what it holds.
 	(cd "$M" && find "lib/modules/$REL" -mindepth 0 | LC_ALL=C sort) |

@@ -29,6 +29,7 @@
 #include "agent.h"
 
 #define INIT_MODULES		"/etc/qsup-modules"
+#define INIT_MODULES_DISPLAY	"/etc/qsup-modules-display"
 #define INIT_SEED_WAIT_MS	2000
 #define INIT_TERM_GRACE_MS	500
 /* From <linux/random.h>, which musl does not ship. */
@@ -170,6 +171,8 @@ init_cmdline(struct init_state *st, int *probe, int *template)
 			*template = 1;
 		else if (strcmp(word, "qsup.root=1") == 0)
 			st->root_wanted = 1;
+		else if (strcmp(word, "qsup.display=1") == 0)
+			st->display = 1;
 		else if (strncmp(word, "qsup.cow=", 9) == 0)
 			snprintf(st->cow_boot, sizeof st->cow_boot, "%s",
 			    word + 9);
@@ -200,6 +203,10 @@ init_modules(struct init_state *st)
 
 	(void)module_load(st->kernel, INIT_MODULES);
 	t0 = util_ms(CLOCK_MONOTONIC);
+	/* Only a sandbox with a screen pays for DRM (before any template). */
+	if (st->display && module_load(st->kernel, INIT_MODULES_DISPLAY) == 0)
+		log_warnx("display modules loaded in %lld ms",
+		    util_ms(CLOCK_MONOTONIC) - t0);
 	if ((st->root_wanted || st->cow_boot[0] != '\0') &&
 	    module_root(st) == 0)
 		log_warnx("root modules loaded in %lld ms",

@@ -24,6 +24,16 @@ enum profile_template_ram {	/* where a template keeps the guest's RAM */
 	PROFILE_TRAM_STREAM	/* in the migration stream (the old way) */
 };
 
+enum profile_display {		/* the guest's screen */
+	PROFILE_DISPLAY_NONE,
+	PROFILE_DISPLAY_VNC	/* QEMU's VNC server, on a unix socket only */
+};
+/* display_size's bounds, in pixels (profile_display.c) */
+#define PROFILE_DISPLAY_MIN_W	320
+#define PROFILE_DISPLAY_MIN_H	200
+#define PROFILE_DISPLAY_MAX_W	3840
+#define PROFILE_DISPLAY_MAX_H	2160
+
 enum profile_virtfs {		/* copying shared trees before sharing */
 	PROFILE_VIRTFS_AUTO,	/* when qsup runs in a container */
 	PROFILE_VIRTFS_ON,
@@ -151,6 +161,8 @@ struct profile {
 	char		**network_rules; /* as written; compiled into
 					   network_allow and ports */
 	size_t		 nnetwork_rules;
+	enum profile_display display;
+	char		*display_size;	/* "WxH", checked */
 	char		**extra_args;	/* checked by extra_args_next() */
 	size_t		 nextra_args;
 	struct profile_origin *origins;	/* for profile_print() */
@@ -176,6 +188,8 @@ void		 profile_complete_names(struct buf *, const char *);
 typedef int	(*profile_kvm_fact)(char **);
 void		 profile_set_kvm_fact(profile_kvm_fact);
 
+/* profile_display.c: display_size's width and height; -1: not one */
+int		 profile_display_parse(const char *, int *, int *);
 /* extra_args.c (lua/): QEMU flags a profile may not add */
 int		 extra_args_next(char *const *, size_t, size_t *, char **);
 

@@ -103,7 +103,8 @@ enum profile_type {
 	PROFILE_T_STEPS,	/* { "apt-get update", { "make", "-j2" } } */
 	PROFILE_T_SETUP_NET,	/* a network mode, or an allowlist's rules */
 	PROFILE_T_REGISTRIES,	/* { ["docker.io"] = { mirrors =, insecure = } } */
-	PROFILE_T_POOL		/* { default = 2, ["ci"] = 1 } */
+	PROFILE_T_POOL,		/* { default = 2, ["ci"] = 1 } */
+	PROFILE_T_GEOMETRY	/* "WIDTHxHEIGHT", bounded */
 };
 
 /*
@@ -163,7 +164,7 @@ struct profile_type_ops {
 	const char *list_form;	/* expected, for a list with other keys */
 };
 
-#define PROFILE_NSETTINGS	52	/* rows of profile_schema */
+#define PROFILE_NSETTINGS	54	/* rows of profile_schema */
 
 #define PROFILE_FIELD(p, s, type) \
 	((type *)(void *)((char *)(p) + (s)->offset))
@@ -502,6 +503,11 @@ void	 profile_put_setup_net(struct buf *, const struct profile *,
 		    const struct profile_setting *, int);
 void	 profile_free_setup_net(struct profile *,
 		    const struct profile_setting *);
+
+/* profile_display.c */
+void	 profile_convert_geometry(struct profile_ctx *, lua_State *, int,
+		    const struct profile_setting *, int);
+void	 profile_accepts_geometry(struct buf *, const struct profile_setting *);
 
 /* profile_image.c */
 extern const char	profile_key_catalog;	/* catalog.lua's table */

@@ -23,6 +23,13 @@ _Static_assert(sizeof(enum profile_ld) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum net_mode) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum profile_image) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum profile_boot) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum profile_display) == sizeof(int), "enum size");
+
+static const struct profile_choice profile_display_choices[] = {
+	{ "none", PROFILE_DISPLAY_NONE, 0 },
+	{ "vnc", PROFILE_DISPLAY_VNC, 0 },
+	{ NULL, 0, 0 }
+};
 
 static const struct profile_choice profile_boot_choices[] = {
 	{ "kernel", PROFILE_BOOT_KERNEL, 0 },
@@ -165,9 +172,12 @@ const struct profile_type_ops profile_types[] = {
 	[PROFILE_T_POOL] = { .convert = profile_convert_pool,
 	    .accepts = profile_accepts_pool, .put = profile_put_pool,
 	    .free = profile_free_strs },
+	[PROFILE_T_GEOMETRY] = { .convert = profile_convert_geometry,
+	    .accepts = profile_accepts_geometry, .put = profile_put_str,
+	    .free = profile_free_str, .textual = 1 },
 };
 _Static_assert(sizeof profile_types / sizeof profile_types[0] ==
-    PROFILE_T_POOL + 1, "a row per type");
+    PROFILE_T_GEOMETRY + 1, "a row per type");
 
 /*
  * Every setting. The defaults here and in profiles/default.lua must agree
@@ -486,6 +496,18 @@ const struct profile_setting profile_schema[] = {
 	  "in the guest, or the sandbox does not start): defence in depth "
 	  "only, the policy is enforced on the host either way; with "
 	  "network = \"restricted\" or \"allowlist\"" },
+	{ .name = "display", .type = PROFILE_T_CHOICE,
+	  .offset = offsetof(struct profile, display),
+	  .choices = profile_display_choices, .def = "\"none\"",
+	  .help = "a virtual screen, keyboard and tablet for the guest: "
+	  "\"vnc\", QEMU's VNC server on a unix socket in the run directory "
+	  "only (never TCP), the screenshot and input routes of qsup serve; "
+	  "\"none\": no screen" },
+	{ .name = "display_size", .type = PROFILE_T_GEOMETRY,
+	  .offset = offsetof(struct profile, display_size),
+	  .def = "\"1024x768\"",
+	  .help = "the screen's size in pixels, \"WIDTHxHEIGHT\", from "
+	  "320x200 to 3840x2160; with display = \"vnc\"" },
 	{ .name = "extra_args", .type = PROFILE_T_ARGS,
 	  .offset = offsetof(struct profile, extra_args),
 	  .offset_n = offsetof(struct profile, nextra_args), .def = "{}",

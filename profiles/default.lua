@@ -318,6 +318,13 @@ return {
 	-- have; asked for and not loaded, the sandbox does not start.
 	guest_firewall = false,
 
+	-- A virtual screen (virtio-gpu), keyboard and tablet: "vnc" serves it
+	-- through QEMU's VNC server on a unix socket in the run directory only
+	-- (never TCP), and qsup serve's screenshot, input and display routes.
+	-- The guest loads its display modules only then.
+	display = "none",
+	display_size = "1024x768",
+
 	-- Raw QEMU flags, for devices qsup knows nothing of:
 	--   extra_args = { "-device", "virtio-rng-device" },
 	-- Flags that weaken isolation or that qsup manages are refused:

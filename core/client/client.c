@@ -617,31 +617,24 @@ client_sink_cb(char *p, size_t size, size_t n, void *arg)
 }
 
 /*
- * GET a file of a sandbox: its bytes to fd, or, with fd -1, into *out (at
- * most max of them: *truncated says if there were more). 0, or
+ * GET url (a path of the API): its bytes to fd, or, with fd -1, into
+ * *out (at most max of them: *truncated says if there were more). 0, or
  * CLIENT_REFUSED / -1 with *cause.
  */
 int
-client_get(struct client *c, const char *name, const char *path, int fd,
-    struct buf *out, size_t max, int *truncated, char **cause)
+client_fetch(struct client *c, const char *url, int fd, struct buf *out,
+    size_t max, int *truncated, char **cause)
 {
 	struct client_handle	 ch;
 	struct client_sink	 s;
 	CURLcode		 rc;
-	char			*esc, *rest, *url;
 	long			 status = 0;
 	int			 ret = -1;
 
 	memset(&s, 0, sizeof s);
 	s.fd = fd;
 	s.max = max;
-	esc = curl_escape(path, 0);
-	xasprintf(&rest, "/files?path=%s", esc);
-	curl_free(esc);
-	url = client_path(name, rest);
-	free(rest);
 	client_handle_init(c, &ch, "GET", url);
-	free(url);
 	client_handle_headers(&ch, NULL);
 	s.h = ch.h;
 	curl_easy_setopt(ch.h, CURLOPT_WRITEFUNCTION, client_sink_cb);
@@ -674,6 +667,24 @@ out:
 	buf_free(&s.b);
 	buf_free(&s.err);
 	client_handle_free(&ch);
+	return (ret);
+}
+
+/* GET a file of a sandbox, as client_fetch. */
+int
+client_get(struct client *c, const char *name, const char *path, int fd,
+    struct buf *out, size_t max, int *truncated, char **cause)
+{
+	char	*esc, *rest, *url;
+	int	 ret;
+
+	esc = curl_escape(path, 0);
+	xasprintf(&rest, "/files?path=%s", esc);
+	curl_free(esc);
+	url = client_path(name, rest);
+	free(rest);
+	ret = client_fetch(c, url, fd, out, max, truncated, cause);
+	free(url);
 	return (ret);
 }
 

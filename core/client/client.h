@@ -37,6 +37,8 @@ int		 client_put(struct client *, const char *, const char *, int,
 		     char **);
 int		 client_get(struct client *, const char *, const char *, int,
 		     struct buf *, size_t, int *, char **);
+int		 client_fetch(struct client *, const char *, int, struct buf *,
+		     size_t, int *, char **);
 /* client_stream.c: an exec's event stream turned back into its output. */
 struct client_stream {
 	struct wire_sse	 sse;

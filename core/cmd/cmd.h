@@ -243,6 +243,8 @@ struct mcp_backend {
 	int	(*get)(void *, const char *, const char *, size_t,
 		    struct buf *, int *, char **);
 	void	*arg;
+	/* GET an API path's bytes (at most size_t); NULL: none */
+	int	(*fetch)(void *, const char *, size_t, struct buf *, char **);
 };
 struct mcp;
 struct mcp	*mcp_new(const struct mcp_backend *, const char *);
@@ -254,6 +256,15 @@ int		 mcp_utf8_valid(const char *, size_t);
 size_t		 mcp_utf8_whole(const char *, size_t);
 char		*mcp_base64(const void *, size_t);
 int		 mcp_unbase64(const char *, size_t, unsigned char **, size_t *);
+struct json_t	*mcp_result_text(const char *, int);
+struct json_t	*mcp_result_json(struct json_t *);
+struct json_t	*mcp_result_error(char *);
+/* cmd_mcp_screen.c: the computer-use tools, on the screen routes */
+void		 mcp_screen_tools(struct json_t *);
+struct json_t	*mcp_screen_call(const struct mcp_backend *, const char *,
+		     struct json_t *);
+int		 mcp_screen_fetch(void *, const char *, size_t, struct buf *,
+		     char **);
 extern const struct cmd_entry	 cmd_profile_entry;	/* cmd_profile.c */
 extern const struct cmd_entry	 cmd_profile_import_entry; /* cmd_profile_import.c */
 int		 cmd_profile_import(const struct cmd_entry *, int, char **);

@@ -187,13 +187,14 @@ static const struct cmd_entry *const cmd_sandbox_subs[] = {
 	&cmd_sandbox_snapshots_entry,
 	&cmd_sandbox_fork_entry,
 	&cmd_sandbox_restore_entry,
+	&cmd_sandbox_screenshot_entry,
 	NULL
 };
 
 const struct cmd_entry cmd_sandbox_entry = {
 	.name = "sandbox",
 	.summary = "create, list, inspect, pause, resume, snapshot, fork, "
-	    "restore or remove a server's sandboxes",
+	    "restore, screenshot or remove a server's sandboxes",
 	.subs = cmd_sandbox_subs,
 	.exec = cmd_sandbox_exec
 };

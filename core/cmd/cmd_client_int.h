@@ -84,5 +84,7 @@ extern const struct cmd_entry cmd_sandbox_snapshot_entry;
 extern const struct cmd_entry cmd_sandbox_snapshots_entry;
 extern const struct cmd_entry cmd_sandbox_fork_entry;
 extern const struct cmd_entry cmd_sandbox_restore_entry;
+/* cmd_client_screen.c */
+extern const struct cmd_entry cmd_sandbox_screenshot_entry;
 
 #endif

@@ -3,7 +3,8 @@
  * tools the API's calls (sandbox_create, sandbox_exec, sandbox_file_write,
  * sandbox_file_read, sandbox_list, sandbox_destroy, sandbox_pause,
  * sandbox_resume, sandbox_snapshot, sandbox_snapshot_list,
- * sandbox_snapshot_delete, sandbox_fork). The transport is
+ * sandbox_snapshot_delete, sandbox_fork; and cmd_mcp_screen.c's screen
+ * tools). The transport is
  * MCP's stdio one: JSON-RPC 2.0, one message a line each way. It talks
  * to the qsup serve at --host (QSUP_HOST, the default socket) if one
  * answers there, else to one it starts for its own lifetime in a private
@@ -56,9 +57,10 @@ const struct cmd_entry cmd_mcp_entry = {
 "client's 2025-03-26 or 2025-06-18) on stdin and stdout, with the tools\n"
 "sandbox_create, sandbox_exec, sandbox_file_write, sandbox_file_read,\n"
 "sandbox_list, sandbox_destroy, sandbox_pause, sandbox_resume,\n"
-"sandbox_snapshot, sandbox_snapshot_list, sandbox_snapshot_delete and\n"
-"sandbox_fork. They are calls of the qsup serve at HOST when one answers\n"
-"there; otherwise qsup mcp starts one of its own, on a socket in a\n"
+"sandbox_snapshot, sandbox_snapshot_list, sandbox_snapshot_delete,\n"
+"sandbox_fork, and for a display sandbox's screen screenshot, click,\n"
+"type, key and scroll. They are calls of the qsup serve at HOST when one\n"
+"answers there; otherwise qsup mcp starts one of its own, on a socket in a\n"
 "private directory, and stops it (its sandboxes with it) when stdin ends\n"
 "or on SIGTERM. Messages are at most 16 MiB; an exec's stdout and stderr\n"
 "and a file read are given up to 1 MiB each.\n"
@@ -248,44 +250,6 @@ static const struct mcp_tool mcp_tools[] = {
 	  mcp_tool_fork },
 	{ NULL, NULL, { { NULL, 0, 0, NULL } }, NULL }
 };
-
-/* A tool's result: text, as an error or not. */
-static json_t *
-mcp_result_text(const char *text, int error)
-{
-	json_t	*r, *item, *content;
-
-	item = json_pack("{s:s, s:s}", "type", "text", "text", text);
-	content = json_array();
-	json_array_append_new(content, item);
-	r = json_pack("{s:o, s:b}", "content", content, "isError", error);
-	return (r);
-}
-
-/* A tool's result: j (taken) as its text. */
-static json_t *
-mcp_result_json(json_t *j)
-{
-	json_t	*r;
-	char	*text;
-
-	text = json_dumps(j, JSON_COMPACT|JSON_PRESERVE_ORDER);
-	r = mcp_result_text(text != NULL ? text : "null", 0);
-	free(text);
-	json_decref(j);
-	return (r);
-}
-
-/* A failed call's result: what the server said, or why there was none. */
-static json_t *
-mcp_result_error(char *cause)
-{
-	json_t	*r;
-
-	r = mcp_result_text(cause != NULL ? cause : "failed", 1);
-	free(cause);
-	return (r);
-}
 
 /* A JSON-RPC error, as a whole response. */
 static json_t *
@@ -827,6 +791,7 @@ mcp_tools_list(json_t *id)
 		    "name", t->name, "description", t->help, "inputSchema",
 		    mcp_tool_schema(t)));
 	}
+	mcp_screen_tools(list);		/* cmd_mcp_screen.c */
 	return (mcp_result(id, json_pack("{s:o}", "tools", list)));
 }
 
@@ -847,6 +812,9 @@ mcp_tools_call(struct mcp *m, json_t *id, json_t *params)
 		if (strcmp(t->name, name) == 0)
 			break;
 	}
+	if (t->name == NULL && (r = mcp_screen_call(&m->be, name,
+	    json_object_get(params, "arguments"))) != NULL)
+		return (mcp_result(id, r));	/* a screen tool */
 	if (t->name == NULL)
 		return (mcp_error(id, MCP_INVALID_PARAMS, "unknown tool: %s",
 		    name));
@@ -1189,6 +1157,7 @@ cmd_mcp_exec(const struct cmd_entry *self, int argc, char **argv)
 	be.exec = cmd_mcp_exec_cb;
 	be.put = cmd_mcp_put;
 	be.get = cmd_mcp_get;
+	be.fetch = mcp_screen_fetch;
 	be.arg = c;
 	m = mcp_new(&be, version);
 	cmd_mcp_loop(m);

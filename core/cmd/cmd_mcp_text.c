@@ -1,10 +1,13 @@
 /*
  * "qsup mcp"'s text: a tool's results are JSON strings, so bytes that are
- * not UTF-8 are cleaned, checked or cut whole, and files go as base64.
+ * not UTF-8 are cleaned, checked or cut whole, and files go as base64;
+ * and the results themselves, text, JSON or an error.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "cmd.h"
 
@@ -156,4 +159,42 @@ mcp_unbase64(const char *in, size_t len, unsigned char **out, size_t *n)
 	*out = xmalloc(len * 3 / 4 + 3);
 	*n = util_base64_decode(in, len, *out);
 	return (0);
+}
+
+/* A tool's result: text, as an error or not. */
+json_t *
+mcp_result_text(const char *text, int error)
+{
+	json_t	*r, *item, *content;
+
+	item = json_pack("{s:s, s:s}", "type", "text", "text", text);
+	content = json_array();
+	json_array_append_new(content, item);
+	r = json_pack("{s:o, s:b}", "content", content, "isError", error);
+	return (r);
+}
+
+/* A tool's result: j (taken) as its text. */
+json_t *
+mcp_result_json(json_t *j)
+{
+	json_t	*r;
+	char	*text;
+
+	text = json_dumps(j, JSON_COMPACT|JSON_PRESERVE_ORDER);
+	r = mcp_result_text(text != NULL ? text : "null", 0);
+	free(text);
+	json_decref(j);
+	return (r);
+}
+
+/* A failed call's result: what the server said, or why there was none. */
+json_t *
+mcp_result_error(char *cause)
+{
+	json_t	*r;
+
+	r = mcp_result_text(cause != NULL ? cause : "failed", 1);
+	free(cause);
+	return (r);
 }

@@ -283,6 +283,21 @@ struct serve_req {
 };
 typedef int	 serve_handler(const struct serve_req *, struct serve_error *);
 
+/* serve_screen_input.c: POST .../input's events as QMP calls */
+#define SCREEN_EVENTS_MAX	256
+#define SCREEN_TEXT_MAX		4096
+#define SCREEN_CALLS_MAX	20000	/* QMP calls of one request */
+struct screen_calls {
+	char		**args;		/* input-send-event's, in order */
+	size_t		  n;
+};
+const char	*screen_qcode(const char *);
+int		 screen_input_parse(json_t *, int, int, struct screen_calls *,
+		     struct serve_error *);
+void		 screen_calls_free(struct screen_calls *);
+/* serve_screen.c */
+serve_handler	 serve_screenshot, serve_input;
+
 /* serve_error.c */
 int		 serve_fail(struct serve_error *, int, const char *,
 		     const char *, ...)

@@ -40,6 +40,8 @@ static const struct serve_route {
 	{ "POST",   "/v1/sandboxes/{name}/snapshots",	serve_attach_snap_post },
 	{ "POST",   "/v1/sandboxes/{name}/fork",	serve_fork },
 	{ "POST",   "/v1/sandboxes/{name}/restore",	serve_attach_restore },
+	{ "GET",    "/v1/sandboxes/{name}/screenshot",	serve_screenshot },
+	{ "POST",   "/v1/sandboxes/{name}/input",	serve_input },
 	{ "GET",    "/v1/snapshots",			serve_snap_list },
 	{ "GET",    "/v1/snapshots/{snap}",		serve_snap_get },
 	{ "DELETE", "/v1/snapshots/{snap}",		serve_attach_snap_del },

@@ -76,10 +76,41 @@ sandbox_kernel_args(struct sandbox *sb, struct qemu_argv *a, int cold)
 	    "sysctl.vm.compaction_proactiveness=0 "
 	    "initcall_blacklist=init_kprobe_trace,"
 	    "crypto_kdf108_init,init_mmio_trace,"
-	    "init_trace_printk_function_export qsup.ports=%d%s%s%s", tsc,
+	    "init_trace_printk_function_export qsup.ports=%d%s%s%s%s", tsc,
 	    QSUP_PORT_COUNT, cold ? "" : " qsup.template=1",
-	    sb->disk.base != NULL ? " qsup.root=1" : "", cow);
+	    sb->disk.base != NULL ? " qsup.root=1" : "", cow,
+	    sb->profile->display == PROFILE_DISPLAY_VNC ?
+	    " qsup.display=1" : "");
 	qemu_argv_kernel(a, sb->guest.kernel, sb->guest.initramfs, tmp);
+	free(tmp);
+}
+
+/*
+ * A screen: virtio-gpu with the profile's size, a keyboard and a tablet
+ * (absolute pointer: a click lands where it is sent), on PCI (microvm's
+ * eight MMIO transports are mostly taken; GUEST.md). QEMU's VNC server
+ * listens on a unix socket in the run directory only, never on TCP; its
+ * path is not part of the template key (template.c).
+ */
+static void
+sandbox_display_args(struct sandbox *sb, struct qemu_argv *a, int pc)
+{
+	char	*tmp, *path;
+	int	 w = 1024, h = 768;
+
+	(void)pc;
+	(void)profile_display_parse(sb->profile->display_size, &w, &h);
+	qemu_arg(a, "-device");
+	qemu_arg(a, "virtio-gpu-pci,xres=%d,yres=%d", w, h);
+	qemu_arg(a, "-device");
+	qemu_arg(a, "virtio-keyboard-pci");
+	qemu_arg(a, "-device");
+	qemu_arg(a, "virtio-tablet-pci");
+	xasprintf(&tmp, "%s/" SANDBOX_VNC_SOCK, sb->rundir);
+	path = qemu_escape(tmp);
+	qemu_arg(a, "-vnc");
+	qemu_arg(a, "unix:%s", path);
+	free(path);
 	free(tmp);
 }
 
@@ -162,6 +193,8 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 		qemu_arg(a, "%s,drive=seed", pc ? "virtio-blk-pci" :
 		    "virtio-blk-device");
 	}
+	if (p->display == PROFILE_DISPLAY_VNC)
+		sandbox_display_args(sb, a, pc);
 	/* Saving the state, restoring it, and pausing a ready guest. */
 	qemu_arg(a, "-chardev");
 	qemu_arg(a, "socket,id=qmp,fd=%d", sb->qmp_guest_fd);

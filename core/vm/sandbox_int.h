@@ -194,6 +194,7 @@ int		 sandbox_builder_done(struct sandbox *, double);
 void		 sandbox_save(struct sandbox *);
 
 /* sandbox_snap.c */
+#define SANDBOX_VNC_SOCK	"vnc.sock"	/* QEMU's VNC server (display) */
 #define SANDBOX_SNAP_STATE	"state"		/* files of a snapshot */
 #define SANDBOX_SNAP_DISK	"disk.qcow2"
 #define SANDBOX_SNAP_PAGES	"ram.pages"	/* format 2 (sandbox_snap2.c) */

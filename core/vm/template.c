@@ -184,10 +184,12 @@ template_init(struct template *t, char **argv, const char *kernel,
 		 * QEMU's side of it, not the guest's state. The overlay's and
 		 * the seed's files are the run's own (an image that boots
 		 * itself has its seed attached in every mode), and so is the
-		 * cow disk (its serial, in the key, says its size).
+		 * cow disk (its serial, in the key, says its size), and the
+		 * VNC socket's path (the screen's devices and size count).
 		 */
 		if (strcmp(argv[i - 1], "-name") == 0 ||
 		    strcmp(argv[i - 1], "-fsdev") == 0 ||
+		    strcmp(argv[i - 1], "-vnc") == 0 ||
 		    (strcmp(argv[i - 1], "-object") == 0 &&
 		    strncmp(argv[i], "memory-backend-file,id=" TEMPLATE_RAM_ID
 		    ",", 24 + strlen(TEMPLATE_RAM_ID)) == 0) ||

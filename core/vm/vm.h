@@ -477,6 +477,12 @@ long		 sandbox_qemu_rss_kb(struct sandbox *);
 struct net	*sandbox_net_of(struct sandbox *);
 void		 sandbox_console_tail(struct sandbox *, int, struct buf *);
 char		*sandbox_console_oom(struct sandbox *);
+/* sandbox_screen.c: the screen's VNC socket, or NULL (caller frees) */
+char		*sandbox_display_socket(struct sandbox *);
+int		 sandbox_screen_qmp(struct sandbox *, const char *,
+		     const char *, qmp_conn_ret_cb, void *, char **);
+char		*sandbox_screen_file(struct sandbox *);
+int		 sandbox_display_size(struct sandbox *, int *, int *);
 void		 sandbox_free(struct sandbox *);
 
 /*

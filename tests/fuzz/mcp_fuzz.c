@@ -78,7 +78,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mcp_backend	 be = { fuzz_call, fuzz_exec, fuzz_put,
-				    fuzz_get, NULL };
+				    fuzz_get, NULL, NULL };
 	struct mcp		*m;
 	const char		*p = (const char *)data, *end = p + size, *nl;
 	json_t			*j;

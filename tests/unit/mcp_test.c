@@ -130,7 +130,7 @@ static struct mcp *
 stub_mcp(void)
 {
 	struct mcp_backend	be = { stub_call, stub_exec, stub_put,
-				    stub_get, NULL };
+				    stub_get, NULL, NULL };
 
 	stub_reset();
 	return (mcp_new(&be, "9.9"));
@@ -241,14 +241,16 @@ Test(mcp, tools_list)
 				    "sandbox_list", "sandbox_destroy",
 				    "sandbox_pause", "sandbox_resume",
 				    "sandbox_snapshot", "sandbox_snapshot_list",
-				    "sandbox_snapshot_delete", "sandbox_fork" };
+				    "sandbox_snapshot_delete", "sandbox_fork",
+				    "screenshot", "click", "type", "key",
+				    "scroll" };
 	struct mcp		*m = stub_mcp();
 	json_t			*r, *tools, *t, *s;
 	size_t			 i;
 
 	r = ask(m, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
 	tools = json_path(r, "result.tools");
-	cr_assert_eq(json_array_size(tools), 12);
+	cr_assert_eq(json_array_size(tools), 17);
 	json_array_foreach(tools, i, t) {
 		cr_assert_str_eq(json_path_str(t, "name"), names[i]);
 		cr_assert(strlen(json_path_str(t, "description")) > 20);

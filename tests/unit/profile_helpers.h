@@ -30,7 +30,7 @@
 #include "cmd.h"
 
 #define FIXTURES	"tests/profiles"
-#define NSETTINGS	52
+#define NSETTINGS	54
 
 static char	*tmpdir;
 static char	 top[PATH_MAX];

@@ -978,6 +978,7 @@ Test(profile, help_lists_every_setting)
 	    "virtfs_security_model", "virtfs_cache", "ld_closure_libs",
 	    "ld_closure_extra", "network", "network_allow", "network_open_ack",
 	    "ports", "network_tcp", "network_rules", "guest_firewall",
+	    "display", "display_size",
 	    "extra_args" };
 	struct buf		 b = { 0 };
 	char			*want;

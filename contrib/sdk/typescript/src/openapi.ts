@@ -375,6 +375,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sandboxes/{name}/screenshot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The sandbox's name. */
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The screen as a PNG (QMP screendump)
+         * @description A sandbox with display = "vnc", ready or paused; 409 otherwise.
+         */
+        get: operations["screenshotSandbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{name}/input": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The sandbox's name. */
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Keys and mouse events (QMP input-send-event)
+         * @description A sandbox with display = "vnc", ready or paused; 409 otherwise. A bad event is a 400 naming it (field: events[N].keys, ...), before any is sent.
+         */
+        post: operations["inputSandbox"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -719,6 +765,35 @@ export interface components {
             source: string;
             seconds: number;
             sandboxes: (components["schemas"]["Sandbox"] | null)[];
+        };
+        /** @description Keys and mouse events, sent in order through QMP input-send-event. Coordinates are pixels of the screen (display_size), 0-based. */
+        InputRequest: {
+            events: components["schemas"]["InputEvent"][];
+        };
+        /** @description text: typed as US-layout key strokes (letters, digits, punctuation, space, \n, \t; at most 4096 bytes). key: a chord of 1 to 8 key names (QEMU qcodes such as a, f5, ctrl, alt, shift, meta_l, ret, esc, tab, up, or the aliases enter, space, escape, super, ...) pressed in order and released in reverse. move: the pointer to x, y. click: move, then button (left, right, middle; default left), twice with double. drag: button down at from, up at to. scroll: move, then dy wheel steps (> 0: down, at most 50). */
+        InputEvent: {
+            /** @enum {string} */
+            type: "text" | "key" | "move" | "click" | "drag" | "scroll";
+            text?: string;
+            keys?: string[];
+            x?: number;
+            y?: number;
+            /** @enum {string} */
+            button?: "left" | "right" | "middle";
+            double?: boolean;
+            from?: {
+                x: number;
+                y: number;
+            };
+            to?: {
+                x: number;
+                y: number;
+            };
+            dy?: number;
+        };
+        InputResult: {
+            /** @constant */
+            ok: true;
         };
     };
     responses: {
@@ -1668,6 +1743,79 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    screenshotSandbox: {
+        parameters: {
+            query?: {
+                /** @description Scale the picture down on the host, 0.1 to 1 (default 1). */
+                scale?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The sandbox's name. */
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The screen. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    inputSandbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The sandbox's name. */
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InputRequest"];
+            };
+        };
+        responses: {
+            /** @description Every event was sent. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InputResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }
