@@ -36,6 +36,7 @@ static int	cmd_serve_exec(const struct cmd_entry *, int, char **);
 #define SERVE_RECORD		(CMD_O_LONG + 20)
 #define SERVE_ROUTES		(CMD_O_LONG + 21)
 #define SERVE_E2B		(CMD_O_LONG + 22)
+#define SERVE_ORIGIN		(CMD_O_LONG + 23)
 
 /* The options that set one of the profile's serve_* settings. */
 static const char *const serve_limits[] = {
@@ -104,6 +105,10 @@ static const struct cmd_option cmd_serve_options[] = {
 	  "also speak E2B's control and in-sandbox APIs\n"
 	  "(the e2b SDK, X-API-KEY: the token), on the\n"
 	  "TCP listeners: docs/e2b.md" },
+	{ SERVE_ORIGIN, "allow-origin", CMD_V_STRING, "ORIGIN", CMD_O_REPEAT,
+	  "a page's origin (https://HOST[:PORT]) whose\n"
+	  "scripts may open the API's WebSockets besides\n"
+	  "the server's own (repeatable; default: none)" },
 	{ SERVE_ROUTES, "routes", CMD_V_NONE, NULL, 0,
 	  "print the API's routes (METHOD PATH) and exit" },
 	{ 'v', "verbose", CMD_V_NONE, NULL, 0,
@@ -139,6 +144,8 @@ struct serve_opts {
 	const char	 *record;
 	int		  routes;
 	int		  e2b;
+	const char	**origins;	/* NULL-ended, or NULL */
+	size_t		  norigins;
 	char		**sets;
 	size_t		  nsets;
 };
@@ -150,6 +157,21 @@ serve_add_set(struct serve_opts *o, const char *name, const char *value)
 {
 	o->sets = xreallocarray(o->sets, o->nsets + 2, sizeof *o->sets);
 	xasprintf(&o->sets[o->nsets++], "%s=%s", name, value);
+}
+
+/* An origin as a browser says it: a scheme and a host, no path. */
+static int
+serve_origin_ok(const char *v)
+{
+	const char	*host;
+
+	if (strncmp(v, "http://", 7) == 0)
+		host = v + 7;
+	else if (strncmp(v, "https://", 8) == 0)
+		host = v + 8;
+	else
+		return (0);
+	return (*host != '\0' && strcspn(host, "/?# \t") == strlen(host));
 }
 
 /*
@@ -175,6 +197,17 @@ serve_parse(const struct cmd_entry *self, struct serve_opts *o, int argc,
 			o->listen = xreallocarray(o->listen, o->nlisten + 1,
 			    sizeof *o->listen);
 			o->listen[o->nlisten++] = value;
+		} else if (key == SERVE_ORIGIN) {
+			if (!serve_origin_ok(value)) {
+				log_warnx("--allow-origin %s: an origin is "
+				    "http:// or https:// and a host, with "
+				    "a port perhaps, and no path", value);
+				goto out;
+			}
+			o->origins = xreallocarray(o->origins,
+			    o->norigins + 2, sizeof *o->origins);
+			o->origins[o->norigins++] = value;
+			o->origins[o->norigins] = NULL;
 		} else if (key == SERVE_SET) {
 			o->sets = xreallocarray(o->sets, o->nsets + 2,
 			    sizeof *o->sets);
@@ -219,6 +252,7 @@ out:
 			free(o->sets[i]);
 		free(o->sets);
 		free(o->listen);
+		free(o->origins);
 		memset(o, 0, sizeof *o);
 	}
 	return (rc);
@@ -235,6 +269,7 @@ serve_routes(struct serve_opts *o)
 		free(o->sets[i]);
 	free(o->sets);
 	free(o->listen);
+	free(o->origins);
 	return (fflush(stdout) == 0 ? 0 : QSUP_EXIT_ERROR);
 }
 
@@ -493,6 +528,7 @@ serve_keys(struct serve *srv, struct serve_opts *o, const char *token)
 
 	httpd_set_token(srv->httpd, token, o->e2b ? serve_e2b_public :
 	    public);
+	httpd_set_origins(srv->httpd, o->origins);
 	if (o->e2b)
 		serve_e2b_init(srv, token);
 }
@@ -637,6 +673,7 @@ out:
 		free(o.sets[i]);
 	free(o.sets);
 	free(o.listen);
+	free(o.origins);
 	profile_free(&p);
 	return (rc);
 }

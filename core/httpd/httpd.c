@@ -95,6 +95,24 @@ httpd_set_token(struct httpd *h, const char *token,
 		h->public[i] = xstrdup(public[i]);
 }
 
+void
+httpd_set_origins(struct httpd *h, const char *const *origins)
+{
+	size_t	n = 0, i;
+
+	for (i = 0; h->origins != NULL && h->origins[i] != NULL; i++)
+		free(h->origins[i]);
+	free(h->origins);
+	h->origins = NULL;
+	while (origins != NULL && origins[n] != NULL)
+		n++;
+	if (n == 0)
+		return;
+	h->origins = xcalloc(n + 1, sizeof *h->origins);
+	for (i = 0; i < n; i++)
+		h->origins[i] = xstrdup(origins[i]);
+}
+
 static void
 httpd_linger_free(struct httpd_linger *g)
 {
@@ -620,6 +638,7 @@ httpd_free(struct httpd *h)
 	free(h->listeners);
 	httpd_set_token(h, NULL, NULL);
 	free(h->public);
+	httpd_set_origins(h, NULL);
 	httpd_record_free(h);
 	free(h);
 }

@@ -139,6 +139,34 @@ struct httpd	*httpd_new(struct ev_loop *, const struct httpd_limits *,
 void		 httpd_set_token(struct httpd *, const char *,
 		     const char *const *);
 /*
+ * Origins (NULL-ended, "https://host:port" as a browser says them) whose
+ * pages may open WebSockets here besides the server's own; none by
+ * default. A request with no Origin (not a page's) is not checked.
+ */
+void		 httpd_set_origins(struct httpd *, const char *const *);
+
+/*
+ * WebSockets (httpd_ws.c): a handler's GET upgraded with
+ * httpd_ws_accept (0; or -1 with the refusal answered), then whole
+ * messages both ways, each at most HTTPD_WS_MESSAGE_MAX bytes. closed is
+ * told once when the WebSocket ends (the client's close code, or 1006:
+ * gone without one), never after httpd_ws_close. Output backpressure is
+ * a response's: httpd_set_drain_cb, httpd_over. A browser's token comes
+ * as a "bearer.TOKEN" entry of Sec-WebSocket-Protocol.
+ */
+#define HTTPD_WS_MESSAGE_MAX	(1024 * 1024)
+struct httpd_ws_cbs {
+	void	(*message)(void *, int, const void *, size_t);	/* text? */
+	void	(*closed)(void *, int);
+};
+int		 httpd_ws_accept(struct httpd_conn *,
+		     const struct httpd_ws_cbs *, void *);
+int		 httpd_ws_send(struct httpd_conn *, int, const void *, size_t);
+void		 httpd_ws_close(struct httpd_conn *, int, const char *);
+void		 httpd_ws_pause(struct httpd_conn *, int);
+int		 httpd_ws_token(const struct httpd_req *, const char *);
+int		 httpd_upgrading(const struct httpd_req *);
+/*
  * Listen on spec: "unix:PATH" (made mode 0600; a stale socket there is
  * replaced, a live one is refused), "tcp:ADDR:PORT" or "tcp:[ADDR6]:PORT"
  * (PORT 0: any; httpd_bound tells which). With cert and key (PEM files),

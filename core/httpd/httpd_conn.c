@@ -382,7 +382,9 @@ httpd_conn_begin(struct httpd_conn *c)
 	c->resp_raw = c->req.minor == 0;
 	c->head_only = strcmp(c->req.method, "HEAD") == 0;
 	c->requests++;
-	c->req.authorized = httpd_authorized(h, c->req.authorization);
+	c->req.authorized = httpd_authorized(h, c->req.authorization) ||
+	    (h->token != NULL && httpd_upgrading(&c->req) &&
+	    httpd_ws_token(&c->req, h->token));
 	if (c->req.authorized)
 		httpd_conn_authed(c);
 	if (!c->req.authorized && !httpd_public(h, c->req.path)) {
@@ -591,6 +593,12 @@ httpd_conn_process(struct httpd_conn *c)
 	}
 	c->depth++;
 	while (!c->dead) {
+		if (c->ws != NULL) {
+			/* A WebSocket: frames, not requests, from now on. */
+			if (c->state == HTTPD_C_REQ)
+				httpd_ws_input(c);
+			break;
+		}
 		if (c->state == HTTPD_C_HEAD) {
 			if (c->tls != NULL && !httpd_tls_done(c->tls))
 				break;

@@ -95,6 +95,15 @@ enum httpd_resp_state {
 	HTTPD_R_DONE
 };
 
+/* A connection upgraded to a WebSocket (httpd_ws.c). */
+struct httpd_ws {
+	struct wire_ws		 dec;
+	struct httpd_ws_cbs	 cbs;
+	void			*arg;
+	int			 closing;	/* our close frame is out */
+	int			 told;		/* closed called, or not to be */
+};
+
 struct httpd_conn {
 	struct httpd		*h;
 	struct httpd_listener	*l;
@@ -126,6 +135,7 @@ struct httpd_conn {
 
 	struct httpd_req	 req;
 	char			*store;		/* the req's strings */
+	struct httpd_ws		*ws;		/* upgraded, or NULL */
 	int			 keep_alive;	/* after this response */
 	int			 continued;	/* "100 Continue" sent */
 
@@ -187,6 +197,7 @@ struct httpd {
 	void			*arg;
 	char			*token;
 	char			**public;	/* NULL-ended */
+	char			**origins;	/* NULL-ended, or NULL */
 	struct httpd_listener	**listeners;
 	size_t			 nlisteners;
 	struct httpd_conns	 conns;
@@ -210,6 +221,10 @@ int		 httpd_admit(struct httpd *, const struct sockaddr *,
 /* httpd_conn.c */
 void		 httpd_conn_new(struct httpd *, struct httpd_listener *, int,
 		     struct httpd_peer *);
+
+/* httpd_ws.c */
+void		 httpd_ws_input(struct httpd_conn *);
+void		 httpd_ws_gone_cb(void *);
 
 /* httpd_body.c */
 int		 httpd_body_feed(struct httpd_conn *);

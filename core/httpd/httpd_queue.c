@@ -142,7 +142,8 @@ httpd_conn_close(struct httpd_conn *c, int notify)
 	httpd_peer_put(c->h, c->peer);
 	c->peer = NULL;
 	httpd_rec_end(c, 0);
-	if (notify)
+	/* A WebSocket's owner hears of its end, however it came. */
+	if (notify || c->ws != NULL)
 		httpd_notify_close(c);
 	c->close_cb = NULL;
 	c->drain_cb = NULL;
@@ -158,6 +159,10 @@ httpd_conn_free(struct httpd_conn *c)
 	buf_free(&c->rec);
 	buf_free(&c->rec_events);
 	free(c->store);
+	if (c->ws != NULL) {
+		wire_ws_free(&c->ws->dec);
+		free(c->ws);
+	}
 	free(c);
 }
 

@@ -122,7 +122,7 @@ serve_signal_number(const char *s)
 }
 
 /* The exit event's JSON, for the client. */
-static void
+void
 serve_exit_json(const struct exec_result *r, const char *error,
     struct buf *b)
 {
@@ -742,6 +742,42 @@ out:
 	json_decref(j);
 	if (err.status != 0)
 		serve_error_answer(conn, &err);
+}
+
+/*
+ * An exec's JSON body (POST .../exec's) from another channel (a
+ * WebSocket's first message), its output to hook; stdin always fed.
+ * 0, or -1 with err naming the field.
+ */
+int
+serve_exec_json(struct serve_sb *s, struct httpd_conn *conn,
+    const char *body, size_t len, const struct serve_exec_hook *hook,
+    void *arg, struct serve_error *err)
+{
+	static const char *const fields[] = {
+		"argv", "env", "cwd", "stdin", "tty", "rows", "cols",
+		"timeout", NULL
+	};
+	struct serve_spec	 sp;
+	json_t			*j;
+	const char		*bad, *why;
+	int			 rc = -1;
+
+	memset(&sp, 0, sizeof sp);
+	if (serve_json_body(body, len, &j, err) == -1)
+		return (-1);
+	if (serve_check_fields(j, fields, err) == 0) {
+		if ((bad = serve_spec_parse(j, s, &sp, &why)) != NULL)
+			serve_bad_field(err, bad, why);
+		else {
+			sp.spec.feed_stdin = 1;
+			rc = serve_exec_hooked(s, conn, &sp.spec, hook, arg,
+			    err);
+		}
+	}
+	serve_spec_free(&sp);
+	json_decref(j);
+	return (rc);
 }
 
 /* POST /v1/sandboxes/{name}/exec: a command, its output streamed. */

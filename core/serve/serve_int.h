@@ -356,6 +356,14 @@ struct serve_exec *serve_exec_find(struct serve_sb *, unsigned);
 int		 serve_exec_hooked(struct serve_sb *, struct httpd_conn *,
 		     const struct exec_spec *, const struct serve_exec_hook *,
 		     void *, struct serve_error *);
+/* serve_ws.c */
+int		 serve_exec_ws(const struct serve_req *, struct serve_error *);
+int		 serve_display_ws(const struct serve_req *, struct serve_error *);
+int		 serve_exec_json(struct serve_sb *, struct httpd_conn *,
+		     const char *, size_t, const struct serve_exec_hook *,
+		     void *, struct serve_error *);
+void		 serve_exit_json(const struct exec_result *, const char *,
+		     struct buf *);
 
 /* serve_setup.c */
 struct serve_setup_cbs {

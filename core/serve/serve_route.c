@@ -37,6 +37,8 @@ static const struct serve_route {
 	{ "POST",   "/v1/sandboxes/{name}/pause",	serve_pause },
 	{ "POST",   "/v1/sandboxes/{name}/resume",	serve_resume },
 	{ "POST",   "/v1/sandboxes/{name}/exec",	serve_exec_post },
+	{ "GET",    "/v1/sandboxes/{name}/exec/ws",	serve_exec_ws },
+	{ "GET",    "/v1/sandboxes/{name}/display",	serve_display_ws },
 	{ "POST",   "/v1/sandboxes/{name}/snapshots",	serve_attach_snap_post },
 	{ "POST",   "/v1/sandboxes/{name}/fork",	serve_fork },
 	{ "POST",   "/v1/sandboxes/{name}/restore",	serve_attach_restore },

@@ -317,6 +317,42 @@ int		 wire_sse_pending(const struct wire_sse *);
 void		 wire_sse_reset(struct wire_sse *);
 void		 wire_sse_free(struct wire_sse *);
 
+/* ws.c: RFC 6455 frames, a server's side */
+#define WIRE_WS_HEAD_MAX	10	/* a server's frame head */
+#define WIRE_WS_PROTOCOL	1002	/* close codes */
+#define WIRE_WS_BAD_DATA	1007
+#define WIRE_WS_TOO_BIG		1009
+enum {
+	WIRE_WS_NONE = 0,
+	WIRE_WS_MESSAGE,	/* w->msg, w->msg_len; w->ev_op 1 text, 2 binary */
+	WIRE_WS_PING,		/* w->ctl, w->ctl_len */
+	WIRE_WS_PONG,
+	WIRE_WS_CLOSE,
+	WIRE_WS_ERROR		/* the close code in *code */
+};
+struct wire_ws {
+	size_t		 max;		/* a message's bytes at most */
+	int		 failed;	/* its close code, once failed */
+	int		 in_frame;	/* a head taken, its payload due */
+	int		 fin, op;
+	uint64_t	 left;		/* of the frame's payload */
+	uint64_t	 at;		/* into the mask */
+	unsigned char	 mask[4];
+	int		 msg_op;	/* a message under way: 1 or 2 */
+	int		 ev_op;		/* the message handed over's */
+	int		 done_msg;
+	unsigned char	*msg;
+	size_t		 msg_len, msg_cap;
+	unsigned char	 ctl[125];
+	size_t		 ctl_len;
+};
+void		 wire_ws_init(struct wire_ws *, size_t);
+void		 wire_ws_free(struct wire_ws *);
+size_t		 wire_ws_feed(struct wire_ws *, const unsigned char *, size_t,
+		     int *, int *);
+int		 wire_ws_utf8(const unsigned char *, size_t);
+size_t		 wire_ws_frame(unsigned char [WIRE_WS_HEAD_MAX], int, uint64_t);
+
 /* json.c */
 void		 wire_json_string(wire_put_cb *, void *, const char *);
 

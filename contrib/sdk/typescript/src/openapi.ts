@@ -178,6 +178,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sandboxes/{name}/exec/ws": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The sandbox's name. */
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A command or a terminal over one WebSocket
+         * @description The client's first message is a text one with POST .../exec's JSON body; then the server sends text {"type":"started","id":N}, binary messages whose first byte is the stream (1 stdout, 2 stderr) and text {"type":"exit","code":N,...} before closing with 1000. The client sends binary messages whose first byte is 0 (stdin) and text {"type":"resize","rows":R,"cols":C}, {"type":"signal","signal":"INT"} or {"type":"eof"}. A refused body or message gets text {"type":"error","error":...,"field":...} and a close with 1008. Closing the WebSocket kills the command. Messages are 1 MiB at most (1009). 403 when the request's Origin is neither the server's own nor one of --allow-origin's; 409 when the sandbox is not ready.
+         */
+        get: operations["execWebSocket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{name}/display": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The sandbox's name. */
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The sandbox's screen as RFB over a WebSocket (noVNC)
+         * @description Binary messages both ways, relayed to QEMU's VNC server on its unix socket in the sandbox's run directory. 409 when the sandbox has no display (display = "none") or is not ready or paused; 403 for another origin, as for exec/ws.
+         */
+        get: operations["displayWebSocket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sandboxes/{name}/exec/{id}/stdin": {
         parameters: {
             query?: never;
@@ -1319,6 +1365,94 @@ export interface operations {
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["ServerError"];
             502: components["responses"]["BadGateway"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    execWebSocket: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Browsers, which cannot set Authorization on a WebSocket, give the token as an entry "bearer.TOKEN" beside "qsup" (or "binary"); the server answers the first of "qsup" or "binary" offered. */
+                "Sec-WebSocket-Protocol"?: string;
+            };
+            path: {
+                /** @description The sandbox's name. */
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: a WebSocket (RFC 6455) from now on. */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            /** @description Upgrade Required: Sec-WebSocket-Version 13 only. */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    displayWebSocket: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Browsers, which cannot set Authorization on a WebSocket, give the token as an entry "bearer.TOKEN" beside "qsup" (or "binary"); the server answers the first of "qsup" or "binary" offered. */
+                "Sec-WebSocket-Protocol"?: string;
+            };
+            path: {
+                /** @description The sandbox's name. */
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: a WebSocket (RFC 6455) from now on. */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            /** @description Upgrade Required: Sec-WebSocket-Version 13 only. */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["ServerError"];
             503: components["responses"]["Unavailable"];
         };
     };
