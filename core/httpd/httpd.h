@@ -152,6 +152,11 @@ const char	*httpd_bound(struct httpd *, size_t);
 int		 httpd_connections(struct httpd *);
 /* Of those, the ones that have not yet carried the token. */
 int		 httpd_unauthenticated(struct httpd *);
+/*
+ * The connection counts as authenticated from now on, as after the
+ * bearer token: for a handler of a public path that checked its own key.
+ */
+void		 httpd_conn_authed(struct httpd_conn *);
 /* Responses begun, by status class: 1xx to 5xx, then any other. */
 #define HTTPD_CLASSES	6
 void		 httpd_answered(struct httpd *, unsigned long long[HTTPD_CLASSES]);

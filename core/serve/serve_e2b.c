@@ -586,6 +586,8 @@ e2b_control(const struct serve_req *r)
 		    "server's token");
 		return;
 	}
+	/* Else the SDK's idle keep-alives are the first closed for room. */
+	httpd_conn_authed(r->conn);
 	if (strcmp(p, "/v2/sandboxes") == 0 && strcmp(m, "POST") == 0)
 		httpd_read_body(r->conn, e2b_create_body, r->srv);
 	else if ((strcmp(p, "/v2/sandboxes") == 0 ||
@@ -656,6 +658,7 @@ e2b_envd(const struct serve_req *r)
 		    "missing or not this sandbox's envdAccessToken");
 		return;
 	}
+	httpd_conn_authed(r->conn);
 	if (strcmp(p, "/files") == 0)
 		(void)e2b_files(&q);
 	else if (strncmp(p, "/process.Process/", 17) == 0)

@@ -119,6 +119,54 @@ test_refusals() {
 	[ ! -e "$T_TMP/x.sock" ] || fail "the refused server left its socket"
 }
 
+# E2B's keys count as the bearer token for --max-unauthenticated: an SDK
+# client's idle keep-alive connections are not the first closed when
+# connections that never authenticate pile up.
+test_keys_authenticate() {
+	local out
+	e2b_serve --max-unauthenticated 2 || return
+	out=$(python3 - "$PORT" "$TOKEN" <<'PY'
+import socket, sys, time
+port, tok = int(sys.argv[1]), sys.argv[2]
+req = ("GET /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-KEY: %s\r\n\r\n"
+    % tok).encode()
+def ask(s):
+	got = b""
+	try:
+		s.sendall(req)
+		s.settimeout(10)
+		while b"\r\n\r\n" not in got or not got.endswith(b"[]"):
+			b = s.recv(4096)
+			if not b:
+				return "closed"
+			got += b
+	except OSError as e:
+		return "error"
+	return got.split(b" ")[1].decode()
+# One at a time, as the SDK opens them: each new one is unauthenticated
+# until its first request.
+sdk, first = [], []
+for i in range(6):
+	sdk.append(socket.create_connection(("127.0.0.1", port)))
+	first.append(ask(sdk[-1]))
+print("first:", " ".join(first))
+time.sleep(0.3)
+quiet = [socket.create_connection(("127.0.0.1", port)) for i in range(6)]
+time.sleep(1)
+print("again:", " ".join(ask(s) for s in sdk))
+PY
+)
+	echo "$out" | sed 's/^/  /'
+	expect_match "six SDK-like connections answered" \
+	    'first: 200 200 200 200 200 200' "$out"
+	expect_match "each still open after six silent ones came" \
+	    'again: 200 200 200 200 200 200' "$out"
+	api GET /metrics
+	expect_match "E2B's keyed connections are not unauthenticated" \
+	    'qsup_connections_unauthenticated [0-2]$' "$(grep -a '^qsup_connections_unauth' <<<"$BODY")"
+	serve_stop
+}
+
 test_sdk() {
 	e2b_serve || return
 	e2b_node basic
