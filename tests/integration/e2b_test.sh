@@ -175,6 +175,25 @@ test_sdk() {
 	serve_stop
 }
 
+# A template on the Debian image (tests/images/debian.sh, cached under
+# build/images/): the profile found in the user's profile directory by
+# its name, Debian's bash behind the SDK's /bin/bash -l -c.
+test_sdk_debian() {
+	local img=$PWD/build/images/debian-12.qcow2
+	if ! bash tests/images/debian.sh "$img" >"$T_TMP/debian.log" 2>&1; then
+		echo "  skip: the Debian test image cannot be built here (tests/images/debian.sh: $(tail -1 "$T_TMP/debian.log"))"
+		return
+	fi
+	mkdir -p "$T_TMP/config/qsup/profiles"
+	printf 'return { image = "%s" }\n' "$img" \
+	    >"$T_TMP/config/qsup/profiles/debian.lua"
+	XDG_CONFIG_HOME=$T_TMP/config e2b_serve || return
+	e2b_node debian
+	api GET /v1/sandboxes
+	expect_eq "nothing left" '{"sandboxes":[]}' "$BODY"
+	serve_stop
+}
+
 test_sdk_pause() {
 	e2b_serve || return
 	e2b_node pause

@@ -170,6 +170,26 @@ async function tls() {
 	ok(await sbx.kill(), 'kill', null)
 }
 
+// The template "debian": a profile on the Debian image, so the SDK's
+// /bin/bash -l -c is Debian's bash rather than busybox's sh.
+async function debian() {
+	const sbx = await Sandbox.create('debian', { timeoutMs: 300000, ...slow })
+	let r = await sbx.commands.run('echo "$BASH_VERSION"; . /etc/os-release; echo $ID')
+	ok(/^5\.[0-9.()a-z-]+\ndebian\n$/.test(r.stdout), 'bash in Debian', r)
+	r = await sbx.commands.run('shopt -q login_shell && echo login')
+	ok(r.stdout === 'login\n', "the SDK's -l: a login shell", r)
+	await fails('a failing command', () => sbx.commands.run('exit 7'),
+	    (e) => e instanceof CommandExitError && e.exitCode === 7)
+	await sbx.files.write('/root/deb.txt', 'in debian\n')
+	ok(await sbx.files.read('/root/deb.txt') === 'in debian\n',
+	    'write and read a file', null)
+	const l = await sbx.files.list('/root')
+	ok(l.some((e) => e.name === 'deb.txt' && e.size === 10),
+	    'list', l.map((e) => [e.name, e.size]))
+	ok(await sbx.files.exists('/usr/bin/bash'), 'exists', null)
+	ok(await sbx.kill(), 'kill', null)
+}
+
 const group = process.argv[2] || 'basic'
 if (group === 'basic')
 	await basic()
@@ -177,6 +197,8 @@ else if (group === 'pause')
 	await pause()
 else if (group === 'tls')
 	await tls()
+else if (group === 'debian')
+	await debian()
 else
 	ok(false, 'a known group', group)
 process.exit(failed)
