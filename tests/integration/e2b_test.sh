@@ -194,6 +194,14 @@ test_sdk_debian() {
 	serve_stop
 }
 
+test_sdk_connect() {
+	e2b_serve || return
+	e2b_node connect
+	api GET /v1/sandboxes
+	expect_eq "nothing left" '{"sandboxes":[]}' "$BODY"
+	serve_stop
+}
+
 test_sdk_pause() {
 	e2b_serve || return
 	e2b_node pause

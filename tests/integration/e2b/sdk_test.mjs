@@ -190,6 +190,36 @@ async function debian() {
 	ok(await sbx.kill(), 'kill', null)
 }
 
+// commands.connect: a second client re-attaches to a background
+// command, sees its later output and its exit code.
+async function reattach() {
+	const sbx = await Sandbox.create('base', { timeoutMs: 300000, ...slow })
+	const early = []
+	const h = await sbx.commands.run(
+	    'echo early; read x; echo "later $x"; echo err >&2; exit 3',
+	    { background: true, stdin: true, timeoutMs: 120000,
+	      onStdout: (d) => early.push(d) })
+	// Connect gives what comes after it: wait for "early" to be out.
+	for (let i = 0; i < 600 && !early.join('').includes('early'); i++)
+		await new Promise((r) => setTimeout(r, 100))
+	const other = await Sandbox.connect(sbx.sandboxId, slow)
+	const seen = []
+	const again = await other.commands.connect(h.pid,
+	    { onStdout: (d) => seen.push(d) })
+	ok(again.pid === h.pid, 'connect: the same pid', again.pid)
+	await sbx.commands.sendStdin(h.pid, 'x\n')
+	await fails('connect: the exit code', () => again.wait(),
+	    (e) => e instanceof CommandExitError && e.exitCode === 3 &&
+	    /later x/.test(e.stdout) && !/early/.test(e.stdout) &&
+	    e.stderr === 'err\n')
+	ok(seen.join('').includes('later x'), 'connect: onStdout', seen)
+	await fails('the first handle: the exit code too', () => h.wait(),
+	    (e) => e.exitCode === 3 && e.stdout === 'early\nlater x\n')
+	await fails('connect to a finished pid', () =>
+	    other.commands.connect(h.pid), (e) => /not found/i.test(e.message))
+	ok(await sbx.kill(), 'kill', null)
+}
+
 const group = process.argv[2] || 'basic'
 if (group === 'basic')
 	await basic()
@@ -197,6 +227,8 @@ else if (group === 'pause')
 	await pause()
 else if (group === 'tls')
 	await tls()
+else if (group === 'connect')
+	await reattach()
 else if (group === 'debian')
 	await debian()
 else
