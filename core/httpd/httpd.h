@@ -104,6 +104,11 @@ struct httpd_req {
  */
 int		 httpd_parse_head(const char *, size_t, struct httpd_req *,
 		     char *, const char **);
+/*
+ * s's len bytes, percent-decoded, to out (len + 1 bytes; s itself will
+ * do): the decoded length, or -1 for a bad escape or an escaped NUL.
+ */
+ssize_t		 httpd_decode(const char *, size_t, char *);
 /* The value of query parameter name, percent-decoded (newly allocated),
  * or NULL when absent. */
 char		*httpd_query_param(const char *, const char *);

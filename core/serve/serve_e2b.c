@@ -343,6 +343,22 @@ out:
 	json_decref(j);
 }
 
+/*
+ * Decoded twice, in place: the SDK sends metadata=URLSearchParams of
+ * encodeURIComponent'd keys and values, and the query's own decoding
+ * undoes only the encoding of the whole parameter. -1 for a bad escape.
+ */
+static int
+e2b_decode2(char *s)
+{
+	ssize_t	n;
+
+	if ((n = httpd_decode(s, strlen(s), s)) == -1 ||
+	    httpd_decode(s, (size_t)n, s) == -1)
+		return (-1);
+	return (0);
+}
+
 /* Whether the sandbox's metadata holds every k=v of the query's. */
 static int
 e2b_meta_match(struct e2b_sb *e, const char *filter)
@@ -361,6 +377,10 @@ e2b_meta_match(struct e2b_sb *e, const char *filter)
 			*eq = '\0';
 			k = p;
 			v = eq + 1;
+			if (e2b_decode2(k) == -1 || e2b_decode2(v) == -1) {
+				ok = 0;
+				break;
+			}
 			have = json_string_value(json_object_get(e->metadata,
 			    k));
 			ok = have != NULL && strcmp(have, v) == 0;

@@ -26,7 +26,7 @@ const slow = { requestTimeoutMs: 600000 }
 
 async function basic() {
 	const sbx = await Sandbox.create('base', { timeoutMs: 300000,
-	    metadata: { suite: 'e2b' }, ...slow })
+	    metadata: { suite: 'e2b', 'k &=%': 'v&=%+ é' }, ...slow })
 	ok(/^e2b[0-9a-f]+$/.test(sbx.sandboxId), 'create gives an id', sbx.sandboxId)
 
 	let r = await sbx.commands.run('echo hi')
@@ -133,6 +133,12 @@ async function basic() {
 	const all = await Sandbox.list({ query: { metadata: { suite: 'e2b' } } })
 	    .nextItems()
 	ok(all.length === 1 && all[0].sandboxId === sbx.sandboxId, 'list', all)
+	const odd = await Sandbox.list({ query: { metadata: { 'k &=%': 'v&=%+ é' } } })
+	    .nextItems()
+	ok(odd.length === 1, 'list: metadata with &, =, %, + and spaces', odd)
+	const none = await Sandbox.list({ query: { metadata: { 'k &=%': 'v&=%+' } } })
+	    .nextItems()
+	ok(none.length === 0, 'list: a value that differs', none)
 	ok(await sbx.isRunning(), 'isRunning', null)
 
 	ok(await sbx.kill(), 'kill', null)
