@@ -106,9 +106,16 @@ async function basic() {
 	await sbx.files.write('/tmp/e2bs/s', new Blob(['streamed']).stream())
 	ok(await sbx.files.read('/tmp/e2bs/s') === 'streamed',
 	    'a stream written (octet-stream)', null)
-	await fails('a gzip upload: refused, said why',
-	    () => sbx.files.write('/tmp/e2bs/g', 'x', { gzip: true }),
-	    (e) => /gzip/.test(e.message))
+	// gzip: the SDK compresses with CompressionStream, qsup inflates.
+	const big = 'gzip me\n'.repeat(20000)
+	await sbx.files.write('/tmp/e2bs/g', big, { gzip: true })
+	ok(await sbx.files.read('/tmp/e2bs/g') === big, 'a gzip upload', null)
+	await sbx.files.write('/tmp/e2bs/g0', '', { gzip: true })
+	ok(await sbx.files.read('/tmp/e2bs/g0') === '', 'an empty gzip upload', null)
+	// 4 MiB of zeros: some 4 KiB compressed, more than --max-body inflated.
+	await fails('a gzip upload past --max-body: refused, said why',
+	    () => sbx.files.write('/tmp/e2bs/gz', new Uint8Array(4 << 20),
+	    { gzip: true }), (e) => /max-body/.test(e.message))
 	const list = await sbx.files.list('/tmp/e2b')
 	const a = list.find((e) => e.name === 'a.txt')
 	ok(list.length === 2 && a && a.type === 'file' && a.size === 5 &&
