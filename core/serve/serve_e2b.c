@@ -391,30 +391,105 @@ e2b_meta_match(struct e2b_sb *e, const char *filter)
 	return (ok);
 }
 
-/* GET /v2/sandboxes (and /sandboxes): E2B's, as one page. */
+/* list's filters, from its query. */
+struct e2b_filter {
+	const char	*query;
+	char		*meta;		/* metadata=, or NULL */
+	char		*tpl;		/* template=, or NULL */
+	time_t		 after;		/* startedAfter=, or 0 */
+};
+
+/* Whether list shows e (of sandbox s) under f. */
+static int
+e2b_list_match(struct e2b_sb *e, struct serve_sb *s, struct e2b_filter *f)
+{
+	if (!e2b_meta_match(e, f->meta) ||
+	    s->state == SERVE_STOPPING || s->state == SERVE_DEAD)
+		return (0);
+	/* state=running&state=paused: any of those listed. */
+	if (strstr(f->query, "state=") != NULL && strstr(f->query,
+	    s->state == SERVE_PAUSED ? "state=paused" : "state=running") ==
+	    NULL)
+		return (0);
+	if (f->tpl != NULL && strcmp(f->tpl, e->template) != 0)
+		return (0);
+	return (f->after == 0 || s->created > f->after);
+}
+
+/* An ISO 8601 time in UTC, as the SDK's toISOString: -1 when not one. */
+static time_t
+e2b_iso_time(const char *v)
+{
+	struct tm	 tm;
+	const char	*end;
+
+	memset(&tm, 0, sizeof tm);
+	if ((end = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
+		return (-1);
+	if (*end == '.')
+		for (end++; *end >= '0' && *end <= '9'; end++)
+			;
+	if (strcmp(end, "Z") != 0)
+		return (-1);
+	return (timegm(&tm));
+}
+
+/*
+ * GET /v2/sandboxes (and /sandboxes): E2B's, limit at a time (all without
+ * one), x-next-token naming the first of the next page, nextToken= from it.
+ */
 static void
 e2b_list(const struct serve_req *r)
 {
-	struct serve	*srv = r->srv;
-	struct e2b_sb	*e;
-	struct serve_sb	*s;
-	struct buf	 b = { 0 };
-	const char	*q = r->http->query;
-	char		*meta;
+	struct serve		*srv = r->srv;
+	struct e2b_filter	 f;
+	struct e2b_sb		*e;
+	struct serve_sb		*s;
+	struct buf		 b = { 0 };
+	char			*v, *next, *end, hdr[128];
+	long			 limit = -1, n = 0;
 
-	meta = httpd_query_param(q, "metadata");
+	memset(&f, 0, sizeof f);
+	f.query = r->http->query != NULL ? r->http->query : "";
+	if ((v = httpd_query_param(f.query, "limit")) != NULL) {
+		limit = strtol(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || limit < 1 || limit > 1000)
+			limit = 0;
+		free(v);
+		if (limit == 0) {
+			e2b_error(r->conn, 400, "limit: a number, 1-1000");
+			return;
+		}
+	}
+	if ((v = httpd_query_param(f.query, "startedAfter")) != NULL) {
+		f.after = e2b_iso_time(v);
+		free(v);
+		if (f.after == -1) {
+			e2b_error(r->conn, 400, "startedAfter: an ISO 8601 "
+			    "time in UTC (2026-12-04T19:00:00.000Z)");
+			return;
+		}
+	}
+	f.meta = httpd_query_param(f.query, "metadata");
+	f.tpl = httpd_query_param(f.query, "template");
+	next = httpd_query_param(f.query, "nextToken");
 	buf_puts(&b, "[");
 	/* The records of sandboxes gone dropped first: none below is. */
 	(void)e2b_find(srv, "", &s);
 	TAILQ_FOREACH(e, &srv->e2b->sbs, entry) {
 		s = serve_find(srv, e->id);
-		if (!e2b_meta_match(e, meta) ||
-		    s->state == SERVE_STOPPING || s->state == SERVE_DEAD)
+		if (next != NULL && strcmp(next, e->id) != 0)
+			continue;	/* before the page */
+		free(next);
+		next = NULL;
+		if (!e2b_list_match(e, s, &f))
 			continue;
-		/* state=running&state=paused: any of those listed. */
-		if (strstr(q, "state=") != NULL && strstr(q, s->state ==
-		    SERVE_PAUSED ? "state=paused" : "state=running") == NULL)
-			continue;
+		if (n++ == limit) {
+			(void)snprintf(hdr, sizeof hdr, "x-next-token: %s\r\n",
+			    e->id);
+			httpd_header(r->conn, hdr);
+			break;
+		}
 		if (b.len > 1)
 			buf_puts(&b, ",");
 		e2b_info_json(e, s, &b);
@@ -422,7 +497,9 @@ e2b_list(const struct serve_req *r)
 	buf_puts(&b, "]");
 	httpd_respond_json(r->conn, 200, b.data, b.len);
 	buf_free(&b);
-	free(meta);
+	free(next);
+	free(f.meta);
+	free(f.tpl);
 }
 
 /* A waiter's answer (a delete's, a pause's) as E2B's: 204, or its error. */

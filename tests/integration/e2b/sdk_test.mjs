@@ -230,6 +230,27 @@ async function reattach() {
 	    (e) => e.exitCode === 3 && e.stdout === 'early\nlater x\n')
 	await fails('connect to a finished pid', () =>
 	    other.commands.connect(h.pid), (e) => /not found/i.test(e.message))
+	// Two sandboxes: list's pages and filters.
+	const sbx2 = await Sandbox.create('base', { timeoutMs: 300000, ...slow })
+	const pages = Sandbox.list({ limit: 1 })
+	const p1 = await pages.nextItems()
+	ok(p1.length === 1 && pages.hasNext, 'list: a page of 1, more to come',
+	    { p1, next: pages.nextToken })
+	const p2 = await pages.nextItems()
+	ok(p2.length === 1 && !pages.hasNext &&
+	    p2[0].sandboxId !== p1[0].sandboxId, 'list: the next page, the last',
+	    { p2, next: pages.nextToken })
+	let l = await Sandbox.list({ query: { template: 'base' } }).nextItems()
+	ok(l.length === 2, 'list: template base', l)
+	l = await Sandbox.list({ query: { template: 'nope' } }).nextItems()
+	ok(l.length === 0, 'list: template nope', l)
+	l = await Sandbox.list({ query: { startedAfter: new Date(Date.now() + 60000) } })
+	    .nextItems()
+	ok(l.length === 0, 'list: startedAfter a minute from now', l)
+	l = await Sandbox.list({ query: { startedAfter: new Date(Date.now() - 3600000) } })
+	    .nextItems()
+	ok(l.length === 2, 'list: startedAfter an hour ago', l)
+	ok(await sbx2.kill(), 'kill the second', null)
 	ok(await sbx.kill(), 'kill', null)
 }
 
