@@ -720,13 +720,40 @@ e2b_envd_id(const struct httpd_req *h)
 	return (NULL);
 }
 
+/*
+ * The user the SDK's user option names (Authorization: Basic USER:, or
+ * ?username= on /files), newly allocated, or NULL when none.
+ */
+static char *
+e2b_user(const struct httpd_req *h)
+{
+	char		*auth, *user = NULL, *colon;
+	const char	*p;
+	size_t		 n;
+
+	if ((auth = httpd_field(h, "Authorization")) != NULL &&
+	    strncasecmp(auth, "Basic ", 6) == 0) {
+		for (p = auth + 6; *p == ' '; p++)
+			;
+		user = xmalloc(strlen(p) * 3 / 4 + 3);
+		n = util_base64_decode(p, strlen(p), (unsigned char *)user);
+		user[n] = '\0';
+		if ((colon = strchr(user, ':')) != NULL)
+			*colon = '\0';
+	}
+	free(auth);
+	if (user == NULL && h->query != NULL)
+		user = httpd_query_param(h->query, "username");
+	return (user);
+}
+
 /* The in-sandbox API: its sandbox found, its token checked. */
 static void
 e2b_envd(const struct serve_req *r)
 {
 	const char	*p = r->http->path;
 	struct e2b_req	 q;
-	char		*id, *tok;
+	char		*id, *tok, *user, *msg;
 	int		 ok;
 
 	memset(&q, 0, sizeof q);
@@ -756,6 +783,31 @@ e2b_envd(const struct serve_req *r)
 		return;
 	}
 	httpd_conn_authed(r->conn);
+	/*
+	 * The agent runs commands and files as its own user (root): another
+	 * one is refused rather than silently run as root.
+	 */
+	if ((user = e2b_user(r->http)) != NULL && *user != '\0' &&
+	    strcmp(user, "root") != 0) {
+		if (strcmp(p, "/files") == 0)
+			e2b_error(r->conn, 400, "user %.64s: qsup runs files "
+			    "as the agent's user, root, only", user);
+		else {
+			xasprintf(&msg, "user %.64s: qsup runs commands and "
+			    "files as the agent's user, root, only", user);
+			if (strcmp(p, "/process.Process/Start") == 0 ||
+			    strcmp(p, "/process.Process/Connect") == 0)
+				e2b_stream_fail(r->conn, "invalid_argument",
+				    msg);
+			else
+				e2b_rpc_error(r->conn, "invalid_argument",
+				    "%s", msg);
+			free(msg);
+		}
+		free(user);
+		return;
+	}
+	free(user);
 	if (strcmp(p, "/files") == 0)
 		(void)e2b_files(&q);
 	else if (strncmp(p, "/process.Process/", 17) == 0)

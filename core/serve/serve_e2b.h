@@ -115,6 +115,9 @@ void		 e2b_rpc_error(struct httpd_conn *, const char *, const char *,
 int		 e2b_rpc_status(const char *);
 
 /* serve_e2b_proc.c */
+/* A Connect error, streamed (Start, Connect): 200 and the end envelope. */
+void		 e2b_stream_fail(struct httpd_conn *, const char *,
+		     const char *);
 int		 e2b_process(const struct e2b_req *, const char *);
 /* A command of argv run in s, its output kept (bounded): fn gets it. */
 typedef void	 e2b_cmd_fn(struct httpd_conn *, int, const char *, size_t,

@@ -327,7 +327,7 @@ e2b_strv_free(char **v, size_t n)
 }
 
 /* A stream that fails before its command starts. */
-static void
+void
 e2b_stream_fail(struct httpd_conn *conn, const char *code, const char *msg)
 {
 	struct e2b_stream	st;

@@ -250,6 +250,15 @@ async function reattach() {
 	l = await Sandbox.list({ query: { startedAfter: new Date(Date.now() - 3600000) } })
 	    .nextItems()
 	ok(l.length === 2, 'list: startedAfter an hour ago', l)
+	// The user option: root is the agent's user, any other is refused.
+	const u = await sbx2.commands.run('id -u', { user: 'root' })
+	ok(u.stdout === '0\n', "user: 'root'", u)
+	await fails("user: 'user' refused, said why",
+	    () => sbx2.commands.run('id -u', { user: 'user' }),
+	    (e) => /user user: .*root, only/.test(e.message))
+	await fails("files as user 'user': refused, said why",
+	    () => sbx2.files.write('/tmp/u', 'x', { user: 'user' }),
+	    (e) => /user user: .*root, only/.test(e.message))
 	ok(await sbx2.kill(), 'kill the second', null)
 	ok(await sbx.kill(), 'kill', null)
 }
