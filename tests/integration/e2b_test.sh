@@ -245,7 +245,8 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 }
 
 e2b_setup
-for t in ${TESTS:-test_refusals test_sdk test_sdk_pause test_sdk_tls}; do
+for t in ${TESTS:-test_refusals test_keys_authenticate test_sdk test_sdk_connect \
+    test_sdk_debian test_sdk_pause test_sdk_tls}; do
 	run_test "$t"
 done
 finish
