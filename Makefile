@@ -28,7 +28,7 @@ QSUP_DEFS	 = $(WARN) $(WERROR) -std=gnu11 -D_GNU_SOURCE \
 QSUP_CFLAGS	 = $(CFLAGS) $(QSUP_DEFS)
 # libslirp's .pc wants glib's headers for nothing we use: linked by name.
 QSUP_LIBS	 = -lev $(shell pkg-config --libs $(PKGS)) -lslirp -lanl \
-		   -lmbedtls -lmbedx509 -lmbedcrypto -lcrypto -lm
+		   -lmbedtls -lmbedx509 -lmbedcrypto -lcrypto -lz -lm
 
 CORE_SRC	 = $(wildcard core/*/*.c) $(wildcard lua/*.c) $(wildcard staging/*.c)
 CORE_OBJ	 = $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/lua/builtin.o

@@ -22,7 +22,7 @@ PACKAGES=(
 	build-essential pkg-config musl-tools
 	libev-dev liblua5.4-dev libcurl4-openssl-dev libssl-dev libmbedtls-dev
 	libcdio-dev libiso9660-dev libcriterion-dev libslirp-dev libjansson-dev
-	libpng-dev
+	libpng-dev zlib1g-dev
 	qemu-system-x86 qemu-utils
 	busybox-static kmod xz-utils cpio procps python3 iproute2
 	fdisk e2fsprogs qemu-guest-agent

@@ -104,6 +104,11 @@ struct httpd_req {
  */
 int		 httpd_parse_head(const char *, size_t, struct httpd_req *,
 		     char *, const char **);
+/*
+ * s's len bytes, percent-decoded, to out (len + 1 bytes; s itself will
+ * do): the decoded length, or -1 for a bad escape or an escaped NUL.
+ */
+ssize_t		 httpd_decode(const char *, size_t, char *);
 /* The value of query parameter name, percent-decoded (newly allocated),
  * or NULL when absent. */
 char		*httpd_query_param(const char *, const char *);
@@ -180,6 +185,11 @@ const char	*httpd_bound(struct httpd *, size_t);
 int		 httpd_connections(struct httpd *);
 /* Of those, the ones that have not yet carried the token. */
 int		 httpd_unauthenticated(struct httpd *);
+/*
+ * The connection counts as authenticated from now on, as after the
+ * bearer token: for a handler of a public path that checked its own key.
+ */
+void		 httpd_conn_authed(struct httpd_conn *);
 /* Responses begun, by status class: 1xx to 5xx, then any other. */
 #define HTTPD_CLASSES	6
 void		 httpd_answered(struct httpd *, unsigned long long[HTTPD_CLASSES]);

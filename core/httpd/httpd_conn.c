@@ -308,8 +308,11 @@ httpd_conn_new(struct httpd *h, struct httpd_listener *l, int fd,
 	httpd_conn_process(c);
 }
 
-/* A request carried the token: the connection is no longer the first to go. */
-static void
+/*
+ * A request carried the token, or a key its handler checked: the
+ * connection is no longer the first to go.
+ */
+void
 httpd_conn_authed(struct httpd_conn *c)
 {
 	if (c->authed)

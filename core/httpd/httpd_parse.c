@@ -35,7 +35,7 @@ httpd_hex(int ch)
  * the decoded length, or -1 for a bad escape or an escaped NUL, which no
  * C string could carry.
  */
-static ssize_t
+ssize_t
 httpd_decode(const char *s, size_t len, char *out)
 {
 	size_t	i, n = 0;

@@ -343,6 +343,22 @@ out:
 	json_decref(j);
 }
 
+/*
+ * Decoded twice, in place: the SDK sends metadata=URLSearchParams of
+ * encodeURIComponent'd keys and values, and the query's own decoding
+ * undoes only the encoding of the whole parameter. -1 for a bad escape.
+ */
+static int
+e2b_decode2(char *s)
+{
+	ssize_t	n;
+
+	if ((n = httpd_decode(s, strlen(s), s)) == -1 ||
+	    httpd_decode(s, (size_t)n, s) == -1)
+		return (-1);
+	return (0);
+}
+
 /* Whether the sandbox's metadata holds every k=v of the query's. */
 static int
 e2b_meta_match(struct e2b_sb *e, const char *filter)
@@ -361,6 +377,10 @@ e2b_meta_match(struct e2b_sb *e, const char *filter)
 			*eq = '\0';
 			k = p;
 			v = eq + 1;
+			if (e2b_decode2(k) == -1 || e2b_decode2(v) == -1) {
+				ok = 0;
+				break;
+			}
 			have = json_string_value(json_object_get(e->metadata,
 			    k));
 			ok = have != NULL && strcmp(have, v) == 0;
@@ -371,30 +391,105 @@ e2b_meta_match(struct e2b_sb *e, const char *filter)
 	return (ok);
 }
 
-/* GET /v2/sandboxes (and /sandboxes): E2B's, as one page. */
+/* list's filters, from its query. */
+struct e2b_filter {
+	const char	*query;
+	char		*meta;		/* metadata=, or NULL */
+	char		*tpl;		/* template=, or NULL */
+	time_t		 after;		/* startedAfter=, or 0 */
+};
+
+/* Whether list shows e (of sandbox s) under f. */
+static int
+e2b_list_match(struct e2b_sb *e, struct serve_sb *s, struct e2b_filter *f)
+{
+	if (!e2b_meta_match(e, f->meta) ||
+	    s->state == SERVE_STOPPING || s->state == SERVE_DEAD)
+		return (0);
+	/* state=running&state=paused: any of those listed. */
+	if (strstr(f->query, "state=") != NULL && strstr(f->query,
+	    s->state == SERVE_PAUSED ? "state=paused" : "state=running") ==
+	    NULL)
+		return (0);
+	if (f->tpl != NULL && strcmp(f->tpl, e->template) != 0)
+		return (0);
+	return (f->after == 0 || s->created > f->after);
+}
+
+/* An ISO 8601 time in UTC, as the SDK's toISOString: -1 when not one. */
+static time_t
+e2b_iso_time(const char *v)
+{
+	struct tm	 tm;
+	const char	*end;
+
+	memset(&tm, 0, sizeof tm);
+	if ((end = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
+		return (-1);
+	if (*end == '.')
+		for (end++; *end >= '0' && *end <= '9'; end++)
+			;
+	if (strcmp(end, "Z") != 0)
+		return (-1);
+	return (timegm(&tm));
+}
+
+/*
+ * GET /v2/sandboxes (and /sandboxes): E2B's, limit at a time (all without
+ * one), x-next-token naming the first of the next page, nextToken= from it.
+ */
 static void
 e2b_list(const struct serve_req *r)
 {
-	struct serve	*srv = r->srv;
-	struct e2b_sb	*e;
-	struct serve_sb	*s;
-	struct buf	 b = { 0 };
-	const char	*q = r->http->query;
-	char		*meta;
+	struct serve		*srv = r->srv;
+	struct e2b_filter	 f;
+	struct e2b_sb		*e;
+	struct serve_sb		*s;
+	struct buf		 b = { 0 };
+	char			*v, *next, *end, hdr[128];
+	long			 limit = -1, n = 0;
 
-	meta = httpd_query_param(q, "metadata");
+	memset(&f, 0, sizeof f);
+	f.query = r->http->query != NULL ? r->http->query : "";
+	if ((v = httpd_query_param(f.query, "limit")) != NULL) {
+		limit = strtol(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || limit < 1 || limit > 1000)
+			limit = 0;
+		free(v);
+		if (limit == 0) {
+			e2b_error(r->conn, 400, "limit: a number, 1-1000");
+			return;
+		}
+	}
+	if ((v = httpd_query_param(f.query, "startedAfter")) != NULL) {
+		f.after = e2b_iso_time(v);
+		free(v);
+		if (f.after == -1) {
+			e2b_error(r->conn, 400, "startedAfter: an ISO 8601 "
+			    "time in UTC (2026-12-04T19:00:00.000Z)");
+			return;
+		}
+	}
+	f.meta = httpd_query_param(f.query, "metadata");
+	f.tpl = httpd_query_param(f.query, "template");
+	next = httpd_query_param(f.query, "nextToken");
 	buf_puts(&b, "[");
 	/* The records of sandboxes gone dropped first: none below is. */
 	(void)e2b_find(srv, "", &s);
 	TAILQ_FOREACH(e, &srv->e2b->sbs, entry) {
 		s = serve_find(srv, e->id);
-		if (!e2b_meta_match(e, meta) ||
-		    s->state == SERVE_STOPPING || s->state == SERVE_DEAD)
+		if (next != NULL && strcmp(next, e->id) != 0)
+			continue;	/* before the page */
+		free(next);
+		next = NULL;
+		if (!e2b_list_match(e, s, &f))
 			continue;
-		/* state=running&state=paused: any of those listed. */
-		if (strstr(q, "state=") != NULL && strstr(q, s->state ==
-		    SERVE_PAUSED ? "state=paused" : "state=running") == NULL)
-			continue;
+		if (n++ == limit) {
+			(void)snprintf(hdr, sizeof hdr, "x-next-token: %s\r\n",
+			    e->id);
+			httpd_header(r->conn, hdr);
+			break;
+		}
 		if (b.len > 1)
 			buf_puts(&b, ",");
 		e2b_info_json(e, s, &b);
@@ -402,7 +497,9 @@ e2b_list(const struct serve_req *r)
 	buf_puts(&b, "]");
 	httpd_respond_json(r->conn, 200, b.data, b.len);
 	buf_free(&b);
-	free(meta);
+	free(next);
+	free(f.meta);
+	free(f.tpl);
 }
 
 /* A waiter's answer (a delete's, a pause's) as E2B's: 204, or its error. */
@@ -586,6 +683,8 @@ e2b_control(const struct serve_req *r)
 		    "server's token");
 		return;
 	}
+	/* Else the SDK's idle keep-alives are the first closed for room. */
+	httpd_conn_authed(r->conn);
 	if (strcmp(p, "/v2/sandboxes") == 0 && strcmp(m, "POST") == 0)
 		httpd_read_body(r->conn, e2b_create_body, r->srv);
 	else if ((strcmp(p, "/v2/sandboxes") == 0 ||
@@ -621,13 +720,40 @@ e2b_envd_id(const struct httpd_req *h)
 	return (NULL);
 }
 
+/*
+ * The user the SDK's user option names (Authorization: Basic USER:, or
+ * ?username= on /files), newly allocated, or NULL when none.
+ */
+static char *
+e2b_user(const struct httpd_req *h)
+{
+	char		*auth, *user = NULL, *colon;
+	const char	*p;
+	size_t		 n;
+
+	if ((auth = httpd_field(h, "Authorization")) != NULL &&
+	    strncasecmp(auth, "Basic ", 6) == 0) {
+		for (p = auth + 6; *p == ' '; p++)
+			;
+		user = xmalloc(strlen(p) * 3 / 4 + 3);
+		n = util_base64_decode(p, strlen(p), (unsigned char *)user);
+		user[n] = '\0';
+		if ((colon = strchr(user, ':')) != NULL)
+			*colon = '\0';
+	}
+	free(auth);
+	if (user == NULL && h->query != NULL)
+		user = httpd_query_param(h->query, "username");
+	return (user);
+}
+
 /* The in-sandbox API: its sandbox found, its token checked. */
 static void
 e2b_envd(const struct serve_req *r)
 {
 	const char	*p = r->http->path;
 	struct e2b_req	 q;
-	char		*id, *tok;
+	char		*id, *tok, *user, *msg;
 	int		 ok;
 
 	memset(&q, 0, sizeof q);
@@ -656,6 +782,32 @@ e2b_envd(const struct serve_req *r)
 		    "missing or not this sandbox's envdAccessToken");
 		return;
 	}
+	httpd_conn_authed(r->conn);
+	/*
+	 * The agent runs commands and files as its own user (root): another
+	 * one is refused rather than silently run as root.
+	 */
+	if ((user = e2b_user(r->http)) != NULL && *user != '\0' &&
+	    strcmp(user, "root") != 0) {
+		if (strcmp(p, "/files") == 0)
+			e2b_error(r->conn, 400, "user %.64s: qsup runs files "
+			    "as the agent's user, root, only", user);
+		else {
+			xasprintf(&msg, "user %.64s: qsup runs commands and "
+			    "files as the agent's user, root, only", user);
+			if (strcmp(p, "/process.Process/Start") == 0 ||
+			    strcmp(p, "/process.Process/Connect") == 0)
+				e2b_stream_fail(r->conn, "invalid_argument",
+				    msg);
+			else
+				e2b_rpc_error(r->conn, "invalid_argument",
+				    "%s", msg);
+			free(msg);
+		}
+		free(user);
+		return;
+	}
+	free(user);
 	if (strcmp(p, "/files") == 0)
 		(void)e2b_files(&q);
 	else if (strncmp(p, "/process.Process/", 17) == 0)

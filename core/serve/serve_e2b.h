@@ -30,6 +30,13 @@
 
 /* serve_e2b_wire.c */
 /*
+ * A gzip body (one member, as the SDK's CompressionStream makes it)
+ * inflated into *out (its *outlen bytes, NUL after), at most max bytes:
+ * 0, or -1 and *why (not gzip, truncated, or inflating past max).
+ */
+int		 e2b_gunzip(const char *, size_t, size_t, char **, size_t *,
+		     const char **);
+/*
  * One envelope at the start of buf: the bytes it takes (5 and its
  * message), its flags and message; 0 when more bytes are needed; -1 and
  * *why when it cannot be one (compressed, or over E2B_MSG_MAX).
@@ -108,6 +115,9 @@ void		 e2b_rpc_error(struct httpd_conn *, const char *, const char *,
 int		 e2b_rpc_status(const char *);
 
 /* serve_e2b_proc.c */
+/* A Connect error, streamed (Start, Connect): 200 and the end envelope. */
+void		 e2b_stream_fail(struct httpd_conn *, const char *,
+		     const char *);
 int		 e2b_process(const struct e2b_req *, const char *);
 /* A command of argv run in s, its output kept (bounded): fn gets it. */
 typedef void	 e2b_cmd_fn(struct httpd_conn *, int, const char *, size_t,

@@ -431,6 +431,7 @@ struct e2b_post {
 	char		*id;
 	char		*path;		/* ?path=, or NULL */
 	char		*ctype;
+	int		 gzip;		/* Content-Encoding: gzip */
 };
 
 static void
@@ -451,16 +452,24 @@ e2b_post_body(struct httpd_conn *conn, const char *body, size_t len,
 		u->lens = xcalloc(1, sizeof *u->lens);
 		u->paths[0] = p->path;
 		p->path = NULL;
-		u->data[0] = xmalloc(len + 1);
-		memcpy(u->data[0], body, len);
-		u->lens[0] = len;
 		u->n = 1;
+		if (!p->gzip) {
+			u->data[0] = xmalloc(len + 1);
+			memcpy(u->data[0], body, len);
+			u->lens[0] = len;
+		} else if (e2b_gunzip(body, len, p->srv->limits.body,
+		    &u->data[0], &u->lens[0], &why) == -1) {
+			e2b_error(conn, 400, "Content-Encoding: %s", why);
+			e2b_up_free(u);
+			goto out;
+		}
 		e2b_up_next(conn, u);
 	} else if (e2b_up_parts(u, p->ctype, p->path, body, len, &why) == -1) {
 		e2b_error(conn, 400, "%s", why);
 		e2b_up_free(u);
 	} else
 		e2b_up_next(conn, u);
+out:
 	free(p->path);
 	free(p->ctype);
 	free(p);
@@ -472,6 +481,7 @@ e2b_files(const struct e2b_req *q)
 	const struct httpd_req	*h = q->r->http;
 	struct e2b_post		*p;
 	char			*path, *enc;
+	int			 gzip = 0;
 
 	path = httpd_query_param(h->query, "path");
 	if (path != NULL && (*path == '\0' || strlen(path) > E2B_PATH_MAX)) {
@@ -493,15 +503,23 @@ e2b_files(const struct e2b_req *q)
 	}
 	if (h->content_type != NULL && strncasecmp(h->content_type,
 	    "application/octet-stream", 24) == 0) {
-		if ((enc = httpd_field(h, "Content-Encoding")) != NULL ||
-		    path == NULL) {
+		enc = httpd_field(h, "Content-Encoding");
+		gzip = enc != NULL && strcasecmp(enc, "gzip") == 0;
+		if ((enc != NULL && !gzip) || path == NULL) {
 			free(enc);
 			free(path);
 			e2b_error(q->r->conn, path == NULL ? 400 : 415,
-			    "/files: an octet-stream upload needs ?path= and "
-			    "no Content-Encoding (gzip is not supported)");
+			    "/files: an octet-stream upload needs ?path=, and "
+			    "no Content-Encoding but gzip");
 			return (-1);
 		}
+		free(enc);
+	} else if ((enc = httpd_field(h, "Content-Encoding")) != NULL) {
+		free(enc);
+		free(path);
+		e2b_error(q->r->conn, 415, "Content-Encoding: for "
+		    "application/octet-stream uploads only");
+		return (-1);
 	} else if (h->content_type == NULL || strncasecmp(h->content_type,
 	    "multipart/form-data", 19) != 0) {
 		free(path);
@@ -514,6 +532,7 @@ e2b_files(const struct e2b_req *q)
 	p->id = xstrdup(q->e->id);
 	p->path = path;
 	p->ctype = xstrdup(h->content_type);
+	p->gzip = gzip;
 	httpd_read_body(q->r->conn, e2b_post_body, p);
 	return (0);
 }

@@ -22,8 +22,23 @@
 #define E2B_ARGS_MAX	4096
 #define E2B_ERR_MAX	4096
 
+#define E2B_ATTACH_MAX	8
+
+struct e2b_stream;
+
+/* A Connect's stream: a listener re-attached to a running command. */
+struct e2b_att {
+	struct e2b_stream	*st;
+	struct httpd_conn	*conn;
+	int			 head;
+};
+
 /* One Start's stream. */
 struct e2b_stream {
+	struct e2b_att	*att[E2B_ATTACH_MAX];	/* Connect's listeners */
+	size_t		 natt;
+	const char	*end_code;	/* how they end: an error's, or NULL */
+	const char	*end_msg;
 	struct ev_loop	*loop;
 	ev_timer	 ping;		/* keepalives, when asked for */
 	double		 every;
@@ -33,13 +48,13 @@ struct e2b_stream {
 };
 
 static void
-e2b_send(struct httpd_conn *conn, struct e2b_stream *st, int flags,
-    const char *json, size_t len)
+e2b_write(struct httpd_conn *conn, int *head, int flags, const char *json,
+    size_t len)
 {
 	struct buf	b = { 0 };
 
-	if (!st->head) {
-		st->head = 1;
+	if (!*head) {
+		*head = 1;
 		httpd_stream_start(conn, 200, "application/connect+json");
 	}
 	e2b_frame(&b, flags, json, len);
@@ -47,10 +62,17 @@ e2b_send(struct httpd_conn *conn, struct e2b_stream *st, int flags,
 	buf_free(&b);
 }
 
+static void
+e2b_send(struct httpd_conn *conn, struct e2b_stream *st, int flags,
+    const char *json, size_t len)
+{
+	e2b_write(conn, &st->head, flags, json, len);
+}
+
 /* The stream's end: its error's code and message, or none. */
 static void
-e2b_stream_end(struct httpd_conn *conn, struct e2b_stream *st,
-    const char *code, const char *msg)
+e2b_stream_end(struct httpd_conn *conn, int *head, const char *code,
+    const char *msg)
 {
 	struct buf	b = { 0 };
 
@@ -63,9 +85,57 @@ e2b_stream_end(struct httpd_conn *conn, struct e2b_stream *st,
 		buf_json_string(&b, msg);
 		buf_puts(&b, "}}");
 	}
-	e2b_send(conn, st, E2B_FLAG_END, b.data, b.len);
+	e2b_write(conn, head, E2B_FLAG_END, b.data, b.len);
 	httpd_end(conn);
 	buf_free(&b);
+}
+
+static void
+e2b_att_close_cb(void *arg)
+{
+	struct e2b_att		*a = arg;
+	struct e2b_stream	*st = a->st;
+	size_t			 i;
+
+	for (i = 0; i < st->natt; i++)
+		if (st->att[i] == a)
+			st->att[i] = st->att[--st->natt];
+	free(a);
+}
+
+/*
+ * An event for Connect's listeners too; with end, their streams end. One
+ * that does not keep up (its client does not read) is let go, told why.
+ */
+static void
+e2b_att_send(struct e2b_stream *st, const char *json, size_t len, int end)
+{
+	struct e2b_att	*a;
+	size_t		 i = 0;
+	static const char slow[] = "{\"error\":{\"code\":\"resource_exhausted\","
+	    "\"message\":\"Connect: the client fell behind the output\"}}";
+
+	while (i < st->natt) {
+		a = st->att[i];
+		if (json != NULL)
+			e2b_write(a->conn, &a->head, 0, json, len);
+		if (!end && !httpd_over(a->conn)) {
+			i++;
+			continue;
+		}
+		/* Off the list before httpd_end can close it. */
+		st->att[i] = st->att[--st->natt];
+		httpd_set_close_cb(a->conn, NULL, NULL);
+		if (end)
+			e2b_stream_end(a->conn, &a->head, st->end_code,
+			    st->end_msg);
+		else {
+			e2b_write(a->conn, &a->head, E2B_FLAG_END, slow,
+			    sizeof slow - 1);
+			httpd_end(a->conn);
+		}
+		free(a);
+	}
 }
 
 static void
@@ -108,6 +178,7 @@ e2b_output(struct serve_exec *e, enum exec_stream which, const char *b64,
 	buf_add(&b, b64, len);	/* checked base64, the agent's */
 	buf_puts(&b, "\"}}}");
 	e2b_send(e->conn, st, 0, b.data, b.len);
+	e2b_att_send(st, b.data, b.len, 0);
 	buf_free(&b);
 	return (httpd_over(e->conn));
 }
@@ -120,7 +191,7 @@ e2b_done(struct serve_exec *e, const struct exec_result *r,
 	struct buf		 b = { 0 };
 
 	ev_timer_stop(st->loop, &st->ping);
-	if (e->conn != NULL && error == NULL && r->exit_seen) {
+	if (error == NULL && r->exit_seen) {
 		buf_puts(&b, "{\"event\":{\"end\":{");
 		if (r->signal == 0)
 			buf_printf(&b, "\"exitCode\":%d,\"exited\":true,"
@@ -134,19 +205,20 @@ e2b_done(struct serve_exec *e, const struct exec_result *r,
 			buf_json_string(&b, r->exit_error);
 		}
 		buf_puts(&b, "}}}");
-		e2b_send(e->conn, st, 0, b.data, b.len);
+		if (e->conn != NULL)
+			e2b_send(e->conn, st, 0, b.data, b.len);
 	}
-	if (e->conn != NULL) {
-		if (r->timed_out)
-			e2b_stream_end(e->conn, st, "deadline_exceeded",
-			    "the command ran past Connect-Timeout-Ms");
-		else if (error != NULL || !r->exit_seen)
-			e2b_stream_end(e->conn, st, "unavailable", error !=
-			    NULL ? error : "the agent ended the stream "
-			    "without an exit");
-		else
-			e2b_stream_end(e->conn, st, NULL, NULL);
+	if (r->timed_out) {
+		st->end_code = "deadline_exceeded";
+		st->end_msg = "the command ran past Connect-Timeout-Ms";
+	} else if (error != NULL || !r->exit_seen) {
+		st->end_code = "unavailable";
+		st->end_msg = error != NULL ? error : "the agent ended the "
+		    "stream without an exit";
 	}
+	e2b_att_send(st, b.data, b.len, 1);
+	if (e->conn != NULL)
+		e2b_stream_end(e->conn, &st->head, st->end_code, st->end_msg);
 	buf_free(&b);
 	json_decref(st->config);
 	free(st);
@@ -255,13 +327,13 @@ e2b_strv_free(char **v, size_t n)
 }
 
 /* A stream that fails before its command starts. */
-static void
+void
 e2b_stream_fail(struct httpd_conn *conn, const char *code, const char *msg)
 {
 	struct e2b_stream	st;
 
 	memset(&st, 0, sizeof st);
-	e2b_stream_end(conn, &st, code, msg);
+	e2b_stream_end(conn, &st.head, code, msg);
 }
 
 /* Start's request, its envelope read: the command started, or why not. */
@@ -362,25 +434,43 @@ out:
 	e2b_call_free(c);
 }
 
-/* The running command a request's process.pid names, or NULL (told). */
+/*
+ * The running command j's process.pid names, or NULL with the code and
+ * the message that say why.
+ */
 static struct serve_exec *
-e2b_pid(struct httpd_conn *conn, struct serve_sb *s, json_t *j)
+e2b_pid_find(struct serve_sb *s, json_t *j, const char **code, char **msg)
 {
 	struct serve_exec	*x;
 	long long		 pid;
 
 	if (json_path_int(j, "process.pid", &pid) == -1 || pid < 1 ||
 	    pid > UINT_MAX) {
-		e2b_rpc_error(conn, json_path(j, "process.tag") != NULL ?
-		    "unimplemented" : "invalid_argument", "process: a pid "
-		    "(tags are not kept)");
+		*code = json_path(j, "process.tag") != NULL ?
+		    "unimplemented" : "invalid_argument";
+		*msg = xstrdup("process: a pid (tags are not kept)");
 		return (NULL);
 	}
 	if ((x = serve_exec_find(s, (unsigned)pid)) == NULL ||
 	    x->hook != &e2b_start_hook || exec_state(x->x) == EXEC_DONE) {
-		e2b_rpc_error(conn, "not_found", "process with pid %lld not "
-		    "found", pid);
+		*code = "not_found";
+		xasprintf(msg, "process with pid %lld not found", pid);
 		return (NULL);
+	}
+	return (x);
+}
+
+/* The running command a request's process.pid names, or NULL (told). */
+static struct serve_exec *
+e2b_pid(struct httpd_conn *conn, struct serve_sb *s, json_t *j)
+{
+	struct serve_exec	*x;
+	const char		*code;
+	char			*msg;
+
+	if ((x = e2b_pid_find(s, j, &code, &msg)) == NULL) {
+		e2b_rpc_error(conn, code, "%s", msg);
+		free(msg);
 	}
 	return (x);
 }
@@ -517,6 +607,57 @@ out:
 	e2b_call_free(c);
 }
 
+/*
+ * Connect: a listener for a running command's later output and its end,
+ * while its Start's stream lasts (E2B_ATTACH_MAX of them).
+ */
+static void
+e2b_connect_body(struct httpd_conn *conn, const char *body, size_t len,
+    void *arg)
+{
+	struct e2b_call		*c = arg;
+	struct e2b_stream	*st;
+	struct e2b_att		*a;
+	struct serve_exec	*x;
+	struct serve_sb		*s;
+	struct buf		 b = { 0 };
+	json_t			*j = NULL;
+	const char		*msg, *why, *code;
+	char			*err;
+	size_t			 mlen;
+	ssize_t			 n;
+	int			 flags;
+
+	if (e2b_find(c->srv, c->id, &s) == NULL)
+		e2b_stream_fail(conn, "not_found", "the sandbox is gone");
+	else if ((n = e2b_envelope(body, len, &flags, &msg, &mlen,
+	    &why)) <= 0 || (size_t)n != len || flags != 0)
+		e2b_stream_fail(conn, "invalid_argument", why != NULL ? why :
+		    "the body must be one envelope");
+	else if ((j = json_loadb(msg, mlen, 0, NULL)) == NULL)
+		e2b_stream_fail(conn, "invalid_argument", "ConnectRequest: "
+		    "not JSON");
+	else if ((x = e2b_pid_find(s, j, &code, &err)) == NULL) {
+		e2b_stream_fail(conn, code, err);
+		free(err);
+	} else if ((st = x->hook_arg)->natt == E2B_ATTACH_MAX)
+		e2b_stream_fail(conn, "resource_exhausted", "Connect: "
+		    "8 listeners on this process already");
+	else {
+		a = xcalloc(1, sizeof *a);
+		a->st = st;
+		a->conn = conn;
+		st->att[st->natt++] = a;
+		httpd_set_close_cb(conn, e2b_att_close_cb, a);
+		buf_printf(&b, "{\"event\":{\"start\":{\"pid\":%u}}}",
+		    x->id);
+		e2b_write(conn, &a->head, 0, b.data, b.len);
+		buf_free(&b);
+	}
+	json_decref(j);
+	e2b_call_free(c);
+}
+
 /* A header's number (Connect-Timeout-Ms, ...), or 0. */
 static double
 e2b_header_num(const struct httpd_req *h, const char *name)
@@ -559,6 +700,10 @@ e2b_process(const struct e2b_req *q, const char *method)
 		httpd_read_body(conn, e2b_start_body, c);
 		return (0);
 	}
+	if (strcmp(method, "Connect") == 0) {
+		httpd_read_body(conn, e2b_connect_body, c);
+		return (0);
+	}
 	for (i = 0; unary[i] != NULL; i++) {
 		if (strcmp(unary[i], method) == 0) {
 			httpd_read_body(conn, e2b_unary_body, c);
@@ -566,7 +711,7 @@ e2b_process(const struct e2b_req *q, const char *method)
 		}
 	}
 	e2b_call_free(c);
-	/* Connect (re-attach), StreamInput: not kept, not done. */
+	/* StreamInput: not done. */
 	e2b_rpc_error(conn, "unimplemented", "process.Process/%s: not "
 	    "supported by qsup's E2B front end", method);
 	return (-1);

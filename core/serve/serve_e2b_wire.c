@@ -3,16 +3,75 @@
  * bytes: the client is whoever holds the key): a Connect envelope (one
  * flags byte, a 4-byte big-endian length, the message) and a
  * multipart/form-data body (RFC 7578), its boundary taken from the
- * Content-Type. Both are bounded here, apart from any connection, for
+ * Content-Type; and a gzip upload's body. All are bounded here, apart from any connection, for
  * tests/fuzz/e2b_envelope_fuzz.c and e2b_multipart_fuzz.c.
  */
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
+#include <zlib.h>
+
 #include "serve_e2b.h"
+
+int
+e2b_gunzip(const char *in, size_t len, size_t max, char **out,
+    size_t *outlen, const char **why)
+{
+	z_stream	 z;
+	char		*buf;
+	size_t		 size = len < 4096 ? 4096 : len;
+	int		 rc;
+
+	*out = NULL;
+	*outlen = 0;
+	memset(&z, 0, sizeof z);
+	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {	/* gzip only */
+		*why = "gzip: zlib would not start";
+		return (-1);
+	}
+	if (size > max)
+		size = max;
+	buf = xmalloc(size + 1);
+	z.next_in = (unsigned char *)(uintptr_t)in;
+	z.avail_in = len > UINT_MAX ? UINT_MAX : len;
+	for (;;) {
+		if (z.total_out == size) {
+			if (size == max) {
+				*why = "gzip: inflates past --max-body";
+				break;
+			}
+			size = size > max / 2 ? max : size * 2;
+			buf = xrealloc(buf, size + 1);
+		}
+		z.next_out = (unsigned char *)buf + z.total_out;
+		z.avail_out = size - z.total_out;
+		rc = inflate(&z, Z_NO_FLUSH);
+		if (rc == Z_STREAM_END) {
+			if (z.avail_in != 0) {
+				*why = "gzip: bytes after its end";
+				break;
+			}
+			buf[z.total_out] = '\0';
+			*out = buf;
+			*outlen = z.total_out;
+			inflateEnd(&z);
+			return (0);
+		}
+		if (rc == Z_OK && z.avail_out == 0)
+			continue;
+		*why = rc == Z_OK || rc == Z_BUF_ERROR ? "gzip: truncated" :
+		    "gzip: not a gzip stream, or corrupt";
+		break;
+	}
+	inflateEnd(&z);
+	free(buf);
+	return (-1);
+}
 
 ssize_t
 e2b_envelope(const char *buf, size_t len, int *flags, const char **msg,

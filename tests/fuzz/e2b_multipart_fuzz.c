@@ -3,7 +3,8 @@
  * bytes: the input's first line is the Content-Type, the rest the body.
  * Every part found must lie within the body, its name and filename
  * within the body too, and no more parts than there is room for. Also
- * a stat line of the guest's, from the same bytes (e2b_stat_line).
+ * a stat line of the guest's, from the same bytes (e2b_stat_line), and
+ * the body as a gzip upload (e2b_gunzip: never past its bound).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	struct e2b_part		 parts[4];
 	struct e2b_entry	 en;
 	struct buf		 b = { 0 };
-	char			 bd[E2B_BOUNDARY_MAX + 1], *ctype;
+	char			 bd[E2B_BOUNDARY_MAX + 1], *ctype, *out;
 	const char		*body, *nl, *why;
 	size_t			 blen, n, i;
 
@@ -56,6 +57,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		} else if (why == NULL)
 			abort();
 	} else if (why == NULL)
+		abort();
+	out = NULL;
+	if (e2b_gunzip(body, blen, 65536, &out, &n, &why) == 0) {
+		if (n > 65536 || out == NULL || out[n] != '\0')
+			abort();
+		free(out);
+	} else if (out != NULL || why == NULL)
 		abort();
 	free(ctype);
 	return (0);

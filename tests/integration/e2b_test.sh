@@ -119,9 +119,84 @@ test_refusals() {
 	[ ! -e "$T_TMP/x.sock" ] || fail "the refused server left its socket"
 }
 
+# E2B's keys count as the bearer token for --max-unauthenticated: an SDK
+# client's idle keep-alive connections are not the first closed when
+# connections that never authenticate pile up.
+test_keys_authenticate() {
+	local out
+	e2b_serve --max-unauthenticated 2 || return
+	out=$(python3 - "$PORT" "$TOKEN" <<'PY'
+import socket, sys, time
+port, tok = int(sys.argv[1]), sys.argv[2]
+req = ("GET /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-KEY: %s\r\n\r\n"
+    % tok).encode()
+def ask(s):
+	got = b""
+	try:
+		s.sendall(req)
+		s.settimeout(10)
+		while b"\r\n\r\n" not in got or not got.endswith(b"[]"):
+			b = s.recv(4096)
+			if not b:
+				return "closed"
+			got += b
+	except OSError as e:
+		return "error"
+	return got.split(b" ")[1].decode()
+# One at a time, as the SDK opens them: each new one is unauthenticated
+# until its first request.
+sdk, first = [], []
+for i in range(6):
+	sdk.append(socket.create_connection(("127.0.0.1", port)))
+	first.append(ask(sdk[-1]))
+print("first:", " ".join(first))
+time.sleep(0.3)
+quiet = [socket.create_connection(("127.0.0.1", port)) for i in range(6)]
+time.sleep(1)
+print("again:", " ".join(ask(s) for s in sdk))
+PY
+)
+	echo "$out" | sed 's/^/  /'
+	expect_match "six SDK-like connections answered" \
+	    'first: 200 200 200 200 200 200' "$out"
+	expect_match "each still open after six silent ones came" \
+	    'again: 200 200 200 200 200 200' "$out"
+	api GET /metrics
+	expect_match "E2B's keyed connections are not unauthenticated" \
+	    'qsup_connections_unauthenticated [0-2]$' "$(grep -a '^qsup_connections_unauth' <<<"$BODY")"
+	serve_stop
+}
+
 test_sdk() {
 	e2b_serve || return
 	e2b_node basic
+	api GET /v1/sandboxes
+	expect_eq "nothing left" '{"sandboxes":[]}' "$BODY"
+	serve_stop
+}
+
+# A template on the Debian image (tests/images/debian.sh, cached under
+# build/images/): the profile found in the user's profile directory by
+# its name, Debian's bash behind the SDK's /bin/bash -l -c.
+test_sdk_debian() {
+	local img=$PWD/build/images/debian-12.qcow2
+	if ! bash tests/images/debian.sh "$img" >"$T_TMP/debian.log" 2>&1; then
+		echo "  skip: the Debian test image cannot be built here (tests/images/debian.sh: $(tail -1 "$T_TMP/debian.log"))"
+		return
+	fi
+	mkdir -p "$T_TMP/config/qsup/profiles"
+	printf 'return { image = "%s" }\n' "$img" \
+	    >"$T_TMP/config/qsup/profiles/debian.lua"
+	XDG_CONFIG_HOME=$T_TMP/config e2b_serve || return
+	e2b_node debian
+	api GET /v1/sandboxes
+	expect_eq "nothing left" '{"sandboxes":[]}' "$BODY"
+	serve_stop
+}
+
+test_sdk_connect() {
+	e2b_serve || return
+	e2b_node connect
 	api GET /v1/sandboxes
 	expect_eq "nothing left" '{"sandboxes":[]}' "$BODY"
 	serve_stop
@@ -170,7 +245,8 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 }
 
 e2b_setup
-for t in ${TESTS:-test_refusals test_sdk test_sdk_pause test_sdk_tls}; do
+for t in ${TESTS:-test_refusals test_keys_authenticate test_sdk test_sdk_connect \
+    test_sdk_debian test_sdk_pause test_sdk_tls}; do
 	run_test "$t"
 done
 finish

@@ -169,3 +169,35 @@ Test(httpd_field, any_case_first_one)
 	free(v);
 	cr_assert_null(httpd_field(&req, "X-Access-Token"));
 }
+
+/* "hello\n" and 4096 zeros, gzip'd by gzip -9n. */
+Test(e2b_gunzip, inflates_bounded)
+{
+	static const unsigned char hello[] = {
+		0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03,
+		0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0xe7, 0x02, 0x00, 0x20, 0x30,
+		0x3a, 0x36, 0x06, 0x00, 0x00, 0x00
+	};
+	const char	*why = NULL;
+	char		*out;
+	size_t		 n;
+
+	cr_assert_eq(e2b_gunzip((const char *)hello, sizeof hello, 100,
+	    &out, &n, &why), 0);
+	cr_assert_eq(n, 6);
+	cr_assert_str_eq(out, "hello\n");
+	free(out);
+	/* Exactly the bound is fine; one byte less is not. */
+	cr_assert_eq(e2b_gunzip((const char *)hello, sizeof hello, 6, &out,
+	    &n, &why), 0);
+	free(out);
+	cr_assert_eq(e2b_gunzip((const char *)hello, sizeof hello, 5, &out,
+	    &n, &why), -1);
+	cr_assert_str_eq(why, "gzip: inflates past --max-body");
+	cr_assert_null(out);
+	cr_assert_eq(e2b_gunzip((const char *)hello, sizeof hello - 4, 100,
+	    &out, &n, &why), -1);
+	cr_assert_str_eq(why, "gzip: truncated");
+	cr_assert_eq(e2b_gunzip("hello", 5, 100, &out, &n, &why), -1);
+	cr_assert_str_eq(why, "gzip: not a gzip stream, or corrupt");
+}

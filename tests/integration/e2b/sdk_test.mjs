@@ -26,7 +26,7 @@ const slow = { requestTimeoutMs: 600000 }
 
 async function basic() {
 	const sbx = await Sandbox.create('base', { timeoutMs: 300000,
-	    metadata: { suite: 'e2b' }, ...slow })
+	    metadata: { suite: 'e2b', 'k &=%': 'v&=%+ é' }, ...slow })
 	ok(/^e2b[0-9a-f]+$/.test(sbx.sandboxId), 'create gives an id', sbx.sandboxId)
 
 	let r = await sbx.commands.run('echo hi')
@@ -106,9 +106,16 @@ async function basic() {
 	await sbx.files.write('/tmp/e2bs/s', new Blob(['streamed']).stream())
 	ok(await sbx.files.read('/tmp/e2bs/s') === 'streamed',
 	    'a stream written (octet-stream)', null)
-	await fails('a gzip upload: refused, said why',
-	    () => sbx.files.write('/tmp/e2bs/g', 'x', { gzip: true }),
-	    (e) => /gzip/.test(e.message))
+	// gzip: the SDK compresses with CompressionStream, qsup inflates.
+	const big = 'gzip me\n'.repeat(20000)
+	await sbx.files.write('/tmp/e2bs/g', big, { gzip: true })
+	ok(await sbx.files.read('/tmp/e2bs/g') === big, 'a gzip upload', null)
+	await sbx.files.write('/tmp/e2bs/g0', '', { gzip: true })
+	ok(await sbx.files.read('/tmp/e2bs/g0') === '', 'an empty gzip upload', null)
+	// 4 MiB of zeros: some 4 KiB compressed, more than --max-body inflated.
+	await fails('a gzip upload past --max-body: refused, said why',
+	    () => sbx.files.write('/tmp/e2bs/gz', new Uint8Array(4 << 20),
+	    { gzip: true }), (e) => /max-body/.test(e.message))
 	const list = await sbx.files.list('/tmp/e2b')
 	const a = list.find((e) => e.name === 'a.txt')
 	ok(list.length === 2 && a && a.type === 'file' && a.size === 5 &&
@@ -133,6 +140,12 @@ async function basic() {
 	const all = await Sandbox.list({ query: { metadata: { suite: 'e2b' } } })
 	    .nextItems()
 	ok(all.length === 1 && all[0].sandboxId === sbx.sandboxId, 'list', all)
+	const odd = await Sandbox.list({ query: { metadata: { 'k &=%': 'v&=%+ é' } } })
+	    .nextItems()
+	ok(odd.length === 1, 'list: metadata with &, =, %, + and spaces', odd)
+	const none = await Sandbox.list({ query: { metadata: { 'k &=%': 'v&=%+' } } })
+	    .nextItems()
+	ok(none.length === 0, 'list: a value that differs', none)
 	ok(await sbx.isRunning(), 'isRunning', null)
 
 	ok(await sbx.kill(), 'kill', null)
@@ -170,6 +183,86 @@ async function tls() {
 	ok(await sbx.kill(), 'kill', null)
 }
 
+// The template "debian": a profile on the Debian image, so the SDK's
+// /bin/bash -l -c is Debian's bash rather than busybox's sh.
+async function debian() {
+	const sbx = await Sandbox.create('debian', { timeoutMs: 300000, ...slow })
+	let r = await sbx.commands.run('echo "$BASH_VERSION"; . /etc/os-release; echo $ID')
+	ok(/^5\.[0-9.()a-z-]+\ndebian\n$/.test(r.stdout), 'bash in Debian', r)
+	r = await sbx.commands.run('shopt -q login_shell && echo login')
+	ok(r.stdout === 'login\n', "the SDK's -l: a login shell", r)
+	await fails('a failing command', () => sbx.commands.run('exit 7'),
+	    (e) => e instanceof CommandExitError && e.exitCode === 7)
+	await sbx.files.write('/root/deb.txt', 'in debian\n')
+	ok(await sbx.files.read('/root/deb.txt') === 'in debian\n',
+	    'write and read a file', null)
+	const l = await sbx.files.list('/root')
+	ok(l.some((e) => e.name === 'deb.txt' && e.size === 10),
+	    'list', l.map((e) => [e.name, e.size]))
+	ok(await sbx.files.exists('/usr/bin/bash'), 'exists', null)
+	ok(await sbx.kill(), 'kill', null)
+}
+
+// commands.connect: a second client re-attaches to a background
+// command, sees its later output and its exit code.
+async function reattach() {
+	const sbx = await Sandbox.create('base', { timeoutMs: 300000, ...slow })
+	const early = []
+	const h = await sbx.commands.run(
+	    'echo early; read x; echo "later $x"; echo err >&2; exit 3',
+	    { background: true, stdin: true, timeoutMs: 120000,
+	      onStdout: (d) => early.push(d) })
+	// Connect gives what comes after it: wait for "early" to be out.
+	for (let i = 0; i < 600 && !early.join('').includes('early'); i++)
+		await new Promise((r) => setTimeout(r, 100))
+	const other = await Sandbox.connect(sbx.sandboxId, slow)
+	const seen = []
+	const again = await other.commands.connect(h.pid,
+	    { onStdout: (d) => seen.push(d) })
+	ok(again.pid === h.pid, 'connect: the same pid', again.pid)
+	await sbx.commands.sendStdin(h.pid, 'x\n')
+	await fails('connect: the exit code', () => again.wait(),
+	    (e) => e instanceof CommandExitError && e.exitCode === 3 &&
+	    /later x/.test(e.stdout) && !/early/.test(e.stdout) &&
+	    e.stderr === 'err\n')
+	ok(seen.join('').includes('later x'), 'connect: onStdout', seen)
+	await fails('the first handle: the exit code too', () => h.wait(),
+	    (e) => e.exitCode === 3 && e.stdout === 'early\nlater x\n')
+	await fails('connect to a finished pid', () =>
+	    other.commands.connect(h.pid), (e) => /not found/i.test(e.message))
+	// Two sandboxes: list's pages and filters.
+	const sbx2 = await Sandbox.create('base', { timeoutMs: 300000, ...slow })
+	const pages = Sandbox.list({ limit: 1 })
+	const p1 = await pages.nextItems()
+	ok(p1.length === 1 && pages.hasNext, 'list: a page of 1, more to come',
+	    { p1, next: pages.nextToken })
+	const p2 = await pages.nextItems()
+	ok(p2.length === 1 && !pages.hasNext &&
+	    p2[0].sandboxId !== p1[0].sandboxId, 'list: the next page, the last',
+	    { p2, next: pages.nextToken })
+	let l = await Sandbox.list({ query: { template: 'base' } }).nextItems()
+	ok(l.length === 2, 'list: template base', l)
+	l = await Sandbox.list({ query: { template: 'nope' } }).nextItems()
+	ok(l.length === 0, 'list: template nope', l)
+	l = await Sandbox.list({ query: { startedAfter: new Date(Date.now() + 60000) } })
+	    .nextItems()
+	ok(l.length === 0, 'list: startedAfter a minute from now', l)
+	l = await Sandbox.list({ query: { startedAfter: new Date(Date.now() - 3600000) } })
+	    .nextItems()
+	ok(l.length === 2, 'list: startedAfter an hour ago', l)
+	// The user option: root is the agent's user, any other is refused.
+	const u = await sbx2.commands.run('id -u', { user: 'root' })
+	ok(u.stdout === '0\n', "user: 'root'", u)
+	await fails("user: 'user' refused, said why",
+	    () => sbx2.commands.run('id -u', { user: 'user' }),
+	    (e) => /user user: .*root, only/.test(e.message))
+	await fails("files as user 'user': refused, said why",
+	    () => sbx2.files.write('/tmp/u', 'x', { user: 'user' }),
+	    (e) => /user user: .*root, only/.test(e.message))
+	ok(await sbx2.kill(), 'kill the second', null)
+	ok(await sbx.kill(), 'kill', null)
+}
+
 const group = process.argv[2] || 'basic'
 if (group === 'basic')
 	await basic()
@@ -177,6 +270,10 @@ else if (group === 'pause')
 	await pause()
 else if (group === 'tls')
 	await tls()
+else if (group === 'connect')
+	await reattach()
+else if (group === 'debian')
+	await debian()
 else
 	ok(false, 'a known group', group)
 process.exit(failed)
