@@ -587,8 +587,6 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	srv.httpd = httpd_new(loop, &hl, serve_handle, &srv);
 	serve_keys(&srv, &o, token);
 	serve_console_init(&srv);
-	log_info("web console at /: %s", srv.console != NULL ? srv.console :
-	    "not built (./build.sh builds it with npm)");
 	if (serve_restore(&srv, &cause) == -1 ||	/* before the pool */
 	    serve_pool_init(&srv, &p, &cause) == -1) {
 		log_warnx("%s", cause);

@@ -72,8 +72,8 @@ serve_console_try(const char *dir)
  * PREFIX/share/qsup/console). NULL when neither holds them: / then says
  * how to build them.
  */
-void
-serve_console_init(struct serve *srv)
+static void
+serve_console_find(struct serve *srv)
 {
 	char		 exe[PATH_MAX], *dir, *slash;
 	ssize_t		 len;
@@ -95,6 +95,15 @@ serve_console_init(struct serve *srv)
 	xasprintf(&dir, "%s/share/qsup/console", exe);
 	srv->console = serve_console_try(dir);
 	free(dir);
+}
+
+/* Where the console was found, said once at start. */
+void
+serve_console_init(struct serve *srv)
+{
+	serve_console_find(srv);
+	log_info("web console at /: %s", srv->console != NULL ? srv->console :
+	    "not built (./build.sh builds it with npm)");
 }
 
 /*
