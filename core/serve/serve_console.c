@@ -241,9 +241,23 @@ serve_console_handle(const struct serve_req *r)
 }
 
 /* Its routes, for serve --routes (GET and HEAD, as the 405 says). */
+static const struct serve_console_route {
+	const char	*method;
+	const char	*path;
+} serve_console_routes_list[] = {
+	{ "GET",  "/" },
+	{ "HEAD", "/" },
+	{ "GET",  "/console/{file}" },
+	{ "HEAD", "/console/{file}" },
+};
+
 void
 serve_console_routes(FILE *f)
 {
-	fprintf(f, "GET /\nHEAD /\nGET /console/{file}\n"
-	    "HEAD /console/{file}\n");
+	size_t	i;
+
+	for (i = 0; i < sizeof serve_console_routes_list /
+	    sizeof serve_console_routes_list[0]; i++)
+		fprintf(f, "%s %s\n", serve_console_routes_list[i].method,
+		    serve_console_routes_list[i].path);
 }
