@@ -111,7 +111,7 @@ serve_console_init(struct serve *srv)
  * empty nor beginning with a dot (so neither "." nor ".." nor a hidden
  * file): 1, or 0.
  */
-static int
+int
 serve_console_name_ok(const char *p)
 {
 	size_t	n = 0, i;
