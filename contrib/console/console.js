@@ -256,6 +256,8 @@ function onEvent(name, data) {
 				refreshSoon();
 			sandboxes.set(ev.name, Object.assign(known || {}, ev));
 		}
+		if ($('status').textContent.startsWith(ev.name + ': '))
+			status(ev.name + ': ' + ev.state + (ev.reason ? ' (' + ev.reason + ')' : ''));
 		render();
 	} else if (name === 'exec') {
 		refreshSoon();

@@ -115,6 +115,21 @@ async function walk() {
 	check(['Terminal', 'Pause', 'Snapshot', 'Delete'].every((b) => buttons.includes(b)) &&
 	    !buttons.includes('Resume'), 'a ready sandbox offers its actions', buttons.join(','));
 	await shot('ready');
+	// xterm.js (its canvas renderer) and noVNC's ES modules load under the
+	// page's CSP, whether or not this server has the WebSockets yet.
+	await row(sbName).locator('button[data-action="terminal"]').click();
+	await page.locator('#term .xterm canvas').first().waitFor({ timeout: 20000 })
+	    .then(() => ok('the terminal draws on a canvas'), () => bad('the terminal draws on a canvas'));
+	check(await page.evaluate(() => window.qsupConsole.term !== null &&
+	    window.qsupConsole.term.cols > 20), 'the terminal is fitted to its pane');
+	await page.click('#term-close');
+	await row(sbName).locator('button[data-action="display"]').click();
+	await page.waitForFunction(() => window.qsupConsole.rfb !== null ||
+	    /did not load/.test(document.getElementById('display-state').textContent),
+	    null, { timeout: 20000 }).catch(() => {});
+	check(await page.evaluate(() => window.qsupConsole.rfb !== null),
+	    "noVNC's modules load without a bundler", await page.textContent('#display-state'));
+	await page.click('#display-close');
 	await row(sbName).locator('button[data-action="pause"]').click();
 	await rowState(sbName, 'paused', 60000);
 	const paused = await row(sbName).locator('button').allTextContents();
