@@ -331,8 +331,15 @@ function openTerminal(name) {
 	term.loadAddon(fit);
 	term.open($('term'));
 	fit.fit();
-	const ws = new WebSocket(wsUrl('/v1/sandboxes/' + encodeURIComponent(name) + '/exec/ws'),
-	    ['qsup', 'bearer.' + token]);
+	let ws;
+	try {
+		ws = new WebSocket(wsUrl('/v1/sandboxes/' + encodeURIComponent(name) + '/exec/ws'),
+		    ['qsup', 'bearer.' + token]);
+	} catch (e) {
+		// A token with characters a subprotocol cannot carry.
+		$('term-state').textContent = '(' + e.message + ')';
+		return;
+	}
 	ws.binaryType = 'arraybuffer';
 	termWs = ws;
 	const enc = new TextEncoder();
@@ -405,8 +412,14 @@ async function openDisplay(name) {
 		$('display-state').textContent = '(noVNC did not load: ' + e.message + ')';
 		return;
 	}
-	const r = new RFB($('display'), wsUrl('/v1/sandboxes/' + encodeURIComponent(name) + '/display'),
-	    { wsProtocols: ['binary', 'bearer.' + token] });
+	let r;
+	try {
+		r = new RFB($('display'), wsUrl('/v1/sandboxes/' + encodeURIComponent(name) + '/display'),
+		    { wsProtocols: ['binary', 'bearer.' + token] });
+	} catch (e) {
+		$('display-state').textContent = '(' + e.message + ')';
+		return;
+	}
 	r.scaleViewport = true;
 	r.addEventListener('connect', () => { $('display-state').textContent = '(connected)'; });
 	r.addEventListener('disconnect', (e) => {
