@@ -195,24 +195,32 @@ async function display() {
 	await rowState(sbName, 'ready', 60000);
 	await row(sbName).locator('button[data-action="display"]').click();
 	await page.locator('#display canvas').waitFor({ timeout: 30000 });
+	// A hash of the canvas's pixels, and how many colours it shows.
 	const sample = () => page.evaluate(() => {
 		const c = document.querySelector('#display canvas');
 		const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+		const colours = new Set();
 		let h = 0;
-		for (let i = 0; i < d.length; i += 16)
+		for (let i = 0; i < d.length; i += 16) {
 			h = (h * 31 + d[i] + d[i + 1] * 7 + d[i + 2] * 13) >>> 0;
-		return c.width + 'x' + c.height + ':' + h;
+			if (colours.size < 64)
+				colours.add(d[i] << 16 | d[i + 1] << 8 | d[i + 2]);
+		}
+		return { hash: c.width + 'x' + c.height + ':' + h, colours: colours.size };
 	});
-	const first = await sample();
-	await page.locator('#display-state', { hasText: 'connected' }).waitFor({ timeout: 60000 })
+	await page.locator('#display-state', { hasText: '(connected)' }).waitFor({ timeout: 60000 })
 	    .then(() => ok('noVNC connected'), async () =>
 	    bad('noVNC connected: ' + await page.textContent('#display-state')));
+	// At connect the canvas is blank: the first framebuffer update is
+	// what changes it.
+	const first = await sample();
 	let now = first;
-	for (let i = 0; i < 60 && now === first; i++) {
+	for (let i = 0; i < 60 && (now.hash === first.hash || now.colours < 2); i++) {
 		await page.waitForTimeout(1000);
 		now = await sample();
 	}
-	check(now !== first, 'the display canvas changed', first + ' then ' + now);
+	check(now.hash !== first.hash && now.colours >= 2, 'the display canvas updated to a picture',
+	    JSON.stringify(first) + ' then ' + JSON.stringify(now));
 	await shot('display');
 	await clean();
 }
