@@ -61,6 +61,9 @@ MANDIR		 = $(PREFIX)/share/man
 BASHCOMPDIR	 = $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR	 = $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR	 = $(PREFIX)/share/fish/vendor_completions.d
+# The web console, when build.sh built it (build/console); qsup serve finds
+# it beside its binary, at ../share/qsup/console.
+CONSOLEDIR	 = $(PREFIX)/share/qsup/console
 INSTALLED	 = $(BINDIR)/qsup $(LIBDIR)/vmlinux $(LIBDIR)/initramfs.cpio \
 		   $(LIBDIR)/qsup-agent $(MANDIR)/man1/qsup.1 \
 		   $(MANDIR)/man5/qsup-profile.5 $(MANDIR)/man8/qsup-serve.8 \
@@ -171,9 +174,16 @@ install: $(B)/install/qsup $(B)/qsup-agent $(GUEST) $(MAN)
 	install -m 0644 contrib/completion/_qsup $(DESTDIR)$(ZSHCOMPDIR)/_qsup
 	install -m 0644 contrib/completion/qsup.fish \
 	    $(DESTDIR)$(FISHCOMPDIR)/qsup.fish
+	if [ -f $(B)/console/index.html ]; then \
+		rm -rf $(DESTDIR)$(CONSOLEDIR) && \
+		install -d $(DESTDIR)$(CONSOLEDIR) && \
+		cp -R $(B)/console/. $(DESTDIR)$(CONSOLEDIR)/; \
+	fi
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	rm -rf $(DESTDIR)$(CONSOLEDIR)
+	-rmdir $(DESTDIR)$(PREFIX)/share/qsup 2>/dev/null
 	-rmdir $(DESTDIR)$(LIBDIR) 2>/dev/null
 
 $(B)/qsup-agent: $(AGENT_SRC) $(wildcard guest/*.h) $(wildcard core/wire/*)

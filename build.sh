@@ -35,6 +35,7 @@ PACKAGES=(
 	python3-venv python3-pip python3-setuptools python3-wheel
 	podman runc
 	docker-registry skopeo
+	chromium
 )
 
 ensure_packages() {
@@ -69,16 +70,57 @@ ensure_npm() {
 	    echo "build.sh: nodejs and npm could not be installed" >&2
 }
 
+# The web console (contrib/console): its libraries, pinned by its
+# package-lock.json, from the npm registry (npm ci --ignore-scripts in
+# build/console-npm, kept while the lock is unchanged), vendored with its
+# own files into build/console, which qsup serve serves at /. Without npm
+# or the registry it is not built, said in one line, and / answers 404
+# saying how to build it.
+build_console() {
+	local src=contrib/console npmdir=build/console-npm out=build/console
+	local nm=build/console-npm/node_modules lock
+	command -v npm >/dev/null || {
+		echo "build.sh: web console not built: npm is not installed" >&2
+		return 0
+	}
+	mkdir -p "$npmdir"
+	cp "$src/package.json" "$src/package-lock.json" "$npmdir/"
+	lock=$(sha256sum <"$src/package-lock.json")
+	if [ "$(cat "$nm/.qsup-lock" 2>/dev/null)" != "$lock" ]; then
+		if ! (cd "$npmdir" && timeout 300 npm ci --ignore-scripts \
+		    --no-audit --no-fund >npm.log 2>&1); then
+			echo "build.sh: web console not built: npm ci failed" \
+			    "(the npm registry out of reach?): see $npmdir/npm.log" >&2
+			return 0
+		fi
+		echo "$lock" >"$nm/.qsup-lock"
+	fi
+	rm -rf "$out.tmp"
+	mkdir -p "$out.tmp/vendor/xterm" "$out.tmp/vendor/novnc"
+	cp "$src/index.html" "$src/console.js" "$src/console.css" "$out.tmp/"
+	cp "$nm/@xterm/xterm/lib/xterm.js" "$nm/@xterm/xterm/css/xterm.css" \
+	    "$nm/@xterm/addon-fit/lib/addon-fit.js" \
+	    "$nm/@xterm/addon-canvas/lib/addon-canvas.js" "$out.tmp/vendor/xterm/"
+	cp "$nm/@xterm/xterm/LICENSE" "$out.tmp/vendor/xterm/LICENSE"
+	# noVNC's core/ is ES modules (1.7): loaded as they are, no bundler.
+	cp -R "$nm/@novnc/novnc/core" "$nm/@novnc/novnc/vendor" \
+	    "$nm/@novnc/novnc/LICENSE.txt" "$out.tmp/vendor/novnc/"
+	rm -rf "$out"
+	mv "$out.tmp" "$out"
+}
+
 jobs=$(nproc 2>/dev/null || echo 2)
 case "${1:-all}" in
 all)
 	ensure_packages
 	make -s -j"$jobs" all
+	build_console
 	;;
 test)
 	ensure_packages
 	ensure_npm
 	make -s -j"$jobs" WERROR=-Werror tests
+	build_console
 	exec tests/run.sh
 	;;
 fuzz)
@@ -98,6 +140,7 @@ fuzz)
 install)
 	ensure_packages
 	make -s -j"$jobs" all
+	build_console
 	exec make -s install PREFIX="${2:-/usr/local}"
 	;;
 deps)

@@ -523,7 +523,7 @@ static void
 serve_keys(struct serve *srv, struct serve_opts *o, const char *token)
 {
 	static const char *const public[] = {
-		"/v1/healthz", "/v1/openapi.json", NULL
+		"/v1/healthz", "/v1/openapi.json", "/", "/console/*", NULL
 	};
 
 	httpd_set_token(srv->httpd, token, o->e2b ? serve_e2b_public :
@@ -622,6 +622,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	serve_set_limits(&srv, &p, &hl);
 	srv.httpd = httpd_new(loop, &hl, serve_handle, &srv);
 	serve_keys(&srv, &o, token);
+	serve_console_init(&srv);
 	if (serve_restore(&srv, &cause) == -1 ||	/* before the pool */
 	    serve_pool_init(&srv, &p, &cause) == -1) {
 		log_warnx("%s", cause);

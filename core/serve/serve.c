@@ -1091,6 +1091,8 @@ serve_free(struct serve *srv)
 	srv->stopping = 1;
 	serve_persist_close(srv);	/* no stop waits for its saves now */
 	serve_pool_free(srv);
+	free(srv->console);
+	srv->console = NULL;
 	while ((s = TAILQ_FIRST(&srv->sbs)) != NULL) {
 		if (s->sb != NULL || s->pull != NULL || s->setup != NULL) {
 			if (s->reason == NULL)

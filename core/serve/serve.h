@@ -70,6 +70,7 @@ struct serve {
 	struct serve_pool	*pool;		/* serve_pool.c's, or NULL */
 	struct serve_persist_srv *persist;	/* serve_persist.c's, or NULL */
 	struct serve_e2b	*e2b;		/* --e2b: serve_e2b.c's, or NULL */
+	char			*console;	/* the web console's files, or NULL */
 	/* serve.c's stop, for serve_life.c's expiries (it lies below) */
 	void			(*sb_stop)(struct serve_sb *, const char *);
 	/* ... and its boot of a pool sandbox, for serve_pool.c */
@@ -96,6 +97,9 @@ int		 serve_restore(struct serve *, char **);
 extern const char *const serve_e2b_public[];
 void		 serve_e2b_init(struct serve *, const char *);
 void		 serve_e2b_free(struct serve *);
+
+/* serve_console.c: the web console's directory found (srv->console) */
+void		 serve_console_init(struct serve *);
 
 /* serve_route.c: every request, httpd's handler (arg: the server) */
 void		 serve_handle(struct httpd_conn *, const struct httpd_req *,

@@ -20,7 +20,8 @@
 const char *const serve_e2b_public[] = {
 	"/v1/healthz", "/v1/openapi.json", "/v2/sandboxes*", "/sandboxes*",
 	"/snapshots*", "/templates*", "/health", "/files",
-	"/process.Process/*", "/filesystem.Filesystem/*", NULL
+	"/process.Process/*", "/filesystem.Filesystem/*", "/", "/console/*",
+	NULL
 };
 
 void

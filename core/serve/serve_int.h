@@ -513,6 +513,11 @@ serve_handler	 serve_fork;
 /* serve_metrics.c */
 serve_handler	 serve_metrics;
 
+/* serve_console.c: a request for the web console answered (1), or not (0) */
+int		 serve_console_handle(const struct serve_req *);
+void		 serve_console_routes(FILE *);
+int		 serve_console_name_ok(const char *);	/* a path under /console/ */
+
 /* serve_e2b.c: an E2B route's request answered (1), or not one (0) */
 int		 serve_e2b_handle(const struct serve_req *);
 

@@ -204,6 +204,7 @@ serve_routes_print(FILE *f)
 	for (i = 0; i < SERVE_NROUTES; i++)
 		fprintf(f, "%s %s\n", serve_routes[i].method,
 		    serve_routes[i].path);
+	serve_console_routes(f);
 }
 
 /* GET /v1/healthz, answered without the token (as /v1/openapi.json). */
@@ -231,7 +232,7 @@ serve_handle(struct httpd_conn *conn, const struct httpd_req *req,
 	r.srv = arg;
 	r.conn = conn;
 	r.http = req;
-	if (serve_e2b_handle(&r))
+	if (serve_console_handle(&r) || serve_e2b_handle(&r))
 		return;
 	if (serve_route(&r, &handler, &err) == -1 ||
 	    handler(&r, &err) == -1)

@@ -564,7 +564,8 @@ DELETE /v1/openapi.json 405 application/json GET" "$out"
 	out=$("$QSUP" serve --routes)
 	expect_match "--routes lists the table" '^POST /v1/sandboxes/\{name\}/exec$' "$out"
 	expect_eq "--routes: one line a route" \
-	    "$(grep -c '^\s*{ "[A-Z]*", *"/' core/serve/serve_route.c)" \
+	    "$(cat core/serve/serve_route.c core/serve/serve_console.c |
+	    grep -c '^\s*{ "[A-Z]*", *"/')" \
 	    "$(wc -l <<<"$out")"
 	out=$("$QSUP" serve --listen "unix:$S/x.sock" --token-file "$S/token" \
 	    --record /nonexistent/dir/r.jsonl 2>&1)
