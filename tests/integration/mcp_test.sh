@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # qsup mcp over a pipe, driven by python3 as an MCP client would: the
-# handshake, the twelve tools and their schemas, each tool called on a real
-# guest, JSON-RPC's errors; on a running qsup serve, and on one of its
-# own that it starts and stops, leaving nothing behind.
+# handshake, the seventeen tools and their schemas (the five for computer
+# use act on a sandbox's screen: screen_test.sh calls those), each other
+# tool called on a real guest, JSON-RPC's errors; on a running qsup serve,
+# and on one of its own that it starts and stops, leaving nothing behind.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
 # The MCP session: prints "ok" lines, and "FAIL ..." for each failure.
@@ -43,11 +44,12 @@ mcp_session() {
 	check("ping", r.get("result") == {}, r)
 	r = rpc("tools/list")
 	tools = {t["name"]: t for t in r.get("result", {}).get("tools", [])}
-	check("twelve tools", sorted(tools) == sorted(["sandbox_create",
+	check("seventeen tools", sorted(tools) == sorted(["sandbox_create",
 	    "sandbox_exec", "sandbox_file_write", "sandbox_file_read",
 	    "sandbox_list", "sandbox_destroy", "sandbox_pause",
 	    "sandbox_resume", "sandbox_snapshot", "sandbox_snapshot_list",
-	    "sandbox_snapshot_delete", "sandbox_fork"]), r)
+	    "sandbox_snapshot_delete", "sandbox_fork", "screenshot", "click",
+	    "type", "key", "scroll"]), r)
 	for t in tools.values():
 	    s = t.get("inputSchema", {})
 	    check("%s's schema" % t["name"], s.get("type") == "object" and
