@@ -192,10 +192,23 @@ test_desktop() {
 	expect_eq "the root window's colour" "1024x768
 32 64 128
 32 64 128" "$px"
+	# Typed keys before the xterm's shell reads them are lost: wait for
+	# the shell (a child of xterm) first, then for the file, on a slow host.
+	for _ in $(seq 1 60); do
+		# No procps in the image: /proc read by hand.
+		run_exec x '{"argv":["sh","-c","for d in /proc/[0-9]*; do [ \"$(cat $d/comm 2>/dev/null)\" = xterm ] && x=${d#/proc/}; done; [ -n \"$x\" ] && grep -qs \"^PPid:[[:space:]]*$x$\" /proc/[0-9]*/status && echo up"]}'
+		[ "$OUT" = up ] && break
+		sleep 0.5
+	done
+	expect_eq "the xterm's shell is up" up "$OUT"
+	sleep 1
 	api POST /v1/sandboxes/x/input -d '{"events":[{"type":"click","x":200,"y":200},{"type":"text","text":"echo typed-in-xterm > /tmp/typed\n"}]}'
 	expect_eq "input" 200 "$CODE"
-	sleep 2
-	run_exec x '{"argv":["cat","/tmp/typed"]}'
+	for _ in $(seq 1 60); do
+		run_exec x '{"argv":["cat","/tmp/typed"]}'
+		[ -n "$OUT" ] && break
+		sleep 0.5
+	done
 	expect_eq "the xterm ran what was typed" typed-in-xterm "$OUT"
 	api DELETE /v1/sandboxes/x
 	serve_stop
