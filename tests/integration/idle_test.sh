@@ -28,6 +28,20 @@ bare_guest() {
 	echo $!
 }
 
+# stop_guest PID: bare_guest's QEMU gone. It is no child of this shell
+# (bare_guest ran in a command substitution), so wait cannot wait for it:
+# its end is looked for, then forced.
+stop_guest() {
+	local i
+	kill "$1" 2>/dev/null
+	for i in $(seq 1 100); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$1" 2>/dev/null
+	sleep 0.5
+}
+
 # ping SOCKET TIMEOUT: connect, GET /ping until it answers or TIMEOUT s
 # pass, hang up; prints the seconds it took from connecting.
 ping_port() {
@@ -80,8 +94,7 @@ test_port_host_comes_back() {
 	sleep 7
 	out=$(ping_port "$dir/a0.sock" 10) ||
 	    fail "ping after 7 s down: $out"
-	kill "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	stop_guest "$pid"
 	rm -rf "$dir"
 }
 
@@ -119,8 +132,7 @@ cmd("device_add", driver="virtserialport", chardev="a1",
 EOF
 	out=$(ping_port "$dir/a1.sock" 10) ||
 	    fail "ping on the late port: $out"
-	kill "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	stop_guest "$pid"
 	rm -rf "$dir"
 }
 
