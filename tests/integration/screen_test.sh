@@ -175,7 +175,7 @@ test_mcp_tools() {
 # Xorg, twm and an xterm on the screen; the root window's colour seen in
 # the screenshot, and text typed into the xterm run by its shell.
 test_desktop() {
-	local img=$PWD/build/images/desktop-12.qcow2 px
+	local img=$PWD/build/images/desktop-12.qcow2 px try
 	if ! bash tests/images/desktop.sh "$img" >"$T_TMP/desktop.log" 2>&1; then
 		fail "cannot build the desktop image: $(tail -n 5 "$T_TMP/desktop.log")"
 		return
@@ -201,13 +201,21 @@ test_desktop() {
 		sleep 0.5
 	done
 	expect_eq "the xterm's shell is up" up "$OUT"
-	sleep 1
-	api POST /v1/sandboxes/x/input -d '{"events":[{"type":"click","x":200,"y":200},{"type":"text","text":"echo typed-in-xterm > /tmp/typed\n"}]}'
-	expect_eq "input" 200 "$CODE"
-	for _ in $(seq 1 60); do
-		run_exec x '{"argv":["cat","/tmp/typed"]}'
-		[ -n "$OUT" ] && break
-		sleep 0.5
+	# The pointer into the xterm (twm gives it the focus), a click, then
+	# the line. Keys that reach X before the focus has moved are lost on
+	# a loaded host: the line is typed again, up to three times.
+	for try in 1 2 3; do
+		api POST /v1/sandboxes/x/input -d '{"events":[{"type":"move","x":200,"y":200},{"type":"click","x":200,"y":200}]}'
+		expect_eq "input: the click" 200 "$CODE"
+		sleep 1
+		api POST /v1/sandboxes/x/input -d '{"events":[{"type":"text","text":"echo typed-in-xterm > /tmp/typed\n"}]}'
+		expect_eq "input: the line" 200 "$CODE"
+		for _ in $(seq 1 20); do
+			run_exec x '{"argv":["cat","/tmp/typed"]}'
+			[ -n "$OUT" ] && break 2
+			sleep 0.5
+		done
+		echo "    typing $try: nothing ran yet"
 	done
 	expect_eq "the xterm ran what was typed" typed-in-xterm "$OUT"
 	api DELETE /v1/sandboxes/x

@@ -6,7 +6,7 @@ import binascii
 import json
 import threading
 
-from .errors import Conflict, ProtocolError
+from .errors import Conflict, NotFound, ProtocolError
 from .sse import read_events
 from .transport import Stream
 
@@ -185,14 +185,15 @@ class Exec(Stream):
 
 def feed_stdin(ex, data):
     """In a thread: data to ex's stdin, then its end. A command that ends
-    without taking it all is no error (a pipe's reader that went away)."""
+    without taking it all is no error (a pipe's reader that went away):
+    409 while the server still holds the exec, 404 once it has let it go."""
     box = {}
 
     def run():
         try:
             ex.write(data)
             ex.close_stdin()
-        except Conflict:
+        except (Conflict, NotFound):
             pass
         except BaseException as e:  # handed to the caller by join()
             box["error"] = e

@@ -263,7 +263,15 @@ export class Client implements ExecCaller {
 		const done = ex.wait();
 		// The output is read while stdin is sent: a command that writes
 		// before it has read all of its input must not wait on us.
-		const fed = ex.write(opts.stdin).then(() => ex.closeStdin());
+		// A command that ends without taking it all is no error: 409
+		// while the server holds the exec, 404 once it has let it go.
+		const fed = ex.write(opts.stdin).then(() => ex.closeStdin())
+		    .catch((e) => {
+			if (e instanceof QsupError && (e.status === 409 ||
+			    e.status === 404))
+				return;
+			throw e;
+		    });
 		const [r] = await Promise.all([done, fed.catch((e) => {
 			ex.cancel();
 			throw e;
