@@ -45,21 +45,38 @@ struct serve_ws_term {
 	int			 hooked;	/* its exec made: the hook frees t */
 };
 
+/*
+ * A refusal told, then the close (1008): members are the error's own
+ * JSON members (serve_error's fields: "field", or "limit" and "max"), or
+ * NULL.
+ */
 static void
-serve_ws_error(struct httpd_conn *conn, const char *field, const char *msg)
+serve_ws_refuse(struct httpd_conn *conn, const char *members, const char *msg)
 {
 	struct buf	b = { 0 };
 
 	buf_puts(&b, "{\"type\":\"error\",\"error\":");
 	buf_json_string(&b, msg);
-	if (field != NULL) {
-		buf_puts(&b, ",\"field\":");
-		buf_json_string(&b, field);
-	}
+	if (members != NULL)
+		buf_printf(&b, ",%s", members);
 	buf_puts(&b, "}");
 	(void)httpd_ws_send(conn, 1, b.data, b.len);
 	buf_free(&b);
 	httpd_ws_close(conn, 1008, "refused");
+}
+
+/* A refusal of a message's field (or of the message: field NULL). */
+static void
+serve_ws_error(struct httpd_conn *conn, const char *field, const char *msg)
+{
+	struct buf	b = { 0 };
+
+	if (field != NULL) {
+		buf_puts(&b, "\"field\":");
+		buf_json_string(&b, field);
+	}
+	serve_ws_refuse(conn, field != NULL ? b.data : NULL, msg);
+	buf_free(&b);
 }
 
 static void
@@ -193,10 +210,8 @@ serve_ws_term_message(void *arg, int text, const void *p, size_t len)
 			serve_ws_error(t->conn, NULL, "the sandbox is gone");
 		else if (serve_exec_json(s, t->conn, p, len,
 		    &serve_ws_term_hook, t, &err) == -1) {
-			serve_ws_error(t->conn, err.fields != NULL ?
-			    strstr(err.fields, "\"field\":\"") != NULL ?
-			    strstr(err.fields, "\"field\":\"") + 9 : NULL :
-			    NULL, err.msg != NULL ? err.msg : "refused");
+			serve_ws_refuse(t->conn, err.fields, err.msg != NULL ?
+			    err.msg : "refused");
 		} else {
 			/* What the client sends next waits for the start. */
 			t->hooked = 1;
