@@ -183,6 +183,11 @@ bench/oci.sh
 echo
 bench/serve.sh "$warm_runs"
 
+# Fork of 1 and restore: QEMU started ahead (--spares 1) against not.
+echo
+echo "serve --spares: fork of 1 and restore, without and with a spare QEMU:"
+bench/serve_ab.sh "$warm_runs" "$PWD/build/qsup" "$PWD/build/qsup --spares 1"
+
 # E2B's SDK against qsup serve --e2b, beside qsup's own API.
 echo
 bench/e2b.sh 5 "$warm_runs"

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Two builds of qsup side by side: a fork of 1 and a restore of a named
-# snapshot, each to its answer, on one server per build, interleaved
-# round by round so the host's load falls on both alike. For a change to
-# the snapshot path: the build before it against the build after.
+# Two builds of qsup (or one with two sets of serve flags) side by side:
+# a fork of 1 and a restore of a named snapshot, each to its answer, on
+# one server per side, interleaved round by round so the host's load
+# falls on both alike. For a change to the snapshot path: the build
+# before it against the build after; for a flag: without it and with it.
 #   bench/serve_ab.sh ROUNDS QSUP_A QSUP_B
-# Prints each round, then the medians per build (the fork's own "seconds",
+#   bench/serve_ab.sh ROUNDS build/qsup "build/qsup --spares 1"
+# Each side is a qsup binary and, after a space, flags for its serve.
+# Prints each round, then the medians per side (the fork's own "seconds",
 # curl's time_total for the restore's 201).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: bench/serve_ab.sh ROUNDS QSUP..." >&2; exit 2; }
@@ -32,8 +35,9 @@ k=0
 for q in "$@"; do
 	d=$WORK/$k
 	mkdir -p "$d"
-	XDG_RUNTIME_DIR=$d "$q" serve --listen "unix:$d/s.sock" \
-	    --token-file "$d/tok" >"$d/log" 2>&1 &
+	read -r -a side <<<"$q"
+	XDG_RUNTIME_DIR=$d "${side[0]}" serve "${side[@]:1}" \
+	    --listen "unix:$d/s.sock" --token-file "$d/tok" >"$d/log" 2>&1 &
 	PIDS+=($!)
 	k=$((k + 1))
 done

@@ -37,6 +37,8 @@ static int	cmd_serve_exec(const struct cmd_entry *, int, char **);
 #define SERVE_ROUTES		(CMD_O_LONG + 21)
 #define SERVE_E2B		(CMD_O_LONG + 22)
 #define SERVE_ORIGIN		(CMD_O_LONG + 23)
+#define SERVE_SPARES		(CMD_O_LONG + 24)
+#define SERVE_SPARES_MAX	16
 
 /* The options that set one of the profile's serve_* settings. */
 static const char *const serve_limits[] = {
@@ -109,6 +111,11 @@ static const struct cmd_option cmd_serve_options[] = {
 	  "a page's origin (https://HOST[:PORT]) whose\n"
 	  "scripts may open the API's WebSockets besides\n"
 	  "the server's own (repeatable; default: none)" },
+	{ SERVE_SPARES, "spares", CMD_V_NUMBER, "N", 0,
+	  "QEMUs kept started ahead (0-16, default 0) for\n"
+	  "the next snapshot restore or fork copy of the\n"
+	  "shape the last one had: its QEMU's own start\n"
+	  "is not waited for (docs/speed.md)" },
 	{ SERVE_ROUTES, "routes", CMD_V_NONE, NULL, 0,
 	  "print the API's routes (METHOD PATH) and exit" },
 	{ 'v', "verbose", CMD_V_NONE, NULL, 0,
@@ -183,7 +190,9 @@ serve_parse(const struct cmd_entry *self, struct serve_opts *o, int argc,
     char **argv)
 {
 	struct cmd_args	 a;
-	char		*value;
+	const char	*v;
+	char		*value, *end;
+	long		 n;
 	size_t		 i;
 	int		 key, rc = -1;
 
@@ -227,6 +236,16 @@ serve_parse(const struct cmd_entry *self, struct serve_opts *o, int argc,
 	if ((o->tls_cert == NULL) != (o->tls_key == NULL)) {
 		log_warnx("--tls-cert and --tls-key go together");
 		goto out;
+	}
+	if ((v = cmd_args_get(&a, SERVE_SPARES)) != NULL) {
+		n = strtol(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || n < 0 ||
+		    n > SERVE_SPARES_MAX) {
+			log_warnx("--spares %s: a number from 0 to %d", v,
+			    SERVE_SPARES_MAX);
+			goto out;
+		}
+		sandbox_spares((size_t)n);
 	}
 	o->e2b = cmd_args_has(&a, SERVE_E2B);
 	for (i = 0; o->e2b && i < o->nlisten; i++) {

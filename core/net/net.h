@@ -104,6 +104,9 @@ char *const	*net_qemu_args(struct net *);
 char *const	*net_guest_env(struct net *);
 void		 net_qemu_started(struct net *);
 int		 net_relink(struct net *, char **);
+int		 net_link_pair(int [2], char **);
+int		 net_adopt(struct net *, int);
+char		*net_netdev_arg(int);
 int		 net_add_hostfwd(struct net *, const char *, int, int, int *,
 		     char **);
 int		 net_add_tcp_map(struct net *, const char *, int,

@@ -172,6 +172,48 @@ net_qemu_started(struct net *net)
 }
 
 /*
+ * A socketpair for a link to QEMU, sized for bulk transfers (best
+ * effort): sv[0] is ours, sv[1] QEMU's.
+ */
+int
+net_link_pair(int sv[2], char **cause)
+{
+	int	size = NET_SOCKBUF, i;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, sv) == -1) {
+		xasprintf(cause, "socketpair: %s", strerror(errno));
+		return (-1);
+	}
+	/* Fewer wake-ups in bulk transfers; best effort. */
+	for (i = 0; i < 2; i++) {
+		setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+		setsockopt(sv[i], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	}
+	return (0);
+}
+
+/* The link is now ours (our end) and theirs (QEMU's, or -1: it has it). */
+static void
+net_link_set(struct net *net, int ours, int theirs)
+{
+	ev_io_stop(net->loop, &net->rd);
+	ev_io_stop(net->loop, &net->wr);
+	if (net->fd != -1)
+		close(net->fd);
+	net_qemu_started(net);
+	net->fd = ours;
+	net->qemu_fd = theirs;
+	net->link_dead = 0;
+	net->inlen = 0;
+	buf_free(&net->out);
+	net->outoff = 0;
+	util_set_nonblock(net->fd);
+	ev_io_set(&net->rd, net->fd, EV_READ);
+	ev_io_set(&net->wr, net->fd, EV_WRITE);
+	ev_io_start(net->loop, &net->rd);
+}
+
+/*
  * A new link to QEMU: a socketpair, its watcher, the -netdev argument
  * naming QEMU's end. Also after a QEMU went away (a failed restore is
  * followed by a boot): slirp and what it holds stay, the link is new.
@@ -179,38 +221,40 @@ net_qemu_started(struct net *net)
 int
 net_relink(struct net *net, char **cause)
 {
-	int	sv[2], size = NET_SOCKBUF;
+	int	sv[2];
 
 	if (net->slirp == NULL)
 		return (0);
-	if (socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, sv) == -1) {
-		xasprintf(cause, "socketpair: %s", strerror(errno));
+	if (net_link_pair(sv, cause) == -1)
 		return (-1);
-	}
-	ev_io_stop(net->loop, &net->rd);
-	ev_io_stop(net->loop, &net->wr);
-	if (net->fd != -1)
-		close(net->fd);
-	net_qemu_started(net);
-	net->fd = sv[0];
-	net->qemu_fd = sv[1];
-	net->link_dead = 0;
-	net->inlen = 0;
-	buf_free(&net->out);
-	net->outoff = 0;
-	util_set_nonblock(net->fd);
-	/* Fewer wake-ups in bulk transfers; best effort. */
-	setsockopt(net->fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-	setsockopt(net->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-	setsockopt(net->qemu_fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-	setsockopt(net->qemu_fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-	ev_io_set(&net->rd, net->fd, EV_READ);
-	ev_io_set(&net->wr, net->fd, EV_WRITE);
-	ev_io_start(net->loop, &net->rd);
+	net_link_set(net, sv[0], sv[1]);
 	free(net->args[1]);
-	xasprintf(&net->args[1], "stream,id=net0,server=off,addr.type=fd,"
-	    "addr.str=%d", net->qemu_fd);
+	net->args[1] = net_netdev_arg(net->qemu_fd);
 	return (0);
+}
+
+/*
+ * A QEMU started ahead (a spare, sandbox_spare.c) holds its end of a
+ * net_link_pair already: ours is the other. 0, or -1 without slirp.
+ */
+int
+net_adopt(struct net *net, int ours)
+{
+	if (net->slirp == NULL)
+		return (-1);
+	net_link_set(net, ours, -1);
+	return (0);
+}
+
+/* The -netdev argument for a QEMU holding fd as its end of the link. */
+char *
+net_netdev_arg(int fd)
+{
+	char	*s;
+
+	xasprintf(&s, "stream,id=net0,server=off,addr.type=fd,addr.str=%d",
+	    fd);
+	return (s);
 }
 
 /*

@@ -1056,6 +1056,7 @@ serve_stop_all(struct serve *srv)
 	struct serve_sb	*s, *next;
 
 	srv->stopping = 1;
+	sandbox_spares_free();
 	/* Persistent sandboxes saved first; stopped once they are. */
 	if (serve_persist_save_all(srv, serve_stop_all) > 0)
 		return;

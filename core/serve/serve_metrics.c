@@ -19,10 +19,10 @@ serve_metrics(const struct serve_req *r, struct serve_error *err)
 	struct net_stats	 st;
 	unsigned long long	 n[SERVE_NSTATES] = { 0 }, up, down, running = 0, cum = 0;
 	unsigned long long	 answered[HTTPD_CLASSES];
-	unsigned long long	 shed[HTTPD_SHED_N];
+	unsigned long long	 shed[HTTPD_SHED_N], taken;
 	struct buf		 b = { 0 };
 	struct serve		*srv = r->srv;
-	size_t			 i;
+	size_t			 i, spares;
 
 	(void)err;
 
@@ -56,6 +56,12 @@ serve_metrics(const struct serve_req *r, struct serve_error *err)
 	    "QEMU died unasked.\n# TYPE qsup_sandbox_deaths_total counter\n"
 	    "qsup_sandbox_deaths_total %llu\n", srv->m.deaths);
 	serve_pool_metrics(srv, &b);
+	spares = sandbox_spares_count(&taken);
+	buf_printf(&b, "# HELP qsup_spares QEMUs started ahead, waiting for "
+	    "a restore (--spares).\n# TYPE qsup_spares gauge\nqsup_spares "
+	    "%zu\n# HELP qsup_spares_taken_total Restores and fork copies "
+	    "that took a spare QEMU.\n# TYPE qsup_spares_taken_total counter\n"
+	    "qsup_spares_taken_total %llu\n", spares, taken);
 	buf_printf(&b, "# HELP qsup_execs_total Commands run.\n"
 	    "# TYPE qsup_execs_total counter\nqsup_execs_total %llu\n"
 	    "# HELP qsup_execs_running Commands running.\n"

@@ -331,6 +331,41 @@ qemu_spawn(struct qemu *q, char *const *argv, const struct qemu_confine *c,
 	return (0);
 }
 
+/*
+ * src's running QEMU becomes dst's (which never ran): its pid, its
+ * reaping and its messages now tell dst's owner; src is left empty. The
+ * watchers move without a turn of the loop, so no exit is missed.
+ */
+void
+qemu_take(struct qemu *dst, struct qemu *src)
+{
+	if (src->pid > 0 && !src->reaped)
+		ev_child_stop(src->loop, &src->child);
+	if (src->log_fd != -1)
+		ev_io_stop(src->loop, &src->log);
+	dst->pid = src->pid;
+	dst->reaped = src->reaped;
+	dst->wstatus = src->wstatus;
+	dst->log_fd = src->log_fd;
+	buf_consume(&dst->log_buf, dst->log_buf.len);
+	if (src->log_buf.len > 0)
+		buf_add(&dst->log_buf, src->log_buf.data,
+		    src->log_buf.len);
+	if (dst->pid > 0 && !dst->reaped) {
+		ev_child_init(&dst->child, qemu_child_cb, dst->pid, 0);
+		dst->child.data = dst;
+		ev_child_start(dst->loop, &dst->child);
+	}
+	if (dst->log_fd != -1) {
+		ev_io_init(&dst->log, qemu_log_cb, dst->log_fd, EV_READ);
+		dst->log.data = dst;
+		ev_io_start(dst->loop, &dst->log);
+	}
+	src->pid = -1;
+	src->reaped = 0;
+	src->log_fd = -1;
+}
+
 /* Is a QEMU running (not yet reaped)? */
 int
 qemu_running(const struct qemu *q)

@@ -212,6 +212,7 @@ sandbox_unqueue(struct sandbox *sb, enum sbe ev, const char *why)
 {
 	log_debug("stopping the sandbox: %s", why);
 	ev_timer_stop(sb->loop, &sb->builder);
+	ev_timer_stop(sb->loop, &sb->spare);
 	gate_free(sb->gate);
 	sb->gate = NULL;
 	sandbox_set_state(sb, SBS_STOPPING);
@@ -347,6 +348,18 @@ sandbox_relaunch(struct sandbox *sb, enum sbe ev, const char *why)
 	sandbox_set_state(sb, next);
 }
 
+/* Ready a moment ago: a spare QEMU in its shape, if it is still ready. */
+static void
+sandbox_spare_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct sandbox	*sb = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (sb->state == SBS_READY)
+		sandbox_spare_make(sb);
+}
+
 /* The agent answered with this sandbox's token, configured. */
 static void
 sandbox_ready(struct sandbox *sb, enum sbe ev, const char *why)
@@ -363,6 +376,11 @@ sandbox_ready(struct sandbox *sb, enum sbe ev, const char *why)
 	if (sb->qmp_fd != -1 && sb->qmp == NULL)
 		sb->qmp = qmp_conn_new(sb->loop, sb->qmp_fd);
 	log_debug("agent ready: %s", why);
+	/* A spare for the next restore of this shape, once this one is told. */
+	if (sb->snap != NULL) {
+		ev_timer_set(&sb->spare, 0, 0);
+		ev_timer_start(sb->loop, &sb->spare);
+	}
 	if (sb->cbs.ready != NULL)
 		sb->cbs.ready(sb, sb->cbs.arg);
 }
@@ -590,6 +608,8 @@ sandbox_new(struct ev_loop *loop, const struct profile *p,
 	sb->kill_timer.data = sb;
 	ev_init(&sb->builder, sandbox_builder_cb);
 	sb->builder.data = sb;
+	ev_init(&sb->spare, sandbox_spare_cb);
+	sb->spare.data = sb;
 	return (sb);
 }
 

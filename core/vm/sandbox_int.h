@@ -127,6 +127,7 @@ struct sandbox {
 	struct gate		*gate;		/* our start slot, held until
 						   ready */
 	ev_timer		 builder;	/* polls for its template */
+	ev_timer		 spare;		/* ready: a spare QEMU of its shape */
 	double			 t_queued;	/* queued for a slot since */
 	double			 queued_seconds;
 	int			 keep_template;	/* a restore too slow: boot, but
@@ -230,6 +231,12 @@ int		 sandbox_snap2_save(struct sandbox *, const char *, uint64_t *,
 		     char **);
 int		 sandbox_snap2_launch(struct sandbox *, char **);
 int		 sandbox_snap2_load(struct sandbox *, char **);
+int		 sandbox_snap2_pipe(int [2], char **);
+
+/* sandbox_spare.c: ours (the console, the ports, QMP) of a spare QEMU */
+#define SANDBOX_SPARE_NFDS	(QSUP_PORT_COUNT + 2)
+int		 sandbox_spare_take(struct sandbox *, int [SANDBOX_SPARE_NFDS]);
+void		 sandbox_spare_make(struct sandbox *);
 
 /* sandbox_argv.c */
 int		 sandbox_template_format(struct sandbox *);

@@ -192,14 +192,19 @@ sandbox_console_closed_cb(void *arg)
 	sb->event(sb, SBE_EOF, NULL);
 }
 
-/* The sockets of the console, the agent ports and QMP, ours and QEMU's. */
+/*
+ * The sockets of the console, the agent ports and QMP, ours and QEMU's;
+ * or ours only (have: a spare's, sandbox_spare.c), QEMU holding its ends.
+ */
 static int
-sandbox_sockets(struct sandbox *sb, char **cause)
+sandbox_sockets(struct sandbox *sb, const int *have, char **cause)
 {
 	char	*path;
 	int	 fd, i;
 
-	if (sandbox_socketpair(&fd, &sb->console_guest_fd, cause) == -1)
+	if (have != NULL)
+		fd = have[0];
+	else if (sandbox_socketpair(&fd, &sb->console_guest_fd, cause) == -1)
 		return (-1);
 	xasprintf(&path, "%s/console.log", sb->rundir);
 	sb->console = serial_new(sb->loop, fd, path,
@@ -207,17 +212,23 @@ sandbox_sockets(struct sandbox *sb, char **cause)
 	free(path);
 	serial_set_close_cb(sb->console, sandbox_console_closed_cb, sb);
 	serial_set_mark_cb(sb->console, sandbox_console_mark_cb, sb);
-	if (sb->profile->console_log != NULL && serial_copy_to(sb->console,
-	    sb->profile->console_log, sb->t_spawn == 0, cause) == -1)
-		return (-1);
 	if (sandbox_boot_image(sb))
 		sandbox_boot_watch(sb);
 	for (i = 0; i < QSUP_PORT_COUNT; i++) {
-		if (sandbox_socketpair(&fd, &sb->port_guest_fd[i], cause) == -1)
+		if (have != NULL)
+			fd = have[1 + i];
+		else if (sandbox_socketpair(&fd, &sb->port_guest_fd[i],
+		    cause) == -1)
 			return (-1);
 		sb->ports[i] = agent_conn_new(sb->loop, fd, sb->token);
 	}
-	if (sandbox_socketpair(&sb->qmp_fd, &sb->qmp_guest_fd, cause) == -1)
+	if (have != NULL)
+		sb->qmp_fd = have[SANDBOX_SPARE_NFDS - 1];
+	else if (sandbox_socketpair(&sb->qmp_fd, &sb->qmp_guest_fd,
+	    cause) == -1)
+		return (-1);
+	if (sb->profile->console_log != NULL && serial_copy_to(sb->console,
+	    sb->profile->console_log, sb->t_spawn == 0, cause) == -1)
 		return (-1);
 	return (0);
 }
@@ -272,6 +283,7 @@ sandbox_launch(struct sandbox *sb, char **cause)
 {
 	struct qemu_argv	a = { 0 };
 	char			*why = NULL;
+	int			 have[SANDBOX_SPARE_NFDS], spare;
 
 	/*
 	 * The template chosen may have gone (another qsup's cache cap) or
@@ -306,21 +318,25 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	    sb->disk.middle != NULL) && disk_overlay_on(&sb->disk, sb->rundir,
 	    sb->mode == SB_RESTORE ? sb->tpl.disk : NULL, cause) == -1)
 		return (-1);
-	if (sandbox_sockets(sb, cause) == -1)
+	/* A snapshot's restore may find its QEMU started already. */
+	spare = sb->snap != NULL && sandbox_spare_take(sb, have);
+	if (sandbox_sockets(sb, spare ? have : NULL, cause) == -1)
 		return (-1);
-	if (sb->net != NULL && net_qemu_fd(sb->net) == -1 &&
+	if (sb->net != NULL && !spare && net_qemu_fd(sb->net) == -1 &&
 	    net_relink(sb->net, cause) == -1)
 		return (-1);
 	if (sb->mode == SB_RESTORE && sb->tpl.format == TEMPLATE_SHARED &&
 	    sandbox_incoming(sb, cause) == -1)
 		return (-1);
 
-	sandbox_build_argv(sb, &a);
-	qemu_argv_log(a.argv);
 	if (sb->t_spawn == 0)
 		sb->t_spawn = util_now();
-	if (sandbox_spawn(sb, &a, cause) == -1)
-		return (-1);
+	if (!spare) {
+		sandbox_build_argv(sb, &a);
+		qemu_argv_log(a.argv);
+		if (sandbox_spawn(sb, &a, cause) == -1)
+			return (-1);
+	}
 
 	ev_timer_stop(sb->loop, &sb->deadline);
 	ev_timer_set(&sb->deadline, sb->mode == SB_RESTORE &&

@@ -400,6 +400,35 @@ fail:
 }
 
 /*
+ * The pipe QEMU's -incoming reads (p[0]), large enough that the state
+ * goes in at once (p[1]), QEMU reading it or not. -1 with *cause (if
+ * cause is not NULL) and errno.
+ */
+int
+sandbox_snap2_pipe(int p[2], char **cause)
+{
+	int	e;
+
+	if (pipe2(p, O_CLOEXEC) == -1) {
+		if (cause != NULL)
+			xasprintf(cause, "pipe: %s", strerror(errno));
+		return (-1);
+	}
+	if (fcntl(p[1], F_SETPIPE_SZ, SNAP2_STATE_MAX) == -1 ||
+	    fcntl(p[1], F_SETFL, O_NONBLOCK) == -1) {
+		e = errno;
+		if (cause != NULL)
+			xasprintf(cause, "pipe of %d bytes: %s",
+			    SNAP2_STATE_MAX, strerror(e));
+		close(p[0]);
+		close(p[1]);
+		errno = e;
+		return (-1);
+	}
+	return (0);
+}
+
+/*
  * A restore's launch: the pinned template for the RAM backend (checked:
  * there, of the guest's size), its map and device state read (checked:
  * their sizes), and a pipe for -incoming that QEMU waits on.
@@ -450,19 +479,8 @@ sandbox_snap2_launch(struct sandbox *sb, char **cause)
 		return (-1);
 	}
 	free(path);
-	if (pipe2(p, O_CLOEXEC) == -1) {
-		xasprintf(cause, "pipe: %s", strerror(errno));
+	if (sandbox_snap2_pipe(p, cause) == -1)
 		return (-1);
-	}
-	/* The state goes in at once, QEMU reading it or not. */
-	if (fcntl(p[1], F_SETPIPE_SZ, SNAP2_STATE_MAX) == -1 ||
-	    fcntl(p[1], F_SETFL, O_NONBLOCK) == -1) {
-		xasprintf(cause, "pipe of %d bytes: %s", SNAP2_STATE_MAX,
-		    strerror(errno));
-		close(p[0]);
-		close(p[1]);
-		return (-1);
-	}
 	sb->state_fd = p[0];
 	r->pipe = p[1];
 	return (0);

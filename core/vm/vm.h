@@ -115,6 +115,7 @@ struct buf	*qemu_log(struct qemu *);
 void		 qemu_kill(struct qemu *, int);
 void		 qemu_wait(struct qemu *);
 void		 qemu_free(struct qemu *);
+void		 qemu_take(struct qemu *, struct qemu *);
 long		 qemu_rss_kb(const struct qemu *);
 
 /* share.c */
@@ -474,6 +475,10 @@ const char	*sandbox_fallback(struct sandbox *);
 double		 sandbox_save_seconds(struct sandbox *);
 double		 sandbox_queued_seconds(struct sandbox *);
 long		 sandbox_qemu_rss_kb(struct sandbox *);
+/* Spare QEMUs started ahead for restores (sandbox_spare.c). */
+void		 sandbox_spares(size_t);
+void		 sandbox_spares_free(void);
+size_t		 sandbox_spares_count(unsigned long long *);
 struct net	*sandbox_net_of(struct sandbox *);
 void		 sandbox_console_tail(struct sandbox *, int, struct buf *);
 char		*sandbox_console_oom(struct sandbox *);
