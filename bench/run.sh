@@ -66,6 +66,10 @@ qsup_once() {
 	field boot_s "$tmp/json" >>"$tmp/$name.boot"
 	field qemu_rss_kb "$tmp/json" >>"$tmp/$name.qemu_rss"
 	field qsup_max_rss_kb "$tmp/json" >>"$tmp/rss"
+	for f in prepare_s qemu_start_s guest_setup_s exec_start_s exec_s \
+	    teardown_s; do
+		field "$f" "$tmp/json" >>"$tmp/$name.$f"
+	done
 	cp "$tmp/json" "$tmp/$name.json"
 }
 
@@ -117,6 +121,13 @@ echo "ratio cold qsup / bare QEMU: $(awk -v q="$c" -v b="$b" 'BEGIN {printf "%.2
 echo "warm qsup run -- true, median of $warm_runs: $w ms   (runs: $(runs "$tmp/warm"))"
 echo "warm: restore to agent ready, median: $(awk '{printf "%d\n", $1 * 1000}' "$tmp/warm.boot" | median %d) ms   (values: $(runs "$tmp/warm.boot"))"
 echo "ratio warm / cold: $(awk -v w="$w" -v c="$c" 'BEGIN {printf "%.2f", w / c}')"
+# phase NAME: the warm runs' median of timings.NAME, in ms.
+phase() { awk '{printf "%.1f\n", $1 * 1000}' "$tmp/warm.$1" | median %.1f; }
+echo "warm: where a run's time goes (medians of $warm_runs, qsup run --json's timings):" \
+    "prepare $(phase prepare_s) ms, QEMU's start to loading the template $(phase qemu_start_s) ms," \
+    "then the load, the wake and /setup to agent ready (the agent's own /setup $(phase guest_setup_s) ms)," \
+    "the command to its start in the guest $(phase exec_start_s) ms, all of the command $(phase exec_s) ms," \
+    "teardown $(phase teardown_s) ms"
 echo "template: state $size_mb MB, all its files $((shared_disk_kb / 1000)) MB on disk (allocated); first run (boot + save + restore) $build_ms ms, of which saving $save_ms ms"
 echo "QEMU RSS at the command's exit: cold $(median %d <"$tmp/cold.qemu_rss") kB, restored $(median %d <"$tmp/warm.qemu_rss") kB"
 echo "qsup peak RSS: $(sort -n "$tmp/rss" | tail -n 1) kB"

@@ -128,6 +128,7 @@ struct agent {
 	int			 sigfd;
 	int			 poweroff;	/* asked to power off */
 	long long		 ready_ms;
+	long long		 setup_us;	/* POST /setup's own work, or 0 */
 	int			 uevent;	/* while ports are missing */
 };
 
@@ -162,6 +163,7 @@ char		*xstrndup(const char *, size_t);
 int		 xasprintf(char **, const char *, ...)
 		     __attribute__((format(printf, 2, 3)));
 long long	 util_ms(clockid_t);
+long long	 util_us(clockid_t);
 int		 util_read_fd(int, char **, size_t *, size_t);
 int		 util_read_file(const char *, char **, size_t *, size_t);
 int		 util_mkdir_p(const char *, mode_t);

@@ -319,6 +319,8 @@ port_ping(struct port *p)
 		abuf_printf(&b, ",\"glibc\":");
 		wire_json_string(abuf_put, &b, st->root_glibc);
 	}
+	if (p->agent->setup_us > 0)
+		abuf_printf(&b, ",\"setup_us\":%lld", p->agent->setup_us);
 	abuf_add(&b, "}", 1);
 	port_respond(p, 200, b.data);
 	abuf_free(&b);
@@ -459,7 +461,8 @@ port_exec_op(struct port *p, struct exec *e, const char *op)
 static void
 port_setup(struct port *p)
 {
-	char	*cause = NULL;
+	char		*cause = NULL;
+	long long	 t0 = util_us(CLOCK_MONOTONIC);
 
 	if (init_setup(p->agent->init, p->body.data != NULL ?
 	    abuf_start(&p->body) : "", abuf_used(&p->body), &cause) == -1) {
@@ -467,6 +470,8 @@ port_setup(struct port *p)
 		free(cause);
 		return;
 	}
+	/* For the host's breakdown of a start (qsup run -v). */
+	p->agent->setup_us = util_us(CLOCK_MONOTONIC) - t0;
 	port_ping(p);
 }
 

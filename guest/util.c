@@ -178,6 +178,16 @@ xasprintf(char **ret, const char *fmt, ...)
 }
 
 long long
+util_us(clockid_t clock)
+{
+	struct timespec	ts;
+
+	if (clock_gettime(clock, &ts) == -1)
+		return (0);
+	return ((long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+}
+
+long long
 util_ms(clockid_t clock)
 {
 	struct timespec	ts;

@@ -81,6 +81,7 @@ struct run {
 	double			 t_start;
 	double			 t_spawn;
 	double			 t_ready;
+	double			 t_started;	/* the agent said it runs */
 	double			 t_exit;
 	double			 t_end;
 	long			 qemu_rss_kb;
@@ -360,6 +361,7 @@ run_started_cb(struct exec *x, void *arg)
 {
 	struct run	*r = arg;
 
+	r->t_started = util_now();
 	log_debug("command started in the guest (exec %lld)", exec_id(x));
 	if (r->opts->tty && !r->interrupted) {
 		cmd_tty_raw();
@@ -674,6 +676,8 @@ run_shares(struct run *r, char **cause)
 /* Where a run's time went, for --json and -v alike (0: not reached). */
 struct run_times {
 	double	prepare, queued, boot, exec, teardown, total;
+	double	qemu_start, guest_setup;	/* of boot, a restore's */
+	double	exec_start;			/* of exec: to its start */
 };
 
 static void
@@ -687,6 +691,11 @@ run_times(struct run *r, struct run_times *t)
 	t->exec = r->t_exit > 0 ? r->t_exit - r->t_ready : 0;
 	t->teardown = r->t_exit > 0 ? end - r->t_exit : 0;
 	t->total = end - r->t_start;
+	t->qemu_start = t->guest_setup = 0;
+	if (r->sb != NULL && r->t_ready > 0)
+		sandbox_boot_split(r->sb, &t->qemu_start, &t->guest_setup);
+	t->exec_start = r->t_started > r->t_ready && r->t_ready > 0 ?
+	    r->t_started - r->t_ready : 0;
 }
 
 static void
@@ -751,9 +760,12 @@ run_json_summary(struct run *r)
 	run_times(r, &t);
 	buf_printf(&b, ",\"timings\":{\"overlay_s\":%.3f,"
 	    "\"prepare_s\":%.3f,\"queued_s\":%.3f,\"boot_s\":%.3f,"
-	    "\"exec_s\":%.3f,\"teardown_s\":%.3f,\"total_s\":%.3f}}\n",
+	    "\"qemu_start_s\":%.4f,\"guest_setup_s\":%.4f,"
+	    "\"exec_s\":%.3f,\"exec_start_s\":%.4f,\"teardown_s\":%.3f,"
+	    "\"total_s\":%.3f}}\n",
 	    r->sb != NULL ? sandbox_overlay_seconds(r->sb) : 0, t.prepare,
-	    t.queued, t.boot, t.exec, t.teardown, t.total);
+	    t.queued, t.boot, t.qemu_start, t.guest_setup, t.exec,
+	    t.exec_start, t.teardown, t.total);
 	/* Through our queue: a stderr nobody reads holds it, not qsup. */
 	if (r->err != NULL) {
 		outq_write(r->err, b.data, b.len);
@@ -793,6 +805,17 @@ run_log_timings(struct run *r)
 	log_debug("timings: prepare %.3f s, queued %.3f s, boot %.3f s, "
 	    "command %.3f s, teardown %.3f s, total %.3f s", t.prepare,
 	    t.queued, t.boot, t.exec, t.teardown, t.total);
+	/* A restore's boot and the command, in their parts. */
+	if (t.qemu_start > 0)
+		log_debug("timings of the boot: QEMU's start to loading the "
+		    "template %.1f ms, the load, the guest's wake and its "
+		    "/setup %.1f ms (the agent's own work on it %.1f ms)",
+		    t.qemu_start * 1e3, (t.boot - t.qemu_start) * 1e3,
+		    t.guest_setup * 1e3);
+	if (t.exec_start > 0)
+		log_debug("timings of the command: to its start in the guest "
+		    "%.1f ms, then to its exit %.1f ms", t.exec_start * 1e3,
+		    (t.exec - t.exec_start) * 1e3);
 }
 
 /*

@@ -364,8 +364,12 @@ sandbox_spare_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void
 sandbox_ready(struct sandbox *sb, enum sbe ev, const char *why)
 {
+	const char	*us;
+
 	(void)ev;
 	sb->t_ready = util_now();
+	if (why != NULL && (us = strstr(why, "\"setup_us\":")) != NULL)
+		sb->guest_setup = strtod(us + 11, NULL) / 1e6;
 	ev_timer_stop(sb->loop, &sb->deadline);
 	gate_release(sb->gate);
 	sandbox_set_state(sb, SBS_READY);
@@ -940,6 +944,22 @@ sandbox_boot_seconds(struct sandbox *sb)
 	if (sb->t_ready == 0)
 		return (0);
 	return (sb->t_ready - sb->t_spawn);
+}
+
+/*
+ * Of its start (sandbox_boot_seconds): a restore's QEMU until it took
+ * the template's state (0 for other starts), and the agent's own work on
+ * its /setup (0 if it did not say). Between them: the state's load, the
+ * guest's wake and the request's round trip.
+ */
+void
+sandbox_boot_split(struct sandbox *sb, double *qemu_start,
+    double *guest_setup)
+{
+	*qemu_start = sb->mode == SB_RESTORE && !sb->built &&
+	    sb->t_loading > sb->t_spawn && sb->t_spawn > 0 ?
+	    sb->t_loading - sb->t_spawn : 0;
+	*guest_setup = sb->guest_setup;
 }
 
 /* How this sandbox started: "cold", "template-build" or "warm". */

@@ -141,6 +141,8 @@ struct sandbox {
 	double			 ping_slowest;	/* the slowest answer, for -v */
 	unsigned		 pings;
 	double			 t_spawn;
+	double			 t_loading;	/* a restore: QEMU took the state */
+	double			 guest_setup;	/* the agent's /setup, its own */
 	double			 t_ready;
 	double			 save_seconds;
 

@@ -241,8 +241,9 @@ sandbox_incoming_cb(const char *error, void *arg)
 	char		*msg;
 
 	if (error == NULL) {
+		sb->t_loading = util_now();
 		log_debug("QEMU is loading template %s (%.3f s after its "
-		    "start)", sb->tpl.key, util_now() - sb->t_spawn);
+		    "start)", sb->tpl.key, sb->t_loading - sb->t_spawn);
 		return;
 	}
 	xasprintf(&msg, "QEMU refused the template: %s", error);

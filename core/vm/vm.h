@@ -470,6 +470,7 @@ int		 sandbox_refresh(struct sandbox *, int,
 struct agent_conn *sandbox_port(struct sandbox *, int);
 const struct accel_choice *sandbox_accel(struct sandbox *);
 double		 sandbox_boot_seconds(struct sandbox *);
+void		 sandbox_boot_split(struct sandbox *, double *, double *);
 const char	*sandbox_start_kind(struct sandbox *);
 const char	*sandbox_fallback(struct sandbox *);
 double		 sandbox_save_seconds(struct sandbox *);

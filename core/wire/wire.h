@@ -17,6 +17,8 @@
  *
  * Requests:
  *   GET  /ping                 200 {"version":N,"boot_ms":N,"kernel":"..."}
+ *                              (after POST /setup also "setup_us":N, its
+ *                              own work, for the host's breakdown)
  *                              and, once a disk image's root is mounted,
  *                              "root":"/dev/vdXN", and "glibc":"2.N"
  *                              (the image's own, when root_glibc asked

@@ -14,6 +14,15 @@ test_warm_is_fresh() {
 	a=$("$QSUP" run --json -- sh -c 'head -c 16 /dev/urandom | od -x | head -n 1; date +%s' 2>"$T_TMP/err")
 	host=$(date +%s)
 	expect_eq "second run restores" '"warm"' "$(json_field start "$T_TMP/err")"
+	# Its boot in parts: QEMU's start, and the agent's own /setup, each
+	# above 0 and within the whole boot; the command's start within it.
+	awk -v q="$(json_field qemu_start_s "$T_TMP/err")" \
+	    -v g="$(json_field guest_setup_s "$T_TMP/err")" \
+	    -v b="$(json_field boot_s "$T_TMP/err")" \
+	    -v s="$(json_field exec_start_s "$T_TMP/err")" \
+	    -v e="$(json_field exec_s "$T_TMP/err")" \
+	    'BEGIN { exit !(q > 0 && g > 0 && q + g < b && s > 0 && s < e) }' ||
+	    fail "the warm run's timings in parts: $(tail -n 1 "$T_TMP/err" | sed 's/.*"timings"//')"
 	b=$("$QSUP" run -- sh -c 'head -c 16 /dev/urandom | od -x | head -n 1; date +%s')
 	[ "$(head -n 1 <<<"$a")" != "$(head -n 1 <<<"$b")" ] ||
 	    fail "two restored guests gave the same random bytes: $a"
