@@ -137,6 +137,16 @@ screen_job_take(struct screen_job *j)
 	return (conn);
 }
 
+/*
+ * A QMP call's error as a status: 409 when the sandbox's QEMU went away
+ * before it answered (stopped, deleted, or died), else 500.
+ */
+static int
+screen_status(const char *error)
+{
+	return (strstr(error, "QEMU closed") != NULL ? 409 : 500);
+}
+
 /* screendump returned: the file read, scaled, sent, removed. */
 static void
 screen_dump_cb(const char *error, json_t *ret, void *arg)
@@ -151,7 +161,7 @@ screen_dump_cb(const char *error, json_t *ret, void *arg)
 	if (conn == NULL)
 		goto out;
 	if (error != NULL) {
-		serve_error_now(conn, 500, error, NULL);
+		serve_error_now(conn, screen_status(error), error, NULL);
 		goto out;
 	}
 	if ((data = util_read_file(j->file, &len, SCREEN_PNG_MAX)) == NULL) {
@@ -252,7 +262,7 @@ screen_input_cb(const char *error, json_t *ret, void *arg)
 	if (--j->pending > 0)
 		return;
 	if ((conn = screen_job_take(j)) != NULL && j->error != NULL)
-		serve_error_now(conn, 500, j->error, NULL);
+		serve_error_now(conn, screen_status(j->error), j->error, NULL);
 	else if (conn != NULL)
 		httpd_respond_json(conn, 200, ok, sizeof ok - 1);
 	screen_job_free(j);

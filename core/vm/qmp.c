@@ -379,6 +379,7 @@ struct qmp_cmd {
 	qmp_script_cb		 cb;
 	qmp_conn_ret_cb		 rcb;	/* or this, told the return too */
 	void			*arg;
+	int			 told_on_free;	/* its owner outlives the conn */
 	TAILQ_ENTRY(qmp_cmd)	 entry;
 };
 TAILQ_HEAD(qmp_cmds, qmp_cmd);
@@ -628,6 +629,21 @@ qmp_conn_call(struct qmp_conn *c, const char *name, const char *args,
 }
 
 /*
+ * qmp_conn_call for an owner that outlives the connection (an HTTP
+ * request waiting on it): also told, with an error, if the connection is
+ * freed before the command returned, as when its QEMU is reaped first.
+ */
+int
+qmp_conn_call_told(struct qmp_conn *c, const char *name, const char *args,
+    int fd, qmp_conn_ret_cb rcb, void *arg, char **cause)
+{
+	if (qmp_conn_call(c, name, args, fd, rcb, arg, cause) == -1)
+		return (-1);
+	TAILQ_LAST(&c->cmds, qmp_cmds)->told_on_free = 1;
+	return (0);
+}
+
+/*
  * QMP command name, without arguments: cb is told from the loop, NULL
  * once it returned, else why not. -1 with *cause when it cannot be sent.
  */
@@ -664,6 +680,9 @@ qmp_conn_free(struct qmp_conn *c)
 	ev_timer_stop(c->loop, &c->timer);
 	while ((cmd = TAILQ_FIRST(&c->cmds)) != NULL) {
 		TAILQ_REMOVE(&c->cmds, cmd, entry);
+		if (cmd->told_on_free && cmd->rcb != NULL)
+			cmd->rcb("QMP: QEMU closed its monitor", NULL,
+			    cmd->arg);
 		free(cmd->name);
 		free(cmd);
 	}

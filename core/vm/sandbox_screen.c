@@ -45,7 +45,8 @@ sandbox_screen_qmp(struct sandbox *sb, const char *cmd, const char *args,
 		    "paused)");
 		return (-1);
 	}
-	return (qmp_conn_call(sb->qmp, cmd, args, -1, cb, arg, cause));
+	/* The request waiting on it hears of a QEMU reaped first too. */
+	return (qmp_conn_call_told(sb->qmp, cmd, args, -1, cb, arg, cause));
 }
 
 /* Where a screendump may be written: a new file name in the run directory. */

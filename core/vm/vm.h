@@ -60,6 +60,8 @@ struct json_t;
 typedef void	(*qmp_conn_ret_cb)(const char *, struct json_t *, void *);
 int		 qmp_conn_call(struct qmp_conn *, const char *, const char *,
 		     int, qmp_conn_ret_cb, void *, char **);
+int		 qmp_conn_call_told(struct qmp_conn *, const char *, const char *,
+		     int, qmp_conn_ret_cb, void *, char **);
 void		 qmp_conn_set_timeout(struct qmp_conn *, double);
 void		 qmp_conn_free(struct qmp_conn *);
 

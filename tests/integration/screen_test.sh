@@ -262,8 +262,39 @@ test_refused() {
 	serve_stop
 }
 
+# A screenshot or input under way when the sandbox's QEMU dies is
+# answered (200 if QEMU answered first, else 409), never left hanging:
+# the monitor may be freed with the QEMU reaped before its end is read.
+test_qemu_dies_under_a_call() {
+	local i pid spid ipid scode icode
+	serve_start
+	for i in 1 2 3; do
+		create d$i "$DISPLAY_SETTINGS"
+		pid=$(pgrep -P "$SERVE_PID" -f -- "-name qsup:$XDG_RUNTIME_DIR/qsup/sb-")
+		[ "$(wc -w <<<"$pid")" = 1 ] || { fail "d$i's QEMU: '$pid'"; break; }
+		curl -sS -m 30 --unix-socket "$SOCK" -o "$S/sbody" -w '%{http_code}' \
+		    -H "Authorization: Bearer $TOKEN" \
+		    "http://qsup/v1/sandboxes/d$i/screenshot" >"$S/scode" 2>/dev/null &
+		spid=$!
+		curl -sS -m 30 --unix-socket "$SOCK" -o "$S/ibody" -w '%{http_code}' \
+		    -H "Authorization: Bearer $TOKEN" \
+		    -d '{"events":[{"type":"text","text":"abcdefgh"}]}' \
+		    "http://qsup/v1/sandboxes/d$i/input" >"$S/icode" 2>/dev/null &
+		ipid=$!
+		kill -9 "$pid"
+		wait "$spid" "$ipid"
+		scode=$(cat "$S/scode") icode=$(cat "$S/icode")
+		[[ $scode == 200 || $scode == 409 ]] ||
+		    fail "round $i: the screenshot got '$scode' (000: no answer in 30 s): $(head -c 300 "$S/sbody")"
+		[[ $icode == 200 || $icode == 409 ]] ||
+		    fail "round $i: the input got '$icode' (000: no answer in 30 s): $(head -c 300 "$S/ibody")"
+		api DELETE /v1/sandboxes/d$i
+	done
+	serve_stop
+}
+
 for t in ${TESTS:-test_screenshot_pixels test_input_keys_and_click \
-    test_mcp_tools test_refused test_desktop}; do
+    test_mcp_tools test_refused test_qemu_dies_under_a_call test_desktop}; do
 	run_test "$t"
 done
 finish

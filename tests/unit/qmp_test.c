@@ -311,3 +311,33 @@ Test(qmp, conn_call_args_fd_and_return)
 	close(sv[1]);
 	ev_loop_destroy(loop);
 }
+
+/*
+ * A connection freed with commands unanswered (its QEMU reaped before the
+ * monitor's end was read): those of qmp_conn_call_told are told, with an
+ * error; those of qmp_conn_call, whose owners go with the connection, not.
+ */
+Test(qmp, conn_free_tells_told_calls)
+{
+	struct ev_loop		*loop = ev_loop_new(EVFLAG_AUTO);
+	struct qmp_conn		*c;
+	struct told_ret		 told = { 0 }, quiet = { 0 };
+	char			*cause = NULL;
+	int			 sv[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	c = qmp_conn_new(loop, sv[0]);
+	cr_assert_eq(qmp_conn_call_told(c, "screendump",
+	    "{\"filename\":\"/x\"}", -1, told_ret_cb, &told, &cause), 0);
+	cr_assert_eq(qmp_conn_call(c, "query-status", NULL, -1, told_ret_cb,
+	    &quiet, &cause), 0);
+	cr_assert_eq(told.n, 0, "told before the free");
+	qmp_conn_free(c);
+	cr_assert_eq(told.n, 1);
+	cr_assert_str_eq(told.error, "QMP: QEMU closed its monitor");
+	cr_assert_eq(quiet.n, 0, "a plain call was told after its free");
+	free(told.error);
+	close(sv[0]);
+	close(sv[1]);
+	ev_loop_destroy(loop);
+}
