@@ -145,7 +145,7 @@ function actions(sb) {
 	const out = [], n = sb.name, s = sb.state;
 	if (s === 'ready')
 		out.push(button('Terminal', () => openTerminal(n)));
-	if ((s === 'ready' || s === 'paused') && sb.display !== 'none')
+	if ((s === 'ready' || s === 'paused') && sb.display === 'vnc')
 		out.push(button('Display', () => openDisplay(n)));
 	if (s === 'ready')
 		out.push(button('Pause', () => act('POST', n, '/pause', undefined, 'paused')));

@@ -116,6 +116,13 @@ serve_sb_json(struct serve_sb *s, struct buf *b)
 		buf_json_string(b, s->mac);
 	else
 		buf_puts(b, "null");
+	/* A screen or not: what the console's Display button needs. */
+	if (s->profile.display == PROFILE_DISPLAY_VNC) {
+		buf_puts(b, ",\"display\":\"vnc\",\"display_size\":");
+		buf_json_string(b, s->profile.display_size != NULL ?
+		    s->profile.display_size : "1024x768");
+	} else
+		buf_puts(b, ",\"display\":\"none\",\"display_size\":null");
 	serve_life_json(s, b);
 	serve_disk_json(s, b);
 	serve_attach_json(s, b);

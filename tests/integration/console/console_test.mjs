@@ -114,22 +114,17 @@ async function walk() {
 	const buttons = await row(sbName).locator('button').allTextContents();
 	check(['Terminal', 'Pause', 'Snapshot', 'Delete'].every((b) => buttons.includes(b)) &&
 	    !buttons.includes('Resume'), 'a ready sandbox offers its actions', buttons.join(','));
+	check(!buttons.includes('Display'), 'a sandbox without a screen offers no Display',
+	    buttons.join(','));
 	await shot('ready');
-	// xterm.js (its canvas renderer) and noVNC's ES modules load under the
-	// page's CSP, whether or not this server has the WebSockets yet.
+	// xterm.js (its canvas renderer) loads under the page's CSP, whether
+	// or not this server has the WebSockets yet (noVNC's modules: display).
 	await row(sbName).locator('button[data-action="terminal"]').click();
 	await page.locator('#term .xterm canvas').first().waitFor({ timeout: 20000 })
 	    .then(() => ok('the terminal draws on a canvas'), () => bad('the terminal draws on a canvas'));
 	check(await page.evaluate(() => window.qsupConsole.term !== null &&
 	    window.qsupConsole.term.cols > 20), 'the terminal is fitted to its pane');
 	await page.click('#term-close');
-	await row(sbName).locator('button[data-action="display"]').click();
-	await page.waitForFunction(() => window.qsupConsole.rfb !== null ||
-	    /did not load/.test(document.getElementById('display-state').textContent),
-	    null, { timeout: 20000 }).catch(() => {});
-	check(await page.evaluate(() => window.qsupConsole.rfb !== null),
-	    "noVNC's modules load without a bundler", await page.textContent('#display-state'));
-	await page.click('#display-close');
 	await row(sbName).locator('button[data-action="pause"]').click();
 	await rowState(sbName, 'paused', 60000);
 	const paused = await row(sbName).locator('button').allTextContents();
@@ -194,6 +189,11 @@ async function display() {
 	await login(token);
 	await rowState(sbName, 'ready', 60000);
 	await row(sbName).locator('button[data-action="display"]').click();
+	await page.waitForFunction(() => window.qsupConsole.rfb !== null ||
+	    /did not load/.test(document.getElementById('display-state').textContent),
+	    null, { timeout: 20000 }).catch(() => {});
+	check(await page.evaluate(() => window.qsupConsole.rfb !== null),
+	    "noVNC's modules load without a bundler", await page.textContent('#display-state'));
 	await page.locator('#display canvas').waitFor({ timeout: 30000 });
 	// A hash of the canvas's pixels, and how many colours it shows.
 	const sample = () => page.evaluate(() => {

@@ -578,6 +578,13 @@ export interface components {
             phase: string | null;
             /** @description The address a fork gave its copy's network card ("52:54:00:xx:xx:xx"); null: the address it booted with, or no card. */
             mac: string | null;
+            /**
+             * @description Whether it has a screen (its profile's display): "vnc" for GET .../screenshot, POST .../input and GET .../display; "none" for no screen.
+             * @enum {string}
+             */
+            display: "none" | "vnc";
+            /** @description Its screen's size in pixels, WxH; null without a screen. */
+            display_size: string | null;
             ttl: number | null;
             idle_ttl: number | null;
             /** @enum {string} */
