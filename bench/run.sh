@@ -194,10 +194,10 @@ bench/oci.sh
 echo
 bench/serve.sh "$warm_runs"
 
-# Fork of 1 and restore: QEMU started ahead (--spares 1) against not.
+# Fork of 1, restore, fork of 8: QEMUs started ahead (--spares 8) or not.
 echo
-echo "serve --spares: fork of 1 and restore, without and with a spare QEMU:"
-bench/serve_ab.sh "$warm_runs" "$PWD/build/qsup" "$PWD/build/qsup --spares 1"
+echo "serve --spares: fork of 1, restore and fork of 8, without and with spare QEMUs:"
+bench/serve_ab.sh "$warm_runs" "$PWD/build/qsup" "$PWD/build/qsup --spares 8"
 
 # E2B's SDK against qsup serve --e2b, beside qsup's own API.
 echo

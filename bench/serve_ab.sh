@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Two builds of qsup (or one with two sets of serve flags) side by side:
-# a fork of 1 and a restore of a named snapshot, each to its answer, on
+# a fork of 1, a restore of a named snapshot and a fork of 8, each to its
+# answer, on
 # one server per side, interleaved round by round so the host's load
 # falls on both alike. For a change to the snapshot path: the build
 # before it against the build after; for a flag: without it and with it.
 #   bench/serve_ab.sh ROUNDS QSUP_A QSUP_B
-#   bench/serve_ab.sh ROUNDS build/qsup "build/qsup --spares 1"
+#   bench/serve_ab.sh ROUNDS build/qsup "build/qsup --spares 8"
 # Each side is a qsup binary and, after a space, flags for its serve.
-# Prints each round, then the medians per side (the fork's own "seconds",
-# curl's time_total for the restore's 201).
+# Prints each round, then the medians per side (the fork of 1's own
+# "seconds", curl's time_total for the restore's and the fork of 8's 201).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: bench/serve_ab.sh ROUNDS QSUP..." >&2; exit 2; }
 N=$1
@@ -62,7 +63,12 @@ for r in $(seq "$N"); do
 		t=$(api "$d" -o /dev/null -w '%{time_total}' -X POST \
 		    localhost/v1/sandboxes -d "{\"name\":\"r$r\",\"snapshot\":\"ab\"}")
 		api "$d" -X DELETE "localhost/v1/sandboxes/r$r" >/dev/null
-		echo "$k fork ${f:-?} restore $t" | tee -a "$WORK/rounds"
+		e=$(api "$d" -o /dev/null -w '%{time_total}' -X POST \
+		    localhost/v1/sandboxes/a/fork -d '{"count":8}')
+		for j in $(seq 8); do
+			api "$d" -X DELETE "localhost/v1/sandboxes/a-f$j" >/dev/null
+		done
+		echo "$k fork ${f:-?} restore $t fork8 $e" | tee -a "$WORK/rounds"
 		k=$((k + 1))
 	done
 done
@@ -72,8 +78,10 @@ median() {
 }
 k=0
 for q in "$@"; do
+	f8=$(awk -v k=$k '$1 == k { print $7 }' "$WORK/rounds" | median)
 	echo "$q: fork of 1 $(awk -v k=$k '$1 == k { print $3 }' "$WORK/rounds" | median) ms," \
-	    "restore $(awk -v k=$k '$1 == k { print $5 }' "$WORK/rounds" | median) ms (medians of $N)"
+	    "restore $(awk -v k=$k '$1 == k { print $5 }' "$WORK/rounds" | median) ms," \
+	    "fork of 8 $f8 ms ($(awk -v a="$f8" 'BEGIN {printf "%.1f", a / 8}') ms a copy) (medians of $N)"
 	api "$WORK/$k" -X DELETE localhost/v1/snapshots/ab >/dev/null || true
 	k=$((k + 1))
 done
