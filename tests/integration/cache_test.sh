@@ -38,6 +38,13 @@ run_mem() {
 	json_field start "$T_TMP/err"
 }
 
+# How the last run_mem started, and why not from a template if it says.
+start_why() {
+	echo "start $(json_field start "$T_TMP/err"), template_fallback" \
+	    "$(json_field template_fallback "$T_TMP/err"), boot_s" \
+	    "$(json_field boot_s "$T_TMP/err")"
+}
+
 # The key that is in $2 (keys, a line each) and not in $1.
 new_key() {
 	comm -13 <(sort <<<"$1") <(sort <<<"$2")
@@ -66,9 +73,9 @@ check_listed() {
 	# Guests big enough not to touch all their memory while they boot (a
 	# 128 MiB one fills it, with its page cache).
 	[ "$(run_mem 384M --set template_ram="$want")" = '"template-build"' ] ||
-	    fail "no template built"
+	    fail "no template built (384M): $(start_why)"
 	[ "$(run_mem 512M --set template_ram="$want")" = '"template-build"' ] ||
-	    fail "no template built"
+	    fail "no template built (512M): $(start_why)"
 	out=$("$QSUP" cache ls)
 	expect_eq "two templates listed" 2 "$(grep -cE '^[0-9a-f]{32} ' <<<"$out")"
 	expect_match "a total against the default cap" \
