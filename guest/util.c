@@ -190,11 +190,7 @@ util_us(clockid_t clock)
 long long
 util_ms(clockid_t clock)
 {
-	struct timespec	ts;
-
-	if (clock_gettime(clock, &ts) == -1)
-		return (0);
-	return ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	return (util_us(clock) / 1000);
 }
 
 /*

@@ -186,6 +186,10 @@ enum sandbox_state sandbox_public(enum sbs);
 /* sandbox_launch.c */
 int		 sandbox_stage_exec(struct sandbox *);
 int		 sandbox_net(struct sandbox *, char **);
+#define SANDBOX_SPAWN_NFDS	(QSUP_PORT_COUNT + 5)
+struct qemu_confine;
+void		 sandbox_confine(struct sandbox *, int, int *,
+		     struct qemu_confine *);
 int		 sandbox_launch(struct sandbox *, char **);
 void		 sandbox_launch_free(struct sandbox *);
 char		*sandbox_death(struct sandbox *);

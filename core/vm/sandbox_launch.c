@@ -128,11 +128,16 @@ sandbox_socketpair(int *ours, int *theirs, char **cause)
  * console, the agent ports, QMP, the template and the network card,
  * confined as the shares say; once it runs, ours must not keep them open.
  */
-static int
-sandbox_spawn(struct sandbox *sb, struct qemu_argv *a, char **cause)
+/*
+ * What QEMU keeps of sb's descriptors (its ends, in sb's *_guest_fd,
+ * state_fd and ram_fd, and net_fd for the card) and how it is confined,
+ * into c with fds (SANDBOX_SPAWN_NFDS) as its list.
+ */
+void
+sandbox_confine(struct sandbox *sb, int net_fd, int *fds,
+    struct qemu_confine *c)
 {
-	struct qemu_confine	 c;
-	int			 fds[QSUP_PORT_COUNT + 5], i, n = 0, rc;
+	int	i, n = 0;
 
 	fds[n++] = sb->console_guest_fd;
 	for (i = 0; i < QSUP_PORT_COUNT; i++)
@@ -140,13 +145,13 @@ sandbox_spawn(struct sandbox *sb, struct qemu_argv *a, char **cause)
 	fds[n++] = sb->qmp_guest_fd;
 	fds[n++] = sb->state_fd;
 	fds[n++] = sb->ram_fd;
-	fds[n++] = sb->net != NULL ? net_qemu_fd(sb->net) : -1;
-	memset(&c, 0, sizeof c);
-	c.fds = fds;
-	c.nfds = n;
-	c.shares = sb->shares;
-	c.nshares = sb->nshares;
-	c.sm = sb->profile->virtfs_security_model;
+	fds[n++] = net_fd;
+	memset(c, 0, sizeof *c);
+	c->fds = fds;
+	c->nfds = n;
+	c->shares = sb->shares;
+	c->nshares = sb->nshares;
+	c->sm = sb->profile->virtfs_security_model;
 	/*
 	 * Under TCG huge pages buy nothing measurable (the guest's accesses
 	 * go through TCG's own TLB; a CPU-bound command ran 1% faster with
@@ -154,7 +159,17 @@ sandbox_spawn(struct sandbox *sb, struct qemu_argv *a, char **cause)
 	 * code buffer's pages rounded up to 2 MB. KVM keeps them: its
 	 * guest's memory wants them.
 	 */
-	c.no_thp = sb->accel.accel == ACCEL_TCG;
+	c->no_thp = sb->accel.accel == ACCEL_TCG;
+}
+
+static int
+sandbox_spawn(struct sandbox *sb, struct qemu_argv *a, char **cause)
+{
+	struct qemu_confine	 c;
+	int			 fds[SANDBOX_SPAWN_NFDS], i, rc;
+
+	sandbox_confine(sb, sb->net != NULL ? net_qemu_fd(sb->net) : -1, fds,
+	    &c);
 	rc = qemu_spawn(sb->qemu, a->argv, &c, cause);
 	qemu_argv_free(a);
 	if (rc == -1)

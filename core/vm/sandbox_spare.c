@@ -313,7 +313,7 @@ spare_spawn(struct sandbox *sb, struct sandbox_spare *sp, int net_theirs,
 	struct qemu_confine	 c;
 	struct qemu_argv	 a = { 0 };
 	char			*own, *slash;
-	int			 fds[QSUP_PORT_COUNT + 5], i, n = 0, rc;
+	int			 fds[SANDBOX_SPAWN_NFDS], rc;
 
 	/* It belongs to no sandbox yet: named for the run root's spares. */
 	own = sb->rundir;
@@ -325,18 +325,7 @@ spare_spawn(struct sandbox *sb, struct sandbox_spare *sp, int net_theirs,
 	free(sb->rundir);
 	sb->rundir = own;
 	sp->key = spare_key(a.argv);
-	fds[n++] = sb->console_guest_fd;
-	for (i = 0; i < QSUP_PORT_COUNT; i++)
-		fds[n++] = sb->port_guest_fd[i];
-	fds[n++] = sb->qmp_guest_fd;
-	fds[n++] = sb->state_fd;
-	fds[n++] = sb->ram_fd;
-	fds[n++] = net_theirs;
-	memset(&c, 0, sizeof c);
-	c.fds = fds;
-	c.nfds = n;
-	c.sm = sb->profile->virtfs_security_model;
-	c.no_thp = sb->accel.accel == ACCEL_TCG;
+	sandbox_confine(sb, net_theirs, fds, &c);
 	sp->qemu = qemu_new(sb->loop, spare_exit_cb, NULL, sp);
 	rc = qemu_spawn(sp->qemu, a.argv, &c, cause);
 	qemu_argv_free(&a);

@@ -55,6 +55,12 @@ run_exec() {
 	OUT=$(cat "$S/out")
 }
 
+# metric NAME: its value in the server's /metrics.
+metric() {
+	curl -sS --unix-socket "$SOCK" -H "Authorization: Bearer $TOKEN" \
+	    http://qsup/metrics | awk -v m="$1" 'index($0, m " ") == 1 {print $NF; exit}'
+}
+
 # state NAME: its state now, or "gone".
 state() {
 	api GET "/v1/sandboxes/$1"

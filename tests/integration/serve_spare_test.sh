@@ -10,12 +10,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/serve_lib.sh"
 
-# metric NAME: its value in /metrics.
-metric() {
-	curl -sS --unix-socket "$SOCK" -H "Authorization: Bearer $TOKEN" \
-	    http://qsup/metrics | awk -v m="$1" 'index($0, m " ") == 1 {print $NF; exit}'
-}
-
 # wait_spares N SECONDS: 0 once N spares wait.
 wait_spares() {
 	local i
