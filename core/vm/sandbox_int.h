@@ -186,10 +186,6 @@ enum sandbox_state sandbox_public(enum sbs);
 /* sandbox_launch.c */
 int		 sandbox_stage_exec(struct sandbox *);
 int		 sandbox_net(struct sandbox *, char **);
-#define SANDBOX_SPAWN_NFDS	(QSUP_PORT_COUNT + 5)
-struct qemu_confine;
-void		 sandbox_confine(struct sandbox *, int, int *,
-		     struct qemu_confine *);
 int		 sandbox_launch(struct sandbox *, char **);
 void		 sandbox_launch_free(struct sandbox *);
 char		*sandbox_death(struct sandbox *);
@@ -247,6 +243,9 @@ void		 sandbox_spare_make(struct sandbox *);
 /* sandbox_argv.c */
 int		 sandbox_template_format(struct sandbox *);
 void		 sandbox_build_argv(struct sandbox *, struct qemu_argv *);
+#define SANDBOX_SPAWN_NFDS	(QSUP_PORT_COUNT + 5)
+void		 sandbox_confine(struct sandbox *, int, int *,
+		     struct qemu_confine *);
 
 /* sandbox_seed.c */
 int		 sandbox_write_seed(struct sandbox *, char **);
