@@ -11,6 +11,7 @@
  * rename has little left to wait for.
  */
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,10 +43,19 @@
 static int
 image_hasher_window(struct image_hasher *h, uint64_t at, size_t len)
 {
+	struct stat	 st;
 	uint64_t	 base;
 	size_t		 skip;
 	void		*m;
 
+	/*
+	 * A page past the file's end would be SIGBUS, not an error: the
+	 * part is ours alone (locked), and written before it is told of.
+	 */
+	if (fstat(h->fd, &st) == -1)
+		return (errno);
+	if ((uint64_t)st.st_size < at + len)
+		return (EIO);
 	base = at & ~(uint64_t)(h->page - 1);
 	skip = at - base;
 	m = mmap(NULL, skip + len, PROT_READ, MAP_SHARED | MAP_POPULATE,
