@@ -3,9 +3,11 @@
 # on the host's loopback (tests/integration/helpers/httpd.py) against curl
 # itself, on one file of SIZE_MB (default 300) made here, in one run, runs
 # alternating. qsup also checks the SHA-256 from a SHA256SUMS beside the
-# file (with mbedTLS, in a thread beside the download) and syncs the image
-# before its rename; curl does neither, so "curl then sha256sum" is shown
-# too. Medians of RUNS (default 5). Usage: bench/image_pull.sh [RUNS] [SIZE_MB]
+# file (with OpenSSL's libcrypto, in a thread beside the download) and
+# syncs the image before its rename; curl does neither, so "curl then
+# sha256sum" is shown too, and the CPU time (user + system) each took, as
+# on 2 shared cores that, more than the wire, sets the pace. Medians of
+# RUNS (default 5). Usage: bench/image_pull.sh [RUNS] [SIZE_MB]
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 . bench/lib.sh
@@ -25,15 +27,23 @@ srv=$!
 for i in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 url=http://127.0.0.1:$(cat "$tmp/port")/big.img
 
-# once NAME CMD...: its wall time in ms, appended to NAME.
+# once NAME CMD...: its wall time in ms, appended to NAME, and the CPU
+# seconds (user + system) of its children to NAME.cpu.
 once() {
-	local name=$1 t0 t1; shift
+	local name=$1 t0 t1 c0 c1; shift
 	sync
+	c0=$(children_cpu)
 	t0=$(now_ms)
 	"$@" >/dev/null
 	t1=$(now_ms)
+	c1=$(children_cpu)
 	echo $((t1 - t0)) >>"$tmp/$name"
+	awk -v c=$((c1 - c0)) -v h="$hz" 'BEGIN {printf "%.2f\n", c / h}' \
+	    >>"$tmp/$name.cpu"
 }
+# user+system ticks of this shell's waited-for children.
+children_cpu() { awk '{print $16 + $17}' /proc/$$/stat; }
+hz=$(getconf CLK_TCK)
 qsup_pull() {
 	rm -rf "$tmp/data"
 	XDG_DATA_HOME=$tmp/data "$qsup" image pull --json "$url"
@@ -56,4 +66,5 @@ rate() { awk -v b="$mb" -v ms="$1" 'BEGIN {printf "%.0f", b / (ms / 1000)}'; }
 echo "image pull of $mb MB from the loopback, median of $runs: qsup $q ms ($(rate "$q") MB/s, SHA-256 checked)   (runs: $(tr '\n' ' ' <"$tmp/qsup"))"
 echo "curl -o, median of $runs: $c ms ($(rate "$c") MB/s)   (runs: $(tr '\n' ' ' <"$tmp/curl"))"
 echo "curl -o then sha256sum -c, median of $runs: $s ms ($(rate "$s") MB/s)"
+echo "CPU (user + system), median: qsup $(median %.2f <"$tmp/qsup.cpu") s, curl -o $(median %.2f <"$tmp/curl.cpu") s, curl -o then sha256sum -c $(median %.2f <"$tmp/curl_sum.cpu") s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "throughput ratio qsup/curl: $(awk -v q="$q" -v c="$c" 'BEGIN {printf "%.2f", c / q}') (target >= 0.9); qsup/(curl + sha256sum): $(awk -v q="$q" -v s="$s" 'BEGIN {printf "%.2f", s / q}')"
