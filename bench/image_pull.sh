@@ -13,7 +13,7 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 . bench/lib.sh
 runs=${1:-5}
 mb=${2:-300}
-qsup=$PWD/build/qsup
+qsup=${QSUP:-$PWD/build/qsup}	# QSUP=path: another build
 tmp=$(mktemp -d /tmp/qsup-bench-pull.XXXXXX)
 srv=""
 trap '[ -z "$srv" ] || kill "$srv"; rm -rf "$tmp"' EXIT
