@@ -10,7 +10,8 @@
 #   template_ram=shared (the RAM in a file QEMU maps): restore, warm run,
 #   save, QEMU's RSS, the template on disk.
 # Usage: bench/run.sh [COLD_RUNS] [WARM_RUNS]   (default 5 and 11)
-# QSUP_BENCH_DENSITY=N adds bench/density.sh N (N sandboxes at once).
+# QSUP_BENCH_DENSITY=N adds bench/density.sh N (N sandboxes at once) and
+# bench/density_serve.sh N (N creates at once through qsup serve).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 . bench/lib.sh
@@ -211,5 +212,7 @@ if [ -n "${QSUP_BENCH_DENSITY:-}" ]; then
 	QSUP_DENSITY_SET=template_ram=stream bench/density.sh "$QSUP_BENCH_DENSITY" || true
 	echo
 	echo "density with template_ram = \"shared\" (the default):"
-	bench/density.sh "$QSUP_BENCH_DENSITY"
+	bench/density.sh "$QSUP_BENCH_DENSITY" || true
+	echo
+	bench/density_serve.sh "$QSUP_BENCH_DENSITY"
 fi

@@ -4,6 +4,7 @@
  * profile and limits, the token, the listeners, what a killed server left
  * behind, and the signals that end it. serve.c and serve_exec.c answer.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -552,6 +553,57 @@ serve_keys(struct serve *srv, struct serve_opts *o, const char *token)
 		serve_e2b_init(srv, token);
 }
 
+/*
+ * The server's open files: each sandbox holds 21 descriptors here
+ * (measured with 128 of them: the console's and QMP's sockets, one for
+ * each of the agent's QSUP_PORT_COUNT ports, its console.log, QEMU's
+ * pipes), each connection one. The usual soft limit, 1024, stopped 128
+ * creates at once after 46 ("socketpair: Too many open files"), so the
+ * soft limit is raised as far as the limits can need, within the hard
+ * one (which only root raises); not further, as QEMU inherits it. When
+ * even the hard limit is short, said at the start, not at the 47th.
+ */
+#define SERVE_FDS_PER_SANDBOX	(QSUP_PORT_COUNT + 8)
+#define SERVE_FDS_SPARE		64	/* the server's own, a pull's */
+
+static void
+serve_nofile(const struct serve *srv)
+{
+	struct rlimit	rl;
+	rlim_t		need;
+
+	need = (rlim_t)srv->limits.sandboxes * SERVE_FDS_PER_SANDBOX +
+	    (rlim_t)srv->limits.connections + SERVE_FDS_SPARE;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1) {
+		log_warn("getrlimit RLIMIT_NOFILE");
+		return;
+	}
+	if (rl.rlim_cur >= need)
+		return;
+	rl.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == -1) {
+		log_warn("setrlimit RLIMIT_NOFILE to %llu",
+		    (unsigned long long)rl.rlim_cur);
+		if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+			return;
+	}
+	if (rl.rlim_cur < need)
+		log_warnx("open files: the limit is %llu, and %d sandboxes "
+		    "(max_sandboxes) with %d connections may need %llu; "
+		    "creates past about %llu sandboxes may fail: raise the "
+		    "hard limit (ulimit -Hn, systemd's LimitNOFILE=)",
+		    (unsigned long long)rl.rlim_cur, srv->limits.sandboxes,
+		    srv->limits.connections, (unsigned long long)need,
+		    (unsigned long long)(rl.rlim_cur > SERVE_FDS_SPARE +
+		    (rlim_t)srv->limits.connections ? (rl.rlim_cur -
+		    SERVE_FDS_SPARE - srv->limits.connections) /
+		    SERVE_FDS_PER_SANDBOX : 0));
+	else
+		log_debug("open files: soft limit %llu (%d sandboxes, %d "
+		    "connections)", (unsigned long long)rl.rlim_cur,
+		    srv->limits.sandboxes, srv->limits.connections);
+}
+
 /* The server's limits, from its profile: its own and its HTTP server's. */
 static void
 serve_set_limits(struct serve *srv, const struct profile *p,
@@ -574,6 +626,7 @@ serve_set_limits(struct serve *srv, const struct profile *p,
 	hl->head_timeout = p->serve_head_timeout;
 	hl->idle_timeout = p->serve_idle_timeout;
 	hl->body_timeout = p->serve_body_timeout;
+	serve_nofile(srv);
 }
 
 static int

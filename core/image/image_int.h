@@ -45,7 +45,7 @@ double		 image_stall_timeout(const struct image_req *);
 uint64_t	 image_room(const struct image_req *, const char *, uint64_t,
 		     char **);
 
-/* image_hash.c: the digests, hashed by a thread behind the writer */
+/* image_hash.c: the part, written, and hashed by a thread behind */
 struct image_hasher {
 	int			 inited, running;
 	pthread_t		 th;
@@ -55,6 +55,11 @@ struct image_hasher {
 	int			 use512;
 	uint64_t		 avail, done;	/* under mu */
 	int			 stop, finishing, err;
+	int			 idle;		/* waiting for more (under mu) */
+	long			 page;
+	char			*buf;		/* gathered, not written yet */
+	size_t			 blen;
+	uint64_t		 written;	/* the part's bytes on disk */
 	EVP_MD_CTX		*s256, *s512;
 	struct ev_loop		*loop;
 	ev_async		 async;
@@ -64,7 +69,8 @@ struct image_hasher {
 void		 image_hasher_init(struct image_hasher *, struct ev_loop *,
 		     void (*)(void *), void *);
 int		 image_hasher_start(struct image_hasher *, int, int, uint64_t);
-void		 image_hasher_more(struct image_hasher *, uint64_t);
+int		 image_hasher_write(struct image_hasher *, const void *, size_t);
+int		 image_hasher_flush(struct image_hasher *);
 void		 image_hasher_finish(struct image_hasher *);
 int		 image_hasher_result(struct image_hasher *, unsigned char *,
 		     unsigned char *);

@@ -152,6 +152,8 @@ image_pull_stop(struct image_url_pull *p)
 	ev_timer_stop(p->loop, &p->stall_timer);
 	ev_timer_stop(p->loop, &p->lock_timer);
 	ev_timer_stop(p->loop, &p->wait);
+	if (p->fd != -1)	/* a part kept has what was gathered */
+		(void)image_hasher_flush(&p->hasher);
 	image_hasher_stop(&p->hasher);
 	if (p->fd != -1) {
 		close(p->fd);
@@ -246,9 +248,13 @@ image_pull_give_up(struct image_url_pull *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	xvasprintf(&cause, fmt, ap);
 	va_end(ap);
-	if (p->phase == IMAGE_PH_DATA && p->have > 0) {
+	/* What was gathered is kept too (a stall ends no transfer). */
+	if (p->phase == IMAGE_PH_DATA && p->fd != -1)
+		(void)image_hasher_flush(&p->hasher);
+	if (p->phase == IMAGE_PH_DATA && p->hasher.written > 0) {
 		xasprintf(&kept, "%s; the part (%llu bytes) is kept: the next "
-		    "pull resumes it", cause, (unsigned long long)p->have);
+		    "pull resumes it", cause,
+		    (unsigned long long)p->hasher.written);
 		image_pull_failed(p, 1, kept);
 		free(kept);
 	} else
@@ -613,13 +619,25 @@ image_pull_body_start(struct image_url_pull *p)
 	return (0);
 }
 
-/* The image's bytes: onto the part, into the hashes. */
+/* The part could not be written (errno): why, in p->werr. */
+static void
+image_pull_write_err(struct image_url_pull *p)
+{
+	free(p->werr);
+	if (errno == ENOSPC)
+		xasprintf(&p->werr, "%s: no space left in %s (%llu of %llu "
+		    "bytes written): the part is removed", p->req.url,
+		    p->ip.dir, (unsigned long long)p->hasher.written,
+		    (unsigned long long)p->total);
+	else
+		xasprintf(&p->werr, "%s: %s", p->ip.partial, strerror(errno));
+}
+
+/* The image's bytes: onto the part (gathered), into the hashes. */
 static size_t
 image_data_write_cb(char *data, size_t size, size_t n, void *arg)
 {
 	struct image_url_pull	*p = arg;
-	size_t			 off = 0;
-	ssize_t			 w;
 
 	n *= size;
 	p->last = ev_now(p->loop);
@@ -638,26 +656,11 @@ image_data_write_cb(char *data, size_t size, size_t n, void *arg)
 			    p->req.url, (unsigned long long)p->total);
 		return (0);
 	}
-	while (off < n) {
-		if ((w = write(p->fd, data + off, n - off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			free(p->werr);
-			if (errno == ENOSPC)
-				xasprintf(&p->werr, "%s: no space left in %s "
-				    "(%llu of %llu bytes written): the part is "
-				    "removed", p->req.url, p->ip.dir,
-				    (unsigned long long)p->have + off,
-				    (unsigned long long)p->total);
-			else
-				xasprintf(&p->werr, "%s: %s", p->ip.partial,
-				    strerror(errno));
-			return (0);
-		}
-		off += w;
+	if (image_hasher_write(&p->hasher, data, n) == -1) {
+		image_pull_write_err(p);
+		return (0);
 	}
 	p->have += n;
-	image_hasher_more(&p->hasher, p->have);
 	image_progress_set(p->ps, p->have, p->total);
 	if (p->req.bytes_cb != NULL)
 		p->req.bytes_cb(p->req.bytes_arg, p->have, p->total);
@@ -893,6 +896,9 @@ image_pull_data_done(struct image_url_pull *p, CURLcode rc)
 	long	 code = 0;
 
 	curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &code);
+	/* What was gathered goes onto the part: a resume asks from there. */
+	if (p->werr == NULL && image_hasher_flush(&p->hasher) == -1)
+		image_pull_write_err(p);
 	if (p->werr != NULL) {
 		image_pull_fail(p, "%s", p->werr);
 		return;

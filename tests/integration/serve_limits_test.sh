@@ -284,8 +284,52 @@ EOF
 	serve_stop
 }
 
+# Descriptors: each sandbox holds about 21 in the server, and 128 creates
+# at once under the usual soft limit of 1024 stopped at 46 ("socketpair:
+# Too many open files"). A server whose limits need more raises its soft
+# limit (within the hard one, and not past what they need); one whose
+# hard limit is short says so when it starts, naming max_sandboxes.
+test_open_files() {
+	local old soft
+	old=$(ulimit -Sn)
+	[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 4096 ] ||
+	    { fail "the hard limit of open files, $(ulimit -Hn), is under 4096"; return; }
+	ulimit -Sn 256
+	serve_start --max-sandboxes 128 --max-connections 100
+	ulimit -Sn "$old"
+	soft=$(awk '/^Max open files/ {print $4}' "/proc/$SERVE_PID/limits")
+	# 128 x (16 ports + 8) + 100 connections + 64 of its own.
+	expect_eq "soft limit raised to what the limits need" 3236 "$soft"
+	expect_eq "no warning" "" "$(grep 'open files' "$S/serve.log")"
+	serve_stop
+	# The default limits need less than the usual 1024: left alone.
+	ulimit -Sn 1024
+	serve_start
+	ulimit -Sn "$old"
+	soft=$(awk '/^Max open files/ {print $4}' "/proc/$SERVE_PID/limits")
+	expect_eq "soft limit left as it was" 1024 "$soft"
+	serve_stop
+	# A hard limit of 1024: raised to it, and the shortfall said.
+	(
+		ulimit -n 1024
+		"$QSUP" serve --listen "unix:$S/h.sock" --token-file "$S/token" \
+		    --max-sandboxes 128 >"$S/hard.log" 2>&1 &
+		pid=$!
+		for _ in $(seq 1 200); do
+			[ -S "$S/h.sock" ] && break
+			sleep 0.05
+		done
+		kill -TERM "$pid"
+		wait "$pid"
+	)
+	expect_match "the shortfall said" \
+	    'open files: the limit is 1024, and 128 sandboxes \(max_sandboxes\) with 256 connections may need 3392; creates past about 29 sandboxes may fail' \
+	    "$(cat "$S/hard.log")"
+}
+
 for t in test_slow_head test_idle_flood test_per_address_cap \
-    test_stalled_body test_big_body_413 test_quiet_stream_stays; do
+    test_stalled_body test_big_body_413 test_quiet_stream_stays \
+    test_open_files; do
 	run_test "$t"
 done
 finish

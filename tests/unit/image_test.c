@@ -499,6 +499,32 @@ hashed_cb(void *arg)
 	(*(int *)arg)++;
 }
 
+/* Writes 3 MB + 5 through h in 16 KB pieces; its SHA-256 to d. */
+static void
+big_part(struct image_hasher *h, int fd, unsigned char *d)
+{
+	static char	 piece[16384];
+	EVP_MD_CTX	*c = EVP_MD_CTX_new();
+	size_t		 i, n, total = 3 * 1024 * 1024 + 5;
+	struct stat	 st;
+
+	cr_assert_eq(EVP_DigestInit_ex(c, EVP_sha256(), NULL), 1);
+	for (i = 0; i < total; i += n) {
+		n = total - i < sizeof piece ? total - i : sizeof piece;
+		memset(piece, (int)(i / sizeof piece), n);
+		cr_assert_eq(image_hasher_write(h, piece, n), 0);
+		cr_assert_eq(EVP_DigestUpdate(c, piece, n), 1);
+	}
+	cr_assert_lt(h->written, total, "all written before the flush");
+	cr_assert_eq(image_hasher_flush(h), 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert_eq((size_t)st.st_size, total);
+	cr_assert_eq(h->written, total);
+	image_hasher_finish(h);
+	cr_assert_eq(EVP_DigestFinal_ex(c, d, NULL), 1);
+	EVP_MD_CTX_free(c);
+}
+
 /* The thread's digests: of the part as written, restarted, and stopped. */
 Test(image, hasher, .init = image_setup, .fini = image_teardown)
 {
@@ -515,8 +541,9 @@ Test(image, hasher, .init = image_setup, .fini = image_teardown)
 	image_hasher_init(&h, loop, hashed_cb, &n);
 	/* "ab" kept from before, then "c" written: "abc". */
 	cr_assert_eq(image_hasher_start(&h, fd, 1, 2), 0);
-	cr_assert_eq(write(fd, "c", 1), 1);
-	image_hasher_more(&h, 3);
+	cr_assert_eq(image_hasher_write(&h, "c", 1), 0);
+	cr_assert_eq(image_hasher_flush(&h), 0);
+	cr_assert_eq(h.written, 3);
 	image_hasher_finish(&h);
 	while (n == 0)
 		ev_run(loop, EVRUN_ONCE);
@@ -541,10 +568,22 @@ Test(image, hasher, .init = image_setup, .fini = image_teardown)
 	cr_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934c"
 	    "a495991b7852b855");
 	free(hex);
+	/*
+	 * 3 MB and a bit in libcurl's 16 KB pieces: gathered into writes
+	 * of the part (whole on disk after the flush), hashed as written.
+	 */
+	cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+	cr_assert_eq(image_hasher_start(&h, fd, 0, 0), 0);
+	big_part(&h, fd, d);
+	while (n == 2)
+		ev_run(loop, EVRUN_ONCE);
+	cr_assert_eq(image_hasher_result(&h, d5, NULL), 0);
+	cr_assert(memcmp(d, d5, 32) == 0);
+	cr_assert_eq(ftruncate(fd, 0), 0);
 	/* Told of bytes that are not there: an error, not a digest. */
 	cr_assert_eq(image_hasher_start(&h, fd, 0, 10), 0);
 	image_hasher_finish(&h);
-	while (n == 2)
+	while (n == 3)
 		ev_run(loop, EVRUN_ONCE);
 	cr_assert_eq(image_hasher_result(&h, d, d5), -1);
 	image_hasher_free(&h);
