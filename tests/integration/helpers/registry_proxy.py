@@ -15,6 +15,9 @@ that logs each request ("METHOD PATH" a line) and plays one fault:
         dropall     every GET of a blob does, until the file LOG.heal is
                     there
         wrong       every blob's bytes with one byte changed
+        wronglate   every blob's first half, a pause of a second, then
+                    the rest with its last byte changed (a layer is
+                    being extracted when its digest fails)
         stall       blob GETs send their headers, then nothing
         status:N    manifests answer HTTP N (with Retry-After:
                     $PROXY_RETRY_AFTER, else 1)
@@ -139,6 +142,12 @@ class H(BaseHTTPRequestHandler):
                 return
         if blob and r.status == 200 and MODE == "wrong" and body:
             body = bytes([body[0] ^ 1]) + body[1:]
+        if blob and r.status == 200 and MODE == "wronglate" and body:
+            body = body[:-1] + bytes([body[-1] ^ 1])
+            self.wfile.write(body[:len(body) // 2])
+            self.wfile.flush()
+            time.sleep(1)
+            body = body[len(body) // 2:]
         self.wfile.write(body)
 
 
