@@ -488,6 +488,23 @@ stream_copy(struct archive *a, struct archive *w)
 	return (r == ARCHIVE_EOF ? 0 : -1);
 }
 
+/*
+ * A checked entry of a, header and data, written to w as tar will read
+ * it (fuzzed: what tar reads must be what was checked). Its xattrs and
+ * ACLs are not: debugfs sets the xattrs, and tar is told to ignore both.
+ * 0, or -1.
+ */
+int
+image_stream_pass(struct archive *a, struct archive_entry *e,
+    struct archive *w)
+{
+	archive_entry_xattr_clear(e);
+	archive_entry_acl_clear(e);
+	if (archive_write_header(w, e) != ARCHIVE_OK)
+		return (-1);
+	return (stream_copy(a, w));
+}
+
 /* Let the writer go: the end of the archive, then the FIFO closed. */
 static int
 stream_segment_end(struct archive *w, int fifo)
@@ -542,11 +559,7 @@ stream_entry(struct image_stream *st, struct archive *a,
 		stream_set_add(mine, path);
 		free(path);
 	}
-	/* Kept for debugfs; tar is told to ignore them anyway. */
-	archive_entry_xattr_clear(e);
-	archive_entry_acl_clear(e);
-	if (archive_write_header(*w, e) != ARCHIVE_OK ||
-	    stream_copy(a, *w) == -1) {
+	if (image_stream_pass(a, e, *w) == -1) {
 		xasprintf(cause, "layer %s: giving it to tar: %s", digest,
 		    archive_error_string(*w) != NULL ?
 		    archive_error_string(*w) : archive_error_string(a));

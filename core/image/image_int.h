@@ -155,6 +155,10 @@ struct archive_entry;
 int		 image_tree_entry(struct image_tree *, struct archive_entry *,
 		     int, int, struct buf *, struct buf *, char **);
 int		 image_tree_is_link(const struct image_tree *, const char *);
+/* image_build_stream.c */
+struct archive;
+int		 image_stream_pass(struct archive *, struct archive_entry *,
+		     struct archive *);
 uint64_t	 image_tree_bytes(const struct image_tree *);
 size_t		 image_tree_nxattrs(const struct image_tree *);
 int		 image_tree_xattr_script(const struct image_tree *,
