@@ -78,6 +78,7 @@ echo "  qsup / skopeo: $(awk -v q="$(median <"$tmp/qsup")" -v s="$(median <"$tmp
 # (the tree and the raw disk on a tmpfs, or beside the image).
 rm -rf "$tmp/data"
 XDG_DATA_HOME=$tmp/data "$qsup" image pull -v "docker://$ref" 2>&1 >/dev/null |
+    grep -v 'as it downloads$' |
     sed -n 's/^qsup: image \(pull\|build\): //p' | paste -sd, - |
     sed 's/,/, /g; s/^/  one more pull'"'"'s phases (-v): /'
 

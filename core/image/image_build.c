@@ -329,6 +329,16 @@ image_build_sizes(struct image_bstate *b, uint64_t tree, char **cause)
 	return (0);
 }
 
+/* Has dir's file system room for bytes more? */
+static int
+image_build_room(const char *dir, uint64_t bytes)
+{
+	struct statvfs	sv;
+
+	return (statvfs(dir, &sv) == 0 &&
+	    (uint64_t)sv.f_bavail * sv.f_frsize >= bytes);
+}
+
 /* The raw disk: its GPT, one partition of the root type. */
 static int
 image_build_table(struct image_bstate *b, char **cause)
@@ -341,7 +351,7 @@ image_build_table(struct image_bstate *b, char **cause)
 		    "--no-tell-kernel", NULL, NULL };
 	int		 fd, ret = -1;
 
-	xasprintf(&raw, "%s/disk.raw", b->scratch);
+	xasprintf(&raw, "%s/disk.raw", b->rawdir);
 	if ((fd = open(raw, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600)) == -1 ||
 	    ftruncate(fd, (off_t)b->disk) == -1 || close(fd) == -1) {
 		xasprintf(cause, "%s: %s", raw, strerror(errno));
@@ -376,7 +386,7 @@ image_build_xattrs(struct image_bstate *b, char **cause)
 	    (script = image_build_file(b, "xattrs.debugfs", &cmds,
 	    cause)) == NULL)
 		goto out;
-	xasprintf(&dev, "%s/disk.raw?offset=%d", b->scratch,
+	xasprintf(&dev, "%s/disk.raw?offset=%d", b->rawdir,
 	    IMAGE_BUILD_PART_START);
 	argv[3] = script;
 	argv[4] = dev;
@@ -411,7 +421,7 @@ image_build_fs(struct image_bstate *b, int dir, char **cause)
 
 	xasprintf(&kib, "%lluk", (unsigned long long)(b->fs / 1024));
 	if (dir) {
-		xasprintf(&raw, "%s/disk.raw", b->scratch);
+		xasprintf(&raw, "%s/disk.raw", b->rawdir);
 		if ((tree = realpath(b->req->from, NULL)) == NULL)
 			tree = xstrdup(b->req->from);
 		argv[14] = tree;
@@ -455,7 +465,7 @@ image_build_csum(struct image_bstate *b, char **cause)
 		    NULL, NULL };
 	int	 ret;
 
-	xasprintf(&dev, "%s/disk.raw?offset=%d", b->scratch,
+	xasprintf(&dev, "%s/disk.raw?offset=%d", b->rawdir,
 	    IMAGE_BUILD_PART_START);
 	argv[4] = dev;
 	ret = image_build_run(b, argv, NULL, "tune2fs, e2fsck (metadata_csum)",
@@ -475,7 +485,7 @@ image_build_out(struct image_bstate *b, char **cause)
 		    "raw", "-O", "qcow2", NULL, NULL, NULL };
 	int	 fd, ret = -1;
 
-	xasprintf(&raw, "%s/disk.raw", b->scratch);
+	xasprintf(&raw, "%s/disk.raw", b->rawdir);
 	xasprintf(&tmp, "%s/out.qcow2", b->work);
 	argv[7] = raw;
 	argv[8] = tmp;
@@ -621,9 +631,20 @@ image_build_steps(struct image_bstate *b, const char *from, int dir,
 		close(b->tmp_lock);
 		b->tmp_lock = -1;
 	}
-	b->scratch = b->tmp != NULL ? b->tmp : b->work;
-	log_debug("image build: tree and raw disk in %s", b->scratch);
-	if (image_build_sizes(b, tree, cause) == -1 ||
+	b->scratch = b->rawdir = b->tmp != NULL ? b->tmp : b->work;
+	if (image_build_sizes(b, tree, cause) == -1)
+		return (-1);
+	/* Extracted as they came, the tree went to a tmpfs before its size
+	 * was known: the raw disk goes beside OUT if the tmpfs has no room. */
+	if (b->session > 0 && b->tmp != NULL && !image_build_room(b->tmp,
+	    b->disk + IMAGE_BUILD_SLACK))
+		b->rawdir = b->work;
+	if (b->rawdir == b->scratch)
+		log_debug("image build: tree and raw disk in %s", b->scratch);
+	else
+		log_debug("image build: tree in %s, raw disk in %s",
+		    b->scratch, b->rawdir);
+	if (
 	    image_build_table(b, cause) == -1)
 		return (-1);
 	image_build_phase(b, "sfdisk");

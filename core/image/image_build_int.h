@@ -20,6 +20,9 @@ struct image_bstate {
 	int				 tmp_lock;	/* on tmp */
 	const char			*scratch;	/* the tree's and
 						   disk.raw's: tmp or work */
+	const char			*rawdir;	/* disk.raw's: scratch,
+						   or work when a streamed
+						   tree filled the tmpfs */
 	pid_t				 rm_tree;	/* removing it */
 	int				 log;	/* the children's output: a
 						   memfd, so a full disk

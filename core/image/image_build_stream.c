@@ -49,7 +49,8 @@
  * The session: $1 the scratch directory (the tree, the raw disk), $2
  * the work directory (image.conf, each layer's FIFO and whiteout lists). Per "layer N": its
  * whiteouts removed, then tar reads the FIFO; "fs KIB": image.conf
- * added, then mke2fs as the classic script runs it.
+ * added, then mke2fs as the classic script runs it ("fs-work KIB": its
+ * raw disk in the work directory).
  */
 static char image_stream_script[] =
 "set -eu\n"
@@ -68,14 +69,16 @@ static char image_stream_script[] =
 "		    --no-xattrs --no-acls --no-selinux \\\n"
 "		    --warning=no-unknown-keyword --warning=no-timestamp\n"
 "		;;\n"
-"	fs)\n"
+"	fs|fs-work)\n"
+"		r=$w\n"
+"		if [ $op = fs-work ]; then r=$d; fi\n"
 "		mkdir -p -m 755 \"$w/tree/etc/qsup\"\n"
 "		cp \"$d/image.conf\" \"$w/tree/etc/qsup/image.conf\"\n"
 "		chown 0:0 \"$w/tree/etc/qsup\" \"$w/tree/etc/qsup/image.conf\"\n"
 "		chmod 644 \"$w/tree/etc/qsup/image.conf\"\n"
 "		exec mke2fs -q -F -t ext4 -b 4096 -O ^metadata_csum -L root \\\n"
 "		    -E offset=1048576,nodiscard,assume_storage_prezeroed=1 \\\n"
-"		    -d \"$w/tree\" \"$w/disk.raw\" \"${n}k\"\n"
+"		    -d \"$w/tree\" \"$r/disk.raw\" \"${n}k\"\n"
 "		;;\n"
 "	*) exit 2 ;;\n"
 "	esac\n"
@@ -783,8 +786,8 @@ image_build_stream_fs(struct image_bstate *b, char **cause)
 	pid_t	pid = b->session;
 	int	ret;
 
-	if (stream_command(b, "fs %llu\n",
-	    (unsigned long long)(b->fs / 1024)) == -1) {
+	if (stream_command(b, b->rawdir == b->scratch ? "fs %llu\n" :
+	    "fs-work %llu\n", (unsigned long long)(b->fs / 1024)) == -1) {
 		xasprintf(cause, "fakeroot (tar, mke2fs): the session ended");
 		return (-1);
 	}
