@@ -292,6 +292,8 @@ image_build_streamed(struct image_bstate *b, const char *from, char **cause)
 	}
 	ret = image_build_conf(b, &conf, cause);
 	free(conf);
+	if (ret == 0)
+		ret = image_build_stream_conf(b, &b->oci.conf, cause);
 	return (ret);
 }
 

@@ -38,6 +38,7 @@ struct image_bstate {
 	pid_t				 session;	/* streamed: fakeroot,
 						   waiting for "fs" */
 	int				 session_fd;	/* its commands */
+	size_t				 nseg;	/* tar's archives so far */
 };
 
 extern volatile sig_atomic_t	image_build_sig;
@@ -56,6 +57,8 @@ char		*image_build_file(struct image_bstate *, const char *,
 
 /* image_build_stream.c */
 int		 image_build_stream(struct image_bstate *, char **);
+int		 image_build_stream_conf(struct image_bstate *,
+		     const struct buf *, char **);
 int		 image_build_stream_fs(struct image_bstate *, char **);
 void		 image_build_stream_stop(struct image_bstate *);
 

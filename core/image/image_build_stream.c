@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -47,10 +48,10 @@
 
 /*
  * The session: $1 the scratch directory (the tree, the raw disk), $2
- * the work directory (image.conf, each layer's FIFO and whiteout lists). Per "layer N": its
- * whiteouts removed, then tar reads the FIFO; "fs KIB": image.conf
- * added, then mke2fs as the classic script runs it ("fs-work KIB": its
- * raw disk in the work directory).
+ * the work directory (each archive's FIFO and whiteout lists). Per "layer N": its
+ * whiteouts removed, then tar reads the FIFO; "fs KIB": mke2fs
+ * as the classic script runs it ("fs-work KIB": its raw disk in the work
+ * directory). image.conf comes as one more archive.
  */
 static char image_stream_script[] =
 "set -eu\n"
@@ -72,10 +73,6 @@ static char image_stream_script[] =
 "	fs|fs-work)\n"
 "		r=$w\n"
 "		if [ $op = fs-work ]; then r=$d; fi\n"
-"		mkdir -p -m 755 \"$w/tree/etc/qsup\"\n"
-"		cp \"$d/image.conf\" \"$w/tree/etc/qsup/image.conf\"\n"
-"		chown 0:0 \"$w/tree/etc/qsup\" \"$w/tree/etc/qsup/image.conf\"\n"
-"		chmod 644 \"$w/tree/etc/qsup/image.conf\"\n"
 "		exec mke2fs -q -F -t ext4 -b 4096 -O ^metadata_csum -L root \\\n"
 "		    -E offset=1048576,nodiscard,assume_storage_prezeroed=1 \\\n"
 "		    -d \"$w/tree\" \"$r/disk.raw\" \"${n}k\"\n"
@@ -93,7 +90,6 @@ struct image_stream {
 	int			 all, again, gone;
 	size_t			 cur;		/* the layer read */
 	size_t			 said;		/* -v: cur + 1, told */
-	size_t			 nseg;		/* tar's archives so far */
 	char			 line[STREAM_LINE_MAX];
 	size_t			 len;
 };
@@ -404,13 +400,12 @@ stream_command(struct image_bstate *b, const char *fmt, unsigned long long n)
  * to open it, or for the session to end). The writer, or NULL.
  */
 static struct archive *
-stream_segment(struct image_stream *st, struct buf *rm, struct buf *opq,
+stream_segment(struct image_bstate *b, struct buf *rm, struct buf *opq,
     int *fifo, char **cause)
 {
-	struct image_bstate	*b = st->b;
 	struct archive		*w;
 	char			*path;
-	size_t			 i = st->nseg++;
+	size_t			 i = b->nseg++;
 	int			 fd = -1, fl;
 
 	xasprintf(&path, "%s/l%zu.tar", b->work, i);
@@ -456,10 +451,6 @@ stream_segment(struct image_stream *st, struct buf *rm, struct buf *opq,
 		return (NULL);
 	}
 	*fifo = fd;
-	if (st->said != st->cur + 1)
-		log_debug("image build: layer %s: extracting it as it "
-		    "downloads", b->req->stream_layers[st->cur]);
-	st->said = st->cur + 1;
 	return (w);
 fail:
 	free(path);
@@ -554,9 +545,13 @@ stream_entry(struct image_stream *st, struct archive *a,
 			xasprintf(cause, "layer %s: tar stopped", digest);
 		return (r);
 	}
-	if (*w == NULL && (*w = stream_segment(st, rm, opq, fifo,
+	if (*w == NULL && (*w = stream_segment(st->b, rm, opq, fifo,
 	    cause)) == NULL)
 		return (-1);
+	if (st->said != st->cur + 1)
+		log_debug("image build: layer %s: extracting it as it "
+		    "downloads", digest);
+	st->said = st->cur + 1;
 	name = archive_entry_pathname(e);
 	if (name != NULL && (path = image_tar_path(name, &why)) != NULL) {
 		stream_set_add(mine, path);
@@ -624,7 +619,7 @@ stream_layer(struct image_stream *st, size_t i, char **cause)
 	}
 	/* Whiteouts last, or only: an empty archive, for them. */
 	if ((rm.len > 0 || opq.len > 0) && w == NULL &&
-	    (w = stream_segment(st, &rm, &opq, &fifo, cause)) == NULL)
+	    (w = stream_segment(b, &rm, &opq, &fifo, cause)) == NULL)
 		goto out;
 	r = w != NULL ? stream_segment_end(w, fifo) : 0;
 	w = NULL;
@@ -777,6 +772,54 @@ out:
 	free(st.opened);
 	free(st.done);
 	return (ret);
+}
+
+/*
+ * The image's config into the tree as one more archive for tar (one
+ * tar, where the classic script runs mkdir, cp, chown and chmod): its
+ * directory and file root's, 755 and 644. Not waited for: the session
+ * runs it before "fs". -1 with *cause.
+ */
+int
+image_build_stream_conf(struct image_bstate *b, const struct buf *conf,
+    char **cause)
+{
+	struct archive		*w;
+	struct archive_entry	*e;
+	struct buf		 none = { 0 };
+	time_t			 now = time(NULL);
+	int			 fifo, ok;
+
+	if ((w = stream_segment(b, &none, &none, &fifo, cause)) == NULL)
+		return (-1);
+	e = archive_entry_new();
+	archive_entry_set_pathname(e, "etc/qsup");
+	archive_entry_set_filetype(e, AE_IFDIR);
+	archive_entry_set_perm(e, 0755);
+	archive_entry_set_mtime(e, now, 0);
+	ok = archive_write_header(w, e) == ARCHIVE_OK;
+	archive_entry_clear(e);
+	archive_entry_set_pathname(e, "etc/qsup/image.conf");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_mtime(e, now, 0);
+	archive_entry_set_size(e, (la_int64_t)conf->len);
+	ok = ok && archive_write_header(w, e) == ARCHIVE_OK && (conf->len ==
+	    0 || archive_write_data(w, conf->data, conf->len) ==
+	    (la_ssize_t)conf->len);
+	archive_entry_free(e);
+	if (!ok) {
+		xasprintf(cause, "image.conf: %s", archive_error_string(w));
+		archive_write_fail(w);
+		archive_write_free(w);
+		close(fifo);
+		return (-1);
+	}
+	if (stream_segment_end(w, fifo) == -1) {
+		xasprintf(cause, "image.conf: tar stopped");
+		return (-1);
+	}
+	return (0);
 }
 
 /* The tree is whole: mke2fs -d in the session, as the classic script. */
