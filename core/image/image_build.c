@@ -491,7 +491,8 @@ image_build_out(struct image_bstate *b, char **cause)
 	xasprintf(&tmp, "%s/out.qcow2", b->work);
 	argv[7] = raw;
 	argv[8] = tmp;
-	if (image_build_run(b, argv, NULL, "qemu-img convert", cause) == -1)
+	if (image_build_run_flushing(b, argv, tmp, "qemu-img convert",
+	    cause) == -1)
 		goto out;
 	if ((fd = open(tmp, O_RDONLY|O_CLOEXEC)) == -1 || fsync(fd) == -1) {
 		xasprintf(cause, "%s: %s", tmp, strerror(errno));

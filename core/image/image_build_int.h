@@ -12,6 +12,7 @@
 
 #define IMAGE_BUILD_LOG_TAIL	600
 #define IMAGE_BUILD_FULL	(1024 * 1024)	/* bytes free: a full disk */
+#define IMAGE_BUILD_FLUSH_US	20000	/* writeback started this often */
 
 struct image_bstate {
 	const struct image_build_req	*req;
@@ -51,6 +52,8 @@ pid_t		 image_build_spawn(struct image_bstate *, char *const [], int,
 int		 image_build_wait(struct image_bstate *, pid_t, const char *,
 		     char **);
 int		 image_build_run(struct image_bstate *, char *const [],
+		     const char *, const char *, char **);
+int		 image_build_run_flushing(struct image_bstate *, char *const [],
 		     const char *, const char *, char **);
 char		*image_build_file(struct image_bstate *, const char *,
 		     const struct buf *, char **);

@@ -184,3 +184,37 @@ image_build_file(struct image_bstate *b, const char *name,
 	}
 	return (path);
 }
+
+/*
+ * Run argv as image_build_run does, starting the writeback of file (its
+ * output) every few milliseconds while it runs: the fsync after it then
+ * waits for little. qemu-img's 150 MB qcow2 and its fsync took about
+ * 40 ms less so here (medians of 5, alternating; docs/speed.md).
+ */
+int
+image_build_run_flushing(struct image_bstate *b, char *const argv[],
+    const char *file, const char *what, char **cause)
+{
+	siginfo_t	si;
+	pid_t		pid;
+	int		fd = -1;
+
+	if ((pid = image_build_spawn(b, argv, -1, NULL, what, cause)) == -1)
+		return (-1);
+	while (image_build_sig == 0) {
+		memset(&si, 0, sizeof si);
+		if (waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) ==
+		    -1 && errno != EINTR)
+			break;
+		if (si.si_pid == pid)
+			break;
+		usleep(IMAGE_BUILD_FLUSH_US);
+		if (fd == -1)
+			fd = open(file, O_RDONLY | O_CLOEXEC);
+		if (fd != -1)
+			(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	}
+	if (fd != -1)
+		close(fd);
+	return (image_build_wait(b, pid, what, cause));
+}
