@@ -665,20 +665,27 @@ test_fault_resume_across_pulls() {
 	stop_proxy
 }
 
-test_fault_wrong_blob() {
-	local out left
-	fresh_images wrong
-	start_proxy wrong || return
-	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
-	expect_eq "exit" 125 $?
-	expect_match "a mismatch, both digests" "SHA-256 mismatch: expected [0-9a-f]{64} .*got [0-9a-f]{64}" "$out"
-	# Blobs only (not the cache's lock, an empty file that stays).
-	left=$(find "$IMAGES" -type f ! -path '*/refs/*' ! -path '*/.oci/lock' 2>/dev/null | grep -v '\.meta$' || true)
+# After a failed pull: blobs only (not the cache's lock, an empty file
+# that stays; no FIFO or tree of a build), each what its name says, and
+# no image.
+expect_only_verified_blobs() {
+	local f left
+	left=$(find "$IMAGES" \( -type f -o -type p \) ! -path '*/refs/*' ! -path '*/.oci/lock' 2>/dev/null | grep -v '\.meta$' || true)
 	for f in $left; do
 		[ "$(sha256sum <"$f" | cut -c1-64)" = "$(basename "$f")" ] ||
 		    fail "a file left that is not what its name says: $f"
 	done
 	ls "$IMAGES"/*.qcow2 >/dev/null 2>&1 && fail "an image was made"
+}
+
+test_fault_wrong_blob() {
+	local out
+	fresh_images wrong
+	start_proxy wrong || return
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "exit" 125 $?
+	expect_match "a mismatch, both digests" "SHA-256 mismatch: expected [0-9a-f]{64} .*got [0-9a-f]{64}" "$out"
+	expect_only_verified_blobs
 	stop_proxy
 }
 
@@ -687,7 +694,7 @@ test_fault_wrong_blob() {
 # pull fails and leaves no tree, no blob that is not what its name says,
 # no image.
 test_stream_digest_fails_mid_layer() {
-	local out left rt
+	local out rt
 	fresh_images wronglate
 	rt=$(mktemp -d /dev/shm/qsup-oci-rt.XXXXXX)
 	start_proxy wronglate || return
@@ -697,12 +704,7 @@ test_stream_digest_fails_mid_layer() {
 	expect_match "a layer was being extracted" "extracting it as it downloads" "$out"
 	expect_match "a mismatch, both digests" "SHA-256 mismatch: expected [0-9a-f]{64} .*got [0-9a-f]{64}" "$out"
 	expect_eq "no tree left on the tmpfs" "" "$(ls -A "$rt")"
-	left=$(find "$IMAGES" \( -type f -o -type p \) ! -path '*/refs/*' ! -path '*/.oci/lock' 2>/dev/null | grep -v '\.meta$' || true)
-	for f in $left; do
-		[ "$(sha256sum <"$f" | cut -c1-64)" = "$(basename "$f")" ] ||
-		    fail "a file left that is not what its name says: $f"
-	done
-	ls "$IMAGES"/*.qcow2 >/dev/null 2>&1 && fail "an image was made"
+	expect_only_verified_blobs
 	stop_proxy
 	rm -rf "$rt"
 }
