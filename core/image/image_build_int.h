@@ -46,6 +46,7 @@ extern volatile sig_atomic_t	image_build_sig;
 
 /* image_build_run.c */
 void		 image_build_signal(int);
+void		 image_build_foreground(pid_t);
 char		*image_build_log_tail(const struct image_bstate *);
 pid_t		 image_build_spawn(struct image_bstate *, char *const [], int,
 		     const char *, const char *, char **);

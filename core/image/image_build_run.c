@@ -31,6 +31,14 @@ image_build_signal(int sig)
 		kill(-image_build_pgid, SIGINT);
 }
 
+/* pid's group is the one a signal to the build stops (it was started
+ * before others ran). */
+void
+image_build_foreground(pid_t pid)
+{
+	image_build_pgid = pid;
+}
+
 /* The last bytes of the children's log, one line. */
 char *
 image_build_log_tail(const struct image_bstate *b)

@@ -45,6 +45,7 @@
 #define STREAM_PIPE		(1024 * 1024)	/* the FIFO's buffer */
 #define STREAM_LINE_MAX		64	/* a message from the pull */
 #define STREAM_ZERO		(64 * 1024)
+#define STREAM_STOP_S		10	/* for the session to end */
 
 /*
  * The session: $1 the scratch directory (the tree, the raw disk), $2
@@ -643,20 +644,43 @@ out:
 	return (ret);
 }
 
-/* The session killed (SIGINT: fakeroot's trap stops its daemon too). */
+/*
+ * The session ended: its commands closed, so its shell ends and
+ * fakeroot's EXIT trap stops its daemon. A SIGINT could come before
+ * fakeroot has set that trap (it starts its daemon first), and leave
+ * the daemon running: it is sent only to a session that did not end
+ * within STREAM_STOP_S.
+ */
 void
 image_build_stream_stop(struct image_bstate *b)
 {
-	char	*cause = NULL;
+	char	*cause = NULL, *fifo;
+	size_t	 k;
+	int	 i, fd;
 
 	if (b->session_fd != -1)
 		close(b->session_fd);
 	b->session_fd = -1;
+	if (b->session <= 0)
+		return;
+	for (i = 0; i < STREAM_STOP_S * 100 && !stream_ended(b); i++) {
+		/* A tar still opening its FIFO: an empty archive, an end. */
+		for (k = 0; k < b->nseg; k++) {
+			xasprintf(&fifo, "%s/l%zu.tar", b->work, k);
+			if ((fd = open(fifo, O_WRONLY|O_NONBLOCK|O_CLOEXEC)) !=
+			    -1)
+				close(fd);
+			free(fifo);
+		}
+		usleep(10000);
+	}
 	if (b->session > 0) {
+		image_build_foreground(b->session);
 		(void)kill(-b->session, SIGINT);
 		(void)image_build_wait(b, b->session, "fakeroot", &cause);
 		free(cause);
 	}
+	image_build_foreground(0);
 	b->session = -1;
 }
 
@@ -682,6 +706,8 @@ stream_session(struct image_bstate *b, char **cause)
 		close(fds[1]);
 		return (-1);
 	}
+	/* Not the build's signal's to stop: image_build_stream_stop's. */
+	image_build_foreground(0);
 	b->session_fd = fds[1];
 	return (0);
 }
@@ -837,6 +863,10 @@ image_build_stream_fs(struct image_bstate *b, char **cause)
 	close(b->session_fd);
 	b->session_fd = -1;
 	b->session = -1;
+	/* sfdisk ran meanwhile: a signal now stops the session's mke2fs. */
+	image_build_foreground(pid);
+	if (image_build_sig != 0)
+		(void)kill(-pid, SIGINT);
 	ret = image_build_wait(b, pid, "fakeroot (tar, mke2fs)", cause);
 	return (ret);
 }
