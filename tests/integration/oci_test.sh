@@ -652,6 +652,24 @@ test_fault_drop_resumes() {
 	stop_proxy
 }
 
+# A blob written again from its start (the server ignored Range after a
+# drop): what the build read of its part is not trusted, the streaming
+# stops, and the image is built from the cache, whole.
+test_stream_blob_restarted() {
+	local out
+	fresh_images norange
+	start_proxy norange || return
+	out=$("$QSUP" image pull -v "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_match "the server ignored Range" "sent it whole \(HTTP 200\), not from [1-9][0-9]*: starting over" "$out"
+	expect_match "stopped for it, built from the cache" \
+	    "as they come stopped \((a blob (is|was) fetched again|layer sha256:[0-9a-f]{64}: stopped)\)" "$out"
+	# The tag resolved by this pull: its image, without a request.
+	out=$(boot "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" -- sh -c "$CHECK" 2>&1)
+	expect_files gzip "$out"
+	stop_proxy
+}
+
 test_fault_resume_across_pulls() {
 	local out
 	fresh_images resume
@@ -836,6 +854,7 @@ run_test test_serve_docker_image
 run_test test_fault_bearer
 run_test test_fault_token_expires
 run_test test_fault_drop_resumes
+run_test test_stream_blob_restarted
 run_test test_fault_resume_across_pulls
 run_test test_fault_wrong_blob
 run_test test_stream_digest_fails_mid_layer

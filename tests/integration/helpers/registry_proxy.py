@@ -14,6 +14,8 @@ that logs each request ("METHOD PATH" a line) and plays one fault:
                     closes the connection
         dropall     every GET of a blob does, until the file LOG.heal is
                     there
+        norange     as drop, and the GET after it is sent whole, its
+                    Range ignored (the pull starts the blob again from 0)
         wrong       every blob's bytes with one byte changed
         wronglate   every blob's first half, a pause of a second, then
                     the rest with its last byte changed (a layer is
@@ -116,7 +118,8 @@ class H(BaseHTTPRequestHandler):
                                    else [("Retry-After", secs)])
         c = http.client.HTTPConnection("127.0.0.1", UP, timeout=60)
         hd = {k: v for k, v in self.headers.items()
-              if k.lower() in ("accept", "range")}
+              if k.lower() in ("accept", "range") and not (
+                  MODE == "norange" and k.lower() == "range")}
         c.request(self.command, self.path, headers=hd)
         r = c.getresponse()
         body = r.read()
@@ -129,7 +132,8 @@ class H(BaseHTTPRequestHandler):
             return
         if blob and r.status in (200, 206) and MODE == "stall":
             time.sleep(3600)
-        if blob and r.status in (200, 206) and MODE in ("drop", "dropall"):
+        if blob and r.status in (200, 206) and MODE in ("drop", "dropall",
+                                                         "norange"):
             with LOCK:
                 first = self.path not in DROPPED
                 DROPPED.add(self.path)
