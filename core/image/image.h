@@ -153,6 +153,16 @@ struct image_build_req {
 					   each hashed as it was pulled and
 					   renamed into place only then: not
 					   hashed again */
+	/* A pull's layers, extracted while they download (oci:DIR only):
+	 * the pull says on stream_fd when each is being written, whole
+	 * and verified, or to wait for the end (image_build_stream.c). */
+	int		 stream;
+	int		 stream_fd, stream_peer;	/* ours; the pull's,
+					   closed in the build's process */
+	const char	*stream_blobs;	/* the cache: HEX, .partial/HEX */
+	char *const	*stream_layers;	/* sha256:HEX, lowest first */
+	size_t		 nstream;
+	uint64_t	 stream_bytes;	/* the layers' compressed bytes */
 };
 /* Build req->out whole or not at all; -1 with *cause (*sig: the signal
  * that stopped it, else 0). */

@@ -30,14 +30,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "image_int.h"
+#include "image_build_int.h"
 
 #define IMAGE_BUILD_PART_START	(1024 * 1024)	/* bytes before the root */
 #define IMAGE_BUILD_GPT_END	(1024 * 1024)	/* room for the backup */
 #define IMAGE_BUILD_SLACK	(64 * 1024 * 1024)
 #define IMAGE_BUILD_MIN		(16 * 1024 * 1024)
-#define IMAGE_BUILD_LOG_TAIL	600
-#define IMAGE_BUILD_FULL	(1024 * 1024)	/* bytes free: a full disk */
 #define IMAGE_BUILD_ROOT_TYPE	"4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709"
 
 /*
@@ -87,148 +85,6 @@ static const char image_build_script[] =
 "    -E offset=1048576,nodiscard,assume_storage_prezeroed=1 \\\n"
 "    -d \"$w/tree\" \"$w/disk.raw\" \"${kib}k\"\n";
 
-struct image_build {
-	const struct image_build_req	*req;
-	char				*work;	/* beside OUT */
-	char				*tmp;	/* a tmpfs's, or NULL */
-	int				 tmp_lock;	/* on tmp */
-	const char			*scratch;	/* the tree's and
-						   disk.raw's: tmp or work */
-	pid_t				 rm_tree;	/* removing it */
-	int				 log;	/* the children's output: a
-						   memfd, so a full disk
-						   cannot swallow it */
-	struct image_tree		*tree;
-	struct image_oci		 oci;
-	int				 is_oci;
-	char				**argv;	/* fakeroot's */
-	size_t				 argc;
-	uint64_t			 disk, fs;	/* bytes */
-	int				 zgz;	/* zstd reads gzip */
-	double				 t;	/* the last step's end */
-};
-
-static volatile sig_atomic_t	image_build_sig;
-static volatile pid_t		image_build_pgid;
-
-/* Stop the child's process group; the build then cleans up. */
-static void
-image_build_signal(int sig)
-{
-	image_build_sig = sig;
-	/* SIGINT: fakeroot's trap for it stops its faked daemon too. */
-	if (image_build_pgid > 0)
-		kill(-image_build_pgid, SIGINT);
-}
-
-/* The last bytes of the children's log, one line. */
-static char *
-image_build_log_tail(const struct image_build *b)
-{
-	char	 buf[IMAGE_BUILD_LOG_TAIL + 1], *p, *tail;
-	off_t	 end, off;
-	ssize_t	 n;
-
-	if ((end = lseek(b->log, 0, SEEK_END)) == -1)
-		end = 0;
-	off = end > IMAGE_BUILD_LOG_TAIL ? end - IMAGE_BUILD_LOG_TAIL : 0;
-	if ((n = pread(b->log, buf, sizeof buf - 1, off)) < 0)
-		n = 0;
-	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	tail = xstrdup(n > 0 ? buf : "(no output)");
-	for (p = tail; *p != '\0'; p++) {
-		if (*p == '\n' || (unsigned char)*p < 0x20)
-			*p = ' ';
-	}
-	return (tail);
-}
-
-/*
- * Run argv (stdin from in, or /dev/null) in a process group of its own,
- * its output to the log; -1 with *cause saying what failed and why.
- */
-static int
-image_build_run(struct image_build *b, char *const argv[], const char *in,
-    const char *what, char **cause)
-{
-	struct statvfs	 sv;
-	sigset_t	 all, old;
-	pid_t		 pid;
-	char		*tail;
-	int		 status, fd;
-
-	if (image_build_sig != 0) {
-		xasprintf(cause, "interrupted by signal %d", image_build_sig);
-		return (-1);
-	}
-	if (ftruncate(b->log, 0) == -1 || lseek(b->log, 0, SEEK_SET) == -1) {
-		xasprintf(cause, "%s: the log: %s", what, strerror(errno));
-		return (-1);
-	}
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	if ((pid = fork()) == -1) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		xasprintf(cause, "%s: fork: %s", what, strerror(errno));
-		return (-1);
-	}
-	if (pid == 0) {
-		setpgid(0, 0);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		if ((fd = open(in != NULL ? in : "/dev/null", O_RDONLY)) == -1 ||
-		    dup2(fd, STDIN_FILENO) == -1)
-			_exit(126);
-		if (dup2(b->log, STDOUT_FILENO) == -1 ||
-		    dup2(b->log, STDERR_FILENO) == -1)
-			_exit(126);
-		closefrom(3);
-		execvp(argv[0], argv);
-		dprintf(STDERR_FILENO, "%s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	setpgid(pid, pid);
-	image_build_pgid = pid;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	if (image_build_sig != 0)
-		kill(-pid, SIGINT);
-	while (waitpid(pid, &status, 0) == -1) {
-		if (errno != EINTR) {
-			status = -1;
-			break;
-		}
-	}
-	image_build_pgid = 0;
-	/* Nothing of the group may go on writing in the work directory. */
-	if (status != 0)
-		(void)kill(-pid, SIGKILL);
-	if (image_build_sig != 0) {
-		xasprintf(cause, "interrupted by signal %d", image_build_sig);
-		return (-1);
-	}
-	if (status == 0)
-		return (0);
-	tail = image_build_log_tail(b);
-	/* Not every tool says ENOSPC (tar: "Wrote only 2560 of 10240"). */
-	if (strstr(tail, "No space left on device") != NULL ||
-	    (statvfs(b->work, &sv) == 0 && (uint64_t)sv.f_bavail *
-	    sv.f_frsize < IMAGE_BUILD_FULL))
-		xasprintf(cause, "no space left beside %s (%s): %s",
-		    b->req->out, what, tail);
-	else
-		xasprintf(cause, "%s failed (%s %d): %s", what,
-		    WIFSIGNALED(status) ? "signal" : "exit",
-		    WIFSIGNALED(status) ? WTERMSIG(status) :
-		    WEXITSTATUS(status), tail);
-	free(tail);
-	return (-1);
-}
-
 /* Every tool the build runs, or an error naming the Debian package. */
 static int
 image_build_tools(int dir, char **cause)
@@ -254,27 +110,8 @@ image_build_tools(int dir, char **cause)
 	return (0);
 }
 
-/* A file of the work directory holding buf's bytes; its path. */
-static char *
-image_build_file(struct image_build *b, const char *name,
-    const struct buf *buf, char **cause)
-{
-	char	*path;
-	int	 fd;
-
-	xasprintf(&path, "%s/%s", b->work, name);
-	if ((fd = open(path, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600)) ==
-	    -1 || (buf->len > 0 && write(fd, buf->data, buf->len) !=
-	    (ssize_t)buf->len) || close(fd) == -1) {
-		xasprintf(cause, "%s: %s", path, strerror(errno));
-		free(path);
-		return (NULL);
-	}
-	return (path);
-}
-
 static void
-image_build_arg(struct image_build *b, const char *arg)
+image_build_arg(struct image_bstate *b, const char *arg)
 {
 	b->argv = xreallocarray(b->argv, b->argc + 2, sizeof *b->argv);
 	b->argv[b->argc++] = xstrdup(arg);
@@ -300,7 +137,7 @@ image_build_is_gzip(const char *file)
  * gzip of nothing, tried: otherwise GNU tar's gzip(1) does it.
  */
 static int
-image_build_zstd_gzip(struct image_build *b)
+image_build_zstd_gzip(struct image_bstate *b)
 {
 	static const unsigned char	 empty[] = { 0x1f, 0x8b, 8, 0, 0, 0,
 		    0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
@@ -329,7 +166,7 @@ image_build_zstd_gzip(struct image_build *b)
 
 /* One archive checked, and its four arguments for the script. */
 static int
-image_build_layer(struct image_build *b, const char *file, const char *what,
+image_build_layer(struct image_bstate *b, const char *file, const char *what,
     int layer, char **cause)
 {
 	struct buf	 rm = { 0 }, opq = { 0 };
@@ -369,11 +206,32 @@ out:
 	return (ret);
 }
 
+/*
+ * The image's config as image.conf in the work directory, once its
+ * layers are checked; refused where a symlink of the image would take
+ * it out of the tree.
+ */
+static int
+image_build_conf(struct image_bstate *b, char **confp, char **cause)
+{
+	if (image_tree_is_link(b->tree, "etc") ||
+	    image_tree_is_link(b->tree, "etc/qsup") ||
+	    image_tree_is_link(b->tree, "etc/qsup/image.conf")) {
+		xasprintf(cause, "the image's /etc, /etc/qsup or %s is "
+		    "a symlink: no place for its config", QSUP_IMAGE_CONF);
+		return (-1);
+	}
+	if ((*confp = image_build_file(b, "image.conf", &b->oci.conf,
+	    cause)) == NULL)
+		return (-1);
+	return (0);
+}
+
 /* FROM's archives checked, the fakeroot command built. */
 static int
-image_build_check(struct image_build *b, const char *from, char **cause)
+image_build_check(struct image_bstate *b, const char *from, char **cause)
 {
-	char	*conf = NULL, *what;
+	char	*what, *conf;
 	size_t	 i;
 	int	 ret = -1;
 
@@ -400,30 +258,42 @@ image_build_check(struct image_build *b, const char *from, char **cause)
 			if (ret == -1)
 				goto out;
 		}
-		ret = -1;
-		/* The config goes where a symlink of the image would take
-		 * it out of the tree: refused. */
-		if (image_tree_is_link(b->tree, "etc") ||
-		    image_tree_is_link(b->tree, "etc/qsup") ||
-		    image_tree_is_link(b->tree, "etc/qsup/image.conf")) {
-			xasprintf(cause, "the image's /etc, /etc/qsup or %s is "
-			    "a symlink: no place for its config",
-			    QSUP_IMAGE_CONF);
-			goto out;
+		if ((ret = image_build_conf(b, &conf, cause)) == 0) {
+			free(b->argv[8]);
+			b->argv[8] = conf;
 		}
-		if ((conf = image_build_file(b, "image.conf", &b->oci.conf,
-		    cause)) == NULL)
-			goto out;
-		free(b->argv[8]);
-		b->argv[8] = conf;
-		conf = NULL;
-	} else {
-		if (image_build_layer(b, from, from, 0, cause) == -1)
-			goto out;
-	}
-	ret = 0;
+	} else
+		ret = image_build_layer(b, from, from, 0, cause);
 out:
+	return (ret);
+}
+
+/*
+ * The layers were extracted as they came (image_build_stream.c): the
+ * layout's config now, its layers the very ones extracted.
+ */
+static int
+image_build_streamed(struct image_bstate *b, const char *from, char **cause)
+{
+	char	*conf = NULL;
+	size_t	 i;
+	int	 ret;
+
+	if (image_oci_open(from, b->req->verified, &b->oci, cause) == -1)
+		return (-1);
+	for (i = 0; i < b->oci.nlayers && i < b->req->nstream; i++) {
+		if (strcmp(b->oci.digests[i], b->req->stream_layers[i]) != 0)
+			break;
+	}
+	if (i != b->oci.nlayers || i != b->req->nstream) {
+		xasprintf(cause, "%s: its layers are not those extracted as "
+		    "they came", from);
+		return (-1);
+	}
+	ret = image_build_conf(b, &conf, cause);
 	free(conf);
+	if (ret == 0)
+		ret = image_build_stream_conf(b, &b->oci.conf, cause);
 	return (ret);
 }
 
@@ -442,7 +312,7 @@ image_build_du_cb(const char *path, const struct stat *st, int flag,
 
 /* The disk's size and the file system's within it. */
 static int
-image_build_sizes(struct image_build *b, uint64_t tree, char **cause)
+image_build_sizes(struct image_bstate *b, uint64_t tree, char **cause)
 {
 	uint64_t	mib = 1024 * 1024;
 
@@ -461,9 +331,19 @@ image_build_sizes(struct image_build *b, uint64_t tree, char **cause)
 	return (0);
 }
 
+/* Has dir's file system room for bytes more? */
+static int
+image_build_room(const char *dir, uint64_t bytes)
+{
+	struct statvfs	sv;
+
+	return (statvfs(dir, &sv) == 0 &&
+	    (uint64_t)sv.f_bavail * sv.f_frsize >= bytes);
+}
+
 /* The raw disk: its GPT, one partition of the root type. */
 static int
-image_build_table(struct image_build *b, char **cause)
+image_build_table(struct image_bstate *b, char **cause)
 {
 	struct buf	 s = { 0 };
 	char		*raw, *in = NULL;
@@ -473,7 +353,7 @@ image_build_table(struct image_build *b, char **cause)
 		    "--no-tell-kernel", NULL, NULL };
 	int		 fd, ret = -1;
 
-	xasprintf(&raw, "%s/disk.raw", b->scratch);
+	xasprintf(&raw, "%s/disk.raw", b->rawdir);
 	if ((fd = open(raw, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600)) == -1 ||
 	    ftruncate(fd, (off_t)b->disk) == -1 || close(fd) == -1) {
 		xasprintf(cause, "%s: %s", raw, strerror(errno));
@@ -495,7 +375,7 @@ out:
 
 /* The xattrs the archives gave, set on the finished file system. */
 static int
-image_build_xattrs(struct image_build *b, char **cause)
+image_build_xattrs(struct image_bstate *b, char **cause)
 {
 	struct buf	 cmds = { 0 };
 	char		*script = NULL, *dev, *tail;
@@ -508,7 +388,7 @@ image_build_xattrs(struct image_build *b, char **cause)
 	    (script = image_build_file(b, "xattrs.debugfs", &cmds,
 	    cause)) == NULL)
 		goto out;
-	xasprintf(&dev, "%s/disk.raw?offset=%d", b->scratch,
+	xasprintf(&dev, "%s/disk.raw?offset=%d", b->rawdir,
 	    IMAGE_BUILD_PART_START);
 	argv[3] = script;
 	argv[4] = dev;
@@ -532,7 +412,7 @@ out:
 
 /* The file system, from the checked archives or from the directory. */
 static int
-image_build_fs(struct image_build *b, int dir, char **cause)
+image_build_fs(struct image_bstate *b, int dir, char **cause)
 {
 	char	*kib, *raw, *tree;
 	char	*argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096",
@@ -543,7 +423,7 @@ image_build_fs(struct image_build *b, int dir, char **cause)
 
 	xasprintf(&kib, "%lluk", (unsigned long long)(b->fs / 1024));
 	if (dir) {
-		xasprintf(&raw, "%s/disk.raw", b->scratch);
+		xasprintf(&raw, "%s/disk.raw", b->rawdir);
 		if ((tree = realpath(b->req->from, NULL)) == NULL)
 			tree = xstrdup(b->req->from);
 		argv[14] = tree;
@@ -580,14 +460,14 @@ image_build_fs(struct image_build *b, int dir, char **cause)
  * room left for it: e2fsck -D rebuilds those (its exit 1 says it did).
  */
 static int
-image_build_csum(struct image_build *b, char **cause)
+image_build_csum(struct image_bstate *b, char **cause)
 {
 	char	*dev, *argv[] = { "sh", "-c", "tune2fs -O metadata_csum "
 		    "\"$1\" && { e2fsck -f -y -D \"$1\"; [ $? -le 1 ]; }", "sh",
 		    NULL, NULL };
 	int	 ret;
 
-	xasprintf(&dev, "%s/disk.raw?offset=%d", b->scratch,
+	xasprintf(&dev, "%s/disk.raw?offset=%d", b->rawdir,
 	    IMAGE_BUILD_PART_START);
 	argv[4] = dev;
 	ret = image_build_run(b, argv, NULL, "tune2fs, e2fsck (metadata_csum)",
@@ -598,7 +478,7 @@ image_build_csum(struct image_build *b, char **cause)
 
 /* OUT: the qcow2, written in the work directory, flushed, renamed. */
 static int
-image_build_out(struct image_build *b, char **cause)
+image_build_out(struct image_bstate *b, char **cause)
 {
 	/* -W: out of order, the clusters written as they are read (a
 	 * little faster on a 150 MB image, within this machine's noise);
@@ -607,11 +487,12 @@ image_build_out(struct image_build *b, char **cause)
 		    "raw", "-O", "qcow2", NULL, NULL, NULL };
 	int	 fd, ret = -1;
 
-	xasprintf(&raw, "%s/disk.raw", b->scratch);
+	xasprintf(&raw, "%s/disk.raw", b->rawdir);
 	xasprintf(&tmp, "%s/out.qcow2", b->work);
 	argv[7] = raw;
 	argv[8] = tmp;
-	if (image_build_run(b, argv, NULL, "qemu-img convert", cause) == -1)
+	if (image_build_run_flushing(b, argv, tmp, "qemu-img convert",
+	    cause) == -1)
 		goto out;
 	if ((fd = open(tmp, O_RDONLY|O_CLOEXEC)) == -1 || fsync(fd) == -1) {
 		xasprintf(cause, "%s: %s", tmp, strerror(errno));
@@ -641,7 +522,7 @@ out:
  * Not forked, the cleanup removes it.
  */
 static void
-image_build_drop_tree(struct image_build *b)
+image_build_drop_tree(struct image_bstate *b)
 {
 	char	*tree;
 	pid_t	 pid;
@@ -658,10 +539,11 @@ image_build_drop_tree(struct image_build *b)
 
 /* The work directory, gone: directories made reachable first. */
 static void
-image_build_cleanup(struct image_build *b)
+image_build_cleanup(struct image_bstate *b)
 {
 	size_t	i;
 
+	image_build_stream_stop(b);
 	while (b->rm_tree > 0 && waitpid(b->rm_tree, NULL, 0) == -1 &&
 	    errno == EINTR)
 		/* nothing */;
@@ -686,7 +568,7 @@ static int	image_build_inside(const char *, const char *);
 
 /* With -v, how long each step took: where a build's time goes. */
 static void
-image_build_phase(struct image_build *b, const char *what)
+image_build_phase(struct image_bstate *b, const char *what)
 {
 	double	now = util_now();
 
@@ -694,33 +576,56 @@ image_build_phase(struct image_build *b, const char *what)
 	b->t = now;
 }
 
-/* The build's steps, in its work directory. */
+/* The tree's bytes: checked (or extracted as the layers came). */
 static int
-image_build_steps(struct image_build *b, const char *from, int dir,
-    char **cause)
+image_build_tree(struct image_bstate *b, const char *from, int dir,
+    uint64_t *tree, char **cause)
 {
-	uint64_t	tree;
+	int	r;
 
-	b->t = util_now();
-	if (image_build_tools(dir, cause) == -1)
-		return (-1);
 	if (dir) {
 		image_build_dir_bytes = 0;
 		if (nftw(from, image_build_du_cb, 32, FTW_PHYS) == -1) {
 			xasprintf(cause, "%s: %s", from, strerror(errno));
 			return (-1);
 		}
-		tree = image_build_dir_bytes;
-	} else {
-		if (image_build_check(b, from, cause) == -1)
-			return (-1);
-		tree = image_tree_bytes(b->tree);
+		*tree = image_build_dir_bytes;
+		return (0);
 	}
+	if (b->is_oci && b->req->stream) {
+		if ((r = image_build_stream(b, cause)) == -1)
+			return (-1);
+		if (r == 0) {
+			if (image_build_streamed(b, from, cause) == -1)
+				return (-1);
+			*tree = image_tree_bytes(b->tree);
+			image_build_phase(b, "layers extracted as they came");
+			return (0);
+		}
+	}
+	if (image_build_check(b, from, cause) == -1)
+		return (-1);
+	*tree = image_tree_bytes(b->tree);
 	image_build_phase(b, "check");
+	return (0);
+}
+
+/* The build's steps, in its work directory. */
+static int
+image_build_steps(struct image_bstate *b, const char *from, int dir,
+    char **cause)
+{
+	uint64_t	tree;
+
+	b->t = util_now();
+	if (image_build_tools(dir, cause) == -1 ||
+	    image_build_tree(b, from, dir, &tree, cause) == -1)
+		return (-1);
 	/* The tree, and the raw disk about as big, on a tmpfs if it has
 	 * room: neither is ever written back to the disk. */
-	b->tmp = image_scratch_make(tree * 2 + IMAGE_BUILD_SLACK,
-	    &b->tmp_lock);
+	if (b->session <= 0)
+		b->tmp = image_scratch_make(tree * 2 + IMAGE_BUILD_SLACK,
+		    &b->tmp_lock);
 	if (b->tmp != NULL && dir && image_build_inside(from, b->tmp)) {
 		/* mke2fs -d would copy the disk into itself. */
 		image_scratch_clean(b->tmp);
@@ -729,13 +634,25 @@ image_build_steps(struct image_build *b, const char *from, int dir,
 		close(b->tmp_lock);
 		b->tmp_lock = -1;
 	}
-	b->scratch = b->tmp != NULL ? b->tmp : b->work;
-	log_debug("image build: tree and raw disk in %s", b->scratch);
-	if (image_build_sizes(b, tree, cause) == -1 ||
+	b->scratch = b->rawdir = b->tmp != NULL ? b->tmp : b->work;
+	if (image_build_sizes(b, tree, cause) == -1)
+		return (-1);
+	/* Extracted as they came, the tree went to a tmpfs before its size
+	 * was known: the raw disk goes beside OUT if the tmpfs has no room. */
+	if (b->session > 0 && b->tmp != NULL && !image_build_room(b->tmp,
+	    b->disk + IMAGE_BUILD_SLACK))
+		b->rawdir = b->work;
+	if (b->rawdir == b->scratch)
+		log_debug("image build: tree and raw disk in %s", b->scratch);
+	else
+		log_debug("image build: tree in %s, raw disk in %s",
+		    b->scratch, b->rawdir);
+	if (
 	    image_build_table(b, cause) == -1)
 		return (-1);
 	image_build_phase(b, "sfdisk");
-	if (image_build_fs(b, dir, cause) == -1)
+	if (b->session > 0 ? image_build_stream_fs(b, cause) == -1 :
+	    image_build_fs(b, dir, cause) == -1)
 		return (-1);
 	image_build_phase(b, dir ? "mke2fs" : "tar+mke2fs");
 	if (!dir)
@@ -775,7 +692,7 @@ image_build_inside(const char *dir, const char *path)
 int
 image_build(const struct image_build_req *req, int *sig, char **cause)
 {
-	struct image_build	 b;
+	struct image_bstate	 b;
 	struct sigaction	 sa, old[3];
 	struct stat		 st;
 	const char		*from = req->from;
@@ -786,6 +703,7 @@ image_build(const struct image_build_req *req, int *sig, char **cause)
 	memset(&b, 0, sizeof b);
 	b.log = -1;
 	b.tmp_lock = -1;
+	b.session = b.session_fd = -1;
 	b.req = req;
 	*sig = 0;
 	if (strncmp(from, "oci:", 4) == 0) {

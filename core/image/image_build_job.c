@@ -78,6 +78,8 @@ image_build_job_child(const struct image_build_req *req, const char *lock,
 
 	for (s = 1; s < NSIG; s++)
 		signal(s, SIG_DFL);
+	if (req->stream)
+		close(req->stream_peer);	/* its end's EOF: the pull gone */
 	sigprocmask(SIG_SETMASK, old, NULL);
 	if (lock != NULL && (lfd = image_build_job_lock(lock)) == -1) {
 		xasprintf(&cause, "%s: %s", lock, strerror(errno));

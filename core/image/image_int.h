@@ -130,6 +130,22 @@ void		 image_reg_ref_remember(const char *, const char *,
 		     const char *);
 char		*image_reg_have(const char *, const char *);
 
+/* image_reg_stream.c: a pull's layers extracted while they download */
+int		 image_reg_layout_write(const char *, const char *,
+		     const struct buf *, const char *, const char *,
+		     const char *, char **);
+struct image_reg_stream;
+struct image_reg_stream *image_reg_stream_new(char *const *, size_t, char **);
+int		 image_reg_stream_fd(const struct image_reg_stream *, int);
+void		 image_reg_stream_started(struct image_reg_stream *);
+void		 image_reg_stream_bytes(struct image_reg_stream *,
+		     const char *, uint64_t);
+void		 image_reg_stream_done(struct image_reg_stream *,
+		     const char *);
+void		 image_reg_stream_again(struct image_reg_stream *);
+void		 image_reg_stream_all(struct image_reg_stream *);
+void		 image_reg_stream_free(struct image_reg_stream *);
+
 /* image_sums.c */
 int		 image_is_digest(const char *, size_t);
 char		*image_sums_beside(const char *, const char *);
@@ -141,7 +157,14 @@ void		 image_tree_free(struct image_tree *);
 int		 image_tree_add(struct image_tree *, const char *,
 		     const char *, int, int, struct buf *, struct buf *,
 		     char **);
+struct archive_entry;
+int		 image_tree_entry(struct image_tree *, struct archive_entry *,
+		     int, int, struct buf *, struct buf *, char **);
 int		 image_tree_is_link(const struct image_tree *, const char *);
+/* image_build_stream.c */
+struct archive;
+int		 image_stream_pass(struct archive *, struct archive_entry *,
+		     struct archive *);
 uint64_t	 image_tree_bytes(const struct image_tree *);
 size_t		 image_tree_nxattrs(const struct image_tree *);
 int		 image_tree_xattr_script(const struct image_tree *,

@@ -494,6 +494,10 @@ image_pull_truncate(struct image_url_pull *p)
 		return (-1);
 	}
 	p->have = 0;
+	/* Told: what was read of the part behind the writer (a pull's
+	 * build extracting it) is not the part any more. */
+	if (p->req.bytes_cb != NULL)
+		p->req.bytes_cb(p->req.bytes_arg, 0, p->total);
 	return (0);
 }
 

@@ -116,6 +116,7 @@ struct image_reg {
 
 	char			*target, *layout;	/* the build's */
 	struct image_build_job	*job;
+	struct image_reg_stream	*stream;	/* the job's, if it streams */
 	double			 t_blobs, t_build;	/* -v's phases */
 };
 
@@ -153,6 +154,7 @@ image_reg_cancel(struct image_reg *r)
 	}
 	free(r->bv);
 	image_build_job_cancel(r->job);
+	image_reg_stream_free(r->stream);
 	if (r->layout != NULL)
 		(void)util_rm_rf(r->layout);
 	free(r->layout);
@@ -758,6 +760,7 @@ image_reg_bytes_cb(void *arg, uint64_t have, uint64_t total)
 	size_t			 i;
 
 	(void)total;
+	image_reg_stream_bytes(r->stream, b->digest, have);
 	b->have = have;
 	for (i = 0; i < r->nb; i++)
 		sum += r->bv[i].have;
@@ -765,6 +768,7 @@ image_reg_bytes_cb(void *arg, uint64_t have, uint64_t total)
 }
 
 static void	image_reg_built(struct image_reg *);
+static void	image_reg_job(struct image_reg *, int);
 
 /*
  * A blob failed: the others stop, their parts removed (the pull failed,
@@ -825,6 +829,7 @@ image_reg_blob_done(const char *path, const char *cause, void *arg)
 		b->started = 0;
 		b->have = 0;
 		r->refresh = 1;
+		image_reg_stream_again(r->stream);
 	} else if (cause != NULL) {
 		image_reg_discard(r);
 		image_reg_fail(r, "blob %s: %s", b->digest, cause);
@@ -832,6 +837,7 @@ image_reg_blob_done(const char *path, const char *cause, void *arg)
 	} else {
 		b->done = 1;
 		b->have = b->size;
+		image_reg_stream_done(r->stream, b->digest);
 	}
 	if (r->refresh && r->active == 0)
 		image_reg_retoken(r);
@@ -894,6 +900,7 @@ image_reg_next_blob(struct image_reg *r)
 			return;
 		}
 		r->ps = image_progress_new(r->progress, r->ref.canon, 0);
+		image_reg_job(r, 1);
 	}
 	for (i = 0; i < r->nb && r->active < IMAGE_REG_PARALLEL; i++) {
 		b = &r->bv[i];
@@ -922,6 +929,7 @@ image_reg_next_blob(struct image_reg *r)
 			    b->digest);
 			b->done = 1;
 			b->have = b->size;
+			image_reg_stream_done(r->stream, b->digest);
 			free(path);
 		} else {
 			r->active++;
@@ -936,60 +944,6 @@ image_reg_next_blob(struct image_reg *r)
 		/* nothing */;
 	if (i == r->nb)
 		image_reg_built(r);
-}
-
-/* The manifest as a blob of the cache, and a layout naming it in dir. */
-static int
-image_reg_layout(struct image_reg *r, const char *dir, char **cause)
-{
-	json_t		*j;
-	const char	*type;
-	char		*path, *tmp, *text;
-	int		 fd;
-
-	xasprintf(&path, "%s/%s", r->blobs, r->man_digest + 7);
-	xasprintf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd == -1 || write(fd, r->man.data, r->man.len) !=
-	    (ssize_t)r->man.len || close(fd) == -1 || rename(tmp, path) == -1) {
-		xasprintf(cause, "%s: %s", path, strerror(errno));
-		(void)unlink(tmp);
-		free(tmp);
-		free(path);
-		return (-1);
-	}
-	free(tmp);
-	free(path);
-	j = json_loadb(r->man.data, r->man.len, 0, NULL);
-	type = json_string_value(json_object_get(j, "mediaType"));
-	if (type == NULL)
-		type = r->ctype != NULL ? r->ctype :
-		    "application/vnd.oci.image.manifest.v1+json";
-	text = NULL;
-	xasprintf(&text, "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":"
-	    "\"%s\",\"digest\":\"%s\",\"size\":%zu}]}\n",
-	    strchr(type, '"') == NULL ? type : "", r->man_digest, r->man.len);
-	json_decref(j);
-	xasprintf(&path, "%s/index.json", dir);
-	if (util_write_file(path, text) == -1) {
-		xasprintf(cause, "%s: %s", path, strerror(errno));
-		free(path);
-		free(text);
-		return (-1);
-	}
-	free(path);
-	free(text);
-	xasprintf(&path, "%s/blobs", dir);
-	xasprintf(&tmp, "%s/blobs", r->oci);
-	if (symlink(tmp, path) == -1) {
-		xasprintf(cause, "%s: %s", path, strerror(errno));
-		free(tmp);
-		free(path);
-		return (-1);
-	}
-	free(tmp);
-	free(path);
-	return (0);
 }
 
 /* The build's child ended: the image's .meta and its tag; the end. */
@@ -1040,19 +994,90 @@ out:
 }
 
 /*
- * Every blob is in the cache: the image (unless it is there already),
- * built in a child from a layout whose blobs are the cache's.
+ * The image's build in a child, from a layout whose blobs are the
+ * cache's: once every blob is there, or (stream) from the start, its
+ * layers extracted as they download (image_build_stream.c); a streaming
+ * build that cannot be started is left for the end.
  */
 static void
-image_reg_built(struct image_reg *r)
+image_reg_job(struct image_reg *r, int stream)
 {
 	struct image_build_req	 breq;
 	char			*from, *lock, *cause = NULL;
 
+	r->target = r->out != NULL ? xstrdup(r->out) :
+	    image_reg_image_path(r->dir, r->man_digest + 7);
+	xasprintf(&r->layout, "%s/build-XXXXXX", r->oci);
+	if (mkdtemp(r->layout) == NULL) {
+		xasprintf(&cause, "%s: %s", r->layout, strerror(errno));
+		free(r->layout);
+		r->layout = NULL;
+		goto fail;
+	}
+	if (image_reg_layout_write(r->blobs, r->oci, &r->man, r->man_digest,
+	    r->ctype, r->layout, &cause) == -1)
+		goto fail;
+	if (stream && (r->stream = image_reg_stream_new(r->m.layers,
+	    r->m.nlayers, &cause)) == NULL)
+		goto fail;
+	r->t_build = util_now();
+	xasprintf(&from, "oci:%s", r->layout);
+	memset(&breq, 0, sizeof breq);
+	breq.from = from;
+	breq.out = r->target;
+	breq.size = r->out_size;
+	breq.verified = 1;	/* the layout's blobs are the cache's */
+	if (stream) {
+		breq.stream = 1;
+		breq.stream_fd = image_reg_stream_fd(r->stream, 1);
+		breq.stream_peer = image_reg_stream_fd(r->stream, 0);
+		breq.stream_blobs = r->blobs;
+		breq.stream_layers = r->m.layers;
+		breq.nstream = r->m.nlayers;
+		breq.stream_bytes = r->total;
+	}
+	log_info("%s: building %s", r->ref.canon, r->target);
+	xasprintf(&lock, "%s/%s.lock", r->oci, r->man_digest + 7);
+	r->job = image_build_job_start(r->loop, &breq, r->out == NULL ? lock :
+	    NULL, image_reg_build_cb, r, &cause);
+	free(lock);
+	free(from);
+	if (r->job != NULL) {
+		image_reg_stream_started(r->stream);
+		return;
+	}
+fail:
+	image_reg_stream_free(r->stream);
+	r->stream = NULL;
+	if (r->layout != NULL)
+		(void)util_rm_rf(r->layout);
+	free(r->layout);
+	r->layout = NULL;
+	free(r->target);
+	r->target = NULL;
+	if (stream)
+		log_debug("%s: no build while the layers download: %s",
+		    r->ref.canon, cause);
+	else
+		image_reg_fail(r, "building the image: %s", cause);
+	free(cause);
+}
+
+/*
+ * Every blob is in the cache: the image (unless it is there already),
+ * built in a child, or its build (started with the blobs) told.
+ */
+static void
+image_reg_built(struct image_reg *r)
+{
 	/* The download's progress ends here: the build is not its rate. */
 	image_progress_end(r->ps, r->ps != NULL);
 	r->ps = NULL;
 	log_debug("image pull: blobs %.0f ms", (util_now() - r->t_blobs) * 1000);
+	if (r->job != NULL) {
+		image_reg_stream_all(r->stream);
+		return;
+	}
 	if (r->out == NULL &&
 	    (r->target = image_reg_have(r->dir, r->man_digest)) != NULL) {
 		if (r->ref.digest == NULL)
@@ -1061,35 +1086,7 @@ image_reg_built(struct image_reg *r)
 		image_reg_finish(r, r->target, NULL);
 		return;
 	}
-	r->target = r->out != NULL ? xstrdup(r->out) :
-	    image_reg_image_path(r->dir, r->man_digest + 7);
-	xasprintf(&r->layout, "%s/build-XXXXXX", r->oci);
-	if (mkdtemp(r->layout) == NULL) {
-		image_reg_fail(r, "%s: %s", r->layout, strerror(errno));
-		return;
-	}
-	if (image_reg_layout(r, r->layout, &cause) == -1) {
-		image_reg_fail(r, "%s", cause);
-		free(cause);
-		return;
-	}
-	r->t_build = util_now();
-	xasprintf(&from, "oci:%s", r->layout);
-	memset(&breq, 0, sizeof breq);
-	breq.from = from;
-	breq.out = r->target;
-	breq.size = r->out_size;
-	breq.verified = 1;	/* the layout's blobs are the cache's */
-	log_info("%s: building %s", r->ref.canon, r->target);
-	xasprintf(&lock, "%s/%s.lock", r->oci, r->man_digest + 7);
-	r->job = image_build_job_start(r->loop, &breq, r->out == NULL ? lock :
-	    NULL, image_reg_build_cb, r, &cause);
-	free(lock);
-	free(from);
-	if (r->job == NULL) {
-		image_reg_fail(r, "building the image: %s", cause);
-		free(cause);
-	}
+	image_reg_job(r, 0);
 }
 
 /* The pull's first step, on the loop (its cb never runs from start). */

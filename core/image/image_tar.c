@@ -339,9 +339,13 @@ image_tar_xattrs(struct image_tree *t, struct archive_entry *e,
 	}
 }
 
-/* One entry: checked, then recorded; -1 with *cause naming it. */
-static int
-image_tar_entry(struct image_tree *t, struct archive_entry *e, int layer,
+/*
+ * One entry of layer number layer: checked, then recorded; 1 for an OCI
+ * whiteout (its path gone to rm or opq: not to extract), 0 for an entry
+ * to extract, -1 with *cause naming it.
+ */
+int
+image_tree_entry(struct image_tree *t, struct archive_entry *e, int layer,
     int oci, struct buf *rm, struct buf *opq, char **cause)
 {
 	const char	*name = archive_entry_pathname(e), *why = NULL;
@@ -363,7 +367,7 @@ image_tar_entry(struct image_tree *t, struct archive_entry *e, int layer,
 	}
 	if (oci && image_tar_whiteout(t, path, layer, rm, opq)) {
 		free(path);
-		return (0);
+		return (1);
 	}
 	if (hard != NULL) {
 		if ((hpath = image_tar_path(hard, &why)) == NULL) {
@@ -444,7 +448,7 @@ image_tree_add(struct image_tree *t, const char *file, const char *what,
 			    "not a tar archive: " : "", archive_error_string(a));
 			goto out;
 		}
-		if (image_tar_entry(t, e, layer, oci, rm, opq, cause) == -1) {
+		if (image_tree_entry(t, e, layer, oci, rm, opq, cause) == -1) {
 			char *c = *cause;
 
 			xasprintf(cause, "%s: %s", what, c);

@@ -140,12 +140,12 @@ count_blob_gets() {
 	grep -c "\"GET /v2/$2/blobs/sha256:" "$1" || true
 }
 
-for k in gzip zstd multi arm shared; do
+for k in gzip zstd multi arm shared latewh ownwh; do
 	python3 "$HELP/oci_images.py" "$k" "$O/$k" >"$O/$k.digest"
 done
 start_registry plain
 PLAIN=$REG_PORT
-for k in gzip zstd shared; do
+for k in gzip zstd shared latewh ownwh; do
 	push "$O/$k" "127.0.0.1:$PLAIN/t/$k:1"
 done
 push "$O/gzip" "127.0.0.1:$PLAIN/t/v2s2:1" --format v2s2
@@ -173,6 +173,49 @@ test_pull_gzip_boots() {
 	rm -f "$T_TMP/fs.raw"
 	expect_match "xattrs kept" 'user.qsup.*hello' "$out"
 	expect_match "a file capability kept" 'security.capability' "$out"
+}
+
+# The layers are extracted while they download (-v says so), whiteouts
+# and the opaque directory between a layer's entries applied there.
+test_stream_extracts_while_downloading() {
+	local out
+	fresh_images stream
+	out=$("$QSUP" image pull -v "docker://127.0.0.1:$PLAIN/t/zstd:1" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_eq "both layers extracted as they came" 2 \
+	    "$(grep -c 'extracting it as it downloads' <<<"$out")"
+	expect_eq "never stopped for the classic build" 0 \
+	    "$(grep -c 'as they come stopped' <<<"$out")"
+	out=$(boot "docker://127.0.0.1:$PLAIN/t/zstd:1" -- sh -c "$CHECK" 2>&1)
+	expect_files zstd "$out"
+}
+
+# A whiteout after a layer's first entries: applied there (the layer's
+# own files after it stay); one of a file the layer holds itself stops
+# the streaming, and the classic build keeps that file, as the OCI spec
+# has it (a whiteout is of the layers below).
+test_stream_late_whiteouts() {
+	local out k
+	for k in latewh ownwh; do
+		fresh_images "$k"
+		out=$("$QSUP" image pull -v "docker://127.0.0.1:$PLAIN/t/$k:1" 2>&1)
+		expect_eq "$k: exit" 0 $?
+		if [ $k = latewh ]; then
+			expect_eq "$k: streamed to the end" 0 \
+			    "$(grep -c 'as they come stopped' <<<"$out")"
+		else
+			expect_match "$k: stopped, built from the cache" \
+			    "as they come stopped \(layer sha256:[0-9a-f]{64}: a whiteout of what the layer itself holds\)" "$out"
+		fi
+		out=$(boot "docker://127.0.0.1:$PLAIN/t/$k:1" -- sh -c \
+		    'cat /etc/new /etc/after; ls /etc/motd 2>&1; true' 2>&1)
+		expect_eq "$k: boot exit" 0 $?
+		out=$(grep -v '^qsup: ' <<<"$out")
+		expect_eq "$k: the layer's own files" "new after" \
+		    "$(sed -n 1,2p <<<"$out" | paste -sd' ')"
+		expect_match "$k: the lower file whited out" "No such file" \
+		    "$(sed -n 3p <<<"$out")"
+	done
 }
 
 test_profile_image_pulled_on_first_use() {
@@ -609,6 +652,24 @@ test_fault_drop_resumes() {
 	stop_proxy
 }
 
+# A blob written again from its start (the server ignored Range after a
+# drop): what the build read of its part is not trusted, the streaming
+# stops, and the image is built from the cache, whole.
+test_stream_blob_restarted() {
+	local out
+	fresh_images norange
+	start_proxy norange || return
+	out=$("$QSUP" image pull -v "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "exit" 0 $?
+	expect_match "the server ignored Range" "sent it whole \(HTTP 200\), not from [1-9][0-9]*: starting over" "$out"
+	expect_match "stopped for it, built from the cache" \
+	    "as they come stopped \((a blob (is|was) fetched again|layer sha256:[0-9a-f]{64}: stopped)\)" "$out"
+	# The tag resolved by this pull: its image, without a request.
+	out=$(boot "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" -- sh -c "$CHECK" 2>&1)
+	expect_files gzip "$out"
+	stop_proxy
+}
+
 test_fault_resume_across_pulls() {
 	local out
 	fresh_images resume
@@ -622,21 +683,48 @@ test_fault_resume_across_pulls() {
 	stop_proxy
 }
 
-test_fault_wrong_blob() {
-	local out left
-	fresh_images wrong
-	start_proxy wrong || return
-	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
-	expect_eq "exit" 125 $?
-	expect_match "a mismatch, both digests" "SHA-256 mismatch: expected [0-9a-f]{64} .*got [0-9a-f]{64}" "$out"
-	# Blobs only (not the cache's lock, an empty file that stays).
-	left=$(find "$IMAGES" -type f ! -path '*/refs/*' ! -path '*/.oci/lock' 2>/dev/null | grep -v '\.meta$' || true)
+# After a failed pull: blobs only (not the cache's lock, an empty file
+# that stays; no FIFO or tree of a build), each what its name says, and
+# no image.
+expect_only_verified_blobs() {
+	local f left
+	left=$(find "$IMAGES" \( -type f -o -type p \) ! -path '*/refs/*' ! -path '*/.oci/lock' 2>/dev/null | grep -v '\.meta$' || true)
 	for f in $left; do
 		[ "$(sha256sum <"$f" | cut -c1-64)" = "$(basename "$f")" ] ||
 		    fail "a file left that is not what its name says: $f"
 	done
 	ls "$IMAGES"/*.qcow2 >/dev/null 2>&1 && fail "an image was made"
+}
+
+test_fault_wrong_blob() {
+	local out
+	fresh_images wrong
+	start_proxy wrong || return
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "exit" 125 $?
+	expect_match "a mismatch, both digests" "SHA-256 mismatch: expected [0-9a-f]{64} .*got [0-9a-f]{64}" "$out"
+	expect_only_verified_blobs
 	stop_proxy
+}
+
+# A layer's digest fails once its extraction began (the proxy sends half
+# of each blob, pauses, then the rest with its last byte changed): the
+# pull fails and leaves no tree, no blob that is not what its name says,
+# no image.
+test_stream_digest_fails_mid_layer() {
+	local out rt
+	fresh_images wronglate
+	rt=$(mktemp -d /dev/shm/qsup-oci-rt.XXXXXX)
+	start_proxy wronglate || return
+	out=$(XDG_RUNTIME_DIR=$rt "$QSUP" image pull -v \
+	    "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
+	expect_eq "exit" 125 $?
+	expect_match "a layer was being extracted" "extracting it as it downloads" "$out"
+	expect_match "a mismatch, both digests" "SHA-256 mismatch: expected [0-9a-f]{64} .*got [0-9a-f]{64}" "$out"
+	expect_eq "no tree left on the tmpfs" "" "$(ls -A "$rt")"
+	expect_only_verified_blobs
+	stop_proxy
+	rm -rf "$rt"
 }
 
 # A 429 with Retry-After: waited out on the loop, the same registry
@@ -749,6 +837,8 @@ run_test test_pull_gzip_boots
 run_test test_profile_image_pulled_on_first_use
 run_test test_multi_platform_index
 run_test test_docker_schema2
+run_test test_stream_extracts_while_downloading
+run_test test_stream_late_whiteouts
 run_test test_by_digest_then_cached
 run_test test_shared_base_fetched_once
 run_test test_two_pulls_download_once
@@ -764,8 +854,10 @@ run_test test_serve_docker_image
 run_test test_fault_bearer
 run_test test_fault_token_expires
 run_test test_fault_drop_resumes
+run_test test_stream_blob_restarted
 run_test test_fault_resume_across_pulls
 run_test test_fault_wrong_blob
+run_test test_stream_digest_fails_mid_layer
 run_test test_fault_429_waits
 run_test test_fault_blob_busy
 run_test test_fault_statuses

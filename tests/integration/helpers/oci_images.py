@@ -11,6 +11,11 @@ time), so two images built on the same base share its layer's digest.
   oci_images.py multi DIR     an index: linux/amd64 and linux/arm64
   oci_images.py arm DIR       an index with linux/arm64 only
   oci_images.py shared DIR    the gzip base layer and another upper one
+  oci_images.py latewh DIR    an upper layer whose whiteout of a lower file
+                              comes between its own entries
+  oci_images.py ownwh DIR     an upper layer with a whiteout of a file it
+                              holds itself (it stays: whiteouts are of the
+                              layers below)
   oci_images.py big DIR MB    DIR/a: the base and a layer of MB MiB of random
                               bytes; DIR/b: the same layers and a small one
 """
@@ -56,6 +61,16 @@ def upper(flavor):
         add(t, "opt/o/new", data=b"layer 2\n")
         add(t, "etc/passwd", data=b"root:x:0:0:replaced:/root:/bin/sh\n")
         add(t, "etc/flavor", data=flavor.encode() + b"\n", uid=42, gid=43)
+    return fill
+
+
+def late_whiteout(own):
+    def fill(t):
+        add(t, "etc/new", data=b"new\n")
+        if own:
+            add(t, "etc/.wh.new")
+        add(t, "etc/.wh.motd")
+        add(t, "etc/after", data=b"after\n")
     return fill
 
 
@@ -120,6 +135,8 @@ def main():
                                   arch="arm64")]))
     elif c == "shared":
         layout(d, image(d, [lower, tar_of(upper("shared"))]))
+    elif c in ("latewh", "ownwh"):
+        layout(d, image(d, [lower, tar_of(late_whiteout(c == "ownwh"))]))
     elif c == "big":
         big = tar_of(big_layer(sys.argv[3]))
         for sub, ls in (("a", [lower, big]),

@@ -14,7 +14,12 @@ that logs each request ("METHOD PATH" a line) and plays one fault:
                     closes the connection
         dropall     every GET of a blob does, until the file LOG.heal is
                     there
+        norange     as drop, and the GET after it is sent whole, its
+                    Range ignored (the pull starts the blob again from 0)
         wrong       every blob's bytes with one byte changed
+        wronglate   every blob's first half, a pause of a second, then
+                    the rest with its last byte changed (a layer is
+                    being extracted when its digest fails)
         stall       blob GETs send their headers, then nothing
         status:N    manifests answer HTTP N (with Retry-After:
                     $PROXY_RETRY_AFTER, else 1)
@@ -113,7 +118,8 @@ class H(BaseHTTPRequestHandler):
                                    else [("Retry-After", secs)])
         c = http.client.HTTPConnection("127.0.0.1", UP, timeout=60)
         hd = {k: v for k, v in self.headers.items()
-              if k.lower() in ("accept", "range")}
+              if k.lower() in ("accept", "range") and not (
+                  MODE == "norange" and k.lower() == "range")}
         c.request(self.command, self.path, headers=hd)
         r = c.getresponse()
         body = r.read()
@@ -126,7 +132,8 @@ class H(BaseHTTPRequestHandler):
             return
         if blob and r.status in (200, 206) and MODE == "stall":
             time.sleep(3600)
-        if blob and r.status in (200, 206) and MODE in ("drop", "dropall"):
+        if blob and r.status in (200, 206) and MODE in ("drop", "dropall",
+                                                         "norange"):
             with LOCK:
                 first = self.path not in DROPPED
                 DROPPED.add(self.path)
@@ -139,6 +146,12 @@ class H(BaseHTTPRequestHandler):
                 return
         if blob and r.status == 200 and MODE == "wrong" and body:
             body = bytes([body[0] ^ 1]) + body[1:]
+        if blob and r.status == 200 and MODE == "wronglate" and body:
+            body = body[:-1] + bytes([body[-1] ^ 1])
+            self.wfile.write(body[:len(body) // 2])
+            self.wfile.flush()
+            time.sleep(1)
+            body = body[len(body) // 2:]
         self.wfile.write(body)
 
 
