@@ -29,6 +29,7 @@
 
 #include "image_int.h"
 
+#define IMAGE_PAUSE_FLUSH	0.2	/* s without data: the gathered to the part */
 #define IMAGE_LOCK_RETRY_S	0.2
 #define IMAGE_LOCK_TRIES	100	/* races with a pull ending */
 #define IMAGE_BUFFER		(512 * 1024)
@@ -318,6 +319,9 @@ image_pull_add(struct image_url_pull *p, CURL *e)
 /*
  * No byte for the stall timeout: the server stalls, give up. (curl's
  * own low-speed check averages over seconds of the past: not bounded.)
+ * A pause in the data, shorter: what was gathered goes onto the part,
+ * where a build extracting the layer as it downloads reads it (an error
+ * leaves it gathered, for the next write to report).
  */
 static void
 image_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -325,6 +329,9 @@ image_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct image_url_pull	*p = w->data;
 
 	(void)revents;
+	if (p->easy != NULL && p->hasher.blen > 0 &&
+	    ev_now(loop) - p->last >= IMAGE_PAUSE_FLUSH)
+		(void)image_hasher_flush(&p->hasher);
 	if (p->easy == NULL || ev_now(loop) - p->last < p->stall)
 		return;
 	if (p->phase == IMAGE_PH_DATA)
@@ -660,7 +667,14 @@ image_data_write_cb(char *data, size_t size, size_t n, void *arg)
 			    p->req.url, (unsigned long long)p->total);
 		return (0);
 	}
-	if (image_hasher_write(&p->hasher, data, n) == -1) {
+	/*
+	 * A registry's blob (bytes_cb: its pull's progress, and a build that
+	 * may extract the layer as it downloads, reading the part behind
+	 * us): each piece onto the part at once, so what the build is told
+	 * is there. Other pulls gather it into 1 MB writes.
+	 */
+	if (image_hasher_write(&p->hasher, data, n) == -1 ||
+	    (p->req.bytes_cb != NULL && image_hasher_flush(&p->hasher) == -1)) {
 		image_pull_write_err(p);
 		return (0);
 	}
