@@ -195,6 +195,7 @@ void		 sandbox_save(struct sandbox *);
 
 /* sandbox_snap.c */
 #define SANDBOX_VNC_SOCK	"vnc.sock"	/* QEMU's VNC server (display) */
+#define SANDBOX_HOSTNAME	"qsup"		/* every guest's */
 #define SANDBOX_SNAP_STATE	"state"		/* files of a snapshot */
 #define SANDBOX_SNAP_DISK	"disk.qcow2"
 #define SANDBOX_SNAP_PAGES	"ram.pages"	/* format 2 (sandbox_snap2.c) */
@@ -239,6 +240,8 @@ void		 sandbox_build_argv(struct sandbox *, struct qemu_argv *);
 int		 sandbox_write_seed(struct sandbox *, char **);
 void		 sandbox_reply_cb(int, const char *, size_t, void *);
 void		 sandbox_send_setup(struct sandbox *);
+int		 sandbox_root_early(const struct sandbox *);
+void		 sandbox_send_root(struct sandbox *);
 
 /* sandbox_live.c */
 double		 sandbox_start_timeout(struct sandbox *);

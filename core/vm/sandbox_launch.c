@@ -331,10 +331,13 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	/*
 	 * The agent answers once it is up: readiness is its first reply.
 	 * The request waits in the socket until the guest reads it, and a
-	 * restore's early refresh waits behind it.
+	 * restore's early refresh waits behind it. A build of an image's
+	 * template mounts its root first (sandbox_send_root).
 	 */
 	if (sb->mode == SB_RESTORE)
 		sandbox_send_setup(sb);
+	else if (sb->mode == SB_BUILD && sandbox_root_early(sb))
+		sandbox_send_root(sb);
 	else
 		agent_request(sb->ports[0], "GET", "/ping", NULL, 0,
 		    sandbox_reply_cb, NULL, sb);
