@@ -357,29 +357,48 @@ disk_overlay(struct disk *d, const char *dir, uint64_t want, char **cause)
 	}
 	d->size = want > vsize ? want : vsize;
 	d->grow = d->size > vsize;
-	return (disk_overlay_on(d, dir, NULL, cause));
+	return (disk_overlay_on(d, dir, NULL, 0, cause));
+}
+
+static void
+disk_mids_free(struct disk *d)
+{
+	size_t	i;
+
+	for (i = 0; i < d->nmids; i++)
+		free(d->mids[i]);
+	free(d->mids);
+	d->mids = NULL;
+	d->nmids = 0;
 }
 
 /*
- * The overlay made again over middle, a template's disk (itself a qcow2
- * overlay of the base, of the same size), or, with middle NULL, over the
- * base again: where a restore of a template with a disk goes, and where
- * the boot that follows a failed one goes back.
+ * The overlay made again over the n disks of mids, bottom first, each a
+ * qcow2 overlay of the one below it, the first of the base (or the top
+ * layer), all of the same size: a template's disk, or a snapshot's and
+ * those it was made over. With none, over the base again: where the boot
+ * that follows a failed restore goes back.
  */
 int
-disk_overlay_on(struct disk *d, const char *dir, const char *middle,
-    char **cause)
+disk_overlay_on(struct disk *d, const char *dir, char *const *mids,
+    size_t n, char **cause)
 {
 	const char	*fmt, *top;
 	uint64_t	 vsize;
+	size_t		 i;
 
 	free(d->overlay);
 	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
 	top = disk_top(d, &vsize, &fmt);
-	free(d->middle);
-	d->middle = middle != NULL ? xstrdup(middle) : NULL;
-	return (disk_create(d, middle != NULL ? middle : top,
-	    middle != NULL ? "qcow2" : fmt, cause));
+	disk_mids_free(d);
+	if (n > 0) {
+		d->mids = xreallocarray(NULL, n, sizeof *d->mids);
+		for (i = 0; i < n; i++)
+			d->mids[i] = xstrdup(mids[i]);
+		d->nmids = n;
+	}
+	return (disk_create(d, n > 0 ? mids[n - 1] : top,
+	    n > 0 ? "qcow2" : fmt, cause));
 }
 
 /*
@@ -409,8 +428,8 @@ disk_qemu_args_writable(const struct disk *d, struct qemu_argv *a, int boot)
 
 /*
  * QEMU's nodes: the base opened read-only, in the format its header
- * said; a template's disk over it, read-only too, when there is one; the
- * overlay over those; the disk the guest sees, found there by its
+ * said; the kept disks over it (a template's, a snapshot's), read-only
+ * too; the overlay over those; the disk the guest sees, found there by its
  * serial. A template's key leaves out the overlay's file name
  * (template.c), not the base's. An overlay that cannot grow (its file
  * system full) gives the guest I/O errors: QEMU's default for ENOSPC
@@ -420,7 +439,7 @@ disk_qemu_args_writable(const struct disk *d, struct qemu_argv *a, int boot)
 void
 disk_qemu_args(const struct disk *d, struct qemu_argv *a, int boot)
 {
-	char	*base, *overlay, *middle, *layer, below[32], node[32];
+	char	*base, *overlay, *layer, below[32], node[32];
 	size_t	 i;
 
 	if (d->writable) {
@@ -447,17 +466,20 @@ disk_qemu_args(const struct disk *d, struct qemu_argv *a, int boot)
 		free(layer);
 		memcpy(below, node, sizeof below);
 	}
-	if (d->middle != NULL) {
-		middle = qemu_escape(d->middle);
+	/* The kept disks (a template's, a snapshot's), read-only too. */
+	for (i = 0; i < d->nmids; i++) {
+		snprintf(node, sizeof node, "tdisk%zu", i);
+		layer = qemu_escape(d->mids[i]);
 		qemu_arg(a, "-blockdev");
-		qemu_arg(a, "driver=qcow2,node-name=tdisk,file.driver=file,"
-		    "file.filename=%s,backing=%s,read-only=on", middle, below);
-		free(middle);
+		qemu_arg(a, "driver=qcow2,node-name=%s,file.driver=file,"
+		    "file.filename=%s,backing=%s,read-only=on", node, layer,
+		    below);
+		free(layer);
+		memcpy(below, node, sizeof below);
 	}
 	qemu_arg(a, "-blockdev");
 	qemu_arg(a, "driver=qcow2,node-name=" DISK_NODE ",file.driver=file,"
-	    "file.filename=%s,backing=%s,discard=unmap", overlay,
-	    d->middle != NULL ? "tdisk" : below);
+	    "file.filename=%s,backing=%s,discard=unmap", overlay, below);
 	qemu_arg(a, "-device");
 	qemu_arg(a, "virtio-blk-pci,drive=" DISK_NODE ",serial=%s,"
 	    "werror=report,rerror=report%s",
@@ -515,7 +537,7 @@ disk_free(struct disk *d)
 
 	free(d->base);
 	free(d->overlay);
-	free(d->middle);
+	disk_mids_free(d);
 	for (i = 0; i < d->nlayers; i++)
 		free(d->layers[i]);
 	free(d->layers);

@@ -198,6 +198,7 @@ void		 sandbox_save(struct sandbox *);
 #define SANDBOX_HOSTNAME	"qsup"		/* every guest's */
 #define SANDBOX_SNAP_STATE	"state"		/* files of a snapshot */
 #define SANDBOX_SNAP_DISK	"disk.qcow2"
+#define SANDBOX_SNAP_UNDER	"under%zu.qcow2" /* the disks below it */
 #define SANDBOX_SNAP_PAGES	"ram.pages"	/* format 2 (sandbox_snap2.c) */
 #define SANDBOX_SNAP_MAP	"ram.map"
 #define SANDBOX_SNAP_TPL	"tpl.ram"

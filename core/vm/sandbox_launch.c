@@ -303,8 +303,8 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	 * template's disk; a boot after a failed restore, over the base.
 	 */
 	if (sb->tpl.with_disk && (sb->mode == SB_RESTORE ||
-	    sb->disk.middle != NULL) && disk_overlay_on(&sb->disk, sb->rundir,
-	    sb->mode == SB_RESTORE ? sb->tpl.disk : NULL, cause) == -1)
+	    sb->disk.nmids > 0) && disk_overlay_on(&sb->disk, sb->rundir,
+	    &sb->tpl.disk, sb->mode == SB_RESTORE ? 1 : 0, cause) == -1)
 		return (-1);
 	if (sandbox_sockets(sb, cause) == -1)
 		return (-1);

@@ -110,13 +110,16 @@ sandbox_choose_mode(struct sandbox *sb)
 		    sb->disk.before.st_mtim.tv_nsec, sb->disk.info.format,
 		    (unsigned long long)sb->disk.size);
 	/*
-	 * A template with the image's root mounted keeps the build's
-	 * overlay, which is right over this very base only: its inode and
-	 * ctime too (a copy with the same size and mtime is another file;
-	 * no write, even one that puts the mtime back, keeps the ctime).
+	 * A template that keeps the build's overlay (the image's root
+	 * mounted by the build, or an image that boots itself) is right
+	 * over this very base only: its inode and ctime count too (a copy
+	 * with the same size and mtime is another file; no write, even one
+	 * that puts the mtime back, keeps the ctime).
 	 */
 	if (sandbox_root_early(sb))
-		qemu_arg(&a, "#root mounted %llu %lld.%09ld",
+		qemu_arg(&a, "#root mounted by the build");
+	if (sandbox_root_early(sb) || sandbox_boot_image(sb))
+		qemu_arg(&a, "#base %llu %lld.%09ld",
 		    (unsigned long long)sb->disk.before.st_ino,
 		    (long long)sb->disk.before.st_ctim.tv_sec,
 		    sb->disk.before.st_ctim.tv_nsec);

@@ -512,6 +512,9 @@ test_snapshot_disk() {
 	expect_match "with its disk" '"disk":true' "$BODY"
 	snap=$T_TMP/cache/qsup/snapshots/d1/disk.qcow2
 	[ -s "$snap" ] || fail "no disk in the snapshot"
+	# a, restored from its template, runs over the template's disk: kept.
+	[ -s "${snap%/*}/under0.qcow2" ] ||
+	    fail "the template's disk is not kept with the snapshot"
 	sum=$(sha256sum <"$snap")
 	api POST /v1/sandboxes -d '{"name":"b","snapshot":"d1"}'
 	expect_eq "restore" 201 "$CODE"
