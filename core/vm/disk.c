@@ -341,6 +341,20 @@ out:
 int
 disk_overlay(struct disk *d, const char *dir, uint64_t want, char **cause)
 {
+	if (disk_overlay_plan(d, dir, want, cause) == -1)
+		return (-1);
+	return (disk_overlay_on(d, dir, NULL, 0, cause));
+}
+
+/*
+ * The overlay's size and path, checked, but not made yet: a launch makes
+ * it (disk_overlay_on) over what its mode needs, the base or a kept disk,
+ * so a restore makes one overlay, not one over the base and then another.
+ */
+int
+disk_overlay_plan(struct disk *d, const char *dir, uint64_t want,
+    char **cause)
+{
 	const char	*fmt, *top;
 	uint64_t	 vsize;
 
@@ -357,7 +371,9 @@ disk_overlay(struct disk *d, const char *dir, uint64_t want, char **cause)
 	}
 	d->size = want > vsize ? want : vsize;
 	d->grow = d->size > vsize;
-	return (disk_overlay_on(d, dir, NULL, 0, cause));
+	free(d->overlay);
+	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
+	return (0);
 }
 
 static void

@@ -299,12 +299,13 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	    sandbox_write_seed(sb, cause) == -1)
 		return (-1);
 	/*
-	 * A template with a disk: the restore's overlay goes over the
-	 * template's disk; a boot after a failed restore, over the base.
+	 * A fresh overlay for every launch: a restore of a template with a
+	 * disk goes over the template's disk, a boot or a build over the
+	 * base (a snapshot's restore made its own, over the snapshot's).
 	 */
-	if (sb->tpl.with_disk && (sb->mode == SB_RESTORE ||
-	    sb->disk.nmids > 0) && disk_overlay_on(&sb->disk, sb->rundir,
-	    &sb->tpl.disk, sb->mode == SB_RESTORE ? 1 : 0, cause) == -1)
+	if (sb->disk.base != NULL && !sb->disk.writable && sb->snap == NULL &&
+	    disk_overlay_on(&sb->disk, sb->rundir, &sb->tpl.disk,
+	    sb->tpl.with_disk && sb->mode == SB_RESTORE ? 1 : 0, cause) == -1)
 		return (-1);
 	if (sandbox_sockets(sb, cause) == -1)
 		return (-1);
