@@ -417,6 +417,120 @@ disk_overlay_on(struct disk *d, const char *dir, char *const *mids,
 	    n > 0 ? "qcow2" : fmt, cause));
 }
 
+/* All of from into the new file to (0600), in the kernel where it can. */
+static int
+disk_copy(const char *from, const char *to)
+{
+	char	 buf[65536];
+	ssize_t	 n, w, off;
+	int	 in, out, rc = -1;
+
+	if ((in = open(from, O_RDONLY|O_CLOEXEC)) == -1)
+		return (-1);
+	if ((out = open(to, O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC, 0600)) == -1) {
+		close(in);
+		return (-1);
+	}
+	while ((n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0)
+		;
+	if (n == -1 && (errno == EXDEV || errno == ENOSYS ||
+	    errno == EINVAL || errno == EOPNOTSUPP)) {
+		if (lseek(in, 0, SEEK_SET) == -1 || ftruncate(out, 0) == -1 ||
+		    lseek(out, 0, SEEK_SET) == -1)
+			goto out;
+		while ((n = read(in, buf, sizeof buf)) > 0) {
+			for (off = 0; off < n; off += w) {
+				if ((w = write(out, buf + off, n - off)) == -1)
+					goto out;
+			}
+		}
+	}
+	if (n == 0)
+		rc = 0;
+out:
+	close(in);
+	if (close(out) == -1)
+		rc = -1;
+	if (rc == -1)
+		unlink(to);
+	return (rc);
+}
+
+/*
+ * The overlay over one kept disk, mid (a template's), copied from
+ * pristine: a fresh overlay of this size over mid is the same file every
+ * time, so qemu-img makes it once (into pristine, renamed into place
+ * whole) and every later restore copies it, rather than running
+ * qemu-img each time (7 ms on a quiet machine, 25 ms and more on a
+ * loaded one). pristine is never written once in place; anything amiss
+ * falls back to qemu-img.
+ */
+int
+disk_overlay_copy(struct disk *d, const char *dir, const char *mid,
+    const char *pristine, char **cause)
+{
+	struct disk_info info;
+	unsigned char	 h[DISK_HEADER];
+	struct stat	 st;
+	char		*tmp, *why = NULL, *m;
+	double		 t0 = util_now();
+	ssize_t		 n = -1;
+	int		 fd, rc;
+
+	m = xstrdup(mid);
+	if (access(pristine, R_OK) == -1) {
+		xasprintf(&tmp, "%s.%ld", pristine, (long)getpid());
+		(void)unlink(tmp);
+		rc = disk_overlay_on(d, dir, &m, 1, cause);
+		if (rc == 0 && disk_copy(d->overlay, tmp) == 0 &&
+		    rename(tmp, pristine) == 0)
+			log_debug("overlay kept as %s for the next ones",
+			    pristine);
+		(void)unlink(tmp);
+		free(tmp);
+		free(m);
+		return (rc);
+	}
+	/* A qcow2 of this size, as qemu-img wrote it. */
+	if ((fd = open(pristine, O_RDONLY|O_CLOEXEC)) != -1) {
+		if (fstat(fd, &st) == 0)
+			n = pread(fd, h, sizeof h, 0);
+		close(fd);
+	}
+	rc = n >= 24 && memcmp(h, "QFI\xfb", 4) == 0;
+	if (rc) {
+		memset(h + 8, 0, 12);	/* its backing file: mid */
+		rc = disk_parse_header(h, (size_t)n, (uint64_t)st.st_size,
+		    &info, &why) == 0 && info.virtual_size == d->size;
+		free(why);
+	}
+	if (!rc) {
+		log_debug("%s is no overlay of this disk; qemu-img instead",
+		    pristine);
+		goto qemu_img;
+	}
+	free(d->overlay);
+	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
+	(void)unlink(d->overlay);
+	if (disk_copy(pristine, d->overlay) == -1) {
+		log_debug("copying %s: %s; qemu-img instead", pristine,
+		    strerror(errno));
+		goto qemu_img;
+	}
+	disk_mids_free(d);
+	d->mids = xreallocarray(NULL, 1, sizeof *d->mids);
+	d->mids[0] = m;
+	d->nmids = 1;
+	d->overlay_seconds = util_now() - t0;
+	log_debug("overlay %s over %s, copied from %s in %.3f s", d->overlay,
+	    mid, pristine, d->overlay_seconds);
+	return (0);
+qemu_img:
+	rc = disk_overlay_on(d, dir, &m, 1, cause);
+	free(m);
+	return (rc);
+}
+
 /*
  * A disk of the guest's own (serve's "disk" with "writable": true): the
  * file opened read-write, image locking on, so no other QEMU can open it

@@ -263,6 +263,26 @@ sandbox_incoming(struct sandbox *sb, char **cause)
 }
 
 /*
+ * The launch's fresh overlay: over the template's disk for a restore of a
+ * template that has one (copied from the template's pristine overlay,
+ * KEY.top, made by the first restore), else over the base.
+ */
+static int
+sandbox_overlay(struct sandbox *sb, char **cause)
+{
+	char	*top;
+	int	 rc;
+
+	if (!sb->tpl.with_disk || sb->mode != SB_RESTORE)
+		return (disk_overlay_on(&sb->disk, sb->rundir, NULL, 0, cause));
+	xasprintf(&top, "%s/%s.top", sb->tpl.dir, sb->tpl.key);
+	rc = disk_overlay_copy(&sb->disk, sb->rundir, sb->tpl.disk, top,
+	    cause);
+	free(top);
+	return (rc);
+}
+
+/*
  * Everything one QEMU process needs, then QEMU itself, the start's
  * deadline, and the first request, whose answer says the agent is up.
  * On failure, the caller undoes it (sandbox_launch_free).
@@ -304,8 +324,7 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	 * base (a snapshot's restore made its own, over the snapshot's).
 	 */
 	if (sb->disk.base != NULL && !sb->disk.writable && sb->snap == NULL &&
-	    disk_overlay_on(&sb->disk, sb->rundir, &sb->tpl.disk,
-	    sb->tpl.with_disk && sb->mode == SB_RESTORE ? 1 : 0, cause) == -1)
+	    sandbox_overlay(sb, cause) == -1)
 		return (-1);
 	if (sandbox_sockets(sb, cause) == -1)
 		return (-1);

@@ -294,6 +294,8 @@ int		 disk_add_layer(struct disk *, const char *, const char *,
 int		 disk_overlay(struct disk *, const char *, uint64_t, char **);
 int		 disk_overlay_plan(struct disk *, const char *, uint64_t,
 		     char **);
+int		 disk_overlay_copy(struct disk *, const char *, const char *,
+		     const char *, char **);
 int		 disk_overlay_on(struct disk *, const char *, char *const *,
 		     size_t, char **);
 void		 disk_qemu_args(const struct disk *, struct qemu_argv *, int);

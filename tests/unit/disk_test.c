@@ -219,3 +219,54 @@ Test(disk, overlay_over_kept_disks_in_order)
 	free(mids[1]);
 	free(base);
 }
+
+/*
+ * A restore's overlay over a template's disk: made by qemu-img once and
+ * kept as the pristine copy, then copied; a pristine copy that is not an
+ * overlay of this size is not used (qemu-img makes the overlay again).
+ */
+Test(disk, overlay_copied_from_its_pristine_copy)
+{
+	struct disk	 d;
+	struct stat	 st;
+	char		*base, *mid, *top, *cmd, *cause = NULL;
+	int		 fd;
+
+	xasprintf(&base, "%s/base.raw", dir);
+	cr_assert_neq(fd = open(base, O_WRONLY|O_CREAT, 0644), -1);
+	cr_assert_eq(ftruncate(fd, 4 << 20), 0);
+	close(fd);
+	cr_assert_eq(disk_probe(base, &d, &cause), 0, "%s", cause);
+	cr_assert_eq(disk_overlay(&d, dir, 0, &cause), 0, "%s", cause);
+	xasprintf(&mid, "%s/KEY.disk", dir);
+	xasprintf(&top, "%s/KEY.top", dir);
+	xasprintf(&cmd, "mv %s %s", d.overlay, mid);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	cr_assert_eq(disk_overlay_copy(&d, dir, mid, top, &cause), 0, "%s",
+	    cause);
+	cr_assert_eq(stat(top, &st), 0, "no pristine copy kept");
+	cr_assert_eq(d.nmids, 1);
+	cr_assert_str_eq(d.mids[0], mid);
+	/* The next one is a copy of it, byte for byte. */
+	cr_assert_eq(unlink(d.overlay), 0);
+	cr_assert_eq(disk_overlay_copy(&d, dir, mid, top, &cause), 0, "%s",
+	    cause);
+	xasprintf(&cmd, "cmp -s %s %s", top, d.overlay);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	/* A pristine copy that is no overlay: qemu-img again. */
+	cr_assert_eq(truncate(top, 10), 0);
+	cr_assert_eq(disk_overlay_copy(&d, dir, mid, top, &cause), 0, "%s",
+	    cause);
+	cr_assert_eq(stat(d.overlay, &st), 0);
+	cr_assert_gt(st.st_size, 4096);
+	xasprintf(&cmd, "qemu-img info -U %s | grep -q 'backing file: %s'",
+	    d.overlay, mid);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	disk_free(&d);
+	free(mid);
+	free(top);
+	free(base);
+}
