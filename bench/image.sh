@@ -53,5 +53,5 @@ echo "  cold, Debian image, median of $cold_runs: $ci ms   (runs: $(runs "$tmp/c
 echo "  cold difference image - built-in: $((ci - cb)) ms   (goal: within 1200 ms)"
 echo "  warm, built-in guest, median of $warm_runs: $wb ms   (runs: $(runs "$tmp/warm_builtin"))"
 echo "  warm, Debian image, median of $warm_runs: $wi ms   (runs: $(runs "$tmp/warm_image"))"
-echo "  warm difference image - built-in: $((wi - wb)) ms   (goal: within 200 ms)"
+echo "  warm difference image - built-in: $((wi - wb)) ms   (goal: within 100 ms)"
 echo "  overlay creation, median of $((cold_runs + warm_runs)): $ov ms"

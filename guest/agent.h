@@ -111,6 +111,14 @@ struct init_state {
 	char			 cow_probed[256]; /* its disk, found at boot */
 	char			*root_glibc;	/* the image's glibc version */
 	char			 root_probed[256];	/* root_probe's find */
+	/*
+	 * The root mounted in template state (POST /root): what was asked,
+	 * for /setup to check its own "root" line against.
+	 */
+	int			 root_early;
+	int			 root_early_grow;
+	unsigned long long	 root_early_size;
+	char			*root_early_serial;
 	char			**entrypoint;	/* the image's (imageconf.c) */
 	size_t			 nentrypoint;
 };
@@ -166,6 +174,7 @@ long long	 util_ms(clockid_t);
 long long	 util_us(clockid_t);
 int		 util_read_fd(int, char **, size_t *, size_t);
 int		 util_read_file(const char *, char **, size_t *, size_t);
+int		 util_file_is(const char *, const char *);
 int		 util_mkdir_p(const char *, mode_t);
 void		 abuf_add(struct abuf *, const void *, size_t);
 void		 abuf_printf(struct abuf *, const char *, ...)
@@ -259,6 +268,8 @@ int		 root_find_disk(const char *, char *, size_t, char *, size_t);
 void		 root_setup(struct init_state *);
 void		 root_service(struct init_state *);
 void		 root_probe(struct init_state *);
+int		 root_template(struct init_state *, const char *, size_t,
+		     char **);
 
 /* iso.c */
 int		 iso_is_seed(int);

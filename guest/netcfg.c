@@ -156,6 +156,7 @@ out:
  * boot, and again in a disk image once it is the root. Anything but a
  * regular file there (a link to systemd-resolved's stub, dangling without
  * it) is replaced: the image is an overlay, the base is never written.
+ * One that says it already is left alone.
  */
 void
 netcfg_resolv(void)
@@ -164,6 +165,9 @@ netcfg_resolv(void)
 	int		fd;
 
 	if (access("/sys/class/net/eth0", F_OK) == -1)
+		return;
+	/* Written already (an image's root at its template): kept. */
+	if (util_file_is("/etc/resolv.conf", "nameserver " QSUP_NET_DNS "\n"))
 		return;
 	(void)mkdir("/etc", 0755);
 	if (lstat("/etc/resolv.conf", &st) == 0 && !S_ISREG(st.st_mode) &&

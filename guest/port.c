@@ -235,7 +235,10 @@ port_begin_body(struct port *p)
 		abuf_printf(&p->out, "HTTP/1.1 100 Continue\r\n\r\n");
 
 	if (st->template) {
-		/* Nothing secret yet: port_dispatch serves only /ping, /setup. */
+		/*
+		 * Nothing secret yet: port_dispatch serves only /ping,
+		 * /setup and /root.
+		 */
 		if (p->req.content_length > AGENT_BODY_MAX) {
 			port_error(p, 413, "request body too large");
 			p->discard = 1;
@@ -475,6 +478,21 @@ port_setup(struct port *p)
 	port_ping(p);
 }
 
+/* POST /root: a template build's root, mounted before the save. */
+static void
+port_root(struct port *p)
+{
+	char	*cause = NULL;
+
+	if (root_template(p->agent->init, p->body.data != NULL ?
+	    abuf_start(&p->body) : "", abuf_used(&p->body), &cause) == -1) {
+		port_error(p, 503, cause);
+		free(cause);
+		return;
+	}
+	port_ping(p);
+}
+
 /*
  * POST /refresh: the host's clock, fresh entropy and a fork's new card
  * address ("time", "entropy" and "mac" lines, in the seed's format), set
@@ -535,6 +553,13 @@ port_dispatch(struct port *p)
 			port_error(p, 409, "already configured");
 		else
 			port_setup(p);
+	} else if (strcmp(path, "/root") == 0) {
+		if (!post)
+			port_error(p, 405, "use POST");
+		else if (!st->template)
+			port_error(p, 409, "already configured");
+		else
+			port_root(p);
 	} else if (st->template && strcmp(path, "/ping") != 0)
 		port_error(p, 503, "not configured yet (a template)");
 	else if (strcmp(path, "/ping") == 0) {

@@ -8,15 +8,22 @@
  * but staying PID 1: the agent is static and needs nothing from the image.
  * The shares are mounted after this, inside the new root. Every failure
  * is a setup error: a sandbox never starts on the wrong root.
+ *
+ * A template build of an image mounts the root before the save (POST
+ * /root, root_template): a restore then has it mounted, its disk being
+ * the build's overlay kept under the restore's own (the host's side),
+ * and /setup only checks it and writes what is the sandbox's own.
  */
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,22 +404,33 @@ root_service(struct init_state *st)
 	    st->root_glibc != NULL ? st->root_glibc : "not found");
 }
 
-/* What the image gets from qsup: DNS when there is a network, its name. */
+/*
+ * What the image gets from qsup: DNS when there is a network, its name.
+ * Files that say so already (written at the template) are not written.
+ */
 static void
-root_files(struct init_state *st)
+root_files(const struct agent_config *cfg)
 {
-	int	fd;
+	char	*want;
+	int	 fd;
 
 	netcfg_resolv();
-	if (st->cfg.hostname == NULL)
+	if (cfg->hostname == NULL)
 		return;
+	xasprintf(&want, "%s\n", cfg->hostname);
+	if (util_file_is("/etc/hostname", want)) {
+		free(want);
+		return;
+	}
 	if ((fd = open("/etc/hostname", O_WRONLY|O_CREAT|O_TRUNC|O_NOFOLLOW|
 	    O_CLOEXEC, 0644)) == -1) {
 		log_warn("/etc/hostname");
+		free(want);
 		return;
 	}
-	dprintf(fd, "%s\n", st->cfg.hostname);
+	dprintf(fd, "%s", want);
 	close(fd);
+	free(want);
 }
 
 /*
@@ -468,12 +486,13 @@ root_node(const char *disk, int partno)
  * would be silent.
  */
 static int
-root_wait_size(struct init_state *st, int fd, const char *path, char **why)
+root_wait_size(const struct agent_config *cfg, int fd, const char *path,
+    char **why)
 {
 	uint64_t	size = 0;
 	long long	deadline;
 
-	if (st->cfg.root_size == 0)
+	if (cfg->root_size == 0)
 		return (0);
 	deadline = util_ms(CLOCK_MONOTONIC) + ROOT_WAIT_MS;
 	for (;;) {
@@ -481,7 +500,7 @@ root_wait_size(struct init_state *st, int fd, const char *path, char **why)
 			xasprintf(why, "%s: size: %s", path, strerror(errno));
 			return (-1);
 		}
-		if (size == st->cfg.root_size)
+		if (size == cfg->root_size)
 			return (0);
 		if (util_ms(CLOCK_MONOTONIC) >= deadline)
 			break;
@@ -490,14 +509,14 @@ root_wait_size(struct init_state *st, int fd, const char *path, char **why)
 	xasprintf(why, "%s is %llu bytes, the host says %llu (a guest restored "
 	    "from a template sees the template's disk size until the host "
 	    "resizes the disk)", path, (unsigned long long)size,
-	    st->cfg.root_size);
+	    cfg->root_size);
 	return (-1);
 }
 
 /* Open the disk and read it afresh: never a view cached at template time. */
 static int
-root_open(struct init_state *st, const char *disk, struct disk_reader *d,
-    int *fd, char **why)
+root_open(const struct agent_config *cfg, const char *disk,
+    struct disk_reader *d, int *fd, char **why)
 {
 	char		path[300];
 	uint64_t	size;
@@ -508,7 +527,7 @@ root_open(struct init_state *st, const char *disk, struct disk_reader *d,
 		xasprintf(why, "%s: %s", path, strerror(errno));
 		return (-1);
 	}
-	if (root_wait_size(st, *fd, path, why) == -1)
+	if (root_wait_size(cfg, *fd, path, why) == -1)
 		return (-1);
 	if (ioctl(*fd, BLKFLSBUF, 0) == -1 || ioctl(*fd, BLKRRPART, 0) == -1) {
 		xasprintf(why, "%s: re-reading the disk: %s", path,
@@ -528,72 +547,212 @@ root_open(struct init_state *st, const char *disk, struct disk_reader *d,
 }
 
 /*
- * Mount the config's root disk and make it /, before the shares. Only as
- * PID 1: in test mode there is no disk, and the host's root stays.
+ * Find cfg's root disk, read it afresh, grow it if asked, mount its root
+ * file system and make it /. 0 and *dev (the device mounted), or -1 and
+ * *why.
+ */
+static int
+root_mount(struct init_state *st, const struct agent_config *cfg,
+    char **dev, char **why)
+{
+	struct disk_reader	 d;
+	struct disk_root	 r;
+	char			 disk[256], seen[512];
+	long long		 t0 = util_ms(CLOCK_MONOTONIC);
+	int			 fd = -1, rc = -1;
+
+	memset(&r, 0, sizeof r);
+	*dev = NULL;
+	if (module_root(st) == -1)
+		log_warnx("no list of the root's modules; mounting anyway");
+	if (st->root_probed[0] != '\0' && strcmp(cfg->root,
+	    ROOT_PROBE_SERIAL) == 0 && root_disk_present(st->root_probed))
+		snprintf(disk, sizeof disk, "%s", st->root_probed);
+	else if (root_find_disk(cfg->root, disk, sizeof disk, seen,
+	    sizeof seen) == -1) {
+		xasprintf(why, "no virtio disk with serial %s (seen: %s)",
+		    cfg->root, seen);
+		return (-1);
+	}
+	if (root_open(cfg, disk, &d, &fd, why) == -1)
+		goto out;
+	if (disk_find_root(&d, &r) == -1) {
+		xasprintf(why, "/dev/%s: no root file system found: %s",
+		    disk, r.seen);
+		goto out;
+	}
+	if (cfg->root_grow && root_grow_table(fd, disk, &r, &d, why) == -1)
+		goto out;
+	*dev = root_node(disk, r.partno);
+	if (util_mkdir_p(ROOT_STAGE, 0755) == -1 ||
+	    mount(*dev, ROOT_STAGE, "ext4", 0, NULL) == -1) {
+		xasprintf(why, "mount %s (ext4, found %s): %s%s", *dev, r.how,
+		    strerror(errno), errno == ENODEV ? " (no ext4 module)" :
+		    "");
+		goto out;
+	}
+	if (cfg->root_grow && root_grow_fs(ROOT_STAGE, &r, why) == -1)
+		goto out;
+	if (root_switch(ROOT_STAGE, why) == -1)
+		goto out;
+	log_warnx("root %s (found %s) mounted in %lld ms", *dev, r.how,
+	    util_ms(CLOCK_MONOTONIC) - t0);
+	rc = 0;
+out:
+	if (rc == -1) {
+		free(*dev);
+		*dev = NULL;
+	}
+	disk_root_free(&r);
+	if (fd != -1)
+		close(fd);
+	return (rc);
+}
+
+/*
+ * The image's first dynamically linked program, run once in template
+ * state: its loader, libc and ld.so.cache are then in the page cache of
+ * every restore, which would otherwise read them through the disk's
+ * layers (and translate the reads' drivers) on its first command. Its
+ * failure is no error: an image without true only misses the head start.
+ */
+static void
+root_warm(void)
+{
+	static char	 usr_true[] = "/usr/bin/true", bin_true[] = "/bin/true";
+	static char	 path[] = "PATH=" AGENT_PATH;
+	char		*progs[] = { usr_true, bin_true, NULL };
+	char		*argv[2], *envp[] = { path, NULL };
+	long long	 deadline;
+	pid_t		 pid;
+	size_t		 i;
+	int		 status, fd;
+
+	for (i = 0; progs[i] != NULL && access(progs[i], X_OK) == -1; i++)
+		;
+	if (progs[i] == NULL)
+		return;
+	if ((pid = fork()) == 0) {
+		if ((fd = open("/dev/null", O_RDWR)) != -1) {
+			dup2(fd, STDIN_FILENO);
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+		}
+		argv[0] = progs[i];
+		argv[1] = NULL;
+		execve(progs[i], argv, envp);
+		_exit(127);
+	}
+	if (pid == -1)
+		return;
+	deadline = util_ms(CLOCK_MONOTONIC) + ROOT_WAIT_MS;
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (util_ms(CLOCK_MONOTONIC) >= deadline) {
+			kill(pid, SIGKILL);
+			(void)waitpid(pid, &status, 0);
+			break;
+		}
+		root_sleep_ms(5);
+	}
+}
+
+/*
+ * POST /root, in template state (a template build of a disk image, before
+ * its save): the root the body's "root" line names, mounted and made / as
+ * /setup would, its files written as its "hostname" line says, and its
+ * first program run, so that a restore finds all that done, in its page
+ * cache and (the host keeps the build's overlay under every restore's) on
+ * its disk. Synced, so no restore writes back what the template dirtied.
+ * /setup then checks that its root is the one mounted here.
+ */
+int
+root_template(struct init_state *st, const char *text, size_t len,
+    char **cause)
+{
+	struct agent_config	 cfg;
+	char			*dev = NULL, *why = NULL;
+	long long		 t0 = util_ms(CLOCK_MONOTONIC);
+
+	memset(&cfg, 0, sizeof cfg);
+	if (config_parse(&cfg, text, len, cause) == -1)
+		return (-1);
+	if (cfg.root == NULL || cfg.token != NULL || cfg.nmounts > 0 ||
+	    cfg.nbinds > 0 || cfg.nenv > 0) {
+		*cause = xstrdup("/root takes a root and a hostname only");
+		goto fail;
+	}
+	if (!st->pid1 || st->root_device != NULL) {
+		*cause = xstrdup(st->pid1 ? "a root is mounted already" :
+		    "no root to mount: not PID 1");
+		goto fail;
+	}
+	if (root_mount(st, &cfg, &dev, &why) == -1) {
+		xasprintf(cause, "root disk: %s", why);
+		free(why);
+		goto fail;
+	}
+	root_files(&cfg);
+	root_warm();
+	sync();
+	st->root_device = dev;
+	st->root_early = 1;
+	st->root_early_grow = cfg.root_grow;
+	st->root_early_size = cfg.root_size;
+	st->root_early_serial = cfg.root;
+	cfg.root = NULL;
+	log_warnx("root %s ready for the template in %lld ms", dev,
+	    util_ms(CLOCK_MONOTONIC) - t0);
+	config_free(&cfg);
+	return (0);
+fail:
+	config_free(&cfg);
+	return (-1);
+}
+
+/*
+ * Mount the config's root disk and make it /, before the shares; or, on
+ * a guest whose template mounted it (root_template), check that it is
+ * the one asked for. Then what each sandbox gets in it: its files, the
+ * image's config, its glibc when asked. Only as PID 1: in test mode
+ * there is no disk, and the host's root stays.
  */
 void
 root_setup(struct init_state *st)
 {
-	struct disk_reader	 d;
-	struct disk_root	 r;
-	char			 disk[256], seen[512], *why = NULL, *dev = NULL;
-	long long		 t0 = util_ms(CLOCK_MONOTONIC), t1;
-	int			 fd = -1;
+	char		*why = NULL, *dev = NULL;
+	long long	 t0 = util_ms(CLOCK_MONOTONIC), t1;
 
-	memset(&r, 0, sizeof r);
-	if (st->cfg.root == NULL || st->root_device != NULL || !st->pid1)
+	if (st->cfg.root == NULL || !st->pid1)
 		return;
-	if (module_root(st) == -1)
-		log_warnx("no list of the root's modules; mounting anyway");
-	if (st->root_probed[0] != '\0' && strcmp(st->cfg.root,
-	    ROOT_PROBE_SERIAL) == 0 && root_disk_present(st->root_probed))
-		snprintf(disk, sizeof disk, "%s", st->root_probed);
-	else if (root_find_disk(st->cfg.root, disk, sizeof disk, seen,
-	    sizeof seen) == -1) {
-		util_set_error(&st->error, "root disk: no virtio disk with "
-		    "serial %s (seen: %s)", st->cfg.root, seen);
+	if (st->root_early) {
+		if (strcmp(st->cfg.root, st->root_early_serial) != 0 ||
+		    st->cfg.root_grow != st->root_early_grow ||
+		    st->cfg.root_size != st->root_early_size) {
+			util_set_error(&st->error, "root disk: the template "
+			    "mounted %s (%s, %llu bytes), setup asks for %s "
+			    "(%s, %llu bytes)", st->root_early_serial,
+			    st->root_early_grow ? "grow" : "keep",
+			    st->root_early_size, st->cfg.root,
+			    st->cfg.root_grow ? "grow" : "keep",
+			    st->cfg.root_size);
+			return;
+		}
+		st->root_early = 0;
+	} else if (st->root_device != NULL)
 		return;
-	}
-	if (root_open(st, disk, &d, &fd, &why) == -1)
-		goto fail;
-	if (disk_find_root(&d, &r) == -1) {
-		xasprintf(&why, "/dev/%s: no root file system found: %s",
-		    disk, r.seen);
-		goto fail;
-	}
-	if (st->cfg.root_grow &&
-	    root_grow_table(fd, disk, &r, &d, &why) == -1)
-		goto fail;
-	dev = root_node(disk, r.partno);
-	if (util_mkdir_p(ROOT_STAGE, 0755) == -1 ||
-	    mount(dev, ROOT_STAGE, "ext4", 0, NULL) == -1) {
-		xasprintf(&why, "mount %s (ext4, found %s): %s%s", dev, r.how,
-		    strerror(errno), errno == ENODEV ? " (no ext4 module)" :
-		    "");
-		goto fail;
-	}
-	if (st->cfg.root_grow && root_grow_fs(ROOT_STAGE, &r, &why) == -1)
-		goto fail;
-	if (root_switch(ROOT_STAGE, &why) == -1)
-		goto fail;
-	root_files(st);
+	else if (root_mount(st, &st->cfg, &dev, &why) == -1) {
+		util_set_error(&st->error, "root disk: %s", why);
+		free(why);
+		return;
+	} else
+		st->root_device = dev;
+	root_files(&st->cfg);
 	imageconf_load(st);
 	t1 = util_ms(CLOCK_MONOTONIC);
 	/* Only when the host asks: about 40 ms under TCG. */
 	if (st->cfg.root_glibc)
 		root_find_glibc(st);
-	st->root_device = dev;
-	dev = NULL;
-	log_warnx("root %s (found %s) in %lld ms, glibc %s in %lld ms",
-	    st->root_device, r.how, t1 - t0, st->root_glibc != NULL ?
+	log_warnx("root %s set up in %lld ms, glibc %s in %lld ms",
+	    st->root_device, t1 - t0, st->root_glibc != NULL ?
 	    st->root_glibc : "not found", util_ms(CLOCK_MONOTONIC) - t1);
-	goto out;
-fail:
-	util_set_error(&st->error, "root disk: %s", why);
-out:
-	free(why);
-	free(dev);
-	disk_root_free(&r);
-	if (fd != -1)
-		close(fd);
 }

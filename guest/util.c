@@ -244,6 +244,34 @@ util_read_file(const char *path, char **out, size_t *outlen, size_t max)
 	return (ret);
 }
 
+/*
+ * Is path a regular file (its own name, no link followed) holding
+ * exactly text? A write that would change nothing is skipped so: on a
+ * disk image's root restored from a template, a file written at the
+ * template already holds it, and writing again costs ext4's journal.
+ */
+int
+util_file_is(const char *path, const char *text)
+{
+	struct stat	 sb;
+	size_t		 len = strlen(text), got;
+	char		*have;
+	int		 fd, same;
+
+	if ((fd = open(path, O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC)) == -1)
+		return (0);
+	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) ||
+	    (size_t)sb.st_size != len ||
+	    util_read_fd(fd, &have, &got, len + 1) == -1) {
+		close(fd);
+		return (0);
+	}
+	close(fd);
+	same = got == len && memcmp(have, text, len) == 0;
+	free(have);
+	return (same);
+}
+
 int
 util_mkdir_p(const char *path, mode_t mode)
 {

@@ -341,6 +341,20 @@ out:
 int
 disk_overlay(struct disk *d, const char *dir, uint64_t want, char **cause)
 {
+	if (disk_overlay_plan(d, dir, want, cause) == -1)
+		return (-1);
+	return (disk_overlay_on(d, dir, NULL, 0, cause));
+}
+
+/*
+ * The overlay's size and path, checked, but not made yet: a launch makes
+ * it (disk_overlay_on) over what its mode needs, the base or a kept disk,
+ * so a restore makes one overlay, not one over the base and then another.
+ */
+int
+disk_overlay_plan(struct disk *d, const char *dir, uint64_t want,
+    char **cause)
+{
 	const char	*fmt, *top;
 	uint64_t	 vsize;
 
@@ -357,29 +371,164 @@ disk_overlay(struct disk *d, const char *dir, uint64_t want, char **cause)
 	}
 	d->size = want > vsize ? want : vsize;
 	d->grow = d->size > vsize;
-	return (disk_overlay_on(d, dir, NULL, cause));
+	free(d->overlay);
+	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
+	return (0);
+}
+
+static void
+disk_mids_free(struct disk *d)
+{
+	size_t	i;
+
+	for (i = 0; i < d->nmids; i++)
+		free(d->mids[i]);
+	free(d->mids);
+	d->mids = NULL;
+	d->nmids = 0;
 }
 
 /*
- * The overlay made again over middle, a template's disk (itself a qcow2
- * overlay of the base, of the same size), or, with middle NULL, over the
- * base again: where a restore of a template with a disk goes, and where
- * the boot that follows a failed one goes back.
+ * The overlay made again over the n disks of mids, bottom first, each a
+ * qcow2 overlay of the one below it, the first of the base (or the top
+ * layer), all of the same size: a template's disk, or a snapshot's and
+ * those it was made over. With none, over the base again: where the boot
+ * that follows a failed restore goes back.
  */
 int
-disk_overlay_on(struct disk *d, const char *dir, const char *middle,
-    char **cause)
+disk_overlay_on(struct disk *d, const char *dir, char *const *mids,
+    size_t n, char **cause)
 {
 	const char	*fmt, *top;
 	uint64_t	 vsize;
+	size_t		 i;
 
 	free(d->overlay);
 	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
 	top = disk_top(d, &vsize, &fmt);
-	free(d->middle);
-	d->middle = middle != NULL ? xstrdup(middle) : NULL;
-	return (disk_create(d, middle != NULL ? middle : top,
-	    middle != NULL ? "qcow2" : fmt, cause));
+	disk_mids_free(d);
+	if (n > 0) {
+		d->mids = xreallocarray(NULL, n, sizeof *d->mids);
+		for (i = 0; i < n; i++)
+			d->mids[i] = xstrdup(mids[i]);
+		d->nmids = n;
+	}
+	return (disk_create(d, n > 0 ? mids[n - 1] : top,
+	    n > 0 ? "qcow2" : fmt, cause));
+}
+
+/* All of from into the new file to (0600), in the kernel where it can. */
+static int
+disk_copy(const char *from, const char *to)
+{
+	char	 buf[65536];
+	ssize_t	 n, w, off;
+	int	 in, out, rc = -1;
+
+	if ((in = open(from, O_RDONLY|O_CLOEXEC)) == -1)
+		return (-1);
+	if ((out = open(to, O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC, 0600)) == -1) {
+		close(in);
+		return (-1);
+	}
+	while ((n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0)
+		;
+	if (n == -1 && (errno == EXDEV || errno == ENOSYS ||
+	    errno == EINVAL || errno == EOPNOTSUPP)) {
+		if (lseek(in, 0, SEEK_SET) == -1 || ftruncate(out, 0) == -1 ||
+		    lseek(out, 0, SEEK_SET) == -1)
+			goto out;
+		while ((n = read(in, buf, sizeof buf)) > 0) {
+			for (off = 0; off < n; off += w) {
+				if ((w = write(out, buf + off, n - off)) == -1)
+					goto out;
+			}
+		}
+	}
+	if (n == 0)
+		rc = 0;
+out:
+	close(in);
+	if (close(out) == -1)
+		rc = -1;
+	if (rc == -1)
+		unlink(to);
+	return (rc);
+}
+
+/*
+ * The overlay over one kept disk, mid (a template's), copied from
+ * pristine: a fresh overlay of this size over mid is the same file every
+ * time, so qemu-img makes it once (into pristine, renamed into place
+ * whole) and every later restore copies it, rather than running
+ * qemu-img each time (7 ms on a quiet machine, 25 ms and more on a
+ * loaded one). pristine is never written once in place; anything amiss
+ * falls back to qemu-img.
+ */
+int
+disk_overlay_copy(struct disk *d, const char *dir, const char *mid,
+    const char *pristine, char **cause)
+{
+	struct disk_info info;
+	unsigned char	 h[DISK_HEADER];
+	struct stat	 st;
+	char		*tmp, *why = NULL, *m;
+	double		 t0 = util_now();
+	ssize_t		 n = -1;
+	int		 fd, rc;
+
+	m = xstrdup(mid);
+	if (access(pristine, R_OK) == -1) {
+		xasprintf(&tmp, "%s.%ld", pristine, (long)getpid());
+		(void)unlink(tmp);
+		rc = disk_overlay_on(d, dir, &m, 1, cause);
+		if (rc == 0 && disk_copy(d->overlay, tmp) == 0 &&
+		    rename(tmp, pristine) == 0)
+			log_debug("overlay kept as %s for the next ones",
+			    pristine);
+		(void)unlink(tmp);
+		free(tmp);
+		free(m);
+		return (rc);
+	}
+	/* A qcow2 of this size, as qemu-img wrote it. */
+	if ((fd = open(pristine, O_RDONLY|O_CLOEXEC)) != -1) {
+		if (fstat(fd, &st) == 0)
+			n = pread(fd, h, sizeof h, 0);
+		close(fd);
+	}
+	rc = n >= 24 && memcmp(h, "QFI\xfb", 4) == 0;
+	if (rc) {
+		memset(h + 8, 0, 12);	/* its backing file: mid */
+		rc = disk_parse_header(h, (size_t)n, (uint64_t)st.st_size,
+		    &info, &why) == 0 && info.virtual_size == d->size;
+		free(why);
+	}
+	if (!rc) {
+		log_debug("%s is no overlay of this disk; qemu-img instead",
+		    pristine);
+		goto qemu_img;
+	}
+	free(d->overlay);
+	xasprintf(&d->overlay, "%s/disk.qcow2", dir);
+	(void)unlink(d->overlay);
+	if (disk_copy(pristine, d->overlay) == -1) {
+		log_debug("copying %s: %s; qemu-img instead", pristine,
+		    strerror(errno));
+		goto qemu_img;
+	}
+	disk_mids_free(d);
+	d->mids = xreallocarray(NULL, 1, sizeof *d->mids);
+	d->mids[0] = m;
+	d->nmids = 1;
+	d->overlay_seconds = util_now() - t0;
+	log_debug("overlay %s over %s, copied from %s in %.3f s", d->overlay,
+	    mid, pristine, d->overlay_seconds);
+	return (0);
+qemu_img:
+	rc = disk_overlay_on(d, dir, &m, 1, cause);
+	free(m);
+	return (rc);
 }
 
 /*
@@ -409,8 +558,8 @@ disk_qemu_args_writable(const struct disk *d, struct qemu_argv *a, int boot)
 
 /*
  * QEMU's nodes: the base opened read-only, in the format its header
- * said; a template's disk over it, read-only too, when there is one; the
- * overlay over those; the disk the guest sees, found there by its
+ * said; the kept disks over it (a template's, a snapshot's), read-only
+ * too; the overlay over those; the disk the guest sees, found there by its
  * serial. A template's key leaves out the overlay's file name
  * (template.c), not the base's. An overlay that cannot grow (its file
  * system full) gives the guest I/O errors: QEMU's default for ENOSPC
@@ -420,7 +569,7 @@ disk_qemu_args_writable(const struct disk *d, struct qemu_argv *a, int boot)
 void
 disk_qemu_args(const struct disk *d, struct qemu_argv *a, int boot)
 {
-	char	*base, *overlay, *middle, *layer, below[32], node[32];
+	char	*base, *overlay, *layer, below[32], node[32];
 	size_t	 i;
 
 	if (d->writable) {
@@ -447,17 +596,20 @@ disk_qemu_args(const struct disk *d, struct qemu_argv *a, int boot)
 		free(layer);
 		memcpy(below, node, sizeof below);
 	}
-	if (d->middle != NULL) {
-		middle = qemu_escape(d->middle);
+	/* The kept disks (a template's, a snapshot's), read-only too. */
+	for (i = 0; i < d->nmids; i++) {
+		snprintf(node, sizeof node, "tdisk%zu", i);
+		layer = qemu_escape(d->mids[i]);
 		qemu_arg(a, "-blockdev");
-		qemu_arg(a, "driver=qcow2,node-name=tdisk,file.driver=file,"
-		    "file.filename=%s,backing=%s,read-only=on", middle, below);
-		free(middle);
+		qemu_arg(a, "driver=qcow2,node-name=%s,file.driver=file,"
+		    "file.filename=%s,backing=%s,read-only=on", node, layer,
+		    below);
+		free(layer);
+		memcpy(below, node, sizeof below);
 	}
 	qemu_arg(a, "-blockdev");
 	qemu_arg(a, "driver=qcow2,node-name=" DISK_NODE ",file.driver=file,"
-	    "file.filename=%s,backing=%s,discard=unmap", overlay,
-	    d->middle != NULL ? "tdisk" : below);
+	    "file.filename=%s,backing=%s,discard=unmap", overlay, below);
 	qemu_arg(a, "-device");
 	qemu_arg(a, "virtio-blk-pci,drive=" DISK_NODE ",serial=%s,"
 	    "werror=report,rerror=report%s",
@@ -515,7 +667,7 @@ disk_free(struct disk *d)
 
 	free(d->base);
 	free(d->overlay);
-	free(d->middle);
+	disk_mids_free(d);
 	for (i = 0; i < d->nlayers; i++)
 		free(d->layers[i]);
 	free(d->layers);

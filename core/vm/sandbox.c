@@ -680,8 +680,8 @@ sandbox_qemu_exited(struct sandbox *sb)
 }
 
 /*
- * The base image probed, its overlay made in the run directory, and the
- * base's real path written there as "image": qsup image rm and ls see
+ * The base image probed, its overlay's size and path in the run directory
+ * set, and the base's real path written there as "image": qsup image rm and ls see
  * from it that the base is in use, and by whom.
  */
 static int
@@ -718,8 +718,9 @@ sandbox_disk(struct sandbox *sb, char **cause)
 		sb->disk.size = sb->disk.info.virtual_size;
 		return (0);
 	}
-	return (disk_overlay(&sb->disk, sb->rundir, sb->profile->disk_size,
-	    cause));
+	/* Made by each launch, over what its mode needs (sandbox_launch). */
+	return (disk_overlay_plan(&sb->disk, sb->rundir,
+	    sb->profile->disk_size, cause));
 }
 
 /*

@@ -198,8 +198,10 @@ void		 sandbox_save(struct sandbox *);
 
 /* sandbox_snap.c */
 #define SANDBOX_VNC_SOCK	"vnc.sock"	/* QEMU's VNC server (display) */
+#define SANDBOX_HOSTNAME	"qsup"		/* every guest's */
 #define SANDBOX_SNAP_STATE	"state"		/* files of a snapshot */
 #define SANDBOX_SNAP_DISK	"disk.qcow2"
+#define SANDBOX_SNAP_UNDER	"under%zu.qcow2" /* the disks below it */
 #define SANDBOX_SNAP_PAGES	"ram.pages"	/* format 2 (sandbox_snap2.c) */
 #define SANDBOX_SNAP_MAP	"ram.map"
 #define SANDBOX_SNAP_TPL	"tpl.ram"
@@ -251,6 +253,8 @@ void		 sandbox_confine(struct sandbox *, int, int *,
 int		 sandbox_write_seed(struct sandbox *, char **);
 void		 sandbox_reply_cb(int, const char *, size_t, void *);
 void		 sandbox_send_setup(struct sandbox *);
+int		 sandbox_root_early(const struct sandbox *);
+void		 sandbox_send_root(struct sandbox *);
 
 /* sandbox_live.c */
 double		 sandbox_start_timeout(struct sandbox *);

@@ -256,6 +256,26 @@ sandbox_incoming(struct sandbox *sb, char **cause)
 }
 
 /*
+ * The launch's fresh overlay: over the template's disk for a restore of a
+ * template that has one (copied from the template's pristine overlay,
+ * KEY.top, made by the first restore), else over the base.
+ */
+static int
+sandbox_overlay(struct sandbox *sb, char **cause)
+{
+	char	*top;
+	int	 rc;
+
+	if (!sb->tpl.with_disk || sb->mode != SB_RESTORE)
+		return (disk_overlay_on(&sb->disk, sb->rundir, NULL, 0, cause));
+	xasprintf(&top, "%s/%s.top", sb->tpl.dir, sb->tpl.key);
+	rc = disk_overlay_copy(&sb->disk, sb->rundir, sb->tpl.disk, top,
+	    cause);
+	free(top);
+	return (rc);
+}
+
+/*
  * Everything one QEMU process needs, then QEMU itself, the start's
  * deadline, and the first request, whose answer says the agent is up.
  * On failure, the caller undoes it (sandbox_launch_free).
@@ -293,12 +313,12 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	    sandbox_write_seed(sb, cause) == -1)
 		return (-1);
 	/*
-	 * A template with a disk: the restore's overlay goes over the
-	 * template's disk; a boot after a failed restore, over the base.
+	 * A fresh overlay for every launch: a restore of a template with a
+	 * disk goes over the template's disk, a boot or a build over the
+	 * base (a snapshot's restore made its own, over the snapshot's).
 	 */
-	if (sb->tpl.with_disk && (sb->mode == SB_RESTORE ||
-	    sb->disk.middle != NULL) && disk_overlay_on(&sb->disk, sb->rundir,
-	    sb->mode == SB_RESTORE ? sb->tpl.disk : NULL, cause) == -1)
+	if (sb->disk.base != NULL && !sb->disk.writable && sb->snap == NULL &&
+	    sandbox_overlay(sb, cause) == -1)
 		return (-1);
 	/* A snapshot's restore may find its QEMU started already. */
 	spare = sb->snap != NULL && sandbox_spare_take(sb, have);
@@ -329,10 +349,13 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	/*
 	 * The agent answers once it is up: readiness is its first reply.
 	 * The request waits in the socket until the guest reads it, and a
-	 * restore's early refresh waits behind it.
+	 * restore's early refresh waits behind it. A build of an image's
+	 * template mounts its root first (sandbox_send_root).
 	 */
 	if (sb->mode == SB_RESTORE)
 		sandbox_send_setup(sb);
+	else if (sb->mode == SB_BUILD && sandbox_root_early(sb))
+		sandbox_send_root(sb);
 	else
 		agent_request(sb->ports[0], "GET", "/ping", NULL, 0,
 		    sandbox_reply_cb, NULL, sb);

@@ -62,6 +62,14 @@ sandbox_host_libs(struct sandbox *sb)
 	return (0);
 }
 
+/* The config's line for the image's root: its disk, grown or not. */
+static void
+sandbox_root_line(struct sandbox *sb, struct buf *cfg)
+{
+	buf_printf(cfg, "root %s %s %llu\n", QSUP_ROOT_SERIAL,
+	    sb->disk.grow ? "grow" : "keep", (unsigned long long)sb->disk.size);
+}
+
 /* The guest's configuration, in the seed's qsup-config format. */
 static void
 sandbox_config(struct sandbox *sb, struct buf *cfg)
@@ -74,9 +82,9 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	entropy = token_hex(64);
-	buf_printf(cfg, "token %s\nhostname qsup\ntime %lld.%09ld\n"
-	    "entropy %s\n", sb->token, (long long)ts.tv_sec, ts.tv_nsec,
-	    entropy);
+	buf_printf(cfg, "token %s\nhostname " SANDBOX_HOSTNAME "\n"
+	    "time %lld.%09ld\nentropy %s\n", sb->token, (long long)ts.tv_sec,
+	    ts.tv_nsec, entropy);
 	explicit_bzero(entropy, strlen(entropy));
 	free(entropy);
 	/* The proxy first: the profile's own env may override it. */
@@ -97,9 +105,7 @@ sandbox_config(struct sandbox *sb, struct buf *cfg)
 	 * an image that boots itself has its root already.
 	 */
 	if (sb->disk.base != NULL && !sandbox_boot_image(sb))
-		buf_printf(cfg, "root %s %s %llu\n", QSUP_ROOT_SERIAL,
-		    sb->disk.grow ? "grow" : "keep",
-		    (unsigned long long)sb->disk.size);
+		sandbox_root_line(sb, cfg);
 	/* Its glibc matters only under the host's library directories. */
 	if (sb->disk.base != NULL && sandbox_host_libs(sb))
 		buf_puts(cfg, "root_glibc 1\n");
@@ -283,5 +289,36 @@ sandbox_send_setup(struct sandbox *sb)
 	agent_request(sb->ports[0], "POST", "/setup", cfg.data, cfg.len,
 	    sandbox_reply_cb, NULL, sb);
 	explicit_bzero(cfg.data, cfg.len);
+	buf_free(&cfg);
+}
+
+/*
+ * Does a template of this sandbox have the image's root mounted (and its
+ * overlay kept, template.c's KEY.disk)? Every disk image qsup mounts as
+ * the root, not one that boots itself, nor a disk of the guest's own
+ * (never a template's).
+ */
+int
+sandbox_root_early(const struct sandbox *sb)
+{
+	return (sb->disk.base != NULL && !sb->disk.writable &&
+	    !sandbox_boot_image(sb));
+}
+
+/*
+ * A template build of such an image: the root, mounted before the save,
+ * and what /setup writes into it that every sandbox shares (its host
+ * name), so that a restore has it all done. The answer is the build's
+ * first, as a ping's would be.
+ */
+void
+sandbox_send_root(struct sandbox *sb)
+{
+	struct buf	cfg = { 0 };
+
+	sandbox_root_line(sb, &cfg);
+	buf_puts(&cfg, "hostname " SANDBOX_HOSTNAME "\n");
+	agent_request(sb->ports[0], "POST", "/root", cfg.data, cfg.len,
+	    sandbox_reply_cb, NULL, sb);
 	buf_free(&cfg);
 }

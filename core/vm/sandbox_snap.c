@@ -6,8 +6,9 @@
  * query-migrate, the overlay copied while QEMU stands still, cont. A
  * restore is a launch with the source's command line (the same devices:
  * the same RAM block, seed disk or none, kernel flags), -incoming from
- * the state file, the snapshot's disk read-only below a fresh overlay,
- * and the source's agent token, which the restored guest still holds:
+ * the state file, the snapshot's disk read-only below a fresh overlay
+ * (and the disks the source's overlay was over, kept with it: a
+ * template's, an earlier snapshot's), and the source's agent token, which the restored guest still holds:
  * its first request is a ping, as a boot's.
  */
 #include <sys/stat.h>
@@ -52,6 +53,67 @@ struct sandbox_snap_job {
 
 static void	sandbox_snap_step(const char *, json_t *, void *);
 
+/* The snapshot's kept disks, under%zu.qcow2 from 0 to the first gap. */
+static size_t
+sandbox_snap_unders(const char *dir, char ***paths)
+{
+	char	*path;
+	size_t	 n;
+
+	*paths = NULL;
+	for (n = 0; ; n++) {
+		xasprintf(&path, "%s/" SANDBOX_SNAP_UNDER, dir, n);
+		if (access(path, F_OK) == -1) {
+			free(path);
+			return (n);
+		}
+		*paths = xreallocarray(*paths, n + 1, sizeof **paths);
+		(*paths)[n] = path;
+	}
+}
+
+static void
+sandbox_snap_unlink_unders(const char *dir)
+{
+	char	**paths;
+	size_t	  i, n;
+
+	n = sandbox_snap_unders(dir, &paths);
+	for (i = n; i > 0; i--) {
+		unlink(paths[i - 1]);
+		free(paths[i - 1]);
+	}
+	free(paths);
+}
+
+/*
+ * The disks the sandbox's overlay goes over (its template's, or the
+ * snapshot's it was restored from, and theirs), kept in the snapshot as
+ * under0.qcow2 and up: a hard link where it can (they are never written
+ * once in place), else a copy. The snapshot's own disk, a copy of the
+ * overlay, goes over the last of them at a restore.
+ */
+static int
+sandbox_snap_keep_mids(struct sandbox *sb, const char *dir, uint64_t *bytes,
+    char **cause)
+{
+	struct stat	 st;
+	char		*path;
+	size_t		 i;
+	int		 rc = 0;
+
+	for (i = 0; i < sb->disk.nmids && rc == 0; i++) {
+		xasprintf(&path, "%s/" SANDBOX_SNAP_UNDER, dir, i);
+		if (link(sb->disk.mids[i], path) == -1 &&
+		    template_copy_file(sb->disk.mids[i], path, cause) == -1)
+			rc = -1;
+		else if (stat(path, &st) == 0)
+			*bytes += (uint64_t)st.st_blocks * 512;
+		free(path);
+	}
+	return (rc);
+}
+
 /* The job is over: the guest goes on as it was, the owner is told. */
 static void
 sandbox_snap_end(struct sandbox_snap_job *j, const char *error)
@@ -79,6 +141,7 @@ sandbox_snap_end(struct sandbox_snap_job *j, const char *error)
 		xasprintf(&path, "%s/" SANDBOX_SNAP_DISK, j->dir);
 		unlink(path);
 		free(path);
+		sandbox_snap_unlink_unders(j->dir);
 	}
 	sb->snap_job = NULL;
 	if (j->was_running && sb->state == SBS_READY)
@@ -116,7 +179,8 @@ sandbox_snap_saved(struct sandbox_snap_job *j, const char *error)
 
 	if (error == NULL && fstat(j->fd, &st) == 0)
 		j->res.bytes += (uint64_t)st.st_blocks * 512;
-	if (error == NULL && sb->disk.overlay != NULL) {
+	if (error == NULL && sb->disk.overlay != NULL &&
+	    sandbox_snap_keep_mids(sb, j->dir, &j->res.bytes, &cause) == 0) {
 		xasprintf(&path, "%s/" SANDBOX_SNAP_DISK, j->dir);
 		if (template_copy_file(sb->disk.overlay, path, &cause) == 0 &&
 		    stat(path, &st) == 0)
@@ -447,7 +511,8 @@ sandbox_set_snapshot(struct sandbox *sb, const char *dir, const char *token,
 int
 sandbox_snap_launch(struct sandbox *sb, char **cause)
 {
-	char	*path;
+	char	*path, **mids;
+	size_t	 i, n;
 	int	 rc = 0;
 
 	if (sb->snap->format == 2) {
@@ -462,10 +527,14 @@ sandbox_snap_launch(struct sandbox *sb, char **cause)
 		}
 		free(path);
 	}
-	if (sb->disk.base != NULL && sb->disk.middle == NULL) {
-		xasprintf(&path, "%s/" SANDBOX_SNAP_DISK, sb->snap->dir);
-		rc = disk_overlay_on(&sb->disk, sb->rundir, path, cause);
-		free(path);
+	if (sb->disk.base != NULL && sb->disk.nmids == 0) {
+		n = sandbox_snap_unders(sb->snap->dir, &mids);
+		mids = xreallocarray(mids, n + 1, sizeof *mids);
+		xasprintf(&mids[n++], "%s/" SANDBOX_SNAP_DISK, sb->snap->dir);
+		rc = disk_overlay_on(&sb->disk, sb->rundir, mids, n, cause);
+		for (i = 0; i < n; i++)
+			free(mids[i]);
+		free(mids);
 	}
 	return (rc);
 }

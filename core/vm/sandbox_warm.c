@@ -109,6 +109,20 @@ sandbox_choose_mode(struct sandbox *sb)
 		    (long long)sb->disk.before.st_mtim.tv_sec,
 		    sb->disk.before.st_mtim.tv_nsec, sb->disk.info.format,
 		    (unsigned long long)sb->disk.size);
+	/*
+	 * A template that keeps the build's overlay (the image's root
+	 * mounted by the build, or an image that boots itself) is right
+	 * over this very base only: its inode and ctime count too (a copy
+	 * with the same size and mtime is another file; no write, even one
+	 * that puts the mtime back, keeps the ctime).
+	 */
+	if (sandbox_root_early(sb))
+		qemu_arg(&a, "#root mounted by the build");
+	if (sandbox_root_early(sb) || sandbox_boot_image(sb))
+		qemu_arg(&a, "#base %llu %lld.%09ld",
+		    (unsigned long long)sb->disk.before.st_ino,
+		    (long long)sb->disk.before.st_ctim.tv_sec,
+		    sb->disk.before.st_ctim.tv_nsec);
 	/* ... and its top layer, if setup made any. */
 	if (sb->disk.nlayers > 0)
 		qemu_arg(&a, "#layer %s %lld %lld.%09ld",
@@ -126,8 +140,11 @@ sandbox_choose_mode(struct sandbox *sb)
 		qemu_argv_free(&a);
 		return (0);
 	}
-	/* An image that boots itself writes its disk: it is kept too. */
-	sb->tpl.with_disk = sandbox_boot_image(sb);
+	/*
+	 * An image that boots itself writes its disk, and so does the mount
+	 * of an image's root in the build (sandbox_send_root): it is kept.
+	 */
+	sb->tpl.with_disk = sandbox_boot_image(sb) || sandbox_root_early(sb);
 	if (sandbox_pick_mode(sb) == -1) {
 		/*
 		 * Booting too would cost a whole boot's CPU while the builder

@@ -272,8 +272,11 @@ struct disk {
 	struct disk_info info;
 	struct stat	 before;	/* the base, before the run */
 	char		*overlay;	/* in the run directory */
-	char		*middle;	/* a template's disk between the base
-					   and the overlay, or NULL */
+	char		**mids;		/* disks kept read-only between the
+					   base (and layers) and the overlay,
+					   bottom first: a template's, a
+					   snapshot's */
+	size_t		 nmids;
 	uint64_t	 size;		/* the overlay's, bytes */
 	int		 grow;		/* larger than the base */
 	double		 overlay_seconds;
@@ -292,8 +295,12 @@ int		 disk_probe(const char *, struct disk *, char **);
 int		 disk_add_layer(struct disk *, const char *, const char *,
 		     char **);
 int		 disk_overlay(struct disk *, const char *, uint64_t, char **);
-int		 disk_overlay_on(struct disk *, const char *, const char *,
+int		 disk_overlay_plan(struct disk *, const char *, uint64_t,
 		     char **);
+int		 disk_overlay_copy(struct disk *, const char *, const char *,
+		     const char *, char **);
+int		 disk_overlay_on(struct disk *, const char *, char *const *,
+		     size_t, char **);
 void		 disk_qemu_args(const struct disk *, struct qemu_argv *, int);
 int		 disk_untouched(const struct disk *, struct buf *);
 void		 disk_free(struct disk *);

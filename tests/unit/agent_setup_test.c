@@ -2,7 +2,8 @@
  * qsup-agent's setup, through the real binary in test mode
  * (agent_helpers.h): shares and binds that fail, config and root lines
  * that do not parse, seed ISOs written the ways seed writers lay them
- * out, no seed at all, and the template state before POST /setup.
+ * out, no seed at all, and the template state before POST /setup (and
+ * its POST /root).
  */
 #include "agent_helpers.h"
 
@@ -382,6 +383,50 @@ Test(agent, template_state_serves_ping_and_setup_only)
 	cr_assert_str_eq(r.out.data, "from-setup\n");
 	cr_assert_eq(r.status, 0, "exit: %s", r.exit);
 	result_free(&r);
+}
+
+/*
+ * POST /root: a template build's root, mounted before the save. Only in
+ * template state, only POST, only a "root" and a "hostname" line; in test
+ * mode (not PID 1) there is no root to mount, and saying so is an error
+ * the host sees, never a silent success.
+ */
+Test(agent, root_in_template_state_only)
+{
+	static const char *const bad[] = {
+		"",
+		"hostname h\n",
+		"root qsup-root keep 1024\ntoken x\n",
+		"root qsup-root keep 1024\nenv A=b\n",
+		"root qsup-root sideways 1024\n",
+	};
+	struct tbuf	 body;
+	struct conn	*c = &ag.c[0];
+	const char	*root = "root qsup-root keep 1048576\nhostname qsup\n";
+	char		 cfg[256];
+	size_t		 i;
+
+	spawn_agent_with(2, "--template", NULL, NULL, 0, NULL);
+	send_request(c, "GET", "/root", NULL, NULL, 0);
+	cr_assert_eq(read_response(c, &body), 405);
+	free(body.data);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		send_request(c, "POST", "/root", NULL, bad[i], strlen(bad[i]));
+		cr_assert_geq(read_response(c, &body), 400, "%s", bad[i]);
+		free(body.data);
+	}
+	send_request(c, "POST", "/root", NULL, root, strlen(root));
+	cr_assert_eq(read_response(c, &body), 503);
+	cr_assert_not_null(strstr(body.data, "not PID 1"), "%s", body.data);
+	free(body.data);
+	/* Still a template: setup goes on as before. */
+	snprintf(cfg, sizeof cfg, "token %s\n", TOKEN);
+	send_request(c, "POST", "/setup", NULL, cfg, strlen(cfg));
+	cr_assert_eq(read_response(c, &body), 200);
+	free(body.data);
+	send_request(c, "POST", "/root", TOKEN, root, strlen(root));
+	cr_assert_eq(read_response(c, &body), 409);
+	free(body.data);
 }
 
 /*

@@ -155,3 +155,118 @@ Test(disk, overlay_over_a_base_left_as_it_was)
 	disk_free(&d);
 	free(base);
 }
+
+/*
+ * Kept disks (a template's, a snapshot's over it) between the base and
+ * the overlay: each a read-only node over the one below, the overlay over
+ * the last; made again over none, the overlay is over the base again.
+ */
+Test(disk, overlay_over_kept_disks_in_order)
+{
+	struct disk		 d;
+	struct qemu_argv	 a = { 0 };
+	char			*base, *mids[2], *cause = NULL;
+	size_t			 i;
+	int			 fd, seen = 0;
+
+	xasprintf(&base, "%s/base.raw", dir);
+	cr_assert_neq(fd = open(base, O_WRONLY|O_CREAT, 0644), -1);
+	cr_assert_eq(ftruncate(fd, 4 << 20), 0);
+	close(fd);
+	cr_assert_eq(disk_probe(base, &d, &cause), 0, "%s", cause);
+	cr_assert_eq(disk_overlay(&d, dir, 0, &cause), 0, "%s", cause);
+	xasprintf(&mids[0], "%s/tpl.disk", dir);
+	xasprintf(&mids[1], "%s/snap.qcow2", dir);
+	/* The kept disks are copies of an overlay, as qsup keeps them. */
+	for (i = 0; i < 2; i++) {
+		xasprintf(&cause, "cp %s %s", d.overlay, mids[i]);
+		cr_assert_eq(system(cause), 0);
+		free(cause);
+		cause = NULL;
+	}
+	cr_assert_eq(disk_overlay_on(&d, dir, mids, 2, &cause), 0, "%s",
+	    cause);
+	cr_assert_eq(d.nmids, 2);
+	disk_qemu_args(&d, &a, 0);
+	for (i = 0; a.argv[i] != NULL; i++) {
+		if (strstr(a.argv[i], "node-name=tdisk0,") != NULL) {
+			cr_assert(strstr(a.argv[i], "tpl.disk,backing=base,"
+			    "read-only=on") != NULL, "%s", a.argv[i]);
+			seen++;
+		} else if (strstr(a.argv[i], "node-name=tdisk1,") != NULL) {
+			cr_assert(strstr(a.argv[i], "snap.qcow2,backing=tdisk0,"
+			    "read-only=on") != NULL, "%s", a.argv[i]);
+			seen++;
+		} else if (strstr(a.argv[i], "node-name=" DISK_NODE ",") !=
+		    NULL && strstr(a.argv[i], "qcow2") != NULL) {
+			cr_assert(strstr(a.argv[i], "backing=tdisk1,") != NULL,
+			    "%s", a.argv[i]);
+			seen++;
+		}
+	}
+	cr_assert_eq(seen, 3);
+	qemu_argv_free(&a);
+	memset(&a, 0, sizeof a);
+	cr_assert_eq(disk_overlay_on(&d, dir, NULL, 0, &cause), 0, "%s",
+	    cause);
+	cr_assert_eq(d.nmids, 0);
+	disk_qemu_args(&d, &a, 0);
+	for (i = 0; a.argv[i] != NULL; i++)
+		cr_assert(strstr(a.argv[i], "tdisk") == NULL, "%s", a.argv[i]);
+	qemu_argv_free(&a);
+	disk_free(&d);
+	free(mids[0]);
+	free(mids[1]);
+	free(base);
+}
+
+/*
+ * A restore's overlay over a template's disk: made by qemu-img once and
+ * kept as the pristine copy, then copied; a pristine copy that is not an
+ * overlay of this size is not used (qemu-img makes the overlay again).
+ */
+Test(disk, overlay_copied_from_its_pristine_copy)
+{
+	struct disk	 d;
+	struct stat	 st;
+	char		*base, *mid, *top, *cmd, *cause = NULL;
+	int		 fd;
+
+	xasprintf(&base, "%s/base.raw", dir);
+	cr_assert_neq(fd = open(base, O_WRONLY|O_CREAT, 0644), -1);
+	cr_assert_eq(ftruncate(fd, 4 << 20), 0);
+	close(fd);
+	cr_assert_eq(disk_probe(base, &d, &cause), 0, "%s", cause);
+	cr_assert_eq(disk_overlay(&d, dir, 0, &cause), 0, "%s", cause);
+	xasprintf(&mid, "%s/KEY.disk", dir);
+	xasprintf(&top, "%s/KEY.top", dir);
+	xasprintf(&cmd, "mv %s %s", d.overlay, mid);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	cr_assert_eq(disk_overlay_copy(&d, dir, mid, top, &cause), 0, "%s",
+	    cause);
+	cr_assert_eq(stat(top, &st), 0, "no pristine copy kept");
+	cr_assert_eq(d.nmids, 1);
+	cr_assert_str_eq(d.mids[0], mid);
+	/* The next one is a copy of it, byte for byte. */
+	cr_assert_eq(unlink(d.overlay), 0);
+	cr_assert_eq(disk_overlay_copy(&d, dir, mid, top, &cause), 0, "%s",
+	    cause);
+	xasprintf(&cmd, "cmp -s %s %s", top, d.overlay);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	/* A pristine copy that is no overlay: qemu-img again. */
+	cr_assert_eq(truncate(top, 10), 0);
+	cr_assert_eq(disk_overlay_copy(&d, dir, mid, top, &cause), 0, "%s",
+	    cause);
+	cr_assert_eq(stat(d.overlay, &st), 0);
+	cr_assert_gt(st.st_size, 4096);
+	xasprintf(&cmd, "qemu-img info -U %s | grep -q 'backing file: %s'",
+	    d.overlay, mid);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	disk_free(&d);
+	free(mid);
+	free(top);
+	free(base);
+}
