@@ -262,7 +262,7 @@ e2b_get_done(struct serve_exec *e, const struct exec_result *r,
 }
 
 static const struct serve_exec_hook e2b_get_hook = {
-	e2b_get_started, e2b_get_output, e2b_get_done
+	e2b_get_started, e2b_get_output, e2b_get_done, 0
 };
 
 static int

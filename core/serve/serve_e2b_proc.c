@@ -177,10 +177,11 @@ e2b_output(struct serve_exec *e, enum exec_stream which, const char *b64,
 	    which == EXEC_STDERR ? "stderr" : "stdout");
 	buf_add(&b, b64, len);	/* checked base64, the agent's */
 	buf_puts(&b, "\"}}}");
-	e2b_send(e->conn, st, 0, b.data, b.len);
+	if (e->conn != NULL)
+		e2b_send(e->conn, st, 0, b.data, b.len);
 	e2b_att_send(st, b.data, b.len, 0);
 	buf_free(&b);
-	return (httpd_over(e->conn));
+	return (e->conn != NULL && httpd_over(e->conn));
 }
 
 static void
@@ -224,8 +225,9 @@ e2b_done(struct serve_exec *e, const struct exec_result *r,
 	free(st);
 }
 
+/* As on E2B, a command outlives the stream that started it. */
 static const struct serve_exec_hook e2b_start_hook = {
-	e2b_started, e2b_output, e2b_done
+	e2b_started, e2b_output, e2b_done, 1
 };
 
 /* A request's arguments: the server and its sandbox's id, copied. */
@@ -786,7 +788,7 @@ e2b_cmd_done(struct serve_exec *e, const struct exec_result *r,
 }
 
 static const struct serve_exec_hook e2b_cmd_hook = {
-	e2b_cmd_started, e2b_cmd_output, e2b_cmd_done
+	e2b_cmd_started, e2b_cmd_output, e2b_cmd_done, 0
 };
 
 /*

@@ -232,7 +232,13 @@ serve_client_close_cb(void *arg)
 		exec_stdin_drop(e->x);
 	}
 	e->conn = NULL;
-	if (exec_state(e->x) != EXEC_DONE) {
+	if (exec_state(e->x) == EXEC_DONE)
+		;
+	else if (e->hook != NULL && e->hook->outlive) {
+		/* Held for a client that will not read: read on. */
+		log_debug("exec %u: its client went away: it runs on", e->id);
+		exec_resume(e->x);
+	} else {
 		log_debug("exec %u: its client went away: killed", e->id);
 		exec_detach(e->x);
 	}
@@ -388,8 +394,8 @@ serve_output_cb(struct exec *x, enum exec_stream stream, const char *data,
 
 	(void)x;
 	if (e->hook != NULL)
-		return (e->conn == NULL ? 0 : e->hook->output(e, stream, data,
-		    len, e->hook_arg));
+		return (e->conn == NULL && !e->hook->outlive ? 0 :
+		    e->hook->output(e, stream, data, len, e->hook_arg));
 	if (e->job != SERVE_EXEC && stream == EXEC_STDERR) {
 		/* A file job's says why it failed: kept, bounded. */
 		raw = xmalloc(len * 3 / 4 + 3);

@@ -87,6 +87,7 @@ struct serve_exec_hook {
 		    size_t, void *);
 	void	(*done)(struct serve_exec *, const struct exec_result *,
 		    const char *, void *);
+	int	  outlive;	/* runs on without its client, output told */
 };
 
 /*

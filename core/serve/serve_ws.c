@@ -137,7 +137,7 @@ serve_ws_term_done(struct serve_exec *e, const struct exec_result *r,
 }
 
 static const struct serve_exec_hook serve_ws_term_hook = {
-	serve_ws_term_started, serve_ws_term_output, serve_ws_term_done
+	serve_ws_term_started, serve_ws_term_output, serve_ws_term_done, 0
 };
 
 static void

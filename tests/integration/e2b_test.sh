@@ -202,6 +202,24 @@ test_sdk_connect() {
 	serve_stop
 }
 
+# A command started by a client that then exits runs on, as on E2B
+# (qsup's own API kills an exec whose client goes away).
+test_sdk_outlives_client() {
+	local out rc=0
+	e2b_serve || return
+	out=$(cd "$E2B_DIR" && E2B_API_KEY=$TOKEN E2B_API_URL=$U \
+	    E2B_SANDBOX_URL=$U timeout 600 node sdk_test.mjs bgstart 2>&1) ||
+	    rc=$?
+	E2B_BG=$(sed -n 's/^BG //p' <<<"$out")
+	export E2B_BG
+	[ "$rc" = 0 ] && [ -n "$E2B_BG" ] ||
+	    fail "bgstart: $rc: $(grep -m3 -iE "error|fail" <<<"$out")"
+	e2b_node bgcheck
+	api GET /v1/sandboxes
+	expect_eq "nothing left" '{"sandboxes":[]}' "$BODY"
+	serve_stop
+}
+
 test_sdk_pause() {
 	e2b_serve || return
 	e2b_node pause
@@ -246,7 +264,7 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
 e2b_setup
 for t in ${TESTS:-test_refusals test_keys_authenticate test_sdk test_sdk_connect \
-    test_sdk_debian test_sdk_pause test_sdk_tls}; do
+    test_sdk_outlives_client test_sdk_debian test_sdk_pause test_sdk_tls}; do
 	run_test "$t"
 done
 finish

@@ -230,6 +230,23 @@ async function reattach() {
 	    (e) => e.exitCode === 3 && e.stdout === 'early\nlater x\n')
 	await fails('connect to a finished pid', () =>
 	    other.commands.connect(h.pid), (e) => /not found/i.test(e.message))
+	// As on E2B, a command outlives the stream that started it: its
+	// client disconnects, another finds it, re-attaches, feeds it and
+	// sees its end.
+	const bg = await sbx.commands.run('echo first; read x; echo "got $x"; exit 5',
+	    { background: true, stdin: true, timeoutMs: 120000 })
+	await bg.disconnect()
+	await new Promise((r) => setTimeout(r, 300))
+	let ps = await other.commands.list()
+	ok(ps.some((p) => p.pid === bg.pid),
+	    'disconnect: the command runs on, listed', ps)
+	const back = await other.commands.connect(bg.pid)
+	await other.commands.sendStdin(bg.pid, 'y\n')
+	await fails('disconnect: connect again, its later output and exit code',
+	    () => back.wait(), (e) => e instanceof CommandExitError &&
+	    e.exitCode === 5 && e.stdout === 'got y\n')
+	ps = await other.commands.list()
+	ok(!ps.some((p) => p.pid === bg.pid), 'its end: no longer listed', ps)
 	// Two sandboxes: list's pages and filters.
 	const sbx2 = await Sandbox.create('base', { timeoutMs: 300000, ...slow })
 	const pages = Sandbox.list({ limit: 1 })
@@ -263,6 +280,38 @@ async function reattach() {
 	ok(await sbx.kill(), 'kill', null)
 }
 
+// A client that starts a background command and exits ...
+async function bgstart() {
+	const sbx = await Sandbox.create('base', { timeoutMs: 300000, ...slow })
+	const h = await sbx.commands.run(
+	    'i=0; while :; do i=$((i+1)); echo $i >/tmp/n; sleep 0.1; done',
+	    { background: true, timeoutMs: 0 })
+	for (let i = 0; i < 100 && !await sbx.files.exists('/tmp/n'); i++)
+		await new Promise((r) => setTimeout(r, 100))	// it began
+	console.log(`BG ${sbx.sandboxId} ${h.pid}`)
+}
+
+// ... and another, later, finds it running on: as on E2B.
+async function bgcheck() {
+	const [id, p] = (process.env.E2B_BG || '').split(' ')
+	const pid = Number(p)
+	const sbx = await Sandbox.connect(id, slow)
+	let ps = await sbx.commands.list()
+	ok(ps.some((x) => x.pid === pid),
+	    'its client gone: the command is listed', { pid, ps })
+	const a = Number(await sbx.files.read('/tmp/n'))
+	await new Promise((r) => setTimeout(r, 1500))
+	const b = Number(await sbx.files.read('/tmp/n'))
+	ok(b > a, 'its client gone: the command runs on', { a, b })
+	ok(await sbx.commands.kill(pid), 'kill it by its pid', null)
+	for (let i = 0; i < 50 && ps.some((x) => x.pid === pid); i++) {
+		await new Promise((r) => setTimeout(r, 100))
+		ps = await sbx.commands.list()
+	}
+	ok(!ps.some((x) => x.pid === pid), 'killed: no longer listed', ps)
+	ok(await sbx.kill(), 'kill the sandbox', null)
+}
+
 const group = process.argv[2] || 'basic'
 if (group === 'basic')
 	await basic()
@@ -274,6 +323,10 @@ else if (group === 'connect')
 	await reattach()
 else if (group === 'debian')
 	await debian()
+else if (group === 'bgstart')
+	await bgstart()
+else if (group === 'bgcheck')
+	await bgcheck()
 else
 	ok(false, 'a known group', group)
 process.exit(failed)
