@@ -299,18 +299,23 @@ test_full_disk() {
 # SIGTERM in the middle: no OUT, no work directory, no process left.
 test_signal_cleans_up() {
 	local pid rc
-	# 5000 files: some seconds under fakeroot, whose every chown is a
-	# round trip to its daemon.
-	python3 "$HELPER" many "$IB/many.tar" 5000
+	# 20000 files: several seconds of build under fakeroot, whose every
+	# chown is a round trip to its daemon (5000 took about a second: the
+	# signal could come after the end).
+	python3 "$HELPER" many "$IB/many.tar" 20000
 	"${BUILDER[@]}" "$IB/qsup" image build "$IB/many.tar" \
 	    -o "$IB/out/sig.qcow2" 2>"$T_TMP/err" >/dev/null &
 	pid=$!
-	# Until the extraction is under way in the work directory.
-	for _ in $(seq 100); do
-		pgrep -f "tar -x -f $IB/many.tar" >/dev/null && break
-		sleep 0.1
+	# Until its scratch is made, on the tmpfs or beside OUT (tar itself
+	# may live a tenth of a second, too short to poll for).
+	for _ in $(seq 200); do
+		compgen -G "/dev/shm/qsup-build.$pid.*" >/dev/null && break
+		[ -n "$(ls -A "$IB/out")" ] && break
+		sleep 0.05
 	done
-	sleep 0.5
+	sleep 0.3
+	kill -0 "$pid" 2>/dev/null ||
+	    fail "the build was over before its signal: nothing was tested"
 	kill -TERM "$pid"
 	wait "$pid"
 	rc=$?
