@@ -10,7 +10,8 @@ got back, then delete. Beside them, with --faults, a loop that kills a
 random sandbox's QEMU (SIGKILL) or a client mid-exec (its socket closed
 under the stream); with --slow N, N connections that send a request head
 one byte a second. Every request must be answered with a status (an
-error status is a refusal, counted by kind); one left without an answer,
+error status is a refusal, counted by kind, as is a body cut short when
+its sandbox's QEMU was killed under it); one left without an answer,
 a stream without its exit event, or bytes that differ from those sent
 while nothing was killed, is a failure. At the end the remaining
 sandboxes are deleted and the server's fds and RSS, QEMUs and run
@@ -176,6 +177,12 @@ class Soak:
             if isinstance(e, socket.timeout):
                 self.stats.fail(op, "no answer in %d s" % TIMEOUT,
                                 "%s: %s" % (name, self.diagnose(name)))
+            elif (isinstance(e, http.client.IncompleteRead) and
+                  self.was_killed(name)):
+                # Its status came; its QEMU died under the body, which
+                # the server can then only cut.
+                self.stats.add(self.stats.refused,
+                               "%s (QEMU killed mid-body)" % op)
             else:
                 self.stats.fail(op, "no status: " + type(e).__name__,
                                 str(e))
