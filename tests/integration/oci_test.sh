@@ -662,8 +662,11 @@ test_stream_blob_restarted() {
 	out=$("$QSUP" image pull -v "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" 2>&1)
 	expect_eq "exit" 0 $?
 	expect_match "the server ignored Range" "sent it whole \(HTTP 200\), not from [1-9][0-9]*: starting over" "$out"
+	# Why the build stopped depends on where its reader was when the
+	# part was emptied: told "x" first, or the layer cut under it
+	# ("stopped", "truncated gzip input", ...).
 	expect_match "stopped for it, built from the cache" \
-	    "as they come stopped \((a blob (is|was) fetched again|layer sha256:[0-9a-f]{64}: stopped)\)" "$out"
+	    "as they come stopped \((a blob (is|was) fetched again|layer sha256:[0-9a-f]{64}: [^)]+)\): building once they are all in the cache" "$out"
 	# The tag resolved by this pull: its image, without a request.
 	out=$(boot "docker://127.0.0.1:$PROXY_PORT/t/gzip:1" -- sh -c "$CHECK" 2>&1)
 	expect_files gzip "$out"

@@ -14,8 +14,9 @@ that logs each request ("METHOD PATH" a line) and plays one fault:
                     closes the connection
         dropall     every GET of a blob does, until the file LOG.heal is
                     there
-        norange     as drop, and the GET after it is sent whole, its
-                    Range ignored (the pull starts the blob again from 0)
+        norange     as drop (after a pause of a second), and the GET
+                    after it is sent whole, its Range ignored (the pull
+                    starts the blob again from 0)
         wrong       every blob's bytes with one byte changed
         wronglate   every blob's first half, a pause of a second, then
                     the rest with its last byte changed (a layer is
@@ -142,6 +143,11 @@ class H(BaseHTTPRequestHandler):
             if first and len(body) > 1:
                 self.wfile.write(body[:len(body) // 2])
                 self.wfile.flush()
+                if MODE == "norange":
+                    # The half surely written and read by the build
+                    # before the restart: else the pull may see the drop
+                    # first, and the build has nothing to stop for.
+                    time.sleep(1)
                 self.close_connection = True
                 return
         if blob and r.status == 200 and MODE == "wrong" and body:
