@@ -385,9 +385,12 @@ test_cred_helpers() {
 	    >"$bin/docker-credential-qbad"
 	printf '#!/bin/sh\necho boom >&2\nexit 3\n' >"$bin/docker-credential-qfail"
 	printf '#!/bin/sh\necho not-json\n' >"$bin/docker-credential-qjunk"
-	printf '#!/bin/sh\nexec sleep 60\n' >"$bin/docker-credential-qhang"
-	printf '#!/bin/sh\nexec >&- 2>&-\nexec sleep 61\n' \
-	    >"$bin/docker-credential-qlinger"
+	# Each says its PID (its sleep's, after exec): another run's sleep
+	# of the same length (a second suite on the host) is not theirs.
+	printf '#!/bin/sh\necho $$ >"%s"\nexec sleep 60\n' "$T_TMP/qhang.pid" \
+	    >"$bin/docker-credential-qhang"
+	printf '#!/bin/sh\necho $$ >"%s"\nexec >&- 2>&-\nexec sleep 61\n' \
+	    "$T_TMP/qlinger.pid" >"$bin/docker-credential-qlinger"
 	chmod +x "$bin"/docker-credential-*
 	local PATH=$bin:$PATH
 	printf '{"credHelpers":{"127.0.0.1:%s":"qtest"}}' "$SECURE" \
@@ -418,11 +421,9 @@ test_cred_helpers() {
 		qjunk) expect_match "$h: named" "credential helper docker-credential-qjunk for 127.0.0.1:$SECURE: its output is not a JSON object" "$out" ;;
 		qnone) expect_match "$h: named" "credential helper docker-credential-qnone: not found on PATH" "$out" ;;
 		qhang) expect_match "$h: named" "credential helper docker-credential-qhang: no answer in 10 s: killed" "$out"
-			expect_eq "$h: its sleep killed" "" \
-			    "$(pgrep -u "$(id -u)" -fx "sleep 60" || true)" ;;
+			expect_eq "$h: its sleep killed" "" "$(still_sleeping qhang)" ;;
 		qlinger) expect_match "$h: its output closed, it lingers: named" "credential helper docker-credential-qlinger: no answer in 10 s: killed" "$out"
-			expect_eq "$h: its sleep killed" "" \
-			    "$(pgrep -u "$(id -u)" -fx "sleep 61" || true)" ;;
+			expect_eq "$h: its sleep killed" "" "$(still_sleeping qlinger)" ;;
 		esac
 	done
 	fresh_images cred-path
@@ -430,6 +431,16 @@ test_cred_helpers() {
 	out=$(REGISTRY_AUTH_FILE=$T_TMP/h.json "$QSUP" image pull "$ref" 2>&1)
 	expect_match "a helper's name that is a path: refused" \
 	    "h.json: the credential helper's name is not one" "$out"
+}
+
+# still_sleeping H: helper H's PID if its sleep still runs.
+still_sleeping() {
+	local pid
+	pid=$(cat "$T_TMP/$1.pid" 2>/dev/null) || { echo "no $1.pid: it never ran"; return; }
+	if grep -qs sleep "/proc/$pid/cmdline" &&
+	    ! grep -qs '^State:.*Z' "/proc/$pid/status"; then
+		echo "$pid"
+	fi
 }
 
 test_errors_name_what_failed() {
