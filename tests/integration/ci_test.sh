@@ -13,16 +13,11 @@
 # machine cannot reach.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
-IMG=$PWD/build/images/debian-12.qcow2
 # The job's ccache statistics, after its test.
 JOB='./configure && make && make test && cp libz.so.1.* /artifacts/ &&
     ccache --print-stats | grep -E "^(direct|preprocessed)_cache_hit|^cache_miss"'
 
-if ! bash tests/images/debian.sh "$IMG"; then
-	echo "cannot build the Debian test image (tests/images/debian.sh)"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
+debian_image
 # zlib's source, as Debian ships it (and the mirror the toolchain comes
 # from: without it, there is nothing to test).
 mkdir -p "$T_TMP/src"

@@ -9,12 +9,7 @@
 # its size and mtime) gets a template of its own.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
-IMG=$PWD/build/images/debian-12.qcow2
-if ! bash tests/images/debian.sh "$IMG"; then
-	echo "cannot build the Debian test image (tests/images/debian.sh)"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
+debian_image
 IMG_SUM=$(sha256sum "$IMG" | cut -d' ' -f1)
 # Where the test image's root partition starts (tests/images/lib.sh).
 ROOT_OFF_MIB=12

@@ -7,12 +7,7 @@
 # and setup_network's allowlist against real HTTP servers on the host.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
-IMG=$PWD/build/images/debian-12.qcow2
-if ! bash tests/images/debian.sh "$IMG"; then
-	echo "cannot build the Debian test image (tests/images/debian.sh)"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
+debian_image
 
 SRV=$T_TMP/srv
 SERVER_PIDS=()

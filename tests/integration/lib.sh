@@ -122,6 +122,17 @@ run_test() {
 	fi
 }
 
+# debian_image: IMG, the Debian test image (tests/images/debian.sh, cached
+# under build/images/); a suite that cannot have it ends failed, saying why.
+debian_image() {
+	IMG=$PWD/build/images/debian-12.qcow2
+	if ! bash tests/images/debian.sh "$IMG"; then
+		echo "cannot build the Debian test image (tests/images/debian.sh)"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+}
+
 # The suite's summary. A whole run (no TESTS) must have run every test_
 # function the suite defines: one left out of a suite's own list would
 # otherwise never fail, however broken.
