@@ -103,6 +103,7 @@ struct init_state {
 	int			 root_wanted;	/* qsup.root=1: a disk image */
 	int			 display;	/* qsup.display=1: a screen */
 	int			 root_loaded;	/* the root's modules are in */
+	int			 share_loaded;	/* and the 9p shares' */
 	int			 seed_ok;
 	char			*root_device;	/* what is mounted as /, once
 						   it is */
@@ -343,6 +344,7 @@ void		 netcfg_resolv(void);
 /* module.c */
 int		 module_load(const char *, const char *);
 int		 module_root(struct init_state *);
+int		 module_share(struct init_state *);
 
 /* init.c */
 /*

@@ -13,8 +13,10 @@
 # re-run only re-packs the cpio; remove that folder to fetch the current
 # kernel. In the guest, /etc/qsup-modules lists the modules the agent loads
 # at boot, /etc/qsup-modules-root those it loads for a disk image's root
-# (at boot with qsup.root=1) and /etc/qsup-modules-extra those it may load
-# later, one guest path a line, dependencies first.
+# (at boot with qsup.root=1), /etc/qsup-modules-share those of 9p shares
+# (at a template's boot, else before the first share), and
+# /etc/qsup-modules-extra those it may load later, one guest path a line,
+# dependencies first.
 # Module signatures are cut off: checking them under TCG doubles the time
 # finit_module takes (about 0.13 s more at boot), and this kernel loads
 # unsigned modules anyway (it only taints itself 'E'). QSUP_MODULE_SIGS=keep
@@ -268,9 +270,10 @@ add_module() {
 make_modroot() {
 	local kind name rest lineno=0 f p
 	local -A omit=() seen=()
-	local boot=() root=() extra=() display=() order_boot=() order_root=()
-	local order_extra=() order_display=() guest_boot=() guest_root=()
-	local guest_extra=() guest_display=()
+	local boot=() root=() extra=() display=() share=() order_boot=()
+	local order_root=() order_extra=() order_display=() order_share=()
+	local guest_boot=() guest_root=() guest_extra=() guest_display=()
+	local guest_share=()
 
 	while read -r kind name rest || [ -n "$kind" ]; do
 		lineno=$((lineno + 1))
@@ -278,15 +281,16 @@ make_modroot() {
 		''|'#'*) continue ;;
 		esac
 		if [ -z "$name" ] || [ -n "$rest" ]; then
-			die "$LIST:$lineno: expected: boot|root|extra|display|omit NAME"
+			die "$LIST:$lineno: expected: boot|root|extra|display|share|omit NAME"
 		fi
 		case $kind in
 		boot) boot+=("$name") ;;
 		root) root+=("$name") ;;
 		extra) extra+=("$name") ;;
 		display) display+=("$name") ;;
+		share) share+=("$name") ;;
 		omit) omit[${name//-/_}]=1 ;;
-		*) die "$LIST:$lineno: $kind: unknown kind (boot, root, extra, display, omit)" ;;
+		*) die "$LIST:$lineno: $kind: unknown kind (boot, root, extra, display, share, omit)" ;;
 		esac
 	done <"$LIST"
 
@@ -303,6 +307,9 @@ make_modroot() {
 	done
 	for name in "${display[@]}"; do
 		resolve "$name" order_display
+	done
+	for name in "${share[@]}"; do
+		resolve "$name" order_share
 	done
 
 	mkdir -p "$M$MODDIR" "$M/etc"
@@ -321,17 +328,22 @@ make_modroot() {
 	for p in "${order_display[@]}"; do
 		add_module "$p" guest_display
 	done
+	for p in "${order_share[@]}"; do
+		add_module "$p" guest_share
+	done
 	# A modules.dep of its own, so that busybox modprobe works in the
 	# guest; depmod wants a modules.order, and the load order is that.
 	printf '%s\n' "${guest_boot[@]#"$MODDIR"/}" \
 	    "${guest_root[@]#"$MODDIR"/}" \
 	    "${guest_extra[@]#"$MODDIR"/}" \
-	    "${guest_display[@]#"$MODDIR"/}" >"$M$MODDIR/modules.order"
+	    "${guest_display[@]#"$MODDIR"/}" \
+	    "${guest_share[@]#"$MODDIR"/}" >"$M$MODDIR/modules.order"
 	depmod -b "$M" "$REL" || die "depmod -b $M $REL failed"
 	printf '%s\n' "${guest_boot[@]}" >"$M/etc/qsup-modules"
 	printf '%s\n' "${guest_root[@]}" >"$M/etc/qsup-modules-root"
 	printf '%s\n' "${guest_extra[@]}" >"$M/etc/qsup-modules-extra"
 	printf '%s\n' "${guest_display[@]}" >"$M/etc/qsup-modules-display"
+	printf '%s\n' "${guest_share[@]}" >"$M/etc/qsup-modules-share"
 }
 
 # The tree is kept in the cache until the kernel, the list, this script or
@@ -394,6 +406,7 @@ spec=$WORK/spec
 	echo "file /etc/qsup-modules-root $rel_m/etc/qsup-modules-root 0644 0 0"
 	echo "file /etc/qsup-modules-extra $rel_m/etc/qsup-modules-extra 0644 0 0"
 	echo "file /etc/qsup-modules-display $rel_m/etc/qsup-modules-display 0644 0 0"
+	echo "file /etc/qsup-modules-share $rel_m/etc/qsup-modules-share 0644 0 0"
 
 	# The module tree, each folder before what it holds.
 	(cd "$M" && find "lib/modules/$REL" -mindepth 0 | LC_ALL=C sort) |

@@ -202,6 +202,8 @@ init_modules(struct init_state *st)
 	long long	t0;
 
 	(void)module_load(st->kernel, INIT_MODULES);
+	if (st->template)
+		(void)module_share(st);
 	t0 = util_ms(CLOCK_MONOTONIC);
 	/* Only a sandbox with a screen pays for DRM (before any template). */
 	if (st->display && module_load(st->kernel, INIT_MODULES_DISPLAY) == 0)
@@ -301,6 +303,8 @@ init_mounts(struct init_state *st)
 	unsigned long		 flags;
 	size_t			 i;
 
+	if (st->cfg.nmounts > 0)
+		(void)module_share(st);
 	if (cow_setup(st) == -1)
 		return;
 	for (i = 0; i < st->cfg.nmounts; i++) {

@@ -14,6 +14,7 @@
 #include "agent.h"
 
 #define MODULE_LIST_ROOT	"/etc/qsup-modules-root"
+#define MODULE_LIST_SHARE	"/etc/qsup-modules-share"
 /* From <linux/module.h>, which musl does not ship. */
 #define MODULE_INIT_COMPRESSED	4
 
@@ -82,5 +83,21 @@ module_root(struct init_state *st)
 	if (module_load(st->kernel, MODULE_LIST_ROOT) == -1)
 		return (-1);
 	st->root_loaded = 1;
+	return (0);
+}
+
+/*
+ * The 9p shares' modules, once: by a template's boot (its restores may
+ * share), else before the first share is mounted. A guest built before
+ * the list existed loads them at boot: nothing to do.
+ */
+int
+module_share(struct init_state *st)
+{
+	if (st->share_loaded)
+		return (0);
+	st->share_loaded = 1;
+	if (module_load(st->kernel, MODULE_LIST_SHARE) == -1)
+		return (-1);
 	return (0);
 }
