@@ -104,6 +104,9 @@ struct init_state {
 	int			 display;	/* qsup.display=1: a screen */
 	int			 root_loaded;	/* the root's modules are in */
 	int			 share_loaded;	/* and the 9p shares' */
+	int			 disk_loaded;	/* and virtio's disk driver */
+	int			 setup_boot;	/* qsup.setup=1: configured by
+						   /setup, not a template */
 	int			 seed_ok;
 	char			*root_device;	/* what is mounted as /, once
 						   it is */
@@ -345,6 +348,8 @@ void		 netcfg_resolv(void);
 int		 module_load(const char *, const char *);
 int		 module_root(struct init_state *);
 int		 module_share(struct init_state *);
+int		 module_disk(struct init_state *);
+int		 module_has_disk(void);
 
 /* init.c */
 /*

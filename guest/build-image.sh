@@ -14,7 +14,9 @@
 # kernel. In the guest, /etc/qsup-modules lists the modules the agent loads
 # at boot, /etc/qsup-modules-root those it loads for a disk image's root
 # (at boot with qsup.root=1), /etc/qsup-modules-share those of 9p shares
-# (at a template's boot, else before the first share), and
+# (at a template's boot, else before the first share),
+# /etc/qsup-modules-disk virtio's disk driver (when the guest has a disk),
+# and
 # /etc/qsup-modules-extra those it may load later, one guest path a line,
 # dependencies first.
 # Module signatures are cut off: checking them under TCG doubles the time
@@ -270,10 +272,10 @@ add_module() {
 make_modroot() {
 	local kind name rest lineno=0 f p
 	local -A omit=() seen=()
-	local boot=() root=() extra=() display=() share=() order_boot=()
-	local order_root=() order_extra=() order_display=() order_share=()
-	local guest_boot=() guest_root=() guest_extra=() guest_display=()
-	local guest_share=()
+	local boot=() root=() extra=() display=() share=() disk=()
+	local order_boot=() order_root=() order_extra=() order_display=()
+	local order_share=() order_disk=() guest_boot=() guest_root=()
+	local guest_extra=() guest_display=() guest_share=() guest_disk=()
 
 	while read -r kind name rest || [ -n "$kind" ]; do
 		lineno=$((lineno + 1))
@@ -281,7 +283,7 @@ make_modroot() {
 		''|'#'*) continue ;;
 		esac
 		if [ -z "$name" ] || [ -n "$rest" ]; then
-			die "$LIST:$lineno: expected: boot|root|extra|display|share|omit NAME"
+			die "$LIST:$lineno: expected: boot|root|extra|display|share|disk|omit NAME"
 		fi
 		case $kind in
 		boot) boot+=("$name") ;;
@@ -289,8 +291,9 @@ make_modroot() {
 		extra) extra+=("$name") ;;
 		display) display+=("$name") ;;
 		share) share+=("$name") ;;
+		disk) disk+=("$name") ;;
 		omit) omit[${name//-/_}]=1 ;;
-		*) die "$LIST:$lineno: $kind: unknown kind (boot, root, extra, display, share, omit)" ;;
+		*) die "$LIST:$lineno: $kind: unknown kind (boot, root, extra, display, share, disk, omit)" ;;
 		esac
 	done <"$LIST"
 
@@ -310,6 +313,9 @@ make_modroot() {
 	done
 	for name in "${share[@]}"; do
 		resolve "$name" order_share
+	done
+	for name in "${disk[@]}"; do
+		resolve "$name" order_disk
 	done
 
 	mkdir -p "$M$MODDIR" "$M/etc"
@@ -331,19 +337,24 @@ make_modroot() {
 	for p in "${order_share[@]}"; do
 		add_module "$p" guest_share
 	done
+	for p in "${order_disk[@]}"; do
+		add_module "$p" guest_disk
+	done
 	# A modules.dep of its own, so that busybox modprobe works in the
 	# guest; depmod wants a modules.order, and the load order is that.
 	printf '%s\n' "${guest_boot[@]#"$MODDIR"/}" \
 	    "${guest_root[@]#"$MODDIR"/}" \
 	    "${guest_extra[@]#"$MODDIR"/}" \
 	    "${guest_display[@]#"$MODDIR"/}" \
-	    "${guest_share[@]#"$MODDIR"/}" >"$M$MODDIR/modules.order"
+	    "${guest_share[@]#"$MODDIR"/}" \
+	    "${guest_disk[@]#"$MODDIR"/}" >"$M$MODDIR/modules.order"
 	depmod -b "$M" "$REL" || die "depmod -b $M $REL failed"
 	printf '%s\n' "${guest_boot[@]}" >"$M/etc/qsup-modules"
 	printf '%s\n' "${guest_root[@]}" >"$M/etc/qsup-modules-root"
 	printf '%s\n' "${guest_extra[@]}" >"$M/etc/qsup-modules-extra"
 	printf '%s\n' "${guest_display[@]}" >"$M/etc/qsup-modules-display"
 	printf '%s\n' "${guest_share[@]}" >"$M/etc/qsup-modules-share"
+	printf '%s\n' "${guest_disk[@]}" >"$M/etc/qsup-modules-disk"
 }
 
 # The tree is kept in the cache until the kernel, the list, this script or
@@ -407,6 +418,7 @@ spec=$WORK/spec
 	echo "file /etc/qsup-modules-extra $rel_m/etc/qsup-modules-extra 0644 0 0"
 	echo "file /etc/qsup-modules-display $rel_m/etc/qsup-modules-display 0644 0 0"
 	echo "file /etc/qsup-modules-share $rel_m/etc/qsup-modules-share 0644 0 0"
+	echo "file /etc/qsup-modules-disk $rel_m/etc/qsup-modules-disk 0644 0 0"
 
 	# The module tree, each folder before what it holds.
 	(cd "$M" && find "lib/modules/$REL" -mindepth 0 | LC_ALL=C sort) |

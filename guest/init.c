@@ -169,6 +169,11 @@ init_cmdline(struct init_state *st, int *probe, int *template)
 			*probe = 1;
 		else if (strcmp(word, "qsup.template=1") == 0)
 			*template = 1;
+		else if (strcmp(word, "qsup.setup=1") == 0) {
+			/* Waits for /setup as a template's guest does. */
+			*template = 1;
+			st->setup_boot = 1;
+		}
 		else if (strcmp(word, "qsup.root=1") == 0)
 			st->root_wanted = 1;
 		else if (strcmp(word, "qsup.display=1") == 0)
@@ -202,8 +207,12 @@ init_modules(struct init_state *st)
 	long long	t0;
 
 	(void)module_load(st->kernel, INIT_MODULES);
-	if (st->template)
+	/* A template's restores may share; a booted guest loads them
+	 * before its first share. */
+	if (st->template && !st->setup_boot)
 		(void)module_share(st);
+	if (module_has_disk())
+		(void)module_disk(st);
 	t0 = util_ms(CLOCK_MONOTONIC);
 	/* Only a sandbox with a screen pays for DRM (before any template). */
 	if (st->display && module_load(st->kernel, INIT_MODULES_DISPLAY) == 0)

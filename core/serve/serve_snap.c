@@ -585,7 +585,10 @@ serve_snap_from(json_t *v, struct serve_snapref *ref, struct serve_error *err)
 	xasprintf(&ref->dir, "%s/%s", root, json_string_value(v));
 	free(root);
 	ref->token = xstrdup(json_string_value(json_object_get(j, "token")));
-	ref->cold = json_is_true(json_object_get(j, "cold"));
+	/* A record without seed_disk is older than /setup at boot. */
+	ref->cold = !json_is_true(json_object_get(j, "cold")) ? 0 :
+	    json_is_false(json_object_get(j, "seed_disk")) ?
+	    SANDBOX_COLD_SETUP : SANDBOX_COLD_SEED;
 	ref->ram_backend = json_is_true(json_object_get(j, "ram_backend"));
 	if (json_is_string(json_object_get(j, "profile")))
 		ref->profile = xstrdup(json_string_value(json_object_get(j,

@@ -14,6 +14,16 @@
 
 #include "sandbox_int.h"
 
+/* How this launch's guest is configured if it boots (SANDBOX_COLD_*), or
+ * 0 (a template's build or restore, or a snapshot of one). */
+int
+sandbox_cold(struct sandbox *sb)
+{
+	if (sb->snap != NULL)
+		return (sb->snap->cold);
+	return (sb->mode == SB_COLD ? SANDBOX_COLD_SETUP : 0);
+}
+
 /* The format of this sandbox's templates, as the profile says. */
 int
 sandbox_template_format(struct sandbox *sb)
@@ -78,7 +88,8 @@ sandbox_kernel_args(struct sandbox *sb, struct qemu_argv *a, int cold)
 	    "initcall_blacklist=init_kprobe_trace,"
 	    "crypto_kdf108_init,init_mmio_trace,"
 	    "init_trace_printk_function_export qsup.ports=%d%s%s%s%s", tsc,
-	    QSUP_PORT_COUNT, cold ? "" : " qsup.template=1",
+	    QSUP_PORT_COUNT, cold == SANDBOX_COLD_SETUP ? " qsup.setup=1" :
+	    cold == SANDBOX_COLD_SEED ? "" : " qsup.template=1",
 	    sb->disk.base != NULL ? " qsup.root=1" : "", cow,
 	    sb->profile->display == PROFILE_DISPLAY_VNC ?
 	    " qsup.display=1" : "");
@@ -129,7 +140,7 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	int			 i, pc = sandbox_boot_image(sb), cold, ram;
 
 	/* A snapshot's restore has its source's shape. */
-	cold = sb->snap != NULL ? sb->snap->cold : sb->mode == SB_COLD;
+	cold = sandbox_cold(sb);
 	ram = sb->snap != NULL ? sb->snap->ram_backend : sb->mode != SB_COLD &&
 	    sandbox_template_format(sb) == TEMPLATE_SHARED;
 
@@ -185,8 +196,9 @@ sandbox_build_argv(struct sandbox *sb, struct qemu_argv *a)
 	for (na = sb->net != NULL ? net_qemu_args(sb->net) : NULL;
 	    na != NULL && *na != NULL; na++)
 		qemu_arg(a, "%s", *na);
-	/* An image that boots itself has its seed in every mode. */
-	if (cold || pc) {
+	/* An image that boots itself has its seed in every mode; qsup's
+	 * kernel only in a snapshot of a guest booted from one. */
+	if (cold == SANDBOX_COLD_SEED || pc) {
 		qemu_arg(a, "-blockdev");
 		qemu_arg(a, "driver=raw,node-name=seed,"
 		    "read-only=on,file.driver=file,file.filename=%s", seed);

@@ -33,7 +33,7 @@ enum sbs {
 	SBS_NEW,
 	SBS_QUEUED,		/* waiting for a start slot, or for another
 				   qsup to finish the template it builds */
-	SBS_BOOTING,		/* cold boot, the seed configures the guest */
+	SBS_BOOTING,		/* cold boot, /setup configures the guest */
 	SBS_BUILDING,		/* boot to template state, to save it */
 	SBS_SAVING,		/* writing the template of the booted guest */
 	SBS_CONFIGURING,	/* saved; /setup sent, waiting for its answer */
@@ -74,7 +74,7 @@ enum sbe {
 
 /* How the guest comes up (the start kind). */
 enum sandbox_mode {
-	SB_COLD,	/* boot; the seed ISO configures the guest */
+	SB_COLD,	/* boot; /setup configures the guest */
 	SB_BUILD,	/* boot to template state, save it, then /setup */
 	SB_RESTORE	/* restore a template, then /setup */
 };
@@ -208,7 +208,8 @@ void		 sandbox_save(struct sandbox *);
 struct sandbox_snapref {	/* the snapshot a sandbox starts from */
 	char		*dir;
 	char		*token;		/* the source's: the guest keeps it */
-	int		 cold;		/* the source booted (seed disk) */
+	int		 cold;		/* the source booted: SANDBOX_COLD_*,
+					   or 0 (a template's) */
 	int		 ram_backend;	/* its RAM was a template's backend */
 	int		 format;	/* 1: RAM in the stream; 2: dirty pages */
 	uint8_t		*map;		/* format 2: a bit a page, and */
@@ -244,6 +245,7 @@ void		 sandbox_spare_make(struct sandbox *);
 
 /* sandbox_argv.c */
 int		 sandbox_template_format(struct sandbox *);
+int		 sandbox_cold(struct sandbox *);
 void		 sandbox_build_argv(struct sandbox *, struct qemu_argv *);
 #define SANDBOX_SPAWN_NFDS	(QSUP_PORT_COUNT + 5)
 void		 sandbox_confine(struct sandbox *, int, int *,

@@ -309,7 +309,7 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	if (sb->mode == SB_BUILD && sb->tpl.format == TEMPLATE_SHARED &&
 	    template_ram_tmp(&sb->tpl, cause) == -1)
 		return (-1);
-	if ((sb->mode == SB_COLD || sandbox_boot_image(sb)) &&
+	if ((sandbox_cold(sb) == SANDBOX_COLD_SEED || sandbox_boot_image(sb)) &&
 	    sandbox_write_seed(sb, cause) == -1)
 		return (-1);
 	/*
@@ -349,10 +349,12 @@ sandbox_launch(struct sandbox *sb, char **cause)
 	/*
 	 * The agent answers once it is up: readiness is its first reply.
 	 * The request waits in the socket until the guest reads it, and a
-	 * restore's early refresh waits behind it. A build of an image's
-	 * template mounts its root first (sandbox_send_root).
+	 * restore's early refresh waits behind it. A boot of qsup's kernel
+	 * is configured as a restore is; a build of an image's template
+	 * mounts its root first (sandbox_send_root).
 	 */
-	if (sb->mode == SB_RESTORE)
+	if (sb->mode == SB_RESTORE || (sb->snap == NULL &&
+	    sandbox_cold(sb) == SANDBOX_COLD_SETUP && !sandbox_boot_image(sb)))
 		sandbox_send_setup(sb);
 	else if (sb->mode == SB_BUILD && sandbox_root_early(sb))
 		sandbox_send_root(sb);

@@ -468,15 +468,16 @@ sandbox_snapshot(struct sandbox *sb, const char *dir, sandbox_snap_cb cb,
 void
 sandbox_snapshot_json(struct sandbox *sb, struct buf *b)
 {
-	int	cold = sb->snap != NULL ? sb->snap->cold : sb->mode == SB_COLD;
+	int	cold = sandbox_cold(sb);
 	int	ram = sb->snap != NULL ? sb->snap->ram_backend :
 		    sb->mode != SB_COLD &&
 		    sandbox_template_format(sb) == TEMPLATE_SHARED;
 
 	buf_puts(b, "\"token\":");
 	buf_json_string(b, sb->token);
-	buf_printf(b, ",\"cold\":%s,\"ram_backend\":%s,\"disk\":%s,"
-	    "\"format\":%d", cold ? "true" : "false", ram ? "true" : "false",
+	buf_printf(b, ",\"cold\":%s,\"seed_disk\":%s,\"ram_backend\":%s,"
+	    "\"disk\":%s,\"format\":%d", cold ? "true" : "false",
+	    cold == SANDBOX_COLD_SEED ? "true" : "false", ram ? "true" : "false",
 	    sb->disk.overlay != NULL ? "true" : "false",
 	    sandbox_snap2_able(sb) ? 2 : 1);
 }

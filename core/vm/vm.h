@@ -449,6 +449,15 @@ int		 sandbox_snapshot_busy(struct sandbox *);
 int		 sandbox_snapshot(struct sandbox *, const char *,
 		     sandbox_snap_cb, void *, char **);
 void		 sandbox_snapshot_json(struct sandbox *, struct buf *);
+/*
+ * How a booted guest got its configuration (a snapshot's "cold"): from
+ * /setup sent at launch, waiting in the socket until the agent reads it
+ * (qsup.setup=1), or, in snapshots of guests booted by qsup before that,
+ * from a seed ISO, whose disk their restores must have again (the device
+ * state names it). 0: a template's guest.
+ */
+#define SANDBOX_COLD_SEED	1
+#define SANDBOX_COLD_SETUP	2
 void		 sandbox_set_snapshot(struct sandbox *, const char *,
 		     const char *, int, int);
 /* sandbox_refresh.c: what a guest is told after a pause, a restore */

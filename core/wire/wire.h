@@ -86,7 +86,10 @@
  * without reading any seed, so that a VM state saved at that point holds
  * nothing of any sandbox. It then answers only GET /ping (with
  * "template":true, no token needed: there is none yet) and POST /setup;
- * anything else gets 503.
+ * anything else gets 503. A boot of qsup's kernel (qsup.setup=1) starts
+ * the same way: qsup sends its POST /setup at launch, which waits in the
+ * port until the agent reads it, instead of a seed ISO on a disk (that
+ * disk's driver and probe cost about 45 ms of a boot under TCG).
  *
  * Liveness: once the guest is ready, qsup sends GET /ping on the last port
  * every few seconds and ends the run when one stays unanswered too long.
@@ -145,6 +148,9 @@
  *   qsup.probe=1        print QSUP_PROBE_MARK on the console and power off
  *                       at once (qsup's KVM probe)
  *   qsup.template=1     boot into template state (no seed)
+ *   qsup.setup=1        boot into the same state, to be configured by the
+ *                       POST /setup waiting for it (not a template: the
+ *                       shares' modules wait for a share)
  *   qsup.root=1         a disk image is attached: load ext4 at boot, so
  *                       a template has it
  *   qsup.cow=SERIAL     the cow disk is attached: load ext4 and find the
