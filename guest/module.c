@@ -92,6 +92,16 @@ module_root(struct init_state *st)
 	return (0);
 }
 
+/* The modules of list, once (*loaded says whether they were tried). */
+static int
+module_once(struct init_state *st, int *loaded, const char *list)
+{
+	if (*loaded)
+		return (0);
+	*loaded = 1;
+	return (module_load(st->kernel, list));
+}
+
 /*
  * The 9p shares' modules, once: by a template's boot (its restores may
  * share), else before the first share is mounted. A guest built before
@@ -100,12 +110,7 @@ module_root(struct init_state *st)
 int
 module_share(struct init_state *st)
 {
-	if (st->share_loaded)
-		return (0);
-	st->share_loaded = 1;
-	if (module_load(st->kernel, MODULE_LIST_SHARE) == -1)
-		return (-1);
-	return (0);
+	return (module_once(st, &st->share_loaded, MODULE_LIST_SHARE));
 }
 
 /*
@@ -117,12 +122,7 @@ module_share(struct init_state *st)
 int
 module_disk(struct init_state *st)
 {
-	if (st->disk_loaded)
-		return (0);
-	st->disk_loaded = 1;
-	if (module_load(st->kernel, MODULE_LIST_DISK) == -1)
-		return (-1);
-	return (0);
+	return (module_once(st, &st->disk_loaded, MODULE_LIST_DISK));
 }
 
 /*
