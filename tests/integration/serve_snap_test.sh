@@ -537,7 +537,29 @@ test_snapshot_disk() {
 	serve_stop
 }
 
+# A sandbox booted cold (configured by /setup at its boot, no seed disk):
+# its snapshot says so, and restores into a QEMU of the same shape.
+test_snapshot_cold() {
+	serve_start
+	create a '"settings":{"warm_start":false}'
+	expect_match "booted cold" '"start":"cold"' "$BODY"
+	counting a
+	ask a
+	api POST /v1/sandboxes/a/snapshots -d '{"name":"c1"}'
+	expect_eq "snapshot" 201 "$CODE"
+	expect_match "a cold source" '"cold":true' "$BODY"
+	api POST /v1/sandboxes -d '{"name":"b","snapshot":"c1"}'
+	expect_eq "restore" 201 "$CODE"
+	expect_match "ready" '"state":"ready"' "$BODY"
+	file b /tmp/keep
+	expect_eq "the file is there" kept "$OUT"
+	run_exec b '{"argv":["sh","-c","ls /dev/vd* 2>/dev/null | wc -l"]}'
+	expect_eq "no disk in the guest" 0 "$OUT"
+	serve_stop
+}
+
 for t in ${TESTS:-test_snapshot_restore test_snapshot_paused \
+    test_snapshot_cold \
     test_restore_sets_clock \
     test_snapshot_survives_restart test_snapshot_bad_input test_fork \
     test_fork_identity test_fork_paused test_fork_bad_input \
