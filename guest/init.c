@@ -312,8 +312,6 @@ init_mounts(struct init_state *st)
 	unsigned long		 flags;
 	size_t			 i;
 
-	if (st->cfg.nmounts > 0)
-		(void)module_share(st);
 	if (cow_setup(st) == -1)
 		return;
 	for (i = 0; i < st->cfg.nmounts; i++) {
@@ -545,6 +543,10 @@ init_apply_seed(struct init_state *st)
 	if (st->cfg.hostname != NULL && sethostname(st->cfg.hostname,
 	    strlen(st->cfg.hostname)) == -1)
 		log_warn("sethostname %s", st->cfg.hostname);
+	/* The shares' modules from the initramfs, before an image's root
+	 * becomes the agent's (its /lib/modules is not ours). */
+	if (st->cfg.nmounts > 0)
+		(void)module_share(st);
 	/* The image's root first: the shares are mounted inside it. */
 	root_setup(st);
 	if (st->error == NULL)
