@@ -64,6 +64,9 @@ struct image_info {
 	char		*checked;	/* how: "sha256 pinned", "SHA256SUMS
 					   URL", ..., or "unverified" */
 	long long	 pulled;	/* time(3) it was */
+	char		*unsynced;	/* the boot it was written in, not
+					   synced yet (image.c); NULL: on
+					   disk */
 };
 
 struct image_pull;
@@ -149,6 +152,9 @@ struct image_build_req {
 	const char	*out;		/* the qcow2 to write */
 	uint64_t	 size;		/* the disk's bytes; 0: the tree's
 					   size and headroom */
+	int		 defer_sync;	/* out is the cache's, with a .meta
+					   that says so: its writeback is
+					   started, not waited for */
 	int		 verified;	/* oci:DIR's blobs are qsup's cache,
 					   each hashed as it was pulled and
 					   renamed into place only then: not
