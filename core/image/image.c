@@ -125,7 +125,8 @@ image_url_name(const char *url)
  *   - read in the same boot, the file is what was written (the page
  *     cache is the file), and trusted; once it is IMAGE_SETTLE_S old (the
  *     kernel has long written it back) its reader syncs it, which costs
- *     nothing by then, and rewrites the .meta without the mark;
+ *     nothing by then, and rewrites the .meta without the mark; a
+ *     sandbox about to use an image syncs it first (image_settle);
  *   - read in another boot, it is the one file that a crash may have
  *     torn: hashed again where its .meta's digest is its bytes' (a URL's
  *     image, a registry's blob) and kept if it is whole; else (a
@@ -175,7 +176,7 @@ image_sync_later(int fd, const char **boot)
  * what its digest says).
  */
 static int
-image_meta_settle(const char *meta, struct image_info *ii)
+image_meta_settle(const char *meta, struct image_info *ii, int now)
 {
 	const char	*boot = image_boot_id();
 	char		*path, *cause = NULL, hex[65];
@@ -197,7 +198,7 @@ image_meta_settle(const char *meta, struct image_info *ii)
 		(void)unlink(path);
 		(void)unlink(meta);
 		rc = -1;
-	} else if ((old || ii->pulled + IMAGE_SETTLE_S <=
+	} else if ((old || now || ii->pulled + IMAGE_SETTLE_S <=
 	    (long long)time(NULL)) &&
 	    (fd = open(path, O_RDONLY|O_CLOEXEC)) != -1) {
 		/* Long written back, or found whole: the sync makes it
@@ -216,12 +217,41 @@ image_meta_settle(const char *meta, struct image_info *ii)
 	return (rc);
 }
 
+static int	image_meta_read_settled(const char *, struct image_info *,
+		    int);
+
 /*
  * Read path's .meta into ii (zeroed first); -1 if it is none or bad, or
  * its file was written in an earlier boot without a sync (both removed).
  */
 int
 image_meta_read(const char *path, struct image_info *ii)
+{
+	return (image_meta_read_settled(path, ii, 0));
+}
+
+/*
+ * An image a sandbox is about to use, synced now if its .meta says it
+ * is not yet: what is built on it (an overlay that serve keeps across a
+ * restart, a setup layer) must not outlive it in a crash. Just after
+ * its pull this waits for what is left of its writeback; after that it
+ * costs a read of its .meta. Nothing if it has no .meta (a user's file).
+ */
+void
+image_settle(const char *path)
+{
+	struct image_info	 ii;
+	char			*meta;
+
+	xasprintf(&meta, "%s.meta", path);
+	if (access(meta, F_OK) == 0 &&
+	    image_meta_read_settled(meta, &ii, 1) == 0)
+		image_info_free(&ii);
+	free(meta);
+}
+
+static int
+image_meta_read_settled(const char *path, struct image_info *ii, int now)
 {
 	json_t		*j;
 	char		*text;
@@ -250,7 +280,7 @@ image_meta_read(const char *path, struct image_info *ii)
 		ii->unsynced = xstrdup(s);
 	json_decref(j);
 	if (ii->url == NULL || ii->sha256 == NULL ||
-	    image_meta_settle(path, ii) == -1) {
+	    image_meta_settle(path, ii, now) == -1) {
 		image_info_free(ii);
 		return (-1);
 	}

@@ -75,6 +75,8 @@ typedef void	(*image_done_cb)(struct image_pull *, const char *path,
 
 /* images_dir's default: $XDG_DATA_HOME/qsup/images (~/.local/share/...). */
 char		*image_default_dir(void);
+/* A pulled image synced before a sandbox builds on it (image.c). */
+void		 image_settle(const char *);
 /* The image's path in dir if it is there whole and verified, else NULL. */
 char		*image_cached(const struct image_req *);
 /* Pull on loop; cb once, with the path or the cause (exit 125 material). */

@@ -294,8 +294,8 @@ test_two_pulls_download_once() {
 # another (made here by writing another id into the .meta files, as a
 # reboot would find them) a blob is hashed again and kept if whole, and
 # the image, whose digest is its manifest's, is built again from them;
-# a torn blob is fetched again. Once old, a reader syncs a file and drops
-# its mark.
+# a torn blob is fetched again. A sandbox syncs its image before using
+# it; a reader finding a file a minute old syncs it; both drop the mark.
 test_unsynced_until_synced() {
 	local boot metas before after out n blob
 	fresh_images unsynced
@@ -317,14 +317,22 @@ test_unsynced_until_synced() {
 	expect_match "the torn blob is named" "$blob.*earlier boot" "$out"
 	n=$(grep -l '"unsynced":"another-boot"' $(metas) | wc -l)
 	expect_eq "no file of the other boot left marked" 0 "$n"
-	# Old enough: a reader syncs it and drops the mark.
-	sed -i 's/"pulled":[0-9]*/"pulled":1000/' "$IMAGES"/*.meta
-	"$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:1" >/dev/null 2>&1 ||
-	    fail "the cached pull failed"
-	n=$(grep -l '"unsynced"' "$IMAGES"/*.meta | wc -l)
-	expect_eq "the image's mark dropped" 0 "$n"
+	n=$(grep -l "\"unsynced\":\"$boot\"" "$IMAGES"/*.meta | wc -l)
+	expect_eq "the image built again, unsynced" 1 "$n"
+	# A sandbox on it: synced first, unmarked.
 	out=$(boot "docker://127.0.0.1:$PLAIN/t/gzip:1" -- sh -c "$CHECK" 2>&1)
 	expect_files gzip "$out"
+	n=$(grep -l '"unsynced"' "$IMAGES"/*.meta | wc -l)
+	expect_eq "the image's mark dropped by its first sandbox" 0 "$n"
+	# Old enough: a reader (a pull of an image on the same base and
+	# config) syncs the blobs and drops their marks.
+	sed -i 's/"pulled":[0-9]*/"pulled":1000/' "$IMAGES"/.oci/blobs/sha256/*.meta
+	"$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/shared:1" >/dev/null 2>&1 ||
+	    fail "the pull of t/shared failed"
+	n=$(grep -l '"pulled":1000,"unsynced"' "$IMAGES"/.oci/blobs/sha256/*.meta | wc -l)
+	expect_eq "the old blobs' marks dropped" 0 "$n"
+	n=$(grep -l '"pulled":1000' "$IMAGES"/.oci/blobs/sha256/*.meta | wc -l)
+	expect_eq "the old blobs kept" 3 "$n"
 }
 
 test_image_build_ref() {

@@ -276,6 +276,12 @@ Test(image, unsynced, .init = image_setup, .fini = image_teardown)
 	cr_assert_str_eq(ii.unsynced, boot);
 	image_info_free(&ii);
 
+	/* This boot, about to be used by a sandbox: synced, unmarked. */
+	image_settle(path);
+	cr_assert_eq(image_meta_read(meta, &ii), 0);
+	cr_assert_null(ii.unsynced);
+	image_info_free(&ii);
+
 	/* This boot, old: synced by the reader and unmarked for good. */
 	unsynced_meta(path, "http://a/f", x10, boot, 1000);
 	cr_assert_eq(image_meta_read(meta, &ii), 0);
