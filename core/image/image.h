@@ -64,6 +64,9 @@ struct image_info {
 	char		*checked;	/* how: "sha256 pinned", "SHA256SUMS
 					   URL", ..., or "unverified" */
 	long long	 pulled;	/* time(3) it was */
+	char		*unsynced;	/* the boot it was written in, not
+					   synced yet (image.c); NULL: on
+					   disk */
 };
 
 struct image_pull;
@@ -72,6 +75,8 @@ typedef void	(*image_done_cb)(struct image_pull *, const char *path,
 
 /* images_dir's default: $XDG_DATA_HOME/qsup/images (~/.local/share/...). */
 char		*image_default_dir(void);
+/* A pulled image synced before a sandbox builds on it (image.c). */
+void		 image_settle(const char *);
 /* The image's path in dir if it is there whole and verified, else NULL. */
 char		*image_cached(const struct image_req *);
 /* Pull on loop; cb once, with the path or the cause (exit 125 material). */
@@ -149,6 +154,9 @@ struct image_build_req {
 	const char	*out;		/* the qcow2 to write */
 	uint64_t	 size;		/* the disk's bytes; 0: the tree's
 					   size and headroom */
+	int		 defer_sync;	/* out is the cache's, with a .meta
+					   that says so: its writeback is
+					   started, not waited for */
 	int		 verified;	/* oci:DIR's blobs are qsup's cache,
 					   each hashed as it was pulled and
 					   renamed into place only then: not

@@ -476,7 +476,11 @@ image_build_csum(struct image_bstate *b, char **cause)
 	return (ret);
 }
 
-/* OUT: the qcow2, written in the work directory, flushed, renamed. */
+/*
+ * OUT: the qcow2, written in the work directory, flushed, renamed; or,
+ * for the cache (defer_sync, its .meta saying so: image.c), its
+ * writeback started and not waited for.
+ */
 static int
 image_build_out(struct image_bstate *b, char **cause)
 {
@@ -485,16 +489,22 @@ image_build_out(struct image_bstate *b, char **cause)
 	 * OUT is synced before its rename anyway. */
 	char	*raw, *tmp, *argv[] = { "qemu-img", "convert", "-W", "-f",
 		    "raw", "-O", "qcow2", NULL, NULL, NULL };
-	int	 fd, ret = -1;
+	int	 fd, ret = -1, rc;
 
 	xasprintf(&raw, "%s/disk.raw", b->rawdir);
 	xasprintf(&tmp, "%s/out.qcow2", b->work);
 	argv[7] = raw;
 	argv[8] = tmp;
-	if (image_build_run_flushing(b, argv, tmp, "qemu-img convert",
-	    cause) == -1)
+	if (b->req->defer_sync)
+		rc = image_build_run(b, argv, NULL, "qemu-img convert", cause);
+	else
+		rc = image_build_run_flushing(b, argv, tmp, "qemu-img convert",
+		    cause);
+	if (rc == -1)
 		goto out;
-	if ((fd = open(tmp, O_RDONLY|O_CLOEXEC)) == -1 || fsync(fd) == -1) {
+	if ((fd = open(tmp, O_RDONLY|O_CLOEXEC)) == -1 || (b->req->defer_sync ?
+	    sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) :
+	    fsync(fd)) == -1) {
 		xasprintf(cause, "%s: %s", tmp, strerror(errno));
 		if (fd != -1)
 			close(fd);

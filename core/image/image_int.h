@@ -24,6 +24,8 @@
 #define IMAGE_STALL_DEFAULT	30.0	/* seconds without a byte */
 #define IMAGE_MAX_SIZE_DEFAULT	((uint64_t)16 << 30)	/* image_max_size */
 #define IMAGE_ROOM_MARGIN_MAX	((uint64_t)1 << 30)	/* left free, at most */
+#define IMAGE_SETTLE_S		60	/* an unsynced file's age before a
+					   reader syncs it and says so */
 
 /* Where one image of one URL lives, and its pieces. */
 struct image_paths {
@@ -41,6 +43,9 @@ void		 image_paths_free(struct image_paths *);
 int		 image_meta_write(const char *, const struct image_info *,
 		     char **);
 int		 image_meta_read(const char *, struct image_info *);
+const char	*image_boot_id(void);
+int		 image_oci_sha256(const char *, char [65]);
+int		 image_sync_later(int, const char **);
 double		 image_stall_timeout(const struct image_req *);
 uint64_t	 image_room(const struct image_req *, const char *, uint64_t,
 		     char **);

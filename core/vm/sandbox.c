@@ -28,6 +28,7 @@
 #include <ev.h>
 #include <jansson.h>
 
+#include "image.h"
 #include "sandbox_int.h"
 #include "staging.h"
 
@@ -698,6 +699,8 @@ sandbox_disk(struct sandbox *sb, char **cause)
 		return (-1);
 	if (disk_probe(sb->image, &sb->disk, cause) == -1)
 		return (-1);
+	/* A pulled base on the disk before anything is built on it. */
+	image_settle(sb->disk.base);
 	sb->disk.writable = sb->image_writable;
 	for (i = 0; i < sb->nlayers; i++) {
 		if (disk_add_layer(&sb->disk, sb->layers[i], sb->layer_store,

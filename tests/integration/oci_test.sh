@@ -289,6 +289,52 @@ test_two_pulls_download_once() {
 	expect_eq "one image" "$(tail -n 1 "$T_TMP/p1")" "$(tail -n 1 "$T_TMP/p2")"
 }
 
+# A pull leaves its files' sync to the kernel's writeback, each .meta
+# saying so with this boot's id (image.c): trusted in this boot; in
+# another (made here by writing another id into the .meta files, as a
+# reboot would find them) a blob is hashed again and kept if whole, and
+# the image, whose digest is its manifest's, is built again from them;
+# a torn blob is fetched again. A sandbox syncs its image before using
+# it; a reader finding a file a minute old syncs it; both drop the mark.
+test_unsynced_until_synced() {
+	local boot metas before after out n blob
+	fresh_images unsynced
+	boot=$(cat /proc/sys/kernel/random/boot_id)
+	"$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:1" >/dev/null 2>&1 ||
+	    fail "the first pull failed"
+	metas() { ls "$IMAGES"/*.meta "$IMAGES"/.oci/blobs/sha256/*.meta; }
+	n=$(grep -l "\"unsynced\":\"$boot\"" $(metas) | wc -l)
+	expect_eq "the image's and its 3 blobs' .meta say unsynced, in this boot" 4 "$n"
+	# Another boot, and the biggest blob torn as a crash may leave it.
+	sed -i 's/"unsynced":"[^"]*"/"unsynced":"another-boot"/' $(metas)
+	blob=$(ls -S "$IMAGES"/.oci/blobs/sha256/ | grep -v '\.meta$' | head -n 1)
+	truncate -s 100 "$IMAGES/.oci/blobs/sha256/$blob"
+	before=$(count_blob_gets "$O/plain/log" t/gzip)
+	out=$("$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/gzip:1" 2>&1) ||
+	    fail "the pull after the reboot failed: $out"
+	after=$(count_blob_gets "$O/plain/log" t/gzip)
+	expect_eq "blobs fetched again: the torn one only" 1 $((after - before))
+	expect_match "the torn blob is named" "$blob.*earlier boot" "$out"
+	n=$(grep -l '"unsynced":"another-boot"' $(metas) | wc -l)
+	expect_eq "no file of the other boot left marked" 0 "$n"
+	n=$(grep -l "\"unsynced\":\"$boot\"" "$IMAGES"/*.meta | wc -l)
+	expect_eq "the image built again, unsynced" 1 "$n"
+	# A sandbox on it: synced first, unmarked.
+	out=$(boot "docker://127.0.0.1:$PLAIN/t/gzip:1" -- sh -c "$CHECK" 2>&1)
+	expect_files gzip "$out"
+	n=$(grep -l '"unsynced"' "$IMAGES"/*.meta | wc -l)
+	expect_eq "the image's mark dropped by its first sandbox" 0 "$n"
+	# Old enough: a reader (a pull of an image on the same base and
+	# config) syncs the blobs and drops their marks.
+	sed -i 's/"pulled":[0-9]*/"pulled":1000/' "$IMAGES"/.oci/blobs/sha256/*.meta
+	"$QSUP" image pull "docker://127.0.0.1:$PLAIN/t/shared:1" >/dev/null 2>&1 ||
+	    fail "the pull of t/shared failed"
+	n=$(grep -l '"pulled":1000,"unsynced"' "$IMAGES"/.oci/blobs/sha256/*.meta | wc -l)
+	expect_eq "the old blobs' marks dropped" 0 "$n"
+	n=$(grep -l '"pulled":1000' "$IMAGES"/.oci/blobs/sha256/*.meta | wc -l)
+	expect_eq "the old blobs kept" 3 "$n"
+}
+
 test_image_build_ref() {
 	local out
 	fresh_images build
@@ -856,6 +902,7 @@ run_test test_stream_late_whiteouts
 run_test test_by_digest_then_cached
 run_test test_shared_base_fetched_once
 run_test test_two_pulls_download_once
+run_test test_unsynced_until_synced
 run_test test_image_build_ref
 run_test test_image_build_ref_profile
 run_test test_tls_htpasswd

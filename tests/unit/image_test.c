@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -229,6 +230,85 @@ Test(image, cached, .init = image_setup, .fini = image_teardown)
 	cr_assert_eq(truncate(path, 5), 0);
 	cr_assert_null(image_cached(&req));
 	free(path);
+}
+
+/* Write meta for path (its bytes "x" * 10) marked unsynced in boot. */
+static void
+unsynced_meta(const char *path, const char *url, const char *sha256,
+    const char *boot, long long pulled)
+{
+	struct image_info	 ii = { 0 };
+	char			 meta[PATH_MAX], *cause;
+
+	cr_assert_eq(util_write_file(path, "xxxxxxxxxx"), 0);
+	snprintf(meta, sizeof meta, "%s.meta", path);
+	ii.url = (char *)(uintptr_t)url;
+	ii.sha256 = (char *)(uintptr_t)sha256;
+	ii.size = 10;
+	ii.pulled = pulled;
+	ii.unsynced = (char *)(uintptr_t)boot;
+	cr_assert_eq(image_meta_write(meta, &ii, &cause), 0);
+}
+
+/*
+ * A .meta's "unsynced": trusted in its own boot, and unmarked once old;
+ * in another, kept only if its bytes hash to its digest (a registry's
+ * image, whose digest is its manifest's, is removed).
+ */
+Test(image, unsynced, .init = image_setup, .fini = image_teardown)
+{
+	struct image_info	 ii;
+	char			 path[PATH_MAX], meta[PATH_MAX], x10[65];
+	const char		*boot = image_boot_id();
+
+	cr_assert_not_null(boot, "this host has a boot id");
+	snprintf(path, sizeof path, "%s/f", tmp);
+	snprintf(meta, sizeof meta, "%s/f.meta", tmp);
+	cr_assert_eq(util_write_file(path, "xxxxxxxxxx"), 0);
+	cr_assert_eq(image_oci_sha256(path, x10), 0);
+
+	/* This boot, new: trusted, still marked. */
+	unsynced_meta(path, "http://a/f", x10, boot, (long long)time(NULL));
+	cr_assert_eq(image_meta_read(meta, &ii), 0);
+	cr_assert_str_eq(ii.unsynced, boot);
+	image_info_free(&ii);
+	cr_assert_eq(image_meta_read(meta, &ii), 0);
+	cr_assert_str_eq(ii.unsynced, boot);
+	image_info_free(&ii);
+
+	/* This boot, about to be used by a sandbox: synced, unmarked. */
+	image_settle(path);
+	cr_assert_eq(image_meta_read(meta, &ii), 0);
+	cr_assert_null(ii.unsynced);
+	image_info_free(&ii);
+
+	/* This boot, old: synced by the reader and unmarked for good. */
+	unsynced_meta(path, "http://a/f", x10, boot, 1000);
+	cr_assert_eq(image_meta_read(meta, &ii), 0);
+	cr_assert_null(ii.unsynced);
+	image_info_free(&ii);
+	cr_assert_eq(image_meta_read(meta, &ii), 0);
+	cr_assert_null(ii.unsynced);
+	image_info_free(&ii);
+
+	/* Another boot, whole: kept, unmarked. */
+	unsynced_meta(path, "http://a/f", x10, "another-boot", 1000);
+	cr_assert_eq(image_meta_read(meta, &ii), 0);
+	cr_assert_null(ii.unsynced);
+	image_info_free(&ii);
+	cr_assert_eq(access(path, F_OK), 0);
+
+	/* Another boot, torn: both gone. */
+	unsynced_meta(path, "http://a/f", H64A, "another-boot", 1000);
+	cr_assert_eq(image_meta_read(meta, &ii), -1);
+	cr_assert_eq(access(path, F_OK), -1);
+	cr_assert_eq(access(meta, F_OK), -1);
+
+	/* Another boot, a registry's image: not checkable, gone. */
+	unsynced_meta(path, "docker://r/a:1", x10, "another-boot", 1000);
+	cr_assert_eq(image_meta_read(meta, &ii), -1);
+	cr_assert_eq(access(path, F_OK), -1);
+	cr_assert_eq(access(meta, F_OK), -1);
 }
 
 Test(image, users_file_is_not_taken, .init = image_setup,
