@@ -38,12 +38,25 @@ compare() {
 tsc_khz=$(awk -F: '/^cpu MHz/ {printf "%d", $2*1000; exit}' /proc/cpuinfo)
 cmdline="console=ttyS0 quiet panic=-1 tsc_early_khz=$tsc_khz tsc=reliable no_timer_check pci=off cryptomgr.notests random.trust_cpu=on mitigations=off init_on_alloc=0 audit=0 apparmor=0 8250.nr_uarts=1 initcall_blacklist=init_kprobe_trace,crypto_kdf108_init,init_mmio_trace,init_trace_printk_function_export"
 
-# Bare QEMU: time to the first line the agent (PID 1) prints.
+# Bare QEMU: time to the first line the agent (PID 1) prints. Without
+# transparent huge pages, as qsup runs QEMU under TCG (qemu.c): with them,
+# a bare boot after a second or two of idle took 2.6-3.6 s here instead of
+# 1.3-1.6 (its 2 MB pages faulted in anew, on a host whose free memory is
+# handed back to its hypervisor), and the baseline swung with what ran
+# before it. perl-base is in every Debian; prctl(PR_SET_THP_DISABLE) is
+# syscall 157 on x86-64, 167 on arm64.
+case $(uname -m) in
+aarch64) nr_prctl=167 ;;
+*) nr_prctl=157 ;;
+esac
+# A command, not a function: backgrounded, its pid is QEMU's (perl execs).
+no_thp=(perl -e 'syscall('"$nr_prctl"', 41, 1, 0, 0, 0) == 0 or die "prctl: $!\n";
+    exec @ARGV or die "$ARGV[0]: $!\n"')
 bare_once() {
 	local t0 t1 fifo=$tmp/con pid line
 	rm -f "$fifo"; mkfifo "$fifo"
 	t0=$(now_ms)
-	qemu-system-x86_64 -M microvm -accel tcg,tb-size=64 -m 512 -smp 1 \
+	"${no_thp[@]}" qemu-system-x86_64 -M microvm -accel tcg,tb-size=64 -m 512 -smp 1 \
 	    -nodefaults -no-user-config -display none -no-reboot \
 	    -serial stdio -kernel "$guest/vmlinux" \
 	    -initrd "$guest/initramfs.cpio" -append "$cmdline" \
