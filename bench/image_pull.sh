@@ -4,7 +4,8 @@
 # itself, on one file of SIZE_MB (default 300) made here, in one run, runs
 # alternating. qsup also checks the SHA-256 from a SHA256SUMS beside the
 # file (with OpenSSL's libcrypto, in a thread beside the download) and
-# syncs the image before its rename; curl does neither, so "curl then
+# starts its writeback without waiting for it (its .meta says so:
+# docs/images.md); curl does neither check, so "curl then
 # sha256sum" is shown too, and the CPU time (user + system) each took, as
 # on 2 shared cores that, more than the wire, sets the pace. Medians of
 # RUNS (default 5). Usage: bench/image_pull.sh [RUNS] [SIZE_MB]

@@ -478,15 +478,15 @@ image_build_csum(struct image_bstate *b, char **cause)
 
 /*
  * OUT: the qcow2, written in the work directory, flushed, renamed; or,
- * for the cache (defer_sync, its .meta saying so: image.c), its
- * writeback started and not waited for.
+ * for the cache (defer_sync, its .meta saying so: image.c), renamed and
+ * left to the kernel's writeback.
  */
 static int
 image_build_out(struct image_bstate *b, char **cause)
 {
 	/* -W: out of order, the clusters written as they are read (a
 	 * little faster on a 150 MB image, within this machine's noise);
-	 * OUT is synced before its rename anyway. */
+	 * OUT is synced before its rename anyway, or left for later. */
 	char	*raw, *tmp, *argv[] = { "qemu-img", "convert", "-W", "-f",
 		    "raw", "-O", "qcow2", NULL, NULL, NULL };
 	int	 fd, ret = -1, rc;
@@ -502,15 +502,16 @@ image_build_out(struct image_bstate *b, char **cause)
 		    cause);
 	if (rc == -1)
 		goto out;
-	if ((fd = open(tmp, O_RDONLY|O_CLOEXEC)) == -1 || (b->req->defer_sync ?
-	    sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) :
-	    fsync(fd)) == -1) {
-		xasprintf(cause, "%s: %s", tmp, strerror(errno));
-		if (fd != -1)
-			close(fd);
-		goto out;
+	if (!b->req->defer_sync) {
+		if ((fd = open(tmp, O_RDONLY|O_CLOEXEC)) == -1 ||
+		    fsync(fd) == -1) {
+			xasprintf(cause, "%s: %s", tmp, strerror(errno));
+			if (fd != -1)
+				close(fd);
+			goto out;
+		}
+		close(fd);
 	}
-	close(fd);
 	if (image_build_sig != 0) {
 		xasprintf(cause, "interrupted by signal %d", image_build_sig);
 		goto out;
