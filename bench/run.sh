@@ -12,6 +12,8 @@
 # Usage: bench/run.sh [COLD_RUNS] [WARM_RUNS]   (default 5 and 11)
 # QSUP_BENCH_DENSITY=N adds bench/density.sh N (N sandboxes at once) and
 # bench/density_serve.sh N (N creates at once through qsup serve).
+# QSUP_OTHER=PATH adds another build's cold run (its own guest, beside
+# it) to the same loop: a before and after in one run.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 . bench/lib.sh
@@ -94,9 +96,16 @@ printf 'return { warm_start = false }\n' >"$tmp/cold.lua"
     { echo "bench: qsup run failed" >&2; exit 1; }
 : >"$tmp/rss"
 
+other=${QSUP_OTHER:-}
 for i in $(seq 1 "$cold_runs"); do
 	qsup_once cold --profile "$tmp/cold.lua"
 	bare_once >>"$tmp/bare"
+	if [ -n "$other" ]; then
+		t0=$(now_ms)
+		"$other" run --profile "$tmp/cold.lua" -- true >/dev/null 2>&1 ||
+		    { echo "bench: $other run failed" >&2; exit 1; }
+		echo $(($(now_ms) - t0)) >>"$tmp/other"
+	fi
 done
 
 # The same with template_ram=stream, first, so that the default profile's
@@ -132,6 +141,10 @@ c=$(median %d <"$tmp/cold"); b=$(median %d <"$tmp/bare"); w=$(median %d <"$tmp/w
 echo "cold qsup run -- true, median of $cold_runs: $c ms   (runs: $(runs "$tmp/cold"))"
 echo "bare QEMU to the agent's first console line, median of $cold_runs: $b ms   (runs: $(runs "$tmp/bare"))"
 echo "ratio cold qsup / bare QEMU: $(awk -v q="$c" -v b="$b" 'BEGIN {printf "%.2f", q / b}')"
+if [ -n "$other" ]; then
+	o=$(median %d <"$tmp/other")
+	echo "QSUP_OTHER ($other), cold, the same loop: $o ms, ratio to bare QEMU $(awk -v q="$o" -v b="$b" 'BEGIN {printf "%.2f", q / b}')   (runs: $(runs "$tmp/other"))"
+fi
 echo "warm qsup run -- true, median of $warm_runs: $w ms   (runs: $(runs "$tmp/warm"))"
 echo "warm: restore to agent ready, median: $(awk '{printf "%d\n", $1 * 1000}' "$tmp/warm.boot" | median %d) ms   (values: $(runs "$tmp/warm.boot"))"
 echo "ratio warm / cold: $(awk -v w="$w" -v c="$c" 'BEGIN {printf "%.2f", w / c}')"

@@ -158,43 +158,31 @@ image_boot_id(void)
 }
 
 /*
- * A file just written, its .meta still to come: left to the kernel's
- * writeback, *boot this boot's id for the .meta's "unsynced"; or, when
- * the boot has no id, synced and *boot NULL. -1 with errno if that failed.
- */
-int
-image_sync_later(int fd, const char **boot)
-{
-	if ((*boot = image_boot_id()) != NULL)
-		return (0);
-	return (fdatasync(fd));
-}
-
-/*
- * The file of meta (its path less ".meta") as its "unsynced" says: 0 if
- * it is trusted, -1 if it was removed (written in another boot, and not
- * what its digest says).
+ * The file of meta (its path less ".meta") as its "unsynced" (mark, the
+ * boot it was written in, or NULL) says: 0 if it is trusted, -1 if it
+ * was removed (written in another boot, and not what its digest says).
  */
 static int
-image_meta_settle(const char *meta, struct image_info *ii, int now)
+image_meta_settle(const char *meta, const char *mark, struct image_info *ii,
+    int now)
 {
 	const char	*boot = image_boot_id();
 	char		*path, *cause = NULL, hex[65];
 	size_t		 n = strlen(meta);
 	int		 fd, rc = 0, old;
 
-	if (ii->unsynced == NULL)
+	if ((ii->unsynced = mark != NULL) == 0)
 		return (0);
 	if (n <= 5 || strcmp(meta + n - 5, ".meta") != 0)
 		return (0);
 	path = xstrndup(meta, n - 5);
-	old = boot == NULL || strcmp(boot, ii->unsynced) != 0;
+	old = boot == NULL || strcmp(boot, mark) != 0;
 	if (old && (strncmp(ii->url, "docker://", 9) == 0 ||
 	    image_oci_sha256(path, hex) == -1 ||
 	    strcasecmp(hex, ii->sha256) != 0)) {
 		log_info("%s: written without a sync in an earlier boot "
 		    "(%s), and not known whole: removed, to be pulled again",
-		    path, ii->unsynced);
+		    path, mark);
 		(void)unlink(path);
 		(void)unlink(meta);
 		rc = -1;
@@ -204,8 +192,7 @@ image_meta_settle(const char *meta, struct image_info *ii, int now)
 		/* Long written back, or found whole: the sync makes it
 		 * sure. */
 		if (fdatasync(fd) == 0) {
-			free(ii->unsynced);
-			ii->unsynced = NULL;
+			ii->unsynced = 0;
 			if (image_meta_write(meta, ii, &cause) == -1) {
 				log_debug("%s", cause);
 				free(cause);
@@ -276,14 +263,13 @@ image_meta_read_settled(const char *path, struct image_info *ii, int now)
 		ii->size = v;
 	if (json_path_int(j, "pulled", &v) == 0)
 		ii->pulled = v;
-	if ((s = json_path_str(j, "unsynced")) != NULL)
-		ii->unsynced = xstrdup(s);
-	json_decref(j);
-	if (ii->url == NULL || ii->sha256 == NULL ||
-	    image_meta_settle(path, ii, now) == -1) {
+	if (ii->url == NULL || ii->sha256 == NULL || image_meta_settle(path,
+	    json_path_str(j, "unsynced"), ii, now) == -1) {
+		json_decref(j);
 		image_info_free(ii);
 		return (-1);
 	}
+	json_decref(j);
 	return (0);
 }
 
@@ -303,9 +289,9 @@ image_meta_write(const char *path, const struct image_info *ii, char **cause)
 	buf_json_string(&b, ii->checked != NULL ? ii->checked : "unverified");
 	buf_printf(&b, ",\"size\":%llu,\"pulled\":%lld",
 	    (unsigned long long)ii->size, ii->pulled);
-	if (ii->unsynced != NULL) {
+	if (ii->unsynced && image_boot_id() != NULL) {
 		buf_puts(&b, ",\"unsynced\":");
-		buf_json_string(&b, ii->unsynced);
+		buf_json_string(&b, image_boot_id());
 	}
 	buf_puts(&b, "}\n");
 	/* Two pulls of one image may both write it: a temporary each. */
@@ -328,7 +314,6 @@ image_info_free(struct image_info *ii)
 	free(ii->url);
 	free(ii->sha256);
 	free(ii->checked);
-	free(ii->unsynced);
 	memset(ii, 0, sizeof *ii);
 }
 

@@ -64,9 +64,8 @@ struct image_info {
 	char		*checked;	/* how: "sha256 pinned", "SHA256SUMS
 					   URL", ..., or "unverified" */
 	long long	 pulled;	/* time(3) it was */
-	char		*unsynced;	/* the boot it was written in, not
-					   synced yet (image.c); NULL: on
-					   disk */
+	int		 unsynced;	/* not synced: its .meta says so,
+					   with this boot's id (image.c) */
 };
 
 struct image_pull;

@@ -45,7 +45,6 @@ int		 image_meta_write(const char *, const struct image_info *,
 int		 image_meta_read(const char *, struct image_info *);
 const char	*image_boot_id(void);
 int		 image_oci_sha256(const char *, char [65]);
-int		 image_sync_later(int, const char **);
 double		 image_stall_timeout(const struct image_req *);
 uint64_t	 image_room(const struct image_req *, const char *, uint64_t,
 		     char **);

@@ -776,8 +776,7 @@ image_pull_data(struct image_url_pull *p)
 
 /*
  * Hashed whole (the hasher's cb, on the loop): check the digest, write
- * the .meta, rename the part into place. Its sync is left to the
- * kernel's writeback, the .meta saying so (image.c).
+ * the .meta (image.c: the sync may wait), rename the part into place.
  */
 static void
 image_pull_hashed(void *arg)
@@ -785,7 +784,6 @@ image_pull_hashed(void *arg)
 	struct image_url_pull	*p = arg;
 	struct image_info	 ii;
 	unsigned char		 d[32], d5[64];
-	const char		*boot;
 	char			*got256, *got, *cause = NULL;
 	int			 is512 = image_pull_is512(p), saved;
 
@@ -811,20 +809,17 @@ image_pull_hashed(void *arg)
 	ii.checked = p->checked;
 	ii.size = p->have;
 	ii.pulled = time(NULL);
-	errno = 0;
-	if (image_sync_later(p->fd, &boot) == 0 && boot != NULL)
-		ii.unsynced = xstrdup(boot);
-	if (errno != 0 || image_meta_write(p->ip.meta, &ii, &cause) == -1) {
+	ii.unsynced = image_boot_id() != NULL;
+	if ((!ii.unsynced && fdatasync(p->fd) == -1) ||
+	    image_meta_write(p->ip.meta, &ii, &cause) == -1) {
 		if (errno != 0 && cause == NULL)
 			xasprintf(&cause, "%s: %s", p->ip.partial,
 			    strerror(errno));
 		image_pull_fail(p, "%s", cause);
 		free(cause);
-		free(ii.unsynced);
 		free(got256);
 		return;
 	}
-	free(ii.unsynced);
 	free(got256);
 	if (rename(p->ip.partial, p->ip.path) == -1) {
 		saved = errno;

@@ -111,8 +111,6 @@ struct image_reg {
 	size_t			 nb, active;
 	char			*token_url;	/* to ask again */
 	int			 refresh, retokens;
-	int			 defer_sync;	/* the image's sync left to the
-						   kernel (image.c) */
 	uint64_t		 total;
 	struct image_progress_state *ps;
 
@@ -975,7 +973,7 @@ image_reg_build_cb(const char *why, void *arg)
 	ii.sha256 = r->man_digest + 7;
 	ii.checked = checked;
 	ii.pulled = time(NULL);
-	ii.unsynced = r->defer_sync ? xstrdup(image_boot_id()) : NULL;
+	ii.unsynced = r->out == NULL && image_boot_id() != NULL; /* image.c */
 	if (stat(r->target, &st) == 0) {
 		ii.size = st.st_size;
 		if (image_meta_write(meta, &ii, &cause) == 0) {
@@ -993,7 +991,6 @@ image_reg_build_cb(const char *why, void *arg)
 out:
 	free(cause);
 	free(checked);
-	free(ii.unsynced);
 	free(meta);
 }
 
@@ -1031,9 +1028,7 @@ image_reg_job(struct image_reg *r, int stream)
 	breq.out = r->target;
 	breq.size = r->out_size;
 	breq.verified = 1;	/* the layout's blobs are the cache's */
-	/* The cache's image is synced later, its .meta saying so. */
-	r->defer_sync = r->out == NULL && image_boot_id() != NULL;
-	breq.defer_sync = r->defer_sync;
+	breq.defer_sync = r->out == NULL && image_boot_id() != NULL;
 	if (stream) {
 		breq.stream = 1;
 		breq.stream_fd = image_reg_stream_fd(r->stream, 1);

@@ -232,33 +232,37 @@ Test(image, cached, .init = image_setup, .fini = image_teardown)
 	free(path);
 }
 
-/* Write meta for path (its bytes "x" * 10) marked unsynced in boot. */
+/*
+ * path (its bytes "x" * 10) and its .meta, marked unsynced in boot as a
+ * pull leaves it (a pull writes this boot's id; another is written here
+ * as a reboot would find it).
+ */
 static void
 unsynced_meta(const char *path, const char *url, const char *sha256,
     const char *boot, long long pulled)
 {
-	struct image_info	 ii = { 0 };
-	char			 meta[PATH_MAX], *cause;
+	char	meta[PATH_MAX], *text;
 
 	cr_assert_eq(util_write_file(path, "xxxxxxxxxx"), 0);
 	snprintf(meta, sizeof meta, "%s.meta", path);
-	ii.url = (char *)(uintptr_t)url;
-	ii.sha256 = (char *)(uintptr_t)sha256;
-	ii.size = 10;
-	ii.pulled = pulled;
-	ii.unsynced = (char *)(uintptr_t)boot;
-	cr_assert_eq(image_meta_write(meta, &ii, &cause), 0);
+	cr_assert(asprintf(&text, "{\"url\":\"%s\",\"sha256\":\"%s\","
+	    "\"checked\":\"unverified\",\"size\":10,\"pulled\":%lld,"
+	    "\"unsynced\":\"%s\"}\n", url, sha256, pulled, boot) > 0);
+	cr_assert_eq(util_write_file(meta, text), 0);
+	free(text);
 }
 
 /*
- * A .meta's "unsynced": trusted in its own boot, and unmarked once old;
- * in another, kept only if its bytes hash to its digest (a registry's
- * image, whose digest is its manifest's, is removed).
+ * A .meta's "unsynced": trusted in its own boot, and unmarked once old
+ * or about to be used; in another, kept only if its bytes hash to its
+ * digest (a registry's image, whose digest is its manifest's, is
+ * removed). A pull's own .meta carries this boot's id.
  */
 Test(image, unsynced, .init = image_setup, .fini = image_teardown)
 {
-	struct image_info	 ii;
-	char			 path[PATH_MAX], meta[PATH_MAX], x10[65];
+	struct image_info	 ii = { 0 };
+	char			 path[PATH_MAX], meta[PATH_MAX], x10[65], *cause;
+	char			*text;
 	const char		*boot = image_boot_id();
 
 	cr_assert_not_null(boot, "this host has a boot id");
@@ -267,34 +271,44 @@ Test(image, unsynced, .init = image_setup, .fini = image_teardown)
 	cr_assert_eq(util_write_file(path, "xxxxxxxxxx"), 0);
 	cr_assert_eq(image_oci_sha256(path, x10), 0);
 
+	/* What a pull writes. */
+	ii.url = (char *)(uintptr_t)"http://a/f";
+	ii.sha256 = x10;
+	ii.size = 10;
+	ii.unsynced = 1;
+	cr_assert_eq(image_meta_write(meta, &ii, &cause), 0);
+	text = util_read_file(meta, NULL, 4096);
+	cr_assert(strstr(text, boot) != NULL, "%s", text);
+	free(text);
+
 	/* This boot, new: trusted, still marked. */
 	unsynced_meta(path, "http://a/f", x10, boot, (long long)time(NULL));
 	cr_assert_eq(image_meta_read(meta, &ii), 0);
-	cr_assert_str_eq(ii.unsynced, boot);
+	cr_assert(ii.unsynced);
 	image_info_free(&ii);
 	cr_assert_eq(image_meta_read(meta, &ii), 0);
-	cr_assert_str_eq(ii.unsynced, boot);
+	cr_assert(ii.unsynced);
 	image_info_free(&ii);
 
 	/* This boot, about to be used by a sandbox: synced, unmarked. */
 	image_settle(path);
 	cr_assert_eq(image_meta_read(meta, &ii), 0);
-	cr_assert_null(ii.unsynced);
+	cr_assert(!ii.unsynced);
 	image_info_free(&ii);
 
 	/* This boot, old: synced by the reader and unmarked for good. */
 	unsynced_meta(path, "http://a/f", x10, boot, 1000);
 	cr_assert_eq(image_meta_read(meta, &ii), 0);
-	cr_assert_null(ii.unsynced);
+	cr_assert(!ii.unsynced);
 	image_info_free(&ii);
-	cr_assert_eq(image_meta_read(meta, &ii), 0);
-	cr_assert_null(ii.unsynced);
-	image_info_free(&ii);
+	text = util_read_file(meta, NULL, 4096);
+	cr_assert(strstr(text, "unsynced") == NULL, "%s", text);
+	free(text);
 
 	/* Another boot, whole: kept, unmarked. */
 	unsynced_meta(path, "http://a/f", x10, "another-boot", 1000);
 	cr_assert_eq(image_meta_read(meta, &ii), 0);
-	cr_assert_null(ii.unsynced);
+	cr_assert(!ii.unsynced);
 	image_info_free(&ii);
 	cr_assert_eq(access(path, F_OK), 0);
 
