@@ -555,6 +555,8 @@ test_snapshot_cold() {
 	expect_eq "the file is there" kept "$OUT"
 	run_exec b '{"argv":["sh","-c","ls /dev/vd* 2>/dev/null | wc -l"]}'
 	expect_eq "no disk in the guest" 0 "$OUT"
+	api DELETE /v1/snapshots/c1
+	expect_eq "deleted" 204 "$CODE"
 	serve_stop
 }
 
