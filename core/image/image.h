@@ -154,8 +154,8 @@ struct image_build_req {
 	uint64_t	 size;		/* the disk's bytes; 0: the tree's
 					   size and headroom */
 	int		 defer_sync;	/* out is the cache's, with a .meta
-					   that says so: its writeback is
-					   started, not waited for */
+					   that says so: not synced, left
+					   to the kernel's writeback */
 	int		 verified;	/* oci:DIR's blobs are qsup's cache,
 					   each hashed as it was pulled and
 					   renamed into place only then: not
