@@ -829,6 +829,8 @@ export interface components {
             extra_args?: string[];
             /** @description Its source booted cold. */
             cold: boolean;
+            /** @description Its source booted cold from a seed ISO on a disk (snapshots made before boots were configured by /setup), which its restores get again; absent in their records. */
+            seed_disk?: boolean;
             /** @description Its source's RAM was a template's shared file. */
             ram_backend: boolean;
             /** @description It holds a disk overlay. */
