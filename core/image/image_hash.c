@@ -1,7 +1,7 @@
 /*
- * The part of a pull, written and hashed: the loop thread gathers the
- * body libcurl hands it (16 KB at a time) into writes of IMAGE_PART_BUF,
- * and a thread hashes what is written, mapped from the page cache, with
+ * The part of a pull, written and hashed: the loop thread writes the
+ * body libcurl hands it (small pieces gathered into writes of
+ * IMAGE_PART_BUF), and a thread hashes what is written, read back, with
  * OpenSSL's libcrypto (SHA-NI where the CPU has it: about 1.8 GB/s here,
  * where mbedTLS 2.28 made 250 MB/s and was most of a 150 MB pull's
  * download), overlapping receiving. The loop thread says how far the
@@ -10,9 +10,6 @@
  * starts the writeback of what it hashed, so the fdatasync before the
  * rename has little left to wait for.
  */
-#include <sys/mman.h>
-#include <sys/stat.h>
-
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -23,52 +20,55 @@
 #include "image_int.h"
 
 /*
- * The thread hashes a window of the part at a time, mapped (the page
- * cache's pages themselves: a pread copied all 300 MB of a pull once
- * more, on a host whose other CPU the sender often has), and wakes only
- * when a window's worth is written (libcurl hands 16 KB at a time: a
- * wake for each was 18,000 of them for 300 MB, each a small read, hash
- * and writeback).
+ * The thread wakes only when IMAGE_HASH_WAKE more is written (libcurl
+ * hands a piece at a time: a wake for each 16 KB was 18,000 of them for
+ * 300 MB), and reads what it hashes back into a buffer of its own,
+ * IMAGE_HASH_READ at a time. Reading it so costs a copy, and still is
+ * the cheaper way here: 300 MB from the page cache hashed in 157 ms from
+ * a buffer the cache holds, 212 ms read back by pread(2), 281-304 ms
+ * mapped (the hash's loads from memory the CPU has not seen, a page at a
+ * time), which is what a pull did until 2026-12-05.
  */
-#define IMAGE_HASH_CHUNK	(8 * 1024 * 1024)
 #define IMAGE_HASH_WAKE		(1024 * 1024)
+#define IMAGE_HASH_READ		(1024 * 1024)
 /*
  * A write(2) of each 16 KB libcurl hands over took 0.11 s of system time
  * for 300 MB here, writes of 1 MB 0.05 s (dd); the copy into the buffer
- * costs less than the difference.
+ * costs less than the difference. Pieces of IMAGE_PART_DIRECT or more
+ * (libcurl's own buffer is IMAGE_BUFFER, 512 KB, for a pull) are
+ * written as they come, without that copy.
  */
 #define IMAGE_PART_BUF		(1024 * 1024)
+#define IMAGE_PART_DIRECT	(256 * 1024)
 
-/* Hash [at, at + len) of h's part (mapped); 0, or an errno. */
+/* Hash [at, at + len) of h's part, read back; 0, or an errno. */
 static int
 image_hasher_window(struct image_hasher *h, uint64_t at, size_t len)
 {
-	struct stat	 st;
-	uint64_t	 base;
-	size_t		 skip;
-	void		*m;
+	uint64_t	 from = at;
+	size_t		 left = len, want;
+	ssize_t		 r;
 
-	/*
-	 * A page past the file's end would be SIGBUS, not an error: the
-	 * part is ours alone (locked), and written before it is told of.
-	 */
-	if (fstat(h->fd, &st) == -1)
-		return (errno);
-	if ((uint64_t)st.st_size < at + len)
-		return (EIO);
-	base = at & ~(uint64_t)(h->page - 1);
-	skip = at - base;
-	m = mmap(NULL, skip + len, PROT_READ, MAP_SHARED | MAP_POPULATE,
-	    h->fd, (off_t)base);
-	if (m == MAP_FAILED)
-		return (errno);
-	if (EVP_DigestUpdate(h->s256, (char *)m + skip, len) != 1 ||
-	    (h->use512 && EVP_DigestUpdate(h->s512, (char *)m + skip,
-	    len) != 1)) {
-		munmap(m, skip + len);
-		return (EIO);
+	if (h->hbuf == NULL)
+		h->hbuf = xmalloc(IMAGE_HASH_READ);
+	while (left > 0) {
+		want = left > IMAGE_HASH_READ ? IMAGE_HASH_READ : left;
+		if ((r = pread(h->fd, h->hbuf, want, (off_t)from)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return (errno);
+		}
+		/* The part is ours alone (locked), written before it is
+		 * told of: short of that is an error, not the end. */
+		if (r == 0)
+			return (EIO);
+		if (EVP_DigestUpdate(h->s256, h->hbuf, (size_t)r) != 1 ||
+		    (h->use512 && EVP_DigestUpdate(h->s512, h->hbuf,
+		    (size_t)r) != 1))
+			return (EIO);
+		from += (uint64_t)r;
+		left -= (size_t)r;
 	}
-	munmap(m, skip + len);
 	/* Its writeback begun, where a fdatasync comes at the end (a host
 	 * without a boot id: image.c), so that it is short. */
 	if (image_boot_id() == NULL)
@@ -99,8 +99,8 @@ image_hasher_main(void *arg)
 		at = h->done;
 		pthread_mutex_unlock(&h->mu);
 		while (at < to) {
-			want = to - at > IMAGE_HASH_CHUNK ? IMAGE_HASH_CHUNK :
-			    to - at;
+			want = to - at > IMAGE_HASH_WAKE * 8 ?
+			    IMAGE_HASH_WAKE * 8 : to - at;
 			if ((e = image_hasher_window(h, at, want)) != 0) {
 				pthread_mutex_lock(&h->mu);
 				h->err = e;
@@ -143,7 +143,6 @@ image_hasher_init(struct image_hasher *h, struct ev_loop *loop,
 	h->cb = cb;
 	h->arg = arg;
 	h->fd = -1;
-	h->page = sysconf(_SC_PAGESIZE);
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
 	if ((h->s256 = EVP_MD_CTX_new()) == NULL ||
@@ -209,29 +208,46 @@ image_hasher_more(struct image_hasher *h, uint64_t avail)
 	pthread_mutex_unlock(&h->mu);
 }
 
-/* What is gathered, onto the part; -1 with errno (h->written: how far). */
-int
-image_hasher_flush(struct image_hasher *h)
+/* n bytes onto the part, told to the thread; -1 with errno, and
+ * h->written how far it got. */
+static int
+image_hasher_put(struct image_hasher *h, const char *d, size_t n)
 {
 	size_t	off = 0;
 	ssize_t	w;
 
-	if (h->blen == 0)
-		return (0);
-	while (off < h->blen) {
-		if ((w = write(h->fd, h->buf + off, h->blen - off)) == -1) {
+	while (off < n) {
+		if ((w = write(h->fd, d + off, n - off)) == -1) {
 			if (errno == EINTR)
 				continue;
-			/* What is left stays, for a try later: no repeat. */
-			memmove(h->buf, h->buf + off, h->blen - off);
-			h->blen -= off;
+			if (off > 0)
+				image_hasher_more(h, h->written);
 			return (-1);
 		}
-		off += w;
-		h->written += w;
+		off += (size_t)w;
+		h->written += (uint64_t)w;
+	}
+	image_hasher_more(h, h->written);
+	return (0);
+}
+
+/* What is gathered, onto the part; -1 with errno (h->written: how far). */
+int
+image_hasher_flush(struct image_hasher *h)
+{
+	uint64_t	was = h->written;
+	size_t		off;
+
+	if (h->blen == 0)
+		return (0);
+	if (image_hasher_put(h, h->buf, h->blen) == -1) {
+		/* What is left stays, for a try later: no repeat. */
+		off = (size_t)(h->written - was);
+		memmove(h->buf, h->buf + off, h->blen - off);
+		h->blen -= off;
+		return (-1);
 	}
 	h->blen = 0;
-	image_hasher_more(h, h->written);
 	return (0);
 }
 
@@ -242,6 +258,8 @@ image_hasher_write(struct image_hasher *h, const void *data, size_t n)
 	const char	*d = data;
 	size_t		 take;
 
+	if (h->blen == 0 && n >= IMAGE_PART_DIRECT)
+		return (image_hasher_put(h, d, n));
 	if (h->buf == NULL)
 		h->buf = xmalloc(IMAGE_PART_BUF);
 	while (n > 0) {
@@ -292,7 +310,8 @@ image_hasher_free(struct image_hasher *h)
 		return;
 	image_hasher_stop(h);
 	free(h->buf);
-	h->buf = NULL;
+	free(h->hbuf);
+	h->buf = h->hbuf = NULL;
 	EVP_MD_CTX_free(h->s256);
 	EVP_MD_CTX_free(h->s512);
 	h->s256 = h->s512 = NULL;

@@ -60,8 +60,8 @@ struct image_hasher {
 	uint64_t		 avail, done;	/* under mu */
 	int			 stop, finishing, err;
 	int			 idle;		/* waiting for more (under mu) */
-	long			 page;
 	char			*buf;		/* gathered, not written yet */
+	char			*hbuf;		/* the thread's, read back */
 	size_t			 blen;
 	uint64_t		 written;	/* the part's bytes on disk */
 	EVP_MD_CTX		*s256, *s512;
