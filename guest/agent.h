@@ -105,6 +105,7 @@ struct init_state {
 	int			 root_loaded;	/* the root's modules are in */
 	int			 share_loaded;	/* and the 9p shares' */
 	int			 disk_loaded;	/* and virtio's disk driver */
+	int			 net_loaded;	/* and the network card's */
 	int			 setup_boot;	/* qsup.setup=1: configured by
 						   /setup, not a template */
 	int			 seed_ok;
@@ -350,6 +351,7 @@ int		 module_root(struct init_state *);
 int		 module_share(struct init_state *);
 int		 module_disk(struct init_state *);
 int		 module_has_disk(void);
+int		 module_net(struct init_state *);
 
 /* init.c */
 /*

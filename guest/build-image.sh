@@ -12,7 +12,8 @@
 # The .debs and their unpacked trees stay in BUILDDIR/guest/cache/, so a
 # re-run only re-packs the cpio; remove that folder to fetch the current
 # kernel. In the guest, /etc/qsup-modules lists the modules the agent loads
-# at boot, /etc/qsup-modules-root those it loads for a disk image's root
+# at boot, /etc/qsup-modules-net the network card's (when the guest has
+# one), /etc/qsup-modules-root those it loads for a disk image's root
 # (at boot with qsup.root=1), /etc/qsup-modules-share those of 9p shares
 # (at a template's boot, else before the first share),
 # /etc/qsup-modules-disk virtio's disk driver (when the guest has a disk),
@@ -268,93 +269,71 @@ add_module() {
 	list+=("$MODDIR/$rel")
 }
 
+# The kinds of guest/modules.txt that load, in the order their modules are
+# resolved (a module two kinds need goes to the first), and each one's list
+# in the guest: /etc/qsup-modules for boot, /etc/qsup-modules-KIND else.
+KINDS=(boot net root extra display share disk)
+kind_list() {
+	[ "$1" = boot ] && echo /etc/qsup-modules || echo "/etc/qsup-modules-$1"
+}
+
 # Build the guest's module tree and its /etc/qsup-modules* lists in $M.
 make_modroot() {
-	local kind name rest lineno=0 f p
-	local -A omit=() seen=()
-	local boot=() root=() extra=() display=() share=() disk=()
-	local order_boot=() order_root=() order_extra=() order_display=()
-	local order_share=() order_disk=() guest_boot=() guest_root=()
-	local guest_extra=() guest_display=() guest_share=() guest_disk=()
+	local kind name rest lineno=0 p
+	local -A omit=() seen=() known=()
+	local -a order=()
 
+	for kind in "${KINDS[@]}"; do
+		known[$kind]=1
+		local -a "names_$kind=()" "order_$kind=()" "guest_$kind=()"
+	done
 	while read -r kind name rest || [ -n "$kind" ]; do
 		lineno=$((lineno + 1))
 		case $kind in
 		''|'#'*) continue ;;
 		esac
 		if [ -z "$name" ] || [ -n "$rest" ]; then
-			die "$LIST:$lineno: expected: boot|root|extra|display|share|disk|omit NAME"
+			die "$LIST:$lineno: expected: KIND NAME (KIND: ${KINDS[*]} or omit)"
 		fi
-		case $kind in
-		boot) boot+=("$name") ;;
-		root) root+=("$name") ;;
-		extra) extra+=("$name") ;;
-		display) display+=("$name") ;;
-		share) share+=("$name") ;;
-		disk) disk+=("$name") ;;
-		omit) omit[${name//-/_}]=1 ;;
-		*) die "$LIST:$lineno: $kind: unknown kind (boot, root, extra, display, share, disk, omit)" ;;
-		esac
+		if [ "$kind" = omit ]; then
+			omit[${name//-/_}]=1
+		elif [ -n "${known[$kind]:-}" ]; then
+			local -n names=names_$kind
+			names+=("$name")
+			unset -n names
+		else
+			die "$LIST:$lineno: $kind: unknown kind (${KINDS[*]}, omit)"
+		fi
 	done <"$LIST"
 
 	# An empty config folder: the host's /etc/modprobe.d must not count.
 	mkdir -p "$WORK/modprobe.d"
-	for name in "${boot[@]}"; do
-		resolve "$name" order_boot
-	done
-	for name in "${root[@]}"; do
-		resolve "$name" order_root
-	done
-	for name in "${extra[@]}"; do
-		resolve "$name" order_extra
-	done
-	for name in "${display[@]}"; do
-		resolve "$name" order_display
-	done
-	for name in "${share[@]}"; do
-		resolve "$name" order_share
-	done
-	for name in "${disk[@]}"; do
-		resolve "$name" order_disk
+	for kind in "${KINDS[@]}"; do
+		local -n names=names_$kind
+		for name in "${names[@]}"; do
+			resolve "$name" "order_$kind"
+		done
+		unset -n names
 	done
 
 	mkdir -p "$M$MODDIR" "$M/etc"
-	for f in modules.builtin modules.builtin.modinfo; do
-		[ ! -f "$K$MODDIR/$f" ] || cp "$K$MODDIR/$f" "$M$MODDIR/$f"
+	for p in modules.builtin modules.builtin.modinfo; do
+		[ ! -f "$K$MODDIR/$p" ] || cp "$K$MODDIR/$p" "$M$MODDIR/$p"
 	done
-	for p in "${order_boot[@]}"; do
-		add_module "$p" guest_boot
-	done
-	for p in "${order_root[@]}"; do
-		add_module "$p" guest_root
-	done
-	for p in "${order_extra[@]}"; do
-		add_module "$p" guest_extra
-	done
-	for p in "${order_display[@]}"; do
-		add_module "$p" guest_display
-	done
-	for p in "${order_share[@]}"; do
-		add_module "$p" guest_share
-	done
-	for p in "${order_disk[@]}"; do
-		add_module "$p" guest_disk
+	for kind in "${KINDS[@]}"; do
+		local -n paths=order_$kind guest=guest_$kind
+		for p in "${paths[@]}"; do
+			add_module "$p" "guest_$kind"
+		done
+		# Written even when empty: the agent reads each.
+		printf '%s\n' "${guest[@]}" >"$M$(kind_list "$kind")"
+		order+=("${guest[@]#"$MODDIR"/}")
+		unset -n paths guest
 	done
 	# A modules.dep of its own, so that busybox modprobe works in the
 	# guest; depmod wants a modules.order, and the load order is that.
-	printf '%s\n' "${guest_boot[@]#"$MODDIR"/}" \
-	    "${guest_root[@]#"$MODDIR"/}" \
-	    "${guest_extra[@]#"$MODDIR"/}" \
-	    "${guest_display[@]#"$MODDIR"/}" \
-	    "${guest_share[@]#"$MODDIR"/}" \
-	    "${guest_disk[@]#"$MODDIR"/}" >"$M$MODDIR/modules.order"
+	printf '%s\n' "${order[@]}" >"$M$MODDIR/modules.order"
 	depmod -b "$M" "$REL" || die "depmod -b $M $REL failed"
-	printf '%s\n' "${guest_boot[@]}" >"$M/etc/qsup-modules"
-	printf '%s\n' "${guest_root[@]}" >"$M/etc/qsup-modules-root"
-	printf '%s\n' "${guest_extra[@]}" >"$M/etc/qsup-modules-extra"
-	printf '%s\n' "${guest_display[@]}" >"$M/etc/qsup-modules-display"
-	printf '%s\n' "${guest_share[@]}" >"$M/etc/qsup-modules-share"
-	printf '%s\n' "${guest_disk[@]}" >"$M/etc/qsup-modules-disk"
 }
 
 # The tree is kept in the cache until the kernel, the list, this script or
@@ -413,12 +392,10 @@ spec=$WORK/spec
 		echo "slink $dir/$a /bin/busybox 0777 0 0"
 	done <<<"$applets"
 
-	echo "file /etc/qsup-modules $rel_m/etc/qsup-modules 0644 0 0"
-	echo "file /etc/qsup-modules-root $rel_m/etc/qsup-modules-root 0644 0 0"
-	echo "file /etc/qsup-modules-extra $rel_m/etc/qsup-modules-extra 0644 0 0"
-	echo "file /etc/qsup-modules-display $rel_m/etc/qsup-modules-display 0644 0 0"
-	echo "file /etc/qsup-modules-share $rel_m/etc/qsup-modules-share 0644 0 0"
-	echo "file /etc/qsup-modules-disk $rel_m/etc/qsup-modules-disk 0644 0 0"
+	for kind in "${KINDS[@]}"; do
+		f=$(kind_list "$kind")
+		echo "file $f $rel_m$f 0644 0 0"
+	done
 
 	# The module tree, each folder before what it holds.
 	(cd "$M" && find "lib/modules/$REL" -mindepth 0 | LC_ALL=C sort) |

@@ -207,6 +207,7 @@ init_modules(struct init_state *st)
 	long long	t0;
 
 	(void)module_load(st->kernel, INIT_MODULES);
+	(void)module_net(st);
 	/* A template's restores may share; a booted guest loads them
 	 * before its first share. */
 	if (st->template && !st->setup_boot)

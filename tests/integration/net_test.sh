@@ -148,6 +148,18 @@ works" "$out"
 	expect_eq "mode" none "$(json_net "$T_TMP/err" 'n["mode"]')"
 	expect_eq "no card on QEMU's command line" 0 \
 	    "$("$QSUP" run -v --set 'network="none"' -- true 2>&1 | grep -c 'virtio-net')"
+	# Without a card the guest loads no driver for one (a template's
+	# restore, then a cold boot); with the card, it does.
+	local ws mode
+	for ws in true false; do
+		for mode in none restricted; do
+			out=$("$QSUP" run --set "network=\"$mode\"" \
+			    --set "warm_start=$ws" -- \
+			    sh -c 'grep -c "^virtio_net " /proc/modules')
+			expect_eq "virtio_net loaded, $mode, warm_start $ws" \
+			    "$([ $mode = none ] && echo 0 || echo 1)" "$out"
+		done
+	done
 }
 
 test_forwards_on_loopback_only() {
