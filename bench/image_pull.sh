@@ -8,7 +8,11 @@
 # docs/images.md); curl does neither check, so "curl then
 # sha256sum" is shown too, and the CPU time (user + system) each took, as
 # on 2 shared cores that, more than the wire, sets the pace. Medians of
-# RUNS (default 5). Usage: bench/image_pull.sh [RUNS] [SIZE_MB]
+# RUNS (default 5). Then the same pulls paced by the server at
+# QSUP_BENCH_PULL_RATE bytes a second (default 1000000000: a 8 Gbit/s
+# link), where the sender leaves this host's CPUs to the receiver as a
+# server on another machine would.
+# Usage: bench/image_pull.sh [RUNS] [SIZE_MB]
 # QSUP_OTHER=path: another build too, alternating in the same loop (a
 # change measured against the code before it, under the same load).
 set -euo pipefail
@@ -53,6 +57,7 @@ qsup_pull() {
 	XDG_DATA_HOME=$tmp/data "${1:-$qsup}" image pull --json "$url"
 }
 curl_get() { rm -f "$tmp/c.img"; curl -sSf -o "$tmp/c.img" "$url"; }
+rate=${QSUP_BENCH_PULL_RATE:-1000000000}
 curl_check() {
 	curl_get && (cd "$tmp" && echo "$(cut -d' ' -f1 www/SHA256SUMS)  c.img" |
 	    sha256sum -c --quiet)
@@ -77,3 +82,14 @@ if [ -n "$other" ]; then
 	echo "QSUP_OTHER ($other), the same loop: $o ms, CPU $(median %.2f <"$tmp/other.cpu") s; ratio to curl $(awk -v o="$o" -v c="$c" 'BEGIN {printf "%.2f", c / o}')   (runs: $(tr '\n' ' ' <"$tmp/other"))"
 fi
 echo "throughput ratio qsup/curl: $(awk -v q="$q" -v c="$c" 'BEGIN {printf "%.2f", c / q}') (target >= 0.9); qsup/(curl + sha256sum): $(awk -v q="$q" -v s="$s" 'BEGIN {printf "%.2f", s / q}')"
+
+# Paced by the server (httpd.py's /slow/R/): the wire, not the CPUs
+# shared with the sender, sets the pace.
+url=http://127.0.0.1:$(cat "$tmp/port")/slow/$rate/big.img
+rm -f "$tmp/qsup" "$tmp/curl"
+for i in $(seq 1 "$runs"); do
+	once qsup qsup_pull
+	once curl curl_get
+done
+q=$(median %d <"$tmp/qsup"); c=$(median %d <"$tmp/curl")
+echo "paced at $rate bytes/s by the server, median of $runs: qsup $q ms, curl -o $c ms: ratio $(awk -v q="$q" -v c="$c" 'BEGIN {printf "%.2f", c / q}') (target >= 0.9)   (runs: qsup $(tr '\n' ' ' <"$tmp/qsup")curl $(tr '\n' ' ' <"$tmp/curl"))"
