@@ -6,7 +6,8 @@
 Writes the decoded stdout and stderr events to OUT and ERR (default: this
 process's own), then prints one line: the exit event's JSON, or
 "no-exit" when the stream had none. "--id" prints the start event's id
-instead, as soon as it is there (waiting for it while the file grows).
+instead, as soon as it is there (waiting for the file and for it while the
+file grows).
 """
 import base64
 import json
@@ -45,11 +46,17 @@ def main():
             want_id = True
     if want_id:
         for _ in range(600):
-            with open(path, errors="replace") as f:
-                for name, data in events(f.read()):
-                    if name == "start":
-                        print(json.loads(data)["id"])
-                        return 0
+            # The file is made by a shell redirection in the background,
+            # which may not have run yet.
+            try:
+                with open(path, errors="replace") as f:
+                    text = f.read()
+            except FileNotFoundError:
+                text = ""
+            for name, data in events(text):
+                if name == "start":
+                    print(json.loads(data)["id"])
+                    return 0
             time.sleep(0.05)
         print("no-start")
         return 1
