@@ -31,6 +31,8 @@
  */
 #define IMAGE_HASH_WAKE		(1024 * 1024)
 #define IMAGE_HASH_READ		(1024 * 1024)
+/* What is hashed between two starts of its writeback. */
+#define IMAGE_HASH_WINDOW	(8 * 1024 * 1024)
 /*
  * A write(2) of each 16 KB libcurl hands over took 0.11 s of system time
  * for 300 MB here, writes of 1 MB 0.05 s (dd); the copy into the buffer
@@ -99,8 +101,8 @@ image_hasher_main(void *arg)
 		at = h->done;
 		pthread_mutex_unlock(&h->mu);
 		while (at < to) {
-			want = to - at > IMAGE_HASH_WAKE * 8 ?
-			    IMAGE_HASH_WAKE * 8 : to - at;
+			want = to - at > IMAGE_HASH_WINDOW ?
+			    IMAGE_HASH_WINDOW : to - at;
 			if ((e = image_hasher_window(h, at, want)) != 0) {
 				pthread_mutex_lock(&h->mu);
 				h->err = e;
