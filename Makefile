@@ -27,7 +27,9 @@ QSUP_DEFS	 = $(WARN) $(WERROR) -std=gnu11 -D_GNU_SOURCE \
 		   $(INC) $(shell pkg-config --cflags $(PKGS))
 QSUP_CFLAGS	 = $(CFLAGS) $(QSUP_DEFS)
 # libslirp's .pc wants glib's headers for nothing we use: linked by name.
-QSUP_LIBS	 = -lev $(shell pkg-config --libs $(PKGS)) -lslirp -lanl \
+# libcurl and libarchive are loaded at their first call (core/base/lazylib.c).
+LINK_PKGS	 = $(filter-out libcurl libarchive,$(PKGS))
+QSUP_LIBS	 = -lev $(shell pkg-config --libs $(LINK_PKGS)) -lslirp -lanl \
 		   -lmbedtls -lmbedx509 -lmbedcrypto -lcrypto -lz -lm
 
 CORE_SRC	 = $(wildcard core/*/*.c) $(wildcard lua/*.c) $(wildcard staging/*.c)

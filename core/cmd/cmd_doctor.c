@@ -218,6 +218,23 @@ doctor_qemu(struct doctor *d)
 	buf_free(&out);
 }
 
+/* libcurl and libarchive, which qsup loads at their first call. */
+static void
+doctor_libraries(struct doctor *d)
+{
+	struct doctor_check	*c;
+	char			*cause = NULL;
+
+	if (lazylib_load_all(&cause) == 0) {
+		doctor_add(d, "libraries", DOCTOR_OK, NULL, "libcurl and "
+		    "libarchive load (qsup loads them when first needed)");
+		return;
+	}
+	c = doctor_add(d, "libraries", DOCTOR_FAIL, NULL, "%s", cause);
+	doctor_remedy(c, "apt-get install libcurl4 libarchive13");
+	free(cause);
+}
+
 /* Why /dev/kvm cannot be opened, and how to give it to this process. */
 static void
 doctor_kvm_device(json_t *f, struct doctor_check *c)
@@ -886,6 +903,7 @@ cmd_doctor_exec(const struct cmd_entry *self, int argc, char **argv)
 		return (r == 1 ? 0 : QSUP_EXIT_ERROR);
 	doctor_profile(&d);
 	doctor_qemu(&d);
+	doctor_libraries(&d);
 	doctor_guest(&d);
 	doctor_kvm(&d);
 	doctor_seccomp(&d);

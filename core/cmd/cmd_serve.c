@@ -629,6 +629,19 @@ serve_set_limits(struct serve *srv, const struct profile *p,
 	serve_nofile(srv);
 }
 
+/*
+ * libcurl and libarchive, then the profile. The libraries now: one that
+ * cannot be loaded at a first pull would end the server with its
+ * sandboxes (core/base/lazylib.c).
+ */
+static int
+serve_load(struct serve_opts *o, struct profile *p, char **cause)
+{
+	if (lazylib_load_all(cause) == -1)
+		return (-1);
+	return (profile_load_set(p, o->profile, o->sets, o->nsets, cause));
+}
+
 static int
 cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 {
@@ -652,7 +665,7 @@ cmd_serve_exec(const struct cmd_entry *self, int argc, char **argv)
 	if (o.routes)
 		return (serve_routes(&o));
 	memset(&p, 0, sizeof p);
-	if (profile_load_set(&p, o.profile, o.sets, o.nsets, &cause) == -1) {
+	if (serve_load(&o, &p, &cause) == -1) {
 		log_warnx("%s", cause);
 		goto out;	/* its --set and --listen freed too */
 	}

@@ -6,7 +6,7 @@
 # contrib/container's image: container_test.sh).
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
-CHECKS="profile qemu guest kvm seccomp cache templates run_dir container cgroup images_dir"
+CHECKS="profile qemu libraries guest kvm seccomp cache templates run_dir container cgroup images_dir"
 FIXTURE=tests/integration/fixtures/sample.py-sandboxes
 
 # Here a sandbox can run: exit 0, and every check in the JSON document.
@@ -50,6 +50,34 @@ test_doctor_broken_guest() {
 	expect_eq "json failed" '["guest"] False' "$(python3 -c '
 import json, sys; d = json.loads(sys.stdin.read())
 print(json.dumps(d["failed"]), d["ok"])' <<<"$out")"
+}
+
+# A libcurl that cannot be loaded (an empty file the loader finds first):
+# doctor fails it with what to install, a pull says so and leaves nothing,
+# and a server does not start; a run, which needs neither, still works.
+test_doctor_broken_library() {
+	local out st lib=$T_TMP/lib
+	mkdir -p "$lib"
+	: >"$lib/libcurl.so.4"
+	out=$(LD_LIBRARY_PATH=$lib "$QSUP" doctor 2>&1)
+	st=$?
+	expect_eq "status" 1 $st
+	expect_match "libraries fail" '^fail +libraries +cannot load libcurl.so.4, which qsup needs for downloads and qsup.s API client: .*libcurl.so.4: file too short' "$out"
+	expect_match "remedy" 'apt-get install libcurl4 libarchive13' "$out"
+	out=$(LD_LIBRARY_PATH=$lib XDG_DATA_HOME=$T_TMP/data \
+	    "$QSUP" image pull http://127.0.0.1:1/x.qcow2 2>&1)
+	st=$?
+	expect_eq "pull status" 125 $st
+	expect_match "pull says" 'cannot load libcurl.so.4' "$out"
+	expect_eq "pull left" "" "$(find "$T_TMP/data" -type f 2>/dev/null)"
+	out=$(LD_LIBRARY_PATH=$lib timeout 20 "$QSUP" serve \
+	    --listen "unix:$T_TMP/s.sock" 2>&1)
+	st=$?
+	expect_eq "serve status" 125 $st
+	expect_match "serve says" 'cannot load libcurl.so.4' "$out"
+	out=$(LD_LIBRARY_PATH=$lib "$QSUP" run -- echo ran 2>&1)
+	expect_eq "run status" 0 $?
+	expect_match "run output" '^ran$' "$out"
 }
 
 # A profile that does not load is a failed check; the rest still run.
@@ -170,6 +198,7 @@ PY
 
 run_test test_doctor_ok
 run_test test_doctor_broken_guest
+run_test test_doctor_broken_library
 run_test test_doctor_bad_profile
 run_test test_import
 run_test test_contrib_systemd
