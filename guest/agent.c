@@ -317,6 +317,8 @@ agent_loop(struct agent *a)
 		}
 		exec_sweep(a);
 		port_sweep(a);
+		/* After the sweep has sent what the last command said. */
+		exec_runner_fill(a);
 		if (a->poweroff)
 			agent_shutdown(a);
 		if (!st->pid1 && !st->service && port_count(a) == 0)
@@ -332,6 +334,8 @@ main(int argc, char **argv)
 	struct utsname		u;
 	long long		start = util_ms(CLOCK_MONOTONIC);
 
+	if (argc == 4 && strcmp(argv[1], "--runner") == 0)
+		exec_runner_run(argv[2], argv[3]);	/* exec.c */
 	memset(&st, 0, sizeof st);
 	st.nports = QSUP_PORT_COUNT;
 	memset(&a, 0, sizeof a);
@@ -361,6 +365,8 @@ main(int argc, char **argv)
 		agent_test_setup(&a, argc, argv);
 		a.ready_ms = util_ms(CLOCK_MONOTONIC) - start;
 	}
+	/* A template's boot is saved once it answers: its runner waits. */
+	exec_runner_ready(&a, st.template && !st.setup_boot);
 	agent_loop(&a);
 	return (0);
 }

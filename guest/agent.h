@@ -143,6 +143,7 @@ struct agent {
 	long long		 ready_ms;
 	long long		 setup_us;	/* POST /setup's own work, or 0 */
 	int			 uevent;	/* while ports are missing */
+	struct exec_runner	*runner;	/* forked ahead (exec.c) */
 };
 
 /*
@@ -333,6 +334,10 @@ int		 exec_pollfds(struct agent *, struct pollfd *, void **, int);
 void		 exec_handle(void *, const struct pollfd *);
 void		 exec_reaped(struct agent *, pid_t, int);
 void		 exec_sweep(struct agent *);
+void		 exec_runner_fill(struct agent *);
+void		 exec_runner_ready(struct agent *, int);
+void		 exec_runner_run(const char *, const char *)
+		     __attribute__((noreturn));
 void		 exec_kill_all(struct agent *, int);
 int		 exec_count(struct agent *);
 

@@ -12,14 +12,26 @@
  * duplicate that stdin uploads write to and /close closes, so closing
  * stdin does not end the output. A file job (job.c) is an exec whose
  * process is a child of the agent rather than a program.
+ *
+ * A command without a tty starts, when it can, in a runner: a child the
+ * agent forked ahead while idle, which waits with its pipes made for one
+ * command and execs it (exec_runner_fill). Under TCG a restored guest's
+ * first fork took 11-12 ms, its code translated afresh in every new QEMU;
+ * a template's runner was forked before the save, so a warm run's first
+ * command skips that.
  */
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,6 +59,32 @@ struct exec_failure {
 #define EXEC_STAGE_SETUP	1
 #define EXEC_STAGE_CHDIR	2
 #define EXEC_STAGE_EXEC		3
+
+/*
+ * A runner's command comes as a header (the length of the rest, the
+ * number of arguments, of environment entries) and then cwd, the
+ * arguments and the entries, each NUL-terminated, in one write that the
+ * pipe's buffer holds whole: a larger command forks instead.
+ */
+#define EXEC_RUNNER_MAX		(60 * 1024)
+struct exec_runner_head {
+	uint32_t	len;
+	uint32_t	argc;
+	uint32_t	envc;
+};
+
+/* The agent's side of a runner. */
+struct exec_runner {
+	pid_t		 pid;
+	int		 ctl;		/* the command goes here */
+	int		 in;		/* its stdin's write end */
+	int		 out;		/* its stdout's, stderr's read ends */
+	int		 err;
+	int		 status;	/* CLOEXEC in it: exec failures */
+	dev_t		 root_dev;	/* the root it was spawned in */
+	ino_t		 root_ino;
+	int		 ready;		/* its "R" read: it waits on ctl */
+};
 
 struct exec {
 	unsigned	 id;
@@ -294,6 +332,324 @@ exec_pipe(int fds[2], int parent_end)
 	return (0);
 }
 
+/* In a runner: n bytes of its command, or its end (the agent let it go). */
+static void
+exec_runner_read(int fd, void *buf, size_t n)
+{
+	char	*p = buf;
+	ssize_t	 r;
+
+	while (n > 0) {
+		if ((r = read(fd, p, n)) == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			_exit(0);
+		p += r;
+		n -= (size_t)r;
+	}
+}
+
+/*
+ * A runner: its stdin, stdout and stderr are its pipes, nothing else of
+ * the agent's is open but ctl and status. It says "R" on status once it
+ * waits on ctl for its command, then goes on as exec_child does.
+ */
+static void __attribute__((noreturn))
+exec_runner_main(int ctl, int status)
+{
+	struct exec_failure	 f = { EXEC_STAGE_SETUP, EINVAL };
+	struct exec_runner_head	 h;
+	char			*buf, *p, *end, **argv, **envp;
+	const char		*cwd;
+	uint32_t		 i;
+
+	if (write(status, "R", 1) != 1)
+		_exit(126);
+	exec_runner_read(ctl, &h, sizeof h);
+	if (h.len == 0 || h.len > EXEC_RUNNER_MAX || h.argc == 0 ||
+	    h.argc > h.len || h.envc > h.len)
+		goto fail;
+	if ((buf = malloc(h.len)) == NULL ||
+	    (argv = calloc(h.argc + 1, sizeof *argv)) == NULL ||
+	    (envp = calloc(h.envc + 1, sizeof *envp)) == NULL) {
+		f.error = ENOMEM;
+		goto fail;
+	}
+	exec_runner_read(ctl, buf, h.len);
+	close(ctl);
+	if (buf[h.len - 1] != '\0')
+		goto fail;
+	p = buf;
+	end = buf + h.len;
+	cwd = p;
+	p += strlen(p) + 1;
+	for (i = 0; i < h.argc + h.envc; i++) {
+		if (p >= end)
+			goto fail;
+		if (i < h.argc)
+			argv[i] = p;
+		else
+			envp[i - h.argc] = p;
+		p += strlen(p) + 1;
+	}
+	f.stage = EXEC_STAGE_CHDIR;
+	if (chdir(cwd) == -1)
+		goto fail_errno;
+	f.stage = EXEC_STAGE_EXEC;
+	environ = envp;
+	execvp(argv[0], argv);
+fail_errno:
+	f.error = errno;
+fail:
+	(void)!write(status, &f, sizeof f);
+	_exit(127);
+}
+
+/* Close every descriptor from 3 up but keep0 and keep1 (both 3 or more). */
+static void
+exec_close_but(int keep0, int keep1)
+{
+	int	lo = keep0 < keep1 ? keep0 : keep1;
+	int	hi = keep0 < keep1 ? keep1 : keep0, fd;
+	long	rc = 0;
+
+	if (lo > 3)
+		rc |= syscall(SYS_close_range, 3U, (unsigned)lo - 1, 0U);
+	if (hi > lo + 1)
+		rc |= syscall(SYS_close_range, (unsigned)lo + 1,
+		    (unsigned)hi - 1, 0U);
+	rc |= syscall(SYS_close_range, (unsigned)hi + 1, ~0U, 0U);
+	if (rc != 0) {
+		for (fd = 3; fd < 1024; fd++) {
+			if (fd != keep0 && fd != keep1)
+				(void)close(fd);
+		}
+	}
+}
+
+/*
+ * A runner program: the agent itself, spawned with "--runner CTL STATUS"
+ * and nothing else of the agent's open (a long wait must not hold another
+ * command's pipe open).
+ */
+void
+exec_runner_run(const char *ctl, const char *status)
+{
+	int	c = atoi(ctl), st = atoi(status);
+
+	if (c < 3 || st < 3 || c == st)
+		_exit(126);
+	(void)fcntl(c, F_SETFD, FD_CLOEXEC);
+	(void)fcntl(st, F_SETFD, FD_CLOEXEC);
+	exec_close_but(c, st);
+	exec_runner_main(c, st);
+}
+
+/*
+ * While the agent is idle (no command running), the next runner: its
+ * pipes, and the agent's own program spawned to hold their other ends and
+ * wait for its command (exec_runner_run). Spawned at boot, so a template
+ * holds one, and again after each command. Spawned (vfork and exec), not
+ * forked: a fork would leave every page of the agent's copy-on-write, and
+ * a restored agent's writes to them cost it more than the fork saves. If
+ * it cannot be, commands fork as before.
+ */
+void
+exec_runner_fill(struct agent *a)
+{
+	struct exec_runner		*r;
+	struct stat			 sb;
+	posix_spawn_file_actions_t	 fa;
+	posix_spawnattr_t		 attr;
+	sigset_t			 all, none;
+	char				 c[16], s[16];
+	char				*argv[] = { (char *)"qsup-agent",
+					    (char *)"--runner", c, s, NULL };
+	char				*envp[] = { NULL };
+	int				 in[2] = { -1, -1 }, out[2] = { -1, -1 };
+	int				 err[2] = { -1, -1 }, st[2] = { -1, -1 };
+	int				 ctl[2] = { -1, -1 }, i;
+	pid_t				 pid;
+
+	if (a->runner != NULL || a->execs != NULL || a->poweroff ||
+	    stat("/", &sb) == -1)
+		return;
+	if (exec_pipe(in, 1) == -1 || exec_pipe(out, 0) == -1 ||
+	    exec_pipe(err, 0) == -1 || exec_pipe(st, 0) == -1 ||
+	    pipe2(ctl, O_CLOEXEC) == -1) {
+		log_warn("a runner's pipes");
+		goto out;
+	}
+	snprintf(c, sizeof c, "%d", ctl[0]);
+	snprintf(s, sizeof s, "%d", st[1]);
+	sigfillset(&all);
+	sigemptyset(&none);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
+	    POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	posix_spawnattr_setsigmask(&attr, &none);
+	/* These two alone of the agent's reach it (the agent is one thread). */
+	(void)fcntl(ctl[0], F_SETFD, 0);
+	(void)fcntl(st[1], F_SETFD, 0);
+	errno = posix_spawn(&pid, "/proc/self/exe", &fa, &attr, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	if (errno != 0) {
+		log_warn("spawning a runner");
+		goto out;
+	}
+	r = xcalloc(1, sizeof *r);
+	r->pid = pid;
+	r->ctl = ctl[1];
+	r->in = in[1];
+	r->out = out[0];
+	r->err = err[0];
+	r->status = st[0];
+	ctl[1] = in[1] = out[0] = err[0] = st[0] = -1;
+	r->root_dev = sb.st_dev;
+	r->root_ino = sb.st_ino;
+	a->runner = r;
+out:
+	for (i = 0; i < 2; i++) {
+		exec_close(&in[i]);
+		exec_close(&out[i]);
+		exec_close(&err[i]);
+		exec_close(&st[i]);
+		exec_close(&ctl[i]);
+	}
+}
+
+/* Let a runner go: it ends on its pipe's EOF, and is reaped as any child. */
+static void
+exec_runner_drop(struct exec_runner *r)
+{
+	exec_close(&r->ctl);
+	exec_close(&r->in);
+	exec_close(&r->out);
+	exec_close(&r->err);
+	exec_close(&r->status);
+	free(r);
+}
+
+/* Its "R", waited for: 0 once it waits for its command, -1 if it cannot. */
+static int
+exec_runner_wait(struct exec_runner *r)
+{
+	struct pollfd	pfd = { r->status, POLLIN, 0 };
+	char		c;
+
+	if (r->ready)
+		return (0);
+	while (poll(&pfd, 1, 5000) == -1 && errno == EINTR)
+		;
+	if (read(r->status, &c, 1) != 1 || c != 'R')
+		return (-1);
+	r->ready = 1;
+	return (0);
+}
+
+/*
+ * A runner in the agent's present root, now: at boot and after a template
+ * build's root is mounted (POST /root). With wait, one that waits for its
+ * command before this returns, so that a template is saved with it idle
+ * rather than in the middle of its start.
+ */
+void
+exec_runner_ready(struct agent *a, int wait)
+{
+	struct exec_runner	*r = a->runner;
+	struct stat		 sb;
+
+	if (r != NULL && (stat("/", &sb) == -1 || sb.st_dev != r->root_dev ||
+	    sb.st_ino != r->root_ino)) {
+		a->runner = NULL;
+		exec_runner_drop(r);
+	}
+	exec_runner_fill(a);
+	if (wait && (r = a->runner) != NULL && exec_runner_wait(r) == -1) {
+		log_warnx("a runner did not start");
+		a->runner = NULL;
+		exec_runner_drop(r);
+	}
+}
+
+/* The runner's command in its format: -1 if it does not fit. */
+static int
+exec_runner_spec(struct abuf *b, char **argv, char **envp, const char *cwd)
+{
+	struct exec_runner_head	h = { 0, 0, 0 };
+	size_t			i;
+
+	abuf_add(b, &h, sizeof h);
+	abuf_add(b, cwd, strlen(cwd) + 1);
+	for (i = 0; argv[i] != NULL; i++, h.argc++)
+		abuf_add(b, argv[i], strlen(argv[i]) + 1);
+	for (i = 0; envp != NULL && envp[i] != NULL; i++, h.envc++)
+		abuf_add(b, envp[i], strlen(envp[i]) + 1);
+	if (abuf_used(b) - sizeof h > EXEC_RUNNER_MAX || h.argc == 0)
+		return (-1);
+	h.len = (uint32_t)(abuf_used(b) - sizeof h);
+	memcpy(abuf_start(b), &h, sizeof h);
+	return (0);
+}
+
+/*
+ * A command without a tty goes to the runner, if there is one spawned in
+ * the agent's present root and the command fits its pipe: 0 with the
+ * pipes' ends and the pid as exec_start's fork would give them. Else -1
+ * (the command forks): a runner of another root, or that is gone, is let
+ * go; one that a command too large for it passed by stays for the next.
+ */
+static int
+exec_runner_take(struct agent *a, char **argv, char **envp, const char *cwd,
+    int ends[4], pid_t *pid)
+{
+	struct exec_runner	*r = a->runner;
+	struct abuf		 b = { 0 };
+	struct stat		 sb;
+	ssize_t			 n = -1;
+	int			 fits, same;
+
+	if (r == NULL)
+		return (-1);
+	fits = exec_runner_spec(&b, argv, envp, cwd) == 0;
+	same = stat("/", &sb) == 0 && sb.st_dev == r->root_dev &&
+	    sb.st_ino == r->root_ino;
+	if (same && !fits) {		/* too large: it waits for the next */
+		explicit_bzero(abuf_start(&b), abuf_used(&b));
+		abuf_free(&b);
+		return (-1);
+	}
+	a->runner = NULL;
+	if (same && exec_runner_wait(r) == 0) {
+		/* Whole or not at all: its empty pipe holds it. */
+		do
+			n = write(r->ctl, abuf_start(&b), abuf_used(&b));
+		while (n == -1 && errno == EINTR);
+	}
+	if (abuf_used(&b) > 0)		/* the environment may hold secrets */
+		explicit_bzero(abuf_start(&b), abuf_used(&b));
+	if (n == -1 || (size_t)n != abuf_used(&b)) {
+		abuf_free(&b);
+		exec_runner_drop(r);
+		return (-1);
+	}
+	abuf_free(&b);
+	ends[0] = r->in;
+	ends[1] = r->out;
+	ends[2] = r->err;
+	ends[3] = r->status;
+	*pid = r->pid;
+	r->in = r->out = r->err = r->status = -1;
+	exec_runner_drop(r);
+	return (0);
+}
+
 /* Start a command whose events stream to p, through cb. */
 int
 exec_start(struct agent *a, const struct exec_cb *cb, void *p,
@@ -302,7 +658,8 @@ exec_start(struct agent *a, const struct exec_cb *cb, void *p,
 	struct exec	*e = NULL;
 	int		 in[2] = { -1, -1 }, out[2] = { -1, -1 };
 	int		 err[2] = { -1, -1 }, st[2] = { -1, -1 };
-	int		 master = -1, slave = -1;
+	int		 master = -1, slave = -1, ends[4];
+	pid_t		 rpid = -1;	/* a runner's (exec_runner_take) */
 	char		**envp = NULL, *kv, *tmp = NULL, **argv, **ep = NULL;
 	size_t		 nenv = 0, i;
 	const char	*cwd;
@@ -331,19 +688,25 @@ exec_start(struct agent *a, const struct exec_cb *cb, void *p,
 			goto out;
 		}
 		in[0] = out[1] = err[1] = slave;
+	} else if (x->argv != NULL && exec_runner_take(a, argv, envp, cwd,
+	    ends, &rpid) == 0) {
+		in[1] = ends[0];
+		out[0] = ends[1];
+		err[0] = ends[2];
+		st[0] = ends[3];
 	} else if (exec_pipe(in, 1) == -1 || exec_pipe(out, 0) == -1 ||
 	    exec_pipe(err, 0) == -1) {
 		xasprintf(cause, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	if (exec_pipe(st, 0) == -1) {
+	if (rpid == -1 && exec_pipe(st, 0) == -1) {
 		xasprintf(cause, "pipe: %s", strerror(errno));
 		goto out;
 	}
 	if (x->write != NULL)
 		tmp = exec_job_tmp(x->write, a->exec_next_id);
 	e = xcalloc(1, sizeof *e);
-	e->pid = fork();
+	e->pid = rpid != -1 ? rpid : fork();
 	if (e->pid == -1) {
 		xasprintf(cause, "fork: %s", strerror(errno));
 		goto out;

@@ -585,13 +585,6 @@ init_setup(struct init_state *st, const char *text, size_t len,
 	return (0);
 }
 
-
-
-
-
-
-
-
 /* Reap whatever has exited, for up to ms; 1 when no child is left. */
 static int
 init_reap_for(int ms)

@@ -490,6 +490,7 @@ port_root(struct port *p)
 		free(cause);
 		return;
 	}
+	exec_runner_ready(p->agent, 1);	/* in the new root, before the save */
 	port_ping(p);
 }
 

@@ -6,6 +6,8 @@
  * request's JSON. The seed, terminals and file jobs have their own
  * suites (agent_setup_test.c, agent_tty_test.c, agent_files_test.c).
  */
+#include <dirent.h>
+
 #include "agent_helpers.h"
 
 /* --- Authentication and ping. */
@@ -231,6 +233,111 @@ Test(agent, commands_start_clean)
 	    " test $(ps -o sid= -p $$) -eq $$ && echo leader\"]}", &r);
 	cr_assert_str_eq(r.out.data, "SigBlk:\t0000000000000000\n"
 	    "SigIgn:\t0000000000000000\nleader\n");
+	result_free(&r);
+}
+
+/*
+ * The agent's runner (guest/exec.c): a child spawned ahead with
+ * "--runner", found by its parent and command line; 0 if none comes
+ * within 10 s. not: one other than this pid.
+ */
+static pid_t
+runner_of_agent(pid_t not)
+{
+	char		 path[320], buf[256];
+	struct dirent	*d;
+	DIR		*dir;
+	FILE		*f;
+	pid_t		 found = 0;
+	long		 ppid;
+	size_t		 n;
+	int		 i;
+
+	for (i = 0; i < 1000 && found == 0; i++) {
+		cr_assert_not_null(dir = opendir("/proc"));
+		while (found == 0 && (d = readdir(dir)) != NULL) {
+			if (atoi(d->d_name) <= 0 || atoi(d->d_name) == not)
+				continue;
+			snprintf(path, sizeof path, "/proc/%s/stat", d->d_name);
+			if ((f = fopen(path, "r")) == NULL)
+				continue;
+			n = fread(buf, 1, sizeof buf - 1, f);
+			fclose(f);
+			buf[n] = '\0';
+			/* pid (comm) state ppid: comm may hold blanks. */
+			if (strrchr(buf, ')') == NULL || sscanf(strrchr(buf,
+			    ')') + 2, "%*c %ld", &ppid) != 1 || ppid != ag.pid)
+				continue;
+			snprintf(path, sizeof path, "/proc/%s/cmdline",
+			    d->d_name);
+			if ((f = fopen(path, "r")) == NULL)
+				continue;
+			n = fread(buf, 1, sizeof buf - 1, f);
+			fclose(f);
+			if (n > 0 && memmem(buf, n, "--runner", 9) != NULL)
+				found = atoi(d->d_name);
+		}
+		closedir(dir);
+		if (found == 0)
+			usleep(10000);
+	}
+	return (found);
+}
+
+/* How many descriptors pid has open. */
+static int
+fd_count(pid_t pid)
+{
+	char		 path[64];
+	struct dirent	*d;
+	DIR		*dir;
+	int		 n = 0;
+
+	snprintf(path, sizeof path, "/proc/%ld/fd", (long)pid);
+	cr_assert_not_null(dir = opendir(path), "%s", path);
+	while ((d = readdir(dir)) != NULL)
+		n += d->d_name[0] != '.';
+	closedir(dir);
+	return (n);
+}
+
+/*
+ * A command without a tty runs in the runner the agent spawned ahead,
+ * which holds only its three pipes and its two of the agent's, and the
+ * next is spawned once the agent is idle; a command too large for its
+ * pipe forks and leaves it for the next; one with a tty forks too.
+ */
+Test(agent, commands_run_in_the_runner_spawned_ahead)
+{
+	struct result	 r;
+	pid_t		 first, next;
+	char		*json, *big;
+	size_t		 n = 70000;
+
+	spawn_agent(1, NULL);
+	cr_assert_neq(first = runner_of_agent(0), 0, "no runner");
+	cr_assert_eq(fd_count(first), 5);
+	exec_run(&ag.c[0], "{\"argv\":[\"sh\",\"-c\",\"echo $$\"]}", &r);
+	cr_assert_eq(r.pid, first, "pid %ld, runner %ld", r.pid, (long)first);
+	cr_assert_eq(atol(r.out.data), first, "%s", r.out.data);
+	result_free(&r);
+
+	cr_assert_neq(next = runner_of_agent(first), 0, "no runner after");
+	cr_assert(next != first);
+	big = malloc(n + 1);
+	memset(big, 'x', n);
+	big[n] = '\0';
+	cr_assert_gt(asprintf(&json, "{\"argv\":[\"sh\",\"-c\","
+	    "\"echo ${#1}\",\"sh\",\"%s\"]}", big), 0);
+	exec_run(&ag.c[0], json, &r);
+	cr_assert_str_eq(r.out.data, "70000\n");
+	cr_assert_neq(r.pid, next);
+	result_free(&r);
+	free(json);
+	free(big);
+	/* Still there, for the next command that fits. */
+	exec_run(&ag.c[0], "{\"argv\":[\"sh\",\"-c\",\"echo $$\"]}", &r);
+	cr_assert_eq(r.pid, next, "pid %ld, runner %ld", r.pid, (long)next);
 	result_free(&r);
 }
 
