@@ -143,7 +143,8 @@ struct agent {
 	long long		 ready_ms;
 	long long		 setup_us;	/* POST /setup's own work, or 0 */
 	int			 uevent;	/* while ports are missing */
-	struct exec_runner	*runner;	/* forked ahead (exec.c) */
+	struct exec_runner	*runner;	/* spawned ahead (exec.c) */
+	int			 runner_off;	/* its spawn failed here */
 };
 
 /*

@@ -472,12 +472,13 @@ exec_runner_fill(struct agent *a)
 	pid_t				 pid;
 
 	if (a->runner != NULL || a->execs != NULL || a->poweroff ||
-	    stat("/", &sb) == -1)
+	    a->runner_off || stat("/", &sb) == -1)
 		return;
 	if (exec_pipe(in, 1) == -1 || exec_pipe(out, 0) == -1 ||
 	    exec_pipe(err, 0) == -1 || exec_pipe(st, 0) == -1 ||
 	    pipe2(ctl, O_CLOEXEC) == -1) {
 		log_warn("a runner's pipes");
+		a->runner_off = 1;
 		goto out;
 	}
 	snprintf(c, sizeof c, "%d", ctl[0]);
@@ -500,7 +501,9 @@ exec_runner_fill(struct agent *a)
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	if (errno != 0) {
+		/* Not again in this root: commands fork. */
 		log_warn("spawning a runner");
+		a->runner_off = 1;
 		goto out;
 	}
 	r = xcalloc(1, sizeof *r);
@@ -570,6 +573,7 @@ exec_runner_ready(struct agent *a, int wait)
 		a->runner = NULL;
 		exec_runner_drop(r);
 	}
+	a->runner_off = 0;
 	exec_runner_fill(a);
 	if (wait && (r = a->runner) != NULL && exec_runner_wait(r) == -1) {
 		log_warnx("a runner did not start");
