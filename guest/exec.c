@@ -195,6 +195,27 @@ exec_child_signals(void)
 	sigprocmask(SIG_SETMASK, &set, NULL);
 }
 
+/* In a child: tell the agent why it could not exec, and end. */
+static void __attribute__((noreturn))
+exec_failed(int status, int stage, int error)
+{
+	struct exec_failure	f = { stage, error };
+
+	(void)!write(status, &f, sizeof f);
+	_exit(127);
+}
+
+/* In a child: into cwd, then the command, or why not on status. */
+static void __attribute__((noreturn))
+exec_command(int status, const char *cwd, char **argv, char **envp)
+{
+	if (chdir(cwd) == -1)
+		exec_failed(status, EXEC_STAGE_CHDIR, errno);
+	environ = envp;
+	execvp(argv[0], argv);
+	exec_failed(status, EXEC_STAGE_EXEC, errno);
+}
+
 /*
  * In the child: the command, on 0-2 (with tty all three the slave, which
  * becomes the controlling terminal of the new session).
@@ -203,31 +224,18 @@ static void __attribute__((noreturn))
 exec_child(int in, int out, int err, int status, char **argv, char **envp,
     const char *cwd, int tty)
 {
-	struct exec_failure	f = { EXEC_STAGE_SETUP, 0 };
-	int			fd;
+	int	fd;
 
-	if (setsid() == -1)
-		goto fail;
-	if (tty && ioctl(in, TIOCSCTTY, 0) == -1)
-		goto fail;
-	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
-		goto fail;
+	if (setsid() == -1 || (tty && ioctl(in, TIOCSCTTY, 0) == -1) ||
+	    dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
+		exec_failed(status, EXEC_STAGE_SETUP, errno);
 	exec_child_signals();
 	/* Nothing but 0-2 and the status pipe may reach the command. */
 	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == -1) {
 		for (fd = 3; fd < 1024; fd++)
 			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 	}
-	f.stage = EXEC_STAGE_CHDIR;
-	if (chdir(cwd) == -1)
-		goto fail;
-	f.stage = EXEC_STAGE_EXEC;
-	environ = envp;
-	execvp(argv[0], argv);
-fail:
-	f.error = errno;
-	(void)!write(status, &f, sizeof f);
-	_exit(127);
+	exec_command(status, cwd, argv, envp);
 }
 
 /*
@@ -357,7 +365,6 @@ exec_runner_read(int fd, void *buf, size_t n)
 static void __attribute__((noreturn))
 exec_runner_main(int ctl, int status)
 {
-	struct exec_failure	 f = { EXEC_STAGE_SETUP, EINVAL };
 	struct exec_runner_head	 h;
 	char			*buf, *p, *end, **argv, **envp;
 	const char		*cwd;
@@ -368,41 +375,29 @@ exec_runner_main(int ctl, int status)
 	exec_runner_read(ctl, &h, sizeof h);
 	if (h.len == 0 || h.len > EXEC_RUNNER_MAX || h.argc == 0 ||
 	    h.argc > h.len || h.envc > h.len)
-		goto fail;
+		exec_failed(status, EXEC_STAGE_SETUP, EINVAL);
 	if ((buf = malloc(h.len)) == NULL ||
 	    (argv = calloc(h.argc + 1, sizeof *argv)) == NULL ||
-	    (envp = calloc(h.envc + 1, sizeof *envp)) == NULL) {
-		f.error = ENOMEM;
-		goto fail;
-	}
+	    (envp = calloc(h.envc + 1, sizeof *envp)) == NULL)
+		exec_failed(status, EXEC_STAGE_SETUP, ENOMEM);
 	exec_runner_read(ctl, buf, h.len);
 	close(ctl);
 	if (buf[h.len - 1] != '\0')
-		goto fail;
+		exec_failed(status, EXEC_STAGE_SETUP, EINVAL);
 	p = buf;
 	end = buf + h.len;
 	cwd = p;
 	p += strlen(p) + 1;
 	for (i = 0; i < h.argc + h.envc; i++) {
 		if (p >= end)
-			goto fail;
+			exec_failed(status, EXEC_STAGE_SETUP, EINVAL);
 		if (i < h.argc)
 			argv[i] = p;
 		else
 			envp[i - h.argc] = p;
 		p += strlen(p) + 1;
 	}
-	f.stage = EXEC_STAGE_CHDIR;
-	if (chdir(cwd) == -1)
-		goto fail_errno;
-	f.stage = EXEC_STAGE_EXEC;
-	environ = envp;
-	execvp(argv[0], argv);
-fail_errno:
-	f.error = errno;
-fail:
-	(void)!write(status, &f, sizeof f);
-	_exit(127);
+	exec_command(status, cwd, argv, envp);
 }
 
 /* Close every descriptor from 3 up but keep0 and keep1 (both 3 or more). */
