@@ -551,6 +551,16 @@ exec_runner_wait(struct exec_runner *r)
 	return (0);
 }
 
+/* Whether r was spawned in the agent's present root. */
+static int
+exec_runner_same_root(const struct exec_runner *r)
+{
+	struct stat	sb;
+
+	return (stat("/", &sb) == 0 && sb.st_dev == r->root_dev &&
+	    sb.st_ino == r->root_ino);
+}
+
 /*
  * A runner in the agent's present root, now: at boot and after a template
  * build's root is mounted (POST /root). With wait, one that waits for its
@@ -561,10 +571,8 @@ void
 exec_runner_ready(struct agent *a, int wait)
 {
 	struct exec_runner	*r = a->runner;
-	struct stat		 sb;
 
-	if (r != NULL && (stat("/", &sb) == -1 || sb.st_dev != r->root_dev ||
-	    sb.st_ino != r->root_ino)) {
+	if (r != NULL && !exec_runner_same_root(r)) {
 		a->runner = NULL;
 		exec_runner_drop(r);
 	}
@@ -610,15 +618,13 @@ exec_runner_take(struct agent *a, char **argv, char **envp, const char *cwd,
 {
 	struct exec_runner	*r = a->runner;
 	struct abuf		 b = { 0 };
-	struct stat		 sb;
 	ssize_t			 n = -1;
 	int			 fits, same;
 
 	if (r == NULL)
 		return (-1);
 	fits = exec_runner_spec(&b, argv, envp, cwd) == 0;
-	same = stat("/", &sb) == 0 && sb.st_dev == r->root_dev &&
-	    sb.st_ino == r->root_ino;
+	same = exec_runner_same_root(r);
 	if (same && !fits) {		/* too large: it waits for the next */
 		explicit_bzero(abuf_start(&b), abuf_used(&b));
 		abuf_free(&b);
