@@ -27,10 +27,11 @@ QSUP_DEFS	 = $(WARN) $(WERROR) -std=gnu11 -D_GNU_SOURCE \
 		   $(INC) $(shell pkg-config --cflags $(PKGS))
 QSUP_CFLAGS	 = $(CFLAGS) $(QSUP_DEFS)
 # libslirp's .pc wants glib's headers for nothing we use: linked by name.
-# libcurl and libarchive are loaded at their first call (core/base/lazylib.c).
+# libcurl, libarchive and libcrypto are loaded at their first call
+# (core/base/lazylib.c).
 LINK_PKGS	 = $(filter-out libcurl libarchive,$(PKGS))
 QSUP_LIBS	 = -lev $(shell pkg-config --libs $(LINK_PKGS)) -lslirp -lanl \
-		   -lmbedtls -lmbedx509 -lmbedcrypto -lcrypto -lz -lm
+		   -lmbedtls -lmbedx509 -lmbedcrypto -lz -lm
 
 CORE_SRC	 = $(wildcard core/*/*.c) $(wildcard lua/*.c) $(wildcard staging/*.c)
 CORE_OBJ	 = $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/lua/builtin.o

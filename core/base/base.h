@@ -79,7 +79,7 @@ void		 token_random(unsigned char *, size_t);
 char		*token_hex(size_t);
 char		*token_hex_of(const unsigned char *, size_t);
 
-/* lazylib.c: libcurl and libarchive, loaded at their first call */
+/* lazylib.c: libcurl, libarchive, libcrypto, loaded at their first call */
 int		 lazylib_load_all(char **);
 
 /* log.c */

@@ -1,11 +1,13 @@
 /*
- * libcurl and libarchive, loaded when first called rather than when qsup
- * starts. Between them they bring 41 of the 56 libraries qsup would link
- * (GnuTLS, Kerberos, LDAP, libxml2, ICU, libstdc++...), and the dynamic
- * linker mapping and relocating them took 4.5 ms of every qsup command
- * (6.9 ms against 2.4 for an empty program linked as qsup is, with and
- * without them; docs/speed.md), a warm `qsup run` included, which never
- * downloads nor reads a tarball.
+ * libcurl, libarchive and OpenSSL's libcrypto, loaded when first called
+ * rather than when qsup starts. libcurl and libarchive bring 41 of the 56
+ * libraries qsup would link (GnuTLS, Kerberos, LDAP, libxml2, ICU,
+ * libstdc++...), and the dynamic linker mapping and relocating them took
+ * 4.5 ms of every qsup command (6.9 ms against 2.4 for an empty program
+ * linked as qsup is, with and without them; docs/speed.md); libcrypto,
+ * used for nothing but a pull's digests, 0.75 ms more (2.3 ms against
+ * 1.5). A warm `qsup run`, which never downloads nor reads a tarball,
+ * paid all of it.
  *
  * Every function of theirs qsup calls is defined here, under its own name
  * and with the prototype of the library's header, and calls the library's
@@ -13,10 +15,10 @@
  * once, with RTLD_NOW so that a missing symbol shows at once; one it
  * cannot load ends qsup with the loader's words (as the dynamic linker
  * would have at the start). `qsup serve`, which must not die with its
- * sandboxes, loads both as it starts (lazylib_load_all), and `qsup doctor`
- * reports whether they load.
+ * sandboxes, loads them all as it starts (lazylib_load_all), and `qsup
+ * doctor` reports whether they load.
  *
- * A function this file lacks fails the link, since neither library is
+ * A function this file lacks fails the link, since none of the three is
  * linked: a new call is added here or it does not build.
  */
 #include <dlfcn.h>
@@ -28,23 +30,32 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <curl/curl.h>
+#include <openssl/evp.h>
 
 #include "base.h"
 
 struct lazylib {
 	const char	*soname;
 	const char	*what;		/* what qsup needs it for */
+	void		(*open)(void);	/* lazylib_open of this one */
 	pthread_once_t	 once;
 	void		*handle;
 	char		*error;		/* dlerror's, if it did not load */
 };
 
+static void	lazylib_open_curl(void);
+static void	lazylib_open_archive(void);
+static void	lazylib_open_crypto(void);
+
 static struct lazylib	lazy_curl = { "libcurl.so.4",
 			    "downloads and qsup's API client",
-			    PTHREAD_ONCE_INIT, NULL, NULL };
+			    lazylib_open_curl, PTHREAD_ONCE_INIT, NULL, NULL };
 static struct lazylib	lazy_archive = { "libarchive.so.13",
 			    "image builds and registry layers",
-			    PTHREAD_ONCE_INIT, NULL, NULL };
+			    lazylib_open_archive, PTHREAD_ONCE_INIT, NULL, NULL };
+static struct lazylib	lazy_crypto = { "libcrypto.so.3",
+			    "the digests of image pulls",
+			    lazylib_open_crypto, PTHREAD_ONCE_INIT, NULL, NULL };
 
 static void
 lazylib_open(struct lazylib *l)
@@ -69,11 +80,16 @@ lazylib_open_archive(void)
 	lazylib_open(&lazy_archive);
 }
 
+static void
+lazylib_open_crypto(void)
+{
+	lazylib_open(&lazy_crypto);
+}
+
 static int
 lazylib_ensure(struct lazylib *l, char **cause)
 {
-	(void)pthread_once(&l->once, l == &lazy_curl ? lazylib_open_curl :
-	    lazylib_open_archive);
+	(void)pthread_once(&l->once, l->open);
 	if (l->handle != NULL)
 		return (0);
 	if (cause != NULL)
@@ -100,14 +116,15 @@ lazylib_fn(struct lazylib *l, void **slot, const char *name)
 }
 
 /*
- * Both libraries loaded now: 0, or -1 with *cause naming the one that
- * cannot be and why.
+ * All three libraries loaded now: 0, or -1 with *cause naming the first
+ * that cannot be and why.
  */
 int
 lazylib_load_all(char **cause)
 {
 	if (lazylib_ensure(&lazy_curl, cause) == -1 ||
-	    lazylib_ensure(&lazy_archive, cause) == -1)
+	    lazylib_ensure(&lazy_archive, cause) == -1 ||
+	    lazylib_ensure(&lazy_crypto, cause) == -1)
 		return (-1);
 	return (0);
 }
@@ -287,3 +304,15 @@ LAZY(lazy_archive, int, archive_entry_xattr_reset, (struct archive_entry *e),
 LAZY(lazy_archive, int, archive_entry_xattr_next,
     (struct archive_entry *e, const char **name, const void **value,
     size_t *n), (e, name, value, n))
+
+/* libcrypto: the digests (image_hash.c, image_oci.c) */
+LAZY(lazy_crypto, EVP_MD_CTX *, EVP_MD_CTX_new, (void), ())
+LAZY_VOID(lazy_crypto, EVP_MD_CTX_free, (EVP_MD_CTX *c), (c))
+LAZY(lazy_crypto, const EVP_MD *, EVP_sha256, (void), ())
+LAZY(lazy_crypto, const EVP_MD *, EVP_sha512, (void), ())
+LAZY(lazy_crypto, int, EVP_DigestInit_ex,
+    (EVP_MD_CTX *c, const EVP_MD *t, ENGINE *e), (c, t, e))
+LAZY(lazy_crypto, int, EVP_DigestUpdate,
+    (EVP_MD_CTX *c, const void *d, size_t n), (c, d, n))
+LAZY(lazy_crypto, int, EVP_DigestFinal_ex,
+    (EVP_MD_CTX *c, unsigned char *md, unsigned int *n), (c, md, n))

@@ -218,7 +218,7 @@ doctor_qemu(struct doctor *d)
 	buf_free(&out);
 }
 
-/* libcurl and libarchive, which qsup loads at their first call. */
+/* libcurl, libarchive and libcrypto, which qsup loads at their first call. */
 static void
 doctor_libraries(struct doctor *d)
 {
@@ -226,12 +226,13 @@ doctor_libraries(struct doctor *d)
 	char			*cause = NULL;
 
 	if (lazylib_load_all(&cause) == 0) {
-		doctor_add(d, "libraries", DOCTOR_OK, NULL, "libcurl and "
-		    "libarchive load (qsup loads them when first needed)");
+		doctor_add(d, "libraries", DOCTOR_OK, NULL, "libcurl, "
+		    "libarchive and libcrypto load (qsup loads them when "
+		    "first needed)");
 		return;
 	}
 	c = doctor_add(d, "libraries", DOCTOR_FAIL, NULL, "%s", cause);
-	doctor_remedy(c, "apt-get install libcurl4 libarchive13");
+	doctor_remedy(c, "apt-get install libcurl4 libarchive13 libssl3");
 	free(cause);
 }
 

@@ -630,7 +630,7 @@ serve_set_limits(struct serve *srv, const struct profile *p,
 }
 
 /*
- * libcurl and libarchive, then the profile. The libraries now: one that
+ * libcurl, libarchive and libcrypto, then the profile. The libraries now: one that
  * cannot be loaded at a first pull would end the server with its
  * sandboxes (core/base/lazylib.c).
  */
