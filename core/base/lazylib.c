@@ -37,60 +37,41 @@
 struct lazylib {
 	const char	*soname;
 	const char	*what;		/* what qsup needs it for */
-	void		(*open)(void);	/* lazylib_open of this one */
-	pthread_once_t	 once;
+	int		 tried;		/* under lazylib_lock */
 	void		*handle;
 	char		*error;		/* dlerror's, if it did not load */
 };
 
-static void	lazylib_open_curl(void);
-static void	lazylib_open_archive(void);
-static void	lazylib_open_crypto(void);
+/* A pull's hashing thread may be first to call into libcrypto. */
+static pthread_mutex_t	lazylib_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct lazylib	lazy_curl = { "libcurl.so.4",
-			    "downloads and qsup's API client",
-			    lazylib_open_curl, PTHREAD_ONCE_INIT, NULL, NULL };
+			    "downloads and qsup's API client", 0, NULL, NULL };
 static struct lazylib	lazy_archive = { "libarchive.so.13",
-			    "image builds and registry layers",
-			    lazylib_open_archive, PTHREAD_ONCE_INIT, NULL, NULL };
+			    "image builds and registry layers", 0, NULL, NULL };
 static struct lazylib	lazy_crypto = { "libcrypto.so.3",
-			    "the digests of image pulls",
-			    lazylib_open_crypto, PTHREAD_ONCE_INIT, NULL, NULL };
+			    "the digests of image pulls", 0, NULL, NULL };
 
-static void
-lazylib_open(struct lazylib *l)
-{
-	const char	*e;
-
-	if ((l->handle = dlopen(l->soname, RTLD_NOW|RTLD_LOCAL)) != NULL)
-		return;
-	e = dlerror();
-	xasprintf(&l->error, "%s", e != NULL ? e : "dlopen failed");
-}
-
-static void
-lazylib_open_curl(void)
-{
-	lazylib_open(&lazy_curl);
-}
-
-static void
-lazylib_open_archive(void)
-{
-	lazylib_open(&lazy_archive);
-}
-
-static void
-lazylib_open_crypto(void)
-{
-	lazylib_open(&lazy_crypto);
-}
-
+/* l loaded, or tried once and its error kept: 0, or -1 with *cause. */
 static int
 lazylib_ensure(struct lazylib *l, char **cause)
 {
-	(void)pthread_once(&l->once, l->open);
-	if (l->handle != NULL)
+	const char	*e;
+	void		*handle;
+
+	pthread_mutex_lock(&lazylib_lock);
+	if (!l->tried) {
+		l->tried = 1;
+		if ((l->handle = dlopen(l->soname, RTLD_NOW|RTLD_LOCAL)) ==
+		    NULL) {
+			e = dlerror();
+			xasprintf(&l->error, "%s", e != NULL ? e :
+			    "dlopen failed");
+		}
+	}
+	handle = l->handle;
+	pthread_mutex_unlock(&lazylib_lock);
+	if (handle != NULL)
 		return (0);
 	if (cause != NULL)
 		xasprintf(cause, "cannot load %s, which qsup needs for %s: %s",

@@ -630,9 +630,9 @@ serve_set_limits(struct serve *srv, const struct profile *p,
 }
 
 /*
- * libcurl, libarchive and libcrypto, then the profile. The libraries now: one that
- * cannot be loaded at a first pull would end the server with its
- * sandboxes (core/base/lazylib.c).
+ * libcurl, libarchive and libcrypto, then the profile. The libraries
+ * now: one that cannot be loaded at a first pull would end the server
+ * with its sandboxes (core/base/lazylib.c).
  */
 static int
 serve_load(struct serve_opts *o, struct profile *p, char **cause)
