@@ -26,6 +26,7 @@ declare -A rank=(
 
 check() {
 	local root=$1 bad=0 files=0 dir f line n hdr where
+	local include_re='^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]*)"'
 	declare -A home=()
 	for dir in "${!rank[@]}"; do
 		for f in "$root/$dir"/*.h; do
@@ -39,41 +40,47 @@ check() {
 			home[$hdr]=$dir
 		done
 	done
+	# One grep a folder and the lines matched in bash, not a grep a file
+	# and a sed a line: the self-test checks the tree ten times.
 	for dir in "${!rank[@]}"; do
+		local srcs=()
 		for f in "$root/$dir"/*.[ch]; do
-			[ -f "$f" ] || continue
-			files=$((files + 1))
-			while IFS=: read -r n line; do
-				hdr=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' \
-				    <<<"$line")
-				[ -n "$hdr" ] || continue
-				where=${home[$hdr]:-}
-				if [ -z "$where" ]; then
-					echo "$dir/${f##*/}:$n: includes \"$hdr\"," \
-					    "which is no layer's header"
-				elif [ "$where" = "$dir" ]; then
-					continue
-				elif [ "$dir" = guest ]; then
-					[ "$where" = core/wire ] && continue
-					echo "$dir/${f##*/}:$n: includes \"$hdr\"" \
-					    "($where); guest/ may use only the" \
-					    "wire layer"
-				elif [ "$where" = guest ]; then
-					echo "$dir/${f##*/}:$n: includes \"$hdr\"" \
-					    "(guest); only the agent uses" \
-					    "guest/'s headers"
-				elif [ "${rank[$where]}" -lt "${rank[$dir]}" ]; then
-					continue
-				else
-					echo "$dir/${f##*/}:$n: includes \"$hdr\"" \
-					    "($where), which is not below $dir"
-				fi
-				bad=$((bad + 1))
-			done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f")
+			[ -f "$f" ] && srcs+=("$f")
 		done
+		files=$((files + ${#srcs[@]}))
+		[ ${#srcs[@]} -gt 0 ] || continue
+		while IFS=: read -r f n line; do
+			[[ $line =~ $include_re ]] || continue
+			hdr=${BASH_REMATCH[1]}
+			where=${home[$hdr]:-}
+			if [ -z "$where" ]; then
+				echo "$dir/${f##*/}:$n: includes \"$hdr\"," \
+				    "which is no layer's header"
+			elif [ "$where" = "$dir" ]; then
+				continue
+			elif [ "$dir" = guest ]; then
+				[ "$where" = core/wire ] && continue
+				echo "$dir/${f##*/}:$n: includes \"$hdr\"" \
+				    "($where); guest/ may use only the" \
+				    "wire layer"
+			elif [ "$where" = guest ]; then
+				echo "$dir/${f##*/}:$n: includes \"$hdr\"" \
+				    "(guest); only the agent uses" \
+				    "guest/'s headers"
+			elif [ "${rank[$where]}" -lt "${rank[$dir]}" ]; then
+				continue
+			else
+				echo "$dir/${f##*/}:$n: includes \"$hdr\"" \
+				    "($where), which is not below $dir"
+			fi
+			bad=$((bad + 1))
+		done < <(grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' \
+		    "${srcs[@]}")
 	done
 	echo "layers: $files files checked, $bad bad includes"
-	circles "$root" || bad=$((bad + 1))
+	# The self-test's planted includes change no call: it asks for the
+	# includes alone there (a second argument), circles.py taking 1 s.
+	[ -n "${2:-}" ] || circles "$root" || bad=$((bad + 1))
 	[ "$bad" -eq 0 ]
 }
 
@@ -118,7 +125,7 @@ self_test() {
 		IFS=: read -r f hdr why <<<"$plant"
 		cp "$tmp/$f" "$tmp/$f.orig"
 		echo "#include \"$hdr\"" >>"$tmp/$f"
-		if out=$(check "$tmp"); then
+		if out=$(check "$tmp" includes); then
 			echo "FAIL: $f including $hdr was let through"
 			fail=$((fail + 1))
 		elif ! grep -q "$why" <<<"$out"; then

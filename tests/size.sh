@@ -23,22 +23,38 @@ SIZE_FUNC_MAX=120
 dirs=(core lua staging guest)
 test_dirs=(tests bench)
 
-# One file: each function over the limit, then the file if it is. A
-# function's name is the identifier before the first '(' of the nearest
-# line before its '{' that starts at column 0 with one ("name(", or
-# "int main(" on one line).
-check_file() {
-	local root=$1 f=$2
-	awk -v file="${f#"$root"/}" -v fmax="$SIZE_FILE_MAX" \
-	    -v gmax="$SIZE_FUNC_MAX" '
-	/^[A-Za-z_]/ && /\(/ {
+# The files given (NUL-separated on stdin), in one awk: each function
+# over the limit, then the file if it is. A function's name is the
+# identifier before the first '(' of the nearest line before its '{' that
+# starts at column 0 with one ("name(", or "int main(" on one line). With
+# FUNCS=0 only the file limit is checked. One process for every file, not
+# one a file: the self-test checks its tree seven times.
+check_files() {
+	local root=$1 funcs=$2
+	xargs -0 -r awk -v root="$root/" -v fmax="$SIZE_FILE_MAX" \
+	    -v gmax="$SIZE_FUNC_MAX" -v funcs="$funcs" '
+	function file_end() {
+		if (file != "" && lines > fmax)
+			printf("%s: file is %d lines (at most %d)\n", file,
+			    lines, fmax)
+	}
+	FNR == 1 {
+		file_end()
+		file = FILENAME
+		if (index(file, root) == 1)
+			file = substr(file, length(root) + 1)
+		nameline = 0
+		open = 0
+	}
+	{ lines = FNR }
+	funcs && /^[A-Za-z_]/ && /\(/ {
 		name = $0
 		sub(/[ \t]*\(.*/, "", name)
 		n = split(name, w, /[ \t*]+/)
 		name = w[n]
 		nameline = FNR
 	}
-	/^\{/ {
+	funcs && /^\{/ {
 		open = FNR
 		if (nameline == 0) {
 			fname = "?"
@@ -48,49 +64,40 @@ check_file() {
 			fline = nameline
 		}
 	}
-	/^\}/ && open {
+	funcs && /^\}/ && open {
 		if (FNR - fline + 1 > gmax)
 			printf("%s:%d: function %s is %d lines (at most %d)\n",
 			    file, fline, fname, FNR - fline + 1, gmax)
 		open = 0
 		nameline = 0
 	}
-	END {
-		if (FNR > fmax)
-			printf("%s: file is %d lines (at most %d)\n", file,
-			    FNR, fmax)
-	}' "$f"
+	END { file_end() }'
 }
 
 check() {
-	local root=$1 files=0 bad=0 f out dir
-	while IFS= read -r -d '' f; do
-		files=$((files + 1))
-		out=$(check_file "$root" "$f")
-		[ -n "$out" ] || continue
-		echo "$out"
-		bad=$((bad + $(wc -l <<<"$out")))
-	done < <(for dir in "${dirs[@]}"; do
+	local root=$1 files out dir
+	files=$( { for dir in "${dirs[@]}"; do
+		[ -d "$root/$dir" ] || continue
+		find "$root/$dir" -name '*.[ch]' -type f
+	done; for dir in "${test_dirs[@]}"; do
+		[ -d "$root/$dir" ] || continue
+		find "$root/$dir" -type f \( -name '*.[ch]' -o -name '*.sh' \
+		    -o -name '*.py' \)
+	done; } | grep -c .)
+	out=$( { for dir in "${dirs[@]}"; do
 		[ -d "$root/$dir" ] || continue
 		find "$root/$dir" -name '*.[ch]' -type f -print0
-	done | sort -z)
+	done | sort -z | check_files "$root" 1
 	# The tests' files too, to the file limit: a suite past it is split
 	# by topic, as the code is.
-	while IFS= read -r -d '' f; do
-		files=$((files + 1))
-		out=$(awk -v file="${f#"$root"/}" -v fmax="$SIZE_FILE_MAX" '
-		    END { if (FNR > fmax) printf("%s: file is %d lines " \
-		    "(at most %d)\n", file, FNR, fmax) }' "$f")
-		[ -n "$out" ] || continue
-		echo "$out"
-		bad=$((bad + 1))
-	done < <(for dir in "${test_dirs[@]}"; do
+	for dir in "${test_dirs[@]}"; do
 		[ -d "$root/$dir" ] || continue
 		find "$root/$dir" -type f \( -name '*.[ch]' -o -name '*.sh' \
 		    -o -name '*.py' \) -print0
-	done | sort -z)
-	echo "size: $files files checked, $bad over the limits"
-	[ "$bad" -eq 0 ]
+	done | sort -z | check_files "$root" 0; } )
+	[ -z "$out" ] || echo "$out"
+	echo "size: $files files checked, $(grep -c . <<<"$out") over the limits"
+	[ -z "$out" ]
 }
 
 # A function called NAME of N lines from its name to its '}', two-line
@@ -104,6 +111,14 @@ plant_function() {
 	printf '\treturn (a);\n}\n'
 }
 
+# pad_to FILE N: blank lines added to FILE up to N lines.
+pad_to() {
+	local i
+	for ((i = $(wc -l <"$1"); i < $2; i++)); do
+		echo
+	done >>"$1"
+}
+
 self_test() {
 	local tmp out base pass=0 fail=0 dir i
 	tmp=$(mktemp -d /tmp/qsup-size.XXXXXX)
@@ -112,12 +127,12 @@ self_test() {
 		[ -d "$here/../$dir" ] || continue
 		mkdir -p "$tmp/$dir"
 		(cd "$here/.." && find "$dir" -name '*.[ch]' -type f \
-		    -exec cp --parents {} "$tmp/" \;)
+		    -exec cp --parents -t "$tmp/" {} +)
 	done
 	for dir in "${test_dirs[@]}"; do
 		(cd "$here/.." && find "$dir" -type f \( -name '*.[ch]' -o \
 		    -name '*.sh' -o -name '*.py' \) \
-		    -exec cp --parents {} "$tmp/" \;)
+		    -exec cp --parents -t "$tmp/" {} +)
 	done
 
 	# The copy says what the tree says (which may be offenders still).
@@ -173,9 +188,7 @@ self_test() {
 			plant_function "size_plant_$i" 5
 		done
 	} >"$tmp/guest/size_plant.c"
-	while [ "$(wc -l <"$tmp/guest/size_plant.c")" -lt 1201 ]; do
-		echo >>"$tmp/guest/size_plant.c"
-	done
+	pad_to "$tmp/guest/size_plant.c" 1201
 	if out=$(check "$tmp"); then
 		echo "FAIL: a file of 1201 lines was let through"
 		fail=$((fail + 1))
@@ -199,9 +212,7 @@ self_test() {
 			plant_function "size_plant_$i" 5
 		done
 	} >"$tmp/small/lua/size_plant.c"
-	while [ "$(wc -l <"$tmp/small/lua/size_plant.c")" -lt 1200 ]; do
-		echo >>"$tmp/small/lua/size_plant.c"
-	done
+	pad_to "$tmp/small/lua/size_plant.c" 1200
 	if ! out=$(check "$tmp/small"); then
 		echo "FAIL: a tree within the limits fails: $out"
 		fail=$((fail + 1))

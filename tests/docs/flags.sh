@@ -59,9 +59,24 @@ all_flags() {
 	done < <(all_commands "$qsup")
 }
 
+# What a qsup prints, asked once: the self-test checks nine trees of
+# docs against two qsups, and asking each help again took most of its
+# time. learn QSUP fills the cache in the calling shell (a check runs in
+# a subshell, whose cache would go with it).
+declare -A flags_cache=() commands_cache=() routes_cache=()
+learn() {
+	[ -n "${commands_cache[$1]+set}" ] && return 0
+	commands_cache[$1]=$(all_commands "$1")
+	flags_cache[$1]=$(all_flags "$1")
+	routes_cache[$1]=$("$1" serve --routes)
+}
+
 check() {
-	local qsup=$1 docs=$2 pass=0 fail=0 where flag text seen= c needle
+	local qsup=$1 docs=$2 pass=0 fail=0 where flag text c needle
 	local -a pages
+	# The pages' flags and those already checked, looked up in bash: a
+	# grep a flag took most of the self-test's nine checks.
+	local -A documented=() seen=()
 	if ! [ -x "$qsup" ]; then
 		echo "FAIL: no qsup at $qsup (build it first)"
 		return 1
@@ -71,6 +86,9 @@ check() {
 		echo "FAIL: no pages in $docs"
 		return 1
 	fi
+	for flag in $text; do
+		documented[$flag]=1
+	done
 	while IFS=$'\t' read -r where flag; do
 		if [ "$flag" = ! ]; then
 			echo "FAILED $where"
@@ -78,15 +96,15 @@ check() {
 			continue
 		fi
 		# Each flag once, named with the first help that prints it.
-		case " $seen " in *" $flag "*) continue ;; esac
-		seen="$seen $flag"
-		if grep -qxF -- "$flag" <<<"$text"; then
+		[ -z "${seen[$flag]:-}" ] || continue
+		seen[$flag]=1
+		if [ -n "${documented[$flag]:-}" ]; then
 			pass=$((pass + 1))
 		else
 			echo "MISSING $flag ($where)"
 			fail=$((fail + 1))
 		fi
-	done < <(all_flags "$qsup")
+	done < <(learn "$qsup"; printf '%s\n' "${flags_cache[$qsup]}")
 	# Each command by its full name, in some page's text; each route of
 	# the API in serve-api.md, as "`METHOD PATH".
 	while IFS=$'\t' read -r where c; do
@@ -101,8 +119,9 @@ check() {
 			echo "MISSING $where $c"
 			fail=$((fail + 1))
 		fi
-	done < <(all_commands "$qsup" | sed 's/^/command\tqsup /'
-	    "$qsup" serve --routes | sed 's/^/route\t/')
+	done < <(learn "$qsup"
+	    sed 's/^/command\tqsup /' <<<"${commands_cache[$qsup]}"
+	    sed 's/^/route\t/' <<<"${routes_cache[$qsup]}")
 	echo "docs flags, commands and routes: $pass passed, $fail failed"
 	[ "$pass" -gt 0 ] && [ "$fail" -eq 0 ]
 }
@@ -127,6 +146,7 @@ self_test() {
 	tmp=$(mktemp -d /tmp/qsup-docflags.XXXXXX)
 	trap 'rm -rf "$tmp"' RETURN
 	cp -r "$root/docs" "$tmp/docs"
+	learn "$qsup"
 
 	# The copy says what the tree says.
 	if [ "$(check "$qsup" "$tmp/docs")" = "$(check "$qsup" "$root/docs")" ]; then
@@ -161,6 +181,7 @@ self_test() {
 	exit 0
 	EOF
 	chmod +x "$tmp/qsup"
+	learn "$tmp/qsup"
 	expect_named "$tmp/qsup" "$tmp/docs" \
 	    '^MISSING --planted-flag (qsup run --help)$'
 	expect_named "$tmp/qsup" "$tmp/docs" \
