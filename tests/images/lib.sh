@@ -9,18 +9,25 @@ image_start() {
 	[ "$ARGC" -eq 1 ] ||
 	    { echo "usage: $PROG OUT.qcow2" >&2; exit 2; }
 	STAMP=$(cat "$0" "$(dirname "$0")/lib.sh" | sha256sum | cut -d' ' -f1)
-	if [ -f "$OUT" ] &&
-	    [ "$(cat "$OUT.stamp" 2>/dev/null)" = "$STAMP" ]; then
-		exit 0
-	fi
+	image_current && exit 0
+	# One builder at a time (suites run side by side): the others wait
+	# for it, then find OUT current.
+	mkdir -p "$(dirname "$OUT")"
+	exec 9>>"$OUT.lock"
+	flock 9
+	image_current && exit 0
 	for tool in mmdebstrap mke2fs sfdisk qemu-img "$@"; do
 		command -v "$tool" >/dev/null ||
 		    die "$tool not found (Debian packages: mmdebstrap, e2fsprogs, fdisk, qemu-utils, and $*)"
 	done
 	MIRROR=${QSUP_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-	mkdir -p "$(dirname "$OUT")"
 	WORK=$(mktemp -d "$(dirname "$OUT")/.$PROG.XXXXXX")
 	trap 'rm -rf "$WORK"' EXIT
+}
+
+# image_current: OUT is there, built by these very scripts.
+image_current() {
+	[ -f "$OUT" ] && [ "$(cat "$OUT.stamp" 2>/dev/null)" = "$STAMP" ]
 }
 
 die() {
@@ -55,7 +62,11 @@ SFDISK
 # image_finish: $WORK/disk.raw to OUT as qcow2, whole or not at all.
 image_finish() {
 	qemu-img convert -f raw -O qcow2 "$WORK/disk.raw" "$WORK/out.qcow2"
+	# The old stamp goes first, the new one into place whole: a stamp
+	# that is not OUT's makes one more build, never a wrong OUT current.
+	rm -f "$OUT.stamp"
 	mv "$WORK/out.qcow2" "$OUT"
-	echo "$STAMP" >"$OUT.stamp"
+	echo "$STAMP" >"$WORK/stamp"
+	mv "$WORK/stamp" "$OUT.stamp"
 	echo "$PROG: $OUT: $(du -h "$OUT" | cut -f1) ($DISK_MIB MiB disk)" >&2
 }
