@@ -145,26 +145,26 @@ $(B)/man/%: contrib/man/%.scd.in contrib/man/gen.sh $(B)/qsup
 
 # The installed binary: $(B)/qsup's objects, but guest.c's with LIBDIR
 # compiled in, so that a copy taken away from its tree still finds its
-# guest. $(B)/install/libdir changes only when LIBDIR does.
-$(B)/install/libdir: FORCE
+# guest. One directory a LIBDIR, $(B)/prefix/LIBDIR/: installs to two
+# prefixes, even at once, do not rebuild or overwrite each other's.
+INST		 = $(B)/prefix$(abspath /$(LIBDIR))
+$(INST)/guest.o: INC = $(I_VM)
+$(INST)/guest.o: core/vm/guest.c
 	@mkdir -p $(dir $@)
-	@echo '$(LIBDIR)' | cmp -s - $@ || echo '$(LIBDIR)' >$@
-
-$(B)/install/guest.o: INC = $(I_VM)
-$(B)/install/guest.o: core/vm/guest.c $(B)/install/libdir
 	$(CC) $(QSUP_CFLAGS) -DQSUP_LIBDIR='"$(LIBDIR)"' -MMD -MP -c $< -o $@
 
-$(B)/install/qsup: $(filter-out $(B)/obj/core/vm/guest.o,$(CORE_OBJ)) \
-		$(B)/install/guest.o
-	$(CC) $(QSUP_CFLAGS) -o $@ $^ $(QSUP_LIBS)
+$(INST)/qsup: $(filter-out $(B)/obj/core/vm/guest.o,$(CORE_OBJ)) \
+		$(INST)/guest.o
+	$(CC) $(QSUP_CFLAGS) -o $@.tmp $^ $(QSUP_LIBS)
+	mv $@.tmp $@
 
 # The built-in profiles are compiled in (lua/builtin.S): nothing to install.
-install: $(B)/install/qsup $(B)/qsup-agent $(GUEST) $(MAN)
+install: $(INST)/qsup $(B)/qsup-agent $(GUEST) $(MAN)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) \
 	    $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
-	install -m 0755 $(B)/install/qsup $(DESTDIR)$(BINDIR)/qsup
+	install -m 0755 $(INST)/qsup $(DESTDIR)$(BINDIR)/qsup
 	install -m 0644 $(GUEST) $(DESTDIR)$(LIBDIR)/
 	install -m 0755 $(B)/qsup-agent $(DESTDIR)$(LIBDIR)/qsup-agent
 	install -m 0644 $(B)/man/qsup.1 $(DESTDIR)$(MANDIR)/man1/qsup.1
@@ -265,6 +265,6 @@ $(B)/mkcpio: guest/mkcpio.c
 clean:
 	rm -rf $(B)
 
--include $(CORE_OBJ:.o=.d) $(wildcard $(B)/install/*.d $(B)/asan/obj/*/*.d \
+-include $(CORE_OBJ:.o=.d) $(wildcard $(INST)/*.d $(B)/asan/obj/*/*.d \
 	   $(B)/asan/obj/*/*/*.d $(B)/libfuzzer/obj/*/*.d \
 	   $(B)/libfuzzer/obj/*/*/*.d)

@@ -3,7 +3,11 @@
 # packages they need first.
 #   ./build.sh          build everything
 #   ./build.sh test     build, then run every test (with the unit suites and
-#                       fuzz targets again under ASan and UBSan)
+#                       fuzz targets again under ASan and UBSan), several
+#                       suites at a time (tests/run.sh, tests/README.md)
+#   ./build.sh check    build, then the fast tier: the checks, the unit
+#                       suites plain and under the sanitizers, and the
+#                       quickest integration suites (tests/run.sh --check)
 #   ./build.sh fuzz NAME [SECONDS]
 #                       run tests/fuzz/NAME_fuzz.c under clang's libFuzzer
 #                       (default 300 s), from its corpus; findings go to
@@ -36,6 +40,7 @@ PACKAGES=(
 	podman runc
 	docker-registry skopeo
 	chromium
+	stress-ng
 )
 
 ensure_packages() {
@@ -78,7 +83,7 @@ ensure_npm() {
 # saying how to build it.
 build_console() {
 	local src=contrib/console npmdir=build/console-npm out=build/console
-	local nm=build/console-npm/node_modules lock
+	local nm=build/console-npm/node_modules lock stamp
 	command -v npm >/dev/null || {
 		echo "build.sh: web console not built: npm is not installed" >&2
 		return 0
@@ -95,6 +100,12 @@ build_console() {
 		fi
 		echo "$lock" >"$nm/.qsup-lock"
 	fi
+	# Kept while its sources and the lock are unchanged: a server (or a
+	# test suite) may be serving it meanwhile.
+	stamp=$(cat "$src/package-lock.json" "$src/index.html" \
+	    "$src/console.js" "$src/console.css" | sha256sum)
+	[ -f "$out/index.html" ] &&
+	    [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ] && return 0
 	rm -rf "$out.tmp"
 	mkdir -p "$out.tmp/vendor/xterm" "$out.tmp/vendor/novnc"
 	cp "$src/index.html" "$src/console.js" "$src/console.css" "$out.tmp/"
@@ -107,6 +118,7 @@ build_console() {
 	    "$nm/@novnc/novnc/LICENSE.txt" "$out.tmp/vendor/novnc/"
 	rm -rf "$out"
 	mv "$out.tmp" "$out"
+	echo "$stamp" >"$out.stamp"
 }
 
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -122,6 +134,11 @@ test)
 	make -s -j"$jobs" WERROR=-Werror tests
 	build_console
 	exec tests/run.sh
+	;;
+check)
+	ensure_packages
+	make -s -j"$jobs" WERROR=-Werror tests
+	exec tests/run.sh --check
 	;;
 fuzz)
 	[ $# -ge 2 ] && [ -f "tests/fuzz/$2_fuzz.c" ] || {
@@ -155,7 +172,7 @@ clean)
 	rm -rf build
 	;;
 *)
-	echo "usage: ./build.sh [all|test|fuzz NAME [SECONDS]|install [PREFIX]|bench|deps|clean]" >&2
+	echo "usage: ./build.sh [all|test|check|fuzz NAME [SECONDS]|install [PREFIX]|bench|deps|clean]" >&2
 	exit 2
 	;;
 esac
