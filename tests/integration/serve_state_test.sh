@@ -230,7 +230,11 @@ test_ttl_delete_and_lift() {
 	api PATCH /v1/sandboxes/k -d '{"ttl":null}'
 	expect_eq "PATCH" 200 "$CODE"
 	expect_match "lifted" '"ttl":null,.*"ttl_deadline":null,"ttl_left":null' "$BODY"
-	api PATCH /v1/sandboxes/k -d '{"ttl":3}'
+	# A ttl set again, then lifted by 0: long, so that it cannot expire
+	# between the two requests on a loaded machine (3 s did, beside two
+	# other suites: k was deleted before the lift came).
+	api PATCH /v1/sandboxes/k -d '{"ttl":300}'
+	expect_match "set again" '"ttl":300,' "$BODY"
 	api PATCH /v1/sandboxes/k -d '{"ttl":0}'
 	expect_match "lifted by 0" '"ttl":null' "$BODY"
 	api GET /v1/sandboxes/t
