@@ -10,6 +10,9 @@ T_FAILED=()
 T_RAN=()
 T_TMP=$(mktemp -d /tmp/qsup-test.XXXXXX)
 trap 'rm -rf "$T_TMP"' EXIT
+# The user's data and configuration are the suite's own too: what it
+# pulls, builds and configures is not another suite's, nor the host's.
+export XDG_DATA_HOME=$T_TMP/data XDG_CONFIG_HOME=$T_TMP/config
 # Every response a qsup serve of this suite gives, recorded (--record) for
 # the contract test that tests/run.sh runs last (tests/contract/check.py):
 # build/contract/SUITE.jsonl, SUITE-asan.jsonl under the sanitizers' qsup.
