@@ -73,6 +73,10 @@ case $jobs in
 '' | *[!0-9]* | 0) echo "tests/run.sh: -j wants a number of 1 or more" >&2; exit 2 ;;
 esac
 LIMIT=${QSUP_TEST_LIMIT:-1200}
+# A whole run (no --check, no NAME): it alone clears and checks the
+# contract records and writes build/tests/times.txt.
+whole=0
+[ "$check" = 0 ] && [ ${#only[@]} -eq 0 ] && whole=1
 
 J_NAME=() J_CMD=() J_NEEDS=()
 
@@ -208,7 +212,7 @@ done | sort -t$'\t' -k1,1nr -k2,2n)
 # What the servers of this run answer, for the contract check at the end
 # of a whole run; a part of one leaves the records (suites of another run
 # in this tree may be writing theirs).
-[ "$check" = 0 ] && [ ${#only[@]} -eq 0 ] && rm -rf build/contract
+[ "$whole" = 1 ] && rm -rf build/contract
 LOGS=$(mktemp -d /tmp/qsup-run.XXXXXX)
 declare -A running=() started=() status=() secs=() cpu=()
 trap 'kill ${!running[*]} 2>/dev/null; rm -rf "$LOGS"' EXIT
@@ -280,7 +284,7 @@ done
 total=${#J_NAME[@]}
 
 # The responses every server of this run gave, against the spec.
-if [ "$check" = 0 ] && [ ${#only[@]} -eq 0 ]; then
+if [ "$whole" = 1 ]; then
 	name="contract: every recorded response against docs/openapi.json"
 	echo "=== $name"
 	c0=$SECONDS
@@ -297,7 +301,7 @@ for i in "${!secs[@]}"; do
 	sumcpu=$((sumcpu + ${cpu[$i]:-0}))
 done
 # A whole run's times, for the next run's order (and tests/times.txt).
-if [ "$check" = 0 ] && [ ${#only[@]} -eq 0 ]; then
+if [ "$whole" = 1 ]; then
 	mkdir -p build/tests
 	for i in "${!secs[@]}"; do
 		printf '%s\t%s\t%s\n' "${secs[$i]}" "${J_NAME[$i]}" \
